@@ -1,0 +1,371 @@
+//! Colour conversion between every [`PixelFormat`] and the packed formats.
+//!
+//! - RGB/BGR/RGBA/BGRA reorder bytes; alpha is dropped (as Pillow's `convert("RGB")`
+//!   does, with no compositing) or set to 255 when the source has none.
+//! - To gray: Pillow's ITU-R 601-2 luma in 16-bit fixed point,
+//!   `L = (19595 R + 38470 G + 7471 B + 32768) >> 16`, identical to `convert("L")`.
+//! - From gray: the value is repeated into R, G and B.
+//! - From YUV 4:2:0: BT.601, either full range (JFIF; the Android camera default)
+//!   or limited "video" range (Y 16-235, as OpenCV's `COLOR_YUV2RGB_NV21`), in
+//!   16-bit fixed point rounded to nearest, with each chroma sample shared by its
+//!   2x2 block of pixels (nearest-neighbour chroma, as Android and OpenCV do).
+//!
+//! ```
+//! use tensorprep::color::{convert_color, YuvRange};
+//! use tensorprep::{ImageView, ImageViewMut, PixelFormat};
+//!
+//! // A 2x2 NV21 frame: four Y bytes, then one V,U pair.
+//! let nv21 = [76u8, 76, 76, 76, 255, 85];
+//! let src = ImageView::new(PixelFormat::Nv21, 2, 2, &nv21)?;
+//! let mut rgb = [0u8; 12];
+//! convert_color(&src, &mut ImageViewMut::new(PixelFormat::Rgb8, 2, 2, &mut rgb)?, YuvRange::Full)?;
+//! assert_eq!(&rgb[..3], &[254, 0, 0]); // red: 76 + 1.402 * 127 = 254.05
+//! # Ok::<(), tensorprep::Error>(())
+//! ```
+
+use crate::image::packed_bpp;
+use crate::{Error, ImageView, ImageViewMut, PixelFormat, Result};
+
+/// Range of the Y, U and V samples of a YUV image (BT.601 matrix in both cases).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum YuvRange {
+    /// Y, U, V use 0-255 (JFIF, Android camera `YUV_420_888`/`NV21`).
+    #[default]
+    Full,
+    /// Y uses 16-235 and U, V 16-240 (broadcast video, OpenCV's `YUV2RGB` codes).
+    Limited,
+}
+
+/// Fixed-point (16 fractional bits) BT.601 YUV to RGB coefficients.
+#[derive(Clone, Copy, Debug)]
+struct YuvMatrix {
+    y_mul: i32,
+    y_off: i32,
+    r_v: i32,
+    g_u: i32,
+    g_v: i32,
+    b_u: i32,
+}
+
+const fn fix(x: f64) -> i32 {
+    (x * 65536.0 + 0.5) as i32
+}
+
+impl YuvMatrix {
+    const FULL: YuvMatrix = YuvMatrix {
+        y_mul: 1 << 16,
+        y_off: 0,
+        r_v: fix(1.402),
+        g_u: fix(0.344_136),
+        g_v: fix(0.714_136),
+        b_u: fix(1.772),
+    };
+    // 255/219 on Y and 255/224 on chroma, applied to the full-range matrix.
+    const LIMITED: YuvMatrix = YuvMatrix {
+        y_mul: fix(255.0 / 219.0),
+        y_off: 16,
+        r_v: fix(1.402 * 255.0 / 224.0),
+        g_u: fix(0.344_136 * 255.0 / 224.0),
+        g_v: fix(0.714_136 * 255.0 / 224.0),
+        b_u: fix(1.772 * 255.0 / 224.0),
+    };
+
+    const fn for_range(range: YuvRange) -> YuvMatrix {
+        match range {
+            YuvRange::Full => YuvMatrix::FULL,
+            YuvRange::Limited => YuvMatrix::LIMITED,
+        }
+    }
+
+    #[inline(always)]
+    fn luma(&self, y: u8) -> i32 {
+        (i32::from(y) - self.y_off) * self.y_mul + (1 << 15)
+    }
+
+    /// Chroma contributions `(r, g, b)` for one (U, V) pair.
+    #[inline(always)]
+    fn chroma(&self, u: u8, v: u8) -> (i32, i32, i32) {
+        let (u, v) = (i32::from(u) - 128, i32::from(v) - 128);
+        (self.r_v * v, -self.g_u * u - self.g_v * v, self.b_u * u)
+    }
+}
+
+#[inline(always)]
+fn clamp8(x: i32) -> u8 {
+    (x >> 16).clamp(0, 255) as u8
+}
+
+/// Pillow's `convert("L")` luma.
+#[inline(always)]
+pub(crate) fn luma601(r: u8, g: u8, b: u8) -> u8 {
+    ((u32::from(r) * 19595 + u32::from(g) * 38470 + u32::from(b) * 7471 + 0x8000) >> 16) as u8
+}
+
+/// Converts `src` into `dst`'s format (a packed format); both must have the same size.
+///
+/// `range` matters only for YUV sources.
+pub fn convert_color(
+    src: &ImageView<'_>,
+    dst: &mut ImageViewMut<'_>,
+    range: YuvRange,
+) -> Result<()> {
+    if (src.width(), src.height()) != (dst.width(), dst.height()) {
+        return Err(Error::SizeMismatch {
+            expected: (src.width(), src.height()),
+            found: (dst.width(), dst.height()),
+        });
+    }
+    let out = Packed::of("convert_color destination", dst.format())?;
+    match src.format() {
+        PixelFormat::Nv12 => yuv420(src, dst, out, range, Chroma::Interleaved { u: 0, v: 1 }),
+        PixelFormat::Nv21 => yuv420(src, dst, out, range, Chroma::Interleaved { u: 1, v: 0 }),
+        PixelFormat::I420 => yuv420(src, dst, out, range, Chroma::Planar),
+        f if f == dst.format() => {
+            for (d, s) in dst.plane_rows_mut(0).zip(src.plane_rows(0)) {
+                d.copy_from_slice(s);
+            }
+        }
+        f => {
+            let inp = Packed::of("convert_color source", f)?;
+            match (inp.bpp, out.bpp) {
+                (1, 3) => packed::<1, 3>(src, dst, inp, out),
+                (1, 4) => packed::<1, 4>(src, dst, inp, out),
+                (3, 1) => packed::<3, 1>(src, dst, inp, out),
+                (3, 3) => packed::<3, 3>(src, dst, inp, out),
+                (3, 4) => packed::<3, 4>(src, dst, inp, out),
+                (4, 1) => packed::<4, 1>(src, dst, inp, out),
+                (4, 3) => packed::<4, 3>(src, dst, inp, out),
+                (4, 4) => packed::<4, 4>(src, dst, inp, out),
+                _ => unreachable!("equal gray formats are copied above"),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Allocating form of [`convert_color`].
+#[cfg(feature = "alloc")]
+pub fn convert_color_owned(
+    src: &ImageView<'_>,
+    format: PixelFormat,
+    range: YuvRange,
+) -> Result<crate::Image> {
+    let mut img = crate::Image::new(format, src.width(), src.height())?;
+    convert_color(src, &mut img.view_mut(), range)?;
+    Ok(img)
+}
+
+/// Byte layout of a packed format, as a table instead of a match per pixel.
+#[derive(Clone, Copy, Debug)]
+struct Packed {
+    bpp: usize,
+    rgb: [usize; 3],
+    alpha: Option<usize>,
+}
+
+impl Packed {
+    fn of(op: &'static str, format: PixelFormat) -> Result<Packed> {
+        let bpp = packed_bpp(op, format)?;
+        Ok(Packed {
+            bpp,
+            rgb: format
+                .rgb_offsets()
+                .ok_or(Error::UnsupportedFormat { op, format })?,
+            alpha: format.alpha_offset(),
+        })
+    }
+
+    #[inline(always)]
+    fn store(&self, px: &mut [u8], r: u8, g: u8, b: u8) {
+        if self.bpp == 1 {
+            px[0] = luma601(r, g, b);
+        } else {
+            px[self.rgb[0]] = r;
+            px[self.rgb[1]] = g;
+            px[self.rgb[2]] = b;
+            if let Some(a) = self.alpha {
+                px[a] = 255;
+            }
+        }
+    }
+}
+
+fn packed<const SB: usize, const DB: usize>(
+    src: &ImageView<'_>,
+    dst: &mut ImageViewMut<'_>,
+    inp: Packed,
+    out: Packed,
+) {
+    let keep_alpha = inp.alpha.zip(out.alpha);
+    for (d, s) in dst.plane_rows_mut(0).zip(src.plane_rows(0)) {
+        for (dp, sp) in d.chunks_exact_mut(DB).zip(s.chunks_exact(SB)) {
+            let (r, g, b) = (sp[inp.rgb[0]], sp[inp.rgb[1]], sp[inp.rgb[2]]);
+            out.store(dp, r, g, b);
+            if let Some((sa, da)) = keep_alpha {
+                dp[da] = sp[sa];
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Chroma {
+    /// One plane of (U, V) or (V, U) pairs; the fields are the byte offsets inside a pair.
+    Interleaved { u: usize, v: usize },
+    /// Separate U and V planes.
+    Planar,
+}
+
+fn yuv420(
+    src: &ImageView<'_>,
+    dst: &mut ImageViewMut<'_>,
+    out: Packed,
+    range: YuvRange,
+    chroma: Chroma,
+) {
+    let m = YuvMatrix::for_range(range);
+    let to_gray = out.bpp == 1;
+    for (y, drow) in dst.plane_rows_mut(0).enumerate() {
+        let yrow = src.plane_row(0, y);
+        if to_gray {
+            for (d, &l) in drow.iter_mut().zip(yrow) {
+                *d = clamp8(m.luma(l));
+            }
+            continue;
+        }
+        let (c1, c2) = match chroma {
+            Chroma::Interleaved { .. } => (src.plane_row(1, y / 2), &[][..]),
+            Chroma::Planar => (src.plane_row(1, y / 2), src.plane_row(2, y / 2)),
+        };
+        let uv = |i: usize| match chroma {
+            Chroma::Interleaved { u, v } => (c1[2 * i + u], c1[2 * i + v]),
+            Chroma::Planar => (c1[i], c2[i]),
+        };
+        for (i, (dpair, ypair)) in drow.chunks_mut(2 * out.bpp).zip(yrow.chunks(2)).enumerate() {
+            let (u, v) = uv(i);
+            let (cr, cg, cb) = m.chroma(u, v);
+            for (dp, &l) in dpair.chunks_exact_mut(out.bpp).zip(ypair) {
+                let l = m.luma(l);
+                out.store(dp, clamp8(l + cr), clamp8(l + cg), clamp8(l + cb));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The BT.601 equations in f64, the reference the fixed-point code must match to 1 level.
+    fn reference(y: u8, u: u8, v: u8, range: YuvRange) -> [f64; 3] {
+        let (y, u, v) = (f64::from(y), f64::from(u) - 128.0, f64::from(v) - 128.0);
+        let (y, cs) = match range {
+            YuvRange::Full => (y, 1.0),
+            YuvRange::Limited => ((y - 16.0) * 255.0 / 219.0, 255.0 / 224.0),
+        };
+        let (u, v) = (u * cs, v * cs);
+        [
+            y + 1.402 * v,
+            y - 0.344_136 * u - 0.714_136 * v,
+            y + 1.772 * u,
+        ]
+        .map(|x| x.clamp(0.0, 255.0))
+    }
+
+    #[test]
+    fn yuv_matches_bt601_equations_for_every_range() {
+        for range in [YuvRange::Full, YuvRange::Limited] {
+            for y in (0..=255).step_by(3) {
+                for u in (0..=255).step_by(5) {
+                    for v in (0..=255).step_by(7) {
+                        let i420 = [y as u8, u as u8, v as u8];
+                        let src = ImageView::new(PixelFormat::I420, 1, 1, &i420).unwrap();
+                        let mut rgb = [0u8; 3];
+                        let mut dst = ImageViewMut::new(PixelFormat::Rgb8, 1, 1, &mut rgb).unwrap();
+                        convert_color(&src, &mut dst, range).unwrap();
+                        let want = reference(y as u8, u as u8, v as u8, range);
+                        for c in 0..3 {
+                            let d = (f64::from(rgb[c]) - want[c]).abs();
+                            assert!(d <= 0.51, "{range:?} yuv {y},{u},{v}: {rgb:?} vs {want:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn nv12_nv21_i420_agree_with_odd_sizes_and_strides() {
+        let (w, h) = (5u32, 3u32);
+        let (cw, ch) = (3usize, 2usize);
+        let ys: [u8; 15] = core::array::from_fn(|i| (i * 17) as u8);
+        let us: [u8; 6] = core::array::from_fn(|i| (40 + i * 30) as u8);
+        let vs: [u8; 6] = core::array::from_fn(|i| (200 - i * 25) as u8);
+        let mut nv12 = [0u8; 12];
+        let mut nv21 = [0u8; 12];
+        for i in 0..cw * ch {
+            nv12[2 * i] = us[i];
+            nv12[2 * i + 1] = vs[i];
+            nv21[2 * i] = vs[i];
+            nv21[2 * i + 1] = us[i];
+        }
+        let i420 = ImageView::from_planes(
+            PixelFormat::I420,
+            w,
+            h,
+            &[
+                crate::Plane::new(&ys, 5),
+                crate::Plane::new(&us, 3),
+                crate::Plane::new(&vs, 3),
+            ],
+        )
+        .unwrap();
+        let a = convert_color_owned(&i420, PixelFormat::Rgb8, YuvRange::Full).unwrap();
+        for (fmt, uv) in [(PixelFormat::Nv12, &nv12), (PixelFormat::Nv21, &nv21)] {
+            let src = ImageView::from_planes(
+                fmt,
+                w,
+                h,
+                &[crate::Plane::new(&ys, 5), crate::Plane::new(uv, 6)],
+            )
+            .unwrap();
+            let b = convert_color_owned(&src, PixelFormat::Rgb8, YuvRange::Full).unwrap();
+            assert_eq!(a, b, "{fmt:?}");
+        }
+        // Pixel (4, 2) uses chroma sample (2, 1).
+        let px = &a.as_bytes()[(2 * 5 + 4) * 3..][..3];
+        let want = reference(ys[14], us[5], vs[5], YuvRange::Full);
+        for c in 0..3 {
+            assert!((f64::from(px[c]) - want[c]).abs() <= 0.51);
+        }
+    }
+
+    #[test]
+    fn gray_matches_pillow_formula_and_round_trips() {
+        let px = [255u8, 0, 0, 0, 255, 0, 0, 0, 255, 12, 200, 99];
+        let src = ImageView::new(PixelFormat::Rgb8, 4, 1, &px).unwrap();
+        let g = convert_color_owned(&src, PixelFormat::Gray8, YuvRange::Full).unwrap();
+        // Pillow: Image.new("RGB", ...).convert("L") gives 76, 150, 29 for pure R, G, B.
+        assert_eq!(&g.as_bytes()[..3], &[76, 150, 29]);
+        let rgb = convert_color_owned(&g.view(), PixelFormat::Bgra8, YuvRange::Full).unwrap();
+        assert_eq!(&rgb.as_bytes()[..8], &[76, 76, 76, 255, 150, 150, 150, 255]);
+    }
+
+    #[test]
+    fn size_mismatch_and_yuv_destination_are_errors() {
+        let px = [0u8; 12];
+        let src = ImageView::new(PixelFormat::Rgb8, 2, 2, &px).unwrap();
+        let mut out = [0u8; 12];
+        let mut dst = ImageViewMut::new(PixelFormat::Rgb8, 4, 1, &mut out).unwrap();
+        assert!(matches!(
+            convert_color(&src, &mut dst, YuvRange::Full),
+            Err(Error::SizeMismatch { .. })
+        ));
+        let mut yuv = [0u8; 6];
+        let mut dst = ImageViewMut::new(PixelFormat::Nv12, 2, 2, &mut yuv).unwrap();
+        assert!(matches!(
+            convert_color(&src, &mut dst, YuvRange::Full),
+            Err(Error::UnsupportedFormat { .. })
+        ));
+    }
+}

@@ -1,0 +1,205 @@
+//! The one error type of the crate.
+
+use core::fmt;
+
+use crate::PixelFormat;
+
+/// Result alias used by every fallible function of the crate.
+pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+/// Everything that can go wrong, as small `Copy` values that carry numbers.
+///
+/// Every op checks its inputs and returns one of these instead of panicking,
+/// whatever the caller passes (including hostile JPEG bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// Width or height is zero or above [`crate::Limits::MAX_DIMENSION`].
+    InvalidDimensions {
+        /// Requested width.
+        width: u64,
+        /// Requested height.
+        height: u64,
+    },
+    /// The image has more pixels than the configured limit allows.
+    TooManyPixels {
+        /// Pixels the image would have.
+        pixels: u64,
+        /// The limit in force.
+        limit: u64,
+    },
+    /// An allocation would exceed the configured limit (or `usize`).
+    AllocationTooLarge {
+        /// Bytes that would be allocated.
+        bytes: u64,
+        /// The limit in force.
+        limit: u64,
+    },
+    /// A row stride is smaller than the bytes of one row.
+    StrideTooSmall {
+        /// Index of the plane (0 for packed formats).
+        plane: u8,
+        /// The stride given.
+        stride: usize,
+        /// The smallest valid stride.
+        min: usize,
+    },
+    /// A pixel or tensor buffer is shorter than its shape needs.
+    BufferTooSmall {
+        /// Index of the plane (0 for packed formats and tensors).
+        plane: u8,
+        /// Length given.
+        len: usize,
+        /// Length needed.
+        needed: usize,
+    },
+    /// A tensor buffer does not have the number of elements the output needs.
+    TensorSize {
+        /// Elements given.
+        len: usize,
+        /// Elements needed.
+        needed: usize,
+    },
+    /// The number of planes given does not match the pixel format.
+    WrongPlaneCount {
+        /// The format.
+        format: PixelFormat,
+        /// Planes given.
+        given: u8,
+    },
+    /// An op does not accept this pixel format.
+    UnsupportedFormat {
+        /// Name of the op.
+        op: &'static str,
+        /// The format given.
+        format: PixelFormat,
+    },
+    /// Source and destination formats must agree for this op.
+    FormatMismatch {
+        /// Format the op expected.
+        expected: PixelFormat,
+        /// Format given.
+        found: PixelFormat,
+    },
+    /// The destination has the wrong size for this op.
+    SizeMismatch {
+        /// Width and height the op needs.
+        expected: (u32, u32),
+        /// Width and height given.
+        found: (u32, u32),
+    },
+    /// A rectangle does not lie inside the image.
+    RectOutOfBounds {
+        /// The rectangle.
+        rect: crate::Rect,
+        /// Image width.
+        width: u32,
+        /// Image height.
+        height: u32,
+    },
+    /// A crop of a 4:2:0 image must start on even coordinates.
+    UnalignedCrop {
+        /// The rectangle.
+        rect: crate::Rect,
+    },
+    /// A numeric parameter is out of range (the name says which).
+    InvalidParameter {
+        /// Name of the parameter.
+        name: &'static str,
+    },
+    /// The JPEG could not be decoded.
+    Jpeg {
+        /// What kind of failure.
+        kind: JpegErrorKind,
+    },
+}
+
+/// Why a JPEG was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JpegErrorKind {
+    /// The data ends before the image does (strict mode).
+    Truncated,
+    /// The data is not a JPEG, or its headers or entropy-coded data are corrupt.
+    Corrupt,
+    /// A valid JPEG that uses a feature the decoder lacks (arithmetic coding, lossless, 12-bit...).
+    Unsupported,
+    /// A colour space or component count that cannot be turned into the requested format.
+    UnsupportedColorSpace,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Error::InvalidDimensions { width, height } => write!(
+                f,
+                "invalid image dimensions {width}x{height} (each side must be 1..={})",
+                crate::Limits::MAX_DIMENSION
+            ),
+            Error::TooManyPixels { pixels, limit } => {
+                write!(
+                    f,
+                    "image has {pixels} pixels, more than the limit of {limit}"
+                )
+            }
+            Error::AllocationTooLarge { bytes, limit } => {
+                write!(f, "refusing to allocate {bytes} bytes (limit {limit})")
+            }
+            Error::StrideTooSmall { plane, stride, min } => write!(
+                f,
+                "plane {plane}: row stride {stride} is smaller than one row ({min} bytes)"
+            ),
+            Error::BufferTooSmall { plane, len, needed } => write!(
+                f,
+                "plane {plane}: buffer holds {len} elements but the shape needs {needed}"
+            ),
+            Error::TensorSize { len, needed } => write!(
+                f,
+                "tensor buffer has {len} elements but the output needs exactly {needed}"
+            ),
+            Error::WrongPlaneCount { format, given } => write!(
+                f,
+                "{format:?} needs {} plane(s), {given} given",
+                format.plane_count()
+            ),
+            Error::UnsupportedFormat { op, format } => {
+                write!(f, "{op} does not support pixel format {format:?}")
+            }
+            Error::FormatMismatch { expected, found } => {
+                write!(f, "expected pixel format {expected:?}, found {found:?}")
+            }
+            Error::SizeMismatch { expected, found } => write!(
+                f,
+                "destination is {}x{} but must be {}x{}",
+                found.0, found.1, expected.0, expected.1
+            ),
+            Error::RectOutOfBounds {
+                rect,
+                width,
+                height,
+            } => write!(
+                f,
+                "rectangle {}x{} at ({}, {}) does not fit in a {width}x{height} image",
+                rect.width, rect.height, rect.x, rect.y
+            ),
+            Error::UnalignedCrop { rect } => write!(
+                f,
+                "crop at ({}, {}) of a 4:2:0 image must start at even coordinates",
+                rect.x, rect.y
+            ),
+            Error::InvalidParameter { name } => write!(f, "invalid parameter: {name}"),
+            Error::Jpeg { kind } => match kind {
+                JpegErrorKind::Truncated => f.write_str("JPEG data ends before the image does"),
+                JpegErrorKind::Corrupt => f.write_str("JPEG data is corrupt or not a JPEG"),
+                JpegErrorKind::Unsupported => {
+                    f.write_str("JPEG uses a coding process this decoder does not support")
+                }
+                JpegErrorKind::UnsupportedColorSpace => {
+                    f.write_str("JPEG colour space cannot be converted to the requested format")
+                }
+            },
+        }
+    }
+}
+
+impl core::error::Error for Error {}

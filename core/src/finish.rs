@@ -1,0 +1,507 @@
+//! The finish kernel: crop, value scale, per-channel normalize, layout and cast in one pass.
+//!
+//! Every model input ends with the same steps: take the final pixels (often a
+//! crop of them), divide by 255, subtract a mean and divide by a standard
+//! deviation per channel, lay the channels out as CHW or HWC, and store as the
+//! engine's element type. For 8-bit input each channel maps 256 possible bytes
+//! to 256 possible outputs, so [`Finisher`] computes those once into a table per
+//! channel, with exactly torchvision's float32 arithmetic
+//! `(v / 255 - mean) / std` (or the quantized/f16 value of it), and the
+//! per-pixel work is a table look-up and a store.
+//!
+//! ```
+//! use tensorprep::finish::{Finisher, FinishSpec};
+//! use tensorprep::{ImageView, PixelFormat, Rect, TensorMut};
+//!
+//! let pixels = vec![128u8; 8 * 8 * 3];
+//! let image = ImageView::new(PixelFormat::Rgb8, 8, 8, &pixels)?;
+//! let finisher = Finisher::new(&FinishSpec::imagenet())?;
+//! let mut tensor = vec![0f32; 3 * 4 * 4];
+//! // Crop is a zero-copy view, so crop + normalize + CHW + cast is one pass.
+//! finisher.run(&image.crop(Rect::new(2, 2, 4, 4))?, TensorMut::F32(&mut tensor))?;
+//! assert_eq!(tensor[0], (128f32 / 255.0 - 0.485) / 0.229);
+//! # Ok::<(), tensorprep::Error>(())
+//! ```
+
+use half::f16;
+
+use crate::{DType, Error, ImageView, Layout, PixelFormat, Quantization, Result, TensorMut};
+
+/// Per-channel normalization `(v / divisor - mean[c]) / std[c]`, in float32.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Normalize {
+    /// Mean per output channel (R, G, B order for colour; index 0 for gray).
+    pub mean: [f32; 3],
+    /// Standard deviation per output channel; must be finite and non-zero.
+    pub std: [f32; 3],
+    /// Pixel bytes are divided by this first: 255 for values in 0-1 (torchvision,
+    /// timm, Hugging Face), 1 for values in 0-255 (TFLite, MindSpore, Caffe).
+    pub divisor: f32,
+}
+
+impl Normalize {
+    /// torchvision's ImageNet statistics in 0-1 units.
+    pub const IMAGENET: Normalize = Normalize {
+        mean: [0.485, 0.456, 0.406],
+        std: [0.229, 0.224, 0.225],
+        divisor: 255.0,
+    };
+
+    /// `ToTensor` alone: values `v / 255` in 0-1.
+    pub const UNIT: Normalize = Normalize {
+        mean: [0.0; 3],
+        std: [1.0; 3],
+        divisor: 255.0,
+    };
+
+    /// The byte values themselves, 0-255.
+    pub const RAW: Normalize = Normalize {
+        mean: [0.0; 3],
+        std: [1.0; 3],
+        divisor: 1.0,
+    };
+
+    /// The float32 value for byte `v` in channel `c` (`c < 3`).
+    pub fn apply(&self, c: usize, v: u8) -> f32 {
+        (f32::from(v) / self.divisor - self.mean[c]) / self.std[c]
+    }
+
+    fn validate(&self) -> Result<()> {
+        let ok = |x: f32| x.is_finite();
+        if !(self.divisor.is_finite() && self.divisor > 0.0) {
+            return Err(Error::InvalidParameter {
+                name: "normalize divisor must be finite and positive",
+            });
+        }
+        if !self.mean.iter().all(|&m| ok(m)) || !self.std.iter().all(|&s| ok(s) && s != 0.0) {
+            return Err(Error::InvalidParameter {
+                name: "normalize mean must be finite and std finite and non-zero",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Channel order of the output tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum ChannelOrder {
+    /// Red, green, blue (PyTorch and most models). A gray source is repeated into all three.
+    #[default]
+    Rgb,
+    /// Blue, green, red (Caffe- and OpenCV-trained models). A gray source is repeated.
+    Bgr,
+    /// One channel; the source must be [`PixelFormat::Gray8`].
+    Gray,
+}
+
+impl ChannelOrder {
+    /// Channels of the output tensor.
+    pub const fn channels(self) -> usize {
+        match self {
+            ChannelOrder::Gray => 1,
+            _ => 3,
+        }
+    }
+}
+
+/// Everything the finish kernel does after the pixels are final.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FinishSpec {
+    /// Value scaling and per-channel normalization.
+    pub normalize: Normalize,
+    /// Channel order of the output.
+    pub order: ChannelOrder,
+    /// CHW or HWC.
+    pub layout: Layout,
+    /// Output element type.
+    pub dtype: DType,
+    /// For [`DType::U8`] and [`DType::I8`]: how the normalized value is quantized.
+    pub quantization: Quantization,
+}
+
+impl FinishSpec {
+    /// torchvision's `ToTensor()` + `Normalize(IMAGENET)`: RGB, CHW, f32.
+    pub const fn imagenet() -> Self {
+        FinishSpec {
+            normalize: Normalize::IMAGENET,
+            order: ChannelOrder::Rgb,
+            layout: Layout::Chw,
+            dtype: DType::F32,
+            quantization: Quantization::IDENTITY,
+        }
+    }
+}
+
+/// One 256-entry look-up table per output channel.
+type Tables<T> = [[T; 256]; 3];
+
+#[derive(Clone, Debug)]
+enum AnyTables {
+    F32(Tables<f32>),
+    F16(Tables<f16>),
+    U8(Tables<u8>),
+    I8(Tables<i8>),
+}
+
+/// A compiled finish step: tables built once, then run on any number of images
+/// without allocating.
+#[derive(Clone, Debug)]
+pub struct Finisher {
+    spec: FinishSpec,
+    tables: AnyTables,
+}
+
+fn build<T: Copy + Default>(n: &Normalize, f: impl Fn(f32) -> T) -> Tables<T> {
+    let mut t = [[T::default(); 256]; 3];
+    for (c, table) in t.iter_mut().enumerate() {
+        for (v, out) in table.iter_mut().enumerate() {
+            *out = f(n.apply(c, v as u8));
+        }
+    }
+    t
+}
+
+fn quantize(x: f32, q: Quantization, lo: f32, hi: f32) -> f32 {
+    let v = libm::rintf(x / q.scale) + q.zero_point as f32;
+    v.clamp(lo, hi)
+}
+
+impl Finisher {
+    /// Builds the per-channel tables for `spec`.
+    pub fn new(spec: &FinishSpec) -> Result<Self> {
+        spec.normalize.validate()?;
+        let q = spec.quantization;
+        if matches!(spec.dtype, DType::U8 | DType::I8) && !(q.scale.is_finite() && q.scale > 0.0) {
+            return Err(Error::InvalidParameter {
+                name: "quantization scale must be finite and positive",
+            });
+        }
+        let n = &spec.normalize;
+        let tables = match spec.dtype {
+            DType::F32 => AnyTables::F32(build(n, |x| x)),
+            DType::F16 => AnyTables::F16(build(n, f16::from_f32)),
+            DType::U8 => AnyTables::U8(build(n, |x| quantize(x, q, 0.0, 255.0) as u8)),
+            DType::I8 => AnyTables::I8(build(n, |x| quantize(x, q, -128.0, 127.0) as i8)),
+        };
+        Ok(Finisher {
+            spec: *spec,
+            tables,
+        })
+    }
+
+    /// The spec this finisher was built from.
+    pub fn spec(&self) -> &FinishSpec {
+        &self.spec
+    }
+
+    /// Elements of the output tensor for a `width` x `height` source.
+    pub fn output_len(&self, width: u32, height: u32) -> usize {
+        self.spec.order.channels() * width as usize * height as usize
+    }
+
+    /// Shape of the output for a `width` x `height` source, in the spec's layout.
+    pub fn output_shape(&self, width: u32, height: u32) -> [usize; 3] {
+        let (c, h, w) = (self.spec.order.channels(), height as usize, width as usize);
+        match self.spec.layout {
+            Layout::Chw => [c, h, w],
+            Layout::Hwc => [h, w, c],
+        }
+    }
+
+    /// Writes the tensor for `src` (crop it with [`ImageView::crop`] first) into `dst`,
+    /// which must hold exactly [`Finisher::output_len`] elements of the spec's dtype.
+    pub fn run(&self, src: &ImageView<'_>, dst: TensorMut<'_>) -> Result<()> {
+        let format = src.format();
+        let bpp = format.bytes_per_pixel().ok_or(Error::UnsupportedFormat {
+            op: "finish (convert YUV to RGB first)",
+            format,
+        })?;
+        if self.spec.order == ChannelOrder::Gray && format != PixelFormat::Gray8 {
+            return Err(Error::UnsupportedFormat {
+                op: "finish to one gray channel (convert to Gray8 first)",
+                format,
+            });
+        }
+        let needed = self.output_len(src.width(), src.height());
+        if dst.len() != needed {
+            return Err(Error::TensorSize {
+                len: dst.len(),
+                needed,
+            });
+        }
+        if dst.dtype() != self.spec.dtype {
+            return Err(Error::InvalidParameter {
+                name: "tensor element type differs from the finish spec's dtype",
+            });
+        }
+        let src_bgr = format.rgb_offsets() == Some([2, 1, 0]);
+        let out_bgr = self.spec.order == ChannelOrder::Bgr;
+        let k = Kernel {
+            bpp,
+            src_bgr,
+            out_bgr,
+            layout: self.spec.layout,
+        };
+        match (&self.tables, dst) {
+            (AnyTables::F32(t), TensorMut::F32(d)) => k.dispatch(src, t, d),
+            (AnyTables::F16(t), TensorMut::F16(d)) => k.dispatch(src, t, d),
+            (AnyTables::U8(t), TensorMut::U8(d)) => k.dispatch(src, t, d),
+            (AnyTables::I8(t), TensorMut::I8(d)) => k.dispatch(src, t, d),
+            _ => unreachable!("dtype checked above"),
+        }
+        Ok(())
+    }
+
+    /// Allocating form of [`Finisher::run`].
+    #[cfg(feature = "alloc")]
+    pub fn run_to_tensor(&self, src: &ImageView<'_>) -> Result<crate::Tensor> {
+        let mut t =
+            crate::Tensor::zeros(self.spec.dtype, self.output_len(src.width(), src.height()));
+        self.run(src, t.as_mut())?;
+        Ok(t)
+    }
+}
+
+/// The run-time choices of one finish run, resolved into a monomorphized loop.
+struct Kernel {
+    bpp: usize,
+    src_bgr: bool,
+    out_bgr: bool,
+    layout: Layout,
+}
+
+impl Kernel {
+    fn dispatch<T: Copy>(&self, src: &ImageView<'_>, t: &Tables<T>, dst: &mut [T]) {
+        let l = self.layout;
+        match (self.bpp, self.src_bgr, self.out_bgr) {
+            (1, _, out_bgr) => gray(src, l, out_bgr, t, dst),
+            (3, false, false) => color::<T, 3, false, false>(src, l, t, dst),
+            (3, false, true) => color::<T, 3, false, true>(src, l, t, dst),
+            (3, true, false) => color::<T, 3, true, false>(src, l, t, dst),
+            (3, true, true) => color::<T, 3, true, true>(src, l, t, dst),
+            (4, false, false) => color::<T, 4, false, false>(src, l, t, dst),
+            (4, false, true) => color::<T, 4, false, true>(src, l, t, dst),
+            (4, true, false) => color::<T, 4, true, false>(src, l, t, dst),
+            (4, true, true) => color::<T, 4, true, true>(src, l, t, dst),
+            _ => unreachable!("packed formats have 1, 3 or 4 bytes per pixel"),
+        }
+    }
+}
+
+/// Colour (0 = R, 2 = B) of source byte `k` (0 or 2).
+const fn src_color(k: usize, src_bgr: bool) -> usize {
+    if src_bgr { 2 - k } else { k }
+}
+
+/// Output channel that carries colour `c`.
+const fn out_channel(c: usize, out_bgr: bool) -> usize {
+    if out_bgr { 2 - c } else { c }
+}
+
+/// Colour source with `BPP` bytes per pixel. Tables are indexed by colour (R, G, B);
+/// the const parameters resolve which table and which output channel each source
+/// byte goes to, so every index in the inner loop is a constant.
+fn color<T: Copy, const BPP: usize, const SRC_BGR: bool, const OUT_BGR: bool>(
+    src: &ImageView<'_>,
+    layout: Layout,
+    t: &Tables<T>,
+    dst: &mut [T],
+) {
+    let w = src.width() as usize;
+    let (col0, col2) = (src_color(0, SRC_BGR), src_color(2, SRC_BGR));
+    let (ch0, ch2) = (out_channel(col0, OUT_BGR), out_channel(col2, OUT_BGR));
+    let (t0, t1, t2) = (&t[col0], &t[1], &t[col2]);
+    match layout {
+        Layout::Chw => {
+            let hw = w * src.height() as usize;
+            let (first, rest) = dst.split_at_mut(hw);
+            let (p1, last) = rest.split_at_mut(hw);
+            let (p0, p2) = if ch0 == 0 {
+                (first, last)
+            } else {
+                (last, first)
+            };
+            let rows = p0
+                .chunks_exact_mut(w)
+                .zip(p1.chunks_exact_mut(w))
+                .zip(p2.chunks_exact_mut(w));
+            for (((o0, o1), o2), row) in rows.zip(src.plane_rows(0)) {
+                let it = row.chunks_exact(BPP).zip(o0).zip(o1).zip(o2);
+                for (((px, a), b), c) in it {
+                    *a = t0[px[0] as usize];
+                    *b = t1[px[1] as usize];
+                    *c = t2[px[2] as usize];
+                }
+            }
+        }
+        Layout::Hwc => {
+            for (out, row) in dst.chunks_exact_mut(w * 3).zip(src.plane_rows(0)) {
+                for (px, o) in row.chunks_exact(BPP).zip(out.chunks_exact_mut(3)) {
+                    o[ch0] = t0[px[0] as usize];
+                    o[1] = t1[px[1] as usize];
+                    o[ch2] = t2[px[2] as usize];
+                }
+            }
+        }
+    }
+}
+
+/// Gray source: one channel out, or the gray value through each colour's table.
+fn gray<T: Copy>(src: &ImageView<'_>, layout: Layout, out_bgr: bool, t: &Tables<T>, dst: &mut [T]) {
+    let w = src.width() as usize;
+    let hw = w * src.height() as usize;
+    if dst.len() == hw {
+        for (o, row) in dst.chunks_exact_mut(w).zip(src.plane_rows(0)) {
+            for (o, &v) in o.iter_mut().zip(row) {
+                *o = t[0][v as usize];
+            }
+        }
+        return;
+    }
+    // Table feeding output channel `ch`.
+    let table = |ch: usize| &t[out_channel(ch, out_bgr)];
+    match layout {
+        Layout::Chw => {
+            for (ch, plane) in dst.chunks_exact_mut(hw).enumerate() {
+                let tc = table(ch);
+                for (o, row) in plane.chunks_exact_mut(w).zip(src.plane_rows(0)) {
+                    for (o, &v) in o.iter_mut().zip(row) {
+                        *o = tc[v as usize];
+                    }
+                }
+            }
+        }
+        Layout::Hwc => {
+            let (a, b, c) = (table(0), table(1), table(2));
+            for (out, row) in dst.chunks_exact_mut(w * 3).zip(src.plane_rows(0)) {
+                for (o, &v) in out.chunks_exact_mut(3).zip(row) {
+                    o[0] = a[v as usize];
+                    o[1] = b[v as usize];
+                    o[2] = c[v as usize];
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bgr_source_to_rgb_chw_swaps_channels() {
+        let px = [10u8, 20, 30, 40, 50, 60]; // two BGR pixels
+        let img = ImageView::new(PixelFormat::Bgr8, 2, 1, &px).unwrap();
+        let f = Finisher::new(&FinishSpec {
+            normalize: Normalize::RAW,
+            ..FinishSpec::imagenet()
+        })
+        .unwrap();
+        let mut out = [0f32; 6];
+        f.run(&img, TensorMut::F32(&mut out)).unwrap();
+        assert_eq!(out, [30.0, 60.0, 20.0, 50.0, 10.0, 40.0]);
+    }
+
+    #[test]
+    fn each_colour_keeps_its_own_statistics_in_every_order() {
+        let n = Normalize {
+            mean: [1.0, 2.0, 3.0],
+            std: [1.0, 1.0, 1.0],
+            divisor: 1.0,
+        };
+        let rgb = [10u8, 20, 30];
+        let bgr = [30u8, 20, 10];
+        for (fmt, px) in [(PixelFormat::Rgb8, &rgb), (PixelFormat::Bgr8, &bgr)] {
+            let img = ImageView::new(fmt, 1, 1, px).unwrap();
+            for (order, want) in [
+                (ChannelOrder::Rgb, [9.0, 18.0, 27.0]),
+                (ChannelOrder::Bgr, [27.0, 18.0, 9.0]),
+            ] {
+                for layout in [Layout::Chw, Layout::Hwc] {
+                    let f = Finisher::new(&FinishSpec {
+                        normalize: n,
+                        order,
+                        layout,
+                        ..FinishSpec::imagenet()
+                    })
+                    .unwrap();
+                    let mut out = [0f32; 3];
+                    f.run(&img, TensorMut::F32(&mut out)).unwrap();
+                    assert_eq!(out, want, "{fmt:?} -> {order:?} {layout:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rgba_to_bgr_hwc_drops_alpha() {
+        let px = [1u8, 2, 3, 255, 4, 5, 6, 255];
+        let img = ImageView::new(PixelFormat::Rgba8, 2, 1, &px).unwrap();
+        let f = Finisher::new(&FinishSpec {
+            normalize: Normalize::RAW,
+            order: ChannelOrder::Bgr,
+            layout: Layout::Hwc,
+            dtype: DType::U8,
+            quantization: Quantization::IDENTITY,
+        })
+        .unwrap();
+        let mut out = [0u8; 6];
+        f.run(&img, TensorMut::U8(&mut out)).unwrap();
+        assert_eq!(out, [3, 2, 1, 6, 5, 4]);
+    }
+
+    #[test]
+    fn int8_quantization_rounds_half_even_and_clamps() {
+        // value v/255 with scale 1/127.5... use RAW domain for easy numbers: x = v.
+        let spec = FinishSpec {
+            normalize: Normalize::RAW,
+            order: ChannelOrder::Gray,
+            layout: Layout::Chw,
+            dtype: DType::I8,
+            quantization: Quantization {
+                scale: 2.0,
+                zero_point: -128,
+            },
+        };
+        let f = Finisher::new(&spec).unwrap();
+        let px = [0u8, 1, 3, 5, 255];
+        let img = ImageView::new(PixelFormat::Gray8, 5, 1, &px).unwrap();
+        let mut out = [0i8; 5];
+        f.run(&img, TensorMut::I8(&mut out)).unwrap();
+        // 0/2=0 -> -128; 0.5 -> 0 (even) -> -128; 1.5 -> 2 -> -126; 2.5 -> 2 -> -126; 127.5 -> 128 -> 0
+        assert_eq!(out, [-128, -128, -126, -126, 0]);
+    }
+
+    #[test]
+    fn gray_source_repeats_into_three_channels() {
+        let px = [0u8, 255];
+        let img = ImageView::new(PixelFormat::Gray8, 2, 1, &px).unwrap();
+        let f = Finisher::new(&FinishSpec::imagenet()).unwrap();
+        let mut out = [0f32; 6];
+        f.run(&img, TensorMut::F32(&mut out)).unwrap();
+        for c in 0..3 {
+            assert_eq!(out[c * 2], Normalize::IMAGENET.apply(c, 0));
+            assert_eq!(out[c * 2 + 1], Normalize::IMAGENET.apply(c, 255));
+        }
+    }
+
+    #[test]
+    fn wrong_sizes_and_types_are_errors() {
+        let px = [0u8; 12];
+        let img = ImageView::new(PixelFormat::Rgb8, 2, 2, &px).unwrap();
+        let f = Finisher::new(&FinishSpec::imagenet()).unwrap();
+        let mut short = [0f32; 11];
+        assert_eq!(
+            f.run(&img, TensorMut::F32(&mut short)),
+            Err(Error::TensorSize {
+                len: 11,
+                needed: 12
+            })
+        );
+        let mut wrong = [0u8; 12];
+        assert!(f.run(&img, TensorMut::U8(&mut wrong)).is_err());
+        let mut bad = FinishSpec::imagenet();
+        bad.normalize.std[1] = 0.0;
+        assert!(Finisher::new(&bad).is_err());
+    }
+}

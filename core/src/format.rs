@@ -1,0 +1,149 @@
+//! Pixel formats and their plane geometry.
+
+/// How the pixels of an image are laid out in memory.
+///
+/// Packed formats hold one interleaved plane. The camera formats are 8-bit
+/// YUV 4:2:0 with chroma at half width and half height (rounded up):
+/// `Nv12` (Y plane, then interleaved U,V), `Nv21` (Y, then interleaved V,U —
+/// Android's camera default) and `I420` (Y, U, V planes). Each plane has its
+/// own row stride, as Android `YUV_420_888` and iOS `CVPixelBuffer` deliver them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PixelFormat {
+    /// One 8-bit luminance channel.
+    Gray8,
+    /// Red, green, blue; 3 bytes per pixel.
+    Rgb8,
+    /// Blue, green, red; 3 bytes per pixel (OpenCV's default).
+    Bgr8,
+    /// Red, green, blue, alpha; 4 bytes per pixel.
+    Rgba8,
+    /// Blue, green, red, alpha; 4 bytes per pixel.
+    Bgra8,
+    /// YUV 4:2:0, Y plane then one interleaved U,V plane.
+    Nv12,
+    /// YUV 4:2:0, Y plane then one interleaved V,U plane.
+    Nv21,
+    /// YUV 4:2:0, three planes Y, U, V.
+    I420,
+}
+
+impl PixelFormat {
+    /// Every format, in declaration order.
+    pub const ALL: [PixelFormat; 8] = [
+        PixelFormat::Gray8,
+        PixelFormat::Rgb8,
+        PixelFormat::Bgr8,
+        PixelFormat::Rgba8,
+        PixelFormat::Bgra8,
+        PixelFormat::Nv12,
+        PixelFormat::Nv21,
+        PixelFormat::I420,
+    ];
+
+    /// Bytes per pixel of a packed (single-plane, interleaved) format, `None` for YUV 4:2:0.
+    pub const fn bytes_per_pixel(self) -> Option<usize> {
+        match self {
+            PixelFormat::Gray8 => Some(1),
+            PixelFormat::Rgb8 | PixelFormat::Bgr8 => Some(3),
+            PixelFormat::Rgba8 | PixelFormat::Bgra8 => Some(4),
+            PixelFormat::Nv12 | PixelFormat::Nv21 | PixelFormat::I420 => None,
+        }
+    }
+
+    /// Whether the format is packed (one interleaved plane).
+    pub const fn is_packed(self) -> bool {
+        self.bytes_per_pixel().is_some()
+    }
+
+    /// Number of planes.
+    pub const fn plane_count(self) -> usize {
+        match self {
+            PixelFormat::Nv12 | PixelFormat::Nv21 => 2,
+            PixelFormat::I420 => 3,
+            _ => 1,
+        }
+    }
+
+    /// Colour channels a tensor made from this format has (alpha is not counted, YUV gives 3).
+    pub const fn color_channels(self) -> usize {
+        match self {
+            PixelFormat::Gray8 => 1,
+            _ => 3,
+        }
+    }
+
+    /// Byte offsets of red, green and blue inside one packed pixel (gray: all 0).
+    /// `None` for the YUV formats.
+    pub const fn rgb_offsets(self) -> Option<[usize; 3]> {
+        match self {
+            PixelFormat::Gray8 => Some([0, 0, 0]),
+            PixelFormat::Rgb8 | PixelFormat::Rgba8 => Some([0, 1, 2]),
+            PixelFormat::Bgr8 | PixelFormat::Bgra8 => Some([2, 1, 0]),
+            _ => None,
+        }
+    }
+
+    /// Byte offset of alpha inside one packed pixel, if the format has alpha.
+    pub const fn alpha_offset(self) -> Option<usize> {
+        match self {
+            PixelFormat::Rgba8 | PixelFormat::Bgra8 => Some(3),
+            _ => None,
+        }
+    }
+
+    /// Geometry of plane `index` for an image of `width` x `height`:
+    /// `(bytes per element, elements per row, rows)`.
+    ///
+    /// `None` when the plane does not exist.
+    pub const fn plane_geometry(
+        self,
+        index: usize,
+        width: u32,
+        height: u32,
+    ) -> Option<PlaneGeometry> {
+        let (w, h) = (width as usize, height as usize);
+        let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+        let g = match (self, index) {
+            (PixelFormat::Nv12 | PixelFormat::Nv21 | PixelFormat::I420, 0) => (1, w, h),
+            (PixelFormat::Nv12 | PixelFormat::Nv21, 1) => (2, cw, ch),
+            (PixelFormat::I420, 1 | 2) => (1, cw, ch),
+            (_, 0) => match self.bytes_per_pixel() {
+                Some(bpp) => (bpp, w, h),
+                None => return None,
+            },
+            _ => return None,
+        };
+        Some(PlaneGeometry {
+            bytes_per_element: g.0,
+            elements: g.1,
+            rows: g.2,
+        })
+    }
+
+    /// Whether width and height are halved in planes after the first.
+    pub const fn is_yuv420(self) -> bool {
+        matches!(
+            self,
+            PixelFormat::Nv12 | PixelFormat::Nv21 | PixelFormat::I420
+        )
+    }
+}
+
+/// Shape of one plane; see [`PixelFormat::plane_geometry`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlaneGeometry {
+    /// Bytes per element (a pixel, or an interleaved chroma pair).
+    pub bytes_per_element: usize,
+    /// Elements per row.
+    pub elements: usize,
+    /// Number of rows.
+    pub rows: usize,
+}
+
+impl PlaneGeometry {
+    /// Bytes in one row, without padding.
+    pub const fn row_bytes(&self) -> usize {
+        self.bytes_per_element * self.elements
+    }
+}

@@ -1,0 +1,36 @@
+#![doc = include_str!("../../README.md")]
+#![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(missing_docs)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+mod error;
+mod format;
+mod image;
+mod tensor;
+
+pub mod color;
+pub mod finish;
+pub mod geometry;
+pub mod size;
+
+#[cfg(feature = "alloc")]
+pub mod jpeg;
+#[cfg(feature = "alloc")]
+pub mod resize;
+
+pub use error::{Error, JpegErrorKind, Result};
+pub use format::PixelFormat;
+#[cfg(feature = "alloc")]
+pub use image::Image;
+pub use image::{ImageView, ImageViewMut, Limits, Plane, PlaneMut, Rect};
+#[cfg(feature = "alloc")]
+pub use tensor::Tensor;
+pub use tensor::{DType, Layout, Quantization, TensorMut};
+
+/// The version of this crate, as written in its manifest.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

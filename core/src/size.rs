@@ -1,0 +1,203 @@
+//! Output-size rules, each reproducing a reference library's arithmetic exactly.
+//!
+//! ```
+//! use tensorprep::size::SizeRule;
+//! // torchvision `Resize(256)` on a 451x300 photo: short side 256, long int(256 * 451 / 300).
+//! assert_eq!(SizeRule::ShorterSide { size: 256, max_size: None }.output_size(451, 300)?, (384, 256));
+//! // Ultralytics letterbox to 640x640: scale min(640/451, 640/300), sides round-half-even.
+//! assert_eq!(SizeRule::Fit { width: 640, height: 640, upscale: true }.output_size(451, 300)?, (640, 426));
+//! # Ok::<(), tensorprep::Error>(())
+//! ```
+
+use crate::image::check_dimensions;
+use crate::{Error, Result};
+
+/// How the output size of a resize follows from the input size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SizeRule {
+    /// Exactly `width` x `height`, aspect ratio not kept.
+    Exact {
+        /// Output width.
+        width: u32,
+        /// Output height.
+        height: u32,
+    },
+    /// torchvision `Resize(size, max_size=...)` with an int `size`: the shorter side
+    /// becomes `size` and the longer side `int(size * long / short)` (float64 division,
+    /// truncated). If `max_size` is set and the longer side would exceed it, the longer
+    /// side becomes `max_size` and the shorter `int(max_size * size / long)`.
+    /// Square inputs give `size` x `size`.
+    ShorterSide {
+        /// Target length of the shorter side.
+        size: u32,
+        /// Optional cap on the longer side; must be greater than `size`.
+        max_size: Option<u32>,
+    },
+    /// The longer side becomes `size` and the shorter `int(size * short / long)`
+    /// (torchvision v2 `Resize(size=None, max_size=size)`).
+    LongerSide {
+        /// Target length of the longer side.
+        size: u32,
+    },
+    /// Fit inside `width` x `height` keeping the aspect ratio, as Ultralytics'
+    /// letterbox: `r = min(width / w, height / h)` in float64 (capped at 1 unless
+    /// `upscale`), sides `round_half_even(w * r)` and `round_half_even(h * r)`.
+    Fit {
+        /// Box width.
+        width: u32,
+        /// Box height.
+        height: u32,
+        /// Whether images smaller than the box are enlarged (Ultralytics `scaleup`).
+        upscale: bool,
+    },
+}
+
+/// Python's `int(a * b / c)` on non-negative integers: float64 division, truncated.
+fn py_int_div(a: u32, b: u32, c: u32) -> u64 {
+    let num = u64::from(a) * u64::from(b);
+    (num as f64 / f64::from(c)) as u64
+}
+
+fn to_size(w: u64, h: u64) -> Result<(u32, u32)> {
+    check_dimensions(w, h)?;
+    Ok((w as u32, h as u32))
+}
+
+impl SizeRule {
+    /// The output width and height for an input of `width` x `height`.
+    pub fn output_size(&self, width: u32, height: u32) -> Result<(u32, u32)> {
+        check_dimensions(u64::from(width), u64::from(height))?;
+        match *self {
+            SizeRule::Exact { width, height } => to_size(u64::from(width), u64::from(height)),
+            SizeRule::ShorterSide { size, max_size } => {
+                let (short, long) = (width.min(height), width.max(height));
+                let mut new_short = u64::from(size);
+                let mut new_long = py_int_div(size, long, short);
+                if let Some(max) = max_size {
+                    if max <= size {
+                        return Err(Error::InvalidParameter {
+                            name: "max_size must be greater than size",
+                        });
+                    }
+                    if new_long > u64::from(max) {
+                        new_short = py_int_div(max, size, new_long.min(u64::from(u32::MAX)) as u32);
+                        new_long = u64::from(max);
+                    }
+                }
+                if width <= height {
+                    to_size(new_short, new_long)
+                } else {
+                    to_size(new_long, new_short)
+                }
+            }
+            SizeRule::LongerSide { size } => {
+                let (short, long) = (width.min(height), width.max(height));
+                let new_short = py_int_div(size, short, long);
+                if width >= height {
+                    to_size(u64::from(size), new_short)
+                } else {
+                    to_size(new_short, u64::from(size))
+                }
+            }
+            SizeRule::Fit {
+                width: bw,
+                height: bh,
+                upscale,
+            } => {
+                check_dimensions(u64::from(bw), u64::from(bh))?;
+                let r = fit_scale(width, height, bw, bh, upscale);
+                let w = libm::rint(f64::from(width) * r) as u64;
+                let h = libm::rint(f64::from(height) * r) as u64;
+                to_size(w.max(1), h.max(1))
+            }
+        }
+    }
+}
+
+/// The scale factor of [`SizeRule::Fit`].
+pub fn fit_scale(width: u32, height: u32, box_width: u32, box_height: u32, upscale: bool) -> f64 {
+    let r =
+        (f64::from(box_width) / f64::from(width)).min(f64::from(box_height) / f64::from(height));
+    if upscale { r } else { r.min(1.0) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shorter_side_truncates_like_torchvision() {
+        let r = SizeRule::ShorterSide {
+            size: 256,
+            max_size: None,
+        };
+        // int(256 * 427 / 640) is not needed; 640x427 -> short 427: long int(256*640/427) = 383
+        assert_eq!(r.output_size(640, 427).unwrap(), (383, 256));
+        assert_eq!(r.output_size(427, 640).unwrap(), (256, 383));
+        assert_eq!(r.output_size(300, 300).unwrap(), (256, 256));
+        let capped = SizeRule::ShorterSide {
+            size: 256,
+            max_size: Some(300),
+        };
+        // 1000x200: long would be 1280 > 300 -> short int(300*256/1280) = 60
+        assert_eq!(capped.output_size(1000, 200).unwrap(), (300, 60));
+        let bad = SizeRule::ShorterSide {
+            size: 256,
+            max_size: Some(256),
+        };
+        assert!(bad.output_size(10, 10).is_err());
+    }
+
+    #[test]
+    fn longer_and_fit_rules() {
+        assert_eq!(
+            SizeRule::LongerSide { size: 320 }
+                .output_size(640, 427)
+                .unwrap(),
+            (320, 213)
+        );
+        let fit = SizeRule::Fit {
+            width: 640,
+            height: 640,
+            upscale: false,
+        };
+        assert_eq!(fit.output_size(100, 50).unwrap(), (100, 50));
+        // 810x1080 in 640: r = 640/1080; 810*r = 480.0 exactly
+        assert_eq!(fit.output_size(810, 1080).unwrap(), (480, 640));
+        // Half-way cases round to even: 5 * 0.5 = 2.5 -> 2, 7 * 0.5 = 3.5 -> 4.
+        let half = SizeRule::Fit {
+            width: 5,
+            height: 100,
+            upscale: true,
+        };
+        assert_eq!(half.output_size(10, 7).unwrap(), (5, 4));
+        assert_eq!(
+            SizeRule::Fit {
+                width: 100,
+                height: 3,
+                upscale: true
+            }
+            .output_size(10, 6)
+            .unwrap(),
+            (5, 3)
+        );
+    }
+
+    #[test]
+    fn degenerate_sizes_are_errors() {
+        assert!(
+            SizeRule::Exact {
+                width: 0,
+                height: 4
+            }
+            .output_size(4, 4)
+            .is_err()
+        );
+        assert!(
+            SizeRule::LongerSide { size: 10 }
+                .output_size(10_000, 1)
+                .is_err()
+        );
+        assert!(SizeRule::LongerSide { size: 10 }.output_size(0, 1).is_err());
+    }
+}

@@ -1,0 +1,152 @@
+//! Tensor destinations: element type, layout, quantization.
+
+use half::f16;
+
+/// Element type of a tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DType {
+    /// 32-bit float.
+    F32,
+    /// IEEE half precision.
+    F16,
+    /// Unsigned 8-bit, quantized with a [`Quantization`].
+    U8,
+    /// Signed 8-bit, quantized with a [`Quantization`].
+    I8,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub const fn size(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::F16 => 2,
+            DType::U8 | DType::I8 => 1,
+        }
+    }
+}
+
+/// Memory layout of an image tensor (batch dimension excluded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Layout {
+    /// Planar: channel, row, column (PyTorch, ONNX).
+    #[default]
+    Chw,
+    /// Interleaved: row, column, channel (TFLite, most NHWC engines).
+    Hwc,
+}
+
+/// Affine quantization of a real value `r` to an integer `q`: `r = scale * (q - zero_point)`.
+///
+/// Quantizing computes `q = clamp(round_half_even(r / scale) + zero_point)`, the rounding
+/// ONNX `QuantizeLinear` and PyTorch `quantize_per_tensor` use.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Quantization {
+    /// Real value of one integer step; must be finite and positive.
+    pub scale: f32,
+    /// Integer that represents the real value 0.
+    pub zero_point: i32,
+}
+
+impl Quantization {
+    /// `scale = 1, zero_point = 0`: integers equal the real values (clamped).
+    pub const IDENTITY: Quantization = Quantization {
+        scale: 1.0,
+        zero_point: 0,
+    };
+}
+
+impl Default for Quantization {
+    fn default() -> Self {
+        Quantization::IDENTITY
+    }
+}
+
+/// A caller-owned tensor buffer, typically the inference engine's input.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TensorMut<'a> {
+    /// 32-bit float elements.
+    F32(&'a mut [f32]),
+    /// Half-precision elements.
+    F16(&'a mut [f16]),
+    /// Unsigned 8-bit elements.
+    U8(&'a mut [u8]),
+    /// Signed 8-bit elements.
+    I8(&'a mut [i8]),
+}
+
+impl TensorMut<'_> {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            TensorMut::F32(_) => DType::F32,
+            TensorMut::F16(_) => DType::F16,
+            TensorMut::U8(_) => DType::U8,
+            TensorMut::I8(_) => DType::I8,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            TensorMut::F32(s) => s.len(),
+            TensorMut::F16(s) => s.len(),
+            TensorMut::U8(s) => s.len(),
+            TensorMut::I8(s) => s.len(),
+        }
+    }
+
+    /// Whether the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// An owned tensor buffer, returned by the allocating convenience forms.
+#[cfg(feature = "alloc")]
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Tensor {
+    /// 32-bit float elements.
+    F32(alloc::vec::Vec<f32>),
+    /// Half-precision elements.
+    F16(alloc::vec::Vec<f16>),
+    /// Unsigned 8-bit elements.
+    U8(alloc::vec::Vec<u8>),
+    /// Signed 8-bit elements.
+    I8(alloc::vec::Vec<i8>),
+}
+
+#[cfg(feature = "alloc")]
+impl Tensor {
+    /// A zeroed tensor of `len` elements of `dtype`.
+    pub fn zeros(dtype: DType, len: usize) -> Self {
+        use alloc::vec;
+        match dtype {
+            DType::F32 => Tensor::F32(vec![0.0; len]),
+            DType::F16 => Tensor::F16(vec![f16::ZERO; len]),
+            DType::U8 => Tensor::U8(vec![0; len]),
+            DType::I8 => Tensor::I8(vec![0; len]),
+        }
+    }
+
+    /// A mutable borrow, to pass where a [`TensorMut`] is expected.
+    pub fn as_mut(&mut self) -> TensorMut<'_> {
+        match self {
+            Tensor::F32(v) => TensorMut::F32(v),
+            Tensor::F16(v) => TensorMut::F16(v),
+            Tensor::U8(v) => TensorMut::U8(v),
+            Tensor::I8(v) => TensorMut::I8(v),
+        }
+    }
+
+    /// The f32 elements, if this is an f32 tensor.
+    pub fn as_f32(&self) -> Option<&[f32]> {
+        match self {
+            Tensor::F32(v) => Some(v),
+            _ => None,
+        }
+    }
+}
