@@ -1,1 +1,109 @@
-//! Helpers shared by the integration tests: fixture loading and diff statistics.
+//! Helpers shared by the integration tests: fixture loading and difference statistics.
+//!
+//! The fixtures in `fixtures/` are made by `fixtures/make_fixtures.py` from real
+//! photographs with Pillow, numpy and OpenCV; `fixtures/refs.txt` lists them.
+
+use std::fs;
+use std::path::PathBuf;
+
+use tensorprep::{Image, PixelFormat};
+
+/// Path of a fixture file.
+pub fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)
+}
+
+/// Bytes of a fixture file.
+pub fn read(name: &str) -> Vec<u8> {
+    fs::read(fixture(name)).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+}
+
+/// The lines of `refs.txt` whose first word is `kind`, split into words.
+pub fn refs(kind: &str) -> Vec<Vec<String>> {
+    let text = String::from_utf8(read("refs.txt")).expect("refs.txt is UTF-8");
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .filter(|w| w.first().map(String::as_str) == Some(kind))
+        .collect()
+}
+
+/// An 8-bit gray or RGB PNG fixture as an [`Image`].
+pub fn read_png(name: &str) -> Image {
+    let decoder = png::Decoder::new(std::io::Cursor::new(read(name)));
+    let mut reader = decoder.read_info().expect("valid PNG");
+    let mut buf = vec![0; reader.output_buffer_size().expect("PNG size fits")];
+    let info = reader.next_frame(&mut buf).expect("PNG frame");
+    buf.truncate(info.buffer_size());
+    let format = match (info.color_type, info.bit_depth) {
+        (png::ColorType::Grayscale, png::BitDepth::Eight) => PixelFormat::Gray8,
+        (png::ColorType::Rgb, png::BitDepth::Eight) => PixelFormat::Rgb8,
+        other => panic!("{name}: unexpected PNG type {other:?}"),
+    };
+    Image::from_vec(format, info.width, info.height, buf).expect("PNG buffer matches its size")
+}
+
+/// A little-endian float32 `.npy` fixture: shape and values.
+pub fn read_npy_f32(name: &str) -> (Vec<usize>, Vec<f32>) {
+    let bytes = read(name);
+    assert_eq!(&bytes[..6], b"\x93NUMPY", "{name} is not .npy");
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let header = std::str::from_utf8(&bytes[10..10 + header_len]).expect("ASCII header");
+    assert!(header.contains("'descr': '<f4'"), "{name}: {header}");
+    assert!(header.contains("'fortran_order': False"), "{name}: {header}");
+    let shape_text = header.split('(').nth(1).and_then(|s| s.split(')').next()).expect("shape");
+    let shape: Vec<usize> = shape_text
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| s.trim().parse().expect("shape number"))
+        .collect();
+    let data: Vec<f32> = bytes[10 + header_len..]
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert_eq!(data.len(), shape.iter().product::<usize>(), "{name}: data length");
+    (shape, data)
+}
+
+/// Maximum and mean absolute difference between two equally long sequences.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Diff {
+    /// Largest absolute difference.
+    pub max: f64,
+    /// Mean absolute difference.
+    pub mean: f64,
+    /// Fraction of elements that differ at all.
+    pub differing: f64,
+}
+
+impl Diff {
+    /// Statistics of `|a - b|` over all elements.
+    pub fn of<T: Copy + Into<f64>>(a: &[T], b: &[T]) -> Diff {
+        assert_eq!(a.len(), b.len(), "compared buffers differ in length");
+        assert!(!a.is_empty(), "nothing to compare");
+        let (mut max, mut sum, mut n) = (0f64, 0f64, 0usize);
+        for (&x, &y) in a.iter().zip(b) {
+            let d = (x.into() - y.into()).abs();
+            max = max.max(d);
+            sum += d;
+            n += usize::from(d != 0.0);
+        }
+        Diff {
+            max,
+            mean: sum / a.len() as f64,
+            differing: n as f64 / a.len() as f64,
+        }
+    }
+}
+
+impl std::fmt::Display for Diff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "max {:>5.2}  mean {:.4}  differing {:>5.1}%",
+            self.max,
+            self.mean,
+            100.0 * self.differing
+        )
+    }
+}
