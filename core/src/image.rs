@@ -150,6 +150,7 @@ fn check_plane(
 }
 
 /// Bytes of a tightly packed image (all planes, no row padding).
+#[cfg(feature = "alloc")]
 pub(crate) fn tight_len(format: PixelFormat, width: u32, height: u32) -> Option<u64> {
     let mut total = 0u64;
     for i in 0..format.plane_count() {
@@ -510,6 +511,7 @@ impl<'a> ImageViewMut<'a> {
     }
 
     /// The bytes of plane `index` (from the first pixel; rows `stride` apart).
+    #[cfg(feature = "alloc")]
     pub(crate) fn plane_data_mut(&mut self, index: usize) -> &mut [u8] {
         match self.planes.get_mut(index) {
             Some(p) => p.data,
