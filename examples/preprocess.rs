@@ -43,20 +43,39 @@ impl EvalTransform {
     /// Writes the 3x224x224 tensor for `jpeg` into `out`.
     fn run(&mut self, jpeg: &[u8], out: &mut [f32]) -> Result<(), tensorprep::Error> {
         let info = self.decoder.read_info(jpeg)?;
-        let decoded = reuse(&mut self.decoded, self.decoder.options().format, info.width, info.height)?;
+        let decoded = reuse(
+            &mut self.decoded,
+            self.decoder.options().format,
+            info.width,
+            info.height,
+        )?;
         self.decoder.decode_into(jpeg, &mut decoded.view_mut())?;
-        let rule = SizeRule::ShorterSide { size: 256, max_size: None };
+        let rule = SizeRule::ShorterSide {
+            size: 256,
+            max_size: None,
+        };
         let (w, h) = rule.output_size(info.width, info.height)?;
         let resized = reuse(&mut self.resized, decoded.format(), w, h)?;
-        self.resizer.resize(&decoded.view(), &mut resized.view_mut(), Resample::Pillow(Filter::Bilinear))?;
+        self.resizer.resize(
+            &decoded.view(),
+            &mut resized.view_mut(),
+            Resample::Pillow(Filter::Bilinear),
+        )?;
         let crop = center_crop(&resized.view(), 224, 224)?;
         self.finisher.run(&crop, TensorMut::F32(out))
     }
 }
 
 /// Keeps an image buffer between runs, reallocating only when the shape changes.
-fn reuse(slot: &mut Option<Image>, format: tensorprep::PixelFormat, w: u32, h: u32) -> Result<&mut Image, tensorprep::Error> {
-    let fits = slot.as_ref().is_some_and(|i| (i.format(), i.width(), i.height()) == (format, w, h));
+fn reuse(
+    slot: &mut Option<Image>,
+    format: tensorprep::PixelFormat,
+    w: u32,
+    h: u32,
+) -> Result<&mut Image, tensorprep::Error> {
+    let fits = slot
+        .as_ref()
+        .is_some_and(|i| (i.format(), i.width(), i.height()) == (format, w, h));
     if !fits {
         *slot = Some(Image::new(format, w, h)?);
     }
@@ -83,10 +102,9 @@ fn write_npy(path: &PathBuf, shape: [usize; 3], data: &[f32]) -> std::io::Result
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);
-    let input = args
-        .next()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/sample.jpg"));
+    let input = args.next().map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/sample.jpg")
+    });
     let output = args.next().map(PathBuf::from);
     let jpeg = std::fs::read(&input).map_err(|e| format!("{}: {e}", input.display()))?;
 
@@ -103,19 +121,35 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     let per_image = start.elapsed() / runs;
 
-    println!("input    {} ({}x{}, {} component(s), {} bytes)", input.display(), info.width, info.height, info.components, jpeg.len());
-    println!("steps    decode -> Resize(256) bilinear -> CenterCrop(224) -> ToTensor -> Normalize(ImageNet)");
+    println!(
+        "input    {} ({}x{}, {} component(s), {} bytes)",
+        input.display(),
+        info.width,
+        info.height,
+        info.components,
+        jpeg.len()
+    );
+    println!(
+        "steps    decode -> Resize(256) bilinear -> CenterCrop(224) -> ToTensor -> Normalize(ImageNet)"
+    );
     println!("output   float32 tensor [3, 224, 224] (CHW, RGB)");
     for (c, name) in ["R", "G", "B"].iter().enumerate() {
         let plane = &tensor[c * 224 * 224..(c + 1) * 224 * 224];
         let mean = plane.iter().map(|&v| f64::from(v)).sum::<f64>() / plane.len() as f64;
-        let (min, max) = plane.iter().fold((f32::MAX, f32::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+        let (min, max) = plane
+            .iter()
+            .fold((f32::MAX, f32::MIN), |(a, b), &v| (a.min(v), b.max(v)));
         println!("channel  {name}: mean {mean:+.4}  min {min:+.4}  max {max:+.4}");
     }
     println!("first    {:?}", &tensor[..5]);
-    let checksum = tensor.iter().fold(0u64, |h, v| (h ^ u64::from(v.to_bits())).wrapping_mul(0x100_0000_01b3));
+    let checksum = tensor.iter().fold(0u64, |h, v| {
+        (h ^ u64::from(v.to_bits())).wrapping_mul(0x100_0000_01b3)
+    });
     println!("checksum {checksum:016x} (FNV-style over the f32 bits)");
-    println!("time     {:.2} ms per image (mean of {runs} runs, buffers reused)", per_image.as_secs_f64() * 1e3);
+    println!(
+        "time     {:.2} ms per image (mean of {runs} runs, buffers reused)",
+        per_image.as_secs_f64() * 1e3
+    );
     if let Some(path) = output {
         write_npy(&path, [3, 224, 224], &tensor)?;
         println!("wrote    {}", path.display());

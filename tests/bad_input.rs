@@ -9,7 +9,10 @@ use tensorprep::finish::{FinishSpec, Finisher};
 use tensorprep::geometry::{Flip, Placement, Rotation, center_crop, flip, pad, rotate};
 use tensorprep::jpeg::{DecodeOptions, JpegDecoder};
 use tensorprep::resize::{Filter, Resample, Resizer};
-use tensorprep::{Error, Image, ImageView, ImageViewMut, JpegErrorKind, Limits, PixelFormat, Plane, Rect, TensorMut};
+use tensorprep::{
+    Error, Image, ImageView, ImageViewMut, JpegErrorKind, Limits, PixelFormat, Plane, Rect,
+    TensorMut,
+};
 use tensorprep_tests::read;
 
 /// Records the largest single allocation, to show limits act before allocating.
@@ -87,7 +90,9 @@ fn truncated_jpegs_are_errors_in_strict_mode_at_every_cut() {
     let bytes = read("sample.jpg");
     assert_eq!(
         decoder.decode(&bytes[..bytes.len() / 2]).unwrap_err(),
-        Error::Jpeg { kind: JpegErrorKind::Truncated }
+        Error::Jpeg {
+            kind: JpegErrorKind::Truncated
+        }
     );
 }
 
@@ -127,7 +132,10 @@ fn random_and_corrupted_bytes_never_panic() {
 /// `sample.jpg` with the frame header patched to claim `width` x `height`.
 fn with_claimed_size(width: u16, height: u16) -> Vec<u8> {
     let mut bytes = read("sample.jpg");
-    let sof = bytes.windows(2).position(|w| w == [0xFF, 0xC0]).expect("baseline SOF0");
+    let sof = bytes
+        .windows(2)
+        .position(|w| w == [0xFF, 0xC0])
+        .expect("baseline SOF0");
     bytes[sof + 5..sof + 7].copy_from_slice(&height.to_be_bytes());
     bytes[sof + 7..sof + 9].copy_from_slice(&width.to_be_bytes());
     bytes
@@ -146,13 +154,25 @@ fn pixel_limits_refuse_before_allocating() {
     });
     LARGEST.store(0, Ordering::Relaxed);
     let err = decoder.decode(&bomb).unwrap_err();
-    assert_eq!(err, Error::TooManyPixels { pixels: 65_000 * 65_000, limit: 4_000_000 });
+    assert_eq!(
+        err,
+        Error::TooManyPixels {
+            pixels: 65_000 * 65_000,
+            limit: 4_000_000
+        }
+    );
     assert!(decoder.read_info(&bomb).is_err());
     let largest = LARGEST.load(Ordering::Relaxed);
-    assert!(largest < 1 << 20, "largest allocation {largest} bytes for a refused image");
+    assert!(
+        largest < 1 << 20,
+        "largest allocation {largest} bytes for a refused image"
+    );
     // Even within the pixel cap, the allocation cap holds.
     let tight = JpegDecoder::new(DecodeOptions {
-        limits: Limits { max_pixels: u64::MAX, max_alloc_bytes: 1000 },
+        limits: Limits {
+            max_pixels: u64::MAX,
+            max_alloc_bytes: 1000,
+        },
         ..DecodeOptions::default()
     })
     .decode(&read("sample.jpg"));
@@ -166,27 +186,57 @@ fn pixel_limits_refuse_before_allocating() {
 #[test]
 fn views_validate_dimensions_strides_and_lengths() {
     let buf = [0u8; 64];
-    assert!(matches!(ImageView::new(PixelFormat::Rgb8, 0, 4, &buf), Err(Error::InvalidDimensions { .. })));
-    assert!(matches!(ImageView::new(PixelFormat::Gray8, 1 << 20, 1, &buf), Err(Error::InvalidDimensions { .. })));
-    assert!(matches!(ImageView::with_stride(PixelFormat::Rgb8, 4, 2, &buf, 11), Err(Error::StrideTooSmall { stride: 11, min: 12, .. })));
-    assert!(matches!(ImageView::with_stride(PixelFormat::Rgb8, 4, 3, &buf, 30), Err(Error::BufferTooSmall { needed: 72, .. })));
+    assert!(matches!(
+        ImageView::new(PixelFormat::Rgb8, 0, 4, &buf),
+        Err(Error::InvalidDimensions { .. })
+    ));
+    assert!(matches!(
+        ImageView::new(PixelFormat::Gray8, 1 << 20, 1, &buf),
+        Err(Error::InvalidDimensions { .. })
+    ));
+    assert!(matches!(
+        ImageView::with_stride(PixelFormat::Rgb8, 4, 2, &buf, 11),
+        Err(Error::StrideTooSmall {
+            stride: 11,
+            min: 12,
+            ..
+        })
+    ));
+    assert!(matches!(
+        ImageView::with_stride(PixelFormat::Rgb8, 4, 3, &buf, 30),
+        Err(Error::BufferTooSmall { needed: 72, .. })
+    ));
     // The last row need not be padded.
     assert!(ImageView::with_stride(PixelFormat::Rgb8, 4, 2, &buf[..44], 32).is_ok());
     // YUV: each plane is checked.
     let y = [0u8; 16];
     let uv = [0u8; 7];
     assert!(matches!(
-        ImageView::from_planes(PixelFormat::Nv21, 4, 4, &[Plane::new(&y, 4), Plane::new(&uv, 4)]),
+        ImageView::from_planes(
+            PixelFormat::Nv21,
+            4,
+            4,
+            &[Plane::new(&y, 4), Plane::new(&uv, 4)]
+        ),
         Err(Error::BufferTooSmall { plane: 1, .. })
     ));
     assert!(matches!(
         ImageView::from_planes(PixelFormat::I420, 4, 4, &[Plane::new(&y, 4)]),
         Err(Error::WrongPlaneCount { .. })
     ));
-    assert!(usize::MAX > 0 && ImageView::with_stride(PixelFormat::Gray8, 4, 4, &buf, usize::MAX).is_err());
+    assert!(
+        usize::MAX > 0
+            && ImageView::with_stride(PixelFormat::Gray8, 4, 4, &buf, usize::MAX).is_err()
+    );
     let img = ImageView::new(PixelFormat::Nv12, 4, 4, &[0u8; 24]).unwrap();
-    assert!(matches!(img.crop(Rect::new(1, 0, 2, 2)), Err(Error::UnalignedCrop { .. })));
-    assert!(matches!(img.crop(Rect::new(2, 2, 4, 2)), Err(Error::RectOutOfBounds { .. })));
+    assert!(matches!(
+        img.crop(Rect::new(1, 0, 2, 2)),
+        Err(Error::UnalignedCrop { .. })
+    ));
+    assert!(matches!(
+        img.crop(Rect::new(2, 2, 4, 2)),
+        Err(Error::RectOutOfBounds { .. })
+    ));
     assert!(img.crop(Rect::new(0, 0, 0, 2)).is_err());
 }
 
@@ -197,34 +247,74 @@ fn every_op_rejects_wrong_destinations() {
     let mut out = [0u8; 256];
 
     let mut dst = ImageViewMut::new(PixelFormat::Rgb8, 5, 4, &mut out).unwrap();
-    assert!(matches!(convert_color(&src, &mut dst, YuvRange::Full), Err(Error::SizeMismatch { .. })));
-    assert!(matches!(flip(&src, &mut dst, Flip::Vertical), Err(Error::SizeMismatch { .. })));
-    assert!(matches!(rotate(&src, &mut dst, Rotation::Cw90), Err(Error::SizeMismatch { .. })));
-    assert!(matches!(pad(&src, &mut dst, Placement::Center, &[0, 0, 0]), Err(Error::RectOutOfBounds { .. })));
+    assert!(matches!(
+        convert_color(&src, &mut dst, YuvRange::Full),
+        Err(Error::SizeMismatch { .. })
+    ));
+    assert!(matches!(
+        flip(&src, &mut dst, Flip::Vertical),
+        Err(Error::SizeMismatch { .. })
+    ));
+    assert!(matches!(
+        rotate(&src, &mut dst, Rotation::Cw90),
+        Err(Error::SizeMismatch { .. })
+    ));
+    assert!(matches!(
+        pad(&src, &mut dst, Placement::Center, &[0, 0, 0]),
+        Err(Error::RectOutOfBounds { .. })
+    ));
 
     let mut gray = ImageViewMut::new(PixelFormat::Gray8, 6, 4, &mut out).unwrap();
-    assert!(matches!(Resizer::new().resize(&src, &mut gray, Resample::Pillow(Filter::Bilinear)), Err(Error::FormatMismatch { .. })));
-    assert!(matches!(flip(&src, &mut gray, Flip::Vertical), Err(Error::FormatMismatch { .. })));
+    assert!(matches!(
+        Resizer::new().resize(&src, &mut gray, Resample::Pillow(Filter::Bilinear)),
+        Err(Error::FormatMismatch { .. })
+    ));
+    assert!(matches!(
+        flip(&src, &mut gray, Flip::Vertical),
+        Err(Error::FormatMismatch { .. })
+    ));
 
     let mut big = ImageViewMut::new(PixelFormat::Rgb8, 8, 8, &mut out[..192]).unwrap();
-    assert!(pad(&src, &mut big, Placement::Center, &[1, 2]).is_err(), "fill of the wrong length");
+    assert!(
+        pad(&src, &mut big, Placement::Center, &[1, 2]).is_err(),
+        "fill of the wrong length"
+    );
 
-    assert!(matches!(center_crop(&src, 7, 2), Err(Error::RectOutOfBounds { .. })));
+    assert!(matches!(
+        center_crop(&src, 7, 2),
+        Err(Error::RectOutOfBounds { .. })
+    ));
 
     let finisher = Finisher::new(&FinishSpec::imagenet()).unwrap();
     let mut tensor = vec![0f32; 3 * 6 * 4 + 1];
-    assert!(matches!(finisher.run(&src, TensorMut::F32(&mut tensor)), Err(Error::TensorSize { .. })));
+    assert!(matches!(
+        finisher.run(&src, TensorMut::F32(&mut tensor)),
+        Err(Error::TensorSize { .. })
+    ));
     let nv = [0u8; 36];
     let yuv = ImageView::new(PixelFormat::Nv21, 6, 4, &nv).unwrap();
-    assert!(matches!(finisher.run(&yuv, TensorMut::F32(&mut tensor[..72])), Err(Error::UnsupportedFormat { .. })));
+    assert!(matches!(
+        finisher.run(&yuv, TensorMut::F32(&mut tensor[..72])),
+        Err(Error::UnsupportedFormat { .. })
+    ));
 
     let jpeg = read("sample.jpg");
     let mut decoder = JpegDecoder::new(DecodeOptions::default());
     let mut small = Image::new(PixelFormat::Rgb8, 450, 300).unwrap();
-    assert!(matches!(decoder.decode_into(&jpeg, &mut small.view_mut()), Err(Error::SizeMismatch { .. })));
+    assert!(matches!(
+        decoder.decode_into(&jpeg, &mut small.view_mut()),
+        Err(Error::SizeMismatch { .. })
+    ));
     let mut wrong = Image::new(PixelFormat::Bgr8, 451, 300).unwrap();
-    assert!(matches!(decoder.decode_into(&jpeg, &mut wrong.view_mut()), Err(Error::FormatMismatch { .. })));
-    let yuv_out = JpegDecoder::new(DecodeOptions { format: PixelFormat::I420, ..DecodeOptions::default() }).decode(&jpeg);
+    assert!(matches!(
+        decoder.decode_into(&jpeg, &mut wrong.view_mut()),
+        Err(Error::FormatMismatch { .. })
+    ));
+    let yuv_out = JpegDecoder::new(DecodeOptions {
+        format: PixelFormat::I420,
+        ..DecodeOptions::default()
+    })
+    .decode(&jpeg);
     assert!(matches!(yuv_out, Err(Error::UnsupportedFormat { .. })));
 }
 
@@ -245,11 +335,15 @@ fn random_shapes_through_every_op_never_panic() {
         let (w2, h2) = (rng.below(40) as u32, rng.below(40) as u32);
         let stride = rng.below(200) as usize;
         let len = rng.below(data.len() as u64) as usize;
-        let Ok(src) = ImageView::with_stride(f, w, h, &data[..len], stride).or_else(|_| ImageView::new(f, w, h, &data[..len])) else {
+        let Ok(src) = ImageView::with_stride(f, w, h, &data[..len], stride)
+            .or_else(|_| ImageView::new(f, w, h, &data[..len]))
+        else {
             continue;
         };
         let src = match rng.below(3) {
-            0 => src.crop(Rect::new(rng.below(8) as u32, rng.below(8) as u32, w2, h2)).unwrap_or(src),
+            0 => src
+                .crop(Rect::new(rng.below(8) as u32, rng.below(8) as u32, w2, h2))
+                .unwrap_or(src),
             _ => src,
         };
         let olen = rng.below(out.len() as u64) as usize;
@@ -259,10 +353,21 @@ fn random_shapes_through_every_op_never_panic() {
         let _ = convert_color(&src, &mut dst, YuvRange::Limited);
         let _ = resizer.resize(&src, &mut dst, Resample::Pillow(Filter::Lanczos3));
         let _ = resizer.resize(&src, &mut dst, Resample::OpenCvLinear);
-        let _ = resizer.letterbox(&src, &mut dst, Resample::Pillow(Filter::Nearest), Placement::Center, &[114; 3]);
+        let _ = resizer.letterbox(
+            &src,
+            &mut dst,
+            Resample::Pillow(Filter::Nearest),
+            Placement::Center,
+            &[114; 3],
+        );
         let _ = flip(&src, &mut dst, Flip::Both);
         let _ = rotate(&src, &mut dst, Rotation::Cw270);
-        let _ = pad(&src, &mut dst, Placement::TopLeft, &[0; 4][..f.bytes_per_pixel().unwrap_or(1)]);
+        let _ = pad(
+            &src,
+            &mut dst,
+            Placement::TopLeft,
+            &[0; 4][..f.bytes_per_pixel().unwrap_or(1)],
+        );
         let tlen = rng.below(tensor.len() as u64) as usize;
         let _ = finisher.run(&src, TensorMut::F32(&mut tensor[..tlen]));
         let _ = center_crop(&src, w2, h2);

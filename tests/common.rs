@@ -10,7 +10,9 @@ use tensorprep::{Image, PixelFormat};
 
 /// Path of a fixture file.
 pub fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name)
 }
 
 /// Bytes of a fixture file.
@@ -50,8 +52,15 @@ pub fn read_npy_f32(name: &str) -> (Vec<usize>, Vec<f32>) {
     let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
     let header = std::str::from_utf8(&bytes[10..10 + header_len]).expect("ASCII header");
     assert!(header.contains("'descr': '<f4'"), "{name}: {header}");
-    assert!(header.contains("'fortran_order': False"), "{name}: {header}");
-    let shape_text = header.split('(').nth(1).and_then(|s| s.split(')').next()).expect("shape");
+    assert!(
+        header.contains("'fortran_order': False"),
+        "{name}: {header}"
+    );
+    let shape_text = header
+        .split('(')
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .expect("shape");
     let shape: Vec<usize> = shape_text
         .split(',')
         .filter(|s| !s.trim().is_empty())
@@ -61,7 +70,11 @@ pub fn read_npy_f32(name: &str) -> (Vec<usize>, Vec<f32>) {
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
-    assert_eq!(data.len(), shape.iter().product::<usize>(), "{name}: data length");
+    assert_eq!(
+        data.len(),
+        shape.iter().product::<usize>(),
+        "{name}: data length"
+    );
     (shape, data)
 }
 

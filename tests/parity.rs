@@ -48,12 +48,22 @@ fn resize_matches_pillow_and_opencv_per_filter() {
     let mut worst: std::collections::BTreeMap<String, Diff> = Default::default();
     let mut all = refs("resize");
     all.extend(refs("resize_crop"));
-    assert!(all.len() >= 40, "expected every filter on every case, found {}", all.len());
+    assert!(
+        all.len() >= 40,
+        "expected every filter on every case, found {}",
+        all.len()
+    );
     for w in &all {
         let src = read_png(&w[1]);
         let (filter, view, out_w, out_h, reference) = if w[0] == "resize_crop" {
             let rect = Rect::new(n(w, 3), n(w, 4), n(w, 5), n(w, 6));
-            (&w[2], src.view().crop(rect).unwrap(), n(w, 7), n(w, 8), &w[9])
+            (
+                &w[2],
+                src.view().crop(rect).unwrap(),
+                n(w, 7),
+                n(w, 8),
+                &w[9],
+            )
         } else {
             (&w[2], src.view(), n(w, 3), n(w, 4), &w[5])
         };
@@ -61,7 +71,10 @@ fn resize_matches_pillow_and_opencv_per_filter() {
         let want = read_png(reference);
         assert_eq!((ours.width(), ours.height()), (want.width(), want.height()));
         let d = Diff::of(ours.as_bytes(), want.as_bytes());
-        println!("resize {:<28} {:<13} {out_w:>3}x{out_h:<3} {d}", w[1], filter);
+        println!(
+            "resize {:<28} {:<13} {out_w:>3}x{out_h:<3} {d}",
+            w[1], filter
+        );
         let entry = worst.entry(filter.clone()).or_default();
         entry.max = entry.max.max(d.max);
         entry.mean = entry.mean.max(d.mean);
@@ -73,7 +86,10 @@ fn resize_matches_pillow_and_opencv_per_filter() {
     }
     for (filter, d) in &worst {
         let (max, mean) = bar(filter);
-        assert!(d.max <= max && d.mean <= mean, "{filter}: {d} exceeds max {max} / mean {mean}");
+        assert!(
+            d.max <= max && d.mean <= mean,
+            "{filter}: {d} exceeds max {max} / mean {mean}"
+        );
     }
 }
 
@@ -83,7 +99,9 @@ fn decode(bytes: &[u8], format: PixelFormat, orientation: Orientation) -> Image 
         orientation,
         ..DecodeOptions::default()
     };
-    JpegDecoder::new(options).decode(bytes).expect("fixture decodes")
+    JpegDecoder::new(options)
+        .decode(bytes)
+        .expect("fixture decodes")
 }
 
 #[test]
@@ -91,19 +109,36 @@ fn decode_differs_from_libjpeg_turbo_only_by_idct_rounding() {
     let all = refs("decode");
     assert!(all.len() >= 10);
     for w in &all {
-        let format = if w[3] == "L" { PixelFormat::Gray8 } else { PixelFormat::Rgb8 };
-        let orientation = if w[2] == "upright" { Orientation::Apply } else { Orientation::Ignore };
+        let format = if w[3] == "L" {
+            PixelFormat::Gray8
+        } else {
+            PixelFormat::Rgb8
+        };
+        let orientation = if w[2] == "upright" {
+            Orientation::Apply
+        } else {
+            Orientation::Ignore
+        };
         let img = decode(&read(&w[1]), format, orientation);
         let rect = Rect::new(n(w, 4), n(w, 5), n(w, 6), n(w, 7));
         let region = img.view().crop(rect).unwrap();
-        let ours: Vec<u8> = (0..rect.height).flat_map(|y| region.row(y).to_vec()).collect();
+        let ours: Vec<u8> = (0..rect.height)
+            .flat_map(|y| region.row(y).to_vec())
+            .collect();
         let want = read_png(&w[8]);
         let d = Diff::of(&ours, want.as_bytes());
-        println!("decode {:<32} {:<8} {:<3} {}x{} at ({}, {})  {d}", w[1], w[2], w[3], rect.width, rect.height, rect.x, rect.y);
+        println!(
+            "decode {:<32} {:<8} {:<3} {}x{} at ({}, {})  {d}",
+            w[1], w[2], w[3], rect.width, rect.height, rect.x, rect.y
+        );
         // zune-jpeg's IDCT and upsampling differ from libjpeg-turbo's by a few levels on
         // single pixels; Pillow's CMYK->RGB formula differs a little more. A wrong
         // orientation, colour space or channel order gives tens of levels on average.
-        let (max, mean) = if w[1].contains("cmyk") { (12.0, 1.5) } else { (8.0, 0.5) };
+        let (max, mean) = if w[1].contains("cmyk") {
+            (12.0, 1.5)
+        } else {
+            (8.0, 0.5)
+        };
         assert!(d.max <= max && d.mean <= mean, "{}: {d}", w[1]);
     }
 }
@@ -111,7 +146,10 @@ fn decode_differs_from_libjpeg_turbo_only_by_idct_rounding() {
 #[test]
 fn finish_tables_are_bit_identical_to_numpy_float32() {
     let bytes = read("normalize_imagenet_f32.bin");
-    let table: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    let table: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
     assert_eq!(table.len(), 3 * 256);
     // Run every byte value through the finish kernel as a 256x1 gray image per channel.
     let ramp: Vec<u8> = (0..=255).collect();
@@ -120,11 +158,20 @@ fn finish_tables_are_bit_identical_to_numpy_float32() {
     let out = finisher.run_to_tensor(&gray).unwrap();
     let out = out.as_f32().unwrap();
     for (i, (a, b)) in out.iter().zip(&table).enumerate() {
-        assert_eq!(a.to_bits(), b.to_bits(), "channel {} value {}", i / 256, i % 256);
+        assert_eq!(
+            a.to_bits(),
+            b.to_bits(),
+            "channel {} value {}",
+            i / 256,
+            i % 256
+        );
     }
     for c in 0..3 {
         for v in 0..=255u8 {
-            assert_eq!(Normalize::IMAGENET.apply(c, v).to_bits(), table[c * 256 + v as usize].to_bits());
+            assert_eq!(
+                Normalize::IMAGENET.apply(c, v).to_bits(),
+                table[c * 256 + v as usize].to_bits()
+            );
         }
     }
 }
@@ -148,7 +195,10 @@ fn eval_tensor(jpeg: &[u8]) -> Vec<f32> {
 #[test]
 fn torchvision_eval_transform_within_four_levels() {
     let table_bytes = read("normalize_imagenet_f32.bin");
-    let table: Vec<f32> = table_bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    let table: Vec<f32> = table_bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
     let std = Normalize::IMAGENET.std;
     for w in refs("eval") {
         let want: Vec<f32> = if w[2].ends_with(".npy") {
@@ -159,13 +209,19 @@ fn torchvision_eval_transform_within_four_levels() {
             // The 224x224 u8 crop Pillow produced, through numpy's float32 table.
             let crop = read_png(&w[2]);
             let px = crop.as_bytes();
-            (0..3).flat_map(|c| px.chunks_exact(3).map(move |p| (c, p[c]))).map(|(c, v)| table[c * 256 + v as usize]).collect()
+            (0..3)
+                .flat_map(|c| px.chunks_exact(3).map(move |p| (c, p[c])))
+                .map(|(c, v)| table[c * 256 + v as usize])
+                .collect()
         };
         let ours = eval_tensor(&read(&w[1]));
         // Express the difference in levels: 1 level = 1 / (255 * std[c]).
         let hw = 224 * 224;
         let levels = |t: &[f32]| -> Vec<f64> {
-            t.iter().enumerate().map(|(i, &x)| f64::from(x) * 255.0 * f64::from(std[i / hw])).collect()
+            t.iter()
+                .enumerate()
+                .map(|(i, &x)| f64::from(x) * 255.0 * f64::from(std[i / hw]))
+                .collect()
         };
         let d = Diff::of(&levels(&ours), &levels(&want));
         println!("eval {:<32} {d}", w[1]);
@@ -186,7 +242,11 @@ fn yuv_to_rgb_matches_opencv_and_pillow() {
         let (width, height) = (n(&w, 2), n(&w, 3));
         let nv21 = read(&w[1]);
         let src = ImageView::new(PixelFormat::Nv21, width, height, &nv21).unwrap();
-        let range = if w[4] == "limited" { YuvRange::Limited } else { YuvRange::Full };
+        let range = if w[4] == "limited" {
+            YuvRange::Limited
+        } else {
+            YuvRange::Full
+        };
         let ours = convert_color_owned(&src, PixelFormat::Rgb8, range).unwrap();
         let want = read_png(&w[5]);
         let d = Diff::of(ours.as_bytes(), want.as_bytes());

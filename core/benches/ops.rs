@@ -1,1 +1,197 @@
-fn main() {}
+//! Throughput of the eager ops on real photos, each beside a reference measured in
+//! the same run: the underlying crate called directly (decode, resize) or a memcpy
+//! of the bytes the op writes (colour conversion, finish kernel).
+//!
+//! `cargo bench -p tensorprep --bench ops`
+
+use std::hint::black_box;
+use std::path::PathBuf;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use fast_image_resize::images::{Image as FirImage, ImageRef as FirImageRef};
+use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions};
+use tensorprep::color::{YuvRange, convert_color};
+use tensorprep::finish::{FinishSpec, Finisher};
+use tensorprep::geometry::center_crop;
+use tensorprep::jpeg::{DecodeOptions, JpegDecoder};
+use tensorprep::resize::{Filter, Resample, Resizer};
+use tensorprep::{Image, ImageView, ImageViewMut, PixelFormat, TensorMut};
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn decode(name: &str) -> Image {
+    JpegDecoder::new(DecodeOptions::default())
+        .decode(&fixture(name))
+        .expect("fixture decodes")
+}
+
+fn bench_decode(c: &mut Criterion) {
+    let mut g = c.benchmark_group("decode");
+    for name in ["sample.jpg", "sklearn_china.jpg"] {
+        let bytes = fixture(name);
+        let img = decode(name);
+        g.throughput(Throughput::Bytes(img.as_bytes().len() as u64));
+        let mut out = Image::new(PixelFormat::Rgb8, img.width(), img.height()).unwrap();
+        let mut decoder = JpegDecoder::new(DecodeOptions::default());
+        g.bench_function(BenchmarkId::new("tensorprep", name), |b| {
+            b.iter(|| {
+                decoder
+                    .decode_into(black_box(&bytes), &mut out.view_mut())
+                    .unwrap()
+            })
+        });
+        let mut raw = vec![0u8; img.as_bytes().len()];
+        g.bench_function(BenchmarkId::new("zune-jpeg direct", name), |b| {
+            b.iter(|| {
+                let opts = zune_core::options::DecoderOptions::new_safe().set_strict_mode(true);
+                let mut d = zune_jpeg::JpegDecoder::new_with_options(
+                    zune_core::bytestream::ZCursor::new(black_box(&bytes[..])),
+                    opts,
+                );
+                d.decode_into(&mut raw).unwrap()
+            })
+        });
+    }
+    g.finish();
+}
+
+fn bench_resize(c: &mut Criterion) {
+    let img = decode("sklearn_china.jpg");
+    let (w, h) = (256u32, 171u32);
+    let mut g = c.benchmark_group("resize 640x427->256x171 rgb");
+    g.throughput(Throughput::Bytes(u64::from(w * h * 3)));
+    let mut out = Image::new(PixelFormat::Rgb8, w, h).unwrap();
+    let mut resizer = Resizer::new();
+    for (label, resample) in [
+        ("tensorprep bilinear", Resample::Pillow(Filter::Bilinear)),
+        ("tensorprep lanczos3", Resample::Pillow(Filter::Lanczos3)),
+        ("tensorprep opencv-linear", Resample::OpenCvLinear),
+    ] {
+        g.bench_function(label, |b| {
+            b.iter(|| {
+                resizer
+                    .resize(&img.view(), &mut out.view_mut(), resample)
+                    .unwrap()
+            })
+        });
+    }
+    let src = FirImageRef::new(img.width(), img.height(), img.as_bytes(), PixelType::U8x3).unwrap();
+    let mut dst = FirImage::new(w, h, PixelType::U8x3);
+    let mut fir = fast_image_resize::Resizer::new();
+    for (label, filter) in [
+        ("fast_image_resize bilinear", FilterType::Bilinear),
+        ("fast_image_resize lanczos3", FilterType::Lanczos3),
+    ] {
+        let opts = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(filter));
+        g.bench_function(label, |b| {
+            b.iter(|| fir.resize(&src, &mut dst, &opts).unwrap())
+        });
+    }
+    g.finish();
+}
+
+/// An NV21 frame built from a real photo: luma from the photo, chroma from its colours.
+fn nv21_frame() -> (u32, u32, Vec<u8>) {
+    let img = decode("sklearn_china.jpg");
+    let (w, h) = (img.width() & !1, img.height() & !1);
+    let rgb = img.as_bytes();
+    let px = |x: u32, y: u32| &rgb[((y * img.width() + x) * 3) as usize..][..3];
+    let mut frame = Vec::with_capacity((w * h * 3 / 2) as usize);
+    for y in 0..h {
+        for x in 0..w {
+            let p = px(x, y);
+            frame.push(
+                ((u32::from(p[0]) * 77 + u32::from(p[1]) * 150 + u32::from(p[2]) * 29) >> 8) as u8,
+            );
+        }
+    }
+    for y in (0..h).step_by(2) {
+        for x in (0..w).step_by(2) {
+            let p = px(x, y);
+            frame.push(p[0] / 2 + 64);
+            frame.push(p[2] / 2 + 64);
+        }
+    }
+    (w, h, frame)
+}
+
+fn bench_color(c: &mut Criterion) {
+    let (w, h, frame) = nv21_frame();
+    let src = ImageView::new(PixelFormat::Nv21, w, h, &frame).unwrap();
+    let mut g = c.benchmark_group("convert_color 640x426");
+    let bytes = (w * h * 3) as usize;
+    g.throughput(Throughput::Bytes(bytes as u64));
+    let mut out = vec![0u8; bytes];
+    g.bench_function("nv21->rgb", |b| {
+        b.iter(|| {
+            convert_color(
+                &src,
+                &mut ImageViewMut::new(PixelFormat::Rgb8, w, h, &mut out).unwrap(),
+                YuvRange::Full,
+            )
+            .unwrap()
+        })
+    });
+    let rgb = decode("sklearn_china.jpg");
+    let rgb = rgb.view().crop(tensorprep::Rect::new(0, 0, w, h)).unwrap();
+    g.bench_function("rgb->bgr", |b| {
+        b.iter(|| {
+            convert_color(
+                &rgb,
+                &mut ImageViewMut::new(PixelFormat::Bgr8, w, h, &mut out).unwrap(),
+                YuvRange::Full,
+            )
+            .unwrap()
+        })
+    });
+    let input = vec![1u8; bytes];
+    g.bench_function("memcpy (reference)", |b| {
+        b.iter(|| out.copy_from_slice(black_box(&input)))
+    });
+    g.finish();
+}
+
+fn bench_finish(c: &mut Criterion) {
+    let img = decode("sklearn_china.jpg");
+    let finisher = Finisher::new(&FinishSpec::imagenet()).unwrap();
+    for (label, view) in [
+        ("224x224 crop", center_crop(&img.view(), 224, 224).unwrap()),
+        ("640x427 full", img.view()),
+    ] {
+        let n = finisher.output_len(view.width(), view.height());
+        let mut g = c.benchmark_group(format!("finish {label} -> f32 chw"));
+        g.throughput(Throughput::Bytes((n * 4) as u64));
+        let mut tensor = vec![0f32; n];
+        g.bench_function("finish", |b| {
+            b.iter(|| {
+                finisher
+                    .run(black_box(&view), TensorMut::F32(&mut tensor))
+                    .unwrap()
+            })
+        });
+        let reference = vec![1f32; n];
+        g.bench_function("memcpy (reference)", |b| {
+            b.iter(|| tensor.copy_from_slice(black_box(&reference)))
+        });
+        g.finish();
+    }
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(30)
+        .warm_up_time(std::time::Duration::from_millis(500))
+        .measurement_time(std::time::Duration::from_secs(2))
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = bench_decode, bench_resize, bench_color, bench_finish
+}
+criterion_main!(benches);

@@ -115,30 +115,24 @@ pub fn convert_color(
             found: (dst.width(), dst.height()),
         });
     }
-    let out = Packed::of("convert_color destination", dst.format())?;
+    packed_bpp("convert_color destination", dst.format())?;
+    let m = YuvMatrix::for_range(range);
     match src.format() {
-        PixelFormat::Nv12 => yuv420(src, dst, out, range, Chroma::Interleaved { u: 0, v: 1 }),
-        PixelFormat::Nv21 => yuv420(src, dst, out, range, Chroma::Interleaved { u: 1, v: 0 }),
-        PixelFormat::I420 => yuv420(src, dst, out, range, Chroma::Planar),
         f if f == dst.format() => {
             for (d, s) in dst.plane_rows_mut(0).zip(src.plane_rows(0)) {
                 d.copy_from_slice(s);
             }
         }
-        f => {
-            let inp = Packed::of("convert_color source", f)?;
-            match (inp.bpp, out.bpp) {
-                (1, 3) => packed::<1, 3>(src, dst, inp, out),
-                (1, 4) => packed::<1, 4>(src, dst, inp, out),
-                (3, 1) => packed::<3, 1>(src, dst, inp, out),
-                (3, 3) => packed::<3, 3>(src, dst, inp, out),
-                (3, 4) => packed::<3, 4>(src, dst, inp, out),
-                (4, 1) => packed::<4, 1>(src, dst, inp, out),
-                (4, 3) => packed::<4, 3>(src, dst, inp, out),
-                (4, 4) => packed::<4, 4>(src, dst, inp, out),
-                _ => unreachable!("equal gray formats are copied above"),
-            }
+        PixelFormat::Nv12 => {
+            with_layout!(dst.format(), D => yuv420::<D>(src, dst, m, Chroma::Interleaved { u: 0, v: 1 }))
         }
+        PixelFormat::Nv21 => {
+            with_layout!(dst.format(), D => yuv420::<D>(src, dst, m, Chroma::Interleaved { u: 1, v: 0 }))
+        }
+        PixelFormat::I420 => {
+            with_layout!(dst.format(), D => yuv420::<D>(src, dst, m, Chroma::Planar))
+        }
+        f => with_layout!(f, S => with_layout!(dst.format(), D => packed::<S, D>(src, dst))),
     }
     Ok(())
 }
@@ -155,53 +149,94 @@ pub fn convert_color_owned(
     Ok(img)
 }
 
-/// Byte layout of a packed format, as a table instead of a match per pixel.
-#[derive(Clone, Copy, Debug)]
-struct Packed {
-    bpp: usize,
-    rgb: [usize; 3],
-    alpha: Option<usize>,
-}
+/// Byte layout of a packed pixel format as constants, so every conversion loop is
+/// monomorphized with constant offsets instead of matching per pixel.
+trait PackedLayout {
+    const BPP: usize;
+    /// Offsets of red, green, blue (all 0 for gray).
+    const RGB: [usize; 3];
+    const ALPHA: Option<usize>;
 
-impl Packed {
-    fn of(op: &'static str, format: PixelFormat) -> Result<Packed> {
-        let bpp = packed_bpp(op, format)?;
-        Ok(Packed {
-            bpp,
-            rgb: format
-                .rgb_offsets()
-                .ok_or(Error::UnsupportedFormat { op, format })?,
-            alpha: format.alpha_offset(),
-        })
+    #[inline(always)]
+    fn load(px: &[u8]) -> (u8, u8, u8) {
+        (px[Self::RGB[0]], px[Self::RGB[1]], px[Self::RGB[2]])
     }
 
     #[inline(always)]
-    fn store(&self, px: &mut [u8], r: u8, g: u8, b: u8) {
-        if self.bpp == 1 {
+    fn store(px: &mut [u8], r: u8, g: u8, b: u8) {
+        if Self::BPP == 1 {
             px[0] = luma601(r, g, b);
         } else {
-            px[self.rgb[0]] = r;
-            px[self.rgb[1]] = g;
-            px[self.rgb[2]] = b;
-            if let Some(a) = self.alpha {
+            px[Self::RGB[0]] = r;
+            px[Self::RGB[1]] = g;
+            px[Self::RGB[2]] = b;
+            if let Some(a) = Self::ALPHA {
                 px[a] = 255;
             }
         }
     }
 }
 
-fn packed<const SB: usize, const DB: usize>(
-    src: &ImageView<'_>,
-    dst: &mut ImageViewMut<'_>,
-    inp: Packed,
-    out: Packed,
-) {
-    let keep_alpha = inp.alpha.zip(out.alpha);
+macro_rules! packed_layouts {
+    ($($name:ident: $bpp:expr, $rgb:expr, $alpha:expr;)*) => {$(
+        struct $name;
+        impl PackedLayout for $name {
+            const BPP: usize = $bpp;
+            const RGB: [usize; 3] = $rgb;
+            const ALPHA: Option<usize> = $alpha;
+        }
+    )*};
+}
+
+packed_layouts! {
+    Gray: 1, [0, 0, 0], None;
+    Rgb: 3, [0, 1, 2], None;
+    Bgr: 3, [2, 1, 0], None;
+    Rgba: 4, [0, 1, 2], Some(3);
+    Bgra: 4, [2, 1, 0], Some(3);
+}
+
+/// Runs `$body` with `$l` bound to the [`PackedLayout`] of packed format `$format`.
+macro_rules! with_layout {
+    ($format:expr, $l:ident => $body:expr) => {
+        match $format {
+            PixelFormat::Gray8 => {
+                type $l = Gray;
+                $body
+            }
+            PixelFormat::Rgb8 => {
+                type $l = Rgb;
+                $body
+            }
+            PixelFormat::Bgr8 => {
+                type $l = Bgr;
+                $body
+            }
+            PixelFormat::Rgba8 => {
+                type $l = Rgba;
+                $body
+            }
+            PixelFormat::Bgra8 => {
+                type $l = Bgra;
+                $body
+            }
+            format => {
+                return Err(Error::UnsupportedFormat {
+                    op: "convert_color",
+                    format,
+                })
+            }
+        }
+    };
+}
+use with_layout;
+
+fn packed<S: PackedLayout, D: PackedLayout>(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>) {
     for (d, s) in dst.plane_rows_mut(0).zip(src.plane_rows(0)) {
-        for (dp, sp) in d.chunks_exact_mut(DB).zip(s.chunks_exact(SB)) {
-            let (r, g, b) = (sp[inp.rgb[0]], sp[inp.rgb[1]], sp[inp.rgb[2]]);
-            out.store(dp, r, g, b);
-            if let Some((sa, da)) = keep_alpha {
+        for (dp, sp) in d.chunks_exact_mut(D::BPP).zip(s.chunks_exact(S::BPP)) {
+            let (r, g, b) = S::load(sp);
+            D::store(dp, r, g, b);
+            if let (Some(sa), Some(da)) = (S::ALPHA, D::ALPHA) {
                 dp[da] = sp[sa];
             }
         }
@@ -216,38 +251,76 @@ enum Chroma {
     Planar,
 }
 
-fn yuv420(
+fn yuv420<D: PackedLayout>(
     src: &ImageView<'_>,
     dst: &mut ImageViewMut<'_>,
-    out: Packed,
-    range: YuvRange,
+    m: YuvMatrix,
     chroma: Chroma,
 ) {
-    let m = YuvMatrix::for_range(range);
-    let to_gray = out.bpp == 1;
-    for (y, drow) in dst.plane_rows_mut(0).enumerate() {
-        let yrow = src.plane_row(0, y);
-        if to_gray {
-            for (d, &l) in drow.iter_mut().zip(yrow) {
+    for (y, out) in dst.plane_rows_mut(0).enumerate() {
+        let luma = src.plane_row(0, y);
+        if D::BPP == 1 {
+            for (d, &l) in out.iter_mut().zip(luma) {
                 *d = clamp8(m.luma(l));
             }
             continue;
         }
-        let (c1, c2) = match chroma {
-            Chroma::Interleaved { .. } => (src.plane_row(1, y / 2), &[][..]),
-            Chroma::Planar => (src.plane_row(1, y / 2), src.plane_row(2, y / 2)),
-        };
-        let uv = |i: usize| match chroma {
-            Chroma::Interleaved { u, v } => (c1[2 * i + u], c1[2 * i + v]),
-            Chroma::Planar => (c1[i], c2[i]),
-        };
-        for (i, (dpair, ypair)) in drow.chunks_mut(2 * out.bpp).zip(yrow.chunks(2)).enumerate() {
-            let (u, v) = uv(i);
-            let (cr, cg, cb) = m.chroma(u, v);
-            for (dp, &l) in dpair.chunks_exact_mut(out.bpp).zip(ypair) {
-                let l = m.luma(l);
-                out.store(dp, clamp8(l + cr), clamp8(l + cg), clamp8(l + cb));
+        match chroma {
+            Chroma::Interleaved { u: 0, .. } => {
+                let uv = src
+                    .plane_row(1, y / 2)
+                    .chunks_exact(2)
+                    .map(|p| (p[0], p[1]));
+                yuv_row::<D>(luma, uv, out, m);
             }
+            Chroma::Interleaved { .. } => {
+                let uv = src
+                    .plane_row(1, y / 2)
+                    .chunks_exact(2)
+                    .map(|p| (p[1], p[0]));
+                yuv_row::<D>(luma, uv, out, m);
+            }
+            Chroma::Planar => {
+                let uv = src
+                    .plane_row(1, y / 2)
+                    .iter()
+                    .copied()
+                    .zip(src.plane_row(2, y / 2).iter().copied());
+                yuv_row::<D>(luma, uv, out, m);
+            }
+        }
+    }
+}
+
+/// One output row: each (U, V) sample serves two luma samples.
+#[inline(always)]
+fn yuv_row<D: PackedLayout>(
+    luma: &[u8],
+    uv: impl Iterator<Item = (u8, u8)>,
+    out: &mut [u8],
+    m: YuvMatrix,
+) {
+    let mut uv = uv;
+    let pairs = luma.chunks_exact(2).zip(out.chunks_exact_mut(2 * D::BPP));
+    for ((l, o), (u, v)) in pairs.zip(&mut uv) {
+        let (cr, cg, cb) = m.chroma(u, v);
+        let (l0, l1) = (m.luma(l[0]), m.luma(l[1]));
+        let (p0, p1) = o.split_at_mut(D::BPP);
+        D::store(p0, clamp8(l0 + cr), clamp8(l0 + cg), clamp8(l0 + cb));
+        D::store(p1, clamp8(l1 + cr), clamp8(l1 + cg), clamp8(l1 + cb));
+    }
+    // Odd width: the last pixel has a chroma sample of its own.
+    if luma.len() % 2 == 1 {
+        if let (Some(&l), Some((u, v))) = (luma.last(), uv.next()) {
+            let (cr, cg, cb) = m.chroma(u, v);
+            let l = m.luma(l);
+            let n = out.len();
+            D::store(
+                &mut out[n - D::BPP..],
+                clamp8(l + cr),
+                clamp8(l + cg),
+                clamp8(l + cb),
+            );
         }
     }
 }

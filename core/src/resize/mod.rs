@@ -112,7 +112,9 @@ impl Resizer {
                     Filter::Bicubic => ResizeAlg::Convolution(FilterType::CatmullRom),
                     Filter::Lanczos3 => ResizeAlg::Convolution(FilterType::Lanczos3),
                 };
-                let options = ResizeOptions::new().resize_alg(alg).use_alpha(src.format().alpha_offset().is_some());
+                let options = ResizeOptions::new()
+                    .resize_alg(alg)
+                    .use_alpha(src.format().alpha_offset().is_some());
                 let two_pass = filter != Filter::Nearest
                     && src.format().alpha_offset().is_none()
                     && src.width() != dst.width()
@@ -127,24 +129,43 @@ impl Resizer {
                 let mut between = core::mem::take(&mut self.between);
                 between.clear();
                 between.resize(w as usize * h as usize * bpp, 0);
-                let result = ImageViewMut::new(src.format(), w, h, &mut between).and_then(|mut mid| {
-                    self.fir_pass(src, &mut mid, bpp, &options)?;
-                    self.fir_pass(&mid.as_view(), dst, bpp, &options)
-                });
+                let result =
+                    ImageViewMut::new(src.format(), w, h, &mut between).and_then(|mut mid| {
+                        self.fir_pass(src, &mut mid, bpp, &options)?;
+                        self.fir_pass(&mid.as_view(), dst, bpp, &options)
+                    });
                 self.between = between;
                 result
             }
         }
     }
 
-    fn fir_pass(&mut self, src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, bpp: usize, options: &ResizeOptions) -> Result<()> {
+    fn fir_pass(
+        &mut self,
+        src: &ImageView<'_>,
+        dst: &mut ImageViewMut<'_>,
+        bpp: usize,
+        options: &ResizeOptions,
+    ) -> Result<()> {
         let (w, h) = (dst.width(), dst.height());
         let stride = dst.stride(0);
         let data = dst.plane_data_mut(0);
         let result = match bpp {
-            1 => self.fir.resize_typed(&fir_view::Src::<U8>::new(src), &mut fir_view::Dst::<U8>::new(data, stride, w, h), options),
-            3 => self.fir.resize_typed(&fir_view::Src::<U8x3>::new(src), &mut fir_view::Dst::<U8x3>::new(data, stride, w, h), options),
-            _ => self.fir.resize_typed(&fir_view::Src::<U8x4>::new(src), &mut fir_view::Dst::<U8x4>::new(data, stride, w, h), options),
+            1 => self.fir.resize_typed(
+                &fir_view::Src::<U8>::new(src),
+                &mut fir_view::Dst::<U8>::new(data, stride, w, h),
+                options,
+            ),
+            3 => self.fir.resize_typed(
+                &fir_view::Src::<U8x3>::new(src),
+                &mut fir_view::Dst::<U8x3>::new(data, stride, w, h),
+                options,
+            ),
+            _ => self.fir.resize_typed(
+                &fir_view::Src::<U8x4>::new(src),
+                &mut fir_view::Dst::<U8x4>::new(data, stride, w, h),
+                options,
+            ),
         };
         result.map_err(|_| Error::InvalidParameter {
             name: "resize: source and destination rejected by the resampler",
