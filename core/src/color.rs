@@ -124,10 +124,10 @@ pub fn convert_color(
             }
         }
         PixelFormat::Nv12 => {
-            with_layout!(dst.format(), D => yuv420::<D>(src, dst, m, Chroma::Interleaved { u: 0, v: 1 }))
+            with_layout!(dst.format(), D => yuv420::<D>(src, dst, m, Chroma::Interleaved { u_first: true }))
         }
         PixelFormat::Nv21 => {
-            with_layout!(dst.format(), D => yuv420::<D>(src, dst, m, Chroma::Interleaved { u: 1, v: 0 }))
+            with_layout!(dst.format(), D => yuv420::<D>(src, dst, m, Chroma::Interleaved { u_first: false }))
         }
         PixelFormat::I420 => {
             with_layout!(dst.format(), D => yuv420::<D>(src, dst, m, Chroma::Planar))
@@ -245,8 +245,8 @@ fn packed<S: PackedLayout, D: PackedLayout>(src: &ImageView<'_>, dst: &mut Image
 
 #[derive(Clone, Copy, Debug)]
 enum Chroma {
-    /// One plane of (U, V) or (V, U) pairs; the fields are the byte offsets inside a pair.
-    Interleaved { u: usize, v: usize },
+    /// One plane of (U, V) pairs (`u_first`, NV12) or (V, U) pairs (NV21).
+    Interleaved { u_first: bool },
     /// Separate U and V planes.
     Planar,
 }
@@ -266,14 +266,14 @@ fn yuv420<D: PackedLayout>(
             continue;
         }
         match chroma {
-            Chroma::Interleaved { u: 0, .. } => {
+            Chroma::Interleaved { u_first: true } => {
                 let uv = src
                     .plane_row(1, y / 2)
                     .chunks_exact(2)
                     .map(|p| (p[0], p[1]));
                 yuv_row::<D>(luma, uv, out, m);
             }
-            Chroma::Interleaved { .. } => {
+            Chroma::Interleaved { u_first: false } => {
                 let uv = src
                     .plane_row(1, y / 2)
                     .chunks_exact(2)
@@ -310,18 +310,17 @@ fn yuv_row<D: PackedLayout>(
         D::store(p1, clamp8(l1 + cr), clamp8(l1 + cg), clamp8(l1 + cb));
     }
     // Odd width: the last pixel has a chroma sample of its own.
-    if luma.len() % 2 == 1 {
-        if let (Some(&l), Some((u, v))) = (luma.last(), uv.next()) {
-            let (cr, cg, cb) = m.chroma(u, v);
-            let l = m.luma(l);
-            let n = out.len();
-            D::store(
-                &mut out[n - D::BPP..],
-                clamp8(l + cr),
-                clamp8(l + cg),
-                clamp8(l + cb),
-            );
-        }
+    if let (false, Some(&l), Some((u, v))) = (luma.len().is_multiple_of(2), luma.last(), uv.next())
+    {
+        let (cr, cg, cb) = m.chroma(u, v);
+        let l = m.luma(l);
+        let n = out.len();
+        D::store(
+            &mut out[n - D::BPP..],
+            clamp8(l + cr),
+            clamp8(l + cg),
+            clamp8(l + cb),
+        );
     }
 }
 

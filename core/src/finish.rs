@@ -135,6 +135,9 @@ impl FinishSpec {
 /// One 256-entry look-up table per output channel.
 type Tables<T> = [[T; 256]; 3];
 
+// The tables live inline (3 KiB at most) so that the finisher needs no allocator;
+// it is built once per spec, so the size difference between variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 enum AnyTables {
     F32(Tables<f32>),
@@ -326,11 +329,17 @@ fn color<T: Copy, const BPP: usize, const SRC_BGR: bool, const OUT_BGR: bool>(
                 .zip(p1.chunks_exact_mut(w))
                 .zip(p2.chunks_exact_mut(w));
             for (((o0, o1), o2), row) in rows.zip(src.plane_rows(0)) {
-                let it = row.chunks_exact(BPP).zip(o0).zip(o1).zip(o2);
-                for (((px, a), b), c) in it {
-                    *a = t0[px[0] as usize];
-                    *b = t1[px[1] as usize];
-                    *c = t2[px[2] as usize];
+                // Equal lengths up front let the compiler drop every bounds check.
+                let (o1, o2, row) = (
+                    &mut o1[..o0.len()],
+                    &mut o2[..o0.len()],
+                    &row[..o0.len() * BPP],
+                );
+                for x in 0..o0.len() {
+                    let px = &row[x * BPP..x * BPP + BPP];
+                    o0[x] = t0[px[0] as usize];
+                    o1[x] = t1[px[1] as usize];
+                    o2[x] = t2[px[2] as usize];
                 }
             }
         }

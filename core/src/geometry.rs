@@ -291,7 +291,7 @@ pub fn transform(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, t: Transform) 
         });
     }
     if src.format().is_yuv420()
-        && (src.width() % 2 != 0 || src.height() % 2 != 0)
+        && (!src.width().is_multiple_of(2) || !src.height().is_multiple_of(2))
         && t != Transform::IDENTITY
     {
         return Err(Error::InvalidParameter {
@@ -487,7 +487,7 @@ mod tests {
 
     #[test]
     fn pad_centers_and_fills() {
-        let px = [9u8; 2 * 1];
+        let px = [9u8; 2];
         let src = ImageView::new(PixelFormat::Gray8, 2, 1, &px).unwrap();
         let mut out = [0u8; 5 * 2];
         let rect = pad(

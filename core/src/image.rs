@@ -362,7 +362,7 @@ impl<'a> ImageView<'a> {
     /// For the 4:2:0 formats `rect.x` and `rect.y` must be even.
     pub fn crop(&self, rect: Rect) -> Result<ImageView<'a>> {
         rect.check(self.width, self.height)?;
-        if self.format.is_yuv420() && (rect.x % 2 != 0 || rect.y % 2 != 0) {
+        if self.format.is_yuv420() && (!rect.x.is_multiple_of(2) || !rect.y.is_multiple_of(2)) {
             return Err(Error::UnalignedCrop { rect });
         }
         let mut planes = [Plane::default(); 3];
@@ -551,7 +551,7 @@ impl<'a> ImageViewMut<'a> {
     /// A writable view of the pixels inside `rect` (packed formats, or even offsets for 4:2:0).
     pub fn sub_view_mut(&mut self, rect: Rect) -> Result<ImageViewMut<'_>> {
         rect.check(self.width, self.height)?;
-        if self.format.is_yuv420() && (rect.x % 2 != 0 || rect.y % 2 != 0) {
+        if self.format.is_yuv420() && (!rect.x.is_multiple_of(2) || !rect.y.is_multiple_of(2)) {
             return Err(Error::UnalignedCrop { rect });
         }
         let format = self.format;
