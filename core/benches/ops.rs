@@ -93,6 +93,29 @@ fn bench_resize(c: &mut Criterion) {
         });
     }
     g.finish();
+
+    // One-dimensional resize: a single pass on both sides, so this isolates what our
+    // view adapters cost over fast_image_resize's own image types.
+    let mut g = c.benchmark_group("resize 640x427->256x427 rgb (one pass)");
+    g.throughput(Throughput::Bytes(u64::from(w * img.height() * 3)));
+    let mut out = Image::new(PixelFormat::Rgb8, w, img.height()).unwrap();
+    g.bench_function("tensorprep bilinear", |b| {
+        b.iter(|| {
+            resizer
+                .resize(
+                    &img.view(),
+                    &mut out.view_mut(),
+                    Resample::Pillow(Filter::Bilinear),
+                )
+                .unwrap()
+        })
+    });
+    let mut dst = FirImage::new(w, img.height(), PixelType::U8x3);
+    let opts = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
+    g.bench_function("fast_image_resize bilinear", |b| {
+        b.iter(|| fir.resize(&src, &mut dst, &opts).unwrap())
+    });
+    g.finish();
 }
 
 /// An NV21 frame built from a real photo: luma from the photo, chroma from its colours.

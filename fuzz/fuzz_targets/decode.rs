@@ -1,0 +1,28 @@
+//! Arbitrary bytes through the JPEG decoder, in every mode and output format.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tensorprep::jpeg::{DecodeOptions, JpegDecoder, Orientation};
+use tensorprep::{Limits, PixelFormat};
+
+fuzz_target!(|data: &[u8]| {
+    // The first byte picks the options, so the fuzzer explores all of them.
+    let Some((&mode, bytes)) = data.split_first() else {
+        return;
+    };
+    let formats = [PixelFormat::Rgb8, PixelFormat::Gray8, PixelFormat::Bgra8];
+    let options = DecodeOptions {
+        format: formats[usize::from(mode % 3)],
+        orientation: if mode & 4 != 0 { Orientation::Apply } else { Orientation::Ignore },
+        strict: mode & 8 == 0,
+        // Small caps keep each run fast and exercise the limit checks.
+        limits: Limits { max_pixels: 1 << 22, max_alloc_bytes: 1 << 26 },
+    };
+    let mut decoder = JpegDecoder::new(options);
+    if let Ok(info) = decoder.read_info(bytes) {
+        assert!(info.width > 0 && info.height > 0);
+        if let Ok(image) = decoder.decode(bytes) {
+            assert_eq!((image.width(), image.height()), (info.width, info.height));
+        }
+    }
+});
