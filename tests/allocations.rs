@@ -50,7 +50,9 @@ fn count(f: impl FnOnce()) -> usize {
 
 #[test]
 fn eager_ops_without_alloc_in_their_signature_allocate_nothing() {
-    let decoded = JpegDecoder::new(DecodeOptions::default()).decode(&read("sample.jpg")).unwrap();
+    let decoded = JpegDecoder::new(DecodeOptions::default())
+        .decode(&read("sample.jpg"))
+        .unwrap();
     let src = decoded.view();
     let (w, h) = (src.width(), src.height());
     let mut out = vec![0u8; (w * h * 4) as usize];
@@ -91,9 +93,19 @@ fn decoder_and_resampler_allocations_per_call_are_counted() {
     let mut resizer = Resizer::new();
     let mut small = Image::new(PixelFormat::Rgb8, 256, 171).unwrap();
     let mut per_filter = Vec::new();
-    for r in [Resample::Pillow(Filter::Bilinear), Resample::Pillow(Filter::Lanczos3), Resample::OpenCvLinear] {
-        resizer.resize(&img.view(), &mut small.view_mut(), r).unwrap();
-        let n = count(|| resizer.resize(&img.view(), &mut small.view_mut(), r).unwrap());
+    for r in [
+        Resample::Pillow(Filter::Bilinear),
+        Resample::Pillow(Filter::Lanczos3),
+        Resample::OpenCvLinear,
+    ] {
+        resizer
+            .resize(&img.view(), &mut small.view_mut(), r)
+            .unwrap();
+        let n = count(|| {
+            resizer
+                .resize(&img.view(), &mut small.view_mut(), r)
+                .unwrap()
+        });
         per_filter.push((r, n));
     }
     println!("decode_into (zune-jpeg internals): {decode} allocations per image");

@@ -3,9 +3,11 @@
 //!
 //! Reproduces `cv::resize(..., INTER_LINEAR)`: per output column `fx = (dx + 0.5) *
 //! (src_w / dst_w) - 0.5` in float32, `sx = floor(fx)`, weights
-//! `round((1 - f) * 2048)` and `round(f * 2048)` (a weight of zero past either
-//! border), a horizontal pass into 32-bit sums, then the vertical blend OpenCV's
-//! SIMD path computes, `((s0 >> 4) * b0 >> 16) + ((s1 >> 4) * b1 >> 16) + 2) >> 2`.
+//! `round((1 - f) * 2048)` and `round(f * 2048)` (columns past either border are
+//! clamped with the whole weight; rows keep their weights and only the row indices
+//! are clamped, as OpenCV does), a horizontal pass into 32-bit sums, then the
+//! vertical blend OpenCV's vector code computes,
+//! `(((s0 >> 4) * b0 >> 16) + ((s1 >> 4) * b1 >> 16) + 2) >> 2`.
 //! An exact 2x downscale in both directions is a 2x2 average rounded half up,
 //! as OpenCV switches to `INTER_AREA` for that case.
 
@@ -24,22 +26,39 @@ pub(super) struct LinearScratch {
 
 const ONE: f32 = 2048.0;
 
-/// Source index and the two 11-bit weights for output position `d` of `dst_len`.
-fn tap(d: usize, scale: f64, src_len: usize) -> (usize, [i32; 2]) {
+fn weights(f: f32) -> [i32; 2] {
+    [
+        libm::rintf((1.0 - f) * ONE) as i32,
+        libm::rintf(f * ONE) as i32,
+    ]
+}
+
+/// Horizontal tap of output column `d`: source column and weights. Past either
+/// border OpenCV clamps the column and gives the whole weight to it.
+fn column_tap(d: usize, scale: f64, src_len: usize) -> (usize, [i32; 2]) {
+    let (s, f) = position(d, scale);
+    if s < 0 {
+        (0, [ONE as i32, 0])
+    } else if s as usize >= src_len - 1 {
+        (src_len - 1, [ONE as i32, 0])
+    } else {
+        (s as usize, weights(f))
+    }
+}
+
+/// Vertical tap of output row `d`: OpenCV does not clamp here; it keeps the
+/// fractional weights and clamps the two source row indices instead.
+fn row_tap(d: usize, scale: f64, src_len: usize) -> ([usize; 2], [i32; 2]) {
+    let (s, f) = position(d, scale);
+    let row = |i: isize| i.clamp(0, src_len as isize - 1) as usize;
+    ([row(s), row(s + 1)], weights(f))
+}
+
+/// `fx = (d + 0.5) * scale - 0.5` in float32, split into floor and fraction.
+fn position(d: usize, scale: f64) -> (isize, f32) {
     let f = ((d as f64 + 0.5) * scale - 0.5) as f32;
     let s = libm::floorf(f);
-    let (mut s, mut f) = (s as isize, f - s);
-    if s < 0 {
-        s = 0;
-        f = 0.0;
-    }
-    if s as usize >= src_len - 1 {
-        s = src_len as isize - 1;
-        f = 0.0;
-    }
-    let w0 = libm::rintf((1.0 - f) * ONE) as i32;
-    let w1 = libm::rintf(f * ONE) as i32;
-    (s as usize, [w0, w1])
+    (s as isize, f - s)
 }
 
 impl LinearScratch {
@@ -55,7 +74,7 @@ impl LinearScratch {
         self.xofs.clear();
         self.alpha.clear();
         for dx in 0..dw {
-            let (sx, a) = tap(dx, scale_x, sw);
+            let (sx, a) = column_tap(dx, scale_x, sw);
             self.xofs.push(sx * cn);
             self.alpha.push(a);
         }
@@ -65,8 +84,7 @@ impl LinearScratch {
         }
         self.row_y = [usize::MAX; 2];
         for dy in 0..dh {
-            let (sy, b) = tap(dy, scale_y, sh);
-            let sy1 = (sy + 1).min(sh - 1);
+            let ([sy, sy1], b) = row_tap(dy, scale_y, sh);
             // Reuse rows already computed for the previous output row.
             if self.row_y[1] == sy {
                 self.rows.swap(0, 1);
