@@ -13,10 +13,17 @@ fuzz_target!(|data: &[u8]| {
     let formats = [PixelFormat::Rgb8, PixelFormat::Gray8, PixelFormat::Bgra8];
     let options = DecodeOptions {
         format: formats[usize::from(mode % 3)],
-        orientation: if mode & 4 != 0 { Orientation::Apply } else { Orientation::Ignore },
+        orientation: if mode & 4 != 0 {
+            Orientation::Apply
+        } else {
+            Orientation::Ignore
+        },
         strict: mode & 8 == 0,
         // Small caps keep each run fast and exercise the limit checks.
-        limits: Limits { max_pixels: 1 << 22, max_alloc_bytes: 1 << 26 },
+        limits: Limits {
+            max_pixels: 1 << 22,
+            max_alloc_bytes: 1 << 26,
+        },
     };
     let mut decoder = JpegDecoder::new(options);
     if let Ok(info) = decoder.read_info(bytes) {

@@ -28,11 +28,23 @@ pub extern "C" fn tp_no_std_check(seed: u8) -> f32 {
     let mut rotated = [0u8; 8 * 8 * 3];
     let mut tensor = [0f32; 3 * 4 * 4];
     let result = (|| {
-        convert_color(&src, &mut ImageViewMut::new(PixelFormat::Rgb8, 8, 8, &mut rgb)?, YuvRange::Full)?;
+        convert_color(
+            &src,
+            &mut ImageViewMut::new(PixelFormat::Rgb8, 8, 8, &mut rgb)?,
+            YuvRange::Full,
+        )?;
         let rgb_view = ImageView::new(PixelFormat::Rgb8, 8, 8, &rgb)?;
-        rotate(&rgb_view, &mut ImageViewMut::new(PixelFormat::Rgb8, 8, 8, &mut rotated)?, Rotation::Cw90)?;
+        rotate(
+            &rgb_view,
+            &mut ImageViewMut::new(PixelFormat::Rgb8, 8, 8, &mut rotated)?,
+            Rotation::Cw90,
+        )?;
         let rotated = ImageView::new(PixelFormat::Rgb8, 8, 8, &rotated)?;
-        let (w, h) = SizeRule::ShorterSide { size: 4, max_size: None }.output_size(8, 8)?;
+        let (w, h) = SizeRule::ShorterSide {
+            size: 4,
+            max_size: None,
+        }
+        .output_size(8, 8)?;
         let crop = center_crop(&rotated, w, h)?;
         Finisher::new(&FinishSpec::imagenet())?.run(&crop, TensorMut::F32(&mut tensor))
     })();
@@ -67,11 +79,13 @@ mod with_alloc {
         unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
             let base = self.arena.get() as usize;
             let mut start = 0;
-            let reserved = self.next.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                start = (base + n).next_multiple_of(layout.align()) - base;
-                let end = start.checked_add(layout.size())?;
-                (end <= 1 << 22).then_some(end)
-            });
+            let reserved = self
+                .next
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                    start = (base + n).next_multiple_of(layout.align()) - base;
+                    let end = start.checked_add(layout.size())?;
+                    (end <= 1 << 22).then_some(end)
+                });
             match reserved {
                 Ok(_) => (base + start) as *mut u8,
                 Err(_) => core::ptr::null_mut(),
