@@ -24,7 +24,7 @@ pub mod jpeg;
 pub mod resize;
 
 pub use error::{Error, JpegErrorKind, Result};
-pub use format::PixelFormat;
+pub use format::{PixelFormat, PlaneGeometry};
 #[cfg(feature = "alloc")]
 pub use image::Image;
 pub use image::{ImageView, ImageViewMut, Limits, Plane, PlaneMut, Rect};
