@@ -160,6 +160,40 @@ pub(crate) fn tight_len(format: PixelFormat, width: u32, height: u32) -> Option<
     Some(total)
 }
 
+/// Byte offset, in each plane, of the pixel at `rect`'s top-left corner, after
+/// checking that `rect` lies inside the image (and is chroma-aligned for 4:2:0).
+fn crop_offsets(
+    format: PixelFormat,
+    width: u32,
+    height: u32,
+    rect: Rect,
+    strides: [usize; 3],
+) -> Result<[usize; 3]> {
+    rect.check(width, height)?;
+    if format.is_yuv420() && (!rect.x.is_multiple_of(2) || !rect.y.is_multiple_of(2)) {
+        return Err(Error::UnalignedCrop { rect });
+    }
+    let mut offsets = [0; 3];
+    for (i, (offset, stride)) in offsets
+        .iter_mut()
+        .zip(strides)
+        .enumerate()
+        .take(format.plane_count())
+    {
+        let bpe = format
+            .plane_geometry(i, width, height)
+            .map_or(0, |g| g.bytes_per_element);
+        // Chroma planes of 4:2:0 formats are subsampled by two in both directions.
+        let (x, y) = if i == 0 {
+            (rect.x as usize, rect.y as usize)
+        } else {
+            (rect.x as usize / 2, rect.y as usize / 2)
+        };
+        *offset = y * stride + x * bpe;
+    }
+    Ok(offsets)
+}
+
 /// Tight stride of plane `index` and its byte length.
 fn tight_plane(format: PixelFormat, index: usize, width: u32, height: u32) -> (usize, usize) {
     match format.plane_geometry(index, width, height) {
@@ -361,30 +395,10 @@ impl<'a> ImageView<'a> {
     ///
     /// For the 4:2:0 formats `rect.x` and `rect.y` must be even.
     pub fn crop(&self, rect: Rect) -> Result<ImageView<'a>> {
-        rect.check(self.width, self.height)?;
-        if self.format.is_yuv420() && (!rect.x.is_multiple_of(2) || !rect.y.is_multiple_of(2)) {
-            return Err(Error::UnalignedCrop { rect });
-        }
+        let strides = self.planes.map(|p| p.stride);
+        let offsets = crop_offsets(self.format, self.width, self.height, rect, strides)?;
         let mut planes = [Plane::default(); 3];
-        for (i, out) in planes
-            .iter_mut()
-            .enumerate()
-            .take(self.format.plane_count())
-        {
-            let g = self
-                .format
-                .plane_geometry(i, self.width, self.height)
-                .ok_or(Error::WrongPlaneCount {
-                    format: self.format,
-                    given: i as u8,
-                })?;
-            let (x, y) = if i == 0 {
-                (rect.x as usize, rect.y as usize)
-            } else {
-                (rect.x as usize / 2, rect.y as usize / 2)
-            };
-            let p = self.planes[i];
-            let offset = y * p.stride + x * g.bytes_per_element;
+        for ((out, p), offset) in planes.iter_mut().zip(self.planes).zip(offsets) {
             *out = Plane::new(p.data.get(offset..).unwrap_or_default(), p.stride);
         }
         Self::from_planes(
@@ -550,31 +564,11 @@ impl<'a> ImageViewMut<'a> {
 
     /// A writable view of the pixels inside `rect` (packed formats, or even offsets for 4:2:0).
     pub fn sub_view_mut(&mut self, rect: Rect) -> Result<ImageViewMut<'_>> {
-        rect.check(self.width, self.height)?;
-        if self.format.is_yuv420() && (!rect.x.is_multiple_of(2) || !rect.y.is_multiple_of(2)) {
-            return Err(Error::UnalignedCrop { rect });
-        }
         let format = self.format;
-        let (width, height) = (self.width, self.height);
+        let strides = [0, 1, 2].map(|i| self.stride(i));
+        let offsets = crop_offsets(format, self.width, self.height, rect, strides)?;
         let mut planes: [PlaneMut<'_>; 3] = Default::default();
-        for (i, (out, p)) in planes
-            .iter_mut()
-            .zip(self.planes.iter_mut())
-            .enumerate()
-            .take(format.plane_count())
-        {
-            let g = format
-                .plane_geometry(i, width, height)
-                .ok_or(Error::WrongPlaneCount {
-                    format,
-                    given: i as u8,
-                })?;
-            let (x, y) = if i == 0 {
-                (rect.x as usize, rect.y as usize)
-            } else {
-                (rect.x as usize / 2, rect.y as usize / 2)
-            };
-            let offset = y * p.stride + x * g.bytes_per_element;
+        for ((out, p), offset) in planes.iter_mut().zip(self.planes.iter_mut()).zip(offsets) {
             let data: &mut [u8] = p.data;
             *out = PlaneMut::new(data.get_mut(offset..).unwrap_or_default(), p.stride);
         }

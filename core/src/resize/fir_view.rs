@@ -38,6 +38,21 @@ fn row_bytes<P>(width: u32) -> usize {
     width as usize * core::mem::size_of::<P>()
 }
 
+/// Rows `start..height` of `width` pixels, `stride` bytes apart.
+fn rows<P: BytePixel>(
+    data: &[u8],
+    stride: usize,
+    width: u32,
+    height: u32,
+    start: u32,
+) -> impl Iterator<Item = &[P]> {
+    let n = row_bytes::<P>(width);
+    data.chunks(stride)
+        .take(height as usize)
+        .skip(start as usize)
+        .map(move |r| bytemuck::cast_slice(&r[..n]))
+}
+
 // SAFETY: fast_image_resize requires every row yielded to hold at least `width`
 // pixels. Each row is cut as exactly `width * size_of::<P>()` bytes from a
 // buffer that `ImageView` validated to hold `height` such rows `stride` apart,
@@ -54,12 +69,7 @@ unsafe impl<P: BytePixel> FirView for Src<'_, P> {
     }
 
     fn iter_rows(&self, start_row: u32) -> impl Iterator<Item = &[P]> {
-        let n = row_bytes::<P>(self.width);
-        self.data
-            .chunks(self.stride)
-            .take(self.height as usize)
-            .skip(start_row as usize)
-            .map(move |r| bytemuck::cast_slice(&r[..n]))
+        rows(self.data, self.stride, self.width, self.height, start_row)
     }
 }
 
@@ -98,12 +108,7 @@ unsafe impl<P: BytePixel> FirView for Dst<'_, P> {
     }
 
     fn iter_rows(&self, start_row: u32) -> impl Iterator<Item = &[P]> {
-        let n = row_bytes::<P>(self.width);
-        self.data
-            .chunks(self.stride)
-            .take(self.height as usize)
-            .skip(start_row as usize)
-            .map(move |r| bytemuck::cast_slice(&r[..n]))
+        rows(self.data, self.stride, self.width, self.height, start_row)
     }
 }
 
