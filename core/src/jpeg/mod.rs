@@ -250,7 +250,6 @@ impl JpegDecoder {
         let bytes_needed = (tight as u64) * u64::from(sh);
         let len = self.options.limits.check_alloc(bytes_needed)?;
         let mut scratch = core::mem::take(&mut self.scratch);
-        scratch.clear();
         scratch.resize(len, 0);
         let result = self.run_zune(bytes, decoded, &mut scratch).and_then(|()| {
             let src = ImageView::new(decoded, sw, sh, &scratch)?;
@@ -264,7 +263,6 @@ impl JpegDecoder {
             let n = self.options.limits.check_alloc(
                 u64::from(sw) * u64::from(sh) * target.bytes_per_pixel().unwrap_or(4) as u64,
             )?;
-            converted.clear();
             converted.resize(n, 0);
             let r = ImageViewMut::new(target, sw, sh, &mut converted).and_then(|mut c| {
                 convert_color(&src, &mut c, YuvRange::Full)?;

@@ -72,7 +72,7 @@ impl Default for Resample {
 pub struct Resizer {
     fir: fast_image_resize::Resizer,
     linear: opencv::LinearScratch,
-    /// Horizontal-pass output (destination width x source height), see `pillow_order`.
+    /// Horizontal-pass output (destination width x source height), see [`Resizer::resize`].
     between: alloc::vec::Vec<u8>,
 }
 
@@ -124,10 +124,10 @@ impl Resizer {
                 }
                 // Pillow resamples horizontally first and rounds the intermediate rows to
                 // u8; fast_image_resize goes vertical first for u8. Running it as two
-                // one-dimensional passes in Pillow's order halves the mean difference.
+                // one-dimensional passes in Pillow's order takes the mean difference from
+                // 0.15-0.22 level to 0.01 or less (tests/parity.rs).
                 let (w, h) = (dst.width(), src.height());
                 let mut between = core::mem::take(&mut self.between);
-                between.clear();
                 between.resize(w as usize * h as usize * bpp, 0);
                 let result =
                     ImageViewMut::new(src.format(), w, h, &mut between).and_then(|mut mid| {

@@ -79,7 +79,6 @@ impl LinearScratch {
             self.alpha.push(a);
         }
         for r in &mut self.rows {
-            r.clear();
             r.resize(dw * cn, 0);
         }
         self.row_y = [usize::MAX; 2];
