@@ -20,6 +20,18 @@ pub fn read(name: &str) -> Vec<u8> {
     fs::read(fixture(name)).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
 }
 
+/// A raw little-endian float32 fixture.
+pub fn read_f32_le(name: &str) -> Vec<f32> {
+    f32s_le(&read(name))
+}
+
+fn f32s_le(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
 /// The lines of `refs.txt` whose first word is `kind`, split into words.
 pub fn refs(kind: &str) -> Vec<Vec<String>> {
     let text = String::from_utf8(read("refs.txt")).expect("refs.txt is UTF-8");
@@ -66,10 +78,7 @@ pub fn read_npy_f32(name: &str) -> (Vec<usize>, Vec<f32>) {
         .filter(|s| !s.trim().is_empty())
         .map(|s| s.trim().parse().expect("shape number"))
         .collect();
-    let data: Vec<f32> = bytes[10 + header_len..]
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    let data = f32s_le(&bytes[10 + header_len..]);
     assert_eq!(
         data.len(),
         shape.iter().product::<usize>(),

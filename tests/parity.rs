@@ -11,7 +11,7 @@ use tensorprep::jpeg::{DecodeOptions, JpegDecoder, Orientation};
 use tensorprep::resize::{Filter, Resample, resize_by_rule, resize_owned};
 use tensorprep::size::SizeRule;
 use tensorprep::{Image, ImageView, PixelFormat, Rect, Tensor};
-use tensorprep_tests::{Diff, read, read_npy_f32, read_png, refs};
+use tensorprep_tests::{Diff, read, read_f32_le, read_npy_f32, read_png, refs};
 
 fn resample(name: &str) -> Resample {
     match name {
@@ -145,11 +145,7 @@ fn decode_differs_from_libjpeg_turbo_only_by_idct_rounding() {
 
 #[test]
 fn finish_tables_are_bit_identical_to_numpy_float32() {
-    let bytes = read("normalize_imagenet_f32.bin");
-    let table: Vec<f32> = bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    let table = read_f32_le("normalize_imagenet_f32.bin");
     assert_eq!(table.len(), 3 * 256);
     // Run every byte value through the finish kernel as a 256x1 gray image per channel.
     let ramp: Vec<u8> = (0..=255).collect();
@@ -194,11 +190,7 @@ fn eval_tensor(jpeg: &[u8]) -> Vec<f32> {
 
 #[test]
 fn torchvision_eval_transform_within_four_levels() {
-    let table_bytes = read("normalize_imagenet_f32.bin");
-    let table: Vec<f32> = table_bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    let table = read_f32_le("normalize_imagenet_f32.bin");
     let std = Normalize::IMAGENET.std;
     for w in refs("eval") {
         let want: Vec<f32> = if w[2].ends_with(".npy") {

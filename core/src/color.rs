@@ -150,12 +150,14 @@ pub fn convert_color_owned(
 }
 
 /// Byte layout of a packed pixel format as constants, so every conversion loop is
-/// monomorphized with constant offsets instead of matching per pixel.
+/// monomorphized with constant offsets instead of matching per pixel. The
+/// constants come from [`PixelFormat`]'s own tables.
 trait PackedLayout {
-    const BPP: usize;
+    const FORMAT: PixelFormat;
+    const BPP: usize = Self::FORMAT.bytes_per_pixel().unwrap();
     /// Offsets of red, green, blue (all 0 for gray).
-    const RGB: [usize; 3];
-    const ALPHA: Option<usize>;
+    const RGB: [usize; 3] = Self::FORMAT.rgb_offsets().unwrap();
+    const ALPHA: Option<usize> = Self::FORMAT.alpha_offset();
 
     #[inline(always)]
     fn load(px: &[u8]) -> (u8, u8, u8) {
@@ -178,22 +180,20 @@ trait PackedLayout {
 }
 
 macro_rules! packed_layouts {
-    ($($name:ident: $bpp:expr, $rgb:expr, $alpha:expr;)*) => {$(
+    ($($name:ident: $format:ident;)*) => {$(
         struct $name;
         impl PackedLayout for $name {
-            const BPP: usize = $bpp;
-            const RGB: [usize; 3] = $rgb;
-            const ALPHA: Option<usize> = $alpha;
+            const FORMAT: PixelFormat = PixelFormat::$format;
         }
     )*};
 }
 
 packed_layouts! {
-    Gray: 1, [0, 0, 0], None;
-    Rgb: 3, [0, 1, 2], None;
-    Bgr: 3, [2, 1, 0], None;
-    Rgba: 4, [0, 1, 2], Some(3);
-    Bgra: 4, [2, 1, 0], Some(3);
+    Gray: Gray8;
+    Rgb: Rgb8;
+    Bgr: Bgr8;
+    Rgba: Rgba8;
+    Bgra: Bgra8;
 }
 
 /// Runs `$body` with `$l` bound to the [`PackedLayout`] of packed format `$format`.
