@@ -42,7 +42,7 @@ pub fn refs(kind: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// An 8-bit gray or RGB PNG fixture as an [`Image`].
+/// An 8-bit gray, RGB or RGBA PNG fixture as an [`Image`].
 pub fn read_png(name: &str) -> Image {
     let decoder = png::Decoder::new(std::io::Cursor::new(read(name)));
     let mut reader = decoder.read_info().expect("valid PNG");
@@ -52,6 +52,7 @@ pub fn read_png(name: &str) -> Image {
     let format = match (info.color_type, info.bit_depth) {
         (png::ColorType::Grayscale, png::BitDepth::Eight) => PixelFormat::Gray8,
         (png::ColorType::Rgb, png::BitDepth::Eight) => PixelFormat::Rgb8,
+        (png::ColorType::Rgba, png::BitDepth::Eight) => PixelFormat::Rgba8,
         other => panic!("{name}: unexpected PNG type {other:?}"),
     };
     Image::from_vec(format, info.width, info.height, buf).expect("PNG buffer matches its size")

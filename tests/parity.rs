@@ -8,9 +8,11 @@ use tensorprep::color::{YuvRange, convert_color_owned};
 use tensorprep::finish::{FinishSpec, Finisher, Normalize};
 use tensorprep::geometry::center_crop;
 use tensorprep::jpeg::{DecodeOptions, JpegDecoder, Orientation};
-use tensorprep::resize::{Filter, Resample, resize_by_rule, resize_owned};
+use tensorprep::resize::{
+    Filter, Resample, ResizePlan, ResizeState, Simd, SourceBox, resize_by_rule,
+};
 use tensorprep::size::SizeRule;
-use tensorprep::{Image, ImageView, PixelFormat, Rect, Tensor};
+use tensorprep::{Image, ImageView, Limits, PixelFormat, Rect, Tensor};
 use tensorprep_tests::{Diff, read, read_f32_le, read_npy_f32, read_png, refs};
 
 fn resample(name: &str) -> Resample {
@@ -22,20 +24,17 @@ fn resample(name: &str) -> Resample {
         "bicubic" => Resample::Pillow(Filter::Bicubic),
         "lanczos" => Resample::Pillow(Filter::Lanczos3),
         "opencv_linear" => Resample::OpenCvLinear,
+        "opencv_area" => Resample::OpenCvArea,
         other => panic!("unknown filter {other} in refs.txt"),
     }
 }
 
-/// The foundation issue's bars per filter: (max, mean) absolute difference in levels.
-fn bar(filter: &str) -> (f64, f64) {
+/// The exact-fidelity issue's bars, as the largest difference allowed in levels:
+/// every Pillow filter and OpenCV `INTER_LINEAR` are bit-identical, `INTER_AREA` within 1.
+fn bar(filter: &str) -> u8 {
     match filter {
-        "nearest" => (0.0, 0.0),
-        "bilinear" | "box" | "hamming" => (1.0, 0.15),
-        "bicubic" => (2.0, 0.15),
-        "lanczos" => (4.0, 0.15),
-        // OpenCV mode: bit-identical to cv2.resize(INTER_LINEAR).
-        "opencv_linear" => (0.0, 0.0),
-        other => panic!("no bar for {other}"),
+        "opencv_area" => 1,
+        _ => 0,
     }
 }
 
@@ -43,54 +42,127 @@ fn n(words: &[String], i: usize) -> u32 {
     words[i].parse().expect("number in refs.txt")
 }
 
+fn f(words: &[String], i: usize) -> f32 {
+    words[i].parse().expect("number in refs.txt")
+}
+
+/// One reference resize: the source view, the box, output size, method and reference file.
+struct Case {
+    label: String,
+    src: Image,
+    crop: Option<Rect>,
+    source_box: Option<SourceBox>,
+    size: (u32, u32),
+    method: String,
+    reference: String,
+}
+
+fn resize_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for w in refs("resize") {
+        cases.push(Case {
+            label: format!("{} {}x{}", w[1], w[3], w[4]),
+            src: read_png(&w[1]),
+            crop: None,
+            source_box: None,
+            size: (n(&w, 3), n(&w, 4)),
+            method: w[2].clone(),
+            reference: w[5].clone(),
+        });
+    }
+    for w in refs("resize_crop") {
+        cases.push(Case {
+            label: format!(
+                "{} crop {},{} {}x{} -> {}x{}",
+                w[1], w[3], w[4], w[5], w[6], w[7], w[8]
+            ),
+            src: read_png(&w[1]),
+            crop: Some(Rect::new(n(&w, 3), n(&w, 4), n(&w, 5), n(&w, 6))),
+            source_box: None,
+            size: (n(&w, 7), n(&w, 8)),
+            method: w[2].clone(),
+            reference: w[9].clone(),
+        });
+    }
+    for w in refs("resize_box") {
+        cases.push(Case {
+            label: format!(
+                "{} box ({},{},{},{}) -> {}x{}",
+                w[1], w[3], w[4], w[5], w[6], w[7], w[8]
+            ),
+            src: read_png(&w[1]),
+            crop: None,
+            source_box: Some(SourceBox {
+                x0: f(&w, 3),
+                y0: f(&w, 4),
+                x1: f(&w, 5),
+                y1: f(&w, 6),
+            }),
+            size: (n(&w, 7), n(&w, 8)),
+            method: w[2].clone(),
+            reference: w[9].clone(),
+        });
+    }
+    cases
+}
+
 #[test]
-fn resize_matches_pillow_and_opencv_per_filter() {
-    let mut worst: std::collections::BTreeMap<String, Diff> = Default::default();
-    let mut all = refs("resize");
-    all.extend(refs("resize_crop"));
+fn resize_is_identical_to_pillow_and_opencv_for_every_filter_and_path() {
+    let cases = resize_cases();
     assert!(
-        all.len() >= 40,
+        cases.len() >= 90,
         "expected every filter on every case, found {}",
-        all.len()
+        cases.len()
     );
-    for w in &all {
-        let src = read_png(&w[1]);
-        let (filter, view, out_w, out_h, reference) = if w[0] == "resize_crop" {
-            let rect = Rect::new(n(w, 3), n(w, 4), n(w, 5), n(w, 6));
-            (
-                &w[2],
-                src.view().crop(rect).unwrap(),
-                n(w, 7),
-                n(w, 8),
-                &w[9],
-            )
-        } else {
-            (&w[2], src.view(), n(w, 3), n(w, 4), &w[5])
+    let mut worst: std::collections::BTreeMap<String, (u8, usize)> = Default::default();
+    let mut failures = Vec::new();
+    for c in &cases {
+        let view = match c.crop {
+            Some(r) => c.src.view().crop(r).unwrap(),
+            None => c.src.view(),
         };
-        let ours = resize_owned(&view, out_w, out_h, resample(filter)).unwrap();
-        let want = read_png(reference);
-        assert_eq!((ours.width(), ours.height()), (want.width(), want.height()));
-        let d = Diff::of(ours.as_bytes(), want.as_bytes());
-        println!(
-            "resize {:<28} {:<13} {out_w:>3}x{out_h:<3} {d}",
-            w[1], filter
-        );
-        let entry = worst.entry(filter.clone()).or_default();
-        entry.max = entry.max.max(d.max);
-        entry.mean = entry.mean.max(d.mean);
-        entry.differing = entry.differing.max(d.differing);
+        let want = read_png(&c.reference);
+        assert_eq!((want.width(), want.height()), c.size, "{}", c.label);
+        // Every SIMD path this CPU has, each against the same reference.
+        for simd in [Simd::Scalar, Simd::Sse41, Simd::Avx2, Simd::Neon] {
+            if !simd.is_available() {
+                continue;
+            }
+            let plan = ResizePlan::with_source_box(
+                (view.width(), view.height()),
+                c.source_box
+                    .unwrap_or(SourceBox::full(view.width(), view.height())),
+                c.size,
+                resample(&c.method),
+                &Limits::DEFAULT,
+            )
+            .and_then(|p| p.with_simd(simd))
+            .unwrap();
+            let mut ours = Image::new(view.format(), c.size.0, c.size.1).unwrap();
+            plan.run(&mut ResizeState::new(), &view, &mut ours.view_mut())
+                .unwrap();
+            let d = Diff::of(ours.as_bytes(), want.as_bytes());
+            if simd == Simd::detect() {
+                println!("{:<10} {:<58} {d}", c.method, c.label);
+            }
+            let e = worst.entry(c.method.clone()).or_default();
+            e.0 = e.0.max(d.max as u8);
+            e.1 += 1;
+            if d.max > f64::from(bar(&c.method)) {
+                failures.push(format!("{} {} {:?}: {d}", c.method, c.label, simd));
+            }
+        }
     }
-    println!("\nworst case per filter (max of max, max of mean):");
-    for (filter, d) in &worst {
-        println!("  {filter:<14} {d}");
+    println!("\nlargest difference per method over all cases and SIMD paths:");
+    for (m, (max, count)) in &worst {
+        println!("  {m:<14} max {max}  ({count} runs)");
     }
-    for (filter, d) in &worst {
-        let (max, mean) = bar(filter);
-        assert!(
-            d.max <= max && d.mean <= mean,
-            "{filter}: {d} exceeds max {max} / mean {mean}"
-        );
-    }
+    assert!(
+        failures.is_empty(),
+        "{} runs differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 fn decode(bytes: &[u8], format: PixelFormat, orientation: Orientation) -> Image {

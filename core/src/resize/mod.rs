@@ -1,39 +1,50 @@
-//! Resizing: Pillow-style antialiased convolution and OpenCV-compatible linear interpolation.
+//! Resizing, bit-identical to Pillow's `Image.resize` and OpenCV's `cv2.resize`.
 //!
-//! [`Resample::Pillow`] filters are antialiased when downscaling (the filter
-//! support widens with the scale), as Pillow's `Image.resize` and therefore
-//! torchvision's PIL path do. They run on `fast_image_resize`'s convolution,
-//! which matches Pillow to within a few levels (see the README's parity table);
-//! a later exact resampler replaces the u8 path. [`Resample::OpenCvLinear`]
-//! reproduces OpenCV's `INTER_LINEAR` (no antialiasing).
+//! [`Resample::Pillow`] reproduces Pillow's separable fixed-point convolution
+//! (antialiased when downscaling) for every filter, on Gray, RGB/BGR and
+//! RGBA/BGRA (premultiplied, as Pillow does), with or without a fractional
+//! source box ([`SourceBox`], Pillow's `box=`). [`Resample::OpenCvLinear`] and
+//! [`Resample::OpenCvArea`] reproduce `INTER_LINEAR` and `INTER_AREA`.
 //!
-//! To resize a region only, pass a cropped view ([`ImageView::crop`]): the crop
-//! is the resize's source box and nothing is copied.
+//! Work is split the way a pipeline needs it: a [`ResizePlan`] holds the
+//! coefficient tables for one (source size, box, destination size, method) and
+//! is immutable; a [`ResizeState`] holds the scratch rows. After the first run
+//! neither allocates again. [`Resizer`] bundles both for eager use and rebuilds
+//! the plan only when the sizes change.
+//!
+//! To resize a region as if it had been cropped first (torchvision's
+//! `resized_crop`), pass a cropped view ([`ImageView::crop`]): nothing is copied.
+//! To let the filter see pixels outside the region (Pillow's `box=`), pass the
+//! whole image and a [`SourceBox`].
 //!
 //! ```
-//! use tensorprep::resize::{Filter, Resample, Resizer};
+//! use tensorprep::resize::{Filter, Resample, ResizePlan, ResizeState};
 //! use tensorprep::{ImageView, ImageViewMut, PixelFormat};
 //!
 //! let src_px = vec![200u8; 64 * 48 * 3];
 //! let src = ImageView::new(PixelFormat::Rgb8, 64, 48, &src_px)?;
 //! let mut out = vec![0u8; 16 * 12 * 3];
-//! let mut resizer = Resizer::new(); // keep it: it owns the scratch buffers
-//! resizer.resize(&src, &mut ImageViewMut::new(PixelFormat::Rgb8, 16, 12, &mut out)?,
-//!                Resample::Pillow(Filter::Bilinear))?;
+//! // Once per input size: the coefficient tables.
+//! let plan = ResizePlan::new((64, 48), (16, 12), Resample::Pillow(Filter::Bilinear))?;
+//! // Once per thread: the scratch rows.
+//! let mut state = ResizeState::new();
+//! // Per image: no allocation after the first.
+//! plan.run(&mut state, &src, &mut ImageViewMut::new(PixelFormat::Rgb8, 16, 12, &mut out)?)?;
 //! assert!(out.iter().all(|&v| v == 200));
 //! # Ok::<(), tensorprep::Error>(())
 //! ```
 
-mod fir_view;
+mod coeffs;
+mod kernels;
 mod opencv;
+mod pillow;
 
-use fast_image_resize::pixels::{U8, U8x3, U8x4};
-use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions};
+pub use kernels::Simd;
 
 use crate::geometry::{Placement, fill_border};
 use crate::image::packed_bpp;
 use crate::size::SizeRule;
-use crate::{Error, ImageView, ImageViewMut, Rect, Result};
+use crate::{Error, ImageView, ImageViewMut, Limits, Rect, Result};
 
 /// A Pillow resampling filter (`PIL.Image.Resampling`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -59,6 +70,9 @@ pub enum Resample {
     Pillow(Filter),
     /// OpenCV's `cv2.resize(..., interpolation=cv2.INTER_LINEAR)` (no antialiasing).
     OpenCvLinear,
+    /// OpenCV's `cv2.resize(..., interpolation=cv2.INTER_AREA)`: pixel-area
+    /// averaging when shrinking, a linear variant when enlarging.
+    OpenCvArea,
 }
 
 impl Default for Resample {
@@ -67,13 +81,255 @@ impl Default for Resample {
     }
 }
 
-/// A reusable resizer that owns its scratch buffers.
+/// A source region in source pixel coordinates, Pillow's `box=(x0, y0, x1, y1)`.
+///
+/// Coordinates may be fractional. Unlike a cropped view, the filter still reads
+/// pixels just outside the box (clamped only at the image border), as Pillow does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SourceBox {
+    /// Left edge.
+    pub x0: f32,
+    /// Top edge.
+    pub y0: f32,
+    /// Right edge (exclusive).
+    pub x1: f32,
+    /// Bottom edge (exclusive).
+    pub y1: f32,
+}
+
+impl SourceBox {
+    /// The whole `width` x `height` image.
+    pub const fn full(width: u32, height: u32) -> SourceBox {
+        SourceBox {
+            x0: 0.0,
+            y0: 0.0,
+            x1: width as f32,
+            y1: height as f32,
+        }
+    }
+
+    /// Checks that the box is finite, ordered and inside `width` x `height`.
+    fn check(&self, width: u32, height: u32) -> Result<()> {
+        let ok = [self.x0, self.y0, self.x1, self.y1]
+            .iter()
+            .all(|v| v.is_finite())
+            && 0.0 <= self.x0
+            && self.x0 <= self.x1
+            && self.x1 <= width as f32
+            && 0.0 <= self.y0
+            && self.y0 <= self.y1
+            && self.y1 <= height as f32;
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::InvalidParameter {
+                name: "resize: source box must be finite, ordered and inside the image",
+            })
+        }
+    }
+}
+
+impl From<Rect> for SourceBox {
+    fn from(r: Rect) -> SourceBox {
+        SourceBox {
+            x0: r.x as f32,
+            y0: r.y as f32,
+            x1: (r.x as u64 + r.width as u64) as f32,
+            y1: (r.y as u64 + r.height as u64) as f32,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Method {
+    Pillow(pillow::PillowPlan),
+    OpenCv(opencv::OpenCvPlan),
+}
+
+/// Everything a resize of one source size to one destination size needs that
+/// does not depend on the pixels: the coefficient tables, computed once.
+///
+/// Immutable and `Send + Sync`: share one plan between threads, give each
+/// thread its own [`ResizeState`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResizePlan {
+    src: (u32, u32),
+    dst: (u32, u32),
+    source_box: SourceBox,
+    resample: Resample,
+    simd: Simd,
+    method: Method,
+}
+
+impl ResizePlan {
+    /// A plan resizing whole `src` (width, height) images to `dst` (width, height).
+    pub fn new(src: (u32, u32), dst: (u32, u32), resample: Resample) -> Result<ResizePlan> {
+        Self::with_source_box(
+            src,
+            SourceBox::full(src.0, src.1),
+            dst,
+            resample,
+            &Limits::DEFAULT,
+        )
+    }
+
+    /// A plan resizing the region `source_box` of `src`-sized images to `dst`,
+    /// with tables capped by `limits`.
+    ///
+    /// OpenCV methods take no fractional box (`cv2.resize` has none): for them
+    /// the box must be integral, and it acts as a crop.
+    pub fn with_source_box(
+        src: (u32, u32),
+        source_box: SourceBox,
+        dst: (u32, u32),
+        resample: Resample,
+        limits: &Limits,
+    ) -> Result<ResizePlan> {
+        crate::image::check_dimensions(u64::from(src.0), u64::from(src.1))?;
+        crate::image::check_dimensions(u64::from(dst.0), u64::from(dst.1))?;
+        limits.check_pixels(u64::from(dst.0), u64::from(dst.1))?;
+        source_box.check(src.0, src.1)?;
+        let method = match resample {
+            Resample::Pillow(filter) => Method::Pillow(pillow::PillowPlan::new(
+                src, source_box, dst, filter, limits,
+            )?),
+            Resample::OpenCvLinear | Resample::OpenCvArea => {
+                let b = source_box;
+                let integral = [b.x0, b.y0, b.x1, b.y1]
+                    .iter()
+                    .all(|v| *v == libm::truncf(*v));
+                if !integral || b.x1 == b.x0 || b.y1 == b.y0 {
+                    return Err(Error::InvalidParameter {
+                        name: "resize: OpenCV methods take only a non-empty integral source box",
+                    });
+                }
+                let region = ((b.x1 - b.x0) as u32, (b.y1 - b.y0) as u32);
+                let mode = if resample == Resample::OpenCvLinear {
+                    opencv::Mode::Linear
+                } else {
+                    opencv::Mode::Area
+                };
+                Method::OpenCv(opencv::OpenCvPlan::new(mode, region, dst))
+            }
+        };
+        Ok(ResizePlan {
+            src,
+            dst,
+            source_box,
+            resample,
+            simd: Simd::detect(),
+            method,
+        })
+    }
+
+    /// The same plan running its inner loops on `simd` instead of the detected
+    /// best path (to compare paths; results are identical by design).
+    pub fn with_simd(mut self, simd: Simd) -> Result<ResizePlan> {
+        if !simd.is_available() {
+            return Err(Error::InvalidParameter {
+                name: "resize: this CPU does not support the requested SIMD path",
+            });
+        }
+        self.simd = simd;
+        Ok(self)
+    }
+
+    /// The instruction set the inner loops use.
+    pub fn simd(&self) -> Simd {
+        self.simd
+    }
+
+    /// Source size (width, height) the plan accepts.
+    pub fn src_size(&self) -> (u32, u32) {
+        self.src
+    }
+
+    /// Destination size (width, height) the plan writes.
+    pub fn dst_size(&self) -> (u32, u32) {
+        self.dst
+    }
+
+    /// The method reproduced.
+    pub fn resample(&self) -> Resample {
+        self.resample
+    }
+
+    /// The source region read.
+    pub fn source_box(&self) -> SourceBox {
+        self.source_box
+    }
+
+    /// Resizes `src` into `dst` (same packed format: Gray8, RGB, BGR, RGBA, BGRA).
+    ///
+    /// Sizes must be the plan's. RGBA/BGRA are resampled premultiplied, as Pillow does
+    /// (except with `NEAREST`, which Pillow applies to the raw values).
+    pub fn run(
+        &self,
+        state: &mut ResizeState,
+        src: &ImageView<'_>,
+        dst: &mut ImageViewMut<'_>,
+    ) -> Result<()> {
+        let bpp = packed_bpp("resize (convert YUV to RGB first)", src.format())?;
+        if src.format() != dst.format() {
+            return Err(Error::FormatMismatch {
+                expected: src.format(),
+                found: dst.format(),
+            });
+        }
+        for (expected, found) in [
+            (self.src, (src.width(), src.height())),
+            (self.dst, (dst.width(), dst.height())),
+        ] {
+            if expected != found {
+                return Err(Error::SizeMismatch { expected, found });
+            }
+        }
+        match &self.method {
+            Method::Pillow(p) => {
+                let alpha = src.format().alpha_offset().is_some()
+                    && self.resample != Resample::Pillow(Filter::Nearest);
+                p.run(self.simd, state, src, dst, bpp, alpha)
+            }
+            Method::OpenCv(p) => {
+                let b = self.source_box;
+                let region = Rect::new(
+                    b.x0 as u32,
+                    b.y0 as u32,
+                    (b.x1 - b.x0) as u32,
+                    (b.y1 - b.y0) as u32,
+                );
+                p.run(&mut state.opencv, &src.crop(region)?, dst, bpp);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Scratch rows of a resize, reused between runs (one per thread).
+#[derive(Clone, Debug, Default)]
+pub struct ResizeState {
+    /// Output of the first pass.
+    between: alloc::vec::Vec<u8>,
+    /// Premultiplied source rows (RGBA when the vertical pass reads the source).
+    premultiplied: alloc::vec::Vec<u8>,
+    /// One premultiplied source row.
+    row: alloc::vec::Vec<u8>,
+    opencv: opencv::OpenCvState,
+}
+
+impl ResizeState {
+    /// Empty scratch; it grows on the first run and is reused afterwards.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// A plan and its state for eager use: the plan is rebuilt only when the sizes,
+/// box or method change, so repeated calls on same-sized images do not allocate.
 #[derive(Clone, Debug, Default)]
 pub struct Resizer {
-    fir: fast_image_resize::Resizer,
-    linear: opencv::LinearScratch,
-    /// Horizontal-pass output (destination width x source height), see [`Resizer::resize`].
-    between: alloc::vec::Vec<u8>,
+    plan: Option<ResizePlan>,
+    state: ResizeState,
 }
 
 impl Resizer {
@@ -91,85 +347,38 @@ impl Resizer {
         dst: &mut ImageViewMut<'_>,
         resample: Resample,
     ) -> Result<()> {
-        let bpp = packed_bpp("resize (convert YUV to RGB first)", src.format())?;
-        if src.format() != dst.format() {
-            return Err(Error::FormatMismatch {
-                expected: src.format(),
-                found: dst.format(),
-            });
-        }
-        match resample {
-            Resample::OpenCvLinear => {
-                self.linear.resize(src, dst, bpp);
-                Ok(())
-            }
-            Resample::Pillow(filter) => {
-                let alg = match filter {
-                    Filter::Nearest => ResizeAlg::Nearest,
-                    Filter::Box => ResizeAlg::Convolution(FilterType::Box),
-                    Filter::Bilinear => ResizeAlg::Convolution(FilterType::Bilinear),
-                    Filter::Hamming => ResizeAlg::Convolution(FilterType::Hamming),
-                    Filter::Bicubic => ResizeAlg::Convolution(FilterType::CatmullRom),
-                    Filter::Lanczos3 => ResizeAlg::Convolution(FilterType::Lanczos3),
-                };
-                let options = ResizeOptions::new()
-                    .resize_alg(alg)
-                    .use_alpha(src.format().alpha_offset().is_some());
-                let two_pass = filter != Filter::Nearest
-                    && src.format().alpha_offset().is_none()
-                    && src.width() != dst.width()
-                    && src.height() != dst.height();
-                if !two_pass {
-                    return self.fir_pass(src, dst, bpp, &options);
-                }
-                // Pillow resamples horizontally first and rounds the intermediate rows to
-                // u8; fast_image_resize goes vertical first for u8. Running it as two
-                // one-dimensional passes in Pillow's order takes the mean difference from
-                // 0.15-0.22 level to 0.01 or less (tests/parity.rs).
-                let (w, h) = (dst.width(), src.height());
-                let mut between = core::mem::take(&mut self.between);
-                between.resize(w as usize * h as usize * bpp, 0);
-                let result =
-                    ImageViewMut::new(src.format(), w, h, &mut between).and_then(|mut mid| {
-                        self.fir_pass(src, &mut mid, bpp, &options)?;
-                        self.fir_pass(&mid.as_view(), dst, bpp, &options)
-                    });
-                self.between = between;
-                result
-            }
-        }
+        let full = SourceBox::full(src.width(), src.height());
+        self.resize_box(src, full, dst, resample)
     }
 
-    fn fir_pass(
+    /// Resizes the region `source_box` of `src` to the size of `dst` (Pillow's `box=`).
+    pub fn resize_box(
         &mut self,
         src: &ImageView<'_>,
+        source_box: SourceBox,
         dst: &mut ImageViewMut<'_>,
-        bpp: usize,
-        options: &ResizeOptions,
+        resample: Resample,
     ) -> Result<()> {
-        let (w, h) = (dst.width(), dst.height());
-        let stride = dst.stride(0);
-        let data = dst.plane_data_mut(0);
-        let result = match bpp {
-            1 => self.fir.resize_typed(
-                &fir_view::Src::<U8>::new(src),
-                &mut fir_view::Dst::<U8>::new(data, stride, w, h),
-                options,
-            ),
-            3 => self.fir.resize_typed(
-                &fir_view::Src::<U8x3>::new(src),
-                &mut fir_view::Dst::<U8x3>::new(data, stride, w, h),
-                options,
-            ),
-            _ => self.fir.resize_typed(
-                &fir_view::Src::<U8x4>::new(src),
-                &mut fir_view::Dst::<U8x4>::new(data, stride, w, h),
-                options,
-            ),
-        };
-        result.map_err(|_| Error::InvalidParameter {
-            name: "resize: source and destination rejected by the resampler",
-        })
+        let (s, d) = ((src.width(), src.height()), (dst.width(), dst.height()));
+        let reuse = self.plan.as_ref().is_some_and(|p| {
+            p.src == s && p.dst == d && p.resample == resample && p.source_box == source_box
+        });
+        if !reuse {
+            self.plan = None;
+            self.plan = Some(ResizePlan::with_source_box(
+                s,
+                source_box,
+                d,
+                resample,
+                &Limits::DEFAULT,
+            )?);
+        }
+        match &self.plan {
+            Some(plan) => plan.run(&mut self.state, src, dst),
+            None => Err(Error::InvalidParameter {
+                name: "resize: no plan (internal error)",
+            }),
+        }
     }
 
     /// Resizes `src` to fit inside `dst` keeping its aspect ratio ([`SizeRule::Fit`]),

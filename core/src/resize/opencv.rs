@@ -1,27 +1,64 @@
-//! OpenCV's `INTER_LINEAR` for 8-bit images: half-pixel centres, no antialiasing,
-//! 11-bit fixed-point weights, borders replicated.
+//! OpenCV's `cv::resize` for 8-bit images: `INTER_LINEAR` and `INTER_AREA`.
 //!
-//! Reproduces `cv::resize(..., INTER_LINEAR)`: per output column `fx = (dx + 0.5) *
-//! (src_w / dst_w) - 0.5` in float32, `sx = floor(fx)`, weights
-//! `round((1 - f) * 2048)` and `round(f * 2048)` (columns past either border are
-//! clamped with the whole weight; rows keep their weights and only the row indices
-//! are clamped, as OpenCV does), a horizontal pass into 32-bit sums, then the
-//! vertical blend OpenCV's vector code computes,
-//! `(((s0 >> 4) * b0 >> 16) + ((s1 >> 4) * b1 >> 16) + 2) >> 2`.
-//! An exact 2x downscale in both directions is a 2x2 average rounded half up,
-//! as OpenCV switches to `INTER_AREA` for that case.
+//! OpenCV picks one of three kernels from the scale factors
+//! (`scale = 1 / (dst / src)` in `f64`, per axis):
+//!
+//! - **generic linear** (`resizeGeneric_`): per output column `fx = (dx + 0.5) *
+//!   scale - 0.5` in float32 (for `INTER_AREA` upscaling, `sx = floor(dx * scale)`
+//!   and `fx = frac((dx + 1) - (sx + 1) / scale)` instead), weights
+//!   `round((1 - f) * 2048)` and `round(f * 2048)`; columns past either border are
+//!   clamped with the whole weight, rows keep their weights and only the row
+//!   indices are clamped; a horizontal pass into 32-bit sums, then the vertical
+//!   blend of OpenCV's vector code, `(((s0 >> 4) * b0 >> 16) + ((s1 >> 4) * b1 >> 16) + 2) >> 2`;
+//! - **integer area** (`resizeAreaFast_`, both factors integers, also used by
+//!   `INTER_LINEAR` for exactly 2x): the block mean, `(sum + 2) >> 2` for 2x2 and
+//!   `round_half_even(sum * (1 / area))` in float32 otherwise;
+//! - **fractional area** (`resizeArea_`, `INTER_AREA` downscaling by other
+//!   factors): overlap weights from `computeResizeAreaTab`, accumulated in
+//!   float32 in OpenCV's order, rounded half to even.
 
 use alloc::vec::Vec;
 
 use crate::{ImageView, ImageViewMut};
 
-/// Scratch reused between calls (coefficients and two horizontally resized rows).
+/// Which OpenCV interpolation flag to reproduce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mode {
+    Linear,
+    Area,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum OpenCvPlan {
+    Copy,
+    Linear(Linear),
+    AreaFast { fx: usize, fy: usize },
+    Area(Area),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Linear {
+    /// Source column and weights per output column.
+    cols: Vec<(usize, [i32; 2])>,
+    /// Two source rows and weights per output row.
+    rows: Vec<([usize; 2], [i32; 2])>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Area {
+    /// `(destination, source, weight)` per horizontal tap, in OpenCV's order.
+    xtab: Vec<(usize, usize, f32)>,
+    ytab: Vec<(usize, usize, f32)>,
+}
+
+/// Rows reused between calls: two horizontally resized rows (linear) or the
+/// row buffer and sums (area).
 #[derive(Clone, Debug, Default)]
-pub(super) struct LinearScratch {
-    xofs: Vec<usize>,
-    alpha: Vec<[i32; 2]>,
+pub(super) struct OpenCvState {
     rows: [Vec<i32>; 2],
     row_y: [usize; 2],
+    buf: Vec<f32>,
+    sum: Vec<f32>,
 }
 
 const ONE: f32 = 2048.0;
@@ -33,76 +70,143 @@ fn weights(f: f32) -> [i32; 2] {
     ]
 }
 
-/// Horizontal tap of output column `d`: source column and weights. Past either
-/// border OpenCV clamps the column and gives the whole weight to it.
-fn column_tap(d: usize, scale: f64, src_len: usize) -> (usize, [i32; 2]) {
-    let (s, f) = position(d, scale);
-    if s < 0 {
-        (0, [ONE as i32, 0])
-    } else if s as usize >= src_len - 1 {
-        (src_len - 1, [ONE as i32, 0])
-    } else {
-        (s as usize, weights(f))
+/// Source position of output index `d`: floor and float32 fraction.
+fn position(d: usize, scale: f64, mode: Mode) -> (isize, f32) {
+    match mode {
+        Mode::Linear => {
+            let f = ((d as f64 + 0.5) * scale - 0.5) as f32;
+            let s = libm::floorf(f);
+            (s as isize, f - s)
+        }
+        Mode::Area => {
+            let s = libm::floor(d as f64 * scale);
+            let f = ((d as f64 + 1.0) - (s + 1.0) * (1.0 / scale)) as f32;
+            let f = if f <= 0.0 { 0.0 } else { f - libm::floorf(f) };
+            (s as isize, f)
+        }
     }
 }
 
-/// Vertical tap of output row `d`: OpenCV does not clamp here; it keeps the
-/// fractional weights and clamps the two source row indices instead.
-fn row_tap(d: usize, scale: f64, src_len: usize) -> ([usize; 2], [i32; 2]) {
-    let (s, f) = position(d, scale);
-    let row = |i: isize| i.clamp(0, src_len as isize - 1) as usize;
-    ([row(s), row(s + 1)], weights(f))
-}
-
-/// `fx = (d + 0.5) * scale - 0.5` in float32, split into floor and fraction.
-fn position(d: usize, scale: f64) -> (isize, f32) {
-    let f = ((d as f64 + 0.5) * scale - 0.5) as f32;
-    let s = libm::floorf(f);
-    (s as isize, f - s)
-}
-
-impl LinearScratch {
-    pub(super) fn resize(&mut self, src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, cn: usize) {
-        let (sw, sh) = (src.width() as usize, src.height() as usize);
-        let (dw, dh) = (dst.width() as usize, dst.height() as usize);
-        if sw == 2 * dw && sh == 2 * dh {
-            return area2x2(src, dst, cn);
+impl OpenCvPlan {
+    pub(super) fn new(mode: Mode, (sw, sh): (u32, u32), (dw, dh): (u32, u32)) -> OpenCvPlan {
+        let (sw, sh, dw, dh) = (sw as usize, sh as usize, dw as usize, dh as usize);
+        if (sw, sh) == (dw, dh) {
+            return OpenCvPlan::Copy;
         }
         // OpenCV derives the scale as 1 / (dst / src), which can differ from src / dst in the last bit.
         let scale_x = 1.0 / (dw as f64 / sw as f64);
         let scale_y = 1.0 / (dh as f64 / sh as f64);
-        self.xofs.clear();
-        self.alpha.clear();
-        for dx in 0..dw {
-            let (sx, a) = column_tap(dx, scale_x, sw);
-            self.xofs.push(sx * cn);
-            self.alpha.push(a);
-        }
-        for r in &mut self.rows {
-            r.resize(dw * cn, 0);
-        }
-        self.row_y = [usize::MAX; 2];
-        for dy in 0..dh {
-            let ([sy, sy1], b) = row_tap(dy, scale_y, sh);
-            // Reuse rows already computed for the previous output row.
-            if self.row_y[1] == sy {
-                self.rows.swap(0, 1);
-                self.row_y.swap(0, 1);
+        let (ix, iy) = (libm::round(scale_x), libm::round(scale_y));
+        let area_fast = (scale_x - ix).abs() < f64::EPSILON && (scale_y - iy).abs() < f64::EPSILON;
+        let (ix, iy) = (ix as usize, iy as usize);
+        let mode = if mode == Mode::Linear && area_fast && (ix, iy) == (2, 2) {
+            Mode::Area
+        } else {
+            mode
+        };
+        if mode == Mode::Area && scale_x >= 1.0 && scale_y >= 1.0 {
+            if area_fast {
+                return OpenCvPlan::AreaFast { fx: ix, fy: iy };
             }
-            for (k, y) in [sy, sy1].into_iter().enumerate() {
-                if self.row_y[k] != y {
-                    hresize(
-                        src.plane_row(0, y),
-                        &mut self.rows[k],
-                        &self.xofs,
-                        &self.alpha,
-                        cn,
-                    );
-                    self.row_y[k] = y;
+            return OpenCvPlan::Area(Area {
+                xtab: area_tab(sw, dw, scale_x),
+                ytab: area_tab(sh, dh, scale_y),
+            });
+        }
+        let cols = (0..dw)
+            .map(|d| {
+                let (s, f) = position(d, scale_x, mode);
+                if s < 0 {
+                    (0, [ONE as i32, 0])
+                } else if s as usize >= sw - 1 {
+                    (sw - 1, [ONE as i32, 0])
+                } else {
+                    (s as usize, weights(f))
+                }
+            })
+            .collect();
+        let rows = (0..dh)
+            .map(|d| {
+                let (s, f) = position(d, scale_y, mode);
+                let row = |i: isize| i.clamp(0, sh as isize - 1) as usize;
+                // Rows keep their fraction even past the border; only the indices are clamped.
+                ([row(s), row(s + 1)], weights(f))
+            })
+            .collect();
+        OpenCvPlan::Linear(Linear { cols, rows })
+    }
+
+    pub(super) fn run(
+        &self,
+        state: &mut OpenCvState,
+        src: &ImageView<'_>,
+        dst: &mut ImageViewMut<'_>,
+        cn: usize,
+    ) {
+        match self {
+            OpenCvPlan::Copy => {
+                for (y, d) in dst.plane_rows_mut(0).enumerate() {
+                    d.copy_from_slice(src.plane_row(0, y));
                 }
             }
-            let (s0, s1) = (&self.rows[0], &self.rows[1]);
-            let (b0, b1) = (b[0], b[1]);
+            OpenCvPlan::Linear(l) => l.run(state, src, dst, cn),
+            OpenCvPlan::AreaFast { fx, fy } => area_fast(src, dst, cn, *fx, *fy),
+            OpenCvPlan::Area(a) => a.run(state, src, dst, cn),
+        }
+    }
+}
+
+/// `computeResizeAreaTab`: the source pixels each output pixel covers and their
+/// share of it, in double precision, stored as float32.
+fn area_tab(ssize: usize, dsize: usize, scale: f64) -> Vec<(usize, usize, f32)> {
+    let mut tab = Vec::with_capacity(ssize * 2);
+    for dx in 0..dsize {
+        let fsx1 = dx as f64 * scale;
+        let fsx2 = fsx1 + scale;
+        let cell = scale.min(ssize as f64 - fsx1);
+        let mut sx2 = libm::floor(fsx2) as isize;
+        sx2 = sx2.min(ssize as isize - 1);
+        let sx1 = (libm::ceil(fsx1) as isize).min(sx2);
+        if sx1 as f64 - fsx1 > 1e-3 {
+            tab.push((dx, (sx1 - 1) as usize, ((sx1 as f64 - fsx1) / cell) as f32));
+        }
+        for sx in sx1..sx2 {
+            tab.push((dx, sx as usize, (1.0 / cell) as f32));
+        }
+        if fsx2 - sx2 as f64 > 1e-3 {
+            let w = (fsx2 - sx2 as f64).min(1.0).min(cell) / cell;
+            tab.push((dx, sx2 as usize, w as f32));
+        }
+    }
+    tab
+}
+
+impl Linear {
+    fn run(
+        &self,
+        st: &mut OpenCvState,
+        src: &ImageView<'_>,
+        dst: &mut ImageViewMut<'_>,
+        cn: usize,
+    ) {
+        let width = self.cols.len() * cn;
+        for r in &mut st.rows {
+            r.resize(width, 0);
+        }
+        st.row_y = [usize::MAX; 2];
+        for (dy, &([sy, sy1], [b0, b1])) in self.rows.iter().enumerate() {
+            // Reuse rows already computed for the previous output row.
+            if st.row_y[1] == sy {
+                st.rows.swap(0, 1);
+                st.row_y.swap(0, 1);
+            }
+            for (k, y) in [sy, sy1].into_iter().enumerate() {
+                if st.row_y[k] != y {
+                    hresize(src.plane_row(0, y), &mut st.rows[k], &self.cols, cn);
+                    st.row_y[k] = y;
+                }
+            }
+            let (s0, s1) = (&st.rows[0], &st.rows[1]);
             for ((d, &a), &c) in dst.plane_row_mut(0, dy).iter_mut().zip(s0).zip(s1) {
                 let v = (((a >> 4) * b0) >> 16) + (((c >> 4) * b1) >> 16) + 2;
                 *d = (v >> 2).clamp(0, 255) as u8;
@@ -111,8 +215,9 @@ impl LinearScratch {
     }
 }
 
-fn hresize(src: &[u8], out: &mut [i32], xofs: &[usize], alpha: &[[i32; 2]], cn: usize) {
-    for ((o, &sx), &[a0, a1]) in out.chunks_exact_mut(cn).zip(xofs).zip(alpha) {
+fn hresize(src: &[u8], out: &mut [i32], cols: &[(usize, [i32; 2])], cn: usize) {
+    for (o, &(sx, [a0, a1])) in out.chunks_exact_mut(cn).zip(cols) {
+        let sx = sx * cn;
         for (k, o) in o.iter_mut().enumerate() {
             let p0 = i32::from(src[sx + k]);
             *o = if a1 == 0 {
@@ -124,18 +229,66 @@ fn hresize(src: &[u8], out: &mut [i32], xofs: &[usize], alpha: &[[i32; 2]], cn: 
     }
 }
 
-fn area2x2(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, cn: usize) {
+fn area_fast(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, cn: usize, fx: usize, fy: usize) {
+    let scale = 1.0 / (fx * fy) as f32;
     for (dy, d) in dst.plane_rows_mut(0).enumerate() {
-        let (r0, r1) = (src.plane_row(0, 2 * dy), src.plane_row(0, 2 * dy + 1));
         for (dx, px) in d.chunks_exact_mut(cn).enumerate() {
-            let s = 2 * dx * cn;
             for (k, o) in px.iter_mut().enumerate() {
-                let sum = u32::from(r0[s + k])
-                    + u32::from(r0[s + cn + k])
-                    + u32::from(r1[s + k])
-                    + u32::from(r1[s + cn + k]);
-                *o = ((sum + 2) >> 2) as u8;
+                let mut sum = 0u32;
+                for y in 0..fy {
+                    let row = src.plane_row(0, dy * fy + y);
+                    for x in 0..fx {
+                        sum += u32::from(row[(dx * fx + x) * cn + k]);
+                    }
+                }
+                *o = if (fx, fy) == (2, 2) {
+                    ((sum + 2) >> 2) as u8
+                } else {
+                    libm::rintf(sum as f32 * scale).clamp(0.0, 255.0) as u8
+                };
             }
+        }
+    }
+}
+
+impl Area {
+    fn run(
+        &self,
+        st: &mut OpenCvState,
+        src: &ImageView<'_>,
+        dst: &mut ImageViewMut<'_>,
+        cn: usize,
+    ) {
+        let width = dst.width() as usize * cn;
+        st.buf.resize(width, 0.0);
+        st.sum.resize(width, 0.0);
+        st.sum.fill(0.0);
+        let round = |v: f32| libm::rintf(v).clamp(0.0, 255.0) as u8;
+        let mut prev_dy = self.ytab.first().map_or(0, |t| t.0);
+        for &(dy, sy, beta) in &self.ytab {
+            let s = src.plane_row(0, sy);
+            st.buf.fill(0.0);
+            for &(dx, sx, alpha) in &self.xtab {
+                for c in 0..cn {
+                    st.buf[dx * cn + c] += f32::from(s[sx * cn + c]) * alpha;
+                }
+            }
+            if dy != prev_dy {
+                let d = dst.plane_row_mut(0, prev_dy);
+                for ((o, sum), &b) in d.iter_mut().zip(&mut st.sum).zip(&st.buf) {
+                    *o = round(*sum);
+                    *sum = beta * b;
+                }
+                prev_dy = dy;
+            } else {
+                for (sum, &b) in st.sum.iter_mut().zip(&st.buf) {
+                    *sum += beta * b;
+                }
+            }
+        }
+        let d = dst.plane_row_mut(0, prev_dy);
+        for (o, &sum) in d.iter_mut().zip(&st.sum) {
+            *o = round(sum);
         }
     }
 }

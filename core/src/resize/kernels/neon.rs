@@ -1,0 +1,86 @@
+//! NEON kernels (aarch64, where NEON is part of the base instruction set):
+//! u8 widened to i32 and multiplied by the full weights with `vmlaq_n_s32`, so
+//! the sums equal the scalar ones.
+
+use core::arch::aarch64::*;
+
+use super::{Rows, h_pixel_scalar, v_row_scalar};
+use crate::resize::coeffs::{Axis, HALF, PRECISION_BITS};
+
+/// Four bytes as four i32 lanes.
+#[inline(always)]
+fn widen4(bytes: [u8; 4]) -> int32x4_t {
+    // SAFETY: register arithmetic only; NEON is always present on aarch64 targets
+    // that compile this module (`Simd::Neon` requires the `neon` target feature).
+    unsafe {
+        let b = vcreate_u8(u64::from(u32::from_le_bytes(bytes)));
+        vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vmovl_u8(b))))
+    }
+}
+
+pub(super) fn h_row<const N: usize>(src: &[u8], out: &mut [u8], axis: &Axis) {
+    let w = src.len() / N;
+    for (i, o) in out.chunks_exact_mut(N).enumerate() {
+        let (start, k) = axis.taps(i);
+        // RGB reads one spare byte per pixel: keep the last source pixel scalar.
+        if N == 3 && start + k.len() >= w {
+            h_pixel_scalar::<N>(src, start, k, o);
+            continue;
+        }
+        let px = &src[start * N..(start + k.len()) * N + (4 - N)];
+        // SAFETY: register arithmetic only (see `widen4`).
+        let mut acc = unsafe { vdupq_n_s32(HALF) };
+        for (t, &kt) in k.iter().enumerate() {
+            let bytes: [u8; 4] = px[t * N..t * N + 4].try_into().unwrap_or([0; 4]);
+            // SAFETY: as above.
+            acc = unsafe { vmlaq_n_s32(acc, widen4(bytes), kt) };
+        }
+        let mut lanes = [0i32; 4];
+        // SAFETY: `lanes` holds exactly four i32.
+        unsafe {
+            vst1q_s32(
+                lanes.as_mut_ptr(),
+                vshrq_n_s32::<{ PRECISION_BITS as i32 }>(acc),
+            )
+        };
+        for (o, v) in o.iter_mut().zip(lanes) {
+            *o = v.clamp(0, 255) as u8;
+        }
+    }
+}
+
+pub(super) fn v_row(rows: &Rows<'_>, start: usize, k: &[i32], out: &mut [u8]) {
+    let n = out.len();
+    let mut x = 0;
+    while x + 16 <= n {
+        // SAFETY: register arithmetic and loads/stores of exactly 16 bytes from
+        // slices of 16 bytes.
+        unsafe {
+            let mut acc = [vdupq_n_s32(HALF); 4];
+            for (t, &kt) in k.iter().enumerate() {
+                let row = &rows.row(start + t)[x..x + 16];
+                let v = vld1q_u8(row.as_ptr());
+                let lo = vmovl_u8(vget_low_u8(v));
+                let hi = vmovl_u8(vget_high_u8(v));
+                let q = [
+                    vmovl_u16(vget_low_u16(lo)),
+                    vmovl_u16(vget_high_u16(lo)),
+                    vmovl_u16(vget_low_u16(hi)),
+                    vmovl_u16(vget_high_u16(hi)),
+                ];
+                for (a, q) in acc.iter_mut().zip(q) {
+                    *a = vmlaq_n_s32(*a, vreinterpretq_s32_u32(q), kt);
+                }
+            }
+            let s = acc.map(|a| vshrq_n_s32::<{ PRECISION_BITS as i32 }>(a));
+            // Saturating narrows: negative to 0 (i32 -> u16), above 255 to 255 (u16 -> u8).
+            let lo = vcombine_u16(vqmovun_s32(s[0]), vqmovun_s32(s[1]));
+            let hi = vcombine_u16(vqmovun_s32(s[2]), vqmovun_s32(s[3]));
+            let bytes = vcombine_u8(vqmovn_u16(lo), vqmovn_u16(hi));
+            let dst = &mut out[x..x + 16];
+            vst1q_u8(dst.as_mut_ptr(), bytes);
+        }
+        x += 16;
+    }
+    v_row_scalar(rows, start, k, out, x);
+}

@@ -1,0 +1,235 @@
+//! SSE4.1 and AVX2 kernels: exact 32-bit multiply-adds (`pmulld`), several
+//! taps or pixels per instruction.
+//!
+//! Pixels are widened from u8 to i32 and multiplied by the full 22-bit weights,
+//! so the sums equal the scalar ones; the final `>> 22` and the two saturating
+//! packs are the scalar clamp to 0..=255.
+
+use core::arch::x86_64::*;
+
+use super::{Rows, h_pixel_scalar, v_row_scalar};
+use crate::resize::coeffs::{Axis, HALF, PRECISION_BITS};
+
+/// Writes the low `N` lanes of `acc` (sums including the rounding half) as pixels.
+#[inline(always)]
+unsafe fn store_px<const N: usize>(acc: __m128i, out: &mut [u8]) {
+    // SAFETY: plain register arithmetic; the callers enable SSE4.1.
+    let packed = unsafe {
+        let v = _mm_srai_epi32::<{ PRECISION_BITS as i32 }>(acc);
+        let v = _mm_packs_epi32(v, v);
+        _mm_cvtsi128_si32(_mm_packus_epi16(v, v)) as u32
+    };
+    out[..N].copy_from_slice(&packed.to_le_bytes()[..N]);
+}
+
+/// Whether every read of `N`-byte pixels `start..start + len` may load 4 bytes
+/// (RGB pixels read one spare byte, so the last source pixel must not be among them).
+#[inline(always)]
+fn wide_reads_fit<const N: usize>(src_pixels: usize, start: usize, len: usize) -> bool {
+    N != 3 || start + len < src_pixels
+}
+
+#[target_feature(enable = "sse4.1")]
+pub(super) unsafe fn h_row_sse41<const N: usize>(src: &[u8], out: &mut [u8], axis: &Axis) {
+    let w = src.len() / N;
+    for (i, o) in out.chunks_exact_mut(N).enumerate() {
+        let (start, k) = axis.taps(i);
+        if N == 1 || !wide_reads_fit::<N>(w, start, k.len()) {
+            // Gray reads taps four at a time below; the tail and edge pixels stay scalar.
+            if N == 1 {
+                h_gray_sse41(src, start, k, o);
+            } else {
+                h_pixel_scalar::<N>(src, start, k, o);
+            }
+            continue;
+        }
+        let px = &src[start * N..(start + k.len()) * N + (4 - N)];
+        let mut acc = _mm_set1_epi32(HALF);
+        for (t, &kt) in k.iter().enumerate() {
+            let bytes: [u8; 4] = px[t * N..t * N + 4].try_into().unwrap_or([0; 4]);
+            let p = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(i32::from_le_bytes(bytes)));
+            acc = _mm_add_epi32(acc, _mm_mullo_epi32(p, _mm_set1_epi32(kt)));
+        }
+        // SAFETY: SSE4.1 is enabled for this function.
+        unsafe { store_px::<N>(acc, o) };
+    }
+}
+
+#[target_feature(enable = "sse4.1")]
+fn h_gray_sse41(src: &[u8], start: usize, k: &[i32], out: &mut [u8]) {
+    let px = &src[start..start + k.len()];
+    let mut acc = _mm_setzero_si128();
+    let mut chunks = px.chunks_exact(4).zip(k.chunks_exact(4));
+    for (p, w) in &mut chunks {
+        let p = i32::from_le_bytes(p.try_into().unwrap_or([0; 4]));
+        let p = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(p));
+        // SAFETY: `w` is a slice of exactly 4 i32, so a 16-byte unaligned load stays inside it.
+        let w = unsafe { _mm_loadu_si128(w.as_ptr().cast()) };
+        acc = _mm_add_epi32(acc, _mm_mullo_epi32(p, w));
+    }
+    let acc = _mm_add_epi32(acc, _mm_shuffle_epi32::<0b01_00_11_10>(acc));
+    let acc = _mm_add_epi32(acc, _mm_shuffle_epi32::<0b10_11_00_01>(acc));
+    let mut ss = _mm_cvtsi128_si32(acc).wrapping_add(HALF);
+    let done = px.len() / 4 * 4;
+    for (&p, &w) in px[done..].iter().zip(&k[done..]) {
+        ss += i32::from(p) * w;
+    }
+    out[0] = crate::resize::coeffs::clip8(ss);
+}
+
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn h_row_avx2<const N: usize>(src: &[u8], out: &mut [u8], axis: &Axis) {
+    let w = src.len() / N;
+    // RGB: spread two 3-byte pixels over two 4-byte groups (the fourth byte zero).
+    let rgb = _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    // Two weights, each repeated over four lanes.
+    let spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    for (i, o) in out.chunks_exact_mut(N).enumerate() {
+        let (start, k) = axis.taps(i);
+        if N == 1 {
+            h_gray_avx2(src, start, k, o);
+            continue;
+        }
+        if !wide_reads_fit::<N>(w, start, k.len()) {
+            h_pixel_scalar::<N>(src, start, k, o);
+            continue;
+        }
+        // Two taps per step read 2N bytes, RGB 8 (two spare; `wide_reads_fit` leaves three).
+        let spare = if N == 3 { 2 } else { 0 };
+        let px = &src[start * N..(start + k.len()) * N + spare];
+        let mut acc = _mm256_setzero_si256();
+        let pairs = k.len() / 2;
+        for j in 0..pairs {
+            let t = 2 * j;
+            let raw: [u8; 8] = if N == 3 {
+                px[t * 3..t * 3 + 8].try_into().unwrap_or([0; 8])
+            } else {
+                px[t * 4..t * 4 + 8].try_into().unwrap_or([0; 8])
+            };
+            let mut bytes = _mm_cvtsi64_si128(i64::from_le_bytes(raw));
+            if N == 3 {
+                bytes = _mm_shuffle_epi8(bytes, rgb);
+            }
+            let p = _mm256_cvtepu8_epi32(bytes);
+            let pair = i64::from(k[t] as u32) | (i64::from(k[t + 1] as u32) << 32);
+            let kk = _mm256_permutevar8x32_epi32(
+                _mm256_castsi128_si256(_mm_cvtsi64_si128(pair)),
+                spread,
+            );
+            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p, kk));
+        }
+        let mut acc = _mm_add_epi32(
+            _mm256_castsi256_si128(acc),
+            _mm256_extracti128_si256::<1>(acc),
+        );
+        acc = _mm_add_epi32(acc, _mm_set1_epi32(HALF));
+        if k.len() % 2 == 1 {
+            let t = k.len() - 1;
+            let bytes: [u8; 4] = px[t * N..t * N + 4].try_into().unwrap_or([0; 4]);
+            let p = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(i32::from_le_bytes(bytes)));
+            acc = _mm_add_epi32(acc, _mm_mullo_epi32(p, _mm_set1_epi32(k[t])));
+        }
+        // SAFETY: AVX2 implies SSE4.1, which `store_px` uses.
+        unsafe { store_px::<N>(acc, o) };
+    }
+}
+
+#[target_feature(enable = "avx2")]
+fn h_gray_avx2(src: &[u8], start: usize, k: &[i32], out: &mut [u8]) {
+    let px = &src[start..start + k.len()];
+    let mut acc = _mm256_setzero_si256();
+    let mut chunks = px.chunks_exact(8).zip(k.chunks_exact(8));
+    for (p, w) in &mut chunks {
+        let p = i64::from_le_bytes(p.try_into().unwrap_or([0; 8]));
+        let p = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(p));
+        // SAFETY: `w` is a slice of exactly 8 i32, so a 32-byte unaligned load stays inside it.
+        let w = unsafe { _mm256_loadu_si256(w.as_ptr().cast()) };
+        acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p, w));
+    }
+    let acc = _mm_add_epi32(
+        _mm256_castsi256_si128(acc),
+        _mm256_extracti128_si256::<1>(acc),
+    );
+    let acc = _mm_add_epi32(acc, _mm_shuffle_epi32::<0b01_00_11_10>(acc));
+    let acc = _mm_add_epi32(acc, _mm_shuffle_epi32::<0b10_11_00_01>(acc));
+    let mut ss = _mm_cvtsi128_si32(acc).wrapping_add(HALF);
+    let done = px.len() / 8 * 8;
+    for (&p, &w) in px[done..].iter().zip(&k[done..]) {
+        ss += i32::from(p) * w;
+    }
+    out[0] = crate::resize::coeffs::clip8(ss);
+}
+
+/// Sums of 8 bytes at `p` times `w`, as 8 i32 lanes.
+#[inline(always)]
+fn mul8_avx2(bytes: __m128i, w: __m256i) -> __m256i {
+    // SAFETY: register arithmetic only; every caller enables AVX2.
+    unsafe { _mm256_mullo_epi32(_mm256_cvtepu8_epi32(bytes), w) }
+}
+
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn v_row_avx2(rows: &Rows<'_>, start: usize, k: &[i32], out: &mut [u8]) {
+    let n = out.len();
+    let mut x = 0;
+    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    while x + 32 <= n {
+        let mut acc = [_mm256_set1_epi32(HALF); 4];
+        for (t, &kt) in k.iter().enumerate() {
+            let row = &rows.row(start + t)[x..x + 32];
+            // SAFETY: `row` is exactly 32 bytes long.
+            let v = unsafe { _mm256_loadu_si256(row.as_ptr().cast()) };
+            let w = _mm256_set1_epi32(kt);
+            let lo = _mm256_castsi256_si128(v);
+            let hi = _mm256_extracti128_si256::<1>(v);
+            acc[0] = _mm256_add_epi32(acc[0], mul8_avx2(lo, w));
+            acc[1] = _mm256_add_epi32(acc[1], mul8_avx2(_mm_srli_si128::<8>(lo), w));
+            acc[2] = _mm256_add_epi32(acc[2], mul8_avx2(hi, w));
+            acc[3] = _mm256_add_epi32(acc[3], mul8_avx2(_mm_srli_si128::<8>(hi), w));
+        }
+        let s = acc.map(|a| _mm256_srai_epi32::<{ PRECISION_BITS as i32 }>(a));
+        let p01 = _mm256_packs_epi32(s[0], s[1]);
+        let p23 = _mm256_packs_epi32(s[2], s[3]);
+        let bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p01, p23), order);
+        let dst = &mut out[x..x + 32];
+        // SAFETY: `dst` is exactly 32 bytes long.
+        unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), bytes) };
+        x += 32;
+    }
+    // SAFETY: AVX2 implies SSE4.1.
+    unsafe { v_row_sse41_from(rows, start, k, out, x) };
+}
+
+#[target_feature(enable = "sse4.1")]
+pub(super) unsafe fn v_row_sse41(rows: &Rows<'_>, start: usize, k: &[i32], out: &mut [u8]) {
+    // SAFETY: the caller guarantees SSE4.1, as this function's contract requires.
+    unsafe { v_row_sse41_from(rows, start, k, out, 0) }
+}
+
+#[target_feature(enable = "sse4.1")]
+unsafe fn v_row_sse41_from(rows: &Rows<'_>, start: usize, k: &[i32], out: &mut [u8], from: usize) {
+    let n = out.len();
+    let mut x = from;
+    while x + 16 <= n {
+        let mut acc = [_mm_set1_epi32(HALF); 4];
+        for (t, &kt) in k.iter().enumerate() {
+            let row = &rows.row(start + t)[x..x + 16];
+            // SAFETY: `row` is exactly 16 bytes long.
+            let v = unsafe { _mm_loadu_si128(row.as_ptr().cast()) };
+            let w = _mm_set1_epi32(kt);
+            acc[0] = _mm_add_epi32(acc[0], _mm_mullo_epi32(_mm_cvtepu8_epi32(v), w));
+            let v1 = _mm_srli_si128::<4>(v);
+            acc[1] = _mm_add_epi32(acc[1], _mm_mullo_epi32(_mm_cvtepu8_epi32(v1), w));
+            let v2 = _mm_srli_si128::<8>(v);
+            acc[2] = _mm_add_epi32(acc[2], _mm_mullo_epi32(_mm_cvtepu8_epi32(v2), w));
+            let v3 = _mm_srli_si128::<12>(v);
+            acc[3] = _mm_add_epi32(acc[3], _mm_mullo_epi32(_mm_cvtepu8_epi32(v3), w));
+        }
+        let s = acc.map(|a| _mm_srai_epi32::<{ PRECISION_BITS as i32 }>(a));
+        let bytes = _mm_packus_epi16(_mm_packs_epi32(s[0], s[1]), _mm_packs_epi32(s[2], s[3]));
+        let dst = &mut out[x..x + 16];
+        // SAFETY: `dst` is exactly 16 bytes long.
+        unsafe { _mm_storeu_si128(dst.as_mut_ptr().cast(), bytes) };
+        x += 16;
+    }
+    v_row_scalar(rows, start, k, out, x);
+}
