@@ -1,5 +1,5 @@
 //! Throughput of the eager ops on real photos, each beside a reference measured in
-//! the same run: the underlying crate called directly (decode, resize) or a memcpy
+//! the same run: the underlying or a peer crate called directly (decode, resize) or a memcpy
 //! of the bytes the op writes (colour conversion, finish kernel).
 //!
 //! `cargo bench -p tensorprep --bench ops`
@@ -14,7 +14,7 @@ use tensorprep::color::{YuvRange, convert_color};
 use tensorprep::finish::{FinishSpec, Finisher};
 use tensorprep::geometry::center_crop;
 use tensorprep::jpeg::{DecodeOptions, JpegDecoder};
-use tensorprep::resize::{Filter, Resample, Resizer};
+use tensorprep::resize::{Filter, Resample, ResizePlan, ResizeState, Resizer, Simd};
 use tensorprep::{Image, ImageView, ImageViewMut, PixelFormat, TensorMut};
 
 fn fixture(name: &str) -> Vec<u8> {
@@ -61,61 +61,116 @@ fn bench_decode(c: &mut Criterion) {
 }
 
 fn bench_resize(c: &mut Criterion) {
-    let img = decode("sklearn_china.jpg");
-    let (w, h) = (256u32, 171u32);
-    let mut g = c.benchmark_group("resize 640x427->256x171 rgb");
-    g.throughput(Throughput::Bytes(u64::from(w * h * 3)));
-    let mut out = Image::new(PixelFormat::Rgb8, w, h).unwrap();
-    let mut resizer = Resizer::new();
-    for (label, resample) in [
-        ("tensorprep bilinear", Resample::Pillow(Filter::Bilinear)),
-        ("tensorprep lanczos3", Resample::Pillow(Filter::Lanczos3)),
-        ("tensorprep opencv-linear", Resample::OpenCvLinear),
-    ] {
-        g.bench_function(label, |b| {
-            b.iter(|| {
-                resizer
-                    .resize(&img.view(), &mut out.view_mut(), resample)
-                    .unwrap()
-            })
-        });
+    // The case: a 1080p RGB frame (a real photo enlarged) to 455x256.
+    let photo = decode("sklearn_china.jpg");
+    let mut frame = Image::new(PixelFormat::Rgb8, 1920, 1080).unwrap();
+    Resizer::new()
+        .resize(
+            &photo.view(),
+            &mut frame.view_mut(),
+            Resample::Pillow(Filter::Bicubic),
+        )
+        .unwrap();
+    for (img, (w, h)) in [(&frame, (455u32, 256u32)), (&photo, (256, 171))] {
+        let name = format!("resize {}x{}->{w}x{h} rgb", img.width(), img.height());
+        let mut g = c.benchmark_group(name);
+        g.throughput(Throughput::Bytes(u64::from(w * h * 3)));
+        let mut out = Image::new(PixelFormat::Rgb8, w, h).unwrap();
+        let mut state = ResizeState::new();
+        let src_size = (img.width(), img.height());
+        for (label, resample) in [
+            ("bilinear", Resample::Pillow(Filter::Bilinear)),
+            ("lanczos3", Resample::Pillow(Filter::Lanczos3)),
+        ] {
+            for simd in [Simd::Avx2, Simd::Sse41, Simd::Neon, Simd::Scalar] {
+                let Ok(plan) =
+                    ResizePlan::new(src_size, (w, h), resample).and_then(|p| p.with_simd(simd))
+                else {
+                    continue;
+                };
+                g.bench_function(format!("tensorprep {label} {simd:?}"), |b| {
+                    b.iter(|| {
+                        plan.run(&mut state, &img.view(), &mut out.view_mut())
+                            .unwrap()
+                    })
+                });
+            }
+        }
+        for (label, resample) in [
+            ("opencv-linear", Resample::OpenCvLinear),
+            ("opencv-area", Resample::OpenCvArea),
+        ] {
+            let plan = ResizePlan::new(src_size, (w, h), resample).unwrap();
+            g.bench_function(format!("tensorprep {label}"), |b| {
+                b.iter(|| {
+                    plan.run(&mut state, &img.view(), &mut out.view_mut())
+                        .unwrap()
+                })
+            });
+        }
+        let src =
+            FirImageRef::new(img.width(), img.height(), img.as_bytes(), PixelType::U8x3).unwrap();
+        let mut dst = FirImage::new(w, h, PixelType::U8x3);
+        let mut fir = fast_image_resize::Resizer::new();
+        for (label, filter) in [
+            ("fast_image_resize bilinear", FilterType::Bilinear),
+            ("fast_image_resize lanczos3", FilterType::Lanczos3),
+        ] {
+            let opts = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(filter));
+            g.bench_function(label, |b| {
+                b.iter(|| fir.resize(&src, &mut dst, &opts).unwrap())
+            });
+        }
+        g.finish();
     }
-    let src = FirImageRef::new(img.width(), img.height(), img.as_bytes(), PixelType::U8x3).unwrap();
-    let mut dst = FirImage::new(w, h, PixelType::U8x3);
-    let mut fir = fast_image_resize::Resizer::new();
-    for (label, filter) in [
-        ("fast_image_resize bilinear", FilterType::Bilinear),
-        ("fast_image_resize lanczos3", FilterType::Lanczos3),
-    ] {
-        let opts = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(filter));
-        g.bench_function(label, |b| {
-            b.iter(|| fir.resize(&src, &mut dst, &opts).unwrap())
-        });
-    }
-    g.finish();
+}
 
-    // One-dimensional resize: a single pass on both sides, so this isolates what our
-    // view adapters cost over fast_image_resize's own image types.
-    let mut g = c.benchmark_group("resize 640x427->256x427 rgb (one pass)");
-    g.throughput(Throughput::Bytes(u64::from(w * img.height() * 3)));
-    let mut out = Image::new(PixelFormat::Rgb8, w, img.height()).unwrap();
-    g.bench_function("tensorprep bilinear", |b| {
-        b.iter(|| {
-            resizer
-                .resize(
-                    &img.view(),
-                    &mut out.view_mut(),
-                    Resample::Pillow(Filter::Bilinear),
-                )
-                .unwrap()
-        })
-    });
-    let mut dst = FirImage::new(w, img.height(), PixelType::U8x3);
-    let opts = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
-    g.bench_function("fast_image_resize bilinear", |b| {
-        b.iter(|| fir.resize(&src, &mut dst, &opts).unwrap())
-    });
-    g.finish();
+/// Each pass of the exact resampler alone (1080p RGB to 455x256 splits into these
+/// two), against fast_image_resize doing the same one-dimensional resize.
+fn bench_resize_passes(c: &mut Criterion) {
+    let photo = decode("sklearn_china.jpg");
+    for (label, (sw, sh), (dw, dh)) in [
+        (
+            "horizontal pass only",
+            (1920u32, 1080u32),
+            (455u32, 1080u32),
+        ),
+        ("vertical pass only", (455, 1080), (455, 256)),
+    ] {
+        let mut src = Image::new(PixelFormat::Rgb8, sw, sh).unwrap();
+        Resizer::new()
+            .resize(
+                &photo.view(),
+                &mut src.view_mut(),
+                Resample::Pillow(Filter::Bicubic),
+            )
+            .unwrap();
+        let mut g = c.benchmark_group(format!("resize {sw}x{sh}->{dw}x{dh} rgb ({label})"));
+        g.throughput(Throughput::Bytes(u64::from(dw * dh * 3)));
+        let mut out = Image::new(PixelFormat::Rgb8, dw, dh).unwrap();
+        let mut state = ResizeState::new();
+        for simd in [Simd::Avx2, Simd::Sse41, Simd::Neon, Simd::Scalar] {
+            let Ok(plan) = ResizePlan::new((sw, sh), (dw, dh), Resample::Pillow(Filter::Bilinear))
+                .and_then(|p| p.with_simd(simd))
+            else {
+                continue;
+            };
+            g.bench_function(format!("tensorprep bilinear {simd:?}"), |b| {
+                b.iter(|| {
+                    plan.run(&mut state, &src.view(), &mut out.view_mut())
+                        .unwrap()
+                })
+            });
+        }
+        let fsrc = FirImageRef::new(sw, sh, src.as_bytes(), PixelType::U8x3).unwrap();
+        let mut fdst = FirImage::new(dw, dh, PixelType::U8x3);
+        let mut fir = fast_image_resize::Resizer::new();
+        let opts = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
+        g.bench_function("fast_image_resize bilinear", |b| {
+            b.iter(|| fir.resize(&fsrc, &mut fdst, &opts).unwrap())
+        });
+        g.finish();
+    }
 }
 
 /// An NV21 frame built from a real photo: luma from the photo, chroma from its colours.
@@ -215,6 +270,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = bench_decode, bench_resize, bench_color, bench_finish
+    targets = bench_decode, bench_resize, bench_resize_passes, bench_color, bench_finish
 }
 criterion_main!(benches);

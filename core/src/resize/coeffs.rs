@@ -98,6 +98,10 @@ pub(super) struct Axis {
     pub(super) bounds: Vec<(u32, u32)>,
     /// `out * ksize` weights, then [`TAIL_PAD`] zeros.
     pub(super) weights: Vec<i32>,
+    /// The weights again, as `vpmaddwd` operands: per output, `ksize.div_ceil(2)`
+    /// pairs of taps, each as `[hi, lo]` where a 32-bit word holds the two taps'
+    /// 16-bit halves of `w = 256 * hi + lo` (`hi` = `w >> 8`, `lo` = `w & 255`).
+    pub(super) pairs: Vec<[i32; 2]>,
 }
 
 impl Axis {
@@ -161,10 +165,23 @@ impl Axis {
             bounds.push((xmin as u32, taps as u32));
         }
         weights.extend([0; TAIL_PAD]);
+        let half = ksize.div_ceil(2);
+        let word = |a: i32, b: i32| (a & 0xffff) | (b << 16);
+        let pairs = weights[..ksize * out_size as usize]
+            .chunks_exact(ksize)
+            .flat_map(|k| {
+                (0..half).map(move |j| {
+                    let w0 = k[2 * j];
+                    let w1 = k.get(2 * j + 1).copied().unwrap_or(0);
+                    [word(w0 >> 8, w1 >> 8), word(w0 & 0xff, w1 & 0xff)]
+                })
+            })
+            .collect();
         Ok(Axis {
             ksize,
             bounds,
             weights,
+            pairs,
         })
     }
 
@@ -174,6 +191,13 @@ impl Axis {
         let (start, len) = self.bounds[i];
         let k = &self.weights[i * self.ksize..];
         (start as usize, &k[..len as usize])
+    }
+
+    /// Output index `i`: the `vpmaddwd` pairs covering its taps (see [`Axis::pairs`]).
+    #[inline(always)]
+    pub(super) fn tap_pairs(&self, i: usize) -> &[[i32; 2]] {
+        let half = self.ksize.div_ceil(2);
+        &self.pairs[i * half..][..(self.bounds[i].1 as usize).div_ceil(2)]
     }
 
     /// Source indices `[first, last)` read by any output index.

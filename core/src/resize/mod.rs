@@ -314,6 +314,8 @@ pub struct ResizeState {
     premultiplied: alloc::vec::Vec<u8>,
     /// One premultiplied source row.
     row: alloc::vec::Vec<u8>,
+    /// Interleaved rows of the eight-row horizontal kernel.
+    block: alloc::vec::Vec<u8>,
     opencv: opencv::OpenCvState,
 }
 

@@ -258,6 +258,7 @@ impl Convolve {
             between,
             premultiplied,
             row,
+            block,
             ..
         } = state;
         let (first, last) = self.rows;
@@ -314,14 +315,56 @@ impl Convolve {
                     };
                     match v {
                         None => {
-                            for (y, d) in dst.plane_rows_mut(0).enumerate() {
+                            // Straight into the output, eight rows at a time where possible.
+                            let stride = dst.stride(0);
+                            let row_len = dw * bpp;
+                            let mut done = 0;
+                            if !alpha {
+                                let data = dst.plane_data_mut(0);
+                                while done + 8 <= dh {
+                                    let end = (done + 7) * stride + row_len;
+                                    let o = &mut data[done * stride..end];
+                                    if !kernels::h_block8(
+                                        simd,
+                                        bpp,
+                                        &src_rows.from(done),
+                                        o,
+                                        stride,
+                                        h,
+                                        block,
+                                    ) {
+                                        break;
+                                    }
+                                    done += 8;
+                                }
+                            }
+                            for (y, d) in dst.plane_rows_mut(0).enumerate().skip(done) {
                                 h_pass(y, d);
                             }
                         }
                         Some(v) => {
                             let mid_len = dw * bpp;
                             let out = scratch(between, (last - first) * mid_len);
-                            for (i, o) in out.chunks_exact_mut(mid_len).enumerate() {
+                            // Eight rows at a time where the SIMD path has a block kernel.
+                            let mut done = 0;
+                            if !alpha {
+                                for (b, o) in out.chunks_exact_mut(8 * mid_len).enumerate() {
+                                    let y0 = first + 8 * b;
+                                    if !kernels::h_block8(
+                                        simd,
+                                        bpp,
+                                        &src_rows.from(y0),
+                                        o,
+                                        mid_len,
+                                        h,
+                                        block,
+                                    ) {
+                                        break;
+                                    }
+                                    done += 8;
+                                }
+                            }
+                            for (i, o) in out.chunks_exact_mut(mid_len).enumerate().skip(done) {
                                 h_pass(first + i, o);
                             }
                             let mid = Rows {

@@ -69,6 +69,15 @@ pub(super) struct Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
+    /// The rows from `y` on.
+    #[inline(always)]
+    pub(super) fn from(&self, y: usize) -> Rows<'a> {
+        Rows {
+            data: &self.data[y * self.stride..],
+            ..*self
+        }
+    }
+
     #[inline(always)]
     pub(super) fn row(&self, i: usize) -> &'a [u8] {
         &self.data[i * self.stride..][..self.len]
@@ -108,6 +117,34 @@ pub(super) fn h_row(simd: Simd, n: usize, src: &[u8], out: &mut [u8], axis: &Axi
         (_, 4) => h_row_scalar::<4>(src, out, axis),
         _ => unreachable!("packed formats have 1, 3 or 4 bytes per pixel"),
     }
+}
+
+/// The horizontal pass of eight rows `rows.row(0..8)` into eight rows of
+/// `out` (`out_stride` apart), where a path has a faster eight-row kernel than eight
+/// single rows. Returns `false` (and writes nothing) where it has none.
+pub(super) fn h_block8(
+    simd: Simd,
+    n: usize,
+    rows: &Rows<'_>,
+    out: &mut [u8],
+    out_stride: usize,
+    axis: &Axis,
+    scratch: &mut alloc::vec::Vec<u8>,
+) -> bool {
+    debug_assert!(simd.is_available());
+    match (simd, n) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: plans only hold a `Simd` whose `is_available()` returned true.
+        (Simd::Avx2, 1) => unsafe { x86::h_block8_avx2::<1>(rows, out, out_stride, axis, scratch) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        (Simd::Avx2, 3) => unsafe { x86::h_block8_avx2::<3>(rows, out, out_stride, axis, scratch) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        (Simd::Avx2, 4) => unsafe { x86::h_block8_avx2::<4>(rows, out, out_stride, axis, scratch) },
+        _ => return false,
+    }
+    true
 }
 
 /// One vertical pass row: `out[x] = clip8(HALF + sum_t rows.row(start + t)[x] * k[t])`.
@@ -235,6 +272,35 @@ mod tests {
                         h_row(simd, n, &src, &mut b, &axis);
                         assert_eq!(a, b, "h {simd:?} {f:?} n={n} {w_in}->{w_out}");
                         cases += 1;
+                    }
+                    // Eight rows at once, where the path has such a kernel.
+                    for n in [1usize, 3, 4] {
+                        let len = w_in as usize * n;
+                        let stride = len + 5;
+                        let data = noise((fi * 31 + si * 7 + n) as u64, stride * 11);
+                        let rows = Rows {
+                            data: &data,
+                            stride,
+                            len,
+                        };
+                        let out_len = w_out as usize * n;
+                        let mut a = vec![0u8; 8 * out_len];
+                        for (r, o) in a.chunks_exact_mut(out_len).enumerate() {
+                            h_row_scalar_n(n, rows.row(2 + r), o, &axis);
+                        }
+                        let mut b = vec![1u8; 8 * out_len];
+                        if h_block8(
+                            simd,
+                            n,
+                            &rows.from(2),
+                            &mut b,
+                            out_len,
+                            &axis,
+                            &mut Vec::new(),
+                        ) {
+                            assert_eq!(a, b, "h8 {simd:?} {f:?} n={n} {w_in}->{w_out}");
+                            cases += 1;
+                        }
                     }
                     // Vertical: w_in rows of an odd width, sampled by the table.
                     for width in [1usize, 15, 16, 33, 100] {
