@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tensorprep::color::{YuvRange, convert_color};
 use tensorprep::finish::{FinishSpec, Finisher};
 use tensorprep::geometry::{Flip, Placement, Rotation, center_crop, flip, pad, rotate};
-use tensorprep::jpeg::{DecodeOptions, JpegDecoder};
+use tensorprep::jpeg::{Backend, DecodeOptions, JpegDecoder};
 use tensorprep::resize::{Filter, Resample, Resizer};
 use tensorprep::{
     Error, Image, ImageView, ImageViewMut, JpegErrorKind, Limits, PixelFormat, Plane, Rect,
@@ -60,12 +60,34 @@ const JPEGS: [&str; 6] = [
     "exif_orient6_grace_hopper.jpg",
 ];
 
+/// Default options on `backend`.
+fn on(backend: Backend) -> DecodeOptions {
+    DecodeOptions {
+        backend,
+        ..DecodeOptions::default()
+    }
+}
+
+/// Every decode backend this build has.
+fn backends() -> Vec<Backend> {
+    [Backend::Zune, Backend::LibjpegTurbo]
+        .into_iter()
+        .filter(|b| b.is_available())
+        .collect()
+}
+
 #[test]
 fn truncated_jpegs_are_errors_in_strict_mode_at_every_cut() {
-    let mut decoder = JpegDecoder::new(DecodeOptions::default());
+    for backend in backends() {
+        truncated_jpegs_with(backend);
+    }
+}
+
+fn truncated_jpegs_with(backend: Backend) {
+    let mut decoder = JpegDecoder::new(on(backend));
     let mut lenient = JpegDecoder::new(DecodeOptions {
         strict: false,
-        ..DecodeOptions::default()
+        ..on(backend)
     });
     for name in JPEGS {
         let bytes = read(name);
@@ -78,7 +100,7 @@ fn truncated_jpegs_are_errors_in_strict_mode_at_every_cut() {
             let result = decoder.decode(&bytes[..cut]);
             assert!(
                 matches!(result, Err(Error::Jpeg { .. })),
-                "{name} cut at {cut} of {}: {:?}",
+                "{backend:?}: {name} cut at {cut} of {}: {:?}",
                 bytes.len(),
                 result.map(|i| (i.width(), i.height()))
             );
@@ -98,8 +120,14 @@ fn truncated_jpegs_are_errors_in_strict_mode_at_every_cut() {
 
 #[test]
 fn random_and_corrupted_bytes_never_panic() {
+    for backend in backends() {
+        random_bytes_with(backend);
+    }
+}
+
+fn random_bytes_with(backend: Backend) {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let mut decoder = JpegDecoder::new(DecodeOptions::default());
+    let mut decoder = JpegDecoder::new(on(backend));
     for len in [0usize, 1, 2, 3, 4, 16, 100, 1000, 10_000] {
         for _ in 0..20 {
             let mut junk: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
@@ -121,7 +149,7 @@ fn random_and_corrupted_bytes_never_panic() {
             for strict in [true, false] {
                 let mut d = JpegDecoder::new(DecodeOptions {
                     strict,
-                    ..DecodeOptions::default()
+                    ..on(backend)
                 });
                 let _ = d.decode(&bytes);
             }
@@ -177,6 +205,20 @@ fn pixel_limits_refuse_before_allocating() {
     })
     .decode(&read("sample.jpg"));
     assert!(matches!(tight, Err(Error::AllocationTooLarge { .. })));
+    // The same caps hold on every backend.
+    for backend in backends() {
+        let mut d = JpegDecoder::new(DecodeOptions {
+            limits,
+            ..on(backend)
+        });
+        LARGEST.store(0, Ordering::Relaxed);
+        assert!(
+            matches!(d.decode(&bomb), Err(Error::TooManyPixels { .. })),
+            "{backend:?}"
+        );
+        assert!(LARGEST.load(Ordering::Relaxed) < 1 << 20, "{backend:?}");
+        assert!(d.decode(&with_claimed_size(0, 300)).is_err(), "{backend:?}");
+    }
     // A zero dimension in the header is corrupt, not a zero-sized image.
     assert!(decoder.decode(&with_claimed_size(0, 300)).is_err());
     assert!(Image::new(PixelFormat::Rgb8, 200_000, 200_000).is_err());

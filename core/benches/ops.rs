@@ -13,7 +13,7 @@ use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions};
 use tensorprep::color::{YuvRange, convert_color};
 use tensorprep::finish::{FinishSpec, Finisher};
 use tensorprep::geometry::center_crop;
-use tensorprep::jpeg::{DecodeOptions, JpegDecoder};
+use tensorprep::jpeg::{Backend, DecodeOptions, JpegDecoder, Scale};
 use tensorprep::resize::{Filter, Resample, ResizePlan, ResizeState, Resizer, Simd};
 use tensorprep::{Image, ImageView, ImageViewMut, PixelFormat, TensorMut};
 
@@ -32,19 +32,56 @@ fn decode(name: &str) -> Image {
 
 fn bench_decode(c: &mut Criterion) {
     let mut g = c.benchmark_group("decode");
-    for name in ["sample.jpg", "sklearn_china.jpg"] {
+    for name in [
+        "sample.jpg",
+        "sklearn_china.jpg",
+        "exif_orient6_grace_hopper.jpg",
+    ] {
         let bytes = fixture(name);
         let img = decode(name);
         g.throughput(Throughput::Bytes(img.as_bytes().len() as u64));
         let mut out = Image::new(PixelFormat::Rgb8, img.width(), img.height()).unwrap();
-        let mut decoder = JpegDecoder::new(DecodeOptions::default());
-        g.bench_function(BenchmarkId::new("tensorprep", name), |b| {
-            b.iter(|| {
-                decoder
-                    .decode_into(black_box(&bytes), &mut out.view_mut())
-                    .unwrap()
-            })
-        });
+        for backend in [Backend::Zune, Backend::LibjpegTurbo] {
+            if !backend.is_available() {
+                continue;
+            }
+            let mut decoder = JpegDecoder::new(DecodeOptions {
+                backend,
+                ..DecodeOptions::default()
+            });
+            g.bench_function(
+                BenchmarkId::new(format!("tensorprep {backend:?}"), name),
+                |b| {
+                    b.iter(|| {
+                        decoder
+                            .decode_into(black_box(&bytes), &mut out.view_mut())
+                            .unwrap()
+                    })
+                },
+            );
+        }
+        if Backend::LibjpegTurbo.is_available() {
+            // DCT-domain reduced-size decoding (the pipeline's opt-in fast mode).
+            for scale in [Scale::Half, Scale::Quarter] {
+                let mut decoder = JpegDecoder::new(DecodeOptions {
+                    backend: Backend::LibjpegTurbo,
+                    scale,
+                    ..DecodeOptions::default()
+                });
+                let info = decoder.read_info(&bytes).unwrap();
+                let mut small = Image::new(PixelFormat::Rgb8, info.width, info.height).unwrap();
+                g.bench_function(
+                    BenchmarkId::new(format!("tensorprep LibjpegTurbo {scale:?}"), name),
+                    |b| {
+                        b.iter(|| {
+                            decoder
+                                .decode_into(black_box(&bytes), &mut small.view_mut())
+                                .unwrap()
+                        })
+                    },
+                );
+            }
+        }
         let mut raw = vec![0u8; img.as_bytes().len()];
         g.bench_function(BenchmarkId::new("zune-jpeg direct", name), |b| {
             b.iter(|| {

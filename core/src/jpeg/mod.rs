@@ -1,4 +1,10 @@
-//! JPEG decoding with `zune-jpeg`: headers first, then into a caller buffer.
+//! JPEG decoding: headers first, then into a caller buffer.
+//!
+//! Two backends, chosen per decoder at run time ([`Backend`]): `zune-jpeg`
+//! (pure Rust, the default and the only one without `std`) and, with the
+//! `turbojpeg` feature, libjpeg-turbo, the decoder inside Pillow's wheels, whose
+//! pixels are Pillow's bit for bit and which can decode at 1/2, 1/4 or 1/8 size
+//! in the DCT domain ([`Scale`]).
 //!
 //! - **Strict by default**: a truncated or corrupt file is an error. (`zune-jpeg`
 //!   on its own fills what it could not decode with gray and reports success.)
@@ -27,6 +33,8 @@
 //! ```
 
 mod exif;
+#[cfg(feature = "turbojpeg")]
+mod turbo;
 
 use alloc::vec::Vec;
 
@@ -50,6 +58,82 @@ pub enum Orientation {
     Apply,
 }
 
+/// Which decoder produces the pixels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Backend {
+    /// `zune-jpeg`: pure Rust, `no_std`. Identical to Pillow on 4:4:4 and gray
+    /// files within 1-2 levels; on 4:2:0 files its chroma upsampling rounds twice
+    /// (mean difference up to about 0.3 level).
+    #[default]
+    Zune,
+    /// libjpeg-turbo (feature `turbojpeg`): the decoder Pillow ships, so the
+    /// pixels are Pillow's exactly; supports [`Scale`]d decoding.
+    LibjpegTurbo,
+}
+
+impl Backend {
+    /// Whether this build includes the backend.
+    pub fn is_available(self) -> bool {
+        match self {
+            Backend::Zune => true,
+            Backend::LibjpegTurbo => cfg!(feature = "turbojpeg"),
+        }
+    }
+}
+
+/// Decode at a fraction of the stored size, in the DCT domain (libjpeg-turbo only).
+///
+/// Not Pillow-exact: it is Pillow's `draft()` mode, a fast path for when the
+/// target is much smaller than the photo. Sides round up (`ceil(side / n)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Scale {
+    /// Full size (the default).
+    #[default]
+    Full,
+    /// 1/2.
+    Half,
+    /// 1/4.
+    Quarter,
+    /// 1/8.
+    Eighth,
+}
+
+impl Scale {
+    /// The `n` of 1/n.
+    pub fn denominator(self) -> u32 {
+        match self {
+            Scale::Full => 1,
+            Scale::Half => 2,
+            Scale::Quarter => 4,
+            Scale::Eighth => 8,
+        }
+    }
+
+    /// A side length after scaling, as libjpeg computes it: `ceil(side / n)`.
+    pub fn apply(self, side: u32) -> u32 {
+        side.div_ceil(self.denominator())
+    }
+
+    /// The smallest scale whose output stays at least twice `target` on both
+    /// sides (the rule of the pipeline's fast mode), `Full` if none.
+    ///
+    /// ```
+    /// use tensorprep::jpeg::Scale;
+    /// assert_eq!(Scale::for_target((4000, 3000), (224, 224)), Scale::Quarter);
+    /// assert_eq!(Scale::for_target((640, 480), (224, 224)), Scale::Full);
+    /// ```
+    pub fn for_target((w, h): (u32, u32), (tw, th): (u32, u32)) -> Scale {
+        [Scale::Eighth, Scale::Quarter, Scale::Half]
+            .into_iter()
+            .find(|s| {
+                u64::from(s.apply(w)) >= 2 * u64::from(tw)
+                    && u64::from(s.apply(h)) >= 2 * u64::from(th)
+            })
+            .unwrap_or(Scale::Full)
+    }
+}
+
 /// Options of a [`JpegDecoder`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeOptions {
@@ -61,6 +145,10 @@ pub struct DecodeOptions {
     pub strict: bool,
     /// Caps on pixels and on allocations.
     pub limits: Limits,
+    /// Which decoder to run.
+    pub backend: Backend,
+    /// Reduced-size decoding ([`Backend::LibjpegTurbo`] only).
+    pub scale: Scale,
 }
 
 impl Default for DecodeOptions {
@@ -70,6 +158,8 @@ impl Default for DecodeOptions {
             orientation: Orientation::Ignore,
             strict: true,
             limits: Limits::DEFAULT,
+            backend: Backend::Zune,
+            scale: Scale::Full,
         }
     }
 }
@@ -77,9 +167,9 @@ impl Default for DecodeOptions {
 /// What the headers say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JpegInfo {
-    /// Width of the output (after orientation, if applied).
+    /// Width of the output (after scale and orientation, if applied).
     pub width: u32,
-    /// Height of the output (after orientation, if applied).
+    /// Height of the output (after scale and orientation, if applied).
     pub height: u32,
     /// Width as stored in the file.
     pub stored_width: u32,
@@ -97,6 +187,8 @@ pub struct JpegDecoder {
     options: DecodeOptions,
     scratch: Vec<u8>,
     scratch2: Vec<u8>,
+    #[cfg(feature = "turbojpeg")]
+    turbo: turbo::Turbo,
 }
 
 /// Largest side a JPEG can declare.
@@ -132,6 +224,8 @@ impl JpegDecoder {
             options,
             scratch: Vec::new(),
             scratch2: Vec::new(),
+            #[cfg(feature = "turbojpeg")]
+            turbo: turbo::Turbo::default(),
         }
     }
 
@@ -151,6 +245,16 @@ impl JpegDecoder {
     }
 
     fn check_format(&self) -> Result<()> {
+        if !self.options.backend.is_available() {
+            return Err(Error::InvalidParameter {
+                name: "JPEG backend: libjpeg-turbo needs the `turbojpeg` feature",
+            });
+        }
+        if self.options.scale != Scale::Full && self.options.backend != Backend::LibjpegTurbo {
+            return Err(Error::InvalidParameter {
+                name: "JPEG scale: reduced-size decoding needs the libjpeg-turbo backend",
+            });
+        }
         match self.options.format {
             PixelFormat::Gray8
             | PixelFormat::Rgb8
@@ -183,7 +287,8 @@ impl JpegDecoder {
             .filter(|v| (1..=8).contains(v))
             .unwrap_or(1);
         let t = self.transform_for(exif_orientation);
-        let (width, height) = t.output_size(w, h);
+        let scale = self.options.scale;
+        let (width, height) = t.output_size(scale.apply(w), scale.apply(h));
         Ok(JpegInfo {
             width,
             height,
@@ -232,7 +337,11 @@ impl JpegDecoder {
             (_, f) => f,
         };
         let t = self.transform_for(info.exif_orientation);
-        let (sw, sh) = (info.stored_width, info.stored_height);
+        let scale = self.options.scale;
+        let (sw, sh) = (
+            scale.apply(info.stored_width),
+            scale.apply(info.stored_height),
+        );
         let bpp = decoded.bytes_per_pixel().unwrap_or(3);
         let tight = sw as usize * bpp;
 
@@ -244,35 +353,73 @@ impl JpegDecoder {
                 len: have,
                 needed: len,
             })?;
-            return self.run_zune(bytes, decoded, out).map(|()| info);
+            return self
+                .run_backend(bytes, &info, decoded, out, tight)
+                .map(|()| info);
         }
 
         let bytes_needed = (tight as u64) * u64::from(sh);
         let len = self.options.limits.check_alloc(bytes_needed)?;
         let mut scratch = core::mem::take(&mut self.scratch);
         scratch.resize(len, 0);
-        let result = self.run_zune(bytes, decoded, &mut scratch).and_then(|()| {
-            let src = ImageView::new(decoded, sw, sh, &scratch)?;
-            if decoded == target {
-                return transform(&src, dst, t);
-            }
-            if t == Transform::IDENTITY {
-                return convert_color(&src, dst, YuvRange::Full);
-            }
-            let mut converted = core::mem::take(&mut self.scratch2);
-            let n = self.options.limits.check_alloc(
-                u64::from(sw) * u64::from(sh) * target.bytes_per_pixel().unwrap_or(4) as u64,
-            )?;
-            converted.resize(n, 0);
-            let r = ImageViewMut::new(target, sw, sh, &mut converted).and_then(|mut c| {
-                convert_color(&src, &mut c, YuvRange::Full)?;
-                transform(&c.as_view(), dst, t)
+        let result = self
+            .run_backend(bytes, &info, decoded, &mut scratch, tight)
+            .and_then(|()| {
+                let src = ImageView::new(decoded, sw, sh, &scratch)?;
+                if decoded == target {
+                    return transform(&src, dst, t);
+                }
+                if t == Transform::IDENTITY {
+                    return convert_color(&src, dst, YuvRange::Full);
+                }
+                let mut converted = core::mem::take(&mut self.scratch2);
+                let n = self.options.limits.check_alloc(
+                    u64::from(sw) * u64::from(sh) * target.bytes_per_pixel().unwrap_or(4) as u64,
+                )?;
+                converted.resize(n, 0);
+                let r = ImageViewMut::new(target, sw, sh, &mut converted).and_then(|mut c| {
+                    convert_color(&src, &mut c, YuvRange::Full)?;
+                    transform(&c.as_view(), dst, t)
+                });
+                self.scratch2 = converted;
+                r
             });
-            self.scratch2 = converted;
-            r
-        });
         self.scratch = scratch;
         result.map(|()| info)
+    }
+
+    /// Decodes the stored (unrotated, scaled) image as `format` into `out`, rows `stride` apart.
+    fn run_backend(
+        &mut self,
+        bytes: &[u8],
+        info: &JpegInfo,
+        format: PixelFormat,
+        out: &mut [u8],
+        stride: usize,
+    ) -> Result<()> {
+        match self.options.backend {
+            #[cfg(feature = "turbojpeg")]
+            Backend::LibjpegTurbo => {
+                let scale = self.options.scale;
+                let size = (
+                    scale.apply(info.stored_width),
+                    scale.apply(info.stored_height),
+                );
+                self.turbo.decode(
+                    bytes,
+                    info.components,
+                    format,
+                    scale,
+                    self.options.strict,
+                    &self.options.limits,
+                    size,
+                    out,
+                    stride,
+                    &mut self.scratch2,
+                )
+            }
+            _ => self.run_zune(bytes, format, out),
+        }
     }
 
     fn run_zune(&self, bytes: &[u8], format: PixelFormat, out: &mut [u8]) -> Result<()> {
