@@ -220,10 +220,10 @@ impl Turbo {
                 pf as c_int,
             )
         };
-        if rc != 0 {
-            if let Some(e) = Self::failure(h, strict) {
-                return Err(e);
-            }
+        if rc != 0
+            && let Some(e) = Self::failure(h, strict)
+        {
+            return Err(e);
         }
         if let Some(f) = target {
             cmyk_to_rgb(&cmyk[..w * rows * 4], out, stride, w, f);
