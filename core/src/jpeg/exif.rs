@@ -42,9 +42,53 @@ pub(crate) fn orientation(exif: &[u8]) -> Option<u16> {
     None
 }
 
+/// The payload of the first `APP1` segment that holds EXIF (`Exif\0\0` + TIFF),
+/// found by walking the marker segments before the first scan. `None` if there is
+/// none or the segments are malformed.
+#[cfg_attr(not(feature = "turbojpeg"), allow(dead_code))]
+pub(crate) fn find_in_jpeg(jpeg: &[u8]) -> Option<&[u8]> {
+    let mut at = 2;
+    if jpeg.get(..2)? != [0xFF, 0xD8] {
+        return None;
+    }
+    loop {
+        let marker = *jpeg.get(at..at + 2)?.get(1)?;
+        if jpeg[at] != 0xFF {
+            return None;
+        }
+        if marker == 0xFF {
+            at += 1; // fill byte
+            continue;
+        }
+        // Start of scan or end of image: no EXIF before the pixels.
+        if marker == 0xDA || marker == 0xD9 {
+            return None;
+        }
+        let len = usize::from(u16::from_be_bytes(
+            jpeg.get(at + 2..at + 4)?.try_into().ok()?,
+        ));
+        let payload = jpeg.get(at + 4..(at + 2).checked_add(len)?)?;
+        if marker == 0xE1 && payload.starts_with(b"Exif\0\0") {
+            return Some(payload);
+        }
+        at = at.checked_add(2 + len)?;
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::orientation;
+    use super::{find_in_jpeg, orientation};
+
+    #[test]
+    fn finds_the_exif_segment_and_survives_every_cut() {
+        let jpeg = include_bytes!("../../../tests/fixtures/exif_orient6_grace_hopper.jpg");
+        assert_eq!(find_in_jpeg(jpeg).and_then(orientation), Some(6));
+        let plain = include_bytes!("../../../tests/fixtures/sample.jpg");
+        assert_eq!(find_in_jpeg(plain).and_then(orientation), None);
+        for n in 0..600 {
+            let _ = find_in_jpeg(&jpeg[..n]);
+        }
+    }
 
     fn block(big: bool, value: u16) -> [u8; 26] {
         let mut b = [0u8; 26];

@@ -271,19 +271,40 @@ impl JpegDecoder {
     /// Parses the headers only: size, components, orientation. Checks the limits.
     pub fn read_info(&self, bytes: &[u8]) -> Result<JpegInfo> {
         self.check_format()?;
+        #[cfg(feature = "turbojpeg")]
+        if self.options.backend == Backend::LibjpegTurbo {
+            // A short-lived instance: `&self` cannot use the decoder's own.
+            return self.info_from_turbo(&mut turbo::Turbo::default(), bytes);
+        }
         let mut d = self.zune(bytes, ColorSpace::RGB);
         d.decode_headers().map_err(|e| map_error(&e))?;
         let (w, h) = d.dimensions().ok_or(Error::Jpeg {
             kind: JpegErrorKind::Corrupt,
         })?;
-        let (w, h) = (w as u32, h as u32);
+        let components = d.info().map_or(0, |i| i.components);
+        let exif_orientation = d.exif().and_then(|e| exif::orientation(e));
+        self.info(w as u32, h as u32, components, exif_orientation)
+    }
+
+    /// Headers through libjpeg-turbo (no Rust-heap allocation).
+    #[cfg(feature = "turbojpeg")]
+    fn info_from_turbo(&self, turbo: &mut turbo::Turbo, bytes: &[u8]) -> Result<JpegInfo> {
+        let (w, h, components) = turbo.header(bytes)?;
+        let exif_orientation = exif::find_in_jpeg(bytes).and_then(exif::orientation);
+        self.info(w, h, components, exif_orientation)
+    }
+
+    fn info(
+        &self,
+        w: u32,
+        h: u32,
+        components: u8,
+        exif_orientation: Option<u16>,
+    ) -> Result<JpegInfo> {
         self.options
             .limits
             .check_pixels(u64::from(w), u64::from(h))?;
-        let components = d.info().map_or(0, |i| i.components);
-        let exif_orientation = d
-            .exif()
-            .and_then(|e| exif::orientation(e))
+        let exif_orientation = exif_orientation
             .filter(|v| (1..=8).contains(v))
             .unwrap_or(1);
         let t = self.transform_for(exif_orientation);
@@ -315,6 +336,17 @@ impl JpegDecoder {
     /// Decodes into `dst`, whose format must be the options' format and whose size must be
     /// [`JpegInfo`]'s `width` x `height`. Any row stride works.
     pub fn decode_into(&mut self, bytes: &[u8], dst: &mut ImageViewMut<'_>) -> Result<JpegInfo> {
+        #[cfg(feature = "turbojpeg")]
+        let info = if self.options.backend == Backend::LibjpegTurbo {
+            self.check_format()?;
+            let mut turbo = core::mem::take(&mut self.turbo);
+            let info = self.info_from_turbo(&mut turbo, bytes);
+            self.turbo = turbo;
+            info?
+        } else {
+            self.read_info(bytes)?
+        };
+        #[cfg(not(feature = "turbojpeg"))]
         let info = self.read_info(bytes)?;
         let target = self.options.format;
         if dst.format() != target {
@@ -389,6 +421,7 @@ impl JpegDecoder {
     }
 
     /// Decodes the stored (unrotated, scaled) image as `format` into `out`, rows `stride` apart.
+    #[cfg_attr(not(feature = "turbojpeg"), allow(unused_variables))]
     fn run_backend(
         &mut self,
         bytes: &[u8],

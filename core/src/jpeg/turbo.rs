@@ -102,6 +102,40 @@ impl Turbo {
         Some(Error::Jpeg { kind })
     }
 
+    /// Parses the headers: stored width, height and number of components.
+    pub(super) fn header(&mut self, bytes: &[u8]) -> Result<(u32, u32, u8)> {
+        let h = self.handle()?;
+        let len = c_int::try_from(bytes.len()).map_err(|_| Error::AllocationTooLarge {
+            bytes: bytes.len() as u64,
+            limit: c_int::MAX as u64,
+        })?;
+        // SAFETY: `bytes` is a valid slice of `len` bytes; `h` is live.
+        if unsafe { tj::tj3DecompressHeader(h, bytes.as_ptr(), len as _) } != 0 {
+            return Err(Self::failure(h, true).unwrap_or(Error::Jpeg {
+                kind: JpegErrorKind::Corrupt,
+            }));
+        }
+        // SAFETY: `h` is live and has just parsed a header.
+        let (w, ht, cs) = unsafe {
+            (
+                tj::tj3Get(h, tj::TJPARAM_TJPARAM_JPEGWIDTH as c_int),
+                tj::tj3Get(h, tj::TJPARAM_TJPARAM_JPEGHEIGHT as c_int),
+                tj::tj3Get(h, tj::TJPARAM_TJPARAM_COLORSPACE as c_int),
+            )
+        };
+        let components = match cs {
+            x if x == tj::TJCS_TJCS_GRAY as c_int => 1,
+            x if x == tj::TJCS_TJCS_CMYK as c_int || x == tj::TJCS_TJCS_YCCK as c_int => 4,
+            _ => 3,
+        };
+        match (u32::try_from(w), u32::try_from(ht)) {
+            (Ok(w), Ok(ht)) if w > 0 && ht > 0 => Ok((w, ht, components)),
+            _ => Err(Error::Jpeg {
+                kind: JpegErrorKind::Corrupt,
+            }),
+        }
+    }
+
     /// Decodes the whole image at `scale` into `out` (`stride` bytes per row) as
     /// `format`: Gray8 for gray files; RGB/BGR/RGBA/BGRA for colour and CMYK files.
     /// `width` x `height` is the scaled size.
