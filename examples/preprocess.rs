@@ -3,6 +3,9 @@
 //! ```text
 //! cargo run --release --example preprocess                  # the bundled sample photo
 //! cargo run --release --example preprocess -- PHOTO.jpg [OUT.npy]
+//! # Pillow's own decoder (libjpeg-turbo; needs cmake and nasm): the tensor is then
+//! # bit-identical to torchvision's.
+//! cargo run --release --example preprocess --features turbojpeg
 //! ```
 //!
 //! Steps (torchvision `Resize(256)`, `CenterCrop(224)`, `ToTensor()`, `Normalize(ImageNet)`):
@@ -15,7 +18,7 @@ use std::time::Instant;
 
 use tensorprep::finish::{FinishSpec, Finisher};
 use tensorprep::geometry::center_crop;
-use tensorprep::jpeg::{DecodeOptions, JpegDecoder};
+use tensorprep::jpeg::{Backend, DecodeOptions, JpegDecoder};
 use tensorprep::resize::{Filter, Resample, Resizer};
 use tensorprep::size::SizeRule;
 use tensorprep::{Image, TensorMut};
@@ -32,7 +35,15 @@ struct EvalTransform {
 impl EvalTransform {
     fn new() -> Result<Self, tensorprep::Error> {
         Ok(EvalTransform {
-            decoder: JpegDecoder::new(DecodeOptions::default()),
+            decoder: JpegDecoder::new(DecodeOptions {
+                // libjpeg-turbo when built in: Pillow's decoder, so torchvision's tensor exactly.
+                backend: if Backend::LibjpegTurbo.is_available() {
+                    Backend::LibjpegTurbo
+                } else {
+                    Backend::Zune
+                },
+                ..DecodeOptions::default()
+            }),
             resizer: Resizer::new(),
             finisher: Finisher::new(&FinishSpec::imagenet())?,
             decoded: None,
@@ -129,6 +140,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         info.components,
         jpeg.len()
     );
+    println!("decoder  {:?}", transform.decoder.options().backend);
     println!(
         "steps    decode -> Resize(256) bilinear -> CenterCrop(224) -> ToTensor -> Normalize(ImageNet)"
     );
