@@ -101,6 +101,8 @@ pub(super) struct Axis {
     /// The weights again, as `vpmaddwd` operands: per output, `ksize.div_ceil(2)`
     /// pairs of taps, each as `[hi, lo]` where a 32-bit word holds the two taps'
     /// 16-bit halves of `w = 256 * hi + lo` (`hi` = `w >> 8`, `lo` = `w & 255`).
+    /// Only the x86 kernels use them.
+    #[cfg(target_arch = "x86_64")]
     pub(super) pairs: Vec<[i32; 2]>,
 }
 
@@ -121,8 +123,8 @@ impl Axis {
         let support = filter.support() * filterscale;
         let ksize = libm::ceil(support) as usize * 2 + 1;
         let count = ksize as u64 * u64::from(out_size) + TAIL_PAD as u64;
-        // The f64 table Pillow would allocate, plus our i32 copy.
-        limits.check_alloc(count * 12)?;
+        // Our i32 table, its vpmaddwd split (x86) and the f64 row being normalized.
+        limits.check_alloc(count * 8 + ksize as u64 * 8)?;
         let mut weights = Vec::new();
         weights
             .try_reserve_exact(count as usize)
@@ -165,22 +167,13 @@ impl Axis {
             bounds.push((xmin as u32, taps as u32));
         }
         weights.extend([0; TAIL_PAD]);
-        let half = ksize.div_ceil(2);
-        let word = |a: i32, b: i32| (a & 0xffff) | (b << 16);
-        let pairs = weights[..ksize * out_size as usize]
-            .chunks_exact(ksize)
-            .flat_map(|k| {
-                (0..half).map(move |j| {
-                    let w0 = k[2 * j];
-                    let w1 = k.get(2 * j + 1).copied().unwrap_or(0);
-                    [word(w0 >> 8, w1 >> 8), word(w0 & 0xff, w1 & 0xff)]
-                })
-            })
-            .collect();
+        #[cfg(target_arch = "x86_64")]
+        let pairs = madd_pairs(&weights[..ksize * out_size as usize], ksize);
         Ok(Axis {
             ksize,
             bounds,
             weights,
+            #[cfg(target_arch = "x86_64")]
             pairs,
         })
     }
@@ -194,6 +187,7 @@ impl Axis {
     }
 
     /// Output index `i`: the `vpmaddwd` pairs covering its taps (see [`Axis::pairs`]).
+    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     pub(super) fn tap_pairs(&self, i: usize) -> &[[i32; 2]] {
         let half = self.ksize.div_ceil(2);
@@ -219,6 +213,24 @@ impl Axis {
         }
         a
     }
+}
+
+/// The weights as `vpmaddwd` operands, per output `ksize.div_ceil(2)` pairs of
+/// `[hi, lo]` words (see [`Axis::pairs`]).
+#[cfg(target_arch = "x86_64")]
+fn madd_pairs(weights: &[i32], ksize: usize) -> Vec<[i32; 2]> {
+    let half = ksize.div_ceil(2);
+    let word = |a: i32, b: i32| (a & 0xffff) | (b << 16);
+    weights
+        .chunks_exact(ksize)
+        .flat_map(|k| {
+            (0..half).map(move |j| {
+                let w0 = k[2 * j];
+                let w1 = k.get(2 * j + 1).copied().unwrap_or(0);
+                [word(w0 >> 8, w1 >> 8), word(w0 & 0xff, w1 & 0xff)]
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

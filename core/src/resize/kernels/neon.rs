@@ -84,3 +84,87 @@ pub(super) fn v_row(rows: &Rows<'_>, start: usize, k: &[i32], out: &mut [u8]) {
     }
     v_row_scalar(rows, start, k, out, x);
 }
+
+/// One butterfly round on eight 16-byte vectors: vector `2j` / `2j + 1` take the
+/// low / high interleave of vectors `j` and `j + 4` (see the x86 version).
+#[inline(always)]
+fn butterfly(v: [uint8x16_t; 8]) -> [uint8x16_t; 8] {
+    // SAFETY: register shuffles only; NEON is part of aarch64.
+    unsafe {
+        [
+            vzip1q_u8(v[0], v[4]),
+            vzip2q_u8(v[0], v[4]),
+            vzip1q_u8(v[1], v[5]),
+            vzip2q_u8(v[1], v[5]),
+            vzip1q_u8(v[2], v[6]),
+            vzip2q_u8(v[2], v[6]),
+            vzip1q_u8(v[3], v[7]),
+            vzip2q_u8(v[3], v[7]),
+        ]
+    }
+}
+
+/// Interleaves eight rows (byte `i` of row `r` to `t[8 * i + r]`).
+pub(super) fn interleave8(src: &[&[u8]; 8], t: &mut [u8]) {
+    let len = src[0].len();
+    let full = len / 16 * 16;
+    for i in (0..full).step_by(16) {
+        // SAFETY: each row has `len >= i + 16` bytes; stores write 16-byte slices.
+        unsafe {
+            let v: [uint8x16_t; 8] = core::array::from_fn(|r| vld1q_u8(src[r][i..i + 16].as_ptr()));
+            let v = butterfly(butterfly(butterfly(v)));
+            for (j, v) in v.into_iter().enumerate() {
+                vst1q_u8(t[8 * i + 16 * j..8 * i + 16 * j + 16].as_mut_ptr(), v);
+            }
+        }
+    }
+    super::interleave8_tail(src, t, full);
+}
+
+/// The inverse of [`interleave8`] into eight rows of `len` bytes, `stride` apart.
+pub(super) fn deinterleave8(o: &[u8], out: &mut [u8], len: usize, stride: usize) {
+    let full = len / 16 * 16;
+    for i in (0..full).step_by(16) {
+        let block = &o[8 * i..8 * i + 128];
+        // SAFETY: `block` holds 128 bytes; stores write 16-byte slices.
+        unsafe {
+            let v: [uint8x16_t; 8] =
+                core::array::from_fn(|j| vld1q_u8(block[16 * j..16 * j + 16].as_ptr()));
+            let v = butterfly(butterfly(butterfly(butterfly(v))));
+            for (r, v) in v.into_iter().enumerate() {
+                vst1q_u8(out[r * stride + i..r * stride + i + 16].as_mut_ptr(), v);
+            }
+        }
+    }
+    super::deinterleave8_tail(o, out, len, stride, full);
+}
+
+/// Eight-row sums: channel c of output x for all eight rows, in two vectors of
+/// four i32 lanes, each tap a `vmlaq_n_s32` with the full weight.
+pub(super) fn sums8<const N: usize>(t: &[u8], o: &mut [u8], axis: &Axis) {
+    for (x, ox) in o.chunks_exact_mut(8 * N).enumerate() {
+        let (start, k) = axis.taps(x);
+        let taps = &t[8 * N * start..8 * N * (start + k.len())];
+        // SAFETY: register arithmetic, and 8-byte loads from 8-byte slices.
+        unsafe {
+            let mut acc = [[vdupq_n_s32(HALF); 2]; N];
+            for (tap, &w) in taps.chunks_exact(8 * N).zip(k) {
+                for (c, a) in acc.iter_mut().enumerate() {
+                    let p = vmovl_u8(vld1_u8(tap[8 * c..8 * c + 8].as_ptr()));
+                    let lo = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(p)));
+                    let hi = vreinterpretq_s32_u32(vmovl_u16(vget_high_u16(p)));
+                    a[0] = vmlaq_n_s32(a[0], lo, w);
+                    a[1] = vmlaq_n_s32(a[1], hi, w);
+                }
+            }
+            for (c, a) in acc.iter().enumerate() {
+                let lo = vqmovun_s32(vshrq_n_s32::<{ PRECISION_BITS as i32 }>(a[0]));
+                let hi = vqmovun_s32(vshrq_n_s32::<{ PRECISION_BITS as i32 }>(a[1]));
+                vst1_u8(
+                    ox[8 * c..8 * c + 8].as_mut_ptr(),
+                    vqmovn_u16(vcombine_u16(lo, hi)),
+                );
+            }
+        }
+    }
+}

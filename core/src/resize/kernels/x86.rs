@@ -263,34 +263,13 @@ fn butterfly(v: [__m128i; 8]) -> [__m128i; 8] {
     }
 }
 
-/// Horizontal pass over eight rows at once (`rows.row(r)`, r < 8), written
-/// to eight rows of `out` (`out_len` bytes each, `out_stride` apart).
-///
-/// The rows are first interleaved (byte `i` of row `r` at `8 * i + r`), so one
-/// 8-byte load holds the same tap of all eight rows: the sums then run with all
-/// eight i32 lanes useful and no per-pixel horizontal reduction, instead of
-/// gathering 3 or 4 bytes per tap. The results are interleaved the same way and
-/// transposed back. Same integer sums as the scalar kernel.
-#[target_feature(enable = "avx2")]
-pub(super) unsafe fn h_block8_avx2<const N: usize>(
-    rows: &Rows<'_>,
-    out: &mut [u8],
-    out_stride: usize,
-    axis: &Axis,
-    scratch: &mut alloc::vec::Vec<u8>,
-) {
-    let in_len = rows.len;
-    let out_len = axis.bounds.len() * N;
-    let need = 8 * (in_len + out_len);
-    if scratch.len() < need {
-        scratch.resize(need, 0);
-    }
-    let (t, o) = scratch[..need].split_at_mut(8 * in_len);
-    let src: [&[u8]; 8] = core::array::from_fn(|r| rows.row(r));
-    // Interleave: 3 butterfly rounds turn (row, byte) into (byte, row).
-    let full = in_len / 16 * 16;
+/// Interleaves eight rows (byte `i` of row `r` to `t[8 * i + r]`): three
+/// butterfly rounds turn (row, byte) into (byte, row). SSE2, part of x86_64.
+pub(super) fn interleave8(src: &[&[u8]; 8], t: &mut [u8]) {
+    let len = src[0].len();
+    let full = len / 16 * 16;
     for i in (0..full).step_by(16) {
-        // SAFETY: each row has `in_len >= i + 16` bytes.
+        // SAFETY: each row has `len >= i + 16` bytes.
         let v: [__m128i; 8] =
             core::array::from_fn(|r| unsafe { _mm_loadu_si128(src[r][i..i + 16].as_ptr().cast()) });
         let v = butterfly(butterfly(butterfly(v)));
@@ -300,21 +279,39 @@ pub(super) unsafe fn h_block8_avx2<const N: usize>(
             unsafe { _mm_storeu_si128(d.as_mut_ptr().cast(), v) };
         }
     }
-    for i in full..in_len {
-        for (r, s) in src.iter().enumerate() {
-            t[8 * i + r] = s[i];
+    super::interleave8_tail(src, t, full);
+}
+
+/// The inverse of [`interleave8`] into eight rows of `len` bytes, `stride` apart:
+/// four butterfly rounds turn (byte, row) into (row, byte).
+pub(super) fn deinterleave8(o: &[u8], out: &mut [u8], len: usize, stride: usize) {
+    let full = len / 16 * 16;
+    for i in (0..full).step_by(16) {
+        let block = &o[8 * i..8 * i + 128];
+        // SAFETY: `block` holds 128 bytes, eight loads of 16.
+        let v: [__m128i; 8] =
+            core::array::from_fn(|j| unsafe { _mm_loadu_si128(block[16 * j..].as_ptr().cast()) });
+        let v = butterfly(butterfly(butterfly(butterfly(v))));
+        for (r, v) in v.into_iter().enumerate() {
+            let d = &mut out[r * stride + i..r * stride + i + 16];
+            // SAFETY: `d` is exactly 16 bytes.
+            unsafe { _mm_storeu_si128(d.as_mut_ptr().cast(), v) };
         }
     }
-    // Sums: channel c of output x for all eight rows in one vector. Two taps per
-    // `vpmaddwd`: the rows' (tap t, tap t + 1) pixel pairs times the weights split
-    // as w = 256 * hi + lo (hi fits i16, lo is 0..=255), both sums exact in i32.
+    super::deinterleave8_tail(o, out, len, stride, full);
+}
+
+/// Eight-row sums (see [`super::h_block8`]): channel c of output x for all eight
+/// rows in one vector. Two taps per `vpmaddwd`: the rows' (tap t, tap t + 1) pixel
+/// pairs times the weights split as w = 256 * hi + lo (hi fits i16, lo is
+/// 0..=255), both sums exact in i32. A spare tap past an odd count reads a real
+/// pixel (or zero at the row end) that its zero weight cancels.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn sums8_avx2<const N: usize>(t: &[u8], o: &mut [u8], axis: &Axis) {
     for (x, ox) in o.chunks_exact_mut(8 * N).enumerate() {
-        let (start, k) = axis.taps(x);
+        let first = 8 * N * axis.bounds[x].0 as usize;
         let mut acc_hi = [_mm256_setzero_si256(); N];
         let mut acc_lo = [_mm256_setzero_si256(); N];
-        // One spare tap past an odd count reads a real pixel (or zero at the row end)
-        // that its zero weight cancels.
-        let first = 8 * N * start;
         for (j, &[hi, lo]) in axis.tap_pairs(x).iter().enumerate() {
             let whi = _mm256_set1_epi32(hi);
             let wlo = _mm256_set1_epi32(lo);
@@ -328,7 +325,6 @@ pub(super) unsafe fn h_block8_avx2<const N: usize>(
                 acc_lo[c] = _mm256_add_epi32(acc_lo[c], _mm256_madd_epi16(v, wlo));
             }
         }
-        let _ = k;
         for c in 0..N {
             let sum = _mm256_add_epi32(_mm256_slli_epi32::<8>(acc_hi[c]), acc_lo[c]);
             let s = _mm256_srai_epi32::<{ PRECISION_BITS as i32 }>(_mm256_add_epi32(
@@ -340,23 +336,42 @@ pub(super) unsafe fn h_block8_avx2<const N: usize>(
             ox[8 * c..8 * c + 8].copy_from_slice(&bytes.to_le_bytes());
         }
     }
-    // Back to rows: 4 butterfly rounds turn (byte, row) into (row, byte).
-    let full = out_len / 16 * 16;
-    for i in (0..full).step_by(16) {
-        let block = &o[8 * i..8 * i + 128];
-        // SAFETY: `block` holds 128 bytes, eight loads of 16.
-        let v: [__m128i; 8] =
-            core::array::from_fn(|j| unsafe { _mm_loadu_si128(block[16 * j..].as_ptr().cast()) });
-        let v = butterfly(butterfly(butterfly(butterfly(v))));
-        for (r, v) in v.into_iter().enumerate() {
-            let d = &mut out[r * out_stride + i..r * out_stride + i + 16];
-            // SAFETY: `d` is exactly 16 bytes.
-            unsafe { _mm_storeu_si128(d.as_mut_ptr().cast(), v) };
+}
+
+/// [`sums8_avx2`] in 128-bit registers: rows 0-3 and 4-7 in two halves.
+#[target_feature(enable = "sse4.1")]
+pub(super) unsafe fn sums8_sse41<const N: usize>(t: &[u8], o: &mut [u8], axis: &Axis) {
+    let zero = _mm_setzero_si128();
+    for (x, ox) in o.chunks_exact_mut(8 * N).enumerate() {
+        let first = 8 * N * axis.bounds[x].0 as usize;
+        let mut acc_hi = [[zero; 2]; N];
+        let mut acc_lo = [[zero; 2]; N];
+        for (j, &[hi, lo]) in axis.tap_pairs(x).iter().enumerate() {
+            let whi = _mm_set1_epi32(hi);
+            let wlo = _mm_set1_epi32(lo);
+            let at = first + 16 * N * j;
+            for c in 0..N {
+                let a = read8(t, at + 8 * c);
+                let b = read8(t, at + 8 * (N + c));
+                let ab = _mm_unpacklo_epi8(_mm_cvtsi64_si128(a), _mm_cvtsi64_si128(b));
+                let halves = [_mm_unpacklo_epi8(ab, zero), _mm_unpackhi_epi8(ab, zero)];
+                for (h, v) in halves.into_iter().enumerate() {
+                    acc_hi[c][h] = _mm_add_epi32(acc_hi[c][h], _mm_madd_epi16(v, whi));
+                    acc_lo[c][h] = _mm_add_epi32(acc_lo[c][h], _mm_madd_epi16(v, wlo));
+                }
+            }
         }
-    }
-    for i in full..out_len {
-        for r in 0..8 {
-            out[r * out_stride + i] = o[8 * i + r];
+        for c in 0..N {
+            let s = [0, 1].map(|h| {
+                let sum = _mm_add_epi32(_mm_slli_epi32::<8>(acc_hi[c][h]), acc_lo[c][h]);
+                _mm_srai_epi32::<{ PRECISION_BITS as i32 }>(_mm_add_epi32(
+                    sum,
+                    _mm_set1_epi32(HALF),
+                ))
+            });
+            let w16 = _mm_packs_epi32(s[0], s[1]);
+            let bytes = _mm_cvtsi128_si64(_mm_packus_epi16(w16, w16));
+            ox[8 * c..8 * c + 8].copy_from_slice(&bytes.to_le_bytes());
         }
     }
 }
