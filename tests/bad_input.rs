@@ -8,7 +8,7 @@ use tensorprep::color::{YuvRange, convert_color};
 use tensorprep::finish::{FinishSpec, Finisher};
 use tensorprep::geometry::{Flip, Placement, Rotation, center_crop, flip, pad, rotate};
 use tensorprep::jpeg::{Backend, DecodeOptions, JpegDecoder};
-use tensorprep::resize::{Filter, Resample, Resizer};
+use tensorprep::resize::{Filter, Resample, ResizePlan, ResizeState, Resizer, SourceBox};
 use tensorprep::{
     Error, Image, ImageView, ImageViewMut, JpegErrorKind, Limits, PixelFormat, Plane, Rect,
     TensorMut,
@@ -395,6 +395,23 @@ fn random_shapes_through_every_op_never_panic() {
         let _ = convert_color(&src, &mut dst, YuvRange::Limited);
         let _ = resizer.resize(&src, &mut dst, Resample::Pillow(Filter::Lanczos3));
         let _ = resizer.resize(&src, &mut dst, Resample::OpenCvLinear);
+        let _ = resizer.resize(&src, &mut dst, Resample::OpenCvArea);
+        // Boxes anywhere, including outside the image, reversed, NaN and infinite.
+        let coord = |rng: &mut Rng| match rng.below(12) {
+            0 => f32::NAN,
+            1 => f32::INFINITY,
+            2 => -1.5,
+            _ => rng.below(50) as f32 + rng.below(4) as f32 * 0.25,
+        };
+        let b = SourceBox {
+            x0: coord(&mut rng),
+            y0: coord(&mut rng),
+            x1: coord(&mut rng),
+            y1: coord(&mut rng),
+        };
+        let filter = [Filter::Nearest, Filter::Box, Filter::Bicubic][rng.below(3) as usize];
+        let _ = resizer.resize_box(&src, b, &mut dst, Resample::Pillow(filter));
+        let _ = resizer.resize_box(&src, b, &mut dst, Resample::OpenCvArea);
         let _ = resizer.letterbox(
             &src,
             &mut dst,
@@ -414,4 +431,37 @@ fn random_shapes_through_every_op_never_panic() {
         let _ = finisher.run(&src, TensorMut::F32(&mut tensor[..tlen]));
         let _ = center_crop(&src, w2, h2);
     }
+}
+
+#[test]
+fn resize_plans_refuse_scratch_beyond_the_limits() {
+    // Widened and flattened: the intermediate rows (262144 wide, 100000 of them)
+    // would take 100 GB. (A strip over 100 times taller than wide would not: Pillow
+    // resamples those vertically first.)
+    let bilinear = Resample::Pillow(Filter::Bilinear);
+    let r = ResizePlan::new((3000, 100_000), (262_144, 10), bilinear).map(|_| ());
+    assert!(matches!(r, Err(Error::AllocationTooLarge { .. })), "{r:?}");
+    assert!(ResizePlan::new((10, 262_144), (262_144, 10), bilinear).is_ok());
+    // Destination larger than the pixel cap.
+    let tight = Limits {
+        max_pixels: 1000,
+        max_alloc_bytes: 1 << 30,
+    };
+    let full = SourceBox::full(10, 10);
+    let r = ResizePlan::with_source_box((10, 10), full, (100, 100), Resample::default(), &tight);
+    assert!(
+        matches!(r, Err(Error::TooManyPixels { .. })),
+        "{:?}",
+        r.map(|_| ())
+    );
+    // A plan is for one size: other sizes are errors, not out-of-bounds reads.
+    let plan = ResizePlan::new((8, 8), (4, 4), Resample::default()).unwrap();
+    let px = [0u8; 9 * 9 * 3];
+    let mut out = [0u8; 4 * 4 * 3];
+    let src = ImageView::new(PixelFormat::Rgb8, 9, 9, &px).unwrap();
+    let mut dst = ImageViewMut::new(PixelFormat::Rgb8, 4, 4, &mut out).unwrap();
+    assert!(matches!(
+        plan.run(&mut ResizeState::new(), &src, &mut dst),
+        Err(Error::SizeMismatch { .. })
+    ));
 }

@@ -190,9 +190,12 @@ impl ResizePlan {
         limits.check_pixels(u64::from(dst.0), u64::from(dst.1))?;
         source_box.check(src.0, src.1)?;
         let method = match resample {
-            Resample::Pillow(filter) => Method::Pillow(pillow::PillowPlan::new(
-                src, source_box, dst, filter, limits,
-            )?),
+            Resample::Pillow(filter) => {
+                let plan = pillow::PillowPlan::new(src, source_box, dst, filter, limits)?;
+                // The scratch a run will grow to, refused now rather than when running.
+                limits.check_alloc(plan.scratch_bytes(src, dst))?;
+                Method::Pillow(plan)
+            }
             Resample::OpenCvLinear | Resample::OpenCvArea => {
                 let b = source_box;
                 let integral = [b.x0, b.y0, b.x1, b.y1]

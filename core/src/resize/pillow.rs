@@ -113,6 +113,24 @@ impl PillowPlan {
         }))
     }
 
+    /// The most scratch a run can need (4 bytes per pixel, the widest format).
+    pub(super) fn scratch_bytes(&self, (sw, _sh): (u32, u32), (dw, dh): (u32, u32)) -> u64 {
+        let (sw, dw, dh) = (u64::from(sw), u64::from(dw), u64::from(dh));
+        match self {
+            PillowPlan::Convolve(c) => {
+                let rows = (c.rows.1 - c.rows.0) as u64;
+                let mid = if c.vertical_first {
+                    sw * 4 * dh
+                } else {
+                    dw * 4 * rows
+                };
+                // Intermediate rows, premultiplied source rows, one row, the eight-row block.
+                mid + sw * 4 * rows.max(dh) + sw * 4 + 8 * 4 * (sw + dw)
+            }
+            _ => 0,
+        }
+    }
+
     pub(super) fn run(
         &self,
         simd: Simd,
