@@ -1,8 +1,9 @@
-//! Arbitrary bytes through the JPEG decoder, in every mode and output format.
+//! Arbitrary bytes through the JPEG decoder, on both backends, in every mode,
+//! scale and output format.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tensorprep::jpeg::{DecodeOptions, JpegDecoder, Orientation};
+use tensorprep::jpeg::{Backend, DecodeOptions, JpegDecoder, Orientation, Scale};
 use tensorprep::{Limits, PixelFormat};
 
 fuzz_target!(|data: &[u8]| {
@@ -19,6 +20,14 @@ fuzz_target!(|data: &[u8]| {
             Orientation::Ignore
         },
         strict: mode & 8 == 0,
+        backend: if mode & 16 != 0 {
+            Backend::LibjpegTurbo
+        } else {
+            Backend::Zune
+        },
+        // Reduced sizes only exist on libjpeg-turbo; on zune-jpeg they must be refused.
+        scale: [Scale::Full, Scale::Half, Scale::Quarter, Scale::Eighth]
+            [usize::from(mode >> 5) & 3],
         // Small caps keep each run fast and exercise the limit checks.
         limits: Limits {
             max_pixels: 1 << 22,
