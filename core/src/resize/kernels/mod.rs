@@ -142,15 +142,18 @@ pub(super) fn h_block8(
         return false;
     }
     let (in_len, out_len) = (rows.len, axis.bounds.len() * n);
-    let need = 8 * (in_len + out_len);
+    // The interleaved rows, then room for the spare tap an odd tap count reads
+    // past the row end (multiplied by a zero weight), then the interleaved results.
+    let t_len = 8 * in_len + 8 * 4;
+    let need = t_len + 8 * out_len;
     if scratch.len() < need {
         scratch.resize(need, 0);
     }
-    let (t, o) = scratch[..need].split_at_mut(8 * in_len);
+    let (t, o) = scratch[..need].split_at_mut(t_len);
     let src: [&[u8]; 8] = core::array::from_fn(|r| rows.row(r));
     #[cfg(target_arch = "x86_64")]
     {
-        x86::interleave8(&src, t);
+        x86::interleave8(&src, &mut t[..8 * in_len]);
         // SAFETY: plans only hold a `Simd` whose `is_available()` returned true.
         unsafe {
             match (simd, n) {
@@ -166,7 +169,7 @@ pub(super) fn h_block8(
     }
     #[cfg(target_arch = "aarch64")]
     {
-        neon::interleave8(&src, t);
+        neon::interleave8(&src, &mut t[..8 * in_len]);
         match n {
             1 => neon::sums8::<1>(t, o, axis),
             3 => neon::sums8::<3>(t, o, axis),

@@ -234,15 +234,6 @@ unsafe fn v_row_sse41_from(rows: &Rows<'_>, start: usize, k: &[i32], out: &mut [
     v_row_scalar(rows, start, k, out, x);
 }
 
-/// Eight bytes at `i` as an integer, zero past the end of `t`.
-#[inline(always)]
-fn read8(t: &[u8], i: usize) -> i64 {
-    match t.get(i..i + 8) {
-        Some(b) => i64::from_le_bytes(b.try_into().unwrap_or([0; 8])),
-        None => 0,
-    }
-}
-
 /// One round of the byte-transpose butterfly: vector `2j` / `2j + 1` take the
 /// low / high interleave of vectors `j` and `j + 4`. Viewing a byte's place as the
 /// 7 bits (vector, byte), each round rotates them left by one.
@@ -305,7 +296,7 @@ pub(super) fn deinterleave8(o: &[u8], out: &mut [u8], len: usize, stride: usize)
 /// rows in one vector. Two taps per `vpmaddwd`: the rows' (tap t, tap t + 1) pixel
 /// pairs times the weights split as w = 256 * hi + lo (hi fits i16, lo is
 /// 0..=255), both sums exact in i32. A spare tap past an odd count reads a real
-/// pixel (or zero at the row end) that its zero weight cancels.
+/// pixel (or padding at the row end) that its zero weight cancels.
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn sums8_avx2<const N: usize>(t: &[u8], o: &mut [u8], axis: &Axis) {
     for (x, ox) in o.chunks_exact_mut(8 * N).enumerate() {
@@ -316,9 +307,15 @@ pub(super) unsafe fn sums8_avx2<const N: usize>(t: &[u8], o: &mut [u8], axis: &A
             let whi = _mm256_set1_epi32(hi);
             let wlo = _mm256_set1_epi32(lo);
             let at = first + 16 * N * j;
+            // Tap pair j of all channels; `t` has room for the spare tap (see `h_block8`).
+            let taps = &t[at..at + 16 * N];
             for c in 0..N {
-                let a = read8(t, at + 8 * c);
-                let b = read8(t, at + 8 * (N + c));
+                let a = i64::from_le_bytes(taps[8 * c..8 * c + 8].try_into().unwrap_or([0; 8]));
+                let b = i64::from_le_bytes(
+                    taps[8 * (N + c)..8 * (N + c) + 8]
+                        .try_into()
+                        .unwrap_or([0; 8]),
+                );
                 let ab = _mm_unpacklo_epi8(_mm_cvtsi64_si128(a), _mm_cvtsi64_si128(b));
                 let v = _mm256_cvtepu8_epi16(ab);
                 acc_hi[c] = _mm256_add_epi32(acc_hi[c], _mm256_madd_epi16(v, whi));
@@ -350,9 +347,15 @@ pub(super) unsafe fn sums8_sse41<const N: usize>(t: &[u8], o: &mut [u8], axis: &
             let whi = _mm_set1_epi32(hi);
             let wlo = _mm_set1_epi32(lo);
             let at = first + 16 * N * j;
+            // Tap pair j of all channels; `t` has room for the spare tap (see `h_block8`).
+            let taps = &t[at..at + 16 * N];
             for c in 0..N {
-                let a = read8(t, at + 8 * c);
-                let b = read8(t, at + 8 * (N + c));
+                let a = i64::from_le_bytes(taps[8 * c..8 * c + 8].try_into().unwrap_or([0; 8]));
+                let b = i64::from_le_bytes(
+                    taps[8 * (N + c)..8 * (N + c) + 8]
+                        .try_into()
+                        .unwrap_or([0; 8]),
+                );
                 let ab = _mm_unpacklo_epi8(_mm_cvtsi64_si128(a), _mm_cvtsi64_si128(b));
                 let halves = [_mm_unpacklo_epi8(ab, zero), _mm_unpackhi_epi8(ab, zero)];
                 for (h, v) in halves.into_iter().enumerate() {
