@@ -160,36 +160,57 @@ fn h_gray_avx2(src: &[u8], start: usize, k: &[i32], out: &mut [u8]) {
     out[0] = crate::resize::coeffs::clip8(ss);
 }
 
-/// Sums of 8 bytes at `p` times `w`, as 8 i32 lanes.
-#[inline(always)]
-fn mul8_avx2(bytes: __m128i, w: __m256i) -> __m256i {
-    // SAFETY: register arithmetic only; every caller enables AVX2.
-    unsafe { _mm256_mullo_epi32(_mm256_cvtepu8_epi32(bytes), w) }
-}
-
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn v_row_avx2(rows: &Rows<'_>, start: usize, k: &[i32], out: &mut [u8]) {
+    // Two rows per `vpmaddwd`: the (row t, row t + 1) pixel pairs times the weights
+    // split as w = 256 * hi + lo (hi fits i16, lo is 0..=255), both sums exact in
+    // i32. All shuffles stay inside 128-bit lanes, and so does the final packing.
+    let word = |a: i32, b: i32| (a & 0xffff) | (b << 16);
+    let zero = _mm256_setzero_si256();
     let n = out.len();
     let mut x = 0;
-    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     while x + 32 <= n {
-        let mut acc = [_mm256_set1_epi32(HALF); 4];
-        for (t, &kt) in k.iter().enumerate() {
-            let row = &rows.row(start + t)[x..x + 32];
-            // SAFETY: `row` is exactly 32 bytes long.
-            let v = unsafe { _mm256_loadu_si256(row.as_ptr().cast()) };
-            let w = _mm256_set1_epi32(kt);
-            let lo = _mm256_castsi256_si128(v);
-            let hi = _mm256_extracti128_si256::<1>(v);
-            acc[0] = _mm256_add_epi32(acc[0], mul8_avx2(lo, w));
-            acc[1] = _mm256_add_epi32(acc[1], mul8_avx2(_mm_srli_si128::<8>(lo), w));
-            acc[2] = _mm256_add_epi32(acc[2], mul8_avx2(hi, w));
-            acc[3] = _mm256_add_epi32(acc[3], mul8_avx2(_mm_srli_si128::<8>(hi), w));
+        // acc[i]: pixels 4i..4i+4 of each 16-pixel lane half.
+        let mut hi = [zero; 4];
+        let mut lo = [zero; 4];
+        for (j, w) in k.chunks(2).enumerate() {
+            let (w0, w1) = (w[0], w.get(1).copied().unwrap_or(0));
+            let whi = _mm256_set1_epi32(word(w0 >> 8, w1 >> 8));
+            let wlo = _mm256_set1_epi32(word(w0 & 0xff, w1 & 0xff));
+            let r0 = &rows.row(start + 2 * j)[x..x + 32];
+            // A lone last row pairs with itself under a zero weight.
+            let r1 = &rows.row(start + 2 * j + usize::from(w.len() == 2))[x..x + 32];
+            // SAFETY: `r0` and `r1` are exactly 32 bytes long.
+            let (a, b) = unsafe {
+                (
+                    _mm256_loadu_si256(r0.as_ptr().cast()),
+                    _mm256_loadu_si256(r1.as_ptr().cast()),
+                )
+            };
+            let (l, h) = (_mm256_unpacklo_epi8(a, b), _mm256_unpackhi_epi8(a, b));
+            let pairs = [
+                _mm256_unpacklo_epi8(l, zero),
+                _mm256_unpackhi_epi8(l, zero),
+                _mm256_unpacklo_epi8(h, zero),
+                _mm256_unpackhi_epi8(h, zero),
+            ];
+            for (i, v) in pairs.into_iter().enumerate() {
+                hi[i] = _mm256_add_epi32(hi[i], _mm256_madd_epi16(v, whi));
+                lo[i] = _mm256_add_epi32(lo[i], _mm256_madd_epi16(v, wlo));
+            }
         }
-        let s = acc.map(|a| _mm256_srai_epi32::<{ PRECISION_BITS as i32 }>(a));
-        let p01 = _mm256_packs_epi32(s[0], s[1]);
-        let p23 = _mm256_packs_epi32(s[2], s[3]);
-        let bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p01, p23), order);
+        let s: [__m256i; 4] = core::array::from_fn(|i| {
+            let sum = _mm256_add_epi32(_mm256_slli_epi32::<8>(hi[i]), lo[i]);
+            _mm256_srai_epi32::<{ PRECISION_BITS as i32 }>(_mm256_add_epi32(
+                sum,
+                _mm256_set1_epi32(HALF),
+            ))
+        });
+        // Per lane: (0-3, 4-7) and (8-11, 12-15), then bytes 0-15: in order.
+        let bytes = _mm256_packus_epi16(
+            _mm256_packs_epi32(s[0], s[1]),
+            _mm256_packs_epi32(s[2], s[3]),
+        );
         let dst = &mut out[x..x + 32];
         // SAFETY: `dst` is exactly 32 bytes long.
         unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), bytes) };
