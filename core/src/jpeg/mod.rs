@@ -440,7 +440,6 @@ impl JpegDecoder {
                 );
                 self.turbo.decode(
                     bytes,
-                    info.components,
                     format,
                     scale,
                     self.options.strict,

@@ -105,10 +105,7 @@ impl Turbo {
     /// Parses the headers: stored width, height and number of components.
     pub(super) fn header(&mut self, bytes: &[u8]) -> Result<(u32, u32, u8)> {
         let h = self.handle()?;
-        let len = c_int::try_from(bytes.len()).map_err(|_| Error::AllocationTooLarge {
-            bytes: bytes.len() as u64,
-            limit: c_int::MAX as u64,
-        })?;
+        let len = jpeg_len(bytes)?;
         // SAFETY: `bytes` is a valid slice of `len` bytes; `h` is live.
         if unsafe { tj::tj3DecompressHeader(h, bytes.as_ptr(), len as _) } != 0 {
             return Err(Self::failure(h, true).unwrap_or(Error::Jpeg {
@@ -143,7 +140,6 @@ impl Turbo {
     pub(super) fn decode(
         &mut self,
         bytes: &[u8],
-        components: u8,
         format: PixelFormat,
         scale: Scale,
         strict: bool,
@@ -158,16 +154,7 @@ impl Turbo {
         Self::set(h, tj::TJPARAM_TJPARAM_SCANLIMIT, MAX_SCANS)?;
         let max_pixels = c_int::try_from(limits.max_pixels).unwrap_or(c_int::MAX);
         Self::set(h, tj::TJPARAM_TJPARAM_MAXPIXELS, max_pixels)?;
-        let len = c_int::try_from(bytes.len()).map_err(|_| Error::AllocationTooLarge {
-            bytes: bytes.len() as u64,
-            limit: c_int::MAX as u64,
-        })?;
-        // SAFETY: `bytes` is a valid slice of `len` bytes.
-        if unsafe { tj::tj3DecompressHeader(h, bytes.as_ptr(), len as _) } != 0 {
-            return Err(Self::failure(h, true).unwrap_or(Error::Jpeg {
-                kind: JpegErrorKind::Corrupt,
-            }));
-        }
+        let (jw, jh, components) = self.header(bytes)?;
         let factor = tj::tjscalingfactor {
             num: 1,
             denom: scale.denominator() as c_int,
@@ -222,20 +209,14 @@ impl Turbo {
             });
         }
         // TurboJPEG writes TJSCALED(w) x TJSCALED(h) pixels, which must be ours.
-        let scaled = |side: c_int| (side + factor.denom - 1) / factor.denom;
-        // SAFETY: `h` is live and has just parsed the header.
-        let (jw, jh) = unsafe {
-            (
-                tj::tj3Get(h, tj::TJPARAM_TJPARAM_JPEGWIDTH as c_int),
-                tj::tj3Get(h, tj::TJPARAM_TJPARAM_JPEGHEIGHT as c_int),
-            )
-        };
-        if (scaled(jw) as usize, scaled(jh) as usize) != (w, rows) {
+        let expected = (scale.apply(jw), scale.apply(jh));
+        if expected != (width, height) {
             return Err(Error::SizeMismatch {
-                expected: (scaled(jw).max(0) as u32, scaled(jh).max(0) as u32),
+                expected,
                 found: (width, height),
             });
         }
+        let len = jpeg_len(bytes)?;
         let pitch_c = c_int::try_from(pitch).map_err(|_| Error::StrideTooSmall {
             plane: 0,
             stride: pitch,
@@ -264,6 +245,14 @@ impl Turbo {
         }
         Ok(())
     }
+}
+
+/// The length of `bytes` as TurboJPEG takes it.
+fn jpeg_len(bytes: &[u8]) -> Result<c_int> {
+    c_int::try_from(bytes.len()).map_err(|_| Error::AllocationTooLarge {
+        bytes: bytes.len() as u64,
+        limit: c_int::MAX as u64,
+    })
 }
 
 /// Pillow's `CMYK;I` unpacking (the Adobe convention: stored values inverted)
