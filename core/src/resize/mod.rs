@@ -315,8 +315,6 @@ pub struct ResizeState {
     between: alloc::vec::Vec<u8>,
     /// Premultiplied source rows (RGBA when the vertical pass reads the source).
     premultiplied: alloc::vec::Vec<u8>,
-    /// One premultiplied source row.
-    row: alloc::vec::Vec<u8>,
     /// Interleaved rows of the eight-row horizontal kernel.
     block: alloc::vec::Vec<u8>,
     opencv: opencv::OpenCvState,

@@ -124,8 +124,9 @@ impl PillowPlan {
                 } else {
                     dw * 4 * rows
                 };
-                // Intermediate rows, premultiplied source rows, one row, the eight-row block.
-                mid + sw * 4 * rows.max(dh) + sw * 4 + 8 * 4 * (sw + dw)
+                // Intermediate rows, premultiplied source rows (at least a block of
+                // eight), and the interleaved block.
+                mid + sw * 4 * rows.max(dh).max(8) + 8 * 4 * (sw + dw) + 32
             }
             _ => 0,
         }
@@ -251,6 +252,33 @@ fn premultiplied_rows<'a>(
     }
 }
 
+/// The horizontal pass of `count` rows `input.row(0..count)` into `out`, rows
+/// `stride` apart, eight rows per kernel call; each block premultiplied into
+/// `pre` first when given (RGBA).
+#[allow(clippy::too_many_arguments)]
+fn h_pass(
+    simd: Simd,
+    bpp: usize,
+    h: &Axis,
+    input: &Rows<'_>,
+    count: usize,
+    out: &mut [u8],
+    stride: usize,
+    mut pre: Option<&mut Vec<u8>>,
+    block: &mut Vec<u8>,
+) {
+    let row_len = h.bounds.len() * bpp;
+    for y0 in (0..count).step_by(8) {
+        let m = 8.min(count - y0);
+        let rows = match pre.as_deref_mut() {
+            Some(buf) => premultiplied_rows(buf, input, (y0, y0 + m)),
+            None => input.from(y0),
+        };
+        let o = &mut out[y0 * stride..(y0 + m - 1) * stride + row_len];
+        kernels::h_block(simd, bpp, &rows, m, o, stride, h, block);
+    }
+}
+
 impl Convolve {
     fn run(
         &self,
@@ -275,7 +303,6 @@ impl Convolve {
         let ResizeState {
             between,
             premultiplied,
-            row,
             block,
             ..
         } = state;
@@ -311,100 +338,57 @@ impl Convolve {
                     ..src_rows
                 },
             };
-            for (y, d) in dst.plane_rows_mut(0).enumerate() {
-                match &self.h {
-                    Some(h) => kernels::h_row(simd, bpp, mid.row(y), d, h),
-                    None => d.copy_from_slice(&mid.row(y)[self.x0 * bpp..][..dw * bpp]),
+            match &self.h {
+                Some(h) => {
+                    let stride = dst.stride(0);
+                    h_pass(
+                        simd,
+                        bpp,
+                        h,
+                        &mid,
+                        dh,
+                        dst.plane_data_mut(0),
+                        stride,
+                        None,
+                        block,
+                    );
+                }
+                None => {
+                    for (y, d) in dst.plane_rows_mut(0).enumerate() {
+                        d.copy_from_slice(&mid.row(y)[self.x0 * bpp..][..dw * bpp]);
+                    }
                 }
             }
         } else {
+            // Alpha: each block of source rows is premultiplied before the horizontal pass.
+            let pre = alpha.then_some(premultiplied);
             match (&self.h, &self.v) {
-                (Some(h), v) => {
-                    // Horizontal pass over the rows the vertical pass needs (or straight
-                    // into the output when there is no vertical pass).
-                    let mut h_pass = |y: usize, o: &mut [u8]| {
-                        if alpha {
-                            let r = scratch(row, src_rows.len);
-                            premultiply_row(src_rows.row(y), r);
-                            kernels::h_row(simd, bpp, r, o, h);
-                        } else {
-                            kernels::h_row(simd, bpp, src_rows.row(y), o, h);
-                        }
+                (Some(h), None) => {
+                    // Straight into the output.
+                    let stride = dst.stride(0);
+                    let out = dst.plane_data_mut(0);
+                    h_pass(simd, bpp, h, &src_rows, dh, out, stride, pre, block);
+                }
+                (Some(h), Some(v)) => {
+                    // Horizontal pass over the rows the vertical pass reads, then vertical.
+                    let mid_len = dw * bpp;
+                    let out = scratch(between, (last - first) * mid_len);
+                    let input = src_rows.from(first);
+                    h_pass(simd, bpp, h, &input, last - first, out, mid_len, pre, block);
+                    let mid = Rows {
+                        data: out,
+                        stride: mid_len,
+                        len: mid_len,
                     };
-                    match v {
-                        None => {
-                            // Straight into the output, eight rows at a time where possible.
-                            let stride = dst.stride(0);
-                            let row_len = dw * bpp;
-                            let mut done = 0;
-                            if !alpha {
-                                let data = dst.plane_data_mut(0);
-                                while done + 8 <= dh {
-                                    let end = (done + 7) * stride + row_len;
-                                    let o = &mut data[done * stride..end];
-                                    if !kernels::h_block8(
-                                        simd,
-                                        bpp,
-                                        &src_rows.from(done),
-                                        o,
-                                        stride,
-                                        h,
-                                        block,
-                                    ) {
-                                        break;
-                                    }
-                                    done += 8;
-                                }
-                            }
-                            for (y, d) in dst.plane_rows_mut(0).enumerate().skip(done) {
-                                h_pass(y, d);
-                            }
-                        }
-                        Some(v) => {
-                            let mid_len = dw * bpp;
-                            let out = scratch(between, (last - first) * mid_len);
-                            // Eight rows at a time where the SIMD path has a block kernel.
-                            let mut done = 0;
-                            if !alpha {
-                                for (b, o) in out.chunks_exact_mut(8 * mid_len).enumerate() {
-                                    let y0 = first + 8 * b;
-                                    if !kernels::h_block8(
-                                        simd,
-                                        bpp,
-                                        &src_rows.from(y0),
-                                        o,
-                                        mid_len,
-                                        h,
-                                        block,
-                                    ) {
-                                        break;
-                                    }
-                                    done += 8;
-                                }
-                            }
-                            for (i, o) in out.chunks_exact_mut(mid_len).enumerate().skip(done) {
-                                h_pass(first + i, o);
-                            }
-                            let mid = Rows {
-                                data: out,
-                                stride: mid_len,
-                                len: mid_len,
-                            };
-                            for (y, d) in dst.plane_rows_mut(0).enumerate() {
-                                let (start, k) = v.taps(y);
-                                kernels::v_row(simd, &mid, start, k, d);
-                            }
-                        }
+                    for (y, d) in dst.plane_rows_mut(0).enumerate() {
+                        let (start, k) = v.taps(y);
+                        kernels::v_row(simd, &mid, start, k, d);
                     }
                 }
                 (None, Some(v)) => {
-                    let (input, offset) = if alpha {
-                        (
-                            premultiplied_rows(premultiplied, &src_rows, (first, last)),
-                            first,
-                        )
-                    } else {
-                        (src_rows, 0)
+                    let (input, offset) = match pre {
+                        Some(buf) => (premultiplied_rows(buf, &src_rows, (first, last)), first),
+                        None => (src_rows, 0),
                     };
                     for (y, d) in dst.plane_rows_mut(0).enumerate() {
                         let (start, k) = v.taps(y);

@@ -32,13 +32,24 @@ pub enum Simd {
 }
 
 impl Simd {
+    /// Every path, the reference first, then from slower to faster on each architecture.
+    pub const ALL: [Simd; 4] = [Simd::Scalar, Simd::Sse41, Simd::Avx2, Simd::Neon];
+
+    /// The paths this CPU can run.
+    ///
+    /// ```
+    /// use tensorprep::resize::Simd;
+    /// assert!(Simd::available().any(|s| s == Simd::Scalar));
+    /// assert!(Simd::available().any(|s| s == Simd::detect()));
+    /// ```
+    pub fn available() -> impl Iterator<Item = Simd> {
+        Simd::ALL.into_iter().filter(|s| s.is_available())
+    }
+
     /// The fastest path this CPU supports (detected at run time with `std`, from
     /// the compile-time target features without it).
     pub fn detect() -> Simd {
-        [Simd::Avx2, Simd::Sse41, Simd::Neon]
-            .into_iter()
-            .find(|s| s.is_available())
-            .unwrap_or(Simd::Scalar)
+        Simd::available().last().unwrap_or(Simd::Scalar)
     }
 
     /// Whether this CPU can run the path.
@@ -84,64 +95,39 @@ impl<'a> Rows<'a> {
     }
 }
 
-/// One horizontal pass row: `src` holds whole source pixels of `n` bytes, `out`
-/// receives `axis.bounds.len()` pixels.
-pub(super) fn h_row(simd: Simd, n: usize, src: &[u8], out: &mut [u8], axis: &Axis) {
-    debug_assert!(simd.is_available());
-    match (simd, n) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: plans only hold a `Simd` whose `is_available()` returned true
-        // (checked in `ResizePlan::with_simd`), so the CPU has AVX2.
-        (Simd::Avx2, 1) => unsafe { x86::h_row_avx2::<1>(src, out, axis) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        (Simd::Avx2, 3) => unsafe { x86::h_row_avx2::<3>(src, out, axis) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        (Simd::Avx2, 4) => unsafe { x86::h_row_avx2::<4>(src, out, axis) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above, for SSE4.1.
-        (Simd::Sse41, 1) => unsafe { x86::h_row_sse41::<1>(src, out, axis) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above, for SSE4.1.
-        (Simd::Sse41, 3) => unsafe { x86::h_row_sse41::<3>(src, out, axis) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above, for SSE4.1.
-        (Simd::Sse41, 4) => unsafe { x86::h_row_sse41::<4>(src, out, axis) },
-        #[cfg(target_arch = "aarch64")]
-        (Simd::Neon, 3) => neon::h_row::<3>(src, out, axis),
-        #[cfg(target_arch = "aarch64")]
-        (Simd::Neon, 4) => neon::h_row::<4>(src, out, axis),
-        (_, 1) => h_row_scalar::<1>(src, out, axis),
-        (_, 3) => h_row_scalar::<3>(src, out, axis),
-        (_, 4) => h_row_scalar::<4>(src, out, axis),
-        _ => unreachable!("packed formats have 1, 3 or 4 bytes per pixel"),
-    }
-}
-
-/// The horizontal pass of eight rows `rows.row(0..8)` into eight rows of
-/// `out` (`out_stride` apart), where a path has an eight-row kernel. Returns
-/// `false` (and writes nothing) where it has none.
+/// The horizontal pass of `m` (1..=8) rows `rows.row(0..m)` into `m` rows of
+/// `out`, `out_stride` apart (the last one exactly `axis.bounds.len() * n` bytes).
 ///
-/// The rows are first interleaved (byte `i` of row `r` at `8 * i + r`), so one
-/// 8-byte load holds the same tap of all eight rows: the sums then run with every
-/// vector lane useful and no per-pixel horizontal reduction, instead of gathering
-/// 3 or 4 bytes per tap. The results are interleaved the same way and
-/// transposed back. Same integer sums as the scalar kernel.
-pub(super) fn h_block8(
+/// On the SIMD paths the rows are first interleaved (byte `i` of row `r` at
+/// `8 * i + r`; a partial block repeats its last row), so one 8-byte load holds
+/// the same tap of all eight rows: the sums then run with every vector lane
+/// useful and no per-pixel horizontal reduction, instead of gathering 3 or 4
+/// bytes per tap. The results are interleaved the same way and transposed back.
+/// Same integer sums as the scalar kernel.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn h_block(
     simd: Simd,
     n: usize,
     rows: &Rows<'_>,
+    m: usize,
     out: &mut [u8],
     out_stride: usize,
     axis: &Axis,
     scratch: &mut alloc::vec::Vec<u8>,
-) -> bool {
-    debug_assert!(simd.is_available());
-    if !matches!(n, 1 | 3 | 4) || !matches!(simd, Simd::Avx2 | Simd::Sse41 | Simd::Neon) {
-        return false;
-    }
+) {
+    debug_assert!(simd.is_available() && (1..=8).contains(&m));
     let (in_len, out_len) = (rows.len, axis.bounds.len() * n);
+    if simd == Simd::Scalar || !matches!(n, 1 | 3 | 4) {
+        for r in 0..m {
+            let o = &mut out[r * out_stride..r * out_stride + out_len];
+            match n {
+                1 => h_row_scalar::<1>(rows.row(r), o, axis),
+                3 => h_row_scalar::<3>(rows.row(r), o, axis),
+                _ => h_row_scalar::<4>(rows.row(r), o, axis),
+            }
+        }
+        return;
+    }
     // The interleaved rows, then room for the spare tap an odd tap count reads
     // past the row end (multiplied by a zero weight), then the interleaved results.
     let t_len = 8 * in_len + 8 * 4;
@@ -150,11 +136,12 @@ pub(super) fn h_block8(
         scratch.resize(need, 0);
     }
     let (t, o) = scratch[..need].split_at_mut(t_len);
-    let src: [&[u8]; 8] = core::array::from_fn(|r| rows.row(r));
+    let src: [&[u8]; 8] = core::array::from_fn(|r| rows.row(r.min(m - 1)));
     #[cfg(target_arch = "x86_64")]
     {
         x86::interleave8(&src, &mut t[..8 * in_len]);
-        // SAFETY: plans only hold a `Simd` whose `is_available()` returned true.
+        // SAFETY: plans only hold a `Simd` whose `is_available()` returned true
+        // (checked in `ResizePlan::with_simd`); on x86_64 that is SSE4.1 or AVX2.
         unsafe {
             match (simd, n) {
                 (Simd::Avx2, 1) => x86::sums8_avx2::<1>(t, o, axis),
@@ -165,7 +152,7 @@ pub(super) fn h_block8(
                 _ => x86::sums8_sse41::<4>(t, o, axis),
             }
         }
-        x86::deinterleave8(o, out, out_len, out_stride);
+        x86::deinterleave8(o, out, m, out_len, out_stride);
     }
     #[cfg(target_arch = "aarch64")]
     {
@@ -175,17 +162,16 @@ pub(super) fn h_block8(
             3 => neon::sums8::<3>(t, o, axis),
             _ => neon::sums8::<4>(t, o, axis),
         }
-        neon::deinterleave8(o, out, out_len, out_stride);
+        neon::deinterleave8(o, out, m, out_len, out_stride);
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
-        let _ = (src, t, o, out, out_stride);
-        return false;
+        // No SIMD path exists on this architecture, so `simd` is `Scalar` above.
+        let _ = (src, t, o);
     }
-    true
 }
 
-/// Scalar end of [`h_block8`]'s interleave, from byte `from` on.
+/// Scalar end of [`h_block`]'s interleave, from byte `from` on.
 #[cfg_attr(
     not(any(target_arch = "x86_64", target_arch = "aarch64")),
     allow(dead_code)
@@ -198,14 +184,14 @@ fn interleave8_tail(src: &[&[u8]; 8], t: &mut [u8], from: usize) {
     }
 }
 
-/// Scalar end of [`h_block8`]'s de-interleave, from byte `from` on.
+/// Scalar end of [`h_block`]'s de-interleave into `m` rows, from byte `from` on.
 #[cfg_attr(
     not(any(target_arch = "x86_64", target_arch = "aarch64")),
     allow(dead_code)
 )]
-fn deinterleave8_tail(o: &[u8], out: &mut [u8], len: usize, stride: usize, from: usize) {
+fn deinterleave8_tail(o: &[u8], out: &mut [u8], m: usize, len: usize, stride: usize, from: usize) {
     for i in from..len {
-        for r in 0..8 {
+        for r in 0..m {
             out[r * stride + i] = o[8 * i + r];
         }
     }
@@ -227,24 +213,20 @@ pub(super) fn v_row(simd: Simd, rows: &Rows<'_>, start: usize, k: &[i32], out: &
     }
 }
 
-/// One output pixel of the horizontal pass, the reference arithmetic.
-#[inline(always)]
-pub(super) fn h_pixel_scalar<const N: usize>(src: &[u8], start: usize, k: &[i32], out: &mut [u8]) {
-    let mut ss = [HALF; N];
-    for (p, &w) in src[start * N..].chunks_exact(N).zip(k) {
-        for (s, &v) in ss.iter_mut().zip(p) {
-            *s += i32::from(v) * w;
-        }
-    }
-    for (o, s) in out.iter_mut().zip(ss) {
-        *o = clip8(s);
-    }
-}
-
-pub(super) fn h_row_scalar<const N: usize>(src: &[u8], out: &mut [u8], axis: &Axis) {
+/// One horizontal pass row, the reference arithmetic: `src` holds whole source
+/// pixels of `N` bytes, `out` receives `axis.bounds.len()` pixels.
+fn h_row_scalar<const N: usize>(src: &[u8], out: &mut [u8], axis: &Axis) {
     for (i, o) in out.chunks_exact_mut(N).enumerate() {
         let (start, k) = axis.taps(i);
-        h_pixel_scalar::<N>(src, start, k, o);
+        let mut ss = [HALF; N];
+        for (p, &w) in src[start * N..].chunks_exact(N).zip(k) {
+            for (s, &v) in ss.iter_mut().zip(p) {
+                *s += i32::from(v) * w;
+            }
+        }
+        for (o, s) in o.iter_mut().zip(ss) {
+            *o = clip8(s);
+        }
     }
 }
 
@@ -295,13 +277,6 @@ mod tests {
             .collect()
     }
 
-    fn others() -> Vec<Simd> {
-        [Simd::Sse41, Simd::Avx2, Simd::Neon]
-            .into_iter()
-            .filter(|s| s.is_available())
-            .collect()
-    }
-
     #[test]
     fn every_simd_path_matches_scalar_bit_for_bit() {
         let filters = [
@@ -323,21 +298,12 @@ mod tests {
             (33, 133),
         ];
         let mut cases = 0;
-        for simd in others() {
+        for simd in Simd::available().filter(|&s| s != Simd::Scalar) {
             for (fi, &f) in filters.iter().enumerate() {
                 for (si, &(w_in, w_out)) in sizes.iter().enumerate() {
                     let axis =
                         Axis::new(w_in, 0.0, w_in as f32, w_out, f, &Limits::DEFAULT).unwrap();
-                    for n in [1usize, 3, 4] {
-                        let src = noise((fi * 100 + si * 10 + n) as u64, w_in as usize * n);
-                        let mut a = vec![0u8; w_out as usize * n];
-                        let mut b = vec![1u8; w_out as usize * n];
-                        h_row_scalar_n(n, &src, &mut a, &axis);
-                        h_row(simd, n, &src, &mut b, &axis);
-                        assert_eq!(a, b, "h {simd:?} {f:?} n={n} {w_in}->{w_out}");
-                        cases += 1;
-                    }
-                    // Eight rows at once, where the path has such a kernel.
+                    // Blocks of eight rows and partial ones, rows `stride` apart.
                     for n in [1usize, 3, 4] {
                         let len = w_in as usize * n;
                         let stride = len + 5;
@@ -348,21 +314,24 @@ mod tests {
                             len,
                         };
                         let out_len = w_out as usize * n;
-                        let mut a = vec![0u8; 8 * out_len];
-                        for (r, o) in a.chunks_exact_mut(out_len).enumerate() {
-                            h_row_scalar_n(n, rows.row(2 + r), o, &axis);
-                        }
-                        let mut b = vec![1u8; 8 * out_len];
-                        if h_block8(
-                            simd,
-                            n,
-                            &rows.from(2),
-                            &mut b,
-                            out_len,
-                            &axis,
-                            &mut Vec::new(),
-                        ) {
-                            assert_eq!(a, b, "h8 {simd:?} {f:?} n={n} {w_in}->{w_out}");
+                        for m in [1, 3, 7, 8] {
+                            let mut a = vec![1u8; 8 * out_len];
+                            for (r, o) in a.chunks_exact_mut(out_len).take(m).enumerate() {
+                                h_row_scalar_n(n, rows.row(2 + r), o, &axis);
+                            }
+                            // Rows past `m` keep their 1s in both: nothing is written there.
+                            let mut b = vec![1u8; 8 * out_len];
+                            h_block(
+                                simd,
+                                n,
+                                &rows.from(2),
+                                m,
+                                &mut b,
+                                out_len,
+                                &axis,
+                                &mut Vec::new(),
+                            );
+                            assert_eq!(a, b, "h {simd:?} {f:?} n={n} m={m} {w_in}->{w_out}");
                             cases += 1;
                         }
                     }

@@ -4,50 +4,8 @@
 
 use core::arch::aarch64::*;
 
-use super::{Rows, h_pixel_scalar, v_row_scalar};
+use super::{Rows, v_row_scalar};
 use crate::resize::coeffs::{Axis, HALF, PRECISION_BITS};
-
-/// Four bytes as four i32 lanes.
-#[inline(always)]
-fn widen4(bytes: [u8; 4]) -> int32x4_t {
-    // SAFETY: register arithmetic only; NEON is always present on aarch64 targets
-    // that compile this module (`Simd::Neon` requires the `neon` target feature).
-    unsafe {
-        let b = vcreate_u8(u64::from(u32::from_le_bytes(bytes)));
-        vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vmovl_u8(b))))
-    }
-}
-
-pub(super) fn h_row<const N: usize>(src: &[u8], out: &mut [u8], axis: &Axis) {
-    let w = src.len() / N;
-    for (i, o) in out.chunks_exact_mut(N).enumerate() {
-        let (start, k) = axis.taps(i);
-        // RGB reads one spare byte per pixel: keep the last source pixel scalar.
-        if N == 3 && start + k.len() >= w {
-            h_pixel_scalar::<N>(src, start, k, o);
-            continue;
-        }
-        let px = &src[start * N..(start + k.len()) * N + (4 - N)];
-        // SAFETY: register arithmetic only (see `widen4`).
-        let mut acc = unsafe { vdupq_n_s32(HALF) };
-        for (t, &kt) in k.iter().enumerate() {
-            let bytes: [u8; 4] = px[t * N..t * N + 4].try_into().unwrap_or([0; 4]);
-            // SAFETY: as above.
-            acc = unsafe { vmlaq_n_s32(acc, widen4(bytes), kt) };
-        }
-        let mut lanes = [0i32; 4];
-        // SAFETY: `lanes` holds exactly four i32.
-        unsafe {
-            vst1q_s32(
-                lanes.as_mut_ptr(),
-                vshrq_n_s32::<{ PRECISION_BITS as i32 }>(acc),
-            )
-        };
-        for (o, v) in o.iter_mut().zip(lanes) {
-            *o = v.clamp(0, 255) as u8;
-        }
-    }
-}
 
 pub(super) fn v_row(rows: &Rows<'_>, start: usize, k: &[i32], out: &mut [u8]) {
     let n = out.len();
@@ -121,8 +79,9 @@ pub(super) fn interleave8(src: &[&[u8]; 8], t: &mut [u8]) {
     super::interleave8_tail(src, t, full);
 }
 
-/// The inverse of [`interleave8`] into eight rows of `len` bytes, `stride` apart.
-pub(super) fn deinterleave8(o: &[u8], out: &mut [u8], len: usize, stride: usize) {
+/// The inverse of [`interleave8`] into the first `m` (1..=8) of eight rows of
+/// `len` bytes, `stride` apart.
+pub(super) fn deinterleave8(o: &[u8], out: &mut [u8], m: usize, len: usize, stride: usize) {
     let full = len / 16 * 16;
     for i in (0..full).step_by(16) {
         let block = &o[8 * i..8 * i + 128];
@@ -131,12 +90,12 @@ pub(super) fn deinterleave8(o: &[u8], out: &mut [u8], len: usize, stride: usize)
             let v: [uint8x16_t; 8] =
                 core::array::from_fn(|j| vld1q_u8(block[16 * j..16 * j + 16].as_ptr()));
             let v = butterfly(butterfly(butterfly(butterfly(v))));
-            for (r, v) in v.into_iter().enumerate() {
+            for (r, v) in v.into_iter().enumerate().take(m) {
                 vst1q_u8(out[r * stride + i..r * stride + i + 16].as_mut_ptr(), v);
             }
         }
     }
-    super::deinterleave8_tail(o, out, len, stride, full);
+    super::deinterleave8_tail(o, out, m, len, stride, full);
 }
 
 /// Eight-row sums: channel c of output x for all eight rows, in two vectors of

@@ -1,164 +1,15 @@
-//! SSE4.1 and AVX2 kernels: exact 32-bit multiply-adds (`pmulld`), several
-//! taps or pixels per instruction.
+//! SSE4.1 and AVX2 kernels: exact integer multiply-adds, several taps or pixels
+//! per instruction.
 //!
-//! Pixels are widened from u8 to i32 and multiplied by the full 22-bit weights,
-//! so the sums equal the scalar ones; the final `>> 22` and the two saturating
-//! packs are the scalar clamp to 0..=255.
+//! Pixels are widened from u8 and multiplied by the full 22-bit weights (as one
+//! `pmulld`, or as the `256 * hi + lo` halves of `pmaddwd`), so the sums equal
+//! the scalar ones; the final `>> 22` and the two saturating packs are the
+//! scalar clamp to 0..=255.
 
 use core::arch::x86_64::*;
 
-use super::{Rows, h_pixel_scalar, v_row_scalar};
+use super::{Rows, v_row_scalar};
 use crate::resize::coeffs::{Axis, HALF, PRECISION_BITS};
-
-/// Writes the low `N` lanes of `acc` (sums including the rounding half) as pixels.
-#[inline(always)]
-unsafe fn store_px<const N: usize>(acc: __m128i, out: &mut [u8]) {
-    // SAFETY: plain register arithmetic; the callers enable SSE4.1.
-    let packed = unsafe {
-        let v = _mm_srai_epi32::<{ PRECISION_BITS as i32 }>(acc);
-        let v = _mm_packs_epi32(v, v);
-        _mm_cvtsi128_si32(_mm_packus_epi16(v, v)) as u32
-    };
-    out[..N].copy_from_slice(&packed.to_le_bytes()[..N]);
-}
-
-/// Whether every read of `N`-byte pixels `start..start + len` may load 4 bytes
-/// (RGB pixels read one spare byte, so the last source pixel must not be among them).
-#[inline(always)]
-fn wide_reads_fit<const N: usize>(src_pixels: usize, start: usize, len: usize) -> bool {
-    N != 3 || start + len < src_pixels
-}
-
-#[target_feature(enable = "sse4.1")]
-pub(super) unsafe fn h_row_sse41<const N: usize>(src: &[u8], out: &mut [u8], axis: &Axis) {
-    let w = src.len() / N;
-    for (i, o) in out.chunks_exact_mut(N).enumerate() {
-        let (start, k) = axis.taps(i);
-        if N == 1 || !wide_reads_fit::<N>(w, start, k.len()) {
-            // Gray reads taps four at a time below; the tail and edge pixels stay scalar.
-            if N == 1 {
-                h_gray_sse41(src, start, k, o);
-            } else {
-                h_pixel_scalar::<N>(src, start, k, o);
-            }
-            continue;
-        }
-        let px = &src[start * N..(start + k.len()) * N + (4 - N)];
-        let mut acc = _mm_set1_epi32(HALF);
-        for (t, &kt) in k.iter().enumerate() {
-            let bytes: [u8; 4] = px[t * N..t * N + 4].try_into().unwrap_or([0; 4]);
-            let p = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(i32::from_le_bytes(bytes)));
-            acc = _mm_add_epi32(acc, _mm_mullo_epi32(p, _mm_set1_epi32(kt)));
-        }
-        // SAFETY: SSE4.1 is enabled for this function.
-        unsafe { store_px::<N>(acc, o) };
-    }
-}
-
-#[target_feature(enable = "sse4.1")]
-fn h_gray_sse41(src: &[u8], start: usize, k: &[i32], out: &mut [u8]) {
-    let px = &src[start..start + k.len()];
-    let mut acc = _mm_setzero_si128();
-    let mut chunks = px.chunks_exact(4).zip(k.chunks_exact(4));
-    for (p, w) in &mut chunks {
-        let p = i32::from_le_bytes(p.try_into().unwrap_or([0; 4]));
-        let p = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(p));
-        // SAFETY: `w` is a slice of exactly 4 i32, so a 16-byte unaligned load stays inside it.
-        let w = unsafe { _mm_loadu_si128(w.as_ptr().cast()) };
-        acc = _mm_add_epi32(acc, _mm_mullo_epi32(p, w));
-    }
-    let acc = _mm_add_epi32(acc, _mm_shuffle_epi32::<0b01_00_11_10>(acc));
-    let acc = _mm_add_epi32(acc, _mm_shuffle_epi32::<0b10_11_00_01>(acc));
-    let mut ss = _mm_cvtsi128_si32(acc).wrapping_add(HALF);
-    let done = px.len() / 4 * 4;
-    for (&p, &w) in px[done..].iter().zip(&k[done..]) {
-        ss += i32::from(p) * w;
-    }
-    out[0] = crate::resize::coeffs::clip8(ss);
-}
-
-#[target_feature(enable = "avx2")]
-pub(super) unsafe fn h_row_avx2<const N: usize>(src: &[u8], out: &mut [u8], axis: &Axis) {
-    let w = src.len() / N;
-    // RGB: spread two 3-byte pixels over two 4-byte groups (the fourth byte zero).
-    let rgb = _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    // Two weights, each repeated over four lanes.
-    let spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-    for (i, o) in out.chunks_exact_mut(N).enumerate() {
-        let (start, k) = axis.taps(i);
-        if N == 1 {
-            h_gray_avx2(src, start, k, o);
-            continue;
-        }
-        if !wide_reads_fit::<N>(w, start, k.len()) {
-            h_pixel_scalar::<N>(src, start, k, o);
-            continue;
-        }
-        // Two taps per step read 2N bytes, RGB 8 (two spare; `wide_reads_fit` leaves three).
-        let spare = if N == 3 { 2 } else { 0 };
-        let px = &src[start * N..(start + k.len()) * N + spare];
-        let mut acc = _mm256_setzero_si256();
-        let pairs = k.len() / 2;
-        for j in 0..pairs {
-            let t = 2 * j;
-            let raw: [u8; 8] = if N == 3 {
-                px[t * 3..t * 3 + 8].try_into().unwrap_or([0; 8])
-            } else {
-                px[t * 4..t * 4 + 8].try_into().unwrap_or([0; 8])
-            };
-            let mut bytes = _mm_cvtsi64_si128(i64::from_le_bytes(raw));
-            if N == 3 {
-                bytes = _mm_shuffle_epi8(bytes, rgb);
-            }
-            let p = _mm256_cvtepu8_epi32(bytes);
-            let pair = i64::from(k[t] as u32) | (i64::from(k[t + 1] as u32) << 32);
-            let kk = _mm256_permutevar8x32_epi32(
-                _mm256_castsi128_si256(_mm_cvtsi64_si128(pair)),
-                spread,
-            );
-            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p, kk));
-        }
-        let mut acc = _mm_add_epi32(
-            _mm256_castsi256_si128(acc),
-            _mm256_extracti128_si256::<1>(acc),
-        );
-        acc = _mm_add_epi32(acc, _mm_set1_epi32(HALF));
-        if k.len() % 2 == 1 {
-            let t = k.len() - 1;
-            let bytes: [u8; 4] = px[t * N..t * N + 4].try_into().unwrap_or([0; 4]);
-            let p = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(i32::from_le_bytes(bytes)));
-            acc = _mm_add_epi32(acc, _mm_mullo_epi32(p, _mm_set1_epi32(k[t])));
-        }
-        // SAFETY: AVX2 implies SSE4.1, which `store_px` uses.
-        unsafe { store_px::<N>(acc, o) };
-    }
-}
-
-#[target_feature(enable = "avx2")]
-fn h_gray_avx2(src: &[u8], start: usize, k: &[i32], out: &mut [u8]) {
-    let px = &src[start..start + k.len()];
-    let mut acc = _mm256_setzero_si256();
-    let mut chunks = px.chunks_exact(8).zip(k.chunks_exact(8));
-    for (p, w) in &mut chunks {
-        let p = i64::from_le_bytes(p.try_into().unwrap_or([0; 8]));
-        let p = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(p));
-        // SAFETY: `w` is a slice of exactly 8 i32, so a 32-byte unaligned load stays inside it.
-        let w = unsafe { _mm256_loadu_si256(w.as_ptr().cast()) };
-        acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p, w));
-    }
-    let acc = _mm_add_epi32(
-        _mm256_castsi256_si128(acc),
-        _mm256_extracti128_si256::<1>(acc),
-    );
-    let acc = _mm_add_epi32(acc, _mm_shuffle_epi32::<0b01_00_11_10>(acc));
-    let acc = _mm_add_epi32(acc, _mm_shuffle_epi32::<0b10_11_00_01>(acc));
-    let mut ss = _mm_cvtsi128_si32(acc).wrapping_add(HALF);
-    let done = px.len() / 8 * 8;
-    for (&p, &w) in px[done..].iter().zip(&k[done..]) {
-        ss += i32::from(p) * w;
-    }
-    out[0] = crate::resize::coeffs::clip8(ss);
-}
 
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn v_row_avx2(rows: &Rows<'_>, start: usize, k: &[i32], out: &mut [u8]) {
@@ -294,9 +145,10 @@ pub(super) fn interleave8(src: &[&[u8]; 8], t: &mut [u8]) {
     super::interleave8_tail(src, t, full);
 }
 
-/// The inverse of [`interleave8`] into eight rows of `len` bytes, `stride` apart:
-/// four butterfly rounds turn (byte, row) into (row, byte).
-pub(super) fn deinterleave8(o: &[u8], out: &mut [u8], len: usize, stride: usize) {
+/// The inverse of [`interleave8`] into the first `m` (1..=8) of eight rows of
+/// `len` bytes, `stride` apart: four butterfly rounds turn (byte, row) into
+/// (row, byte).
+pub(super) fn deinterleave8(o: &[u8], out: &mut [u8], m: usize, len: usize, stride: usize) {
     let full = len / 16 * 16;
     for i in (0..full).step_by(16) {
         let block = &o[8 * i..8 * i + 128];
@@ -304,16 +156,16 @@ pub(super) fn deinterleave8(o: &[u8], out: &mut [u8], len: usize, stride: usize)
         let v: [__m128i; 8] =
             core::array::from_fn(|j| unsafe { _mm_loadu_si128(block[16 * j..].as_ptr().cast()) });
         let v = butterfly(butterfly(butterfly(butterfly(v))));
-        for (r, v) in v.into_iter().enumerate() {
+        for (r, v) in v.into_iter().enumerate().take(m) {
             let d = &mut out[r * stride + i..r * stride + i + 16];
             // SAFETY: `d` is exactly 16 bytes.
             unsafe { _mm_storeu_si128(d.as_mut_ptr().cast(), v) };
         }
     }
-    super::deinterleave8_tail(o, out, len, stride, full);
+    super::deinterleave8_tail(o, out, m, len, stride, full);
 }
 
-/// Eight-row sums (see [`super::h_block8`]): channel c of output x for all eight
+/// Eight-row sums (see [`super::h_block`]): channel c of output x for all eight
 /// rows in one vector. Two taps per `vpmaddwd`: the rows' (tap t, tap t + 1) pixel
 /// pairs times the weights split as w = 256 * hi + lo (hi fits i16, lo is
 /// 0..=255), both sums exact in i32. A spare tap past an odd count reads a real
@@ -328,7 +180,7 @@ pub(super) unsafe fn sums8_avx2<const N: usize>(t: &[u8], o: &mut [u8], axis: &A
             let whi = _mm256_set1_epi32(hi);
             let wlo = _mm256_set1_epi32(lo);
             let at = first + 16 * N * j;
-            // Tap pair j of all channels; `t` has room for the spare tap (see `h_block8`).
+            // Tap pair j of all channels; `t` has room for the spare tap (see `h_block`).
             let taps = &t[at..at + 16 * N];
             for c in 0..N {
                 let a = i64::from_le_bytes(taps[8 * c..8 * c + 8].try_into().unwrap_or([0; 8]));
@@ -368,7 +220,7 @@ pub(super) unsafe fn sums8_sse41<const N: usize>(t: &[u8], o: &mut [u8], axis: &
             let whi = _mm_set1_epi32(hi);
             let wlo = _mm_set1_epi32(lo);
             let at = first + 16 * N * j;
-            // Tap pair j of all channels; `t` has room for the spare tap (see `h_block8`).
+            // Tap pair j of all channels; `t` has room for the spare tap (see `h_block`).
             let taps = &t[at..at + 16 * N];
             for c in 0..N {
                 let a = i64::from_le_bytes(taps[8 * c..8 * c + 8].try_into().unwrap_or([0; 8]));
