@@ -10,7 +10,7 @@ use tensorprep::color::{YuvRange, convert_color};
 use tensorprep::finish::{FinishSpec, Finisher};
 use tensorprep::geometry::{Flip, Placement, Rotation, center_crop, flip, pad, rotate};
 use tensorprep::jpeg::{Backend, DecodeOptions, JpegDecoder};
-use tensorprep::resize::{Filter, Resample, ResizePlan, ResizeState, Resizer, SourceBox};
+use tensorprep::resize::{Resample, ResizePlan, ResizeState, Resizer, SourceBox};
 use tensorprep::{Image, ImageView, ImageViewMut, Limits, PixelFormat, TensorMut};
 use tensorprep_tests::read;
 
@@ -98,16 +98,6 @@ fn resizing_allocates_nothing_after_the_first_call() {
     })
     .decode(&jpeg)
     .unwrap();
-    let methods = [
-        Resample::Pillow(Filter::Nearest),
-        Resample::Pillow(Filter::Box),
-        Resample::Pillow(Filter::Bilinear),
-        Resample::Pillow(Filter::Hamming),
-        Resample::Pillow(Filter::Bicubic),
-        Resample::Pillow(Filter::Lanczos3),
-        Resample::OpenCvLinear,
-        Resample::OpenCvArea,
-    ];
     let (w, h) = (rgb.width(), rgb.height());
     let mut checked = 0;
     for img in [&gray, &rgb, &rgba] {
@@ -127,7 +117,7 @@ fn resizing_allocates_nothing_after_the_first_call() {
             ),
         ] {
             let mut out = Image::new(img.format(), size.0, size.1).unwrap();
-            for r in methods {
+            for r in Resample::ALL {
                 let b = if matches!(r, Resample::Pillow(_)) {
                     source_box
                 } else {
@@ -176,10 +166,7 @@ fn resizing_allocates_nothing_after_the_first_call() {
 #[test]
 fn decoder_allocations_per_image_are_counted() {
     let jpeg = read("sample.jpg");
-    for backend in [Backend::Zune, Backend::LibjpegTurbo] {
-        if !backend.is_available() {
-            continue;
-        }
+    for backend in Backend::available() {
         let mut decoder = JpegDecoder::new(DecodeOptions {
             backend,
             ..DecodeOptions::default()

@@ -68,17 +68,9 @@ fn on(backend: Backend) -> DecodeOptions {
     }
 }
 
-/// Every decode backend this build has.
-fn backends() -> Vec<Backend> {
-    [Backend::Zune, Backend::LibjpegTurbo]
-        .into_iter()
-        .filter(|b| b.is_available())
-        .collect()
-}
-
 #[test]
 fn truncated_jpegs_are_errors_in_strict_mode_at_every_cut() {
-    for backend in backends() {
+    for backend in Backend::available() {
         truncated_jpegs_with(backend);
     }
 }
@@ -120,7 +112,7 @@ fn truncated_jpegs_with(backend: Backend) {
 
 #[test]
 fn random_and_corrupted_bytes_never_panic() {
-    for backend in backends() {
+    for backend in Backend::available() {
         random_bytes_with(backend);
     }
 }
@@ -206,7 +198,7 @@ fn pixel_limits_refuse_before_allocating() {
     .decode(&read("sample.jpg"));
     assert!(matches!(tight, Err(Error::AllocationTooLarge { .. })));
     // The same caps hold on every backend.
-    for backend in backends() {
+    for backend in Backend::available() {
         let mut d = JpegDecoder::new(DecodeOptions {
             limits,
             ..on(backend)

@@ -124,10 +124,7 @@ fn resize_is_identical_to_pillow_and_opencv_for_every_filter_and_path() {
         let want = read_png(&c.reference);
         assert_eq!((want.width(), want.height()), c.size, "{}", c.label);
         // Every SIMD path this CPU has, each against the same reference.
-        for simd in [Simd::Scalar, Simd::Sse41, Simd::Avx2, Simd::Neon] {
-            if !simd.is_available() {
-                continue;
-            }
+        for simd in Simd::available() {
             let plan = ResizePlan::with_source_box(
                 (view.width(), view.height()),
                 c.source_box
@@ -177,21 +174,13 @@ fn decode(bytes: &[u8], format: PixelFormat, orientation: Orientation, backend: 
         .expect("fixture decodes")
 }
 
-/// The backends this build has: zune-jpeg always, libjpeg-turbo with the feature.
-fn backends() -> Vec<Backend> {
-    [Backend::Zune, Backend::LibjpegTurbo]
-        .into_iter()
-        .filter(|b| b.is_available())
-        .collect()
-}
-
 #[test]
 fn decode_matches_pillow_exactly_with_libjpeg_turbo_and_closely_with_zune() {
     let all = refs("decode");
     assert!(all.len() >= 10);
     #[cfg(feature = "turbojpeg")]
     assert!(Backend::LibjpegTurbo.is_available());
-    for backend in backends() {
+    for backend in Backend::available() {
         for w in &all {
             let format = if w[3] == "L" {
                 PixelFormat::Gray8
@@ -328,7 +317,7 @@ fn torchvision_eval_tensor_is_identical_with_libjpeg_turbo() {
     let std = Normalize::IMAGENET.std;
     let cases = refs("eval");
     assert_eq!(cases.len(), 3);
-    for backend in backends() {
+    for backend in Backend::available() {
         for w in &cases {
             let want: Vec<f32> = if w[2].ends_with(".npy") {
                 let (shape, data) = read_npy_f32(&w[2]);

@@ -41,10 +41,7 @@ fn bench_decode(c: &mut Criterion) {
         let img = decode(name);
         g.throughput(Throughput::Bytes(img.as_bytes().len() as u64));
         let mut out = Image::new(PixelFormat::Rgb8, img.width(), img.height()).unwrap();
-        for backend in [Backend::Zune, Backend::LibjpegTurbo] {
-            if !backend.is_available() {
-                continue;
-            }
+        for backend in Backend::available() {
             let mut decoder = JpegDecoder::new(DecodeOptions {
                 backend,
                 ..DecodeOptions::default()
@@ -119,12 +116,10 @@ fn bench_resize(c: &mut Criterion) {
             ("bilinear", Resample::Pillow(Filter::Bilinear)),
             ("lanczos3", Resample::Pillow(Filter::Lanczos3)),
         ] {
-            for simd in [Simd::Avx2, Simd::Sse41, Simd::Neon, Simd::Scalar] {
-                let Ok(plan) =
-                    ResizePlan::new(src_size, (w, h), resample).and_then(|p| p.with_simd(simd))
-                else {
-                    continue;
-                };
+            for simd in Simd::available().rev() {
+                let plan = ResizePlan::new(src_size, (w, h), resample)
+                    .and_then(|p| p.with_simd(simd))
+                    .unwrap();
                 g.bench_function(format!("tensorprep {label} {simd:?}"), |b| {
                     b.iter(|| {
                         plan.run(&mut state, &img.view(), &mut out.view_mut())
@@ -186,12 +181,10 @@ fn bench_resize_passes(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(u64::from(dw * dh * 3)));
         let mut out = Image::new(PixelFormat::Rgb8, dw, dh).unwrap();
         let mut state = ResizeState::new();
-        for simd in [Simd::Avx2, Simd::Sse41, Simd::Neon, Simd::Scalar] {
-            let Ok(plan) = ResizePlan::new((sw, sh), (dw, dh), Resample::Pillow(Filter::Bilinear))
+        for simd in Simd::available().rev() {
+            let plan = ResizePlan::new((sw, sh), (dw, dh), Resample::Pillow(Filter::Bilinear))
                 .and_then(|p| p.with_simd(simd))
-            else {
-                continue;
-            };
+                .unwrap();
             g.bench_function(format!("tensorprep bilinear {simd:?}"), |b| {
                 b.iter(|| {
                     plan.run(&mut state, &src.view(), &mut out.view_mut())

@@ -73,6 +73,19 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// Every backend, whether built in or not.
+    pub const ALL: [Backend; 2] = [Backend::Zune, Backend::LibjpegTurbo];
+
+    /// The backends this build includes.
+    ///
+    /// ```
+    /// use tensorprep::jpeg::Backend;
+    /// assert_eq!(Backend::available().next(), Some(Backend::Zune));
+    /// ```
+    pub fn available() -> impl DoubleEndedIterator<Item = Backend> {
+        Backend::ALL.into_iter().filter(|b| b.is_available())
+    }
+
     /// Whether this build includes the backend.
     pub fn is_available(self) -> bool {
         match self {

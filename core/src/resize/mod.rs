@@ -75,6 +75,32 @@ pub enum Resample {
     OpenCvArea,
 }
 
+impl Filter {
+    /// Every filter, in Pillow's order of increasing support.
+    pub const ALL: [Filter; 6] = [
+        Filter::Nearest,
+        Filter::Box,
+        Filter::Bilinear,
+        Filter::Hamming,
+        Filter::Bicubic,
+        Filter::Lanczos3,
+    ];
+}
+
+impl Resample {
+    /// Every method: the six Pillow filters, then the two OpenCV modes.
+    pub const ALL: [Resample; 8] = [
+        Resample::Pillow(Filter::Nearest),
+        Resample::Pillow(Filter::Box),
+        Resample::Pillow(Filter::Bilinear),
+        Resample::Pillow(Filter::Hamming),
+        Resample::Pillow(Filter::Bicubic),
+        Resample::Pillow(Filter::Lanczos3),
+        Resample::OpenCvLinear,
+        Resample::OpenCvArea,
+    ];
+}
+
 impl Default for Resample {
     fn default() -> Self {
         Resample::Pillow(Filter::Bilinear)
@@ -455,15 +481,7 @@ mod tests {
                 &px[..13 * 9 * bpp]
             };
             let src = ImageView::new(format, 13, 9, data).unwrap();
-            for r in [
-                Resample::Pillow(Filter::Nearest),
-                Resample::Pillow(Filter::Box),
-                Resample::Pillow(Filter::Bilinear),
-                Resample::Pillow(Filter::Hamming),
-                Resample::Pillow(Filter::Bicubic),
-                Resample::Pillow(Filter::Lanczos3),
-                Resample::OpenCvLinear,
-            ] {
+            for r in Resample::ALL {
                 for (w, h) in [(5, 4), (26, 18), (13, 9), (1, 1)] {
                     let out = resize_owned(&src, w, h, r).unwrap();
                     let ok = out.as_bytes().chunks(bpp).all(|p| {

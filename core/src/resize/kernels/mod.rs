@@ -42,7 +42,7 @@ impl Simd {
     /// assert!(Simd::available().any(|s| s == Simd::Scalar));
     /// assert!(Simd::available().any(|s| s == Simd::detect()));
     /// ```
-    pub fn available() -> impl Iterator<Item = Simd> {
+    pub fn available() -> impl DoubleEndedIterator<Item = Simd> {
         Simd::ALL.into_iter().filter(|s| s.is_available())
     }
 
