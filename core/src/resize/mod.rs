@@ -389,25 +389,19 @@ impl Resizer {
         resample: Resample,
     ) -> Result<()> {
         let (s, d) = ((src.width(), src.height()), (dst.width(), dst.height()));
-        let reuse = self.plan.as_ref().is_some_and(|p| {
-            p.src == s && p.dst == d && p.resample == resample && p.source_box == source_box
-        });
-        if !reuse {
-            self.plan = None;
-            self.plan = Some(ResizePlan::with_source_box(
-                s,
-                source_box,
-                d,
-                resample,
-                &Limits::DEFAULT,
-            )?);
-        }
-        match &self.plan {
-            Some(plan) => plan.run(&mut self.state, src, dst),
-            None => Err(Error::InvalidParameter {
-                name: "resize: no plan (internal error)",
-            }),
-        }
+        let plan = match self.plan.take() {
+            Some(p)
+                if p.src == s
+                    && p.dst == d
+                    && p.resample == resample
+                    && p.source_box == source_box =>
+            {
+                p
+            }
+            // A different job: the old tables are dropped before the new ones are built.
+            _ => ResizePlan::with_source_box(s, source_box, d, resample, &Limits::DEFAULT)?,
+        };
+        self.plan.insert(plan).run(&mut self.state, src, dst)
     }
 
     /// Resizes `src` to fit inside `dst` keeping its aspect ratio ([`SizeRule::Fit`]),
