@@ -115,26 +115,53 @@ pub fn convert_color(
             found: (dst.width(), dst.height()),
         });
     }
-    packed_bpp("convert_color destination", dst.format())?;
-    let m = YuvMatrix::for_range(range);
-    match src.format() {
-        f if f == dst.format() => {
-            for (d, s) in dst.plane_rows_mut(0).zip(src.plane_rows(0)) {
-                d.copy_from_slice(s);
-            }
-        }
-        PixelFormat::Nv12 => {
-            with_layout!(dst.format(), D => yuv420::<D>(src, dst, m, Chroma::Interleaved { u_first: true }))
-        }
-        PixelFormat::Nv21 => {
-            with_layout!(dst.format(), D => yuv420::<D>(src, dst, m, Chroma::Interleaved { u_first: false }))
-        }
-        PixelFormat::I420 => {
-            with_layout!(dst.format(), D => yuv420::<D>(src, dst, m, Chroma::Planar))
-        }
-        f => with_layout!(f, S => with_layout!(dst.format(), D => packed::<S, D>(src, dst))),
+    let convert = RowConverter::new(src.format(), dst.format(), range)?;
+    for (y, d) in dst.plane_rows_mut(0).enumerate() {
+        convert.row(src, y, d);
     }
     Ok(())
+}
+
+/// Converts row `y` of a source into one row of the destination format.
+type RowFn = fn(&ImageView<'_>, usize, &mut [u8], &YuvMatrix);
+
+/// A conversion chosen once for a (source, destination) format pair and applied
+/// one row at a time, so that a consumer (the resampler, the finish pass) can
+/// convert each row as it first reads it instead of converting the whole frame
+/// in a pass of its own.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RowConverter {
+    matrix: YuvMatrix,
+    convert: RowFn,
+}
+
+impl RowConverter {
+    /// The conversion from `from` (any format) to `to` (a packed format).
+    pub(crate) fn new(from: PixelFormat, to: PixelFormat, range: YuvRange) -> Result<Self> {
+        packed_bpp("colour conversion destination", to)?;
+        let convert: RowFn = match from {
+            f if f == to => copy_row,
+            PixelFormat::Nv12 => with_layout!(to, D => yuv420_row::<D, NV12>),
+            PixelFormat::Nv21 => with_layout!(to, D => yuv420_row::<D, NV21>),
+            PixelFormat::I420 => with_layout!(to, D => yuv420_row::<D, I420>),
+            f => with_layout!(f, S => with_layout!(to, D => packed_row::<S, D>)),
+        };
+        Ok(RowConverter {
+            matrix: YuvMatrix::for_range(range),
+            convert,
+        })
+    }
+
+    /// Converts row `y` of `src` into `out`, which holds exactly one row of
+    /// `src.width()` destination pixels.
+    #[inline]
+    pub(crate) fn row(&self, src: &ImageView<'_>, y: usize, out: &mut [u8]) {
+        (self.convert)(src, y, out, &self.matrix);
+    }
+}
+
+fn copy_row(src: &ImageView<'_>, y: usize, out: &mut [u8], _: &YuvMatrix) {
+    out.copy_from_slice(src.plane_row(0, y));
 }
 
 /// Allocating form of [`convert_color`].
@@ -231,63 +258,53 @@ macro_rules! with_layout {
 }
 use with_layout;
 
-fn packed<S: PackedLayout, D: PackedLayout>(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>) {
-    for (d, s) in dst.plane_rows_mut(0).zip(src.plane_rows(0)) {
-        for (dp, sp) in d.chunks_exact_mut(D::BPP).zip(s.chunks_exact(S::BPP)) {
-            let (r, g, b) = S::load(sp);
-            D::store(dp, r, g, b);
-            if let (Some(sa), Some(da)) = (S::ALPHA, D::ALPHA) {
-                dp[da] = sp[sa];
-            }
+fn packed_row<S: PackedLayout, D: PackedLayout>(
+    src: &ImageView<'_>,
+    y: usize,
+    out: &mut [u8],
+    _: &YuvMatrix,
+) {
+    for (dp, sp) in out
+        .chunks_exact_mut(D::BPP)
+        .zip(src.plane_row(0, y).chunks_exact(S::BPP))
+    {
+        let (r, g, b) = S::load(sp);
+        D::store(dp, r, g, b);
+        if let (Some(sa), Some(da)) = (S::ALPHA, D::ALPHA) {
+            dp[da] = sp[sa];
         }
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Chroma {
-    /// One plane of (U, V) pairs (`u_first`, NV12) or (V, U) pairs (NV21).
-    Interleaved { u_first: bool },
-    /// Separate U and V planes.
-    Planar,
-}
+/// Chroma layouts of the 4:2:0 formats, as const parameters of [`yuv420_row`].
+const NV12: u8 = 0;
+const NV21: u8 = 1;
+const I420: u8 = 2;
 
-fn yuv420<D: PackedLayout>(
+/// Row `y` of a 4:2:0 image; each chroma sample serves a 2x2 block of pixels.
+fn yuv420_row<D: PackedLayout, const CHROMA: u8>(
     src: &ImageView<'_>,
-    dst: &mut ImageViewMut<'_>,
-    m: YuvMatrix,
-    chroma: Chroma,
+    y: usize,
+    out: &mut [u8],
+    m: &YuvMatrix,
 ) {
-    for (y, out) in dst.plane_rows_mut(0).enumerate() {
-        let luma = src.plane_row(0, y);
-        if D::BPP == 1 {
-            for (d, &l) in out.iter_mut().zip(luma) {
-                *d = clamp8(m.luma(l));
-            }
-            continue;
+    let luma = src.plane_row(0, y);
+    if D::BPP == 1 {
+        for (d, &l) in out.iter_mut().zip(luma) {
+            *d = clamp8(m.luma(l));
         }
-        match chroma {
-            Chroma::Interleaved { u_first: true } => {
-                let uv = src
-                    .plane_row(1, y / 2)
-                    .chunks_exact(2)
-                    .map(|p| (p[0], p[1]));
-                yuv_row::<D>(luma, uv, out, m);
-            }
-            Chroma::Interleaved { u_first: false } => {
-                let uv = src
-                    .plane_row(1, y / 2)
-                    .chunks_exact(2)
-                    .map(|p| (p[1], p[0]));
-                yuv_row::<D>(luma, uv, out, m);
-            }
-            Chroma::Planar => {
-                let uv = src
-                    .plane_row(1, y / 2)
-                    .iter()
-                    .copied()
-                    .zip(src.plane_row(2, y / 2).iter().copied());
-                yuv_row::<D>(luma, uv, out, m);
-            }
+        return;
+    }
+    let c1 = src.plane_row(1, y / 2);
+    match CHROMA {
+        NV12 => yuv_row::<D>(luma, c1.chunks_exact(2).map(|p| (p[0], p[1])), out, m),
+        NV21 => yuv_row::<D>(luma, c1.chunks_exact(2).map(|p| (p[1], p[0])), out, m),
+        _ => {
+            let uv = c1
+                .iter()
+                .copied()
+                .zip(src.plane_row(2, y / 2).iter().copied());
+            yuv_row::<D>(luma, uv, out, m);
         }
     }
 }
@@ -298,7 +315,7 @@ fn yuv_row<D: PackedLayout>(
     luma: &[u8],
     uv: impl Iterator<Item = (u8, u8)>,
     out: &mut [u8],
-    m: YuvMatrix,
+    m: &YuvMatrix,
 ) {
     let mut uv = uv;
     let pairs = luma.chunks_exact(2).zip(out.chunks_exact_mut(2 * D::BPP));

@@ -25,6 +25,7 @@
 
 use half::f16;
 
+use crate::rows::RowSource;
 use crate::{DType, Error, ImageView, Layout, PixelFormat, Quantization, Result, TensorMut};
 
 /// Per-channel normalization `(v / divisor - mean[c]) / std[c]`, in float32.
@@ -214,7 +215,19 @@ impl Finisher {
     /// Writes the tensor for `src` (crop it with [`ImageView::crop`] first) into `dst`,
     /// which must hold exactly [`Finisher::output_len`] elements of the spec's dtype.
     pub fn run(&self, src: &ImageView<'_>, dst: TensorMut<'_>) -> Result<()> {
-        let format = src.format();
+        let mut rows = *src;
+        self.run_rows(&mut rows, src.format(), (src.width(), src.height()), dst)
+    }
+
+    /// [`Finisher::run`] on rows of packed `format` read from `rows`, `size` being
+    /// (width, height): the rows may be converted on the fly by their source.
+    pub(crate) fn run_rows<R: RowSource>(
+        &self,
+        rows: &mut R,
+        format: PixelFormat,
+        (width, height): (u32, u32),
+        dst: TensorMut<'_>,
+    ) -> Result<()> {
         let bpp = format.bytes_per_pixel().ok_or(Error::UnsupportedFormat {
             op: "finish (convert YUV to RGB first)",
             format,
@@ -225,7 +238,7 @@ impl Finisher {
                 format,
             });
         }
-        let needed = self.output_len(src.width(), src.height());
+        let needed = self.output_len(width, height);
         if dst.len() != needed {
             return Err(Error::TensorSize {
                 len: dst.len(),
@@ -244,12 +257,14 @@ impl Finisher {
             src_bgr,
             out_bgr,
             layout: self.spec.layout,
+            width: width as usize,
+            height: height as usize,
         };
         match (&self.tables, dst) {
-            (AnyTables::F32(t), TensorMut::F32(d)) => k.dispatch(src, t, d),
-            (AnyTables::F16(t), TensorMut::F16(d)) => k.dispatch(src, t, d),
-            (AnyTables::U8(t), TensorMut::U8(d)) => k.dispatch(src, t, d),
-            (AnyTables::I8(t), TensorMut::I8(d)) => k.dispatch(src, t, d),
+            (AnyTables::F32(t), TensorMut::F32(d)) => k.dispatch(rows, t, d),
+            (AnyTables::F16(t), TensorMut::F16(d)) => k.dispatch(rows, t, d),
+            (AnyTables::U8(t), TensorMut::U8(d)) => k.dispatch(rows, t, d),
+            (AnyTables::I8(t), TensorMut::I8(d)) => k.dispatch(rows, t, d),
             _ => unreachable!("dtype checked above"),
         }
         Ok(())
@@ -271,21 +286,23 @@ struct Kernel {
     src_bgr: bool,
     out_bgr: bool,
     layout: Layout,
+    width: usize,
+    height: usize,
 }
 
 impl Kernel {
-    fn dispatch<T: Copy>(&self, src: &ImageView<'_>, t: &Tables<T>, dst: &mut [T]) {
-        let l = self.layout;
+    fn dispatch<T: Copy, R: RowSource>(&self, rows: &mut R, t: &Tables<T>, dst: &mut [T]) {
+        let (l, size) = (self.layout, (self.width, self.height));
         match (self.bpp, self.src_bgr, self.out_bgr) {
-            (1, _, out_bgr) => gray(src, l, out_bgr, t, dst),
-            (3, false, false) => color::<T, 3, false, false>(src, l, t, dst),
-            (3, false, true) => color::<T, 3, false, true>(src, l, t, dst),
-            (3, true, false) => color::<T, 3, true, false>(src, l, t, dst),
-            (3, true, true) => color::<T, 3, true, true>(src, l, t, dst),
-            (4, false, false) => color::<T, 4, false, false>(src, l, t, dst),
-            (4, false, true) => color::<T, 4, false, true>(src, l, t, dst),
-            (4, true, false) => color::<T, 4, true, false>(src, l, t, dst),
-            (4, true, true) => color::<T, 4, true, true>(src, l, t, dst),
+            (1, _, out_bgr) => gray(rows, size, l, out_bgr, t, dst),
+            (3, false, false) => color::<T, R, 3, false, false>(rows, size, l, t, dst),
+            (3, false, true) => color::<T, R, 3, false, true>(rows, size, l, t, dst),
+            (3, true, false) => color::<T, R, 3, true, false>(rows, size, l, t, dst),
+            (3, true, true) => color::<T, R, 3, true, true>(rows, size, l, t, dst),
+            (4, false, false) => color::<T, R, 4, false, false>(rows, size, l, t, dst),
+            (4, false, true) => color::<T, R, 4, false, true>(rows, size, l, t, dst),
+            (4, true, false) => color::<T, R, 4, true, false>(rows, size, l, t, dst),
+            (4, true, true) => color::<T, R, 4, true, true>(rows, size, l, t, dst),
             _ => unreachable!("packed formats have 1, 3 or 4 bytes per pixel"),
         }
     }
@@ -304,19 +321,19 @@ const fn out_channel(c: usize, out_bgr: bool) -> usize {
 /// Colour source with `BPP` bytes per pixel. Tables are indexed by colour (R, G, B);
 /// the const parameters resolve which table and which output channel each source
 /// byte goes to, so every index in the inner loop is a constant.
-fn color<T: Copy, const BPP: usize, const SRC_BGR: bool, const OUT_BGR: bool>(
-    src: &ImageView<'_>,
+fn color<T: Copy, R: RowSource, const BPP: usize, const SRC_BGR: bool, const OUT_BGR: bool>(
+    rows: &mut R,
+    (w, h): (usize, usize),
     layout: Layout,
     t: &Tables<T>,
     dst: &mut [T],
 ) {
-    let w = src.width() as usize;
     let (col0, col2) = (src_color(0, SRC_BGR), src_color(2, SRC_BGR));
     let (ch0, ch2) = (out_channel(col0, OUT_BGR), out_channel(col2, OUT_BGR));
     let (t0, t1, t2) = (&t[col0], &t[1], &t[col2]);
     match layout {
         Layout::Chw => {
-            let hw = w * src.height() as usize;
+            let hw = w * h;
             let (first, rest) = dst.split_at_mut(hw);
             let (p1, last) = rest.split_at_mut(hw);
             let (p0, p2) = if ch0 == 0 {
@@ -324,11 +341,12 @@ fn color<T: Copy, const BPP: usize, const SRC_BGR: bool, const OUT_BGR: bool>(
             } else {
                 (last, first)
             };
-            let rows = p0
+            let planes = p0
                 .chunks_exact_mut(w)
                 .zip(p1.chunks_exact_mut(w))
                 .zip(p2.chunks_exact_mut(w));
-            for (((o0, o1), o2), row) in rows.zip(src.plane_rows(0)) {
+            for (y, ((o0, o1), o2)) in planes.enumerate() {
+                let row = rows.row(y);
                 // Equal lengths up front let the compiler drop every bounds check.
                 let (o1, o2, row) = (
                     &mut o1[..o0.len()],
@@ -344,8 +362,8 @@ fn color<T: Copy, const BPP: usize, const SRC_BGR: bool, const OUT_BGR: bool>(
             }
         }
         Layout::Hwc => {
-            for (out, row) in dst.chunks_exact_mut(w * 3).zip(src.plane_rows(0)) {
-                for (px, o) in row.chunks_exact(BPP).zip(out.chunks_exact_mut(3)) {
+            for (y, out) in dst.chunks_exact_mut(w * 3).enumerate() {
+                for (px, o) in rows.row(y).chunks_exact(BPP).zip(out.chunks_exact_mut(3)) {
                     o[ch0] = t0[px[0] as usize];
                     o[1] = t1[px[1] as usize];
                     o[ch2] = t2[px[2] as usize];
@@ -356,12 +374,18 @@ fn color<T: Copy, const BPP: usize, const SRC_BGR: bool, const OUT_BGR: bool>(
 }
 
 /// Gray source: one channel out, or the gray value through each colour's table.
-fn gray<T: Copy>(src: &ImageView<'_>, layout: Layout, out_bgr: bool, t: &Tables<T>, dst: &mut [T]) {
-    let w = src.width() as usize;
-    let hw = w * src.height() as usize;
+fn gray<T: Copy, R: RowSource>(
+    rows: &mut R,
+    (w, h): (usize, usize),
+    layout: Layout,
+    out_bgr: bool,
+    t: &Tables<T>,
+    dst: &mut [T],
+) {
+    let hw = w * h;
     if dst.len() == hw {
-        for (o, row) in dst.chunks_exact_mut(w).zip(src.plane_rows(0)) {
-            for (o, &v) in o.iter_mut().zip(row) {
+        for (y, o) in dst.chunks_exact_mut(w).enumerate() {
+            for (o, &v) in o.iter_mut().zip(rows.row(y)) {
                 *o = t[0][v as usize];
             }
         }
@@ -371,19 +395,26 @@ fn gray<T: Copy>(src: &ImageView<'_>, layout: Layout, out_bgr: bool, t: &Tables<
     let table = |ch: usize| &t[out_channel(ch, out_bgr)];
     match layout {
         Layout::Chw => {
-            for (ch, plane) in dst.chunks_exact_mut(hw).enumerate() {
-                let tc = table(ch);
-                for (o, row) in plane.chunks_exact_mut(w).zip(src.plane_rows(0)) {
-                    for (o, &v) in o.iter_mut().zip(row) {
-                        *o = tc[v as usize];
-                    }
+            let (p0, rest) = dst.split_at_mut(hw);
+            let (p1, p2) = rest.split_at_mut(hw);
+            let (a, b, c) = (table(0), table(1), table(2));
+            let planes = p0
+                .chunks_exact_mut(w)
+                .zip(p1.chunks_exact_mut(w))
+                .zip(p2.chunks_exact_mut(w));
+            for (y, ((o0, o1), o2)) in planes.enumerate() {
+                let row = rows.row(y);
+                for (x, &v) in row.iter().enumerate().take(w) {
+                    o0[x] = a[v as usize];
+                    o1[x] = b[v as usize];
+                    o2[x] = c[v as usize];
                 }
             }
         }
         Layout::Hwc => {
             let (a, b, c) = (table(0), table(1), table(2));
-            for (out, row) in dst.chunks_exact_mut(w * 3).zip(src.plane_rows(0)) {
-                for (o, &v) in out.chunks_exact_mut(3).zip(row) {
+            for (y, out) in dst.chunks_exact_mut(w * 3).enumerate() {
+                for (o, &v) in out.chunks_exact_mut(3).zip(rows.row(y)) {
                     o[0] = a[v as usize];
                     o[1] = b[v as usize];
                     o[2] = c[v as usize];

@@ -37,7 +37,7 @@ impl Rect {
             && self.y as u64 + self.height as u64 <= height as u64
     }
 
-    fn check(&self, width: u32, height: u32) -> Result<()> {
+    pub(crate) fn check(&self, width: u32, height: u32) -> Result<()> {
         if self.fits_in(width, height) {
             Ok(())
         } else {

@@ -11,6 +11,7 @@ extern crate std;
 mod error;
 mod format;
 mod image;
+mod rows;
 mod tensor;
 
 pub mod color;

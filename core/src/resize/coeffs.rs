@@ -109,6 +109,7 @@ pub(super) struct Axis {
 impl Axis {
     /// Coefficients mapping source interval `[in0, in1)` of an axis of `in_size`
     /// pixels onto `out_size` pixels.
+    #[cfg(test)]
     pub(super) fn new(
         in_size: u32,
         in0: f32,
@@ -117,12 +118,28 @@ impl Axis {
         filter: Filter,
         limits: &Limits,
     ) -> Result<Axis> {
+        Self::window(in_size, in0, in1, out_size, 0..out_size, filter, limits)
+    }
+
+    /// The weights of outputs `window` (a sub-range of `0..out_size`) only:
+    /// exactly those of the full axis, so resizing then cropping costs only
+    /// the cropped part.
+    pub(super) fn window(
+        in_size: u32,
+        in0: f32,
+        in1: f32,
+        out_size: u32,
+        window: core::ops::Range<u32>,
+        filter: Filter,
+        limits: &Limits,
+    ) -> Result<Axis> {
+        let outputs = window.len() as u32;
         // Pillow subtracts in single precision, then widens.
         let scale = f64::from(in1 - in0) / f64::from(out_size);
         let filterscale = if scale < 1.0 { 1.0 } else { scale };
         let support = filter.support() * filterscale;
         let ksize = libm::ceil(support) as usize * 2 + 1;
-        let count = ksize as u64 * u64::from(out_size) + TAIL_PAD as u64;
+        let count = ksize as u64 * u64::from(outputs) + TAIL_PAD as u64;
         // Our i32 table, its vpmaddwd split (x86) and the f64 row being normalized.
         limits.check_alloc(count * 8 + ksize as u64 * 8)?;
         let mut weights = Vec::new();
@@ -132,10 +149,10 @@ impl Axis {
                 bytes: count * 4,
                 limit: limits.max_alloc_bytes,
             })?;
-        let mut bounds = Vec::with_capacity(out_size as usize);
+        let mut bounds = Vec::with_capacity(outputs as usize);
         let mut row = Vec::with_capacity(ksize);
         let inv_filterscale = 1.0 / filterscale;
-        for xx in 0..out_size {
+        for xx in window {
             let center = f64::from(in0) + (f64::from(xx) + 0.5) * scale;
             // C's (int) truncates toward zero.
             let xmin = ((center - support + 0.5) as i32).max(0);
@@ -168,7 +185,7 @@ impl Axis {
         }
         weights.extend([0; TAIL_PAD]);
         #[cfg(target_arch = "x86_64")]
-        let pairs = madd_pairs(&weights[..ksize * out_size as usize], ksize);
+        let pairs = madd_pairs(&weights[..ksize * outputs as usize], ksize);
         Ok(Axis {
             ksize,
             bounds,
@@ -194,24 +211,20 @@ impl Axis {
         &self.pairs[i * half..][..(self.bounds[i].1 as usize).div_ceil(2)]
     }
 
-    /// Source indices `[first, last)` read by any output index.
+    /// Source indices `[first, last)` read by any output index (empty at 0 if none).
     pub(super) fn span(&self) -> (usize, usize) {
-        let first = self.bounds.first().map_or(0, |b| b.0 as usize);
-        let last = self
-            .bounds
-            .last()
-            .map_or(0, |b| b.0 as usize + b.1 as usize);
+        let taps = self.bounds.iter().filter(|b| b.1 > 0);
+        let first = taps.clone().map(|b| b.0 as usize).min().unwrap_or(0);
+        let last = taps.map(|b| (b.0 + b.1) as usize).max().unwrap_or(0);
         (first, last.max(first))
     }
 
-    /// Shifts every start by `-by` (the vertical table when reading a buffer that
-    /// starts at source row `by`).
-    pub(super) fn shifted(&self, by: usize) -> Axis {
-        let mut a = self.clone();
-        for b in &mut a.bounds {
-            b.0 -= by as u32;
+    /// Makes every start relative to source index `by` (for reading a region
+    /// that starts there).
+    pub(super) fn shift(&mut self, by: usize) {
+        for b in &mut self.bounds {
+            b.0 = b.0.saturating_sub(by as u32);
         }
-        a
     }
 }
 

@@ -19,7 +19,8 @@
 
 use alloc::vec::Vec;
 
-use crate::{ImageView, ImageViewMut};
+use crate::rows::RowReader;
+use crate::{ImageViewMut, Rect};
 
 /// Which OpenCV interpolation flag to reproduce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +56,8 @@ pub(super) struct Area {
 /// row buffer and sums (area).
 #[derive(Clone, Debug, Default)]
 pub(super) struct OpenCvState {
+    /// A source row converted to the working format, when it needs converting.
+    line: Vec<u8>,
     rows: [Vec<i32>; 2],
     row_y: [usize; 2],
     buf: Vec<f32>,
@@ -88,10 +91,24 @@ fn position(d: usize, scale: f64, mode: Mode) -> (isize, f32) {
 }
 
 impl OpenCvPlan {
-    pub(super) fn new(mode: Mode, (sw, sh): (u32, u32), (dw, dh): (u32, u32)) -> OpenCvPlan {
+    /// The plan for outputs `window` of resizing `(sw, sh)` to `(dw, dh)`, and
+    /// the source region it reads.
+    pub(super) fn new(
+        mode: Mode,
+        (sw, sh): (u32, u32),
+        (dw, dh): (u32, u32),
+        window: Rect,
+    ) -> (OpenCvPlan, Rect) {
         let (sw, sh, dw, dh) = (sw as usize, sh as usize, dw as usize, dh as usize);
+        let (wx, wy) = (
+            window.x as usize..(window.x + window.width) as usize,
+            window.y as usize..(window.y + window.height) as usize,
+        );
+        let rect = |(x0, x1): (usize, usize), (y0, y1): (usize, usize)| {
+            Rect::new(x0 as u32, y0 as u32, (x1 - x0) as u32, (y1 - y0) as u32)
+        };
         if (sw, sh) == (dw, dh) {
-            return OpenCvPlan::Copy;
+            return (OpenCvPlan::Copy, window);
         }
         // OpenCV derives the scale as 1 / (dst / src), which can differ from src / dst in the last bit.
         let scale_x = 1.0 / (dw as f64 / sw as f64);
@@ -106,14 +123,15 @@ impl OpenCvPlan {
         };
         if mode == Mode::Area && scale_x >= 1.0 && scale_y >= 1.0 {
             if area_fast {
-                return OpenCvPlan::AreaFast { fx: ix, fy: iy };
+                let region = rect((wx.start * ix, wx.end * ix), (wy.start * iy, wy.end * iy));
+                return (OpenCvPlan::AreaFast { fx: ix, fy: iy }, region);
             }
-            return OpenCvPlan::Area(Area {
-                xtab: area_tab(sw, dw, scale_x),
-                ytab: area_tab(sh, dh, scale_y),
-            });
+            let mut xtab = area_tab(sw, dw, scale_x, wx);
+            let mut ytab = area_tab(sh, dh, scale_y, wy);
+            let region = rect(relative(&mut xtab), relative(&mut ytab));
+            return (OpenCvPlan::Area(Area { xtab, ytab }), region);
         }
-        let cols = (0..dw)
+        let mut cols: Vec<_> = wx
             .map(|d| {
                 let (s, f) = position(d, scale_x, mode);
                 if s < 0 {
@@ -125,7 +143,7 @@ impl OpenCvPlan {
                 }
             })
             .collect();
-        let rows = (0..dh)
+        let mut rows: Vec<_> = wy
             .map(|d| {
                 let (s, f) = position(d, scale_y, mode);
                 let row = |i: isize| i.clamp(0, sh as isize - 1) as usize;
@@ -133,34 +151,66 @@ impl OpenCvPlan {
                 ([row(s), row(s + 1)], weights(f))
             })
             .collect();
-        OpenCvPlan::Linear(Linear { cols, rows })
+        // The columns and rows read, then every index made relative to them.
+        let x0 = cols.iter().map(|c| c.0).min().unwrap_or(0);
+        let x1 = cols
+            .iter()
+            .map(|&(s, [_, a1])| s + 1 + usize::from(a1 != 0))
+            .max()
+            .unwrap_or(1);
+        let y0 = rows.iter().map(|r| r.0[0]).min().unwrap_or(0);
+        let y1 = rows.iter().map(|r| r.0[1] + 1).max().unwrap_or(1);
+        cols.iter_mut().for_each(|c| c.0 -= x0);
+        rows.iter_mut().for_each(|r| r.0 = r.0.map(|y| y - y0));
+        let region = rect((x0, x1), (y0, y1));
+        (OpenCvPlan::Linear(Linear { cols, rows }), region)
     }
 
     pub(super) fn run(
         &self,
         state: &mut OpenCvState,
-        src: &ImageView<'_>,
+        src: &RowReader<'_>,
         dst: &mut ImageViewMut<'_>,
-        cn: usize,
     ) {
+        let cn = src.bpp();
+        let line = &mut state.line;
         match self {
             OpenCvPlan::Copy => {
                 for (y, d) in dst.plane_rows_mut(0).enumerate() {
-                    d.copy_from_slice(src.plane_row(0, y));
+                    d.copy_from_slice(src.rows(y, 1, false, line).row(0));
                 }
             }
             OpenCvPlan::Linear(l) => l.run(state, src, dst, cn),
-            OpenCvPlan::AreaFast { fx, fy } => area_fast(src, dst, cn, *fx, *fy),
+            OpenCvPlan::AreaFast { fx, fy } => area_fast(src, line, dst, cn, *fx, *fy),
             OpenCvPlan::Area(a) => a.run(state, src, dst, cn),
         }
     }
 }
 
-/// `computeResizeAreaTab`: the source pixels each output pixel covers and their
-/// share of it, in double precision, stored as float32.
-fn area_tab(ssize: usize, dsize: usize, scale: f64) -> Vec<(usize, usize, f32)> {
+/// Makes a table's destination and source indices relative to the first of
+/// each; returns the source range `[first, last)` it reads.
+fn relative(tab: &mut [(usize, usize, f32)]) -> (usize, usize) {
+    let d0 = tab.first().map_or(0, |t| t.0);
+    let s0 = tab.iter().map(|t| t.1).min().unwrap_or(0);
+    let s1 = tab.iter().map(|t| t.1 + 1).max().unwrap_or(1);
+    for t in tab {
+        t.0 -= d0;
+        t.1 -= s0;
+    }
+    (s0, s1)
+}
+
+/// `computeResizeAreaTab` for the outputs in `window`: the source pixels each
+/// output pixel covers and their share of it, in double precision, stored as float32.
+fn area_tab(
+    ssize: usize,
+    dsize: usize,
+    scale: f64,
+    window: core::ops::Range<usize>,
+) -> Vec<(usize, usize, f32)> {
+    debug_assert!(window.end <= dsize);
     let mut tab = Vec::with_capacity(ssize * 2);
-    for dx in 0..dsize {
+    for dx in window {
         let fsx1 = dx as f64 * scale;
         let fsx2 = fsx1 + scale;
         let cell = scale.min(ssize as f64 - fsx1);
@@ -185,7 +235,7 @@ impl Linear {
     fn run(
         &self,
         st: &mut OpenCvState,
-        src: &ImageView<'_>,
+        src: &RowReader<'_>,
         dst: &mut ImageViewMut<'_>,
         cn: usize,
     ) {
@@ -202,7 +252,8 @@ impl Linear {
             }
             for (k, y) in [sy, sy1].into_iter().enumerate() {
                 if st.row_y[k] != y {
-                    hresize(src.plane_row(0, y), &mut st.rows[k], &self.cols, cn);
+                    let row = src.rows(y, 1, false, &mut st.line).row(0);
+                    hresize(row, &mut st.rows[k], &self.cols, cn);
                     st.row_y[k] = y;
                 }
             }
@@ -229,14 +280,22 @@ fn hresize(src: &[u8], out: &mut [i32], cols: &[(usize, [i32; 2])], cn: usize) {
     }
 }
 
-fn area_fast(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, cn: usize, fx: usize, fy: usize) {
+fn area_fast(
+    src: &RowReader<'_>,
+    line: &mut Vec<u8>,
+    dst: &mut ImageViewMut<'_>,
+    cn: usize,
+    fx: usize,
+    fy: usize,
+) {
     let scale = 1.0 / (fx * fy) as f32;
     for (dy, d) in dst.plane_rows_mut(0).enumerate() {
+        let rows = src.rows(dy * fy, fy, false, line);
         for (dx, px) in d.chunks_exact_mut(cn).enumerate() {
             for (k, o) in px.iter_mut().enumerate() {
                 let mut sum = 0u32;
                 for y in 0..fy {
-                    let row = src.plane_row(0, dy * fy + y);
+                    let row = rows.row(y);
                     for x in 0..fx {
                         sum += u32::from(row[(dx * fx + x) * cn + k]);
                     }
@@ -255,7 +314,7 @@ impl Area {
     fn run(
         &self,
         st: &mut OpenCvState,
-        src: &ImageView<'_>,
+        src: &RowReader<'_>,
         dst: &mut ImageViewMut<'_>,
         cn: usize,
     ) {
@@ -266,7 +325,7 @@ impl Area {
         let round = |v: f32| libm::rintf(v).clamp(0.0, 255.0) as u8;
         let mut prev_dy = self.ytab.first().map_or(0, |t| t.0);
         for &(dy, sy, beta) in &self.ytab {
-            let s = src.plane_row(0, sy);
+            let s = src.rows(sy, 1, false, &mut st.line).row(0);
             st.buf.fill(0.0);
             for &(dx, sx, alpha) in &self.xtab {
                 for c in 0..cn {

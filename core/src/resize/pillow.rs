@@ -13,18 +13,20 @@ use alloc::vec::Vec;
 
 use super::SourceBox;
 use super::coeffs::Axis;
-use super::kernels::{self, Rows, Simd};
+use super::kernels::{self, Simd};
 use super::{Filter, ResizeState};
-use crate::{Error, ImageView, ImageViewMut, Limits, Result};
+use crate::rows::{RowReader, Rows, grow, premultiply, unpremultiply};
+use crate::{ImageViewMut, Limits, Rect, Result};
 
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum PillowPlan {
-    /// Output pixel `(x, y)` is source `(x0 + x, y0 + y)`.
-    Crop {
-        x0: u32,
-        y0: u32,
+    /// Output pixel `(x, y)` is region pixel `(x, y)`. With `roundtrip`, RGBA
+    /// goes through Pillow's premultiply and back (it crops the `RGBa` image
+    /// unless nothing changes at all).
+    Copy {
+        roundtrip: bool,
     },
-    /// Source column and row per output column and row; `u32::MAX` is outside
+    /// Region column and row per output column and row; `u32::MAX` is outside
     /// the source and stays 0, as in Pillow.
     Nearest {
         xs: Vec<u32>,
@@ -33,123 +35,134 @@ pub(super) enum PillowPlan {
     Convolve(Convolve),
 }
 
+/// The two convolution passes, each `None` where Pillow skips it (the region is
+/// then already the right columns or rows). Starts count from the region's origin.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Convolve {
-    /// Horizontal weights; `None` keeps the columns from `x0` on.
     h: Option<Axis>,
-    /// Vertical weights; `None` keeps the rows from `y0` on. When the horizontal
-    /// pass runs first, starts count from `rows.0`.
     v: Option<Axis>,
-    x0: usize,
-    y0: usize,
-    /// Source rows `[first, last)` the vertical weights read.
-    rows: (usize, usize),
     vertical_first: bool,
 }
 
+/// The region `[start, end)` an axis reads, or `fallback` when the pass is skipped.
+fn extent(axis: Option<&Axis>, fallback: (usize, usize)) -> (usize, usize) {
+    axis.map_or(fallback, Axis::span)
+}
+
 impl PillowPlan {
+    /// The plan for outputs `window` of the full `(dw, dh)` result, and the
+    /// source region it reads.
     pub(super) fn new(
         (sw, sh): (u32, u32),
         bx: SourceBox,
         (dw, dh): (u32, u32),
+        window: Rect,
         filter: Filter,
         limits: &Limits,
-    ) -> Result<PillowPlan> {
+    ) -> Result<(PillowPlan, Rect)> {
+        let (wx, wy) = (
+            window.x..window.x + window.width,
+            window.y..window.y + window.height,
+        );
         let integral = |v: f32| v == libm::truncf(v);
         // `_resize`'s crop test, per axis.
         let x_is_crop = integral(bx.x0) && bx.x1 - bx.x0 == dw as f32;
         let y_is_crop = integral(bx.y0) && bx.y1 - bx.y0 == dh as f32;
         if (bx == SourceBox::full(sw, sh) && (sw, sh) == (dw, dh)) || (x_is_crop && y_is_crop) {
-            return Ok(PillowPlan::Crop {
-                x0: bx.x0 as u32,
-                y0: bx.y0 as u32,
-            });
+            let region = Rect::new(
+                bx.x0 as u32 + window.x,
+                bx.y0 as u32 + window.y,
+                window.width,
+                window.height,
+            );
+            let roundtrip = (sw, sh) != (dw, dh);
+            return Ok((PillowPlan::Copy { roundtrip }, region));
         }
         if filter == Filter::Nearest {
-            return Ok(PillowPlan::Nearest {
-                xs: nearest_positions(bx.x0, bx.x1, dw, sw),
-                ys: nearest_positions(bx.y0, bx.y1, dh, sh),
-            });
+            let mut xs = nearest_positions(bx.x0, bx.x1, dw, sw, wx);
+            let mut ys = nearest_positions(bx.y0, bx.y1, dh, sh, wy);
+            let (x0, x1) = relative(&mut xs);
+            let (y0, y1) = relative(&mut ys);
+            let region = Rect::new(x0, y0, x1 - x0, y1 - y0);
+            return Ok((PillowPlan::Nearest { xs, ys }, region));
         }
-        let v = Axis::new(sh, bx.y0, bx.y1, dh, filter, limits)?;
-        let rows = v.span();
+        let axis =
+            |size, b0, b1, out, range| Axis::window(size, b0, b1, out, range, filter, limits);
         // Python's resize splits images more than 100 times taller than wide into
         // a vertical-only call, then a horizontal-only one, each possibly a crop.
-        if sh > sw.saturating_mul(100) && dh < sh {
-            let h = if x_is_crop {
-                None
-            } else {
-                Some(Axis::new(sw, bx.x0, bx.x1, dw, filter, limits)?)
-            };
-            return Ok(PillowPlan::Convolve(Convolve {
-                h,
-                v: (!y_is_crop).then_some(v),
-                x0: bx.x0 as usize,
-                y0: bx.y0 as usize,
-                rows,
-                vertical_first: true,
-            }));
-        }
-        // `ImagingResampleInner`: a pass runs only where the size or the box changes.
-        let need_h = dw != sw || bx.x0 != 0.0 || bx.x1 != dw as f32;
-        let need_v = dh != sh || bx.y0 != 0.0 || bx.y1 != dh as f32;
-        let h = if need_h {
-            Some(Axis::new(sw, bx.x0, bx.x1, dw, filter, limits)?)
+        let vertical_first = sh > sw.saturating_mul(100) && dh < sh;
+        let (need_h, need_v) = if vertical_first {
+            (!x_is_crop, !y_is_crop)
+        } else {
+            // `ImagingResampleInner`: a pass runs only where the size or the box changes.
+            (
+                dw != sw || bx.x0 != 0.0 || bx.x1 != dw as f32,
+                dh != sh || bx.y0 != 0.0 || bx.y1 != dh as f32,
+            )
+        };
+        let mut h = if need_h {
+            Some(axis(sw, bx.x0, bx.x1, dw, wx.clone())?)
         } else {
             None
         };
-        let v = match (need_v, need_h) {
-            (false, _) => None,
-            (true, true) => Some(v.shifted(rows.0)),
-            (true, false) => Some(v),
+        let mut v = if need_v {
+            Some(axis(sh, bx.y0, bx.y1, dh, wy.clone())?)
+        } else {
+            None
         };
-        Ok(PillowPlan::Convolve(Convolve {
+        // A skipped pass reads the window's own columns (rows) from the box's origin.
+        let from = |b0: f32, w: &core::ops::Range<u32>| {
+            let start = b0 as usize + w.start as usize;
+            (start, start + w.len())
+        };
+        let (x0, x1) = extent(h.as_ref(), from(bx.x0, &wx));
+        let (y0, y1) = extent(v.as_ref(), from(bx.y0, &wy));
+        if let Some(h) = &mut h {
+            h.shift(x0);
+        }
+        if let Some(v) = &mut v {
+            v.shift(y0);
+        }
+        let region = Rect::new(x0 as u32, y0 as u32, (x1 - x0) as u32, (y1 - y0) as u32);
+        let plan = PillowPlan::Convolve(Convolve {
             h,
             v,
-            x0: 0,
-            y0: 0,
-            rows,
-            vertical_first: false,
-        }))
+            vertical_first,
+        });
+        Ok((plan, region))
     }
 
-    /// The most scratch a run can need (4 bytes per pixel, the widest format).
-    pub(super) fn scratch_bytes(&self, (sw, _sh): (u32, u32), (dw, dh): (u32, u32)) -> u64 {
-        let (sw, dw, dh) = (u64::from(sw), u64::from(dw), u64::from(dh));
-        match self {
-            PillowPlan::Convolve(c) => {
-                let rows = (c.rows.1 - c.rows.0) as u64;
-                let mid = if c.vertical_first {
-                    sw * 4 * dh
-                } else {
-                    dw * 4 * rows
-                };
-                // Intermediate rows, premultiplied source rows (at least a block of
-                // eight), and the interleaved block.
-                mid + sw * 4 * rows.max(dh).max(8) + 8 * 4 * (sw + dw) + 32
-            }
+    /// The most scratch a run can need for a `region` read and an `out` written
+    /// (4 bytes per pixel, the widest format).
+    pub(super) fn scratch_bytes(&self, region: Rect, (ow, oh): (u32, u32)) -> u64 {
+        let (rw, rh) = (u64::from(region.width), u64::from(region.height));
+        let (ow, oh) = (u64::from(ow), u64::from(oh));
+        let mid = match self {
+            PillowPlan::Convolve(c) if c.vertical_first => rw * 4 * oh,
+            PillowPlan::Convolve(_) => ow * 4 * rh,
             _ => 0,
-        }
+        };
+        // Intermediate rows, converted or premultiplied source rows (at least a
+        // block of eight), and the interleaved block.
+        mid + rw * 4 * rh.max(oh).max(8) + 8 * 4 * (rw + ow) + 32
     }
 
+    /// Resizes the plan's region, read through `input`, into `dst`.
     pub(super) fn run(
         &self,
         simd: Simd,
         state: &mut ResizeState,
-        src: &ImageView<'_>,
+        input: &RowReader<'_>,
         dst: &mut ImageViewMut<'_>,
-        bpp: usize,
         alpha: bool,
-    ) -> Result<()> {
+    ) {
+        let bpp = input.bpp();
+        let scratch = &mut state.premultiplied;
         match self {
-            PillowPlan::Crop { x0, y0 } => {
-                let off = *x0 as usize * bpp;
-                let len = dst.width() as usize * bpp;
-                // Pillow crops the premultiplied image unless nothing changes at all.
-                let roundtrip = alpha && (src.width(), src.height()) != (dst.width(), dst.height());
+            PillowPlan::Copy { roundtrip } => {
                 for (y, d) in dst.plane_rows_mut(0).enumerate() {
-                    d.copy_from_slice(&src.plane_row(0, *y0 as usize + y)[off..off + len]);
-                    if roundtrip {
+                    d.copy_from_slice(input.rows(y, 1, false, scratch).row(0));
+                    if alpha && *roundtrip {
                         d.chunks_exact_mut(4).for_each(|p| {
                             let q = premultiply(p);
                             p.copy_from_slice(&q);
@@ -164,7 +177,7 @@ impl PillowPlan {
                         d.fill(0);
                         continue;
                     }
-                    let row = src.plane_row(0, sy as usize);
+                    let row = input.rows(sy as usize, 1, false, scratch).row(0);
                     for (o, &sx) in d.chunks_exact_mut(bpp).zip(xs) {
                         if sx == u32::MAX {
                             o.fill(0);
@@ -174,18 +187,23 @@ impl PillowPlan {
                     }
                 }
             }
-            PillowPlan::Convolve(c) => c.run(simd, state, src, dst, bpp, alpha)?,
+            PillowPlan::Convolve(c) => c.run(simd, state, input, dst, alpha),
         }
-        Ok(())
     }
 }
 
-/// `ImagingScaleAffine`'s source index per output index: positions accumulated
-/// in `f64` from `box0 + step / 2`, truncated, out-of-range ones marked.
-fn nearest_positions(b0: f32, b1: f32, out: u32, in_size: u32) -> Vec<u32> {
+/// `ImagingScaleAffine`'s source index per output index in `window`: positions
+/// accumulated in `f64` from `box0 + step / 2`, truncated, out-of-range ones marked.
+fn nearest_positions(
+    b0: f32,
+    b1: f32,
+    out: u32,
+    in_size: u32,
+    window: core::ops::Range<u32>,
+) -> Vec<u32> {
     let step = f64::from(b1 - b0) / f64::from(out);
     let mut pos = f64::from(b0) + step * 0.5;
-    (0..out)
+    (0..window.end)
         .map(|_| {
             let i = if pos < 0.0 { -1 } else { pos as i64 };
             pos += step;
@@ -195,84 +213,56 @@ fn nearest_positions(b0: f32, b1: f32, out: u32, in_size: u32) -> Vec<u32> {
                 u32::MAX
             }
         })
+        .skip(window.start as usize)
         .collect()
 }
 
-/// Pillow's `RGBA -> RGBa`: `c * a / 255` rounded by its shift formula.
-#[inline(always)]
-fn premultiply(p: &[u8]) -> [u8; 4] {
-    let a = u32::from(p[3]);
-    let m = |c: u8| {
-        let t = u32::from(c) * a + 128;
-        (((t >> 8) + t) >> 8) as u8
-    };
-    [m(p[0]), m(p[1]), m(p[2]), p[3]]
+/// Makes positions relative to the smallest one; returns the range they span
+/// (`0..1` if every one is outside the source).
+fn relative(positions: &mut [u32]) -> (u32, u32) {
+    let valid = positions.iter().filter(|&&p| p != u32::MAX);
+    let first = valid.clone().min().copied().unwrap_or(0);
+    let last = valid.max().map_or(first + 1, |&p| p + 1);
+    for p in positions.iter_mut().filter(|p| **p != u32::MAX) {
+        *p -= first;
+    }
+    (first, last)
 }
 
-/// Pillow's `RGBa -> RGBA`: `255 * c / a` truncated and clamped, unchanged for a = 0 or 255.
-#[inline(always)]
-fn unpremultiply(p: &mut [u8]) {
-    let a = u32::from(p[3]);
-    if a != 0 && a != 255 {
-        for c in &mut p[..3] {
-            *c = (255 * u32::from(*c) / a).min(255) as u8;
-        }
-    }
+/// Where the horizontal pass reads: the source through its reader (converted or
+/// premultiplied per block of rows when needed), or rows already in memory.
+enum HInput<'r, 'a> {
+    Reader {
+        reader: &'r RowReader<'a>,
+        premultiplied: bool,
+        scratch: &'r mut Vec<u8>,
+    },
+    Rows(Rows<'r>),
 }
 
-fn premultiply_row(src: &[u8], out: &mut [u8]) {
-    for (o, p) in out.chunks_exact_mut(4).zip(src.chunks_exact(4)) {
-        o.copy_from_slice(&premultiply(p));
-    }
-}
-
-/// Resizes a scratch vector without zero-filling what it already holds.
-pub(super) fn scratch(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
-    if buf.len() < len {
-        buf.resize(len, 0);
-    }
-    &mut buf[..len]
-}
-
-/// Premultiplies source rows `[first, last)` into `buf`; the result's row 0 is source row `first`.
-fn premultiplied_rows<'a>(
-    buf: &'a mut Vec<u8>,
-    src: &Rows<'_>,
-    (first, last): (usize, usize),
-) -> Rows<'a> {
-    let len = src.len;
-    let out = scratch(buf, (last - first) * len);
-    for (i, o) in out.chunks_exact_mut(len).enumerate() {
-        premultiply_row(src.row(first + i), o);
-    }
-    Rows {
-        data: out,
-        stride: len,
-        len,
-    }
-}
-
-/// The horizontal pass of `count` rows `input.row(0..count)` into `out`, rows
-/// `stride` apart, eight rows per kernel call; each block premultiplied into
-/// `pre` first when given (RGBA).
+/// The horizontal pass of `count` input rows into `out`, rows `stride` apart,
+/// eight rows per kernel call.
 #[allow(clippy::too_many_arguments)]
 fn h_pass(
     simd: Simd,
     bpp: usize,
     h: &Axis,
-    input: &Rows<'_>,
+    mut input: HInput<'_, '_>,
     count: usize,
     out: &mut [u8],
     stride: usize,
-    mut pre: Option<&mut Vec<u8>>,
     block: &mut Vec<u8>,
 ) {
     let row_len = h.bounds.len() * bpp;
     for y0 in (0..count).step_by(8) {
         let m = 8.min(count - y0);
-        let rows = match pre.as_deref_mut() {
-            Some(buf) => premultiplied_rows(buf, input, (y0, y0 + m)),
-            None => input.from(y0),
+        let rows = match &mut input {
+            HInput::Reader {
+                reader,
+                premultiplied,
+                scratch,
+            } => reader.rows(y0, m, *premultiplied, scratch),
+            HInput::Rows(r) => r.from(y0),
         };
         let o = &mut out[y0 * stride..(y0 + m - 1) * stride + row_len];
         kernels::h_block(simd, bpp, &rows, m, o, stride, h, block);
@@ -284,97 +274,69 @@ impl Convolve {
         &self,
         simd: Simd,
         state: &mut ResizeState,
-        src: &ImageView<'_>,
+        input: &RowReader<'_>,
         dst: &mut ImageViewMut<'_>,
-        bpp: usize,
         alpha: bool,
-    ) -> Result<()> {
-        let (sw, dw, dh) = (
-            src.width() as usize,
-            dst.width() as usize,
-            dst.height() as usize,
-        );
-        let plane = src.plane(0);
-        let src_rows = Rows {
-            data: plane.data,
-            stride: plane.stride,
-            len: sw * bpp,
-        };
+    ) {
+        let bpp = input.bpp();
+        let (rw, rh) = input.size();
+        let (rw, rh) = (rw as usize, rh as usize);
+        let (dw, dh) = (dst.width() as usize, dst.height() as usize);
         let ResizeState {
             between,
             premultiplied,
             block,
             ..
         } = state;
-        let (first, last) = self.rows;
+        let stride = dst.stride(0);
         if self.vertical_first {
-            // Vertical (or a row crop) into source-width rows, then horizontal (or a column crop).
+            // Vertical (or a row crop) into region-wide rows, then horizontal (or a column crop).
             let mid = match &self.v {
                 Some(v) => {
-                    let (input, offset) = if alpha {
-                        (
-                            premultiplied_rows(premultiplied, &src_rows, (first, last)),
-                            first,
-                        )
-                    } else {
-                        (src_rows, 0)
-                    };
-                    let out = scratch(between, dh * src_rows.len);
-                    for (y, o) in out.chunks_exact_mut(src_rows.len).enumerate() {
+                    let src = input.rows(0, rh, alpha, premultiplied);
+                    let len = rw * bpp;
+                    let out = grow(between, dh * len);
+                    for (y, o) in out.chunks_exact_mut(len).enumerate() {
                         let (start, k) = v.taps(y);
-                        kernels::v_row(simd, &input, start - offset, k, o);
+                        kernels::v_row(simd, &src, start, k, o);
                     }
                     Rows {
                         data: out,
-                        stride: src_rows.len,
-                        len: src_rows.len,
+                        stride: len,
+                        len,
                     }
                 }
-                None if alpha => {
-                    premultiplied_rows(premultiplied, &src_rows, (self.y0, self.y0 + dh))
-                }
-                None => Rows {
-                    data: &src_rows.data[self.y0 * src_rows.stride..],
-                    ..src_rows
-                },
+                None => input.rows(0, dh, alpha, premultiplied),
             };
             match &self.h {
                 Some(h) => {
-                    let stride = dst.stride(0);
-                    h_pass(
-                        simd,
-                        bpp,
-                        h,
-                        &mid,
-                        dh,
-                        dst.plane_data_mut(0),
-                        stride,
-                        None,
-                        block,
-                    );
+                    let out = dst.plane_data_mut(0);
+                    h_pass(simd, bpp, h, HInput::Rows(mid), dh, out, stride, block);
                 }
                 None => {
                     for (y, d) in dst.plane_rows_mut(0).enumerate() {
-                        d.copy_from_slice(&mid.row(y)[self.x0 * bpp..][..dw * bpp]);
+                        d.copy_from_slice(&mid.row(y)[..dw * bpp]);
                     }
                 }
             }
         } else {
             // Alpha: each block of source rows is premultiplied before the horizontal pass.
-            let pre = alpha.then_some(premultiplied);
+            let reader = HInput::Reader {
+                reader: input,
+                premultiplied: alpha,
+                scratch: premultiplied,
+            };
             match (&self.h, &self.v) {
                 (Some(h), None) => {
                     // Straight into the output.
-                    let stride = dst.stride(0);
                     let out = dst.plane_data_mut(0);
-                    h_pass(simd, bpp, h, &src_rows, dh, out, stride, pre, block);
+                    h_pass(simd, bpp, h, reader, dh, out, stride, block);
                 }
                 (Some(h), Some(v)) => {
-                    // Horizontal pass over the rows the vertical pass reads, then vertical.
+                    // Horizontal pass over the region's rows, then vertical.
                     let mid_len = dw * bpp;
-                    let out = scratch(between, (last - first) * mid_len);
-                    let input = src_rows.from(first);
-                    h_pass(simd, bpp, h, &input, last - first, out, mid_len, pre, block);
+                    let out = grow(between, rh * mid_len);
+                    h_pass(simd, bpp, h, reader, rh, out, mid_len, block);
                     let mid = Rows {
                         data: out,
                         stride: mid_len,
@@ -385,20 +347,18 @@ impl Convolve {
                         kernels::v_row(simd, &mid, start, k, d);
                     }
                 }
-                (None, Some(v)) => {
-                    let (input, offset) = match pre {
-                        Some(buf) => (premultiplied_rows(buf, &src_rows, (first, last)), first),
-                        None => (src_rows, 0),
-                    };
+                (None, v) => {
+                    // Only the vertical pass (a plan never skips both: that is a copy).
+                    let src = input.rows(0, rh, alpha, premultiplied);
                     for (y, d) in dst.plane_rows_mut(0).enumerate() {
-                        let (start, k) = v.taps(y);
-                        kernels::v_row(simd, &input, start - offset, k, d);
+                        match v {
+                            Some(v) => {
+                                let (start, k) = v.taps(y);
+                                kernels::v_row(simd, &src, start, k, d);
+                            }
+                            None => d.copy_from_slice(src.row(y)),
+                        }
                     }
-                }
-                (None, None) => {
-                    return Err(Error::InvalidParameter {
-                        name: "resize: a convolution plan without passes (internal error)",
-                    });
                 }
             }
         }
@@ -407,6 +367,5 @@ impl Convolve {
                 d.chunks_exact_mut(4).for_each(unpremultiply);
             }
         }
-        Ok(())
     }
 }

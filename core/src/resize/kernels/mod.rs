@@ -8,6 +8,7 @@
 //! the tests below check that on random rows and weights anyway.
 
 use super::coeffs::{Axis, HALF, clip8};
+use crate::rows::Rows;
 
 #[cfg(target_arch = "aarch64")]
 mod neon;
@@ -68,30 +69,6 @@ impl Simd {
             Simd::Neon => cfg!(target_feature = "neon"),
             _ => false,
         }
-    }
-}
-
-/// Rows of a plane: row `i` is `data[i * stride..][..len]`.
-#[derive(Clone, Copy)]
-pub(super) struct Rows<'a> {
-    pub(super) data: &'a [u8],
-    pub(super) stride: usize,
-    pub(super) len: usize,
-}
-
-impl<'a> Rows<'a> {
-    /// The rows from `y` on.
-    #[inline(always)]
-    pub(super) fn from(&self, y: usize) -> Rows<'a> {
-        Rows {
-            data: &self.data[y * self.stride..],
-            ..*self
-        }
-    }
-
-    #[inline(always)]
-    pub(super) fn row(&self, i: usize) -> &'a [u8] {
-        &self.data[i * self.stride..][..self.len]
     }
 }
 

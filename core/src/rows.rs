@@ -1,0 +1,236 @@
+//! Row access for the passes that read pixels first: the resampler and the finish pass.
+//!
+//! A fused pipeline never converts a whole frame in a pass of its own. The first
+//! pass that reads the pixels asks for rows in its working format, and each row
+//! (or block of rows) is converted — YUV to RGB, BGRA to RGB, RGBA premultiplied
+//! — into a small scratch buffer just before it is used, while it is still in
+//! cache. When nothing needs converting the rows are read in place.
+
+use crate::ImageView;
+
+/// Rows of a plane: row `i` is `data[i * stride..][..len]`.
+#[derive(Clone, Copy)]
+pub(crate) struct Rows<'a> {
+    pub(crate) data: &'a [u8],
+    pub(crate) stride: usize,
+    pub(crate) len: usize,
+}
+
+impl<'a> Rows<'a> {
+    /// The rows from `y` on.
+    #[inline(always)]
+    pub(crate) fn from(&self, y: usize) -> Rows<'a> {
+        Rows {
+            data: &self.data[y * self.stride..],
+            ..*self
+        }
+    }
+
+    /// Row `i`.
+    #[inline(always)]
+    pub(crate) fn row(&self, i: usize) -> &'a [u8] {
+        &self.data[i * self.stride..][..self.len]
+    }
+}
+
+/// A source of rows in a packed working format, read one at a time.
+pub(crate) trait RowSource {
+    /// Row `y`, exactly one row of working-format bytes.
+    fn row(&mut self, y: usize) -> &[u8];
+}
+
+/// A packed view read in place.
+impl RowSource for ImageView<'_> {
+    #[inline(always)]
+    fn row(&mut self, y: usize) -> &[u8] {
+        self.plane_row(0, y)
+    }
+}
+
+#[cfg(feature = "alloc")]
+pub(crate) use reader::{RowReader, premultiply, unpremultiply};
+
+#[cfg(feature = "alloc")]
+mod reader {
+    use alloc::vec::Vec;
+
+    use super::{RowSource, Rows};
+    use crate::color::{RowConverter, YuvRange};
+    use crate::image::packed_bpp;
+    use crate::{ImageView, PixelFormat, Rect, Result};
+
+    /// A region of an image read in a packed working format: in place when the
+    /// formats agree, otherwise converted row by row on first read.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct RowReader<'a> {
+        /// The region, widened to even coordinates for 4:2:0 sources.
+        view: ImageView<'a>,
+        /// Byte offset of the region's first pixel in a converted row.
+        x: usize,
+        /// Rows of `view` above the region.
+        y: usize,
+        width: u32,
+        height: u32,
+        bpp: usize,
+        format: PixelFormat,
+        convert: Option<RowConverter>,
+    }
+
+    impl<'a> RowReader<'a> {
+        /// Reads `region` of `src` as `format` (packed); `range` applies to YUV sources.
+        pub(crate) fn new(
+            src: &ImageView<'a>,
+            region: Rect,
+            format: PixelFormat,
+            range: YuvRange,
+        ) -> Result<Self> {
+            let bpp = packed_bpp("reading rows (the working format)", format)?;
+            let convert = if src.format() == format {
+                None
+            } else {
+                Some(RowConverter::new(src.format(), format, range)?)
+            };
+            // A 4:2:0 view must start on even coordinates; the odd pixel is skipped after converting.
+            let (dx, dy) = if src.format().is_yuv420() {
+                (region.x % 2, region.y % 2)
+            } else {
+                (0, 0)
+            };
+            let view = src.crop(Rect::new(
+                region.x - dx,
+                region.y - dy,
+                region.width + dx,
+                region.height + dy,
+            ))?;
+            Ok(RowReader {
+                view,
+                x: dx as usize * bpp,
+                y: dy as usize,
+                width: region.width,
+                height: region.height,
+                bpp,
+                format,
+                convert,
+            })
+        }
+
+        /// The working format.
+        pub(crate) fn format(&self) -> PixelFormat {
+            self.format
+        }
+
+        /// Region width and height.
+        pub(crate) fn size(&self) -> (u32, u32) {
+            (self.width, self.height)
+        }
+
+        /// Bytes per working-format pixel.
+        pub(crate) fn bpp(&self) -> usize {
+            self.bpp
+        }
+
+        /// Rows `[first, first + count)` of the region in the working format,
+        /// premultiplied (Pillow's `RGBa`) when asked. They point into the source
+        /// when nothing needs changing, into `scratch` otherwise.
+        pub(crate) fn rows<'s>(
+            &'s self,
+            first: usize,
+            count: usize,
+            premultiplied: bool,
+            scratch: &'s mut Vec<u8>,
+        ) -> Rows<'s> {
+            let len = self.width as usize * self.bpp;
+            if self.convert.is_none() && !premultiplied {
+                let p = self.view.plane(0);
+                return Rows {
+                    data: &p.data[(self.y + first) * p.stride..],
+                    stride: p.stride,
+                    len,
+                };
+            }
+            let row_len = self.view.width() as usize * self.bpp;
+            let out = grow(scratch, count * row_len);
+            for (i, o) in out.chunks_exact_mut(row_len).enumerate() {
+                let y = self.y + first + i;
+                match (&self.convert, premultiplied) {
+                    (Some(c), pre) => {
+                        c.row(&self.view, y, o);
+                        if pre {
+                            o.chunks_exact_mut(4).for_each(|p| {
+                                let q = premultiply(p);
+                                p.copy_from_slice(&q);
+                            });
+                        }
+                    }
+                    (None, _) => {
+                        for (q, p) in o
+                            .chunks_exact_mut(4)
+                            .zip(self.view.plane_row(0, y).chunks_exact(4))
+                        {
+                            q.copy_from_slice(&premultiply(p));
+                        }
+                    }
+                }
+            }
+            Rows {
+                data: &out[self.x..],
+                stride: row_len,
+                len,
+            }
+        }
+
+        /// A [`RowSource`] over the region, converting through `scratch`.
+        pub(crate) fn source<'s>(&'s self, scratch: &'s mut Vec<u8>) -> ReaderSource<'s, 'a> {
+            ReaderSource {
+                reader: self,
+                scratch,
+            }
+        }
+    }
+
+    /// A [`RowReader`] and the scratch its conversions go through.
+    pub(crate) struct ReaderSource<'s, 'a> {
+        reader: &'s RowReader<'a>,
+        scratch: &'s mut Vec<u8>,
+    }
+
+    impl RowSource for ReaderSource<'_, '_> {
+        #[inline]
+        fn row(&mut self, y: usize) -> &[u8] {
+            self.reader.rows(y, 1, false, self.scratch).row(0)
+        }
+    }
+
+    /// Grows a scratch vector to `len` without zero-filling what it already holds.
+    pub(crate) fn grow(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        &mut buf[..len]
+    }
+
+    /// Pillow's `RGBA -> RGBa`: `c * a / 255` rounded by its shift formula.
+    #[inline(always)]
+    pub(crate) fn premultiply(p: &[u8]) -> [u8; 4] {
+        let a = u32::from(p[3]);
+        let m = |c: u8| {
+            let t = u32::from(c) * a + 128;
+            (((t >> 8) + t) >> 8) as u8
+        };
+        [m(p[0]), m(p[1]), m(p[2]), p[3]]
+    }
+
+    /// Pillow's `RGBa -> RGBA`: `255 * c / a` truncated and clamped, unchanged for a = 0 or 255.
+    #[inline(always)]
+    pub(crate) fn unpremultiply(p: &mut [u8]) {
+        let a = u32::from(p[3]);
+        if a != 0 && a != 255 {
+            for c in &mut p[..3] {
+                *c = (255 * u32::from(*c) / a).min(255) as u8;
+            }
+        }
+    }
+}
+
+#[cfg(feature = "alloc")]
+pub(crate) use reader::grow;
