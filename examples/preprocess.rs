@@ -64,6 +64,7 @@ impl EvalTransform {
         let rule = SizeRule::ShorterSide {
             size: 256,
             max_size: None,
+            rounding: tensorprep::size::Rounding::Truncate,
         };
         let (w, h) = rule.output_size(info.width, info.height)?;
         let resized = reuse(&mut self.resized, decoded.format(), w, h)?;

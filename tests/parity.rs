@@ -301,6 +301,7 @@ fn eval_tensor(jpeg: &[u8], backend: Backend) -> Vec<f32> {
     let rule = SizeRule::ShorterSide {
         size: 256,
         max_size: None,
+        rounding: tensorprep::size::Rounding::Truncate,
     };
     let resized = resize_by_rule(&img.view(), rule, Resample::Pillow(Filter::Bilinear)).unwrap();
     let crop = center_crop(&resized.view(), 224, 224).unwrap();

@@ -17,10 +17,10 @@ mod tensor;
 pub mod color;
 pub mod finish;
 pub mod geometry;
+pub mod jpeg;
+pub mod pipeline;
 pub mod size;
 
-#[cfg(feature = "alloc")]
-pub mod jpeg;
 #[cfg(feature = "alloc")]
 pub mod resize;
 

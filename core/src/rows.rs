@@ -9,6 +9,7 @@
 use crate::ImageView;
 
 /// Rows of a plane: row `i` is `data[i * stride..][..len]`.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Copy)]
 pub(crate) struct Rows<'a> {
     pub(crate) data: &'a [u8],
@@ -16,6 +17,7 @@ pub(crate) struct Rows<'a> {
     pub(crate) len: usize,
 }
 
+#[cfg(feature = "alloc")]
 impl<'a> Rows<'a> {
     /// The rows from `y` on.
     #[inline(always)]

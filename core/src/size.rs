@@ -1,9 +1,10 @@
 //! Output-size rules, each reproducing a reference library's arithmetic exactly.
 //!
 //! ```
-//! use tensorprep::size::SizeRule;
+//! use tensorprep::size::{Rounding, SizeRule};
 //! // torchvision `Resize(256)` on a 451x300 photo: short side 256, long int(256 * 451 / 300).
-//! assert_eq!(SizeRule::ShorterSide { size: 256, max_size: None }.output_size(451, 300)?, (384, 256));
+//! let rule = SizeRule::ShorterSide { size: 256, max_size: None, rounding: Rounding::Truncate };
+//! assert_eq!(rule.output_size(451, 300)?, (384, 256));
 //! // Ultralytics letterbox to 640x640: scale min(640/451, 640/300), sides round-half-even.
 //! assert_eq!(SizeRule::Fit { width: 640, height: 640, upscale: true }.output_size(451, 300)?, (640, 426));
 //! # Ok::<(), tensorprep::Error>(())
@@ -11,6 +12,16 @@
 
 use crate::image::check_dimensions;
 use crate::{Error, Result};
+
+/// How a computed side length, a float64 quotient, becomes an integer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Rounding {
+    /// Toward zero, Python's `int(x)` (torchvision, timm, Hugging Face).
+    #[default]
+    Truncate,
+    /// To nearest, ties to even, Python's `round(x)` (PaddleClas).
+    HalfEven,
+}
 
 /// How the output size of a resize follows from the input size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -23,21 +34,25 @@ pub enum SizeRule {
         height: u32,
     },
     /// torchvision `Resize(size, max_size=...)` with an int `size`: the shorter side
-    /// becomes `size` and the longer side `int(size * long / short)` (float64 division,
-    /// truncated). If `max_size` is set and the longer side would exceed it, the longer
-    /// side becomes `max_size` and the shorter `int(max_size * size / long)`.
-    /// Square inputs give `size` x `size`.
+    /// becomes `size` and the longer side `size * long / short` (float64 division,
+    /// then `rounding`; torchvision truncates). If `max_size` is set and the longer
+    /// side would exceed it, the longer side becomes `max_size` and the shorter
+    /// `max_size * size / long`, rounded the same way. Square inputs give `size` x `size`.
     ShorterSide {
         /// Target length of the shorter side.
         size: u32,
         /// Optional cap on the longer side; must be greater than `size`.
         max_size: Option<u32>,
+        /// How the other side is rounded.
+        rounding: Rounding,
     },
-    /// The longer side becomes `size` and the shorter `int(size * short / long)`
-    /// (torchvision v2 `Resize(size=None, max_size=size)`).
+    /// The longer side becomes `size` and the shorter `size * short / long`, rounded
+    /// by `rounding` (torchvision v2 `Resize(size=None, max_size=size)` truncates).
     LongerSide {
         /// Target length of the longer side.
         size: u32,
+        /// How the other side is rounded.
+        rounding: Rounding,
     },
     /// Fit inside `width` x `height` keeping the aspect ratio, as Ultralytics'
     /// letterbox: `r = min(width / w, height / h)` in float64 (capped at 1 unless
@@ -52,10 +67,14 @@ pub enum SizeRule {
     },
 }
 
-/// Python's `int(a * b / c)` on non-negative integers: float64 division, truncated.
-fn py_int_div(a: u32, b: u32, c: u32) -> u64 {
-    let num = u64::from(a) * u64::from(b);
-    (num as f64 / f64::from(c)) as u64
+/// `a * b / c` on non-negative integers in float64 (the product is exact), then
+/// rounded: Python's `int(a * b / c)` or `round(a * b / c)`.
+fn scaled_side(a: u32, b: u32, c: u32, rounding: Rounding) -> u64 {
+    let q = (u64::from(a) * u64::from(b)) as f64 / f64::from(c);
+    match rounding {
+        Rounding::Truncate => q as u64,
+        Rounding::HalfEven => libm::rint(q) as u64,
+    }
 }
 
 fn to_size(w: u64, h: u64) -> Result<(u32, u32)> {
@@ -69,10 +88,14 @@ impl SizeRule {
         check_dimensions(u64::from(width), u64::from(height))?;
         match *self {
             SizeRule::Exact { width, height } => to_size(u64::from(width), u64::from(height)),
-            SizeRule::ShorterSide { size, max_size } => {
+            SizeRule::ShorterSide {
+                size,
+                max_size,
+                rounding,
+            } => {
                 let (short, long) = (width.min(height), width.max(height));
                 let mut new_short = u64::from(size);
-                let mut new_long = py_int_div(size, long, short);
+                let mut new_long = scaled_side(size, long, short, rounding);
                 if let Some(max) = max_size {
                     if max <= size {
                         return Err(Error::InvalidParameter {
@@ -80,7 +103,8 @@ impl SizeRule {
                         });
                     }
                     if new_long > u64::from(max) {
-                        new_short = py_int_div(max, size, new_long.min(u64::from(u32::MAX)) as u32);
+                        let long = new_long.min(u64::from(u32::MAX)) as u32;
+                        new_short = scaled_side(max, size, long, rounding);
                         new_long = u64::from(max);
                     }
                 }
@@ -90,9 +114,9 @@ impl SizeRule {
                     to_size(new_long, new_short)
                 }
             }
-            SizeRule::LongerSide { size } => {
+            SizeRule::LongerSide { size, rounding } => {
                 let (short, long) = (width.min(height), width.max(height));
-                let new_short = py_int_div(size, short, long);
+                let new_short = scaled_side(size, short, long, rounding);
                 if width >= height {
                     to_size(u64::from(size), new_short)
                 } else {
@@ -130,6 +154,7 @@ mod tests {
         let r = SizeRule::ShorterSide {
             size: 256,
             max_size: None,
+            rounding: Rounding::Truncate,
         };
         // int(256 * 427 / 640) is not needed; 640x427 -> short 427: long int(256*640/427) = 383
         assert_eq!(r.output_size(640, 427).unwrap(), (383, 256));
@@ -138,12 +163,14 @@ mod tests {
         let capped = SizeRule::ShorterSide {
             size: 256,
             max_size: Some(300),
+            rounding: Rounding::Truncate,
         };
         // 1000x200: long would be 1280 > 300 -> short int(300*256/1280) = 60
         assert_eq!(capped.output_size(1000, 200).unwrap(), (300, 60));
         let bad = SizeRule::ShorterSide {
             size: 256,
             max_size: Some(256),
+            rounding: Rounding::Truncate,
         };
         assert!(bad.output_size(10, 10).is_err());
     }
@@ -151,7 +178,7 @@ mod tests {
     #[test]
     fn longer_and_fit_rules() {
         assert_eq!(
-            SizeRule::LongerSide { size: 320 }
+            SizeRule::LongerSide { size: 320, rounding: Rounding::Truncate }
                 .output_size(640, 427)
                 .unwrap(),
             (320, 213)
@@ -194,10 +221,10 @@ mod tests {
             .is_err()
         );
         assert!(
-            SizeRule::LongerSide { size: 10 }
+            SizeRule::LongerSide { size: 10, rounding: Rounding::Truncate }
                 .output_size(10_000, 1)
                 .is_err()
         );
-        assert!(SizeRule::LongerSide { size: 10 }.output_size(0, 1).is_err());
+        assert!(SizeRule::LongerSide { size: 10, rounding: Rounding::Truncate }.output_size(0, 1).is_err());
     }
 }

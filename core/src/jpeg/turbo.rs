@@ -16,7 +16,7 @@ use core::ffi::{CStr, c_int};
 use turbojpeg_sys as tj;
 
 use super::Scale;
-use crate::{Error, JpegErrorKind, Limits, PixelFormat, Result};
+use crate::{Error, JpegErrorKind, Limits, PixelFormat, Rect, Result};
 
 /// Most progressive scans accepted (a real file has about 10; crafted files with
 /// thousands make decoding quadratic).
@@ -102,8 +102,9 @@ impl Turbo {
         Some(Error::Jpeg { kind })
     }
 
-    /// Parses the headers: stored width, height and number of components.
-    pub(super) fn header(&mut self, bytes: &[u8]) -> Result<(u32, u32, u8)> {
+    /// Parses the headers: stored width, height, number of components and the
+    /// MCU width in pixels (0 when the subsampling is unusual).
+    pub(super) fn header(&mut self, bytes: &[u8]) -> Result<(u32, u32, u8, u32)> {
         let h = self.handle()?;
         let len = jpeg_len(bytes)?;
         // SAFETY: `bytes` is a valid slice of `len` bytes; `h` is live.
@@ -113,12 +114,26 @@ impl Turbo {
             }));
         }
         // SAFETY: `h` is live and has just parsed a header.
-        let (w, ht, cs) = unsafe {
+        let (w, ht, cs, subsamp) = unsafe {
             (
                 tj::tj3Get(h, tj::TJPARAM_TJPARAM_JPEGWIDTH as c_int),
                 tj::tj3Get(h, tj::TJPARAM_TJPARAM_JPEGHEIGHT as c_int),
                 tj::tj3Get(h, tj::TJPARAM_TJPARAM_COLORSPACE as c_int),
+                tj::tj3Get(h, tj::TJPARAM_TJPARAM_SUBSAMP as c_int),
             )
+        };
+        // TurboJPEG's `tjMCUWidth` table, indexed by `TJSAMP`.
+        let mcu = match subsamp {
+            x if x == tj::TJSAMP_TJSAMP_444 as c_int
+                || x == tj::TJSAMP_TJSAMP_GRAY as c_int
+                || x == tj::TJSAMP_TJSAMP_440 as c_int
+                || x == tj::TJSAMP_TJSAMP_441 as c_int =>
+            {
+                8
+            }
+            x if x == tj::TJSAMP_TJSAMP_422 as c_int || x == tj::TJSAMP_TJSAMP_420 as c_int => 16,
+            x if x == tj::TJSAMP_TJSAMP_411 as c_int => 32,
+            _ => 0,
         };
         let components = match cs {
             x if x == tj::TJCS_TJCS_GRAY as c_int => 1,
@@ -126,16 +141,17 @@ impl Turbo {
             _ => 3,
         };
         match (u32::try_from(w), u32::try_from(ht)) {
-            (Ok(w), Ok(ht)) if w > 0 && ht > 0 => Ok((w, ht, components)),
+            (Ok(w), Ok(ht)) if w > 0 && ht > 0 => Ok((w, ht, components, mcu)),
             _ => Err(Error::Jpeg {
                 kind: JpegErrorKind::Corrupt,
             }),
         }
     }
 
-    /// Decodes the whole image at `scale` into `out` (`stride` bytes per row) as
-    /// `format`: Gray8 for gray files; RGB/BGR/RGBA/BGRA for colour and CMYK files.
-    /// `width` x `height` is the scaled size.
+    /// Decodes `region` of the image scaled by `scale` into `out` (`stride`
+    /// bytes per row) as `format`: Gray8 for gray files; RGB/BGR/RGBA/BGRA for
+    /// colour and CMYK files. `region.x` must be a multiple of the scaled MCU
+    /// width unless the region is the whole scaled image.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn decode(
         &mut self,
@@ -144,17 +160,18 @@ impl Turbo {
         scale: Scale,
         strict: bool,
         limits: &Limits,
-        (width, height): (u32, u32),
+        region: Rect,
         out: &mut [u8],
         stride: usize,
         cmyk: &mut Vec<u8>,
     ) -> Result<()> {
+        let (width, height) = (region.width, region.height);
         let h = self.handle()?;
         Self::set(h, tj::TJPARAM_TJPARAM_STOPONWARNING, c_int::from(strict))?;
         Self::set(h, tj::TJPARAM_TJPARAM_SCANLIMIT, MAX_SCANS)?;
         let max_pixels = c_int::try_from(limits.max_pixels).unwrap_or(c_int::MAX);
         Self::set(h, tj::TJPARAM_TJPARAM_MAXPIXELS, max_pixels)?;
-        let (jw, jh, components) = self.header(bytes)?;
+        let (jw, jh, components, _) = self.header(bytes)?;
         let factor = tj::tjscalingfactor {
             num: 1,
             denom: scale.denominator() as c_int,
@@ -208,12 +225,31 @@ impl Turbo {
                 needed,
             });
         }
-        // TurboJPEG writes TJSCALED(w) x TJSCALED(h) pixels, which must be ours.
-        let expected = (scale.apply(jw), scale.apply(jh));
-        if expected != (width, height) {
-            return Err(Error::SizeMismatch {
-                expected,
-                found: (width, height),
+        // TurboJPEG writes the region of the TJSCALED(w) x TJSCALED(h) image.
+        let scaled = (scale.apply(jw), scale.apply(jh));
+        if !region.fits_in(scaled.0, scaled.1) || width == 0 || height == 0 {
+            return Err(Error::RectOutOfBounds {
+                rect: region,
+                width: scaled.0,
+                height: scaled.1,
+            });
+        }
+        let whole = (region.x, region.y) == (0, 0) && (width, height) == scaled;
+        let crop = if whole {
+            tj::tjregion { x: 0, y: 0, w: 0, h: 0 } // TJUNCROPPED
+        } else {
+            tj::tjregion {
+                x: region.x as c_int,
+                y: region.y as c_int,
+                w: width as c_int,
+                h: height as c_int,
+            }
+        };
+        // SAFETY: `h` is live and has read the header (above); TurboJPEG checks
+        // the region against the scaled size and the MCU alignment.
+        if unsafe { tj::tj3SetCroppingRegion(h, crop) } != 0 {
+            return Err(Error::InvalidParameter {
+                name: "libjpeg-turbo: the region's left edge is not on an MCU boundary",
             });
         }
         let len = jpeg_len(bytes)?;

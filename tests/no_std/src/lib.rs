@@ -43,6 +43,7 @@ pub extern "C" fn tp_no_std_check(seed: u8) -> f32 {
         let (w, h) = SizeRule::ShorterSide {
             size: 4,
             max_size: None,
+            rounding: tensorprep::size::Rounding::Truncate,
         }
         .output_size(8, 8)?;
         let crop = center_crop(&rotated, w, h)?;

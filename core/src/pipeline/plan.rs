@@ -1,0 +1,845 @@
+//! Compiling a pipeline into stages with known shapes, and running them.
+
+use alloc::vec::Vec;
+
+use super::mapping::{Affine, Geometry};
+use super::op::{CenterCrop, Decode, DecodeScaling, Op, Pad, PadTo, Resize};
+use super::{InputDesc, Pipeline};
+use crate::color::{RowConverter, YuvRange};
+use crate::finish::{ChannelOrder, FinishSpec, Finisher, Normalize};
+use crate::geometry::{Transform, fill_border, transform};
+use crate::image::tight_len;
+use crate::jpeg::{Backend, DecodeOptions, JpegDecoder, JpegInfo, Orientation, Scale};
+use crate::resize::{ResizePlan, ResizeState, SourceBox};
+use crate::rows::{RowReader, grow};
+use crate::{
+    DType, Error, ImageView, ImageViewMut, Layout, Limits, PixelFormat, Rect, Result, TensorMut,
+};
+
+/// One input to a plan.
+#[derive(Clone, Copy, Debug)]
+pub enum Input<'a> {
+    /// Raw pixels of the format and size the plan was compiled for.
+    Pixels(ImageView<'a>),
+    /// An encoded (JPEG) file's bytes.
+    Encoded(&'a [u8]),
+}
+
+/// A geometric op with its parameters checked.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Step {
+    Convert { to: PixelFormat, range: YuvRange },
+    Resize(Resize),
+    Crop(Crop),
+    Pad(Pad),
+    Transform(Transform),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Crop {
+    Center(CenterCrop),
+    Rect(Rect),
+}
+
+impl Crop {
+    fn rect(&self, width: u32, height: u32) -> Result<Rect> {
+        let rect = match self {
+            Crop::Center(c) => c.rect(width, height),
+            Crop::Rect(r) => r.fits_in(width, height).then_some(*r),
+        };
+        rect.filter(|r| r.width > 0 && r.height > 0)
+            .ok_or(Error::RectOutOfBounds {
+                rect: match self {
+                    Crop::Center(c) => Rect::new(0, 0, c.width, c.height),
+                    Crop::Rect(r) => *r,
+                },
+                width,
+                height,
+            })
+    }
+}
+
+/// Where a stage reads: the plan's input or an earlier stage's output, a
+/// region of it, and the packed format the rows are converted to on reading.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Read {
+    /// `None` for the input, `Some(i)` for buffer `i`.
+    buffer: Option<usize>,
+    region: Rect,
+    format: PixelFormat,
+    range: YuvRange,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Work {
+    Resize(alloc::boxed::Box<ResizePlan>),
+    Pad { rect: Rect, fill: [u8; 4] },
+    Transform(Transform),
+}
+
+/// One materializing step: reads, works, writes buffer `out`.
+#[derive(Clone, Debug, PartialEq)]
+struct Stage {
+    read: Read,
+    work: Work,
+    out: usize,
+}
+
+/// Shape of an intermediate buffer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Shape {
+    format: PixelFormat,
+    width: u32,
+    height: u32,
+}
+
+/// How one JPEG of a given size is decoded.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct DecodePlan {
+    options: DecodeOptions,
+    /// The part of the decoded image produced (all of it without region decoding).
+    region: Rect,
+}
+
+/// A plan resolved for one input size.
+#[derive(Clone, Debug, PartialEq)]
+struct Resolved {
+    /// Size and format of the input as the first stage sees it (decoded, at
+    /// reduced size in fast mode).
+    input: Shape,
+    decode: Option<DecodePlan>,
+    stages: Vec<Stage>,
+    buffers: Vec<Shape>,
+    finish: Read,
+    geometry: Geometry,
+}
+
+/// A compiled pipeline: every op checked, shapes known (for pixel inputs), the
+/// finish tables built. Immutable and `Send + Sync`; each thread runs it with
+/// its own [`PlanState`].
+#[derive(Clone, Debug)]
+pub struct Plan {
+    input: InputDesc,
+    decode: Option<Decode>,
+    steps: Vec<Step>,
+    finisher: Finisher,
+    limits: Limits,
+    /// Resolved at compile time for pixel inputs.
+    fixed: Option<Resolved>,
+}
+
+/// The scratch of one thread running a [`Plan`]: decoder, intermediate
+/// buffers and resampler rows, grown on the first run and reused after.
+#[derive(Debug, Default)]
+pub struct PlanState {
+    /// For JPEG inputs: the plan resolved for the last image size.
+    resolved: Option<(ResolveKey, Resolved)>,
+    decoder: Option<JpegDecoder>,
+    decoded: Vec<u8>,
+    buffers: Vec<Vec<u8>>,
+    resize: ResizeState,
+    line: Vec<u8>,
+}
+
+/// What a JPEG's resolved plan depends on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ResolveKey {
+    width: u32,
+    height: u32,
+    exif_orientation: u16,
+    mcu_width: u32,
+}
+
+impl PlanState {
+    /// Empty scratch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl Pipeline {
+    /// Compiles the pipeline for `input` with the default [`Limits`].
+    pub fn compile(&self, input: InputDesc) -> Result<Plan> {
+        self.compile_with_limits(input, &Limits::DEFAULT)
+    }
+
+    /// Compiles the pipeline for `input`; `limits` caps image sizes and every
+    /// buffer the plan and its runs allocate.
+    pub fn compile_with_limits(&self, input: InputDesc, limits: &Limits) -> Result<Plan> {
+        Plan::new(self, input, limits)
+    }
+}
+
+/// An error naming the op at `index` and what is wrong with it.
+fn op_error(name: &'static str) -> Error {
+    Error::InvalidParameter { name }
+}
+
+impl Plan {
+    fn new(pipeline: &Pipeline, input: InputDesc, limits: &Limits) -> Result<Plan> {
+        let ops = pipeline.ops();
+        let mut decode = None;
+        let mut steps = Vec::new();
+        let mut normalize = None;
+        let mut layout = None;
+        let mut cast = None;
+        // The packed or YUV format the pixels have at each point.
+        let mut format = match input {
+            InputDesc::Pixels { format, .. } => format,
+            InputDesc::Jpeg => PixelFormat::Rgb8,
+        };
+        for (i, op) in ops.iter().enumerate() {
+            if !op.is_finish() && (normalize.is_some() || layout.is_some() || cast.is_some()) {
+                return Err(op_error(
+                    "pipeline: Normalize, Layout and Cast must come after every pixel op",
+                ));
+            }
+            match *op {
+                Op::Decode(d) => {
+                    if i != 0 {
+                        return Err(op_error("pipeline: Decode must be the first op"));
+                    }
+                    check_decode(&d, ops.get(1..).unwrap_or_default())?;
+                    if input == InputDesc::Jpeg {
+                        format = d.format;
+                        decode = Some(d);
+                    }
+                }
+                Op::ConvertColor { to, range } => {
+                    crate::image::packed_bpp("ConvertColor target", to)?;
+                    RowConverter::new(format, to, range)?;
+                    format = to;
+                    steps.push(Step::Convert { to, range });
+                }
+                Op::Resize(r) => {
+                    packed("Resize", format)?;
+                    steps.push(Step::Resize(r));
+                }
+                Op::CenterCrop(c) => {
+                    if c.width == 0 || c.height == 0 {
+                        return Err(op_error("CenterCrop: width and height must be positive"));
+                    }
+                    steps.push(Step::Crop(Crop::Center(c)));
+                }
+                Op::Crop(r) => {
+                    if r.width == 0 || r.height == 0 {
+                        return Err(op_error("Crop: width and height must be positive"));
+                    }
+                    steps.push(Step::Crop(Crop::Rect(r)));
+                }
+                Op::Pad(p) => {
+                    packed("Pad", format)?;
+                    steps.push(Step::Pad(p));
+                }
+                Op::Flip(f) => steps.push(Step::Transform(Transform::from_flip(f))),
+                Op::Rotate(r) => steps.push(Step::Transform(Transform::from_rotation(r))),
+                Op::Normalize(n) => {
+                    if normalize.replace(n).is_some() || cast.is_some() {
+                        return Err(op_error(
+                            "pipeline: one Normalize, before Cast (quantization follows normalization)",
+                        ));
+                    }
+                }
+                Op::Layout { layout: l, order } => {
+                    if layout.replace((l, order)).is_some() {
+                        return Err(op_error("pipeline: more than one Layout op"));
+                    }
+                }
+                Op::Cast {
+                    dtype,
+                    quantization,
+                } => {
+                    if cast.replace((dtype, quantization)).is_some() {
+                        return Err(op_error("pipeline: more than one Cast op"));
+                    }
+                }
+            }
+        }
+        if input == InputDesc::Jpeg && decode.is_none() {
+            return Err(op_error("pipeline: a JPEG input needs a Decode op first"));
+        }
+        packed("the finish pass (Normalize/Layout/Cast)", format)?;
+        let (layout, order) = layout.ok_or(op_error(
+            "pipeline: a Layout op (CHW or HWC, channel order) is required",
+        ))?;
+        let (dtype, quantization) = cast.ok_or(op_error(
+            "pipeline: a Cast op (output element type) is required",
+        ))?;
+        if order == ChannelOrder::Gray && format != PixelFormat::Gray8 {
+            return Err(op_error(
+                "Layout: one gray channel needs Gray8 pixels (add ConvertColor to Gray8)",
+            ));
+        }
+        let finisher = Finisher::new(&FinishSpec {
+            normalize: normalize.unwrap_or(Normalize::RAW),
+            order,
+            layout,
+            dtype,
+            quantization,
+        })?;
+        let mut plan = Plan {
+            input,
+            decode,
+            steps,
+            finisher,
+            limits: *limits,
+            fixed: None,
+        };
+        if let InputDesc::Pixels {
+            format,
+            width,
+            height,
+        } = input
+        {
+            limits.check_pixels(u64::from(width), u64::from(height))?;
+            let shape = Shape {
+                format,
+                width,
+                height,
+            };
+            plan.fixed = Some(plan.resolve(shape, None)?);
+        }
+        Ok(plan)
+    }
+
+    /// What the plan was compiled for.
+    pub fn input(&self) -> InputDesc {
+        self.input
+    }
+
+    /// The output tensor's shape (`[C, H, W]` or `[H, W, C]`) when it does not
+    /// depend on the input size: always for pixel inputs, and for JPEG inputs
+    /// when the pipeline ends in a fixed size (a crop or a canvas).
+    pub fn output_shape(&self) -> Option<[usize; 3]> {
+        let (w, h) = match &self.fixed {
+            Some(r) => r.geometry.output,
+            None => self.fixed_output_size()?,
+        };
+        Some(self.finisher.output_shape(w, h))
+    }
+
+    /// Elements of the output tensor, when [`Plan::output_shape`] is known.
+    pub fn output_len(&self) -> Option<usize> {
+        self.output_shape().map(|s| s.iter().product())
+    }
+
+    /// The output element type.
+    pub fn dtype(&self) -> DType {
+        self.finisher.spec().dtype
+    }
+
+    /// The finish step's layout and channel order.
+    pub fn layout(&self) -> (Layout, ChannelOrder) {
+        (self.finisher.spec().layout, self.finisher.spec().order)
+    }
+
+    /// For pixel inputs, what the plan does to the geometry (scale factors,
+    /// padding offsets, the map back to the input).
+    pub fn geometry(&self) -> Option<Geometry> {
+        self.fixed.as_ref().map(|r| r.geometry)
+    }
+
+    /// The output size of a pipeline whose last size-setting op fixes it
+    /// whatever the input: a crop with its own size, a canvas, an exact resize.
+    fn fixed_output_size(&self) -> Option<(u32, u32)> {
+        let mut size = None;
+        for step in &self.steps {
+            size = match step {
+                Step::Crop(Crop::Center(c)) => Some((c.width, c.height)),
+                Step::Crop(Crop::Rect(r)) => Some((r.width, r.height)),
+                Step::Resize(Resize {
+                    size: crate::size::SizeRule::Exact { width, height },
+                    ..
+                }) => Some((*width, *height)),
+                Step::Resize(_) => None,
+                Step::Pad(Pad {
+                    to: PadTo::Canvas { width, height, .. },
+                    ..
+                }) => Some((*width, *height)),
+                Step::Pad(Pad {
+                    to:
+                        PadTo::Borders {
+                            left,
+                            top,
+                            right,
+                            bottom,
+                        },
+                    ..
+                }) => size.map(|(w, h): (u32, u32)| (w + left + right, h + top + bottom)),
+                Step::Transform(t) => size.map(|(w, h)| t.output_size(w, h)),
+                Step::Convert { .. } => size,
+            };
+        }
+        size
+    }
+
+    /// Builds the stages for a decoded input of `shape` (the size after any
+    /// EXIF orientation; for fast decoding, the reduced size, with `full` the
+    /// size the image has at full scale).
+    fn resolve(&self, shape: Shape, jpeg: Option<JpegInfo>) -> Result<Resolved> {
+        let limits = &self.limits;
+        let mut buffers: Vec<Shape> = Vec::new();
+        let mut stages: Vec<Stage> = Vec::new();
+        let mut decode = None;
+        let mut input = shape;
+        let mut map = Affine::IDENTITY;
+        // Fast decoding: the first resize's target, from the full-size image.
+        if let (Some(d), Some(info)) = (self.decode, jpeg) {
+            let mut scale = Scale::Full;
+            if d.scaling == DecodeScaling::Fast
+                && let Some(Step::Resize(r)) = self.first_geometric_step()
+            {
+                let target = r.size.output_size(shape.width, shape.height)?;
+                scale = Scale::for_target((info.stored_width, info.stored_height), target);
+            }
+            let options = decode_options(&d, scale, limits);
+            let (w, h) = if scale == Scale::Full {
+                (shape.width, shape.height)
+            } else {
+                // The scaled size, oriented like the full one.
+                let (sw, sh) = (scale.apply(info.stored_width), scale.apply(info.stored_height));
+                if (info.width, info.height) == (info.stored_width, info.stored_height) {
+                    (sw, sh)
+                } else {
+                    (sh, sw)
+                }
+            };
+            map = Affine::scale_translate(
+                f64::from(w) / f64::from(shape.width),
+                f64::from(h) / f64::from(shape.height),
+                0.0,
+                0.0,
+            );
+            input = Shape {
+                width: w,
+                height: h,
+                ..shape
+            };
+            decode = Some(DecodePlan {
+                options,
+                region: Rect::new(0, 0, w, h),
+            });
+        }
+        let mut read = Read {
+            buffer: None,
+            region: Rect::new(0, 0, input.width, input.height),
+            format: input.format,
+            range: YuvRange::Full,
+        };
+        // The format the pixels are stored in where `read` points.
+        let mut stored = input.format;
+        // The size rules see the full-size image even when decoding is reduced.
+        let mut logical = Some((shape.width, shape.height)).filter(|_| input != shape);
+        let mut i = 0;
+        while i < self.steps.len() {
+            let step = self.steps[i];
+            i += 1;
+            let (w, h) = (read.region.width, read.region.height);
+            let mut emit = |work: Work, out: Shape, read: Read| -> Result<Read> {
+                limits.check_pixels(u64::from(out.width), u64::from(out.height))?;
+                let bytes = tight_len(out.format, out.width, out.height).unwrap_or(u64::MAX);
+                limits.check_alloc(bytes)?;
+                buffers.push(out);
+                stages.push(Stage {
+                    read,
+                    work,
+                    out: buffers.len() - 1,
+                });
+                Ok(Read {
+                    buffer: Some(buffers.len() - 1),
+                    region: Rect::new(0, 0, out.width, out.height),
+                    format: out.format,
+                    range: read.range,
+                })
+            };
+            match step {
+                Step::Convert { to, range } => {
+                    read.format = to;
+                    read.range = range;
+                }
+                Step::Crop(c) => {
+                    let r = c.rect(w, h)?;
+                    read.region = offset(read.region, r);
+                    map = map.then(&Affine::scale_translate(
+                        1.0,
+                        1.0,
+                        -f64::from(r.x),
+                        -f64::from(r.y),
+                    ));
+                }
+                Step::Resize(r) => {
+                    let rule_size = logical.take().unwrap_or((w, h));
+                    let full = r.size.output_size(rule_size.0, rule_size.1)?;
+                    // Crops right after the resize become the window it computes.
+                    let mut window = Rect::new(0, 0, full.0, full.1);
+                    while let Some(Step::Crop(c)) = self.steps.get(i) {
+                        let r = c.rect(window.width, window.height)?;
+                        window = offset(window, r);
+                        i += 1;
+                    }
+                    let plan = ResizePlan::windowed(
+                        (w, h),
+                        SourceBox::full(w, h),
+                        full,
+                        window,
+                        r.resample,
+                        limits,
+                    )?;
+                    map = map
+                        .then(&Affine::scale_translate(
+                            f64::from(full.0) / f64::from(w),
+                            f64::from(full.1) / f64::from(h),
+                            -f64::from(window.x),
+                            -f64::from(window.y),
+                        ));
+                    let reads = Read {
+                        region: offset(read.region, plan.input_region()),
+                        ..read
+                    };
+                    let out = Shape {
+                        format: read.format,
+                        width: window.width,
+                        height: window.height,
+                    };
+                    read = emit(Work::Resize(alloc::boxed::Box::new(plan)), out, reads)?;
+                    stored = read.format;
+                }
+                Step::Pad(p) => {
+                    let (cw, ch, rect) = pad_rect(&p, w, h)?;
+                    map = map.then(&Affine::scale_translate(
+                        1.0,
+                        1.0,
+                        f64::from(rect.x),
+                        f64::from(rect.y),
+                    ));
+                    let fill = fill_bytes(read.format, p.fill);
+                    let out = Shape {
+                        format: read.format,
+                        width: cw,
+                        height: ch,
+                    };
+                    read = emit(Work::Pad { rect, fill }, out, read)?;
+                    stored = read.format;
+                }
+                Step::Transform(t) => {
+                    map = map.then(&transform_map(t, w, h));
+                    // Rotations and flips commute with per-pixel colour conversion:
+                    // move the stored pixels, convert when they are next read.
+                    let (tw, th) = t.output_size(w, h);
+                    let out = Shape {
+                        format: stored,
+                        width: tw,
+                        height: th,
+                    };
+                    let pending = (read.format, read.range);
+                    let mut next = emit(Work::Transform(t), out, Read {
+                        format: stored,
+                        ..read
+                    })?;
+                    (next.format, next.range) = pending;
+                    read = next;
+                }
+            }
+        }
+        let output = (read.region.width, read.region.height);
+        // Region decoding: only the part of the JPEG the first reader reaches.
+        if let (Some(dp), Some(info)) = (&mut decode, jpeg) {
+            let mcu = info.mcu_width;
+            let d = self.decode.unwrap_or(Decode::exact(Backend::Zune));
+            let first = stages
+                .first()
+                .map(|s| s.read)
+                .filter(|r| r.buffer.is_none())
+                .unwrap_or(read);
+            let upright = info.exif_orientation == 1 || d.orientation == Orientation::Ignore;
+            if d.region_of_interest
+                && d.backend == Backend::LibjpegTurbo
+                && upright
+                && first.buffer.is_none()
+                && mcu > 0
+            {
+                let scaled_mcu = mcu.div_ceil(dp.options.scale.denominator());
+                let r = first.region;
+                let x0 = r.x - r.x % scaled_mcu;
+                let region = Rect::new(x0, r.y, r.x + r.width - x0, r.height);
+                dp.region = region;
+                let shift = |read: &mut Read| {
+                    if read.buffer.is_none() {
+                        read.region.x -= region.x;
+                        read.region.y -= region.y;
+                    }
+                };
+                if let Some(s) = stages.first_mut() {
+                    shift(&mut s.read);
+                }
+                shift(&mut read);
+            }
+        }
+        Ok(Resolved {
+            input,
+            decode,
+            stages,
+            buffers,
+            finish: read,
+            geometry: Geometry {
+                input: (shape.width, shape.height),
+                output,
+                to_output: map,
+            },
+        })
+    }
+
+    /// The first step that is not a colour conversion.
+    fn first_geometric_step(&self) -> Option<&Step> {
+        self.steps
+            .iter()
+            .find(|s| !matches!(s, Step::Convert { .. }))
+    }
+
+    /// Runs the plan on one input, writing the tensor into `out`, which must
+    /// hold exactly the output's elements of the plan's dtype. Returns what
+    /// the run did to the geometry.
+    ///
+    /// After the first run for an input size, makes no heap allocation (JPEG
+    /// inputs: none beyond the decoder's own; libjpeg-turbo's are C `malloc`s,
+    /// `zune-jpeg` makes about 20 per image).
+    pub fn run(
+        &self,
+        state: &mut PlanState,
+        input: Input<'_>,
+        out: TensorMut<'_>,
+    ) -> Result<Geometry> {
+        let PlanState {
+            resolved,
+            decoder,
+            decoded,
+            buffers,
+            resize,
+            line,
+        } = state;
+        let (r, source): (&Resolved, ImageView<'_>) = match (input, &self.fixed) {
+            (Input::Pixels(view), Some(r)) => {
+                let want = (r.input.format, r.input.width, r.input.height);
+                let found = (view.format(), view.width(), view.height());
+                if want.0 != found.0 {
+                    return Err(Error::FormatMismatch {
+                        expected: want.0,
+                        found: found.0,
+                    });
+                }
+                if (want.1, want.2) != (found.1, found.2) {
+                    return Err(Error::SizeMismatch {
+                        expected: (want.1, want.2),
+                        found: (found.1, found.2),
+                    });
+                }
+                (r, view)
+            }
+            (Input::Encoded(bytes), None) => {
+                let d = self.decode.ok_or(op_error("plan: compiled without a Decode op"))?;
+                let dec = decoder.get_or_insert_with(|| {
+                    JpegDecoder::new(decode_options(&d, Scale::Full, &self.limits))
+                });
+                dec.set_options(decode_options(&d, Scale::Full, &self.limits));
+                let info = dec.read_info(bytes)?;
+                let key = ResolveKey {
+                    width: info.width,
+                    height: info.height,
+                    exif_orientation: info.exif_orientation,
+                    mcu_width: info.mcu_width,
+                };
+                if resolved.as_ref().is_none_or(|(k, _)| *k != key) {
+                    // A new size: the old tables go before the new ones are built.
+                    *resolved = None;
+                    let shape = Shape {
+                        format: d.format,
+                        width: info.width,
+                        height: info.height,
+                    };
+                    *resolved = Some((key, self.resolve(shape, Some(info))?));
+                }
+                let (_, r) = resolved.as_ref().expect("just resolved");
+                let dp = r.decode.expect("JPEG plans decode");
+                dec.set_options(dp.options);
+                let f = dp.options.format;
+                let len = tight_len(f, dp.region.width, dp.region.height).unwrap_or(u64::MAX);
+                let buf = grow(decoded, self.limits.check_alloc(len)?);
+                let mut view = ImageViewMut::new(f, dp.region.width, dp.region.height, buf)?;
+                if dp.region == Rect::new(0, 0, r.input.width, r.input.height) {
+                    dec.decode_into(bytes, &mut view)?;
+                } else {
+                    dec.decode_region_into(bytes, dp.region, &mut view)?;
+                }
+                let view = ImageView::new(f, dp.region.width, dp.region.height, decoded)?;
+                (r, view)
+            }
+            (Input::Pixels(_), None) => {
+                return Err(op_error("plan: compiled for JPEG input, given pixels"));
+            }
+            (Input::Encoded(_), Some(_)) => {
+                return Err(op_error("plan: compiled for pixel input, given encoded bytes"));
+            }
+        };
+        // Intermediate buffers, grown once.
+        if buffers.len() < r.buffers.len() {
+            buffers.resize_with(r.buffers.len(), Vec::new);
+        }
+        for (buf, s) in buffers.iter_mut().zip(&r.buffers) {
+            let len = tight_len(s.format, s.width, s.height).unwrap_or(u64::MAX);
+            grow(buf, self.limits.check_alloc(len)?);
+        }
+        for stage in &r.stages {
+            // Stages write buffers in order and read earlier ones (or the input).
+            let (done, rest) = buffers.split_at_mut(stage.out);
+            let src = match stage.read.buffer {
+                None => source,
+                Some(b) => view_of(&done[b], r.buffers[b])?,
+            };
+            let s = r.buffers[stage.out];
+            let mut dst = ImageViewMut::new(s.format, s.width, s.height, &mut rest[0])?;
+            let read = stage.read;
+            match &stage.work {
+                Work::Resize(plan) => {
+                    let reader = RowReader::new(&src, read.region, read.format, read.range)?;
+                    plan.run_reader(resize, &reader, &mut dst)?;
+                }
+                Work::Pad { rect, fill } => {
+                    let bpp = s.format.bytes_per_pixel().unwrap_or(1);
+                    fill_border(&mut dst, *rect, &fill[..bpp])?;
+                    let reader = RowReader::new(&src, read.region, read.format, read.range)?;
+                    let x0 = rect.x as usize * bpp;
+                    for y in 0..rect.height as usize {
+                        let row = reader.rows(y, 1, false, line).row(0);
+                        dst.plane_row_mut(0, rect.y as usize + y)[x0..x0 + row.len()]
+                            .copy_from_slice(row);
+                    }
+                }
+                Work::Transform(t) => transform(&src.crop(read.region)?, &mut dst, *t)?,
+            }
+        }
+        let read = r.finish;
+        let src = match read.buffer {
+            None => source,
+            Some(b) => view_of(&buffers[b], r.buffers[b])?,
+        };
+        let reader = RowReader::new(&src, read.region, read.format, read.range)?;
+        let size = reader.size();
+        self.finisher
+            .run_rows(&mut reader.source(line), read.format, size, out)?;
+        Ok(r.geometry)
+    }
+}
+
+fn view_of(buf: &[u8], s: Shape) -> Result<ImageView<'_>> {
+    ImageView::new(s.format, s.width, s.height, buf)
+}
+
+/// `inner` (relative to `outer`'s origin) in `outer`'s coordinates.
+fn offset(outer: Rect, inner: Rect) -> Rect {
+    Rect::new(outer.x + inner.x, outer.y + inner.y, inner.width, inner.height)
+}
+
+fn packed(op: &'static str, format: PixelFormat) -> Result<()> {
+    if format.bytes_per_pixel().is_some() {
+        Ok(())
+    } else {
+        Err(Error::UnsupportedFormat { op, format })
+    }
+}
+
+fn check_decode(d: &Decode, rest: &[Op]) -> Result<()> {
+    crate::image::packed_bpp("Decode output", d.format)?;
+    if !d.backend.is_available() {
+        return Err(op_error(
+            "Decode: the libjpeg-turbo backend needs the `turbojpeg` feature",
+        ));
+    }
+    if d.scaling == DecodeScaling::Fast {
+        if d.backend != Backend::LibjpegTurbo {
+            return Err(op_error(
+                "Decode: fast (DCT-scaled) decoding needs the libjpeg-turbo backend",
+            ));
+        }
+        let next = rest
+            .iter()
+            .find(|op| !matches!(op, Op::ConvertColor { .. }));
+        if !matches!(next, Some(Op::Resize(_))) {
+            return Err(op_error(
+                "Decode: fast decoding needs a Resize right after it (it decodes at the resize's scale)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn decode_options(d: &Decode, scale: Scale, limits: &Limits) -> DecodeOptions {
+    DecodeOptions {
+        format: d.format,
+        orientation: d.orientation,
+        strict: d.strict,
+        limits: *limits,
+        backend: d.backend,
+        scale,
+    }
+}
+
+/// Canvas size and where the image goes.
+fn pad_rect(p: &Pad, w: u32, h: u32) -> Result<(u32, u32, Rect)> {
+    match p.to {
+        PadTo::Borders {
+            left,
+            top,
+            right,
+            bottom,
+        } => {
+            let cw = u64::from(w) + u64::from(left) + u64::from(right);
+            let ch = u64::from(h) + u64::from(top) + u64::from(bottom);
+            crate::image::check_dimensions(cw, ch)?;
+            Ok((cw as u32, ch as u32, Rect::new(left, top, w, h)))
+        }
+        PadTo::Canvas {
+            width,
+            height,
+            placement,
+        } => Ok((width, height, placement.rect(w, h, width, height)?)),
+    }
+}
+
+/// The fill colour as the bytes of one `format` pixel.
+fn fill_bytes(format: PixelFormat, [r, g, b]: [u8; 3]) -> [u8; 4] {
+    let mut px = [255u8; 4];
+    match format.rgb_offsets() {
+        Some([ro, go, bo]) if format.bytes_per_pixel() != Some(1) => {
+            px[ro] = r;
+            px[go] = g;
+            px[bo] = b;
+        }
+        _ => px[0] = crate::color::luma601(r, g, b),
+    }
+    px
+}
+
+/// A flip or quarter turn of a `w` x `h` image as a map of continuous coordinates.
+fn transform_map(t: Transform, w: u32, h: u32) -> Affine {
+    let (w, h) = (f64::from(w), f64::from(h));
+    // Output x comes from input x (or y when transposed), mirrored when flipped.
+    let (fx, tx) = if t.flip_x { (-1.0, w) } else { (1.0, 0.0) };
+    let (fy, ty) = if t.flip_y { (-1.0, h) } else { (1.0, 0.0) };
+    if t.transpose {
+        // dst(x, y) = src(y', x') with x' from flip_x, y' from flip_y.
+        Affine {
+            m: [0.0, fy, ty, fx, 0.0, tx],
+        }
+    } else {
+        Affine {
+            m: [fx, 0.0, tx, 0.0, fy, ty],
+        }
+    }
+}
+
+// The compiled plan is shared between threads.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Plan>();
+    assert_send_sync::<PlanState>();
+};
