@@ -178,9 +178,12 @@ mod tests {
     #[test]
     fn longer_and_fit_rules() {
         assert_eq!(
-            SizeRule::LongerSide { size: 320, rounding: Rounding::Truncate }
-                .output_size(640, 427)
-                .unwrap(),
+            SizeRule::LongerSide {
+                size: 320,
+                rounding: Rounding::Truncate
+            }
+            .output_size(640, 427)
+            .unwrap(),
             (320, 213)
         );
         let fit = SizeRule::Fit {
@@ -221,10 +224,20 @@ mod tests {
             .is_err()
         );
         assert!(
-            SizeRule::LongerSide { size: 10, rounding: Rounding::Truncate }
-                .output_size(10_000, 1)
-                .is_err()
+            SizeRule::LongerSide {
+                size: 10,
+                rounding: Rounding::Truncate
+            }
+            .output_size(10_000, 1)
+            .is_err()
         );
-        assert!(SizeRule::LongerSide { size: 10, rounding: Rounding::Truncate }.output_size(0, 1).is_err());
+        assert!(
+            SizeRule::LongerSide {
+                size: 10,
+                rounding: Rounding::Truncate
+            }
+            .output_size(0, 1)
+            .is_err()
+        );
     }
 }

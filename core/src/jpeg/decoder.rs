@@ -1,8 +1,8 @@
 //! The decoder: headers, backends, conversion and orientation into a caller buffer.
 
-use super::{Backend, DecodeOptions, JpegInfo, Orientation, Scale, exif};
 #[cfg(feature = "turbojpeg")]
 use super::turbo;
+use super::{Backend, DecodeOptions, JpegInfo, Orientation, Scale, exif};
 
 use alloc::vec::Vec;
 
@@ -310,6 +310,10 @@ impl JpegDecoder {
     /// libjpeg-turbo only, without EXIF orientation applied. `region` is in the
     /// coordinates of the (scaled) image, and `region.x` must be a multiple of
     /// the scaled MCU width, `ceil(mcu_width / scale)` ([`JpegInfo::mcu_width`]).
+    /// In chroma-subsampled files the first column, and the last when the region
+    /// ends on an MCU boundary, can differ from the full decode (upsampling has
+    /// no neighbour there): decode [`JpegInfo::region_covering`] the pixels you
+    /// need, as the pipeline does.
     pub fn decode_region_into(
         &mut self,
         bytes: &[u8],
@@ -349,7 +353,11 @@ impl JpegDecoder {
             }
             if info.components != 1 || target == PixelFormat::Gray8 {
                 // Colour files decode straight into the destination (CMYK via scratch).
-                let decoded = if info.components == 1 { PixelFormat::Gray8 } else { target };
+                let decoded = if info.components == 1 {
+                    PixelFormat::Gray8
+                } else {
+                    target
+                };
                 if decoded == target {
                     let stride = dst.stride(0);
                     let out = dst.plane_data_mut(0);
@@ -359,7 +367,10 @@ impl JpegDecoder {
                 }
             }
             // A gray file to a colour format: decode gray, then repeat the value.
-            let len = self.options.limits.check_alloc(u64::from(w) * u64::from(h))?;
+            let len = self
+                .options
+                .limits
+                .check_alloc(u64::from(w) * u64::from(h))?;
             let mut scratch = core::mem::take(&mut self.scratch);
             scratch.resize(len, 0);
             let result = self

@@ -42,7 +42,7 @@ mod turbo;
 #[cfg(feature = "alloc")]
 pub use decoder::{JpegDecoder, decode_jpeg};
 
-use crate::{Limits, PixelFormat};
+use crate::{Limits, PixelFormat, Rect};
 
 /// Whether to apply the EXIF `Orientation` tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -194,3 +194,36 @@ pub struct JpegInfo {
     pub mcu_width: u32,
 }
 
+impl JpegInfo {
+    /// The region to pass to [`JpegDecoder::decode_region_into`] so that the
+    /// pixels of `wanted` come out exactly as in the full decode at `scale`
+    /// (coordinates of the stored image scaled by `scale`, orientation not
+    /// applied): the left edge moved down to an MCU boundary, then one more MCU
+    /// on each side, clamped to the image — chroma upsampling reads a
+    /// neighbouring column that a region starting or ending on an MCU boundary
+    /// would not decode. `None` when the MCU width is unknown.
+    ///
+    /// ```
+    /// # use tensorprep::jpeg::{JpegInfo, Scale};
+    /// # use tensorprep::Rect;
+    /// let info = JpegInfo { width: 640, height: 480, stored_width: 640, stored_height: 480,
+    ///     components: 3, exif_orientation: 1, mcu_width: 16 };
+    /// let r = info.region_covering(Rect::new(100, 50, 200, 100), Scale::Full);
+    /// assert_eq!(r, Some(Rect::new(80, 50, 236, 100)));
+    /// ```
+    pub fn region_covering(&self, wanted: Rect, scale: Scale) -> Option<Rect> {
+        if self.mcu_width == 0 {
+            return None;
+        }
+        // TurboJPEG's TJSCALED: the scaled MCU width, rounded up.
+        let mcu = self.mcu_width.div_ceil(scale.denominator());
+        let width = scale.apply(self.stored_width);
+        let x0 = (wanted.x - wanted.x % mcu).saturating_sub(mcu);
+        let x1 = wanted
+            .x
+            .saturating_add(wanted.width)
+            .saturating_add(mcu)
+            .min(width);
+        (x1 > x0).then(|| Rect::new(x0, wanted.y, x1 - x0, wanted.height))
+    }
+}

@@ -236,7 +236,12 @@ impl Turbo {
         }
         let whole = (region.x, region.y) == (0, 0) && (width, height) == scaled;
         let crop = if whole {
-            tj::tjregion { x: 0, y: 0, w: 0, h: 0 } // TJUNCROPPED
+            tj::tjregion {
+                x: 0,
+                y: 0,
+                w: 0,
+                h: 0,
+            } // TJUNCROPPED
         } else {
             tj::tjregion {
                 x: region.x as c_int,

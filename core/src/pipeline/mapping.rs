@@ -66,7 +66,12 @@ impl Affine {
     /// mapped corners, so flips and quarter turns keep `x0 <= x1`).
     pub fn bbox(&self, [x0, y0, x1, y1]: [f64; 4]) -> [f64; 4] {
         let corners = [(x0, y0), (x1, y0), (x0, y1), (x1, y1)].map(|p| self.point(p));
-        let mut out = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
+        let mut out = [
+            f64::INFINITY,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NEG_INFINITY,
+        ];
         for (x, y) in corners {
             out[0] = out[0].min(x);
             out[1] = out[1].min(y);
@@ -127,7 +132,12 @@ impl Geometry {
     pub fn to_source_box(&self, b: [f64; 4]) -> [f64; 4] {
         let [x0, y0, x1, y1] = self.inverse().bbox(b);
         let (w, h) = (f64::from(self.input.0), f64::from(self.input.1));
-        [x0.clamp(0.0, w), y0.clamp(0.0, h), x1.clamp(0.0, w), y1.clamp(0.0, h)]
+        [
+            x0.clamp(0.0, w),
+            y0.clamp(0.0, h),
+            x1.clamp(0.0, w),
+            y1.clamp(0.0, h),
+        ]
     }
 
     fn inverse(&self) -> Affine {

@@ -73,8 +73,15 @@ struct Read {
 #[derive(Clone, Debug, PartialEq)]
 enum Work {
     Resize(alloc::boxed::Box<ResizePlan>),
-    Pad { rect: Rect, fill: [u8; 4] },
+    Pad {
+        rect: Rect,
+        fill: [u8; 4],
+    },
+    /// Moves the stored pixels; a pending conversion stays pending.
     Transform(Transform),
+    /// Converts (4:2:0 to packed) while moving: each source row is converted
+    /// on reading and scattered to its place.
+    ConvertTransform(Transform),
 }
 
 /// One materializing step: reads, works, writes buffer `out`.
@@ -132,8 +139,9 @@ pub struct Plan {
 /// buffers and resampler rows, grown on the first run and reused after.
 #[derive(Debug, Default)]
 pub struct PlanState {
-    /// For JPEG inputs: the plan resolved for the last image size.
-    resolved: Option<(ResolveKey, Resolved)>,
+    /// For JPEG inputs: the plan resolved for the last image size, and what it
+    /// was resolved from (a state may serve several plans in turn).
+    resolved: Option<(ResolveKey, Vec<Step>, Resolved)>,
     decoder: Option<JpegDecoder>,
     decoded: Vec<u8>,
     buffers: Vec<Vec<u8>>,
@@ -148,6 +156,8 @@ struct ResolveKey {
     height: u32,
     exif_orientation: u16,
     mcu_width: u32,
+    decode: Decode,
+    limits: Limits,
 }
 
 impl PlanState {
@@ -397,7 +407,10 @@ impl Plan {
                 (shape.width, shape.height)
             } else {
                 // The scaled size, oriented like the full one.
-                let (sw, sh) = (scale.apply(info.stored_width), scale.apply(info.stored_height));
+                let (sw, sh) = (
+                    scale.apply(info.stored_width),
+                    scale.apply(info.stored_height),
+                );
                 if (info.width, info.height) == (info.stored_width, info.stored_height) {
                     (sw, sh)
                 } else {
@@ -485,13 +498,12 @@ impl Plan {
                         r.resample,
                         limits,
                     )?;
-                    map = map
-                        .then(&Affine::scale_translate(
-                            f64::from(full.0) / f64::from(w),
-                            f64::from(full.1) / f64::from(h),
-                            -f64::from(window.x),
-                            -f64::from(window.y),
-                        ));
+                    map = map.then(&Affine::scale_translate(
+                        f64::from(full.0) / f64::from(w),
+                        f64::from(full.1) / f64::from(h),
+                        -f64::from(window.x),
+                        -f64::from(window.y),
+                    ));
                     let reads = Read {
                         region: offset(read.region, plan.input_region()),
                         ..read
@@ -523,19 +535,34 @@ impl Plan {
                 }
                 Step::Transform(t) => {
                     map = map.then(&transform_map(t, w, h));
-                    // Rotations and flips commute with per-pixel colour conversion:
-                    // move the stored pixels, convert when they are next read.
                     let (tw, th) = t.output_size(w, h);
+                    if stored.is_yuv420() && read.format != stored {
+                        // 4:2:0 regions may start on odd pixels: convert while moving.
+                        let out = Shape {
+                            format: read.format,
+                            width: tw,
+                            height: th,
+                        };
+                        read = emit(Work::ConvertTransform(t), out, read)?;
+                        stored = read.format;
+                        continue;
+                    }
+                    // Flips and turns commute with per-pixel colour conversion:
+                    // move the stored pixels, convert when they are next read.
                     let out = Shape {
                         format: stored,
                         width: tw,
                         height: th,
                     };
                     let pending = (read.format, read.range);
-                    let mut next = emit(Work::Transform(t), out, Read {
-                        format: stored,
-                        ..read
-                    })?;
+                    let mut next = emit(
+                        Work::Transform(t),
+                        out,
+                        Read {
+                            format: stored,
+                            ..read
+                        },
+                    )?;
                     (next.format, next.range) = pending;
                     read = next;
                 }
@@ -544,7 +571,6 @@ impl Plan {
         let output = (read.region.width, read.region.height);
         // Region decoding: only the part of the JPEG the first reader reaches.
         if let (Some(dp), Some(info)) = (&mut decode, jpeg) {
-            let mcu = info.mcu_width;
             let d = self.decode.unwrap_or(Decode::exact(Backend::Zune));
             let first = stages
                 .first()
@@ -556,12 +582,10 @@ impl Plan {
                 && d.backend == Backend::LibjpegTurbo
                 && upright
                 && first.buffer.is_none()
-                && mcu > 0
             {
-                let scaled_mcu = mcu.div_ceil(dp.options.scale.denominator());
-                let r = first.region;
-                let x0 = r.x - r.x % scaled_mcu;
-                let region = Rect::new(x0, r.y, r.x + r.width - x0, r.height);
+                let region = info
+                    .region_covering(first.region, dp.options.scale)
+                    .unwrap_or(dp.region);
                 dp.region = region;
                 let shift = |read: &mut Read| {
                     if read.buffer.is_none() {
@@ -636,7 +660,9 @@ impl Plan {
                 (r, view)
             }
             (Input::Encoded(bytes), None) => {
-                let d = self.decode.ok_or(op_error("plan: compiled without a Decode op"))?;
+                let d = self
+                    .decode
+                    .ok_or(op_error("plan: compiled without a Decode op"))?;
                 let dec = decoder.get_or_insert_with(|| {
                     JpegDecoder::new(decode_options(&d, Scale::Full, &self.limits))
                 });
@@ -647,8 +673,13 @@ impl Plan {
                     height: info.height,
                     exif_orientation: info.exif_orientation,
                     mcu_width: info.mcu_width,
+                    decode: d,
+                    limits: self.limits,
                 };
-                if resolved.as_ref().is_none_or(|(k, _)| *k != key) {
+                let stale = resolved
+                    .as_ref()
+                    .is_none_or(|(k, steps, _)| *k != key || *steps != self.steps);
+                if stale {
                     // A new size: the old tables go before the new ones are built.
                     *resolved = None;
                     let shape = Shape {
@@ -656,9 +687,10 @@ impl Plan {
                         width: info.width,
                         height: info.height,
                     };
-                    *resolved = Some((key, self.resolve(shape, Some(info))?));
+                    let r = self.resolve(shape, Some(info))?;
+                    *resolved = Some((key, self.steps.clone(), r));
                 }
-                let (_, r) = resolved.as_ref().expect("just resolved");
+                let (_, _, r) = resolved.as_ref().expect("just resolved");
                 let dp = r.decode.expect("JPEG plans decode");
                 dec.set_options(dp.options);
                 let f = dp.options.format;
@@ -677,7 +709,9 @@ impl Plan {
                 return Err(op_error("plan: compiled for JPEG input, given pixels"));
             }
             (Input::Encoded(_), Some(_)) => {
-                return Err(op_error("plan: compiled for pixel input, given encoded bytes"));
+                return Err(op_error(
+                    "plan: compiled for pixel input, given encoded bytes",
+                ));
             }
         };
         // Intermediate buffers, grown once.
@@ -715,6 +749,10 @@ impl Plan {
                     }
                 }
                 Work::Transform(t) => transform(&src.crop(read.region)?, &mut dst, *t)?,
+                Work::ConvertTransform(t) => {
+                    let reader = RowReader::new(&src, read.region, read.format, read.range)?;
+                    transform_rows(&reader, line, *t, &mut dst);
+                }
             }
         }
         let read = r.finish;
@@ -730,13 +768,43 @@ impl Plan {
     }
 }
 
+/// [`transform`] reading through `reader` (one converted row at a time) and
+/// scattering each row's pixels to their places in `dst`.
+fn transform_rows(
+    reader: &RowReader<'_>,
+    line: &mut Vec<u8>,
+    t: Transform,
+    dst: &mut ImageViewMut<'_>,
+) {
+    let bpp = reader.bpp();
+    let (w, h) = reader.size();
+    let (w, h) = (w as usize, h as usize);
+    for sy in 0..h {
+        let row = reader.rows(sy, 1, false, line).row(0);
+        for (sx, px) in row.chunks_exact(bpp).enumerate() {
+            let (fx, fy) = (
+                if t.flip_x { w - 1 - sx } else { sx },
+                if t.flip_y { h - 1 - sy } else { sy },
+            );
+            // `transform` writes dst(x, y) = src(x', y'), transposed or not.
+            let (dx, dy) = if t.transpose { (fy, fx) } else { (fx, fy) };
+            dst.plane_row_mut(0, dy)[dx * bpp..dx * bpp + bpp].copy_from_slice(px);
+        }
+    }
+}
+
 fn view_of(buf: &[u8], s: Shape) -> Result<ImageView<'_>> {
     ImageView::new(s.format, s.width, s.height, buf)
 }
 
 /// `inner` (relative to `outer`'s origin) in `outer`'s coordinates.
 fn offset(outer: Rect, inner: Rect) -> Rect {
-    Rect::new(outer.x + inner.x, outer.y + inner.y, inner.width, inner.height)
+    Rect::new(
+        outer.x + inner.x,
+        outer.y + inner.y,
+        inner.width,
+        inner.height,
+    )
 }
 
 fn packed(op: &'static str, format: PixelFormat) -> Result<()> {

@@ -1,7 +1,7 @@
 //! Built-in pipelines for the common models, and look-up by name.
 
-use super::op::{CenterCrop, CropRounding, Decode, Op, Pad, PadTo, Resize};
 use super::Pipeline;
+use super::op::{CenterCrop, CropRounding, Decode, Op, Pad, PadTo, Resize};
 use crate::finish::{ChannelOrder, Normalize};
 use crate::geometry::Placement;
 use crate::jpeg::Backend;
@@ -30,7 +30,11 @@ const EVAL_GEOMETRY: [Op; 3] = [
 
 impl Pipeline {
     /// The names [`Pipeline::preset`] knows.
-    pub const PRESETS: [&'static str; 3] = ["imagenet-eval", "imagenet-eval-nhwc-u8", "yolo-letterbox-640"];
+    pub const PRESETS: [&'static str; 3] = [
+        "imagenet-eval",
+        "imagenet-eval-nhwc-u8",
+        "yolo-letterbox-640",
+    ];
 
     /// A built-in pipeline by name (see [`Pipeline::PRESETS`]).
     ///
@@ -51,32 +55,38 @@ impl Pipeline {
     /// torchvision's ImageNet eval transform: `Resize(256)`, `CenterCrop(224)`,
     /// `ToTensor()`, `Normalize(ImageNet mean, std)`; RGB, CHW, float32.
     pub fn imagenet_eval() -> Pipeline {
-        Self::build(&EVAL_GEOMETRY, &[
-            Op::Normalize(Normalize::IMAGENET),
-            Op::Layout {
-                layout: Layout::Chw,
-                order: ChannelOrder::Rgb,
-            },
-            Op::Cast {
-                dtype: DType::F32,
-                quantization: Quantization::IDENTITY,
-            },
-        ])
+        Self::build(
+            &EVAL_GEOMETRY,
+            &[
+                Op::Normalize(Normalize::IMAGENET),
+                Op::Layout {
+                    layout: Layout::Chw,
+                    order: ChannelOrder::Rgb,
+                },
+                Op::Cast {
+                    dtype: DType::F32,
+                    quantization: Quantization::IDENTITY,
+                },
+            ],
+        )
     }
 
     /// The same geometry, output as RGB HWC bytes without normalization
     /// (for engines that take uint8 NHWC input, as many TFLite models do).
     pub fn imagenet_eval_nhwc_u8() -> Pipeline {
-        Self::build(&EVAL_GEOMETRY, &[
-            Op::Layout {
-                layout: Layout::Hwc,
-                order: ChannelOrder::Rgb,
-            },
-            Op::Cast {
-                dtype: DType::U8,
-                quantization: Quantization::IDENTITY,
-            },
-        ])
+        Self::build(
+            &EVAL_GEOMETRY,
+            &[
+                Op::Layout {
+                    layout: Layout::Hwc,
+                    order: ChannelOrder::Rgb,
+                },
+                Op::Cast {
+                    dtype: DType::U8,
+                    quantization: Quantization::IDENTITY,
+                },
+            ],
+        )
     }
 
     /// Ultralytics' letterbox to `width` x `height`: fit keeping the aspect

@@ -1,0 +1,646 @@
+//! Compiled, fused plans against the eager ops they replace.
+//!
+//! The reference is an interpreter that runs each op of a pipeline as its own
+//! eager call on an owned image (convert, resize, crop, pad, flip/rotate, then
+//! the finish pass). A plan fuses those steps (crops become resize windows or
+//! read regions, conversions happen on first read, region decoding), and must
+//! produce the same tensor bit for bit.
+
+use tensorprep::color::{YuvRange, convert_color_owned};
+use tensorprep::finish::{ChannelOrder, FinishSpec, Finisher, Normalize};
+use tensorprep::geometry::{Flip, Placement, Rotation, Transform, pad, transform_owned};
+use tensorprep::jpeg::{Backend, DecodeOptions, JpegDecoder, Orientation};
+use tensorprep::pipeline::{
+    CenterCrop, CropRounding, Decode, Input, InputDesc, Op, Pad, PadTo, Pipeline, PlanState, Resize,
+};
+use tensorprep::resize::{Filter, Resample, resize_owned};
+use tensorprep::size::{Rounding, SizeRule};
+use tensorprep::{DType, Error, Image, ImageView, Layout, PixelFormat, Quantization, Rect, Tensor};
+use tensorprep_tests::{read, read_npy_f32, read_png, refs};
+
+/// The eager composition of `ops` on `img`: each op its own call and image.
+fn eager(ops: &[Op], img: Image, decode: Option<(&[u8], Decode)>) -> Result<Tensor, Error> {
+    let mut img = match decode {
+        Some((bytes, d)) => JpegDecoder::new(DecodeOptions {
+            format: d.format,
+            orientation: d.orientation,
+            strict: d.strict,
+            backend: d.backend,
+            ..DecodeOptions::default()
+        })
+        .decode(bytes)?,
+        None => img,
+    };
+    let mut spec = FinishSpec {
+        normalize: Normalize::RAW,
+        ..FinishSpec::imagenet()
+    };
+    for op in ops {
+        let v = img.view();
+        img = match *op {
+            Op::Decode(_) => continue,
+            Op::ConvertColor { to, range } => convert_color_owned(&v, to, range)?,
+            Op::Resize(r) => {
+                let (w, h) = r.size.output_size(v.width(), v.height())?;
+                resize_owned(&v, w, h, r.resample)?
+            }
+            Op::CenterCrop(c) => {
+                let rect = c
+                    .rect(v.width(), v.height())
+                    .ok_or(Error::InvalidParameter {
+                        name: "crop does not fit",
+                    })?;
+                copy(&v.crop(rect)?)
+            }
+            Op::Crop(r) => copy(&v.crop(r)?),
+            Op::Pad(p) => {
+                let fill = pixel_bytes(v.format(), p.fill);
+                let bpp = v.format().bytes_per_pixel().unwrap();
+                let (w, h, placement) = match p.to {
+                    PadTo::Borders {
+                        left,
+                        top,
+                        right,
+                        bottom,
+                    } => {
+                        // Borders: a canvas with the image at (left, top).
+                        let (cw, ch) = (v.width() + left + right, v.height() + top + bottom);
+                        let mut out = Image::new(v.format(), cw, ch)?;
+                        let mut dst = out.view_mut();
+                        let mut sub =
+                            dst.sub_view_mut(Rect::new(left, top, v.width(), v.height()))?;
+                        pad(&v, &mut sub, Placement::TopLeft, &fill[..bpp])?;
+                        tensorprep::geometry::fill_border(
+                            &mut dst,
+                            Rect::new(left, top, v.width(), v.height()),
+                            &fill[..bpp],
+                        )?;
+                        img = out;
+                        continue;
+                    }
+                    PadTo::Canvas {
+                        width,
+                        height,
+                        placement,
+                    } => (width, height, placement),
+                };
+                tensorprep::geometry::pad_owned(&v, w, h, placement, &fill[..bpp])?.0
+            }
+            Op::Flip(f) => transform_owned(&v, Transform::from_flip(f))?,
+            Op::Rotate(r) => transform_owned(&v, Transform::from_rotation(r))?,
+            Op::Normalize(n) => {
+                spec.normalize = n;
+                continue;
+            }
+            Op::Layout { layout, order } => {
+                spec.layout = layout;
+                spec.order = order;
+                continue;
+            }
+            Op::Cast {
+                dtype,
+                quantization,
+            } => {
+                spec.dtype = dtype;
+                spec.quantization = quantization;
+                continue;
+            }
+            _ => unreachable!("every op is handled"),
+        };
+    }
+    Finisher::new(&spec)?.run_to_tensor(&img.view())
+}
+
+fn copy(v: &ImageView<'_>) -> Image {
+    let mut out = Image::new(v.format(), v.width(), v.height()).unwrap();
+    tensorprep::geometry::transform(v, &mut out.view_mut(), Transform::IDENTITY).unwrap();
+    out
+}
+
+/// An RGB colour as one pixel of `format`.
+fn pixel_bytes(format: PixelFormat, rgb: [u8; 3]) -> [u8; 4] {
+    let src = ImageView::new(PixelFormat::Rgb8, 1, 1, &rgb).unwrap();
+    let px = convert_color_owned(&src, format, YuvRange::Full).unwrap();
+    let mut out = [0u8; 4];
+    out[..px.as_bytes().len()].copy_from_slice(px.as_bytes());
+    out
+}
+
+/// Runs a compiled plan into a fresh tensor of its dtype.
+fn run_plan(
+    plan: &tensorprep::pipeline::Plan,
+    state: &mut PlanState,
+    input: Input<'_>,
+    len: usize,
+) -> Result<Tensor, Error> {
+    let mut t = Tensor::zeros(plan.dtype(), len);
+    plan.run(state, input, t.as_mut())?;
+    Ok(t)
+}
+
+fn tensor_len(t: &Tensor) -> usize {
+    match t {
+        Tensor::F32(v) => v.len(),
+        Tensor::F16(v) => v.len(),
+        Tensor::U8(v) => v.len(),
+        Tensor::I8(v) => v.len(),
+        _ => unreachable!(),
+    }
+}
+
+/// Bitwise equality (f32 NaN-safe).
+fn same(a: &Tensor, b: &Tensor) -> bool {
+    match (a, b) {
+        (Tensor::F32(x), Tensor::F32(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+        }
+        _ => a == b,
+    }
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 32) as u32
+    }
+    fn below(&mut self, n: u32) -> u32 {
+        self.next() % n.max(1)
+    }
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len() as u32) as usize]
+    }
+}
+
+/// A random geometric op for an image of about `(w, h)`; returns the op and the size after it.
+fn random_op(rng: &mut Rng, (w, h): (u32, u32)) -> (Op, (u32, u32)) {
+    match rng.below(7) {
+        0 | 1 => {
+            let resample = rng.pick(&Resample::ALL);
+            let size = match rng.below(4) {
+                0 => SizeRule::Exact {
+                    width: 1 + rng.below(w * 2),
+                    height: 1 + rng.below(h * 2),
+                },
+                1 => SizeRule::ShorterSide {
+                    size: 8 + rng.below(w.min(h)),
+                    max_size: None,
+                    rounding: rng.pick(&[Rounding::Truncate, Rounding::HalfEven]),
+                },
+                2 => SizeRule::LongerSide {
+                    size: 8 + rng.below(w.max(h)),
+                    rounding: rng.pick(&[Rounding::Truncate, Rounding::HalfEven]),
+                },
+                _ => SizeRule::Fit {
+                    width: 8 + rng.below(w),
+                    height: 8 + rng.below(h),
+                    upscale: rng.below(2) == 0,
+                },
+            };
+            let out = size.output_size(w, h).unwrap_or((w, h));
+            (Op::Resize(Resize { size, resample }), out)
+        }
+        2 | 3 => {
+            let (cw, ch) = (1 + rng.below(w), 1 + rng.below(h));
+            if rng.below(2) == 0 {
+                let rounding = rng.pick(&[CropRounding::HalfEven, CropRounding::Floor]);
+                let c = CenterCrop {
+                    width: cw,
+                    height: ch,
+                    rounding,
+                };
+                (Op::CenterCrop(c), (cw, ch))
+            } else {
+                let r = Rect::new(rng.below(w - cw + 1), rng.below(h - ch + 1), cw, ch);
+                (Op::Crop(r), (cw, ch))
+            }
+        }
+        4 => {
+            let fill = [
+                rng.below(256) as u8,
+                rng.below(256) as u8,
+                rng.below(256) as u8,
+            ];
+            if rng.below(2) == 0 {
+                let (l, t, r, b) = (rng.below(5), rng.below(5), rng.below(5), rng.below(5));
+                let to = PadTo::Borders {
+                    left: l,
+                    top: t,
+                    right: r,
+                    bottom: b,
+                };
+                (Op::Pad(Pad { to, fill }), (w + l + r, h + t + b))
+            } else {
+                let (cw, ch) = (w + rng.below(9), h + rng.below(9));
+                let placement = rng.pick(&[Placement::Center, Placement::TopLeft]);
+                let to = PadTo::Canvas {
+                    width: cw,
+                    height: ch,
+                    placement,
+                };
+                (Op::Pad(Pad { to, fill }), (cw, ch))
+            }
+        }
+        5 => (
+            Op::Flip(rng.pick(&[Flip::Horizontal, Flip::Vertical, Flip::Both])),
+            (w, h),
+        ),
+        _ => {
+            let r = rng.pick(&[Rotation::Cw90, Rotation::Cw180, Rotation::Cw270]);
+            let out = if r == Rotation::Cw180 { (w, h) } else { (h, w) };
+            (Op::Rotate(r), out)
+        }
+    }
+}
+
+fn random_finish(rng: &mut Rng, format: PixelFormat) -> [Op; 3] {
+    let order = if format == PixelFormat::Gray8 {
+        rng.pick(&[ChannelOrder::Gray, ChannelOrder::Rgb])
+    } else {
+        rng.pick(&[ChannelOrder::Rgb, ChannelOrder::Bgr])
+    };
+    let dtype = rng.pick(&[DType::F32, DType::F16, DType::U8, DType::I8]);
+    let quantization = match dtype {
+        DType::U8 | DType::I8 => Quantization {
+            scale: 1.0 / 64.0,
+            zero_point: rng.below(3) as i32 - 1,
+        },
+        _ => Quantization::IDENTITY,
+    };
+    [
+        Op::Normalize(rng.pick(&[Normalize::IMAGENET, Normalize::UNIT, Normalize::RAW])),
+        Op::Layout {
+            layout: rng.pick(&[Layout::Chw, Layout::Hwc]),
+            order,
+        },
+        Op::Cast {
+            dtype,
+            quantization,
+        },
+    ]
+}
+
+#[test]
+fn random_fused_pipelines_equal_the_eager_ops_bit_for_bit() {
+    let rgb = read_png("src_china_small_rgb.png");
+    let rgba = read_png("src_china_rgba.png");
+    let gray = read_png("src_sample_small_gray.png");
+    let nv21 = read("frame_128x96.nv21");
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let (mut compared, mut refused) = (0, 0);
+    let mut state = PlanState::new();
+    for case in 0..400 {
+        // The source, and the colour conversion its pipeline starts with (if any).
+        let (src, convert): (ImageView<'_>, Option<Op>) = match case % 5 {
+            0 | 1 => (rgb.view(), None),
+            2 => (rgba.view(), None),
+            3 => (gray.view(), None),
+            _ => (
+                ImageView::new(PixelFormat::Nv21, 128, 96, &nv21).unwrap(),
+                Some(Op::ConvertColor {
+                    to: rng.pick(&[PixelFormat::Rgb8, PixelFormat::Bgr8, PixelFormat::Gray8]),
+                    range: rng.pick(&[YuvRange::Full, YuvRange::Limited]),
+                }),
+            ),
+        };
+        let mut ops = Vec::new();
+        let mut format = src.format();
+        if let Some(op @ Op::ConvertColor { to, .. }) = convert {
+            ops.push(op);
+            format = to;
+        } else if rng.below(4) == 0 {
+            format = rng.pick(&[PixelFormat::Rgb8, PixelFormat::Bgra8, PixelFormat::Gray8]);
+            ops.push(Op::ConvertColor {
+                to: format,
+                range: YuvRange::Full,
+            });
+        }
+        let mut size = (src.width(), src.height());
+        for _ in 0..1 + rng.below(4) {
+            let (op, next) = random_op(&mut rng, size);
+            ops.push(op);
+            size = next;
+        }
+        ops.extend(random_finish(&mut rng, format));
+        let pipeline = Pipeline::from_ops(&ops).unwrap();
+        let input = Image::from_vec(src.format(), src.width(), src.height(), {
+            let mut v = Vec::new();
+            for p in 0..src.format().plane_count() {
+                let g = src
+                    .format()
+                    .plane_geometry(p, src.width(), src.height())
+                    .unwrap();
+                v.extend_from_slice(&src.plane(p).data[..g.row_bytes() * g.rows]);
+            }
+            v
+        })
+        .unwrap();
+        let want = eager(&ops, input, None);
+        let plan = pipeline.compile(InputDesc::pixels(src.format(), src.width(), src.height()));
+        match (want, plan) {
+            (Ok(want), Ok(plan)) => {
+                assert_eq!(plan.output_len(), Some(tensor_len(&want)), "{ops:?}");
+                let got = run_plan(&plan, &mut state, Input::Pixels(src), tensor_len(&want))
+                    .unwrap_or_else(|e| panic!("{e}: {ops:?}"));
+                assert!(same(&got, &want), "case {case}: {ops:?}");
+                compared += 1;
+            }
+            // Both refuse (a crop that no longer fits, a degenerate size, ...).
+            (Err(_), Err(_)) => refused += 1,
+            (w, p) => panic!(
+                "case {case}: eager {:?} but plan {:?}: {ops:?}",
+                w.map(|_| ()),
+                p.map(|_| ())
+            ),
+        }
+    }
+    println!("{compared} random pipelines identical to the eager ops, {refused} refused by both");
+    assert!(compared >= 250, "only {compared} compared");
+}
+
+/// The JPEG fixtures the eval pipeline is checked on.
+const PHOTOS: [&str; 6] = [
+    "sample.jpg",
+    "sklearn_china.jpg",
+    "exif_orient6_grace_hopper.jpg",
+    "sample_gray.jpg",
+    "sample_progressive.jpg",
+    "sample_cmyk.jpg",
+];
+
+#[test]
+fn jpeg_plans_equal_the_eager_ops_with_and_without_region_decoding() {
+    for backend in Backend::available() {
+        for orientation in [Orientation::Ignore, Orientation::Apply] {
+            for roi in [false, true] {
+                let mut p = Pipeline::imagenet_eval().with_decoder(backend);
+                p.map_decode(|d| {
+                    d.orientation = orientation;
+                    d.region_of_interest = roi;
+                });
+                let plan = p.compile(InputDesc::Jpeg).unwrap();
+                assert_eq!(plan.output_shape(), Some([3, 224, 224]));
+                let decode = match p.ops()[0] {
+                    Op::Decode(d) => d,
+                    _ => unreachable!(),
+                };
+                // One state over all photos: each new size re-resolves the plan.
+                let mut state = PlanState::new();
+                for round in 0..2 {
+                    for name in PHOTOS {
+                        let bytes = read(name);
+                        let want = eager(
+                            p.ops(),
+                            Image::new(PixelFormat::Rgb8, 1, 1).unwrap(),
+                            Some((&bytes, decode)),
+                        )
+                        .unwrap();
+                        let got =
+                            run_plan(&plan, &mut state, Input::Encoded(&bytes), 3 * 224 * 224)
+                                .unwrap();
+                        assert!(
+                            same(&got, &want),
+                            "{backend:?} {orientation:?} roi={roi} round {round}: {name}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn eval_plan_with_libjpeg_turbo_is_pillow_exact() {
+    if !Backend::LibjpegTurbo.is_available() {
+        println!("libjpeg-turbo not built in (feature turbojpeg): skipped");
+        return;
+    }
+    let plan = Pipeline::imagenet_eval()
+        .with_decoder(Backend::LibjpegTurbo)
+        .compile(InputDesc::Jpeg)
+        .unwrap();
+    let mut state = PlanState::new();
+    let mut checked = 0;
+    for w in refs("eval").iter().filter(|w| w[2].ends_with(".npy")) {
+        let (_, want) = read_npy_f32(&w[2]);
+        let got = run_plan(&plan, &mut state, Input::Encoded(&read(&w[1])), want.len()).unwrap();
+        assert!(same(&got, &Tensor::F32(want)), "{}", w[1]);
+        checked += 1;
+    }
+    assert!(checked >= 1);
+}
+
+#[test]
+fn letterbox_geometry_maps_detections_back() {
+    let (w, h) = (451u32, 300u32);
+    let plan = Pipeline::yolo_letterbox(640, 640)
+        .compile(InputDesc::pixels(PixelFormat::Rgb8, w, h))
+        .unwrap();
+    let g = plan.geometry().unwrap();
+    // r = 640 / 451; the resized image is 640 x round(300 r) = 426 rows, padded (640 - 426) / 2 = 107 on top.
+    let r = 640.0 / 451.0;
+    assert_eq!(g.output, (640, 640));
+    let (sx, sy) = g.scale();
+    assert!((sx - r).abs() < 1e-12 && (sy - 426.0 / 300.0).abs() < 1e-12);
+    assert_eq!(g.offset(), (0.0, 107.0));
+    // The content's corners map back to the image's corners.
+    let b = g.to_source_box([0.0, 107.0, 640.0, 107.0 + 426.0]);
+    for (a, e) in b.iter().zip([0.0, 0.0, f64::from(w), f64::from(h)]) {
+        assert!((a - e).abs() < 1e-9, "{b:?}");
+    }
+    // Padding rows map outside and are clamped to the image.
+    assert_eq!(g.to_source_box([0.0, 0.0, 10.0, 10.0])[3], 0.0);
+}
+
+#[test]
+fn geometry_follows_crops_resizes_and_quarter_turns() {
+    let ops = [
+        Op::Crop(Rect::new(10, 20, 100, 50)),
+        Op::Resize(Resize {
+            size: SizeRule::Exact {
+                width: 50,
+                height: 100,
+            },
+            resample: Resample::Pillow(Filter::Box),
+        }),
+        Op::Rotate(Rotation::Cw90),
+        Op::Layout {
+            layout: Layout::Chw,
+            order: ChannelOrder::Rgb,
+        },
+        Op::Cast {
+            dtype: DType::U8,
+            quantization: Quantization::IDENTITY,
+        },
+    ];
+    let plan = Pipeline::from_ops(&ops)
+        .unwrap()
+        .compile(InputDesc::pixels(PixelFormat::Rgb8, 200, 100))
+        .unwrap();
+    let g = plan.geometry().unwrap();
+    assert_eq!(g.output, (100, 50));
+    // Input (10, 20) is the crop's corner: resized (0, 0), turned to (100, 0).
+    assert_eq!(g.to_output.point((10.0, 20.0)), (100.0, 0.0));
+    // Input (110, 70), the crop's far corner: resized (50, 100), turned to (0, 50).
+    assert_eq!(g.to_output.point((110.0, 70.0)), (0.0, 50.0));
+    let back = g.to_source((0.0, 50.0));
+    assert!((back.0 - 110.0).abs() < 1e-9 && (back.1 - 70.0).abs() < 1e-9);
+    assert_eq!(plan.output_shape(), Some([3, 50, 100]));
+}
+
+#[test]
+fn malformed_pipelines_and_wrong_inputs_are_errors() {
+    let finish = [
+        Op::Layout {
+            layout: Layout::Chw,
+            order: ChannelOrder::Rgb,
+        },
+        Op::Cast {
+            dtype: DType::F32,
+            quantization: Quantization::IDENTITY,
+        },
+    ];
+    let rgb = InputDesc::pixels(PixelFormat::Rgb8, 64, 48);
+    let compile = |ops: &[Op], input| Pipeline::from_ops(ops).unwrap().compile(input);
+    let resize = Op::Resize(Resize {
+        size: SizeRule::Exact {
+            width: 8,
+            height: 8,
+        },
+        resample: Resample::default(),
+    });
+    // No Layout / Cast.
+    assert!(compile(&[resize], rgb).is_err());
+    assert!(compile(&[resize, finish[0]], rgb).is_err());
+    // A pixel op after a finish op.
+    assert!(compile(&[finish[0], resize, finish[1]], rgb).is_err());
+    // Decode not first; JPEG input without Decode.
+    let decode = Op::Decode(Decode::exact(Backend::Zune));
+    assert!(compile(&[resize, decode, finish[0], finish[1]], rgb).is_err());
+    assert!(compile(&[resize, finish[0], finish[1]], InputDesc::Jpeg).is_err());
+    // Resizing YUV without a ConvertColor.
+    let nv21 = InputDesc::pixels(PixelFormat::Nv21, 64, 48);
+    assert!(compile(&[resize, finish[0], finish[1]], nv21).is_err());
+    // A crop larger than the image.
+    let crop = Op::Crop(Rect::new(0, 0, 65, 10));
+    assert!(matches!(
+        compile(&[crop, finish[0], finish[1]], rgb),
+        Err(Error::RectOutOfBounds { .. })
+    ));
+    // Fast decoding without libjpeg-turbo, or not followed by a resize.
+    let mut fast = Decode::exact(Backend::Zune);
+    fast.scaling = tensorprep::pipeline::DecodeScaling::Fast;
+    assert!(
+        compile(
+            &[Op::Decode(fast), resize, finish[0], finish[1]],
+            InputDesc::Jpeg
+        )
+        .is_err()
+    );
+    fast.backend = Backend::LibjpegTurbo;
+    assert!(compile(&[Op::Decode(fast), finish[0], finish[1]], InputDesc::Jpeg).is_err());
+    // Too many ops.
+    let mut p = Pipeline::new();
+    for _ in 0..tensorprep::pipeline::MAX_OPS {
+        p.push(Op::Flip(Flip::Horizontal)).unwrap();
+    }
+    assert!(p.push(Op::Flip(Flip::Horizontal)).is_err());
+
+    // Running with the wrong input.
+    let plan = compile(&[resize, finish[0], finish[1]], rgb).unwrap();
+    let mut state = PlanState::new();
+    let mut out = vec![0f32; 3 * 64];
+    let px = vec![0u8; 64 * 48 * 3];
+    let small = ImageView::new(PixelFormat::Rgb8, 32, 48, &px).unwrap();
+    let run = |state: &mut PlanState, input, out: &mut [f32]| {
+        plan.run(state, input, tensorprep::TensorMut::F32(out))
+    };
+    assert!(matches!(
+        run(&mut state, Input::Pixels(small), &mut out),
+        Err(Error::SizeMismatch { .. })
+    ));
+    let bgr = ImageView::new(PixelFormat::Bgr8, 64, 48, &px).unwrap();
+    assert!(matches!(
+        run(&mut state, Input::Pixels(bgr), &mut out),
+        Err(Error::FormatMismatch { .. })
+    ));
+    assert!(run(&mut state, Input::Encoded(&px), &mut out).is_err());
+    let ok = ImageView::new(PixelFormat::Rgb8, 64, 48, &px).unwrap();
+    assert!(matches!(
+        run(&mut state, Input::Pixels(ok), &mut out[..10]),
+        Err(Error::TensorSize { .. })
+    ));
+    run(&mut state, Input::Pixels(ok), &mut out).unwrap();
+
+    // A JPEG plan given garbage, then a truncated file: errors, and the state still works.
+    let jpeg_plan = Pipeline::imagenet_eval().compile(InputDesc::Jpeg).unwrap();
+    let mut out = vec![0f32; 3 * 224 * 224];
+    let bytes = read("sample.jpg");
+    for bad in [&px[..100], &bytes[..bytes.len() / 2], &[][..]] {
+        assert!(
+            jpeg_plan
+                .run(
+                    &mut state,
+                    Input::Encoded(bad),
+                    tensorprep::TensorMut::F32(&mut out)
+                )
+                .is_err()
+        );
+    }
+    jpeg_plan
+        .run(
+            &mut state,
+            Input::Encoded(&bytes),
+            tensorprep::TensorMut::F32(&mut out),
+        )
+        .unwrap();
+}
+
+#[test]
+fn region_decoding_equals_the_full_decode() {
+    if !Backend::LibjpegTurbo.is_available() {
+        println!("libjpeg-turbo not built in (feature turbojpeg): skipped");
+        return;
+    }
+    use tensorprep::jpeg::Scale;
+    let mut checked = 0;
+    for name in PHOTOS {
+        let bytes = read(name);
+        for scale in [Scale::Full, Scale::Half, Scale::Quarter] {
+            let mut dec = JpegDecoder::new(DecodeOptions {
+                backend: Backend::LibjpegTurbo,
+                scale,
+                ..DecodeOptions::default()
+            });
+            let full = dec.decode(&bytes).unwrap();
+            let info = dec.read_info(&bytes).unwrap();
+            let (w, h) = (info.width, info.height);
+            let wanted = [
+                Rect::new(0, 0, w, h),
+                Rect::new(16, 1, w - 19, h - 2),
+                Rect::new(32, h / 3, 21, h / 3),
+                Rect::new(0, h - 1, 7, 1),
+                Rect::new(w - 9, 5, 9, 9),
+                Rect::new(w / 2, h / 2, 1, 1),
+            ];
+            for want in wanted {
+                let r = info
+                    .region_covering(want, scale)
+                    .expect("libjpeg-turbo reports the MCU");
+                let mut out = Image::new(PixelFormat::Rgb8, r.width, r.height).unwrap();
+                dec.decode_region_into(&bytes, r, &mut out.view_mut())
+                    .unwrap();
+                // The wanted part of the region, against the full decode.
+                let inner = Rect::new(want.x - r.x, 0, want.width, want.height);
+                let got = copy(&out.view().crop(inner).unwrap());
+                let expected = copy(&full.view().crop(want).unwrap());
+                assert!(got == expected, "{name} {scale:?} {want:?} via {r:?}");
+                checked += 1;
+            }
+        }
+    }
+    println!("{checked} regions identical to the full decode");
+}
