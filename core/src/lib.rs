@@ -19,10 +19,8 @@ pub mod finish;
 pub mod geometry;
 pub mod jpeg;
 pub mod pipeline;
-pub mod size;
-
-#[cfg(feature = "alloc")]
 pub mod resize;
+pub mod size;
 
 pub use error::{Error, JpegErrorKind, Result};
 pub use format::{PixelFormat, PlaneGeometry};

@@ -9,6 +9,23 @@ use tensorprep::geometry::{Rotation, center_crop, rotate};
 use tensorprep::size::SizeRule;
 use tensorprep::{ImageView, ImageViewMut, PixelFormat, TensorMut};
 
+/// A pipeline description without an allocator: a fixed-capacity op list.
+#[unsafe(no_mangle)]
+pub extern "C" fn tp_no_std_pipeline_ops() -> u32 {
+    use tensorprep::pipeline::{MAX_OPS, Op, Pipeline};
+    let mut p = Pipeline::imagenet_eval();
+    let mut pushed = 0;
+    while p.push(Op::Flip(tensorprep::geometry::Flip::Horizontal)).is_ok() {
+        pushed += 1;
+    }
+    // The eval preset's six ops, then flips up to the capacity.
+    if p.ops().len() == MAX_OPS && pushed == MAX_OPS - 6 {
+        p.ops().len() as u32
+    } else {
+        0
+    }
+}
+
 #[panic_handler]
 fn panic(_: &PanicInfo<'_>) -> ! {
     loop {}

@@ -1,0 +1,655 @@
+//! Resize plans, their scratch state, and the eager resizer.
+
+use super::{Filter, Resample, SourceBox, kernels::Simd, opencv, pillow};
+use crate::color::YuvRange;
+use crate::geometry::{Placement, fill_border};
+use crate::image::packed_bpp;
+use crate::rows::RowReader;
+use crate::size::SizeRule;
+use crate::{Error, ImageView, ImageViewMut, Limits, Rect, Result};
+
+#[derive(Clone, Debug, PartialEq)]
+enum Method {
+    Pillow(pillow::PillowPlan),
+    OpenCv(opencv::OpenCvPlan),
+}
+
+/// Everything a resize of one source size to one destination size needs that
+/// does not depend on the pixels: the coefficient tables, computed once.
+///
+/// Immutable and `Send + Sync`: share one plan between threads, give each
+/// thread its own [`ResizeState`].
+///
+/// A plan can compute just a window of its result ([`ResizePlan::windowed`]):
+/// resizing then cropping costs only the cropped pixels and reads only the
+/// source region they need ([`ResizePlan::input_region`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResizePlan {
+    src: (u32, u32),
+    full: (u32, u32),
+    window: Rect,
+    region: Rect,
+    source_box: SourceBox,
+    resample: Resample,
+    simd: Simd,
+    method: Method,
+}
+
+impl ResizePlan {
+    /// A plan resizing whole `src` (width, height) images to `dst` (width, height).
+    pub fn new(src: (u32, u32), dst: (u32, u32), resample: Resample) -> Result<ResizePlan> {
+        Self::with_source_box(
+            src,
+            SourceBox::full(src.0, src.1),
+            dst,
+            resample,
+            &Limits::DEFAULT,
+        )
+    }
+
+    /// A plan resizing the region `source_box` of `src`-sized images to `dst`,
+    /// with tables capped by `limits`.
+    ///
+    /// OpenCV methods take no fractional box (`cv2.resize` has none): for them
+    /// the box must be integral, and it acts as a crop.
+    pub fn with_source_box(
+        src: (u32, u32),
+        source_box: SourceBox,
+        dst: (u32, u32),
+        resample: Resample,
+        limits: &Limits,
+    ) -> Result<ResizePlan> {
+        let window = Rect::new(0, 0, dst.0, dst.1);
+        Self::windowed(src, source_box, dst, window, resample, limits)
+    }
+
+    /// A plan writing only the pixels inside `window` of the `full`-sized result:
+    /// the same bytes as resizing to `full` and cropping `window`, without
+    /// computing the rest.
+    ///
+    /// ```
+    /// use tensorprep::resize::{Filter, Resample, ResizePlan, SourceBox};
+    /// use tensorprep::{Limits, Rect};
+    ///
+    /// // torchvision Resize(256) + CenterCrop(224) on a 640x480 photo:
+    /// // 341x256, of which the centre 224x224 is computed.
+    /// let plan = ResizePlan::windowed(
+    ///     (640, 480),
+    ///     SourceBox::full(640, 480),
+    ///     (341, 256),
+    ///     Rect::new(58, 16, 224, 224),
+    ///     Resample::Pillow(Filter::Bilinear),
+    ///     &Limits::DEFAULT,
+    /// )?;
+    /// assert_eq!(plan.dst_size(), (224, 224));
+    /// // Only the source rows and columns those pixels reach are read.
+    /// assert!(plan.input_region().height < 480 && plan.input_region().width < 640);
+    /// # Ok::<(), tensorprep::Error>(())
+    /// ```
+    pub fn windowed(
+        src: (u32, u32),
+        source_box: SourceBox,
+        full: (u32, u32),
+        window: Rect,
+        resample: Resample,
+        limits: &Limits,
+    ) -> Result<ResizePlan> {
+        crate::image::check_dimensions(u64::from(src.0), u64::from(src.1))?;
+        crate::image::check_dimensions(u64::from(full.0), u64::from(full.1))?;
+        crate::image::check_dimensions(u64::from(window.width), u64::from(window.height))?;
+        window.check(full.0, full.1)?;
+        limits.check_pixels(u64::from(window.width), u64::from(window.height))?;
+        source_box.check(src.0, src.1)?;
+        let out = (window.width, window.height);
+        let (method, region) = match resample {
+            Resample::Pillow(filter) => {
+                let (plan, region) =
+                    pillow::PillowPlan::new(src, source_box, full, window, filter, limits)?;
+                // The scratch a run will grow to, refused now rather than when running.
+                limits.check_alloc(plan.scratch_bytes(region, out))?;
+                (Method::Pillow(plan), region)
+            }
+            Resample::OpenCvLinear | Resample::OpenCvArea => {
+                let b = source_box;
+                let integral = [b.x0, b.y0, b.x1, b.y1]
+                    .iter()
+                    .all(|v| *v == libm::truncf(*v));
+                if !integral || b.x1 == b.x0 || b.y1 == b.y0 {
+                    return Err(Error::InvalidParameter {
+                        name: "resize: OpenCV methods take only a non-empty integral source box",
+                    });
+                }
+                let boxed = ((b.x1 - b.x0) as u32, (b.y1 - b.y0) as u32);
+                let mode = if resample == Resample::OpenCvLinear {
+                    opencv::Mode::Linear
+                } else {
+                    opencv::Mode::Area
+                };
+                // Tables hold a few words per output and per source pixel of one row.
+                let words =
+                    u64::from(boxed.0) + u64::from(boxed.1) + u64::from(full.0) + u64::from(full.1);
+                limits.check_alloc(words * 24 + u64::from(boxed.0) * 4 * 8)?;
+                let (plan, r) = opencv::OpenCvPlan::new(mode, boxed, full, window);
+                let region = Rect::new(b.x0 as u32 + r.x, b.y0 as u32 + r.y, r.width, r.height);
+                (Method::OpenCv(plan), region)
+            }
+        };
+        Ok(ResizePlan {
+            src,
+            full,
+            window,
+            region,
+            source_box,
+            resample,
+            simd: Simd::detect(),
+            method,
+        })
+    }
+
+    /// The same plan running its inner loops on `simd` instead of the detected
+    /// best path (to compare paths; results are identical by design).
+    pub fn with_simd(mut self, simd: Simd) -> Result<ResizePlan> {
+        if !simd.is_available() {
+            return Err(Error::InvalidParameter {
+                name: "resize: this CPU does not support the requested SIMD path",
+            });
+        }
+        self.simd = simd;
+        Ok(self)
+    }
+
+    /// The instruction set the inner loops use.
+    pub fn simd(&self) -> Simd {
+        self.simd
+    }
+
+    /// Source size (width, height) the plan accepts.
+    pub fn src_size(&self) -> (u32, u32) {
+        self.src
+    }
+
+    /// Destination size (width, height) the plan writes: its window's size.
+    pub fn dst_size(&self) -> (u32, u32) {
+        (self.window.width, self.window.height)
+    }
+
+    /// Size of the whole resized image the window is cut from.
+    pub fn full_size(&self) -> (u32, u32) {
+        self.full
+    }
+
+    /// The part of the full result the plan writes.
+    pub fn window(&self) -> Rect {
+        self.window
+    }
+
+    /// The source pixels the plan reads (the filter's reach around the box,
+    /// for the window's pixels only). A caller that only has this region in
+    /// memory can run the plan on it with [`ResizePlan::run_region`].
+    pub fn input_region(&self) -> Rect {
+        self.region
+    }
+
+    /// The method reproduced.
+    pub fn resample(&self) -> Resample {
+        self.resample
+    }
+
+    /// The source region read.
+    pub fn source_box(&self) -> SourceBox {
+        self.source_box
+    }
+
+    /// Resizes `src` into `dst` (same packed format: Gray8, RGB, BGR, RGBA, BGRA).
+    ///
+    /// Sizes must be the plan's. RGBA/BGRA are resampled premultiplied, as Pillow does
+    /// (except with `NEAREST`, which Pillow applies to the raw values).
+    pub fn run(
+        &self,
+        state: &mut ResizeState,
+        src: &ImageView<'_>,
+        dst: &mut ImageViewMut<'_>,
+    ) -> Result<()> {
+        packed_bpp(
+            "resize (convert YUV to RGB first, or use run_converting)",
+            src.format(),
+        )?;
+        if src.format() != dst.format() {
+            return Err(Error::FormatMismatch {
+                expected: src.format(),
+                found: dst.format(),
+            });
+        }
+        self.run_converting(state, src, YuvRange::Full, dst)
+    }
+
+    /// Converts `src` (any format, YUV included) to `dst`'s packed format and
+    /// resizes it, in one pass: each source row is converted when the resampler
+    /// first reads it, and only the rows the plan reads are converted. The bytes
+    /// equal [`crate::color::convert_color`] followed by [`ResizePlan::run`].
+    ///
+    /// ```
+    /// use tensorprep::color::YuvRange;
+    /// use tensorprep::resize::{Filter, Resample, ResizePlan, ResizeState};
+    /// use tensorprep::{ImageView, ImageViewMut, PixelFormat};
+    ///
+    /// let nv21 = vec![128u8; 64 * 48 * 3 / 2]; // a gray camera frame
+    /// let src = ImageView::new(PixelFormat::Nv21, 64, 48, &nv21)?;
+    /// let plan = ResizePlan::new((64, 48), (16, 12), Resample::Pillow(Filter::Bilinear))?;
+    /// let mut rgb = vec![0u8; 16 * 12 * 3];
+    /// let mut dst = ImageViewMut::new(PixelFormat::Rgb8, 16, 12, &mut rgb)?;
+    /// plan.run_converting(&mut ResizeState::new(), &src, YuvRange::Full, &mut dst)?;
+    /// assert!(rgb.iter().all(|&v| v == 128));
+    /// # Ok::<(), tensorprep::Error>(())
+    /// ```
+    pub fn run_converting(
+        &self,
+        state: &mut ResizeState,
+        src: &ImageView<'_>,
+        range: YuvRange,
+        dst: &mut ImageViewMut<'_>,
+    ) -> Result<()> {
+        let found = (src.width(), src.height());
+        if found != self.src {
+            return Err(Error::SizeMismatch {
+                expected: self.src,
+                found,
+            });
+        }
+        let reader = RowReader::new(src, self.region, dst.format(), range)?;
+        self.run_reader(state, &reader, dst)
+    }
+
+    /// [`ResizePlan::run_converting`] on only the plan's
+    /// [`input_region`](ResizePlan::input_region) of the source, `region` being
+    /// exactly that region (as a decoder asked for just that part produces).
+    pub fn run_region(
+        &self,
+        state: &mut ResizeState,
+        region: &ImageView<'_>,
+        range: YuvRange,
+        dst: &mut ImageViewMut<'_>,
+    ) -> Result<()> {
+        let r = self.region;
+        let found = (region.width(), region.height());
+        if found != (r.width, r.height) {
+            return Err(Error::SizeMismatch {
+                expected: (r.width, r.height),
+                found,
+            });
+        }
+        let whole = Rect::new(0, 0, r.width, r.height);
+        let reader = RowReader::new(region, whole, dst.format(), range)?;
+        self.run_reader(state, &reader, dst)
+    }
+
+    /// Runs on rows read through `reader`, which covers exactly the plan's input
+    /// region in `dst`'s format.
+    pub(crate) fn run_reader(
+        &self,
+        state: &mut ResizeState,
+        reader: &RowReader<'_>,
+        dst: &mut ImageViewMut<'_>,
+    ) -> Result<()> {
+        let expected = self.dst_size();
+        let found = (dst.width(), dst.height());
+        if expected != found {
+            return Err(Error::SizeMismatch { expected, found });
+        }
+        if reader.format() != dst.format() {
+            return Err(Error::FormatMismatch {
+                expected: reader.format(),
+                found: dst.format(),
+            });
+        }
+        match &self.method {
+            Method::Pillow(p) => {
+                let alpha = dst.format().alpha_offset().is_some()
+                    && self.resample != Resample::Pillow(Filter::Nearest);
+                p.run(self.simd, state, reader, dst, alpha);
+            }
+            Method::OpenCv(p) => p.run(&mut state.opencv, reader, dst),
+        }
+        Ok(())
+    }
+}
+
+/// Scratch rows of a resize, reused between runs (one per thread).
+#[derive(Clone, Debug, Default)]
+pub struct ResizeState {
+    /// Output of the first pass.
+    pub(super) between: alloc::vec::Vec<u8>,
+    /// Source rows converted or premultiplied before the first pass reads them.
+    pub(super) premultiplied: alloc::vec::Vec<u8>,
+    /// Interleaved rows of the eight-row horizontal kernel.
+    pub(super) block: alloc::vec::Vec<u8>,
+    pub(super) opencv: opencv::OpenCvState,
+}
+
+impl ResizeState {
+    /// Empty scratch; it grows on the first run and is reused afterwards.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// A plan and its state for eager use: the plan is rebuilt only when the sizes,
+/// box or method change, so repeated calls on same-sized images do not allocate.
+#[derive(Clone, Debug, Default)]
+pub struct Resizer {
+    plan: Option<ResizePlan>,
+    state: ResizeState,
+}
+
+impl Resizer {
+    /// A resizer with empty scratch buffers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Resizes `src` to the size of `dst` (same packed format: Gray8, RGB, BGR, RGBA, BGRA).
+    ///
+    /// RGBA/BGRA are resized with premultiplied alpha, as Pillow does.
+    pub fn resize(
+        &mut self,
+        src: &ImageView<'_>,
+        dst: &mut ImageViewMut<'_>,
+        resample: Resample,
+    ) -> Result<()> {
+        let full = SourceBox::full(src.width(), src.height());
+        self.resize_box(src, full, dst, resample)
+    }
+
+    /// Resizes the region `source_box` of `src` to the size of `dst` (Pillow's `box=`).
+    pub fn resize_box(
+        &mut self,
+        src: &ImageView<'_>,
+        source_box: SourceBox,
+        dst: &mut ImageViewMut<'_>,
+        resample: Resample,
+    ) -> Result<()> {
+        let (s, d) = ((src.width(), src.height()), (dst.width(), dst.height()));
+        let plan = match self.plan.take() {
+            Some(p)
+                if p.src == s
+                    && p.full == d
+                    && p.window == Rect::new(0, 0, d.0, d.1)
+                    && p.resample == resample
+                    && p.source_box == source_box =>
+            {
+                p
+            }
+            // A different job: the old tables are dropped before the new ones are built.
+            _ => ResizePlan::with_source_box(s, source_box, d, resample, &Limits::DEFAULT)?,
+        };
+        self.plan.insert(plan).run(&mut self.state, src, dst)
+    }
+
+    /// Resizes `src` to fit inside `dst` keeping its aspect ratio ([`SizeRule::Fit`]),
+    /// places it at `placement` and fills the rest with `fill` (Ultralytics uses 114).
+    ///
+    /// Returns where the resized image lies in `dst`; map model coordinates back with
+    /// `x_src = (x - rect.x) * src_w / rect.width`.
+    pub fn letterbox(
+        &mut self,
+        src: &ImageView<'_>,
+        dst: &mut ImageViewMut<'_>,
+        resample: Resample,
+        placement: Placement,
+        fill: &[u8],
+    ) -> Result<Rect> {
+        let (w, h) = SizeRule::Fit {
+            width: dst.width(),
+            height: dst.height(),
+            upscale: true,
+        }
+        .output_size(src.width(), src.height())?;
+        let rect = placement.rect(w, h, dst.width(), dst.height())?;
+        fill_border(dst, rect, fill)?;
+        self.resize(src, &mut dst.sub_view_mut(rect)?, resample)?;
+        Ok(rect)
+    }
+}
+
+/// One-shot [`Resizer::resize`] (allocates scratch; keep a [`Resizer`] for repeated calls).
+pub fn resize(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, resample: Resample) -> Result<()> {
+    Resizer::new().resize(src, dst, resample)
+}
+
+/// Allocating form: a new `width` x `height` image.
+pub fn resize_owned(
+    src: &ImageView<'_>,
+    width: u32,
+    height: u32,
+    resample: Resample,
+) -> Result<crate::Image> {
+    let mut img = crate::Image::new(src.format(), width, height)?;
+    resize(src, &mut img.view_mut(), resample)?;
+    Ok(img)
+}
+
+/// Allocating form with the size given by a [`SizeRule`].
+pub fn resize_by_rule(
+    src: &ImageView<'_>,
+    rule: SizeRule,
+    resample: Resample,
+) -> Result<crate::Image> {
+    let (w, h) = rule.output_size(src.width(), src.height())?;
+    resize_owned(src, w, h, resample)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PixelFormat;
+
+    #[test]
+    fn constant_images_stay_constant_for_every_filter() {
+        // Opaque alpha, so premultiplication (as Pillow does for RGBA) is exact.
+        let opaque: [u8; 13 * 9 * 4] = core::array::from_fn(|i| if i % 4 == 3 { 255 } else { 77 });
+        let px = [77u8; 13 * 9 * 4];
+        for format in [PixelFormat::Gray8, PixelFormat::Rgb8, PixelFormat::Bgra8] {
+            let bpp = format.bytes_per_pixel().unwrap();
+            let data = if bpp == 4 {
+                &opaque[..]
+            } else {
+                &px[..13 * 9 * bpp]
+            };
+            let src = ImageView::new(format, 13, 9, data).unwrap();
+            for r in Resample::ALL {
+                for (w, h) in [(5, 4), (26, 18), (13, 9), (1, 1)] {
+                    let out = resize_owned(&src, w, h, r).unwrap();
+                    let ok = out.as_bytes().chunks(bpp).all(|p| {
+                        p.iter()
+                            .enumerate()
+                            .all(|(i, &v)| v == if i == 3 { 255 } else { 77 })
+                    });
+                    assert!(ok, "{format:?} {r:?} {w}x{h}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn writes_into_a_strided_sub_view_only() {
+        let src_px: [u8; 8 * 8] = core::array::from_fn(|i| i as u8);
+        let src = ImageView::new(PixelFormat::Gray8, 8, 8, &src_px).unwrap();
+        let mut canvas = [200u8; 10 * 10];
+        let mut dst = ImageViewMut::new(PixelFormat::Gray8, 10, 10, &mut canvas).unwrap();
+        let rect = Resizer::new()
+            .letterbox(
+                &src.crop(Rect::new(0, 0, 8, 4)).unwrap(),
+                &mut dst,
+                Resample::default(),
+                Placement::Center,
+                &[114],
+            )
+            .unwrap();
+        // 8x4 fits 10x10 at scale 1.25 as 10x5, centred at top (10 - 5) / 2 = 2.
+        assert_eq!(rect, Rect::new(0, 2, 10, 5));
+        assert!(canvas[..20].iter().all(|&v| v == 114));
+        assert!(canvas[70..].iter().all(|&v| v == 114));
+        // The source crop holds values 0..32, so every pixel inside was written.
+        assert!(canvas[20..70].iter().all(|&v| v < 32));
+    }
+
+    #[test]
+    fn yuv_and_mismatched_formats_are_errors() {
+        let px = [0u8; 6];
+        let yuv = ImageView::new(PixelFormat::Nv12, 2, 2, &px).unwrap();
+        let mut out = [0u8; 6];
+        let mut dst = ImageViewMut::new(PixelFormat::Nv12, 2, 2, &mut out).unwrap();
+        assert!(resize(&yuv, &mut dst, Resample::default()).is_err());
+        let g = ImageView::new(PixelFormat::Gray8, 2, 2, &px[..4]).unwrap();
+        let mut out = [0u8; 12];
+        let mut dst = ImageViewMut::new(PixelFormat::Rgb8, 2, 2, &mut out).unwrap();
+        assert!(matches!(
+            resize(&g, &mut dst, Resample::default()),
+            Err(Error::FormatMismatch { .. })
+        ));
+    }
+
+    /// A deterministic pseudo-random byte stream (xorshift).
+    fn noise(n: usize, seed: u32) -> alloc::vec::Vec<u8> {
+        let mut x = seed.max(1);
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                (x >> 24) as u8
+            })
+            .collect()
+    }
+
+    fn crop_copy(img: &crate::Image, r: Rect) -> alloc::vec::Vec<u8> {
+        let v = img.view();
+        let c = v.crop(r).unwrap();
+        c.plane_rows(0).flatten().copied().collect()
+    }
+
+    #[test]
+    fn a_window_equals_resize_then_crop_for_every_method() {
+        let cases = [
+            ((37, 29), (17, 11), SourceBox::full(37, 29)),
+            ((37, 29), (90, 70), SourceBox::full(37, 29)),
+            ((40, 30), (20, 15), SourceBox::full(40, 30)),
+            ((37, 29), (37, 13), SourceBox::full(37, 29)),
+            (
+                (37, 29),
+                (20, 20),
+                SourceBox {
+                    x0: 3.0,
+                    y0: 2.0,
+                    x1: 33.0,
+                    y1: 27.0,
+                },
+            ),
+            (
+                (37, 29),
+                (20, 20),
+                SourceBox {
+                    x0: 3.5,
+                    y0: 2.25,
+                    x1: 31.0,
+                    y1: 27.0,
+                },
+            ),
+            (
+                (37, 29),
+                (30, 25),
+                SourceBox {
+                    x0: 4.0,
+                    y0: 2.0,
+                    x1: 34.0,
+                    y1: 27.0,
+                },
+            ),
+            ((3, 400), (2, 50), SourceBox::full(3, 400)),
+        ];
+        let mut seed = 7;
+        for format in [PixelFormat::Gray8, PixelFormat::Rgb8, PixelFormat::Rgba8] {
+            let bpp = format.bytes_per_pixel().unwrap();
+            for &(src, full, bx) in &cases {
+                seed += 1;
+                let px = noise(src.0 as usize * src.1 as usize * bpp, seed);
+                let view = ImageView::new(format, src.0, src.1, &px).unwrap();
+                for r in Resample::ALL {
+                    let Ok(whole) = ResizePlan::with_source_box(src, bx, full, r, &Limits::DEFAULT)
+                    else {
+                        continue; // OpenCV methods refuse fractional boxes
+                    };
+                    let mut all = crate::Image::new(format, full.0, full.1).unwrap();
+                    whole
+                        .run(&mut ResizeState::new(), &view, &mut all.view_mut())
+                        .unwrap();
+                    let windows = [
+                        Rect::new(0, 0, full.0, full.1),
+                        Rect::new(1, 2, full.0 - 1, full.1 - 2),
+                        Rect::new(full.0 / 2, full.1 / 3, full.0 / 2, 1),
+                        Rect::new(full.0 - 1, 0, 1, full.1),
+                    ];
+                    for w in windows {
+                        let plan =
+                            ResizePlan::windowed(src, bx, full, w, r, &Limits::DEFAULT).unwrap();
+                        let reg = plan.input_region();
+                        assert!(reg.fits_in(src.0, src.1), "{r:?} {w:?} {reg:?}");
+                        let mut out = crate::Image::new(format, w.width, w.height).unwrap();
+                        let mut state = ResizeState::new();
+                        plan.run(&mut state, &view, &mut out.view_mut()).unwrap();
+                        assert!(
+                            out.as_bytes() == crop_copy(&all, w),
+                            "{format:?} {r:?} {src:?}->{full:?} box {bx:?} window {w:?}"
+                        );
+                        // The region alone gives the same bytes.
+                        let region = view.crop(reg).unwrap();
+                        let mut again = crate::Image::new(format, w.width, w.height).unwrap();
+                        plan.run_region(&mut state, &region, YuvRange::Full, &mut again.view_mut())
+                            .unwrap();
+                        assert!(again == out, "{format:?} {r:?} region run");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn converting_while_resizing_equals_converting_first() {
+        for (w, h) in [(64u32, 48u32), (37, 29), (16, 200)] {
+            let len = crate::image::tight_len(PixelFormat::Nv21, w, h).unwrap() as usize;
+            let frame = noise(len, w + h);
+            for from in [PixelFormat::Nv21, PixelFormat::Nv12, PixelFormat::I420] {
+                let src = ImageView::new(from, w, h, &frame).unwrap();
+                for to in [PixelFormat::Rgb8, PixelFormat::Bgra8, PixelFormat::Gray8] {
+                    let rgb =
+                        crate::color::convert_color_owned(&src, to, YuvRange::Limited).unwrap();
+                    for r in Resample::ALL {
+                        let full = (w / 3 + 1, h / 2 + 1);
+                        let win = Rect::new(1, 1, full.0 - 1, full.1 - 1);
+                        let plan = ResizePlan::windowed(
+                            (w, h),
+                            SourceBox::full(w, h),
+                            full,
+                            win,
+                            r,
+                            &Limits::DEFAULT,
+                        )
+                        .unwrap();
+                        let mut want = crate::Image::new(to, win.width, win.height).unwrap();
+                        plan.run(&mut ResizeState::new(), &rgb.view(), &mut want.view_mut())
+                            .unwrap();
+                        let mut got = crate::Image::new(to, win.width, win.height).unwrap();
+                        plan.run_converting(
+                            &mut ResizeState::new(),
+                            &src,
+                            YuvRange::Limited,
+                            &mut got.view_mut(),
+                        )
+                        .unwrap();
+                        assert!(got == want, "{from:?}->{to:?} {w}x{h} {r:?}");
+                    }
+                }
+            }
+        }
+    }
+}
