@@ -187,3 +187,151 @@ fn decoder_allocations_per_image_are_counted() {
         }
     }
 }
+
+mod pipeline {
+    use super::*;
+    use tensorprep::finish::{ChannelOrder, Normalize};
+    use tensorprep::pipeline::{Input, InputDesc, Op, Pipeline, PlanState, Resize};
+    use tensorprep::resize::Filter;
+    use tensorprep::size::SizeRule;
+    use tensorprep::{DType, Layout, Quantization, Tensor};
+
+    fn finish_f32() -> [Op; 3] {
+        [
+            Op::Normalize(Normalize::IMAGENET),
+            Op::Layout {
+                layout: Layout::Chw,
+                order: ChannelOrder::Rgb,
+            },
+            Op::Cast {
+                dtype: DType::F32,
+                quantization: Quantization::IDENTITY,
+            },
+        ]
+    }
+
+    /// Runs `plan` on `input` `runs` times; returns the allocations of the first
+    /// run and the most any later run made.
+    fn steady(plan: &tensorprep::pipeline::Plan, input: Input<'_>, len: usize) -> (usize, usize) {
+        let mut state = PlanState::new();
+        let mut out = Tensor::zeros(plan.dtype(), len);
+        let first = count(|| {
+            plan.run(&mut state, input, out.as_mut()).unwrap();
+        });
+        let later = (0..5)
+            .map(|_| {
+                count(|| {
+                    plan.run(&mut state, input, out.as_mut()).unwrap();
+                })
+            })
+            .max()
+            .unwrap();
+        (first, later)
+    }
+
+    #[test]
+    fn pixel_plans_allocate_nothing_after_the_first_run() {
+        let (w, h) = (1920u32, 1080u32);
+        let frame: Vec<u8> = (0..w as usize * h as usize * 3)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        let nv21 = &frame[..w as usize * h as usize * 3 / 2];
+        let to_224 = Op::Resize(Resize {
+            size: SizeRule::Exact {
+                width: 224,
+                height: 224,
+            },
+            resample: Resample::Pillow(Filter::Bilinear),
+        });
+        let rgb = Op::ConvertColor {
+            to: PixelFormat::Rgb8,
+            range: YuvRange::Full,
+        };
+        let cases: Vec<(&str, Pipeline, PixelFormat, &[u8])> = vec![
+            (
+                "RGB imagenet-eval",
+                Pipeline::imagenet_eval(),
+                PixelFormat::Rgb8,
+                &frame,
+            ),
+            (
+                "RGB letterbox 640",
+                Pipeline::yolo_letterbox(640, 640),
+                PixelFormat::Rgb8,
+                &frame,
+            ),
+            (
+                "NV21 -> 224x224 CHW f32",
+                Pipeline::from_ops(&[rgb, to_224]).unwrap(),
+                PixelFormat::Nv21,
+                nv21,
+            ),
+            (
+                "NV21 -> rotate -> OpenCV linear 224x224",
+                Pipeline::from_ops(&[
+                    rgb,
+                    Op::Rotate(Rotation::Cw90),
+                    Op::Resize(Resize {
+                        size: SizeRule::Exact {
+                            width: 224,
+                            height: 224,
+                        },
+                        resample: Resample::OpenCvLinear,
+                    }),
+                ])
+                .unwrap(),
+                PixelFormat::Nv21,
+                nv21,
+            ),
+        ];
+        for (name, mut p, format, data) in cases {
+            if !p.ops().iter().any(|op| matches!(op, Op::Layout { .. })) {
+                for op in finish_f32() {
+                    p.push(op).unwrap();
+                }
+            }
+            let plan = p.compile(InputDesc::pixels(format, w, h)).unwrap();
+            let view = ImageView::new(format, w, h, data).unwrap();
+            let (first, later) = steady(&plan, Input::Pixels(view), plan.output_len().unwrap());
+            println!("pipeline {name:<42} first run {first:>3} allocations, then {later}");
+            assert_eq!(later, 0, "{name}");
+        }
+    }
+
+    #[test]
+    fn jpeg_plans_allocate_only_inside_the_decoder() {
+        for backend in Backend::available() {
+            let plan = Pipeline::imagenet_eval()
+                .with_decoder(backend)
+                .compile(tensorprep::pipeline::InputDesc::Jpeg)
+                .unwrap();
+            for name in ["sample.jpg", "sklearn_china.jpg"] {
+                let bytes = read(name);
+                let (first, later) = steady(&plan, Input::Encoded(&bytes), 3 * 224 * 224);
+                // The decoder on its own, for comparison.
+                let mut dec = JpegDecoder::new(DecodeOptions {
+                    backend,
+                    ..DecodeOptions::default()
+                });
+                let info = dec.read_info(&bytes).unwrap();
+                let mut img = Image::new(PixelFormat::Rgb8, info.width, info.height).unwrap();
+                dec.decode_into(&bytes, &mut img.view_mut()).unwrap();
+                let decoder_alone = count(|| {
+                    dec.read_info(&bytes).unwrap();
+                    dec.decode_into(&bytes, &mut img.view_mut()).unwrap();
+                });
+                println!(
+                    "pipeline imagenet-eval {backend:?} {name:<18} first run {first:>3}, then {later} (the decoder alone: {decoder_alone})"
+                );
+                // Everything beyond the decoder's own allocations is reused.
+                assert!(
+                    later <= decoder_alone,
+                    "{backend:?} {name}: {later} > {decoder_alone}"
+                );
+                if backend == Backend::LibjpegTurbo {
+                    assert_eq!(later, 0);
+                }
+            }
+        }
+    }
+}
