@@ -644,3 +644,60 @@ fn region_decoding_equals_the_full_decode() {
     }
     println!("{checked} regions identical to the full decode");
 }
+
+#[test]
+fn batches_sequential_parallel_and_pulled_equal_single_runs() {
+    let plan = Pipeline::imagenet_eval().compile(InputDesc::Jpeg).unwrap();
+    let files: Vec<Vec<u8>> = PHOTOS.iter().map(|n| read(n)).collect();
+    let inputs: Vec<Input<'_>> = files.iter().map(|b| Input::Encoded(b)).collect();
+    let one = 3 * 224 * 224;
+    let mut state = PlanState::new();
+    let mut singles = vec![0f32; one * inputs.len()];
+    for (i, input) in inputs.iter().enumerate() {
+        plan.run(
+            &mut state,
+            *input,
+            tensorprep::TensorMut::F32(&mut singles[i * one..(i + 1) * one]),
+        )
+        .unwrap();
+    }
+    let mut batch = vec![0f32; one * inputs.len()];
+    plan.run_batch(&mut state, &inputs, tensorprep::TensorMut::F32(&mut batch))
+        .unwrap();
+    assert!(batch == singles);
+    for threads in [1, 2, 3] {
+        let mut states: Vec<PlanState> = (0..threads).map(|_| PlanState::new()).collect();
+        let mut par = vec![0f32; one * inputs.len()];
+        plan.run_batch_parallel(&mut states, &inputs, tensorprep::TensorMut::F32(&mut par))
+            .unwrap();
+        assert!(par == singles, "{threads} threads");
+    }
+    // Pulled from a source in batches of 4: 4, then the remaining 2, then none.
+    let slices: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
+    let mut source = tensorprep::pipeline::BytesSource::new(&slices);
+    let mut pulled = vec![0f32; one * 4];
+    let mut got = Vec::new();
+    loop {
+        let n = plan
+            .pull_batch(
+                &mut state,
+                &mut source,
+                tensorprep::TensorMut::F32(&mut pulled),
+                4,
+            )
+            .unwrap();
+        got.extend_from_slice(&pulled[..n * one]);
+        if n < 4 {
+            break;
+        }
+    }
+    assert!(got == singles);
+    // A bad file in a parallel batch: its error comes back, the others are written.
+    let mut with_bad = inputs.clone();
+    with_bad[2] = Input::Encoded(&files[0][..100]);
+    let mut states: Vec<PlanState> = (0..2).map(|_| PlanState::new()).collect();
+    let mut par = vec![0f32; one * inputs.len()];
+    let r = plan.run_batch_parallel(&mut states, &with_bad, tensorprep::TensorMut::F32(&mut par));
+    assert!(matches!(r, Err(Error::Jpeg { .. })));
+    assert!(par[5 * one..] == singles[5 * one..]);
+}

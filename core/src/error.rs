@@ -112,6 +112,12 @@ pub enum Error {
         /// What kind of failure.
         kind: JpegErrorKind,
     },
+    /// Reading an input failed (a pipeline source).
+    #[cfg(feature = "std")]
+    Io {
+        /// What the operating system reported.
+        kind: std::io::ErrorKind,
+    },
 }
 
 /// Why a JPEG was rejected.
@@ -198,6 +204,8 @@ impl fmt::Display for Error {
                     f.write_str("JPEG colour space cannot be converted to the requested format")
                 }
             },
+            #[cfg(feature = "std")]
+            Error::Io { kind } => write!(f, "reading the input failed: {kind}"),
         }
     }
 }

@@ -41,11 +41,15 @@ mod op;
 #[cfg(feature = "alloc")]
 mod plan;
 mod preset;
+#[cfg(feature = "std")]
+mod source;
 
 pub use mapping::{Affine, Geometry};
 pub use op::{CenterCrop, CropRounding, Decode, DecodeScaling, Op, Pad, PadTo, Resize};
 #[cfg(feature = "alloc")]
 pub use plan::{Input, Plan, PlanState};
+#[cfg(feature = "std")]
+pub use source::{BytesSource, FileSource, FrameSource, Source};
 
 use crate::{Error, PixelFormat, Result};
 
