@@ -18,6 +18,8 @@ pub mod color;
 pub mod finish;
 pub mod geometry;
 pub mod jpeg;
+#[cfg(feature = "std")]
+pub mod npy;
 pub mod pipeline;
 pub mod resize;
 pub mod size;

@@ -176,6 +176,7 @@ fn chunk<'t>(out: &'t mut TensorMut<'_>, i: usize, len: usize) -> TensorMut<'t> 
 }
 
 /// A tensor buffer cut into `len`-element chunks, one per image.
+#[cfg(feature = "parallel")]
 fn chunks<'t>(out: TensorMut<'t>, len: usize) -> Vec<TensorMut<'t>> {
     match out {
         TensorMut::F32(s) => s.chunks_exact_mut(len).map(TensorMut::F32).collect(),

@@ -1,0 +1,445 @@
+//! `tensorprep`: run and benchmark preprocessing pipelines on JPEG files.
+//!
+//! ```text
+//! tensorprep run --preset imagenet-eval photo.jpg --out photo.npy
+//! tensorprep run --preset imagenet-eval a.jpg b.jpg c.jpg --out tensors/
+//! tensorprep bench --preset imagenet-eval photos/ --threads 2 --repeat 5
+//! tensorprep presets
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use tensorprep::jpeg::{Backend, DecodeOptions, JpegDecoder};
+use tensorprep::pipeline::{DecodeScaling, Input, InputDesc, Pipeline, Plan, PlanState};
+use tensorprep::{Image, Layout, PixelFormat, Tensor};
+
+#[derive(Parser)]
+#[command(
+    name = "tensorprep",
+    version,
+    about = "Turn JPEG photos into model-ready tensors."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a pipeline on JPEG files and write each tensor as a .npy file.
+    Run(RunArgs),
+    /// Measure a pipeline's throughput on every JPEG of a directory, held in memory.
+    Bench(BenchArgs),
+    /// List the built-in presets.
+    Presets,
+}
+
+#[derive(Args)]
+struct PipelineArgs {
+    /// A built-in pipeline (`tensorprep presets` lists them).
+    #[arg(long)]
+    preset: String,
+    /// The JPEG decoder.
+    #[arg(long, value_enum, default_value_t = Decoder::ZuneJpeg)]
+    decoder: Decoder,
+    /// Decode at 1/2, 1/4 or 1/8 size in the DCT domain before resizing: faster,
+    /// not Pillow-exact (libjpeg-turbo only).
+    #[arg(long)]
+    fast_decode: bool,
+    /// Decode the whole JPEG even where the output needs only part of it
+    /// (libjpeg-turbo decodes only that part by default; the pixels are the same).
+    #[arg(long)]
+    full_decode: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Decoder {
+    /// zune-jpeg, pure Rust (always built in).
+    ZuneJpeg,
+    /// libjpeg-turbo, Pillow's own decoder (cargo feature `libjpeg-turbo`).
+    LibjpegTurbo,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    pipeline: PipelineArgs,
+    /// JPEG files to preprocess.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Output: a `.npy` file for a single input, otherwise a directory that
+    /// receives `<stem>.npy` per input.
+    #[arg(long)]
+    out: PathBuf,
+    /// Stop at the first file that fails instead of going on with the others.
+    #[arg(long)]
+    fail_fast: bool,
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    #[command(flatten)]
+    pipeline: PipelineArgs,
+    /// Directory whose JPEG files (`.jpg`, `.jpeg`) are read into memory first.
+    dir: PathBuf,
+    /// Threads, each with its own plan state, taking the next image as they finish one.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Passes over all the files (after one warm-up pass).
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Also time decoding alone with the same decoder, interleaved pass by
+    /// pass with the pipeline, and print the ratio.
+    #[arg(long)]
+    baseline_decode: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run(&args),
+        Command::Bench(args) => bench(&args),
+        Command::Presets => {
+            for name in Pipeline::PRESETS {
+                println!("{name}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    };
+    result.unwrap_or_else(|message| {
+        eprintln!("tensorprep: {message}");
+        ExitCode::FAILURE
+    })
+}
+
+fn backend(decoder: Decoder) -> Result<Backend, String> {
+    match decoder {
+        Decoder::ZuneJpeg => Ok(Backend::Zune),
+        Decoder::LibjpegTurbo if Backend::LibjpegTurbo.is_available() => Ok(Backend::LibjpegTurbo),
+        Decoder::LibjpegTurbo => Err("this build has no libjpeg-turbo decoder; rebuild with \
+             `cargo build --release -p tensorprep-cli --features libjpeg-turbo` \
+             (needs cmake and nasm)"
+            .to_owned()),
+    }
+}
+
+/// The pipeline the arguments name, compiled for JPEG input.
+fn plan(args: &PipelineArgs) -> Result<(Plan, Backend), String> {
+    let backend = backend(args.decoder)?;
+    let mut pipeline = Pipeline::preset(&args.preset).ok_or_else(|| {
+        format!(
+            "unknown preset `{}` (known: {})",
+            args.preset,
+            Pipeline::PRESETS.join(", ")
+        )
+    })?;
+    pipeline.map_decode(|d| {
+        d.backend = backend;
+        d.region_of_interest = !args.full_decode;
+        if args.fast_decode {
+            d.scaling = DecodeScaling::Fast;
+        }
+    });
+    let plan = pipeline
+        .compile(InputDesc::Jpeg)
+        .map_err(|e| format!("preset `{}`: {e}", args.preset))?;
+    Ok((plan, backend))
+}
+
+/// Shape of the tensor a run produced: the plan's, or from the run's output size.
+fn shape(plan: &Plan, output: (u32, u32)) -> [usize; 3] {
+    plan.output_shape().unwrap_or_else(|| {
+        let (w, h) = (output.0 as usize, output.1 as usize);
+        let c = plan.layout().1.channels();
+        match plan.layout().0 {
+            Layout::Chw => [c, h, w],
+            Layout::Hwc => [h, w, c],
+        }
+    })
+}
+
+fn progress(len: usize) -> ProgressBar {
+    // A bar only for long runs; indicatif hides it when stderr is not a terminal.
+    if len < 16 {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len as u64);
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} {per_sec} eta {eta}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// Preprocesses one file into `tensor` and writes it to `out`.
+fn run_one(
+    plan: &Plan,
+    state: &mut PlanState,
+    tensor: &mut Tensor,
+    input: &Path,
+    out: &Path,
+) -> Result<(), String> {
+    let bytes = std::fs::read(input).map_err(|e| format!("cannot read it: {e}"))?;
+    if plan.output_len().is_none() {
+        // The size depends on the image: find it from the header first.
+        let mut probe = Tensor::zeros(plan.dtype(), 0);
+        let _ = plan.run(state, Input::Encoded(&bytes), probe.as_mut());
+    }
+    let len = plan.output_len().unwrap_or(0);
+    if tensor_len(tensor) != len {
+        *tensor = Tensor::zeros(plan.dtype(), len);
+    }
+    let g = plan
+        .run(state, Input::Encoded(&bytes), tensor.as_mut())
+        .map_err(|e| e.to_string())?;
+    let file =
+        std::fs::File::create(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    tensorprep::npy::write(
+        std::io::BufWriter::new(file),
+        &shape(plan, g.output),
+        tensor,
+    )
+    .map_err(|e| format!("cannot write {}: {e}", out.display()))
+}
+
+fn tensor_len(t: &Tensor) -> usize {
+    match t {
+        Tensor::F32(v) => v.len(),
+        Tensor::F16(v) => v.len(),
+        Tensor::U8(v) => v.len(),
+        Tensor::I8(v) => v.len(),
+        _ => 0,
+    }
+}
+
+fn run(args: &RunArgs) -> Result<ExitCode, String> {
+    let (plan, _) = plan(&args.pipeline)?;
+    if plan.output_len().is_none() {
+        return Err(format!(
+            "preset `{}` has an image-dependent output size, which `run` does not support yet",
+            args.pipeline.preset
+        ));
+    }
+    let single_file = args.inputs.len() == 1 && args.out.extension().is_some_and(|e| e == "npy");
+    let outputs: Vec<PathBuf> = if single_file {
+        vec![args.out.clone()]
+    } else {
+        std::fs::create_dir_all(&args.out)
+            .map_err(|e| format!("cannot create directory {}: {e}", args.out.display()))?;
+        args.inputs
+            .iter()
+            .map(|p| {
+                let stem = p.file_stem().unwrap_or(p.as_os_str());
+                args.out.join(stem).with_extension("npy")
+            })
+            .collect()
+    };
+    let bar = progress(args.inputs.len());
+    let mut state = PlanState::new();
+    let mut tensor = Tensor::zeros(plan.dtype(), 0);
+    let mut written = std::collections::HashSet::new();
+    let mut failed = 0;
+    for (input, out) in args.inputs.iter().zip(&outputs) {
+        let result = if written.insert(out.clone()) {
+            run_one(&plan, &mut state, &mut tensor, input, out)
+        } else {
+            Err(format!(
+                "another input already wrote {} (same file stem)",
+                out.display()
+            ))
+        };
+        bar.inc(1);
+        if let Err(message) = result {
+            failed += 1;
+            bar.suspend(|| eprintln!("tensorprep: {}: {message}", input.display()));
+            if args.fail_fast {
+                bar.abandon();
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    bar.finish_and_clear();
+    let ok = args.inputs.len() - failed;
+    let target = if single_file {
+        args.out.display().to_string()
+    } else {
+        format!("{}/", args.out.display())
+    };
+    eprintln!(
+        "wrote {ok} tensor(s) of shape {:?} to {target}{}",
+        plan.output_shape().unwrap_or_default(),
+        if failed > 0 {
+            format!(" ({failed} of {} inputs failed)", args.inputs.len())
+        } else {
+            String::new()
+        }
+    );
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Every `.jpg` / `.jpeg` file directly inside `dir`, sorted by name.
+fn jpeg_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+                    e.eq_ignore_ascii_case("jpg") || e.eq_ignore_ascii_case("jpeg")
+                })
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// One timed pass over `jobs` items on one thread per state; each thread takes
+/// the next item as it finishes one.
+fn timed_pass<S: Send>(
+    states: &mut [S],
+    jobs: usize,
+    work: impl Fn(&mut S, usize) + Sync,
+) -> Duration {
+    let next = AtomicUsize::new(0);
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for state in states.iter_mut() {
+            let (next, work) = (&next, &work);
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= jobs {
+                        break;
+                    }
+                    work(state, i);
+                }
+            });
+        }
+    });
+    start.elapsed()
+}
+
+fn bench(args: &BenchArgs) -> Result<ExitCode, String> {
+    let (plan, backend) = plan(&args.pipeline)?;
+    let threads = args.threads.max(1);
+    let repeat = args.repeat.max(1);
+    let mut files = Vec::new();
+    let mut skipped = 0;
+    let mut check = PlanState::new();
+    let mut pixels = 0u64;
+    for path in jpeg_files(&args.dir)? {
+        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        // Files the pipeline rejects are reported and left out of the timing.
+        let mut out = Tensor::zeros(plan.dtype(), plan.output_len().unwrap_or(0));
+        match plan.run(&mut check, Input::Encoded(&bytes), out.as_mut()) {
+            Ok(g) => {
+                pixels += u64::from(g.input.0) * u64::from(g.input.1);
+                files.push(bytes);
+            }
+            Err(e) => {
+                skipped += 1;
+                eprintln!("tensorprep: {}: {e} (left out)", path.display());
+            }
+        }
+    }
+    if files.is_empty() {
+        return Err(format!("no decodable JPEG files in {}", args.dir.display()));
+    }
+    let n = files.len();
+    let len = plan.output_len().unwrap_or(0);
+    let mut states: Vec<(PlanState, Tensor)> = (0..threads)
+        .map(|_| (PlanState::new(), Tensor::zeros(plan.dtype(), len)))
+        .collect();
+    let run_pass = |states: &mut [(PlanState, Tensor)], jobs| {
+        timed_pass(states, jobs, |(state, out), i| {
+            // Every file ran once above, so an error here cannot happen.
+            let _ = plan.run(state, Input::Encoded(&files[i % n]), out.as_mut());
+        })
+    };
+    let mut decoders: Vec<(JpegDecoder, Option<Image>)> = (0..threads)
+        .map(|_| {
+            let options = DecodeOptions {
+                backend,
+                format: PixelFormat::Rgb8,
+                ..DecodeOptions::default()
+            };
+            (JpegDecoder::new(options), None)
+        })
+        .collect();
+    let decode_pass = |decoders: &mut [(JpegDecoder, Option<Image>)], jobs| {
+        timed_pass(decoders, jobs, |(dec, img), i| {
+            let bytes = &files[i % n];
+            let Ok(info) = dec.read_info(bytes) else {
+                return;
+            };
+            if img
+                .as_ref()
+                .is_none_or(|m| (m.width(), m.height()) != (info.width, info.height))
+            {
+                *img = Image::new(PixelFormat::Rgb8, info.width, info.height).ok();
+            }
+            if let Some(m) = img {
+                let _ = dec.decode_into(bytes, &mut m.view_mut());
+            }
+        })
+    };
+    // Warm-up: every state sees every size once (first-run allocations, caches).
+    run_pass(&mut states, n * threads);
+    if args.baseline_decode {
+        decode_pass(&mut decoders, n * threads);
+    }
+    let (mut t_plan, mut t_decode) = (Duration::ZERO, Duration::ZERO);
+    for _ in 0..repeat {
+        if args.baseline_decode {
+            t_decode += decode_pass(&mut decoders, n);
+        }
+        t_plan += run_pass(&mut states, n);
+    }
+    let images = (n * repeat) as f64;
+    let rate = images / t_plan.as_secs_f64();
+    println!(
+        "files: {n} JPEGs, {:.1} MP in all{}",
+        pixels as f64 / 1e6,
+        if skipped > 0 {
+            format!(" ({skipped} left out)")
+        } else {
+            String::new()
+        }
+    );
+    println!(
+        "pipeline: preset {}, decoder {:?}{}{}, {threads} thread(s), {repeat} pass(es)",
+        args.pipeline.preset,
+        backend,
+        if args.pipeline.fast_decode {
+            ", fast decode"
+        } else {
+            ""
+        },
+        if args.pipeline.full_decode {
+            ", full decode"
+        } else {
+            ""
+        },
+    );
+    println!(
+        "time: {:.3} s, {:.2} ms per image",
+        t_plan.as_secs_f64(),
+        1e3 / rate * threads as f64
+    );
+    if args.baseline_decode {
+        let decode_rate = images / t_decode.as_secs_f64();
+        println!("decode-only images/s: {decode_rate:.2}");
+        println!("ratio to decode-only: {:.3}", rate / decode_rate);
+    }
+    println!("images/s: {rate:.2}");
+    Ok(ExitCode::SUCCESS)
+}

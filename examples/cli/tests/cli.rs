@@ -1,0 +1,181 @@
+//! The command-line contract: the exact `run` and `bench` forms other tools rely on.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use tensorprep::TensorMut;
+use tensorprep::pipeline::{Input, InputDesc, Pipeline, PlanState};
+
+fn tensorprep(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tensorprep"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A fresh directory under cargo's per-target temporary directory.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A float32 `.npy` file's shape and values.
+fn read_npy(path: &Path) -> (String, Vec<f32>) {
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00");
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let header = String::from_utf8(bytes[10..10 + header_len].to_vec()).unwrap();
+    assert!(header.contains("'descr': '<f4'"), "{header}");
+    let values = bytes[10 + header_len..]
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    (header, values)
+}
+
+/// The tensor the library's own plan computes for `name`.
+fn library_tensor(name: &str) -> Vec<f32> {
+    let plan = Pipeline::imagenet_eval().compile(InputDesc::Jpeg).unwrap();
+    let mut out = vec![0f32; 3 * 224 * 224];
+    let bytes = std::fs::read(fixture(name)).unwrap();
+    plan.run(
+        &mut PlanState::new(),
+        Input::Encoded(&bytes),
+        TensorMut::F32(&mut out),
+    )
+    .unwrap();
+    out
+}
+
+#[test]
+fn run_with_one_input_writes_that_npy_file() {
+    let dir = scratch("run_one");
+    let out = dir.join("cat.npy");
+    let o = tensorprep(&[
+        "run",
+        "--preset",
+        "imagenet-eval",
+        &fixture("sample.jpg"),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (header, values) = read_npy(&out);
+    assert!(header.contains("'shape': (3, 224, 224)"), "{header}");
+    assert!(values == library_tensor("sample.jpg"));
+}
+
+#[test]
+fn run_with_several_inputs_fills_a_directory_and_survives_a_bad_file() {
+    let dir = scratch("run_many");
+    let bad = dir.join("broken.jpg");
+    let sample = std::fs::read(fixture("sample.jpg")).unwrap();
+    std::fs::write(&bad, &sample[..sample.len() / 3]).unwrap();
+    let out = dir.join("tensors");
+    let args = |fail_fast: bool| {
+        let mut a = vec![
+            "run".to_owned(),
+            "--preset".to_owned(),
+            "imagenet-eval".to_owned(),
+            fixture("sample.jpg"),
+            bad.to_string_lossy().into_owned(),
+            fixture("sklearn_china.jpg"),
+            "--out".to_owned(),
+            out.to_string_lossy().into_owned(),
+        ];
+        if fail_fast {
+            a.push("--fail-fast".to_owned());
+        }
+        a
+    };
+    let o = Command::new(env!("CARGO_BIN_EXE_tensorprep"))
+        .args(args(false))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    // One bad file: named in the error, the exit status says so, the others are written.
+    assert!(!o.status.success());
+    assert!(
+        stderr.contains("broken.jpg") && stderr.contains("JPEG"),
+        "{stderr}"
+    );
+    assert!(read_npy(&out.join("sample.npy")).1 == library_tensor("sample.jpg"));
+    assert!(read_npy(&out.join("sklearn_china.npy")).1 == library_tensor("sklearn_china.jpg"));
+    assert!(!out.join("broken.npy").exists());
+    // --fail-fast stops there.
+    std::fs::remove_dir_all(&out).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_tensorprep"))
+        .args(args(true))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(out.join("sample.npy").exists() && !out.join("sklearn_china.npy").exists());
+}
+
+#[test]
+fn bench_prints_images_per_second_last() {
+    let dir = scratch("bench");
+    for name in ["sample.jpg", "sklearn_china.jpg", "sample_gray.jpg"] {
+        std::fs::copy(fixture(name), dir.join(name)).unwrap();
+    }
+    std::fs::write(dir.join("notes.txt"), "not an image").unwrap();
+    let o = tensorprep(&[
+        "bench",
+        "--preset",
+        "imagenet-eval",
+        dir.to_str().unwrap(),
+        "--threads",
+        "2",
+        "--repeat",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let last = stdout.lines().last().unwrap();
+    let rate: f64 = last
+        .strip_prefix("images/s: ")
+        .unwrap_or_else(|| panic!("last line: {last}"))
+        .parse()
+        .unwrap();
+    assert!(rate > 0.0);
+    assert!(stdout.contains("files: 3 JPEGs"), "{stdout}");
+}
+
+#[test]
+fn unavailable_decoder_and_unknown_preset_explain_themselves() {
+    let out = scratch("decoder").join("out.npy");
+    let o = tensorprep(&[
+        "run",
+        "--preset",
+        "imagenet-eval",
+        &fixture("sample.jpg"),
+        "--out",
+        out.to_str().unwrap(),
+        "--decoder",
+        "libjpeg-turbo",
+    ]);
+    if tensorprep::jpeg::Backend::LibjpegTurbo.is_available() {
+        // This test binary's tensorprep has the backend; the CLI's build may not
+        // (features unify per build), so only check the message when it fails.
+        if !o.status.success() {
+            assert!(String::from_utf8_lossy(&o.stderr).contains("--features libjpeg-turbo"));
+        }
+    } else {
+        assert!(!o.status.success());
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(stderr.contains("--features libjpeg-turbo"), "{stderr}");
+    }
+    let o = tensorprep(&["bench", "--preset", "no-such", "."]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("imagenet-eval"));
+}
