@@ -125,6 +125,10 @@ pub fn convert_color(
 /// Converts row `y` of a source into one row of the destination format.
 type RowFn = fn(&ImageView<'_>, usize, &mut [u8], &YuvMatrix);
 
+/// Converts only the pixels of row `y` at the listed columns plus an offset,
+/// one destination pixel each.
+type GatherFn = fn(&ImageView<'_>, usize, &[u32], usize, &mut [u8], &YuvMatrix);
+
 /// A conversion chosen once for a (source, destination) format pair and applied
 /// one row at a time, so that a consumer (the resampler, the finish pass) can
 /// convert each row as it first reads it instead of converting the whole frame
@@ -133,6 +137,7 @@ type RowFn = fn(&ImageView<'_>, usize, &mut [u8], &YuvMatrix);
 pub(crate) struct RowConverter {
     matrix: YuvMatrix,
     convert: RowFn,
+    gather: GatherFn,
 }
 
 impl RowConverter {
@@ -146,7 +151,15 @@ impl RowConverter {
             PixelFormat::I420 => with_layout!(to, D => yuv420_row::<D, I420>),
             f => with_layout!(f, S => with_layout!(to, D => packed_row::<S, D>)),
         };
+        let gather: GatherFn = match from {
+            f if f == to => copy_gather,
+            PixelFormat::Nv12 => with_layout!(to, D => yuv420_gather::<D, NV12>),
+            PixelFormat::Nv21 => with_layout!(to, D => yuv420_gather::<D, NV21>),
+            PixelFormat::I420 => with_layout!(to, D => yuv420_gather::<D, I420>),
+            f => with_layout!(f, S => with_layout!(to, D => packed_gather::<S, D>)),
+        };
         Ok(RowConverter {
+            gather,
             matrix: YuvMatrix::for_range(range),
             convert,
         })
@@ -157,6 +170,88 @@ impl RowConverter {
     #[inline]
     pub(crate) fn row(&self, src: &ImageView<'_>, y: usize, out: &mut [u8]) {
         (self.convert)(src, y, out, &self.matrix);
+    }
+
+    /// Converts the pixels of row `y` at columns `offset + cols[i]` into `out`,
+    /// which holds exactly `cols.len()` destination pixels (for resamplers that
+    /// read few columns).
+    #[inline]
+    pub(crate) fn gather(
+        &self,
+        src: &ImageView<'_>,
+        y: usize,
+        cols: &[u32],
+        offset: usize,
+        out: &mut [u8],
+    ) {
+        (self.gather)(src, y, cols, offset, out, &self.matrix);
+    }
+}
+
+fn copy_gather(
+    src: &ImageView<'_>,
+    y: usize,
+    cols: &[u32],
+    offset: usize,
+    out: &mut [u8],
+    _: &YuvMatrix,
+) {
+    let row = src.plane_row(0, y);
+    let bpp = out.len() / cols.len().max(1);
+    for (o, &x) in out.chunks_exact_mut(bpp).zip(cols) {
+        o.copy_from_slice(&row[(offset + x as usize) * bpp..][..bpp]);
+    }
+}
+
+fn packed_gather<S: PackedLayout, D: PackedLayout>(
+    src: &ImageView<'_>,
+    y: usize,
+    cols: &[u32],
+    offset: usize,
+    out: &mut [u8],
+    _: &YuvMatrix,
+) {
+    let row = src.plane_row(0, y);
+    for (dp, &x) in out.chunks_exact_mut(D::BPP).zip(cols) {
+        let sp = &row[(offset + x as usize) * S::BPP..][..S::BPP];
+        let (r, g, b) = S::load(sp);
+        D::store(dp, r, g, b);
+        if let (Some(sa), Some(da)) = (S::ALPHA, D::ALPHA) {
+            dp[da] = sp[sa];
+        }
+    }
+}
+
+fn yuv420_gather<D: PackedLayout, const CHROMA: u8>(
+    src: &ImageView<'_>,
+    y: usize,
+    cols: &[u32],
+    offset: usize,
+    out: &mut [u8],
+    m: &YuvMatrix,
+) {
+    let luma = src.plane_row(0, y);
+    let c1 = src.plane_row(1, y / 2);
+    let c2 = if CHROMA == I420 {
+        src.plane_row(2, y / 2)
+    } else {
+        &[]
+    };
+    for (px, &x) in out.chunks_exact_mut(D::BPP).zip(cols) {
+        let x = offset + x as usize;
+        let k = x / 2;
+        let l = m.luma(luma[x]);
+        if D::BPP == 1 {
+            px[0] = clamp8(l);
+            continue;
+        }
+        let (u, v) = match CHROMA {
+            NV12 => (c1[2 * k], c1[2 * k + 1]),
+            NV21 => (c1[2 * k + 1], c1[2 * k]),
+            _ => (c1[k], c2[k]),
+        };
+        let (cr, cg, cb) = m.chroma(u, v);
+        D::store(px, clamp8(l + cr), clamp8(l + cg), clamp8(l + cb));
     }
 }
 

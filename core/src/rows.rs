@@ -126,6 +126,34 @@ mod reader {
             (self.width, self.height)
         }
 
+        /// Whether rows are read in place (no conversion).
+        pub(crate) fn is_direct(&self) -> bool {
+            self.convert.is_none()
+        }
+
+        /// The pixels of region row `y` at region columns `cols`, converted to
+        /// the working format into `scratch` (only those pixels are converted).
+        pub(crate) fn gather<'s>(
+            &'s self,
+            y: usize,
+            cols: &[u32],
+            scratch: &'s mut Vec<u8>,
+        ) -> &'s [u8] {
+            let out = grow(scratch, cols.len() * self.bpp);
+            // The view starts one pixel early for a 4:2:0 region at an odd column.
+            let dx = self.x / self.bpp;
+            match &self.convert {
+                Some(c) => c.gather(&self.view, self.y + y, cols, dx, out),
+                None => {
+                    let row = self.view.plane_row(0, self.y + y);
+                    for (o, &x) in out.chunks_exact_mut(self.bpp).zip(cols) {
+                        o.copy_from_slice(&row[(dx + x as usize) * self.bpp..][..self.bpp]);
+                    }
+                }
+            }
+            out
+        }
+
         /// Bytes per working-format pixel.
         pub(crate) fn bpp(&self) -> usize {
             self.bpp

@@ -41,6 +41,11 @@ pub(super) enum OpenCvPlan {
 pub(super) struct Linear {
     /// Source column and weights per output column.
     cols: Vec<(usize, [i32; 2])>,
+    /// The source columns read (sorted, distinct), and `cols` with each column
+    /// replaced by its position in that list: when the rows must be converted
+    /// (YUV), only those pixels are.
+    needed: Vec<u32>,
+    packed_cols: Vec<(usize, [i32; 2])>,
     /// Two source rows and weights per output row.
     rows: Vec<([usize; 2], [i32; 2])>,
 }
@@ -163,7 +168,25 @@ impl OpenCvPlan {
         cols.iter_mut().for_each(|c| c.0 -= x0);
         rows.iter_mut().for_each(|r| r.0 = r.0.map(|y| y - y0));
         let region = rect((x0, x1), (y0, y1));
-        (OpenCvPlan::Linear(Linear { cols, rows }), region)
+        let mut needed: Vec<u32> = cols
+            .iter()
+            .flat_map(|&(s, [_, a1])| [Some(s as u32), (a1 != 0).then_some(s as u32 + 1)])
+            .flatten()
+            .collect();
+        needed.sort_unstable();
+        needed.dedup();
+        // Column s + 1 follows column s in the sorted list, so the pair stays adjacent.
+        let packed_cols = cols
+            .iter()
+            .map(|&(s, w)| (needed.partition_point(|&n| n < s as u32), w))
+            .collect();
+        let plan = Linear {
+            cols,
+            needed,
+            packed_cols,
+            rows,
+        };
+        (OpenCvPlan::Linear(plan), region)
     }
 
     pub(super) fn run(
@@ -240,6 +263,8 @@ impl Linear {
         cn: usize,
     ) {
         let width = self.cols.len() * cn;
+        // Converting rows: convert only the pixels read when that is under half the row.
+        let gather = !src.is_direct() && self.needed.len() * 2 <= src.size().0 as usize;
         for r in &mut st.rows {
             r.resize(width, 0);
         }
@@ -252,8 +277,13 @@ impl Linear {
             }
             for (k, y) in [sy, sy1].into_iter().enumerate() {
                 if st.row_y[k] != y {
-                    let row = src.rows(y, 1, false, &mut st.line).row(0);
-                    hresize(row, &mut st.rows[k], &self.cols, cn);
+                    if gather {
+                        let row = src.gather(y, &self.needed, &mut st.line);
+                        hresize(row, &mut st.rows[k], &self.packed_cols, cn);
+                    } else {
+                        let row = src.rows(y, 1, false, &mut st.line).row(0);
+                        hresize(row, &mut st.rows[k], &self.cols, cn);
+                    }
                     st.row_y[k] = y;
                 }
             }

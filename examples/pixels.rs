@@ -1,0 +1,405 @@
+//! Camera-frame preprocessing: the fused plan against the same steps as separate
+//! eager ops, and (with `--features opencv`) against OpenCV's C++ API, all in one
+//! run, frames interleaved so that machine noise hits every contestant alike.
+//!
+//! ```text
+//! cargo run --release --example pixels                     # fused vs unfused
+//! cargo run --release --example pixels --features opencv   # + OpenCV (libopencv-dev)
+//! ```
+//!
+//! Every case turns a 1920x1080 frame (RGB or NV21, made from a real photo) into a
+//! 224x224 ImageNet-normalized CHW float32 tensor. Prints per-frame p50 and p99
+//! latency, and the ratios of the medians.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use tensorprep::color::{YuvRange, convert_color};
+use tensorprep::finish::{ChannelOrder, FinishSpec, Finisher, Normalize};
+use tensorprep::jpeg::{DecodeOptions, JpegDecoder};
+use tensorprep::pipeline::{Input, InputDesc, Op, Pipeline, Plan, PlanState, Resize};
+use tensorprep::resize::{Filter, Resample, Resizer};
+use tensorprep::size::{Rounding, SizeRule};
+use tensorprep::{DType, Image, ImageView, Layout, PixelFormat, Quantization, TensorMut};
+
+const W: u32 = 1920;
+const H: u32 = 1080;
+const FRAMES: usize = 300;
+
+// The build script links the OpenCV reference into this package's library.
+#[cfg(feature = "opencv")]
+#[allow(unused_extern_crates)]
+extern crate tensorprep_examples;
+
+#[cfg(feature = "opencv")]
+mod opencv {
+    unsafe extern "C" {
+        /// `examples/opencv_ref.cpp`: cvtColor (NV21 only), resize, convertTo,
+        /// per-channel normalize, split into CHW planes. 0 on success.
+        pub(super) fn tp_opencv_ref(
+            src: *const u8,
+            nv21: i32,
+            w: i32,
+            h: i32,
+            out_w: i32,
+            out_h: i32,
+            interpolation: i32,
+            mean: *const f32,
+            std: *const f32,
+            out: *mut f32,
+        ) -> i32;
+    }
+    /// OpenCV's `INTER_LINEAR` and `INTER_AREA` flags.
+    pub(super) const INTER_LINEAR: i32 = 1;
+    pub(super) const INTER_AREA: i32 = 3;
+}
+
+/// A 1920x1080 RGB frame made from the bundled photo (bilinear upscale).
+fn rgb_frame() -> Image {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/sklearn_china.jpg"
+    );
+    let bytes = std::fs::read(path).expect("fixture");
+    let photo = JpegDecoder::new(DecodeOptions::default())
+        .decode(&bytes)
+        .expect("decodes");
+    tensorprep::resize::resize_owned(&photo.view(), W, H, Resample::default()).expect("resizes")
+}
+
+/// The same frame as NV21 with BT.601 limited range (what cameras and OpenCV use).
+fn nv21_frame(rgb: &Image) -> Vec<u8> {
+    let (w, h) = (W as usize, H as usize);
+    let px = rgb.as_bytes();
+    let mut out = vec![0u8; w * h * 3 / 2];
+    let (y_plane, uv) = out.split_at_mut(w * h);
+    let ycc = |p: &[u8]| {
+        let (r, g, b) = (f64::from(p[0]), f64::from(p[1]), f64::from(p[2]));
+        let y = 16.0 + (65.481 * r + 128.553 * g + 24.966 * b) / 255.0;
+        let u = 128.0 + (-37.797 * r - 74.203 * g + 112.0 * b) / 255.0;
+        let v = 128.0 + (112.0 * r - 93.786 * g - 18.214 * b) / 255.0;
+        (y, u, v)
+    };
+    for yy in 0..h {
+        for x in 0..w {
+            y_plane[yy * w + x] = ycc(&px[(yy * w + x) * 3..]).0.round() as u8;
+        }
+    }
+    for cy in 0..h / 2 {
+        for cx in 0..w / 2 {
+            let (_, u, v) = ycc(&px[((2 * cy) * w + 2 * cx) * 3..]);
+            uv[cy * w + 2 * cx] = v.round() as u8;
+            uv[cy * w + 2 * cx + 1] = u.round() as u8;
+        }
+    }
+    out
+}
+
+fn finish_ops() -> [Op; 3] {
+    [
+        Op::Normalize(Normalize::IMAGENET),
+        Op::Layout {
+            layout: Layout::Chw,
+            order: ChannelOrder::Rgb,
+        },
+        Op::Cast {
+            dtype: DType::F32,
+            quantization: Quantization::IDENTITY,
+        },
+    ]
+}
+
+/// The fused plan for `geometry` after an optional colour conversion.
+fn plan(format: PixelFormat, range: YuvRange, geometry: &[Op]) -> Plan {
+    let mut ops = Vec::new();
+    if format != PixelFormat::Rgb8 {
+        ops.push(Op::ConvertColor {
+            to: PixelFormat::Rgb8,
+            range,
+        });
+    }
+    ops.extend_from_slice(geometry);
+    ops.extend(finish_ops());
+    Pipeline::from_ops(&ops)
+        .and_then(|p| p.compile(InputDesc::pixels(format, W, H)))
+        .expect("compiles")
+}
+
+/// The same steps as separate eager ops, each writing its own (reused) image.
+struct Unfused {
+    rgb: Image,
+    resized: Image,
+    resizer: Resizer,
+    finisher: Finisher,
+    resample: Resample,
+    range: YuvRange,
+    crop: Option<u32>,
+}
+
+impl Unfused {
+    fn new(resized: (u32, u32), resample: Resample, range: YuvRange, crop: Option<u32>) -> Self {
+        Unfused {
+            rgb: Image::new(PixelFormat::Rgb8, W, H).expect("frame"),
+            resized: Image::new(PixelFormat::Rgb8, resized.0, resized.1).expect("frame"),
+            resizer: Resizer::new(),
+            finisher: Finisher::new(&FinishSpec::imagenet()).expect("spec"),
+            resample,
+            range,
+            crop,
+        }
+    }
+
+    fn run(&mut self, src: &ImageView<'_>, out: &mut [f32]) -> tensorprep::Result<()> {
+        let rgb = if src.format() == PixelFormat::Rgb8 {
+            *src
+        } else {
+            convert_color(src, &mut self.rgb.view_mut(), self.range)?;
+            self.rgb.view()
+        };
+        self.resizer
+            .resize(&rgb, &mut self.resized.view_mut(), self.resample)?;
+        let view = self.resized.view();
+        let crop = match self.crop {
+            Some(c) => tensorprep::geometry::center_crop(&view, c, c)?,
+            None => view,
+        };
+        self.finisher.run(&crop, TensorMut::F32(out))
+    }
+}
+
+/// Title, input format, YUV range, geometric ops, the unfused resize size and
+/// centre crop, and the resampler.
+type Case<'a> = (
+    &'a str,
+    PixelFormat,
+    YuvRange,
+    &'a [Op],
+    (u32, u32),
+    Option<u32>,
+    Resample,
+);
+
+/// Per-frame latencies of one contestant.
+struct Timings {
+    name: String,
+    ns: Vec<u64>,
+}
+
+impl Timings {
+    fn percentile(&self, p: f64) -> f64 {
+        let mut v = self.ns.clone();
+        v.sort_unstable();
+        let i = ((v.len() - 1) as f64 * p).round() as usize;
+        v[i] as f64 / 1e6
+    }
+}
+
+/// Runs each contestant once per frame, round-robin, `FRAMES` times.
+fn race(contestants: &mut [(&str, &mut dyn FnMut())]) -> Vec<Timings> {
+    for (_, f) in contestants.iter_mut() {
+        f(); // warm-up: first-run allocations, caches
+    }
+    let mut t: Vec<Timings> = contestants
+        .iter()
+        .map(|(n, _)| Timings {
+            name: (*n).to_owned(),
+            ns: Vec::with_capacity(FRAMES),
+        })
+        .collect();
+    for _ in 0..FRAMES {
+        for ((_, f), t) in contestants.iter_mut().zip(&mut t) {
+            let start = Instant::now();
+            f();
+            t.ns.push(start.elapsed().as_nanos() as u64);
+        }
+    }
+    t
+}
+
+fn report(title: &str, t: &[Timings]) {
+    println!("\n{title}");
+    let base = t[0].percentile(0.5);
+    for x in t {
+        let p50 = x.percentile(0.5);
+        println!(
+            "  {:<44} p50 {:>7.3} ms  p99 {:>7.3} ms  {:>6.2}x of the first",
+            x.name,
+            p50,
+            x.percentile(0.99),
+            p50 / base
+        );
+    }
+}
+
+/// Largest difference between two ImageNet-normalized tensors, in 8-bit levels.
+#[cfg_attr(not(feature = "opencv"), allow(dead_code))]
+fn max_levels(a: &[f32], b: &[f32]) -> f64 {
+    let hw = a.len() / 3;
+    a.iter()
+        .zip(b)
+        .enumerate()
+        .map(|(i, (x, y))| {
+            f64::from((x - y).abs()) * 255.0 * f64::from(Normalize::IMAGENET.std[i / hw])
+        })
+        .fold(0.0, f64::max)
+}
+
+fn main() {
+    let rgb = rgb_frame();
+    let nv21 = nv21_frame(&rgb);
+    let nv21_view = ImageView::new(PixelFormat::Nv21, W, H, &nv21).expect("frame");
+    let rgb_view = rgb.view();
+    let one = 3 * 224 * 224;
+    let to_224 = |resample| {
+        [Op::Resize(Resize {
+            size: SizeRule::Exact {
+                width: 224,
+                height: 224,
+            },
+            resample,
+        })]
+    };
+    let eval = [
+        Op::Resize(Resize {
+            size: SizeRule::ShorterSide {
+                size: 256,
+                max_size: None,
+                rounding: Rounding::Truncate,
+            },
+            resample: Resample::Pillow(Filter::Bilinear),
+        }),
+        Pipeline::imagenet_eval().ops()[2],
+    ];
+    println!("{FRAMES} frames of {W}x{H} per contestant, one thread, interleaved");
+
+    let cases: [Case<'_>; 4] = [
+        (
+            "RGB -> Resize 224x224 (Pillow bilinear) -> CHW f32",
+            PixelFormat::Rgb8,
+            YuvRange::Full,
+            &to_224(Resample::Pillow(Filter::Bilinear)),
+            (224, 224),
+            None,
+            Resample::Pillow(Filter::Bilinear),
+        ),
+        (
+            "RGB -> Resize(256) + CenterCrop(224) -> CHW f32",
+            PixelFormat::Rgb8,
+            YuvRange::Full,
+            &eval,
+            (455, 256),
+            Some(224),
+            Resample::Pillow(Filter::Bilinear),
+        ),
+        (
+            "NV21 -> RGB -> Resize 224x224 (Pillow bilinear) -> CHW f32",
+            PixelFormat::Nv21,
+            YuvRange::Limited,
+            &to_224(Resample::Pillow(Filter::Bilinear)),
+            (224, 224),
+            None,
+            Resample::Pillow(Filter::Bilinear),
+        ),
+        (
+            "NV21 -> RGB -> Resize 224x224 (OpenCV INTER_LINEAR) -> CHW f32",
+            PixelFormat::Nv21,
+            YuvRange::Limited,
+            &to_224(Resample::OpenCvLinear),
+            (224, 224),
+            None,
+            Resample::OpenCvLinear,
+        ),
+    ];
+    for (title, format, range, geometry, resized, crop, resample) in cases {
+        let src = if format == PixelFormat::Rgb8 {
+            rgb_view
+        } else {
+            nv21_view
+        };
+        let plan = plan(format, range, geometry);
+        let mut state = PlanState::new();
+        let mut unfused = Unfused::new(resized, resample, range, crop);
+        let (mut fused_out, mut unfused_out) = (vec![0f32; one], vec![0f32; one]);
+        #[cfg(feature = "opencv")]
+        let mut cv_out = vec![0f32; one];
+        #[cfg(feature = "opencv")]
+        let mut cv_area_out = vec![0f32; one];
+        let mut fused = || {
+            plan.run(
+                &mut state,
+                Input::Pixels(src),
+                TensorMut::F32(&mut fused_out),
+            )
+            .expect("runs");
+            black_box(&fused_out);
+        };
+        let mut eager = || {
+            unfused.run(&src, &mut unfused_out).expect("runs");
+            black_box(&unfused_out);
+        };
+        #[allow(unused_mut)]
+        let mut contestants: Vec<(&str, &mut dyn FnMut())> = vec![
+            ("fused plan (Plan::run)", &mut fused),
+            ("unfused eager ops, buffers reused", &mut eager),
+        ];
+        #[cfg(feature = "opencv")]
+        let cv = |interpolation: i32, out: &mut [f32]| {
+            let n = Normalize::IMAGENET;
+            // SAFETY: `src` holds the whole frame (NV21: w*h*3/2 bytes; RGB:
+            // w*h*3, tight), `out` holds 3*224*224 floats, mean/std 3 floats each.
+            let rc = unsafe {
+                opencv::tp_opencv_ref(
+                    src.plane(0).data.as_ptr(),
+                    i32::from(format == PixelFormat::Nv21),
+                    W as i32,
+                    H as i32,
+                    224,
+                    224,
+                    interpolation,
+                    n.mean.as_ptr(),
+                    n.std.as_ptr(),
+                    out.as_mut_ptr(),
+                )
+            };
+            assert_eq!(rc, 0, "OpenCV reference failed");
+            black_box(out);
+        };
+        #[cfg(feature = "opencv")]
+        let mut cv_linear = || cv(opencv::INTER_LINEAR, &mut cv_out);
+        #[cfg(feature = "opencv")]
+        let mut cv_area = || cv(opencv::INTER_AREA, &mut cv_area_out);
+        #[cfg(feature = "opencv")]
+        if crop.is_none() {
+            contestants.push(("OpenCV C++ INTER_LINEAR", &mut cv_linear));
+            contestants.push(("OpenCV C++ INTER_AREA", &mut cv_area));
+        }
+        let t = race(&mut contestants);
+        drop(contestants);
+        report(title, &t);
+        let same = fused_out
+            .iter()
+            .zip(&unfused_out)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        println!("  fused output identical to unfused: {same}");
+        #[cfg(feature = "opencv")]
+        if crop.is_none() {
+            let mut o = vec![0f32; one];
+            let interp = if resample == Resample::OpenCvLinear {
+                opencv::INTER_LINEAR
+            } else {
+                opencv::INTER_AREA
+            };
+            cv(interp, &mut o);
+            println!(
+                "  fused vs OpenCV {}: max difference {:.2} levels",
+                if interp == opencv::INTER_LINEAR {
+                    "INTER_LINEAR"
+                } else {
+                    "INTER_AREA (a different filter)"
+                },
+                max_levels(&fused_out, &o)
+            );
+        }
+        assert!(same, "{title}: the fused plan must equal the eager ops");
+    }
+}
