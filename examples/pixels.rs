@@ -27,11 +27,11 @@ const H: u32 = 1080;
 const FRAMES: usize = 300;
 
 // The build script links the OpenCV reference into this package's library.
-#[cfg(feature = "opencv")]
+#[cfg(tp_opencv)]
 #[allow(unused_extern_crates)]
 extern crate tensorprep_examples;
 
-#[cfg(feature = "opencv")]
+#[cfg(tp_opencv)]
 mod opencv {
     unsafe extern "C" {
         /// `examples/opencv_ref.cpp`: cvtColor (NV21 only), resize, convertTo,
@@ -232,7 +232,7 @@ fn report(title: &str, t: &[Timings]) {
 }
 
 /// Largest difference between two ImageNet-normalized tensors, in 8-bit levels.
-#[cfg_attr(not(feature = "opencv"), allow(dead_code))]
+#[cfg_attr(not(tp_opencv), allow(dead_code))]
 fn max_levels(a: &[f32], b: &[f32]) -> f64 {
     let hw = a.len() / 3;
     a.iter()
@@ -271,6 +271,9 @@ fn main() {
         Pipeline::imagenet_eval().ops()[2],
     ];
     println!("{FRAMES} frames of {W}x{H} per contestant, one thread, interleaved");
+    if cfg!(feature = "opencv") && !cfg!(tp_opencv) {
+        println!("(built with --features opencv, but OpenCV 4 was not found at build time)");
+    }
 
     let cases: [Case<'_>; 4] = [
         (
@@ -320,9 +323,9 @@ fn main() {
         let mut state = PlanState::new();
         let mut unfused = Unfused::new(resized, resample, range, crop);
         let (mut fused_out, mut unfused_out) = (vec![0f32; one], vec![0f32; one]);
-        #[cfg(feature = "opencv")]
+        #[cfg(tp_opencv)]
         let mut cv_out = vec![0f32; one];
-        #[cfg(feature = "opencv")]
+        #[cfg(tp_opencv)]
         let mut cv_area_out = vec![0f32; one];
         let mut fused = || {
             plan.run(
@@ -342,7 +345,7 @@ fn main() {
             ("fused plan (Plan::run)", &mut fused),
             ("unfused eager ops, buffers reused", &mut eager),
         ];
-        #[cfg(feature = "opencv")]
+        #[cfg(tp_opencv)]
         let cv = |interpolation: i32, out: &mut [f32]| {
             let n = Normalize::IMAGENET;
             // SAFETY: `src` holds the whole frame (NV21: w*h*3/2 bytes; RGB:
@@ -364,11 +367,11 @@ fn main() {
             assert_eq!(rc, 0, "OpenCV reference failed");
             black_box(out);
         };
-        #[cfg(feature = "opencv")]
+        #[cfg(tp_opencv)]
         let mut cv_linear = || cv(opencv::INTER_LINEAR, &mut cv_out);
-        #[cfg(feature = "opencv")]
+        #[cfg(tp_opencv)]
         let mut cv_area = || cv(opencv::INTER_AREA, &mut cv_area_out);
-        #[cfg(feature = "opencv")]
+        #[cfg(tp_opencv)]
         if crop.is_none() {
             contestants.push(("OpenCV C++ INTER_LINEAR", &mut cv_linear));
             contestants.push(("OpenCV C++ INTER_AREA", &mut cv_area));
@@ -381,7 +384,7 @@ fn main() {
             .zip(&unfused_out)
             .all(|(a, b)| a.to_bits() == b.to_bits());
         println!("  fused output identical to unfused: {same}");
-        #[cfg(feature = "opencv")]
+        #[cfg(tp_opencv)]
         if crop.is_none() {
             let mut o = vec![0f32; one];
             let interp = if resample == Resample::OpenCvLinear {
