@@ -131,6 +131,12 @@ mod reader {
             self.convert.is_none()
         }
 
+        /// Whether converting whole rows runs a vector kernel (so converting
+        /// only some columns pays off only when they are very few).
+        pub(crate) fn converts_fast(&self) -> bool {
+            self.convert.as_ref().is_some_and(RowConverter::is_vector)
+        }
+
         /// The pixels of region row `y` at region columns `cols`, converted to
         /// the working format into `scratch` (only those pixels are converted).
         pub(crate) fn gather<'s>(

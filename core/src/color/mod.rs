@@ -23,6 +23,9 @@
 //! # Ok::<(), tensorprep::Error>(())
 //! ```
 
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+mod yuv_x86;
+
 use crate::image::packed_bpp;
 use crate::{Error, ImageView, ImageViewMut, PixelFormat, Result};
 
@@ -138,13 +141,23 @@ pub(crate) struct RowConverter {
     matrix: YuvMatrix,
     convert: RowFn,
     gather: GatherFn,
+    /// Whether `convert` is a vector kernel (whole rows are then cheap).
+    vector: bool,
 }
 
 impl RowConverter {
     /// The conversion from `from` (any format) to `to` (a packed format).
     pub(crate) fn new(from: PixelFormat, to: PixelFormat, range: YuvRange) -> Result<Self> {
+        Self::with_simd(from, to, range, true)
+    }
+
+    /// [`RowConverter::new`], with the vector kernels allowed or not (the
+    /// scalar code is the reference they are tested against).
+    fn with_simd(from: PixelFormat, to: PixelFormat, range: YuvRange, simd: bool) -> Result<Self> {
         packed_bpp("colour conversion destination", to)?;
+        let vector = if simd { simd_row(from, to) } else { None };
         let convert: RowFn = match from {
+            _ if vector.is_some() => vector.unwrap_or(copy_row),
             f if f == to => copy_row,
             PixelFormat::Nv12 => with_layout!(to, D => yuv420_row::<D, NV12>),
             PixelFormat::Nv21 => with_layout!(to, D => yuv420_row::<D, NV21>),
@@ -159,6 +172,7 @@ impl RowConverter {
             f => with_layout!(f, S => with_layout!(to, D => packed_gather::<S, D>)),
         };
         Ok(RowConverter {
+            vector: vector.is_some(),
             gather,
             matrix: YuvMatrix::for_range(range),
             convert,
@@ -170,6 +184,11 @@ impl RowConverter {
     #[inline]
     pub(crate) fn row(&self, src: &ImageView<'_>, y: usize, out: &mut [u8]) {
         (self.convert)(src, y, out, &self.matrix);
+    }
+
+    /// Whether whole rows convert with a vector kernel on this CPU.
+    pub(crate) fn is_vector(&self) -> bool {
+        self.vector
     }
 
     /// Converts the pixels of row `y` at columns `offset + cols[i]` into `out`,
@@ -376,6 +395,76 @@ const NV12: u8 = 0;
 const NV21: u8 = 1;
 const I420: u8 = 2;
 
+/// The vector row function for a conversion, where this CPU has one.
+fn simd_row(from: PixelFormat, to: PixelFormat) -> Option<RowFn> {
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    if std::arch::is_x86_feature_detected!("avx2") && to.bytes_per_pixel() != Some(1) {
+        // `with_layout!` returns an error for YUV targets; `to` is packed here.
+        let f = || -> Result<RowFn> {
+            Ok(match from {
+                PixelFormat::Nv12 => with_layout!(to, D => yuv420_row_avx2::<D, NV12>),
+                PixelFormat::Nv21 => with_layout!(to, D => yuv420_row_avx2::<D, NV21>),
+                PixelFormat::I420 => with_layout!(to, D => yuv420_row_avx2::<D, I420>),
+                _ => {
+                    return Err(Error::InvalidParameter {
+                        name: "no vector kernel",
+                    });
+                }
+            })
+        };
+        return f().ok();
+    }
+    let _ = (from, to);
+    None
+}
+
+/// [`yuv420_row`] with the AVX2 kernel for whole blocks of 16 pixels and the
+/// scalar code for the rest of the row. Chosen only where AVX2 was detected.
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+fn yuv420_row_avx2<D: PackedLayout, const CHROMA: u8>(
+    src: &ImageView<'_>,
+    y: usize,
+    out: &mut [u8],
+    m: &YuvMatrix,
+) {
+    let luma = src.plane_row(0, y);
+    let c1 = src.plane_row(1, y / 2);
+    let c2 = if CHROMA == I420 {
+        src.plane_row(2, y / 2)
+    } else {
+        &[]
+    };
+    let done = match D::BPP {
+        // SAFETY: `RowConverter::new` picks this function only after detecting
+        // AVX2; the rows are the image's own, `out` one destination row.
+        3 => unsafe { yuv_x86::row::<3, CHROMA>(luma, c1, c2, out, D::RGB, m) },
+        // SAFETY: as above.
+        4 => unsafe { yuv_x86::row::<4, CHROMA>(luma, c1, c2, out, D::RGB, m) },
+        _ => 0,
+    };
+    // `done` is a multiple of 16: the rest starts on a chroma pair.
+    let k = done / 2;
+    let (luma, out) = (&luma[done..], &mut out[done * D::BPP..]);
+    match CHROMA {
+        NV12 => yuv_row::<D>(
+            luma,
+            c1[2 * k..].chunks_exact(2).map(|p| (p[0], p[1])),
+            out,
+            m,
+        ),
+        NV21 => yuv_row::<D>(
+            luma,
+            c1[2 * k..].chunks_exact(2).map(|p| (p[1], p[0])),
+            out,
+            m,
+        ),
+        _ => {
+            let uv = c1[k..].iter().copied().zip(c2[k..].iter().copied());
+            yuv_row::<D>(luma, uv, out, m);
+        }
+    }
+}
+
 /// Row `y` of a 4:2:0 image; each chroma sample serves a 2x2 block of pixels.
 fn yuv420_row<D: PackedLayout, const CHROMA: u8>(
     src: &ImageView<'_>,
@@ -521,6 +610,46 @@ mod tests {
         let want = reference(ys[14], us[5], vs[5], YuvRange::Full);
         for c in 0..3 {
             assert!((f64::from(px[c]) - want[c]).abs() <= 0.51);
+        }
+    }
+
+    #[test]
+    fn vector_kernels_equal_the_scalar_code() {
+        let mut x = 0x9e37_79b9u32;
+        let mut noise = |n: usize| -> std::vec::Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    (x >> 24) as u8
+                })
+                .collect()
+        };
+        for (w, h) in [(16u32, 2u32), (17, 3), (33, 4), (47, 5), (64, 2), (1, 1)] {
+            let frame = noise(crate::image::tight_len(PixelFormat::I420, w, h).unwrap() as usize);
+            for from in [PixelFormat::Nv12, PixelFormat::Nv21, PixelFormat::I420] {
+                let src = ImageView::new(from, w, h, &frame).unwrap();
+                for to in [
+                    PixelFormat::Rgb8,
+                    PixelFormat::Bgr8,
+                    PixelFormat::Rgba8,
+                    PixelFormat::Bgra8,
+                ] {
+                    for range in [YuvRange::Full, YuvRange::Limited] {
+                        let bpp = to.bytes_per_pixel().unwrap();
+                        let fast = RowConverter::with_simd(from, to, range, true).unwrap();
+                        let slow = RowConverter::with_simd(from, to, range, false).unwrap();
+                        for y in 0..h as usize {
+                            let mut a = std::vec![0u8; w as usize * bpp];
+                            let mut b = a.clone();
+                            fast.row(&src, y, &mut a);
+                            slow.row(&src, y, &mut b);
+                            assert_eq!(a, b, "{from:?} -> {to:?} {range:?} {w}x{h} row {y}");
+                        }
+                    }
+                }
+            }
         }
     }
 
