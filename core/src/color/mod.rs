@@ -140,8 +140,10 @@ type GatherFn = fn(&ImageView<'_>, usize, &[u32], usize, &mut [u8], &YuvMatrix);
 pub(crate) struct RowConverter {
     matrix: YuvMatrix,
     convert: RowFn,
+    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     gather: GatherFn,
     /// Whether `convert` is a vector kernel (whole rows are then cheap).
+    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     vector: bool,
 }
 
@@ -187,6 +189,7 @@ impl RowConverter {
     }
 
     /// Whether whole rows convert with a vector kernel on this CPU.
+    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     pub(crate) fn is_vector(&self) -> bool {
         self.vector
     }
@@ -195,6 +198,7 @@ impl RowConverter {
     /// which holds exactly `cols.len()` destination pixels (for resamplers that
     /// read few columns).
     #[inline]
+    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     pub(crate) fn gather(
         &self,
         src: &ImageView<'_>,
