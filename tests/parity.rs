@@ -379,7 +379,9 @@ fn yuv_to_rgb_matches_opencv_and_pillow() {
         let want = read_png(&w[5]);
         let d = Diff::of(ours.as_bytes(), want.as_bytes());
         println!("yuv {:<8} vs {:<26} {d}", w[4], w[5]);
-        assert!(d.max <= 1.0, "{range:?}: {d}");
+        // Limited range is OpenCV's own integer arithmetic: identical bytes.
+        let bar = if range == YuvRange::Limited { 0.0 } else { 1.0 };
+        assert!(d.max <= bar, "{range:?}: {d}");
     }
 }
 

@@ -5,10 +5,12 @@
 //! - To gray: Pillow's ITU-R 601-2 luma in 16-bit fixed point,
 //!   `L = (19595 R + 38470 G + 7471 B + 32768) >> 16`, identical to `convert("L")`.
 //! - From gray: the value is repeated into R, G and B.
-//! - From YUV 4:2:0: BT.601, either full range (JFIF; the Android camera default)
-//!   or limited "video" range (Y 16-235, as OpenCV's `COLOR_YUV2RGB_NV21`), in
-//!   16-bit fixed point rounded to nearest, with each chroma sample shared by its
-//!   2x2 block of pixels (nearest-neighbour chroma, as Android and OpenCV do).
+//! - From YUV 4:2:0: BT.601, with each chroma sample shared by its 2x2 block of
+//!   pixels (nearest-neighbour chroma, as Android and OpenCV do). Full range
+//!   (JFIF; the Android camera default) in 16-bit fixed point rounded to
+//!   nearest; limited "video" range (Y 16-235) with exactly OpenCV's integer
+//!   arithmetic for `COLOR_YUV2RGB_NV21` and its siblings (20-bit coefficients,
+//!   Y below 16 treated as 16), so the bytes are OpenCV's.
 //!
 //! ```
 //! use tensorprep::color::{convert_color, YuvRange};
@@ -39,7 +41,8 @@ pub enum YuvRange {
     Limited,
 }
 
-/// Fixed-point (16 fractional bits) BT.601 YUV to RGB coefficients.
+/// Fixed-point BT.601 YUV to RGB coefficients with `shift` fractional bits.
+/// A channel is `clamp((max(0, Y - y_off) * y_mul + half + c) >> shift)`.
 #[derive(Clone, Copy, Debug)]
 struct YuvMatrix {
     y_mul: i32,
@@ -48,6 +51,7 @@ struct YuvMatrix {
     g_u: i32,
     g_v: i32,
     b_u: i32,
+    shift: u32,
 }
 
 const fn fix(x: f64) -> i32 {
@@ -62,15 +66,18 @@ impl YuvMatrix {
         g_u: fix(0.344_136),
         g_v: fix(0.714_136),
         b_u: fix(1.772),
+        shift: 16,
     };
-    // 255/219 on Y and 255/224 on chroma, applied to the full-range matrix.
+    /// OpenCV's `ITUR_BT_601_*` constants (1.164, 1.596, 0.813, 0.391, 2.018 in
+    /// 20-bit fixed point), checked byte for byte against `cv::cvtColor`.
     const LIMITED: YuvMatrix = YuvMatrix {
-        y_mul: fix(255.0 / 219.0),
+        y_mul: 1_220_542,
         y_off: 16,
-        r_v: fix(1.402 * 255.0 / 224.0),
-        g_u: fix(0.344_136 * 255.0 / 224.0),
-        g_v: fix(0.714_136 * 255.0 / 224.0),
-        b_u: fix(1.772 * 255.0 / 224.0),
+        r_v: 1_673_527,
+        g_u: 409_993,
+        g_v: 852_492,
+        b_u: 2_116_026,
+        shift: 20,
     };
 
     const fn for_range(range: YuvRange) -> YuvMatrix {
@@ -82,7 +89,13 @@ impl YuvMatrix {
 
     #[inline(always)]
     fn luma(&self, y: u8) -> i32 {
-        (i32::from(y) - self.y_off) * self.y_mul + (1 << 15)
+        (i32::from(y) - self.y_off).max(0) * self.y_mul + (1 << (self.shift - 1))
+    }
+
+    /// A channel's byte from its fixed-point sum.
+    #[inline(always)]
+    fn clamp8(&self, x: i32) -> u8 {
+        (x >> self.shift).clamp(0, 255) as u8
     }
 
     /// Chroma contributions `(r, g, b)` for one (U, V) pair.
@@ -91,11 +104,6 @@ impl YuvMatrix {
         let (u, v) = (i32::from(u) - 128, i32::from(v) - 128);
         (self.r_v * v, -self.g_u * u - self.g_v * v, self.b_u * u)
     }
-}
-
-#[inline(always)]
-fn clamp8(x: i32) -> u8 {
-    (x >> 16).clamp(0, 255) as u8
 }
 
 /// Pillow's `convert("L")` luma.
@@ -265,7 +273,7 @@ fn yuv420_gather<D: PackedLayout, const CHROMA: u8>(
         let k = x / 2;
         let l = m.luma(luma[x]);
         if D::BPP == 1 {
-            px[0] = clamp8(l);
+            px[0] = m.clamp8(l);
             continue;
         }
         let (u, v) = match CHROMA {
@@ -274,7 +282,7 @@ fn yuv420_gather<D: PackedLayout, const CHROMA: u8>(
             _ => (c1[k], c2[k]),
         };
         let (cr, cg, cb) = m.chroma(u, v);
-        D::store(px, clamp8(l + cr), clamp8(l + cg), clamp8(l + cb));
+        D::store(px, m.clamp8(l + cr), m.clamp8(l + cg), m.clamp8(l + cb));
     }
 }
 
@@ -479,7 +487,7 @@ fn yuv420_row<D: PackedLayout, const CHROMA: u8>(
     let luma = src.plane_row(0, y);
     if D::BPP == 1 {
         for (d, &l) in out.iter_mut().zip(luma) {
-            *d = clamp8(m.luma(l));
+            *d = m.clamp8(m.luma(l));
         }
         return;
     }
@@ -511,8 +519,8 @@ fn yuv_row<D: PackedLayout>(
         let (cr, cg, cb) = m.chroma(u, v);
         let (l0, l1) = (m.luma(l[0]), m.luma(l[1]));
         let (p0, p1) = o.split_at_mut(D::BPP);
-        D::store(p0, clamp8(l0 + cr), clamp8(l0 + cg), clamp8(l0 + cb));
-        D::store(p1, clamp8(l1 + cr), clamp8(l1 + cg), clamp8(l1 + cb));
+        D::store(p0, m.clamp8(l0 + cr), m.clamp8(l0 + cg), m.clamp8(l0 + cb));
+        D::store(p1, m.clamp8(l1 + cr), m.clamp8(l1 + cg), m.clamp8(l1 + cb));
     }
     // Odd width: the last pixel has a chroma sample of its own.
     if let (false, Some(&l), Some((u, v))) = (luma.len().is_multiple_of(2), luma.last(), uv.next())
@@ -522,9 +530,9 @@ fn yuv_row<D: PackedLayout>(
         let n = out.len();
         D::store(
             &mut out[n - D::BPP..],
-            clamp8(l + cr),
-            clamp8(l + cg),
-            clamp8(l + cb),
+            m.clamp8(l + cr),
+            m.clamp8(l + cg),
+            m.clamp8(l + cb),
         );
     }
 }
@@ -552,18 +560,40 @@ mod tests {
     #[test]
     fn yuv_matches_bt601_equations_for_every_range() {
         for range in [YuvRange::Full, YuvRange::Limited] {
-            for y in (0..=255).step_by(3) {
-                for u in (0..=255).step_by(5) {
-                    for v in (0..=255).step_by(7) {
+            for y in (0..=255i32).step_by(3) {
+                for u in (0..=255i32).step_by(5) {
+                    for v in (0..=255i32).step_by(7) {
                         let i420 = [y as u8, u as u8, v as u8];
                         let src = ImageView::new(PixelFormat::I420, 1, 1, &i420).unwrap();
                         let mut rgb = [0u8; 3];
                         let mut dst = ImageViewMut::new(PixelFormat::Rgb8, 1, 1, &mut rgb).unwrap();
                         convert_color(&src, &mut dst, range).unwrap();
                         let want = reference(y as u8, u as u8, v as u8, range);
+                        // Full range rounds the exact equations; limited range uses
+                        // OpenCV's rounded 20-bit constants, within a level of them
+                        // inside the legal range (Y 16-235, chroma 16-240).
+                        let legal = (16..=235).contains(&y)
+                            && (16..=240).contains(&u)
+                            && (16..=240).contains(&v);
+                        let bar = match range {
+                            YuvRange::Full => 0.51,
+                            YuvRange::Limited if legal => 1.0,
+                            YuvRange::Limited => f64::INFINITY,
+                        };
                         for c in 0..3 {
                             let d = (f64::from(rgb[c]) - want[c]).abs();
-                            assert!(d <= 0.51, "{range:?} yuv {y},{u},{v}: {rgb:?} vs {want:?}");
+                            assert!(d <= bar, "{range:?} yuv {y},{u},{v}: {rgb:?} vs {want:?}");
+                        }
+                        if range == YuvRange::Limited {
+                            // OpenCV's `yRGBuvToRGBA`, written out: Y below 16 counts as 16.
+                            let (yy, uu, vv) = ((y - 16).max(0) * 1_220_542, u - 128, v - 128);
+                            let px = |c: i32| ((yy + (1 << 19) + c) >> 20).clamp(0, 255) as u8;
+                            let cv = [
+                                px(1_673_527 * vv),
+                                px(-852_492 * vv - 409_993 * uu),
+                                px(2_116_026 * uu),
+                            ];
+                            assert_eq!(rgb, cv, "limited yuv {y},{u},{v}");
                         }
                     }
                 }

@@ -1,6 +1,8 @@
 //! The 4:2:0 to RGB kernel with AVX2: 16 pixels per step, the same 32-bit
 //! fixed-point arithmetic as the scalar code (`vpmulld`), the clamp done by the
-//! saturating packs, so every byte equals the scalar result.
+//! saturating packs, so every byte equals the scalar result. Sums stay below
+//! 2^30 for both matrices (20-bit limited range: 239 * 1.16 + 127 * 2.02 < 600
+//! in units of 2^20), so nothing overflows.
 
 use core::arch::x86_64::*;
 
@@ -95,13 +97,13 @@ unsafe fn chroma<const CHROMA: u8>(c1: &[u8], c2: &[u8]) -> [__m256i; 4] {
     }
 }
 
-/// `(l + c) >> 16` for two 8-lane halves, clamped to 0..=255 and packed to 16 bytes.
+/// `(l + c) >> shift` for two 8-lane halves, clamped to 0..=255 and packed to 16 bytes.
 #[inline(always)]
-unsafe fn channel(l0: __m256i, l1: __m256i, c0: __m256i, c1: __m256i) -> __m128i {
+unsafe fn channel(l0: __m256i, l1: __m256i, c0: __m256i, c1: __m256i, shift: __m128i) -> __m128i {
     // SAFETY: AVX2 is enabled by the caller.
     unsafe {
-        let a = _mm256_srai_epi32::<16>(_mm256_add_epi32(l0, c0));
-        let b = _mm256_srai_epi32::<16>(_mm256_add_epi32(l1, c1));
+        let a = _mm256_sra_epi32(_mm256_add_epi32(l0, c0), shift);
+        let b = _mm256_sra_epi32(_mm256_add_epi32(l1, c1), shift);
         // Saturating packs: i32 -> i16 (the values fit), then i16 -> u8 clamps to 0..=255.
         let w = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packs_epi32(a, b));
         _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256::<1>(w))
@@ -125,7 +127,9 @@ pub(super) unsafe fn row<const BPP: usize, const CHROMA: u8>(
     m: &YuvMatrix,
 ) -> usize {
     let blocks = luma.len() / 16;
-    let half = _mm256_set1_epi32(1 << 15);
+    let half = _mm256_set1_epi32(1 << (m.shift - 1));
+    let shift = _mm_cvtsi32_si128(m.shift as i32);
+    let zero = _mm256_setzero_si256();
     let y_off = _mm256_set1_epi32(m.y_off);
     let y_mul = _mm256_set1_epi32(m.y_mul);
     let r_v = _mm256_set1_epi32(m.r_v);
@@ -141,21 +145,23 @@ pub(super) unsafe fn row<const BPP: usize, const CHROMA: u8>(
         unsafe {
             let y = load16(&luma[16 * j..]);
             let luma_of = |x: __m128i| {
-                let d = _mm256_sub_epi32(_mm256_cvtepu8_epi32(x), y_off);
+                // max(0, Y - y_off), as the scalar code.
+                let d = _mm256_max_epi32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(x), y_off), zero);
                 _mm256_add_epi32(_mm256_mullo_epi32(d, y_mul), half)
             };
             let (l0, l1) = (luma_of(y), luma_of(_mm_srli_si128::<8>(y)));
             let c2 = if CHROMA == I420 { &c2[cstep * j..] } else { c2 };
             let [u0, u1, v0, v1] = chroma::<CHROMA>(&c1[cstep * j..], c2);
             let mul = |a: __m256i, b: __m256i| _mm256_mullo_epi32(a, b);
-            let r = channel(l0, l1, mul(r_v, v0), mul(r_v, v1));
+            let r = channel(l0, l1, mul(r_v, v0), mul(r_v, v1), shift);
             let g = channel(
                 l0,
                 l1,
                 _mm256_add_epi32(mul(g_u, u0), mul(g_v, v0)),
                 _mm256_add_epi32(mul(g_u, u1), mul(g_v, v1)),
+                shift,
             );
-            let b = channel(l0, l1, mul(b_u, u0), mul(b_u, u1));
+            let b = channel(l0, l1, mul(b_u, u0), mul(b_u, u1), shift);
             // The planes in the order their bytes come in a pixel.
             let mut planes = [r; 3];
             planes[offsets[0]] = r;
