@@ -298,16 +298,27 @@ impl Linear {
     }
 }
 
+/// The horizontal pass of one row into 32-bit sums, for 1, 3 or 4 channels.
 fn hresize(src: &[u8], out: &mut [i32], cols: &[(usize, [i32; 2])], cn: usize) {
-    for (o, &(sx, [a0, a1])) in out.chunks_exact_mut(cn).zip(cols) {
-        let sx = sx * cn;
-        for (k, o) in o.iter_mut().enumerate() {
-            let p0 = i32::from(src[sx + k]);
-            *o = if a1 == 0 {
-                p0 * a0
-            } else {
-                p0 * a0 + i32::from(src[sx + cn + k]) * a1
-            };
+    match cn {
+        1 => hresize_n::<1>(src, out, cols),
+        3 => hresize_n::<3>(src, out, cols),
+        _ => hresize_n::<4>(src, out, cols),
+    }
+}
+
+/// [`hresize`] with the channel count known at compile time. A column whose
+/// second weight is 0 (at the right border) reads its own pixel twice instead
+/// of a pixel past the row; the sum is the same.
+#[inline(always)]
+fn hresize_n<const CN: usize>(src: &[u8], out: &mut [i32], cols: &[(usize, [i32; 2])]) {
+    let last = src.len().saturating_sub(CN);
+    for (o, &(sx, [a0, a1])) in out.chunks_exact_mut(CN).zip(cols) {
+        let i0 = sx * CN;
+        let i1 = if a1 == 0 { i0 } else { i0 + CN }.min(last);
+        let (p0, p1) = (&src[i0..i0 + CN], &src[i1..i1 + CN]);
+        for k in 0..CN {
+            o[k] = i32::from(p0[k]) * a0 + i32::from(p1[k]) * a1;
         }
     }
 }
