@@ -297,9 +297,79 @@ fn config() -> Criterion {
         .measurement_time(std::time::Duration::from_secs(2))
 }
 
+/// The compiled eval plan on JPEG files against decoding alone (the floor), per
+/// backend; and on a 1920x1080 RGB frame against the same steps as eager ops.
+fn bench_pipeline(c: &mut Criterion) {
+    use tensorprep::pipeline::{Input, InputDesc, Pipeline, PlanState};
+    for name in ["sklearn_china.jpg", "exif_orient6_grace_hopper.jpg"] {
+        let bytes = fixture(name);
+        let mut g = c.benchmark_group(format!("pipeline imagenet-eval {name}"));
+        for backend in Backend::available() {
+            let plan = Pipeline::imagenet_eval()
+                .with_decoder(backend)
+                .compile(InputDesc::Jpeg)
+                .unwrap();
+            let (mut state, mut out) = (PlanState::new(), vec![0f32; 3 * 224 * 224]);
+            g.bench_function(BenchmarkId::new("plan", format!("{backend:?}")), |b| {
+                b.iter(|| {
+                    plan.run(&mut state, Input::Encoded(&bytes), TensorMut::F32(&mut out))
+                        .unwrap()
+                })
+            });
+            let mut dec = JpegDecoder::new(DecodeOptions {
+                backend,
+                ..DecodeOptions::default()
+            });
+            let info = dec.read_info(&bytes).unwrap();
+            let mut img = Image::new(PixelFormat::Rgb8, info.width, info.height).unwrap();
+            g.bench_function(
+                BenchmarkId::new("decode only", format!("{backend:?}")),
+                |b| b.iter(|| dec.decode_into(&bytes, &mut img.view_mut()).unwrap()),
+            );
+        }
+        g.finish();
+    }
+    let frame = tensorprep::resize::resize_owned(
+        &decode("sklearn_china.jpg").view(),
+        1920,
+        1080,
+        Resample::default(),
+    )
+    .unwrap();
+    let view = frame.view();
+    let plan = Pipeline::imagenet_eval()
+        .compile(InputDesc::pixels(PixelFormat::Rgb8, 1920, 1080))
+        .unwrap();
+    let mut g = c.benchmark_group("pipeline imagenet-eval rgb 1920x1080");
+    let (mut state, mut out) = (PlanState::new(), vec![0f32; 3 * 224 * 224]);
+    g.bench_function("fused plan", |b| {
+        b.iter(|| {
+            plan.run(&mut state, Input::Pixels(view), TensorMut::F32(&mut out))
+                .unwrap()
+        })
+    });
+    let mut resizer = Resizer::new();
+    let mut resized = Image::new(PixelFormat::Rgb8, 455, 256).unwrap();
+    let finisher = Finisher::new(&FinishSpec::imagenet()).unwrap();
+    g.bench_function("eager ops", |b| {
+        b.iter(|| {
+            resizer
+                .resize(
+                    &view,
+                    &mut resized.view_mut(),
+                    Resample::Pillow(Filter::Bilinear),
+                )
+                .unwrap();
+            let crop = center_crop(&resized.view(), 224, 224).unwrap();
+            finisher.run(&crop, TensorMut::F32(&mut out)).unwrap()
+        })
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = bench_decode, bench_resize, bench_resize_passes, bench_color, bench_finish
+    targets = bench_decode, bench_resize, bench_resize_passes, bench_color, bench_finish, bench_pipeline
 }
 criterion_main!(benches);
