@@ -15,7 +15,10 @@ pub extern "C" fn tp_no_std_pipeline_ops() -> u32 {
     use tensorprep::pipeline::{MAX_OPS, Op, Pipeline};
     let mut p = Pipeline::imagenet_eval();
     let mut pushed = 0;
-    while p.push(Op::Flip(tensorprep::geometry::Flip::Horizontal)).is_ok() {
+    while p
+        .push(Op::Flip(tensorprep::geometry::Flip::Horizontal))
+        .is_ok()
+    {
         pushed += 1;
     }
     // The eval preset's six ops, then flips up to the capacity.
