@@ -25,6 +25,8 @@
 //! # Ok::<(), tensorprep::Error>(())
 //! ```
 
+#[cfg(target_arch = "aarch64")]
+mod yuv_neon;
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 mod yuv_x86;
 
@@ -426,18 +428,52 @@ fn simd_row(from: PixelFormat, to: PixelFormat) -> Option<RowFn> {
         };
         return f().ok();
     }
+    #[cfg(target_arch = "aarch64")]
+    if to.bytes_per_pixel() != Some(1) {
+        let f = || -> Result<RowFn> {
+            Ok(match from {
+                PixelFormat::Nv12 => with_layout!(to, D => yuv420_row_neon::<D, NV12>),
+                PixelFormat::Nv21 => with_layout!(to, D => yuv420_row_neon::<D, NV21>),
+                PixelFormat::I420 => with_layout!(to, D => yuv420_row_neon::<D, I420>),
+                _ => {
+                    return Err(Error::InvalidParameter {
+                        name: "no vector kernel",
+                    });
+                }
+            })
+        };
+        return f().ok();
+    }
     let _ = (from, to);
     None
 }
 
-/// [`yuv420_row`] with the AVX2 kernel for whole blocks of 16 pixels and the
-/// scalar code for the rest of the row. Chosen only where AVX2 was detected.
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
-fn yuv420_row_avx2<D: PackedLayout, const CHROMA: u8>(
+/// [`yuv420_row`] with the NEON kernel for whole blocks of 16 pixels and the
+/// scalar code for the rest of the row.
+#[cfg(target_arch = "aarch64")]
+fn yuv420_row_neon<D: PackedLayout, const CHROMA: u8>(
     src: &ImageView<'_>,
     y: usize,
     out: &mut [u8],
     m: &YuvMatrix,
+) {
+    yuv420_row_with::<D, CHROMA>(src, y, out, m, |luma, c1, c2, out| match D::BPP {
+        3 => yuv_neon::row::<3, CHROMA>(luma, c1, c2, out, D::RGB, m),
+        4 => yuv_neon::row::<4, CHROMA>(luma, c1, c2, out, D::RGB, m),
+        _ => 0,
+    });
+}
+
+/// A 4:2:0 row converted by `kernel` for as many pixels as it handles (a
+/// multiple of 16), then by the scalar code for the rest.
+#[cfg(any(target_arch = "aarch64", all(target_arch = "x86_64", feature = "std")))]
+#[inline(always)]
+fn yuv420_row_with<D: PackedLayout, const CHROMA: u8>(
+    src: &ImageView<'_>,
+    y: usize,
+    out: &mut [u8],
+    m: &YuvMatrix,
+    kernel: impl FnOnce(&[u8], &[u8], &[u8], &mut [u8]) -> usize,
 ) {
     let luma = src.plane_row(0, y);
     let c1 = src.plane_row(1, y / 2);
@@ -446,14 +482,7 @@ fn yuv420_row_avx2<D: PackedLayout, const CHROMA: u8>(
     } else {
         &[]
     };
-    let done = match D::BPP {
-        // SAFETY: `RowConverter::new` picks this function only after detecting
-        // AVX2; the rows are the image's own, `out` one destination row.
-        3 => unsafe { yuv_x86::row::<3, CHROMA>(luma, c1, c2, out, D::RGB, m) },
-        // SAFETY: as above.
-        4 => unsafe { yuv_x86::row::<4, CHROMA>(luma, c1, c2, out, D::RGB, m) },
-        _ => 0,
-    };
+    let done = kernel(luma, c1, c2, out);
     // `done` is a multiple of 16: the rest starts on a chroma pair.
     let k = done / 2;
     let (luma, out) = (&luma[done..], &mut out[done * D::BPP..]);
@@ -475,6 +504,25 @@ fn yuv420_row_avx2<D: PackedLayout, const CHROMA: u8>(
             yuv_row::<D>(luma, uv, out, m);
         }
     }
+}
+
+/// [`yuv420_row`] with the AVX2 kernel for whole blocks of 16 pixels and the
+/// scalar code for the rest of the row. Chosen only where AVX2 was detected.
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+fn yuv420_row_avx2<D: PackedLayout, const CHROMA: u8>(
+    src: &ImageView<'_>,
+    y: usize,
+    out: &mut [u8],
+    m: &YuvMatrix,
+) {
+    yuv420_row_with::<D, CHROMA>(src, y, out, m, |luma, c1, c2, out| match D::BPP {
+        // SAFETY: `RowConverter::new` picks this function only after detecting
+        // AVX2; the rows are the image's own, `out` one destination row.
+        3 => unsafe { yuv_x86::row::<3, CHROMA>(luma, c1, c2, out, D::RGB, m) },
+        // SAFETY: as above.
+        4 => unsafe { yuv_x86::row::<4, CHROMA>(luma, c1, c2, out, D::RGB, m) },
+        _ => 0,
+    });
 }
 
 /// Row `y` of a 4:2:0 image; each chroma sample serves a 2x2 block of pixels.
