@@ -131,12 +131,6 @@ mod reader {
             self.convert.is_none()
         }
 
-        /// Whether converting whole rows runs a vector kernel (so converting
-        /// only some columns pays off only when they are very few).
-        pub(crate) fn converts_fast(&self) -> bool {
-            self.convert.as_ref().is_some_and(RowConverter::is_vector)
-        }
-
         /// The pixels of region row `y` at region columns `cols`, converted to
         /// the working format into `scratch` (only those pixels are converted).
         pub(crate) fn gather<'s>(
@@ -145,11 +139,12 @@ mod reader {
             cols: &[u32],
             scratch: &'s mut Vec<u8>,
         ) -> &'s [u8] {
-            let out = grow(scratch, cols.len() * self.bpp);
+            let n = cols.len();
+            let (out, planes) = grow(scratch, n * (self.bpp + 3)).split_at_mut(n * self.bpp);
             // The view starts one pixel early for a 4:2:0 region at an odd column.
             let dx = self.x / self.bpp;
             match &self.convert {
-                Some(c) => c.gather(&self.view, self.y + y, cols, dx, out),
+                Some(c) => c.gather(&self.view, self.y + y, cols, dx, out, planes),
                 None => {
                     let row = self.view.plane_row(0, self.y + y);
                     for (o, &x) in out.chunks_exact_mut(self.bpp).zip(cols) {

@@ -140,7 +140,8 @@ type RowFn = fn(&ImageView<'_>, usize, &mut [u8], &YuvMatrix);
 
 /// Converts only the pixels of row `y` at the listed columns plus an offset,
 /// one destination pixel each.
-type GatherFn = fn(&ImageView<'_>, usize, &[u32], usize, &mut [u8], &YuvMatrix);
+/// `scratch` holds 3 bytes per column for the 4:2:0 sources.
+type GatherFn = fn(&ImageView<'_>, usize, &[u32], usize, &mut [u8], &mut [u8], &YuvMatrix);
 
 /// A conversion chosen once for a (source, destination) format pair and applied
 /// one row at a time, so that a consumer (the resampler, the finish pass) can
@@ -152,9 +153,6 @@ pub(crate) struct RowConverter {
     convert: RowFn,
     #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     gather: GatherFn,
-    /// Whether `convert` is a vector kernel (whole rows are then cheap).
-    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
-    vector: bool,
 }
 
 impl RowConverter {
@@ -184,7 +182,6 @@ impl RowConverter {
             f => with_layout!(f, S => with_layout!(to, D => packed_gather::<S, D>)),
         };
         Ok(RowConverter {
-            vector: vector.is_some(),
             gather,
             matrix: YuvMatrix::for_range(range),
             convert,
@@ -198,15 +195,10 @@ impl RowConverter {
         (self.convert)(src, y, out, &self.matrix);
     }
 
-    /// Whether whole rows convert with a vector kernel on this CPU.
-    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
-    pub(crate) fn is_vector(&self) -> bool {
-        self.vector
-    }
-
     /// Converts the pixels of row `y` at columns `offset + cols[i]` into `out`,
     /// which holds exactly `cols.len()` destination pixels (for resamplers that
     /// read few columns).
+    /// `scratch` must hold at least 3 bytes per column.
     #[inline]
     #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     pub(crate) fn gather(
@@ -216,8 +208,9 @@ impl RowConverter {
         cols: &[u32],
         offset: usize,
         out: &mut [u8],
+        scratch: &mut [u8],
     ) {
-        (self.gather)(src, y, cols, offset, out, &self.matrix);
+        (self.gather)(src, y, cols, offset, out, scratch, &self.matrix);
     }
 }
 
@@ -227,10 +220,12 @@ fn copy_gather(
     cols: &[u32],
     offset: usize,
     out: &mut [u8],
+    _: &mut [u8],
     _: &YuvMatrix,
 ) {
     let row = src.plane_row(0, y);
-    let bpp = out.len() / cols.len().max(1);
+    // Same format on both sides, and a packed one (4:2:0 sources convert).
+    let bpp = src.format().bytes_per_pixel().unwrap_or(1);
     for (o, &x) in out.chunks_exact_mut(bpp).zip(cols) {
         o.copy_from_slice(&row[(offset + x as usize) * bpp..][..bpp]);
     }
@@ -242,6 +237,7 @@ fn packed_gather<S: PackedLayout, D: PackedLayout>(
     cols: &[u32],
     offset: usize,
     out: &mut [u8],
+    _: &mut [u8],
     _: &YuvMatrix,
 ) {
     let row = src.plane_row(0, y);
@@ -261,6 +257,7 @@ fn yuv420_gather<D: PackedLayout, const CHROMA: u8>(
     cols: &[u32],
     offset: usize,
     out: &mut [u8],
+    scratch: &mut [u8],
     m: &YuvMatrix,
 ) {
     let luma = src.plane_row(0, y);
@@ -270,22 +267,69 @@ fn yuv420_gather<D: PackedLayout, const CHROMA: u8>(
     } else {
         &[]
     };
-    for (px, &x) in out.chunks_exact_mut(D::BPP).zip(cols) {
+    // The listed pixels' Y, U and V side by side, then converted as a row whose
+    // chroma is already one sample per pixel (by the vector kernel where there is one).
+    let n = cols.len();
+    let (ys, rest) = scratch[..3 * n].split_at_mut(n);
+    let (us, vs) = rest.split_at_mut(n);
+    for (i, &x) in cols.iter().enumerate() {
         let x = offset + x as usize;
         let k = x / 2;
-        let l = m.luma(luma[x]);
-        if D::BPP == 1 {
-            px[0] = m.clamp8(l);
-            continue;
-        }
-        let (u, v) = match CHROMA {
+        ys[i] = luma[x];
+        (us[i], vs[i]) = match CHROMA {
             NV12 => (c1[2 * k], c1[2 * k + 1]),
             NV21 => (c1[2 * k + 1], c1[2 * k]),
             _ => (c1[k], c2[k]),
         };
+    }
+    if D::BPP == 1 {
+        for (o, &l) in out.iter_mut().zip(ys.iter()) {
+            *o = m.clamp8(m.luma(l));
+        }
+        return;
+    }
+    let done = vector_per_pixel::<D>(ys, us, vs, out, m);
+    for (((px, &l), &u), &v) in out[done * D::BPP..]
+        .chunks_exact_mut(D::BPP)
+        .zip(&ys[done..])
+        .zip(&us[done..])
+        .zip(&vs[done..])
+    {
+        let l = m.luma(l);
         let (cr, cg, cb) = m.chroma(u, v);
         D::store(px, m.clamp8(l + cr), m.clamp8(l + cg), m.clamp8(l + cb));
     }
+}
+
+/// Converts the first multiple of 16 pixels of planar Y, U, V (one chroma
+/// sample per pixel) with the vector kernel, if this CPU has one; returns how many.
+#[allow(unused_variables)]
+fn vector_per_pixel<D: PackedLayout>(
+    ys: &[u8],
+    us: &[u8],
+    vs: &[u8],
+    out: &mut [u8],
+    m: &YuvMatrix,
+) -> usize {
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        return match D::BPP {
+            // SAFETY: AVX2 was just detected; the planes hold `ys.len()` pixels
+            // each and `out` as many destination pixels.
+            3 => unsafe { yuv_x86::row::<3, PER_PIXEL>(ys, us, vs, out, D::RGB, m) },
+            // SAFETY: as above.
+            4 => unsafe { yuv_x86::row::<4, PER_PIXEL>(ys, us, vs, out, D::RGB, m) },
+            _ => 0,
+        };
+    }
+    #[cfg(target_arch = "aarch64")]
+    return match D::BPP {
+        3 => yuv_neon::row::<3, PER_PIXEL>(ys, us, vs, out, D::RGB, m),
+        4 => yuv_neon::row::<4, PER_PIXEL>(ys, us, vs, out, D::RGB, m),
+        _ => 0,
+    };
+    #[allow(unreachable_code)]
+    0
 }
 
 fn copy_row(src: &ImageView<'_>, y: usize, out: &mut [u8], _: &YuvMatrix) {
@@ -408,6 +452,8 @@ fn packed_row<S: PackedLayout, D: PackedLayout>(
 const NV12: u8 = 0;
 const NV21: u8 = 1;
 const I420: u8 = 2;
+/// U and V planes with one sample per pixel (gathered pixels).
+const PER_PIXEL: u8 = 3;
 
 /// The vector row function for a conversion, where this CPU has one.
 fn simd_row(from: PixelFormat, to: PixelFormat) -> Option<RowFn> {
@@ -729,6 +775,42 @@ mod tests {
                             slow.row(&src, y, &mut b);
                             assert_eq!(a, b, "{from:?} -> {to:?} {range:?} {w}x{h} row {y}");
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gathered_pixels_equal_the_converted_row() {
+        let (w, h) = (101u32, 3u32);
+        // Long enough for the RGB source too.
+        let frame: std::vec::Vec<u8> = (0..w * h * 3).map(|i| (i * 37 % 253) as u8).collect();
+        for from in [
+            PixelFormat::Nv12,
+            PixelFormat::Nv21,
+            PixelFormat::I420,
+            PixelFormat::Rgb8,
+        ] {
+            let src = ImageView::new(from, w, h, &frame).unwrap();
+            for to in [PixelFormat::Rgb8, PixelFormat::Bgra8, PixelFormat::Gray8] {
+                let c = RowConverter::new(from, to, YuvRange::Limited).unwrap();
+                let bpp = to.bytes_per_pixel().unwrap();
+                let mut row = std::vec![0u8; w as usize * bpp];
+                c.row(&src, 2, &mut row);
+                for n in [0usize, 1, 15, 16, 17, 33, 50] {
+                    // Every other column from 1, as a linear resize reads them.
+                    let cols: std::vec::Vec<u32> = (0..n as u32).map(|i| 2 * i).collect();
+                    let mut out = std::vec![0u8; n * bpp];
+                    let mut scratch = std::vec![0u8; 3 * n];
+                    c.gather(&src, 2, &cols, 1, &mut out, &mut scratch);
+                    for (i, &x) in cols.iter().enumerate() {
+                        let x = x as usize + 1;
+                        assert_eq!(
+                            out[i * bpp..][..bpp],
+                            row[x * bpp..][..bpp],
+                            "{from:?} -> {to:?} n={n} col {x}"
+                        );
                     }
                 }
             }

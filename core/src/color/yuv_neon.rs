@@ -5,7 +5,7 @@
 
 use core::arch::aarch64::*;
 
-use super::{I420, NV12, YuvMatrix};
+use super::{I420, NV12, PER_PIXEL, YuvMatrix};
 
 /// Each of 8 bytes twice, as 16 bytes: `x0 x0 x1 x1 ... x7 x7`.
 #[inline(always)]
@@ -78,6 +78,10 @@ pub(super) fn row<const BPP: usize, const CHROMA: u8>(
             let y = vld1q_u8(luma[16 * j..][..16].as_ptr());
             let l = widen(y, y_off).map(|d| vaddq_s32(vmulq_s32(vmaxq_s32(d, zero), y_mul), half));
             let (u, v) = match CHROMA {
+                PER_PIXEL => (
+                    vld1q_u8(c1[16 * j..][..16].as_ptr()),
+                    vld1q_u8(c2[16 * j..][..16].as_ptr()),
+                ),
                 I420 => (
                     dup(vld1_u8(c1[8 * j..][..8].as_ptr())),
                     dup(vld1_u8(c2[8 * j..][..8].as_ptr())),

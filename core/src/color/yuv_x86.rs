@@ -6,7 +6,7 @@
 
 use core::arch::x86_64::*;
 
-use super::{I420, NV12, YuvMatrix};
+use super::{I420, NV12, PER_PIXEL, YuvMatrix};
 
 /// `pshufb` indices duplicating each of the first 8 bytes (`0 0 1 1 ... 7 7`),
 /// and picking, then duplicating, the even or odd bytes of 8 pairs.
@@ -54,14 +54,17 @@ unsafe fn mask(m: &[i8; 16]) -> __m128i {
     unsafe { _mm_loadu_si128(m.as_ptr().cast()) }
 }
 
-/// Per-pixel U and V (each duplicated for its pair of pixels), minus 128,
+/// Per-pixel U and V (each duplicated for its pair of pixels, unless already
+/// one per pixel), minus 128,
 /// as two 8-lane halves each: `(u_lo, u_hi, v_lo, v_hi)`.
 #[inline(always)]
 unsafe fn chroma<const CHROMA: u8>(c1: &[u8], c2: &[u8]) -> [__m256i; 4] {
     // SAFETY: AVX2 is enabled by the caller; `c1` (and `c2` for I420) hold the
-    // block's chroma: 16 bytes of pairs, or 8 bytes per plane.
+    // block's chroma: 16 bytes of pairs, 8 bytes per plane, or 16 per plane;
+    // the loads are bounds-checked.
     unsafe {
         let (u, v) = match CHROMA {
+            PER_PIXEL => (load16(c1), load16(c2)),
             I420 => {
                 let d = mask(&DUP);
                 (
@@ -136,8 +139,9 @@ pub(super) unsafe fn row<const BPP: usize, const CHROMA: u8>(
     let g_u = _mm256_set1_epi32(-m.g_u);
     let g_v = _mm256_set1_epi32(-m.g_v);
     let b_u = _mm256_set1_epi32(m.b_u);
-    // Chroma bytes per block of 16 pixels: 8 pairs, or 8 per plane.
+    // Chroma bytes per block of 16 pixels: 8 pairs, 8 per plane, or 16 per plane.
     let cstep = if CHROMA == I420 { 8 } else { 16 };
+    let planar = CHROMA == I420 || CHROMA == PER_PIXEL;
     for j in 0..blocks {
         // SAFETY: block `j` covers luma[16j..16j+16], chroma c1[cstep*j..][..cstep]
         // (and c2 likewise), out[16j*BPP..][..16*BPP], all in bounds by the
@@ -150,7 +154,7 @@ pub(super) unsafe fn row<const BPP: usize, const CHROMA: u8>(
                 _mm256_add_epi32(_mm256_mullo_epi32(d, y_mul), half)
             };
             let (l0, l1) = (luma_of(y), luma_of(_mm_srli_si128::<8>(y)));
-            let c2 = if CHROMA == I420 { &c2[cstep * j..] } else { c2 };
+            let c2 = if planar { &c2[cstep * j..] } else { c2 };
             let [u0, u1, v0, v1] = chroma::<CHROMA>(&c1[cstep * j..], c2);
             let mul = |a: __m256i, b: __m256i| _mm256_mullo_epi32(a, b);
             let r = channel(l0, l1, mul(r_v, v0), mul(r_v, v1), shift);

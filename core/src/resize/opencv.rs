@@ -263,10 +263,8 @@ impl Linear {
         cn: usize,
     ) {
         let width = self.cols.len() * cn;
-        // Converting rows: convert only the pixels read when they are under half
-        // the row (an eighth when whole rows convert with a vector kernel).
-        let share = if src.converts_fast() { 8 } else { 2 };
-        let gather = !src.is_direct() && self.needed.len() * share <= src.size().0 as usize;
+        // Converting rows: convert only the pixels read when they are under half the row.
+        let gather = !src.is_direct() && self.needed.len() * 2 <= src.size().0 as usize;
         for r in &mut st.rows {
             r.resize(width, 0);
         }
