@@ -453,6 +453,10 @@ const NV12: u8 = 0;
 const NV21: u8 = 1;
 const I420: u8 = 2;
 /// U and V planes with one sample per pixel (gathered pixels).
+#[cfg_attr(
+    not(any(target_arch = "aarch64", all(target_arch = "x86_64", feature = "std"))),
+    allow(dead_code)
+)]
 const PER_PIXEL: u8 = 3;
 
 /// The vector row function for a conversion, where this CPU has one.
