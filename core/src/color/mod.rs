@@ -303,7 +303,6 @@ fn yuv420_gather<D: PackedLayout, const CHROMA: u8>(
 
 /// Converts the first multiple of 16 pixels of planar Y, U, V (one chroma
 /// sample per pixel) with the vector kernel, if this CPU has one; returns how many.
-#[allow(unused_variables)]
 fn vector_per_pixel<D: PackedLayout>(
     ys: &[u8],
     us: &[u8],
@@ -311,25 +310,12 @@ fn vector_per_pixel<D: PackedLayout>(
     out: &mut [u8],
     m: &YuvMatrix,
 ) -> usize {
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        return match D::BPP {
-            // SAFETY: AVX2 was just detected; the planes hold `ys.len()` pixels
-            // each and `out` as many destination pixels.
-            3 => unsafe { yuv_x86::row::<3, PER_PIXEL>(ys, us, vs, out, D::RGB, m) },
-            // SAFETY: as above.
-            4 => unsafe { yuv_x86::row::<4, PER_PIXEL>(ys, us, vs, out, D::RGB, m) },
-            _ => 0,
-        };
+    if !vector_kernel() {
+        return 0;
     }
-    #[cfg(target_arch = "aarch64")]
-    return match D::BPP {
-        3 => yuv_neon::row::<3, PER_PIXEL>(ys, us, vs, out, D::RGB, m),
-        4 => yuv_neon::row::<4, PER_PIXEL>(ys, us, vs, out, D::RGB, m),
-        _ => 0,
-    };
-    #[allow(unreachable_code)]
-    0
+    // SAFETY: `vector_kernel()` holds; the planes hold `ys.len()` pixels each
+    // and `out` as many destination pixels.
+    unsafe { vector_blocks::<D, PER_PIXEL>(ys, us, vs, out, m) }
 }
 
 fn copy_row(src: &ImageView<'_>, y: usize, out: &mut [u8], _: &YuvMatrix) {
@@ -459,64 +445,85 @@ const I420: u8 = 2;
 )]
 const PER_PIXEL: u8 = 3;
 
-/// The vector row function for a conversion, where this CPU has one.
-fn simd_row(from: PixelFormat, to: PixelFormat) -> Option<RowFn> {
+/// Whether this CPU has a vector YUV kernel: AVX2 (detected at run time) or NEON.
+fn vector_kernel() -> bool {
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    if std::arch::is_x86_feature_detected!("avx2") && to.bytes_per_pixel() != Some(1) {
-        // `with_layout!` returns an error for YUV targets; `to` is packed here.
-        let f = || -> Result<RowFn> {
-            Ok(match from {
-                PixelFormat::Nv12 => with_layout!(to, D => yuv420_row_avx2::<D, NV12>),
-                PixelFormat::Nv21 => with_layout!(to, D => yuv420_row_avx2::<D, NV21>),
-                PixelFormat::I420 => with_layout!(to, D => yuv420_row_avx2::<D, I420>),
-                _ => {
-                    return Err(Error::InvalidParameter {
-                        name: "no vector kernel",
-                    });
-                }
-            })
-        };
-        return f().ok();
-    }
+    return std::arch::is_x86_feature_detected!("avx2");
     #[cfg(target_arch = "aarch64")]
-    if to.bytes_per_pixel() != Some(1) {
-        let f = || -> Result<RowFn> {
-            Ok(match from {
-                PixelFormat::Nv12 => with_layout!(to, D => yuv420_row_neon::<D, NV12>),
-                PixelFormat::Nv21 => with_layout!(to, D => yuv420_row_neon::<D, NV21>),
-                PixelFormat::I420 => with_layout!(to, D => yuv420_row_neon::<D, I420>),
-                _ => {
-                    return Err(Error::InvalidParameter {
-                        name: "no vector kernel",
-                    });
-                }
-            })
-        };
-        return f().ok();
-    }
-    let _ = (from, to);
-    None
+    return true;
+    #[allow(unreachable_code)]
+    false
 }
 
-/// [`yuv420_row`] with the NEON kernel for whole blocks of 16 pixels and the
-/// scalar code for the rest of the row.
-#[cfg(target_arch = "aarch64")]
-fn yuv420_row_neon<D: PackedLayout, const CHROMA: u8>(
+/// The vector row function for a conversion, where this CPU has one.
+fn simd_row(from: PixelFormat, to: PixelFormat) -> Option<RowFn> {
+    if !vector_kernel() || to.bytes_per_pixel() == Some(1) {
+        return None;
+    }
+    // `with_layout!` returns an error for YUV targets; `to` is packed here.
+    let f = || -> Result<RowFn> {
+        Ok(match from {
+            PixelFormat::Nv12 => with_layout!(to, D => yuv420_row_vector::<D, NV12>),
+            PixelFormat::Nv21 => with_layout!(to, D => yuv420_row_vector::<D, NV21>),
+            PixelFormat::I420 => with_layout!(to, D => yuv420_row_vector::<D, I420>),
+            _ => {
+                return Err(Error::InvalidParameter {
+                    name: "no vector kernel",
+                });
+            }
+        })
+    };
+    f().ok()
+}
+
+/// [`yuv420_row`] with the vector kernel for whole blocks of 16 pixels and the
+/// scalar code for the rest of the row. Chosen only where [`vector_kernel`] holds.
+fn yuv420_row_vector<D: PackedLayout, const CHROMA: u8>(
     src: &ImageView<'_>,
     y: usize,
     out: &mut [u8],
     m: &YuvMatrix,
 ) {
-    yuv420_row_with::<D, CHROMA>(src, y, out, m, |luma, c1, c2, out| match D::BPP {
+    yuv420_row_with::<D, CHROMA>(src, y, out, m, |luma, c1, c2, out| {
+        // SAFETY: `simd_row` picks this function only where `vector_kernel()` holds.
+        unsafe { vector_blocks::<D, CHROMA>(luma, c1, c2, out, m) }
+    });
+}
+
+/// The vector kernel on the whole blocks of 16 pixels of a row; returns how
+/// many pixels it converted (0 where there is no kernel).
+///
+/// # Safety
+/// [`vector_kernel`] must have returned true (AVX2 is then available).
+#[allow(unused_variables)]
+unsafe fn vector_blocks<D: PackedLayout, const CHROMA: u8>(
+    luma: &[u8],
+    c1: &[u8],
+    c2: &[u8],
+    out: &mut [u8],
+    m: &YuvMatrix,
+) -> usize {
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    return match D::BPP {
+        // SAFETY: AVX2 is available (the caller's contract); the rows are the
+        // image's own and `out` holds a destination row.
+        3 => unsafe { yuv_x86::row::<3, CHROMA>(luma, c1, c2, out, D::RGB, m) },
+        // SAFETY: as above.
+        4 => unsafe { yuv_x86::row::<4, CHROMA>(luma, c1, c2, out, D::RGB, m) },
+        _ => 0,
+    };
+    #[cfg(target_arch = "aarch64")]
+    return match D::BPP {
         3 => yuv_neon::row::<3, CHROMA>(luma, c1, c2, out, D::RGB, m),
         4 => yuv_neon::row::<4, CHROMA>(luma, c1, c2, out, D::RGB, m),
         _ => 0,
-    });
+    };
+    #[allow(unreachable_code)]
+    0
 }
 
 /// A 4:2:0 row converted by `kernel` for as many pixels as it handles (a
 /// multiple of 16), then by the scalar code for the rest.
-#[cfg(any(target_arch = "aarch64", all(target_arch = "x86_64", feature = "std")))]
 #[inline(always)]
 fn yuv420_row_with<D: PackedLayout, const CHROMA: u8>(
     src: &ImageView<'_>,
@@ -554,25 +561,6 @@ fn yuv420_row_with<D: PackedLayout, const CHROMA: u8>(
             yuv_row::<D>(luma, uv, out, m);
         }
     }
-}
-
-/// [`yuv420_row`] with the AVX2 kernel for whole blocks of 16 pixels and the
-/// scalar code for the rest of the row. Chosen only where AVX2 was detected.
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
-fn yuv420_row_avx2<D: PackedLayout, const CHROMA: u8>(
-    src: &ImageView<'_>,
-    y: usize,
-    out: &mut [u8],
-    m: &YuvMatrix,
-) {
-    yuv420_row_with::<D, CHROMA>(src, y, out, m, |luma, c1, c2, out| match D::BPP {
-        // SAFETY: `RowConverter::new` picks this function only after detecting
-        // AVX2; the rows are the image's own, `out` one destination row.
-        3 => unsafe { yuv_x86::row::<3, CHROMA>(luma, c1, c2, out, D::RGB, m) },
-        // SAFETY: as above.
-        4 => unsafe { yuv_x86::row::<4, CHROMA>(luma, c1, c2, out, D::RGB, m) },
-        _ => 0,
-    });
 }
 
 /// Row `y` of a 4:2:0 image; each chroma sample serves a 2x2 block of pixels.
@@ -746,6 +734,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "std")]
     fn vector_kernels_equal_the_scalar_code() {
         let mut x = 0x9e37_79b9u32;
         let mut noise = |n: usize| -> std::vec::Vec<u8> {
@@ -786,6 +775,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "std")]
     fn gathered_pixels_equal_the_converted_row() {
         let (w, h) = (101u32, 3u32);
         // Long enough for the RGB source too.
