@@ -96,17 +96,13 @@ fn nv21_frame(rgb: &Image) -> Vec<u8> {
 }
 
 fn finish_ops() -> [Op; 3] {
-    [
-        Op::Normalize(Normalize::IMAGENET),
-        Op::Layout {
-            layout: Layout::Chw,
-            order: ChannelOrder::Rgb,
-        },
-        Op::Cast {
-            dtype: DType::F32,
-            quantization: Quantization::IDENTITY,
-        },
-    ]
+    Op::finish(
+        Normalize::IMAGENET,
+        Layout::Chw,
+        ChannelOrder::Rgb,
+        DType::F32,
+        Quantization::IDENTITY,
+    )
 }
 
 /// The fused plan for `geometry` after an optional colour conversion.

@@ -197,17 +197,13 @@ mod pipeline {
     use tensorprep::{DType, Layout, Quantization, Tensor};
 
     fn finish_f32() -> [Op; 3] {
-        [
-            Op::Normalize(Normalize::IMAGENET),
-            Op::Layout {
-                layout: Layout::Chw,
-                order: ChannelOrder::Rgb,
-            },
-            Op::Cast {
-                dtype: DType::F32,
-                quantization: Quantization::IDENTITY,
-            },
-        ]
+        Op::finish(
+            Normalize::IMAGENET,
+            Layout::Chw,
+            ChannelOrder::Rgb,
+            DType::F32,
+            Quantization::IDENTITY,
+        )
     }
 
     /// Runs `plan` on `input` `runs` times; returns the allocations of the first

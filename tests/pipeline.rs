@@ -138,16 +138,6 @@ fn run_plan(
     Ok(t)
 }
 
-fn tensor_len(t: &Tensor) -> usize {
-    match t {
-        Tensor::F32(v) => v.len(),
-        Tensor::F16(v) => v.len(),
-        Tensor::U8(v) => v.len(),
-        Tensor::I8(v) => v.len(),
-        _ => unreachable!(),
-    }
-}
-
 /// Bitwise equality (f32 NaN-safe).
 fn same(a: &Tensor, b: &Tensor) -> bool {
     match (a, b) {
@@ -342,8 +332,8 @@ fn random_fused_pipelines_equal_the_eager_ops_bit_for_bit() {
         let plan = pipeline.compile(InputDesc::pixels(src.format(), src.width(), src.height()));
         match (want, plan) {
             (Ok(want), Ok(plan)) => {
-                assert_eq!(plan.output_len(), Some(tensor_len(&want)), "{ops:?}");
-                let got = run_plan(&plan, &mut state, Input::Pixels(src), tensor_len(&want))
+                assert_eq!(plan.output_len(), Some(want.len()), "{ops:?}");
+                let got = run_plan(&plan, &mut state, Input::Pixels(src), want.len())
                     .unwrap_or_else(|e| panic!("{e}: {ops:?}"));
                 assert!(same(&got, &want), "case {case}: {ops:?}");
                 compared += 1;

@@ -29,12 +29,7 @@ fn descr(t: &Tensor) -> &'static str {
 
 /// Writes `tensor` with `shape` (whose product must be the tensor's length) as a `.npy` file.
 pub fn write(mut w: impl Write, shape: &[usize], tensor: &Tensor) -> io::Result<()> {
-    let len = match tensor {
-        Tensor::F32(v) => v.len(),
-        Tensor::F16(v) => v.len(),
-        Tensor::U8(v) => v.len(),
-        Tensor::I8(v) => v.len(),
-    };
+    let len = tensor.len();
     if shape.iter().product::<usize>() != len {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,

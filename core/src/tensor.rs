@@ -132,6 +132,31 @@ impl Tensor {
         }
     }
 
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Tensor::F32(v) => v.len(),
+            Tensor::F16(v) => v.len(),
+            Tensor::U8(v) => v.len(),
+            Tensor::I8(v) => v.len(),
+        }
+    }
+
+    /// Whether the tensor has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Tensor::F32(_) => DType::F32,
+            Tensor::F16(_) => DType::F16,
+            Tensor::U8(_) => DType::U8,
+            Tensor::I8(_) => DType::I8,
+        }
+    }
+
     /// A mutable borrow, to pass where a [`TensorMut`] is expected.
     pub fn as_mut(&mut self) -> TensorMut<'_> {
         match self {

@@ -60,6 +60,34 @@ pub enum Op {
 }
 
 impl Op {
+    /// The three finish ops: normalize, then lay out and cast.
+    ///
+    /// ```
+    /// use tensorprep::finish::{ChannelOrder, Normalize};
+    /// use tensorprep::pipeline::Op;
+    /// use tensorprep::{DType, Layout, Quantization};
+    ///
+    /// // ToTensor + Normalize(ImageNet), CHW float32: the end of torchvision's eval transform.
+    /// let ops = Op::finish(Normalize::IMAGENET, Layout::Chw, ChannelOrder::Rgb, DType::F32, Quantization::IDENTITY);
+    /// assert_eq!(ops[0], Op::Normalize(Normalize::IMAGENET));
+    /// ```
+    pub const fn finish(
+        normalize: Normalize,
+        layout: Layout,
+        order: ChannelOrder,
+        dtype: DType,
+        quantization: Quantization,
+    ) -> [Op; 3] {
+        [
+            Op::Normalize(normalize),
+            Op::Layout { layout, order },
+            Op::Cast {
+                dtype,
+                quantization,
+            },
+        ]
+    }
+
     /// A short name for messages.
     pub fn name(&self) -> &'static str {
         match self {

@@ -28,6 +28,15 @@ const EVAL_GEOMETRY: [Op; 3] = [
     }),
 ];
 
+/// `ToTensor()` + `Normalize(ImageNet)`: RGB, CHW, float32.
+const IMAGENET_F32_CHW: [Op; 3] = Op::finish(
+    Normalize::IMAGENET,
+    Layout::Chw,
+    ChannelOrder::Rgb,
+    DType::F32,
+    Quantization::IDENTITY,
+);
+
 impl Pipeline {
     /// The names [`Pipeline::preset`] knows.
     pub const PRESETS: [&'static str; 3] = [
@@ -55,20 +64,7 @@ impl Pipeline {
     /// torchvision's ImageNet eval transform: `Resize(256)`, `CenterCrop(224)`,
     /// `ToTensor()`, `Normalize(ImageNet mean, std)`; RGB, CHW, float32.
     pub fn imagenet_eval() -> Pipeline {
-        Self::build(
-            &EVAL_GEOMETRY,
-            &[
-                Op::Normalize(Normalize::IMAGENET),
-                Op::Layout {
-                    layout: Layout::Chw,
-                    order: ChannelOrder::Rgb,
-                },
-                Op::Cast {
-                    dtype: DType::F32,
-                    quantization: Quantization::IDENTITY,
-                },
-            ],
-        )
+        Self::build(&EVAL_GEOMETRY, &IMAGENET_F32_CHW)
     }
 
     /// The same geometry, output as RGB HWC bytes without normalization
@@ -113,17 +109,13 @@ impl Pipeline {
                     fill: [114; 3],
                 }),
             ],
-            &[
-                Op::Normalize(Normalize::UNIT),
-                Op::Layout {
-                    layout: Layout::Chw,
-                    order: ChannelOrder::Rgb,
-                },
-                Op::Cast {
-                    dtype: DType::F32,
-                    quantization: Quantization::IDENTITY,
-                },
-            ],
+            &Op::finish(
+                Normalize::UNIT,
+                Layout::Chw,
+                ChannelOrder::Rgb,
+                DType::F32,
+                Quantization::IDENTITY,
+            ),
         )
     }
 

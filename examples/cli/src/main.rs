@@ -190,7 +190,7 @@ fn run_one(
         let _ = plan.run(state, Input::Encoded(&bytes), probe.as_mut());
     }
     let len = plan.output_len().unwrap_or(0);
-    if tensor_len(tensor) != len {
+    if tensor.len() != len {
         *tensor = Tensor::zeros(plan.dtype(), len);
     }
     let g = plan
@@ -204,16 +204,6 @@ fn run_one(
         tensor,
     )
     .map_err(|e| format!("cannot write {}: {e}", out.display()))
-}
-
-fn tensor_len(t: &Tensor) -> usize {
-    match t {
-        Tensor::F32(v) => v.len(),
-        Tensor::F16(v) => v.len(),
-        Tensor::U8(v) => v.len(),
-        Tensor::I8(v) => v.len(),
-        _ => 0,
-    }
 }
 
 fn run(args: &RunArgs) -> Result<ExitCode, String> {
