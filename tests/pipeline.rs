@@ -691,3 +691,210 @@ fn batches_sequential_parallel_and_pulled_equal_single_runs() {
     assert!(matches!(r, Err(Error::Jpeg { .. })));
     assert!(par[5 * one..] == singles[5 * one..]);
 }
+
+#[test]
+fn fast_decode_equals_scaled_decode_then_the_same_resize() {
+    if !Backend::LibjpegTurbo.is_available() {
+        println!("libjpeg-turbo not built in (feature turbojpeg): skipped");
+        return;
+    }
+    use tensorprep::jpeg::Scale;
+    let mut p = Pipeline::imagenet_eval().with_decoder(Backend::LibjpegTurbo);
+    let exact = p.compile(InputDesc::Jpeg).unwrap();
+    p.map_decode(|d| d.scaling = tensorprep::pipeline::DecodeScaling::Fast);
+    let fast = p.compile(InputDesc::Jpeg).unwrap();
+    let rule = SizeRule::ShorterSide {
+        size: 256,
+        max_size: None,
+        rounding: Rounding::Truncate,
+    };
+    let mut state = PlanState::new();
+    let mut scaled = 0;
+    for name in PHOTOS.iter().chain(&["lxqt_butterfly_kenneth_wimer.jpg"]) {
+        let bytes = read(name);
+        let mut dec = JpegDecoder::new(DecodeOptions {
+            backend: Backend::LibjpegTurbo,
+            ..DecodeOptions::default()
+        });
+        let info = dec.read_info(&bytes).unwrap();
+        // The target comes from the full size; the decode is the smallest scale
+        // at least twice that target; the resize goes from there to the same target.
+        let target = rule.output_size(info.width, info.height).unwrap();
+        let scale = Scale::for_target((info.stored_width, info.stored_height), target);
+        scaled += usize::from(scale != Scale::Full);
+        let small = JpegDecoder::new(DecodeOptions {
+            backend: Backend::LibjpegTurbo,
+            scale,
+            ..DecodeOptions::default()
+        })
+        .decode(&bytes)
+        .unwrap();
+        let resized = resize_owned(&small.view(), target.0, target.1, Resample::default()).unwrap();
+        let rect = CenterCrop {
+            width: 224,
+            height: 224,
+            rounding: CropRounding::HalfEven,
+        }
+        .rect(target.0, target.1)
+        .unwrap();
+        let want = Finisher::new(&FinishSpec::imagenet())
+            .unwrap()
+            .run_to_tensor(&resized.view().crop(rect).unwrap())
+            .unwrap();
+        let got = run_plan(&fast, &mut state, Input::Encoded(&bytes), want.len()).unwrap();
+        assert!(same(&got, &want), "{name} at {scale:?}");
+        let full = run_plan(&exact, &mut state, Input::Encoded(&bytes), want.len()).unwrap();
+        let (Tensor::F32(a), Tensor::F32(b)) = (&got, &full) else {
+            unreachable!()
+        };
+        let levels = a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .map(|(i, (x, y))| {
+                f64::from((x - y).abs())
+                    * 255.0
+                    * f64::from(Normalize::IMAGENET.std[i / (224 * 224)])
+            })
+            .fold((0.0f64, 0.0f64), |(m, s), d| (m.max(d), s + d));
+        println!(
+            "fast decode {name:<32} {scale:?}: max {:.1} mean {:.3} levels from the exact tensor",
+            levels.0,
+            levels.1 / a.len() as f64
+        );
+    }
+    assert!(
+        scaled > 0,
+        "no photo was large enough to decode at reduced size"
+    );
+}
+
+#[test]
+fn hostile_pipeline_parameters_are_errors_not_panics() {
+    let px: Vec<u8> = (0..40 * 30 * 3).map(|i| (i % 251) as u8).collect();
+    let src = ImageView::new(PixelFormat::Rgb8, 40, 30, &px).unwrap();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let extremes = [
+        0u32,
+        1,
+        2,
+        16,
+        31,
+        64,
+        1 << 16,
+        1 << 20,
+        u32::MAX / 2,
+        u32::MAX,
+    ];
+    let (mut compiled, mut refused) = (0, 0);
+    let mut state = PlanState::new();
+    for _ in 0..3000 {
+        let mut ops = Vec::new();
+        for _ in 0..1 + rng.below(4) {
+            let a = rng.pick(&extremes);
+            let b = rng.pick(&extremes);
+            ops.push(match rng.below(6) {
+                0 => Op::Resize(Resize {
+                    size: rng.pick(&[
+                        SizeRule::Exact {
+                            width: a,
+                            height: b,
+                        },
+                        SizeRule::ShorterSide {
+                            size: a,
+                            max_size: Some(b),
+                            rounding: Rounding::HalfEven,
+                        },
+                        SizeRule::LongerSide {
+                            size: a,
+                            rounding: Rounding::Truncate,
+                        },
+                        SizeRule::Fit {
+                            width: a,
+                            height: b,
+                            upscale: true,
+                        },
+                    ]),
+                    resample: rng.pick(&Resample::ALL),
+                }),
+                1 => Op::Crop(Rect::new(a, b, rng.pick(&extremes), rng.pick(&extremes))),
+                2 => Op::CenterCrop(CenterCrop {
+                    width: a,
+                    height: b,
+                    rounding: CropRounding::Floor,
+                }),
+                3 => Op::Pad(Pad {
+                    to: if rng.below(2) == 0 {
+                        PadTo::Borders {
+                            left: a,
+                            top: b,
+                            right: a,
+                            bottom: b,
+                        }
+                    } else {
+                        PadTo::Canvas {
+                            width: a,
+                            height: b,
+                            placement: Placement::Center,
+                        }
+                    },
+                    fill: [1, 2, 3],
+                }),
+                4 => Op::Rotate(Rotation::Cw90),
+                _ => Op::ConvertColor {
+                    to: rng.pick(&[PixelFormat::Nv21, PixelFormat::Gray8, PixelFormat::Rgba8]),
+                    range: YuvRange::Full,
+                },
+            });
+        }
+        // Mostly valid values, so that many pipelines get as far as running.
+        let bad = f32::from_bits(rng.next());
+        let odd = rng.below(5) == 0;
+        ops.push(Op::Normalize(Normalize {
+            mean: [if odd { bad } else { 0.5 }, 0.0, 0.0],
+            std: if odd {
+                rng.pick(&[[0.0; 3], [f32::NAN; 3], [bad; 3]])
+            } else {
+                [0.25; 3]
+            },
+            divisor: if odd {
+                rng.pick(&[0.0, -1.0, f32::INFINITY])
+            } else {
+                255.0
+            },
+        }));
+        ops.extend(Op::finish(
+            Normalize::RAW,
+            Layout::Hwc,
+            ChannelOrder::Rgb,
+            DType::U8,
+            Quantization {
+                scale: rng.pick(&[1.0, 1.0, 1.0, 0.0, f32::NAN, -2.0]),
+                zero_point: rng.pick(&[0, 0, i32::MAX, i32::MIN]),
+            },
+        ));
+        // Keep one Normalize (the second would be refused for being a duplicate).
+        ops.remove(ops.len() - 3);
+        let Ok(p) = Pipeline::from_ops(&ops) else {
+            refused += 1;
+            continue;
+        };
+        match p.compile(InputDesc::pixels(PixelFormat::Rgb8, 40, 30)) {
+            Ok(plan) => {
+                compiled += 1;
+                let mut out = Tensor::zeros(plan.dtype(), plan.output_len().unwrap_or(0));
+                // Running may still fail (a tensor too large is never allocated
+                // here), but it must not panic.
+                if out.len() < 1 << 24 {
+                    let _ = plan.run(&mut state, Input::Pixels(src), out.as_mut());
+                }
+            }
+            Err(e) => {
+                assert!(!e.to_string().is_empty());
+                refused += 1;
+            }
+        }
+    }
+    println!("hostile pipelines: {compiled} compiled, {refused} refused, none panicked");
+    assert!(refused > 0 && compiled > 0);
+}
