@@ -712,7 +712,7 @@ fn fast_decode_equals_scaled_decode_then_the_same_resize() {
     let mut scaled = 0;
     for name in PHOTOS.iter().chain(&["lxqt_butterfly_kenneth_wimer.jpg"]) {
         let bytes = read(name);
-        let mut dec = JpegDecoder::new(DecodeOptions {
+        let dec = JpegDecoder::new(DecodeOptions {
             backend: Backend::LibjpegTurbo,
             ..DecodeOptions::default()
         });
