@@ -367,9 +367,41 @@ fn bench_pipeline(c: &mut Criterion) {
     g.finish();
 }
 
+/// Reduced-size decoding for the pipeline's fast mode: libjpeg-turbo's DCT
+/// scaling against `jpeg-decoder`'s (zune-jpeg has none), on the largest fixture.
+fn bench_scaled_decode(c: &mut Criterion) {
+    let bytes = fixture("lxqt_butterfly_kenneth_wimer.jpg");
+    let mut g = c.benchmark_group("decode 1920x1278 at 1/2");
+    let jd = |half: bool| {
+        let mut d = jpeg_decoder::Decoder::new(&bytes[..]);
+        d.read_info().unwrap();
+        if half {
+            d.scale(960, 639).unwrap();
+        }
+        d.decode().unwrap()
+    };
+    g.bench_function("jpeg-decoder 1/2", |b| b.iter(|| jd(true)));
+    g.bench_function("jpeg-decoder full", |b| b.iter(|| jd(false)));
+    for scale in [Scale::Half, Scale::Full] {
+        if !Backend::LibjpegTurbo.is_available() {
+            break;
+        }
+        let mut dec = JpegDecoder::new(DecodeOptions {
+            backend: Backend::LibjpegTurbo,
+            scale,
+            ..DecodeOptions::default()
+        });
+        g.bench_function(format!("libjpeg-turbo {scale:?}"), |b| {
+            b.iter(|| dec.decode(&bytes).unwrap())
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = bench_decode, bench_resize, bench_resize_passes, bench_color, bench_finish, bench_pipeline
+    targets = bench_decode, bench_resize, bench_resize_passes, bench_color, bench_finish,
+        bench_pipeline, bench_scaled_decode
 }
 criterion_main!(benches);
