@@ -180,7 +180,7 @@ impl Pipeline {
     }
 }
 
-/// An error naming the op at `index` and what is wrong with it.
+/// An error about the pipeline's ops (the message names the op and the problem).
 fn op_error(name: &'static str) -> Error {
     Error::InvalidParameter { name }
 }
