@@ -330,4 +330,43 @@ mod pipeline {
             }
         }
     }
+
+    #[test]
+    fn alternating_jpeg_sizes_reuse_their_resolved_plans() {
+        let plan = Pipeline::imagenet_eval()
+            .with_decoder(Backend::available().last().unwrap())
+            .compile(tensorprep::pipeline::InputDesc::Jpeg)
+            .unwrap();
+        let files = [
+            read("sample.jpg"),
+            read("sklearn_china.jpg"),
+            read("exif_orient6_grace_hopper.jpg"),
+        ];
+        let mut state = PlanState::new();
+        let mut out = Tensor::zeros(plan.dtype(), 3 * 224 * 224);
+        // Each size once: tables and buffers built.
+        for f in &files {
+            plan.run(&mut state, Input::Encoded(f), out.as_mut())
+                .unwrap();
+        }
+        // Then taking turns: only what the decoder itself allocates.
+        let mut dec = JpegDecoder::new(DecodeOptions {
+            backend: Backend::available().last().unwrap(),
+            ..DecodeOptions::default()
+        });
+        for f in files.iter().cycle().take(3 * files.len()) {
+            let most = count(|| {
+                plan.run(&mut state, Input::Encoded(f), out.as_mut())
+                    .unwrap();
+            });
+            let info = dec.read_info(f).unwrap();
+            let mut img = Image::new(PixelFormat::Rgb8, info.width, info.height).unwrap();
+            dec.decode_into(f, &mut img.view_mut()).unwrap();
+            let decoder_alone = count(|| {
+                dec.read_info(f).unwrap();
+                dec.decode_into(f, &mut img.view_mut()).unwrap();
+            });
+            assert!(most <= decoder_alone, "{most} > {decoder_alone}");
+        }
+    }
 }

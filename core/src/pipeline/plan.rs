@@ -139,15 +139,20 @@ pub struct Plan {
 /// buffers and resampler rows, grown on the first run and reused after.
 #[derive(Debug, Default)]
 pub struct PlanState {
-    /// For JPEG inputs: the plan resolved for the last image size, and what it
-    /// was resolved from (a state may serve several plans in turn).
-    resolved: Option<(ResolveKey, Vec<Step>, Resolved)>,
+    /// For JPEG inputs: the plans resolved for the last few image sizes (most
+    /// recent last), and what each was resolved from (a state may serve several
+    /// plans in turn). A few, so that portrait and landscape photos taking
+    /// turns do not rebuild tables every time.
+    resolved: Vec<(ResolveKey, Vec<Step>, Resolved)>,
     decoder: Option<JpegDecoder>,
     decoded: Vec<u8>,
     buffers: Vec<Vec<u8>>,
     resize: ResizeState,
     line: Vec<u8>,
 }
+
+/// How many resolved JPEG sizes a [`PlanState`] keeps.
+const RESOLVED_SIZES: usize = 4;
 
 /// What a JPEG's resolved plan depends on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -676,21 +681,27 @@ impl Plan {
                     decode: d,
                     limits: self.limits,
                 };
-                let stale = resolved
-                    .as_ref()
-                    .is_none_or(|(k, steps, _)| *k != key || *steps != self.steps);
-                if stale {
-                    // A new size: the old tables go before the new ones are built.
-                    *resolved = None;
-                    let shape = Shape {
-                        format: d.format,
-                        width: info.width,
-                        height: info.height,
-                    };
-                    let r = self.resolve(shape, Some(info))?;
-                    *resolved = Some((key, self.steps.clone(), r));
+                let found = resolved
+                    .iter()
+                    .position(|(k, steps, _)| *k == key && *steps == self.steps);
+                match found {
+                    // Most recent last: a hit moves to the end (no allocation).
+                    Some(i) => resolved[i..].rotate_left(1),
+                    None => {
+                        if resolved.len() >= RESOLVED_SIZES {
+                            // The oldest tables go before the new ones are built.
+                            resolved.remove(0);
+                        }
+                        let shape = Shape {
+                            format: d.format,
+                            width: info.width,
+                            height: info.height,
+                        };
+                        let r = self.resolve(shape, Some(info))?;
+                        resolved.push((key, self.steps.clone(), r));
+                    }
                 }
-                let (_, _, r) = resolved.as_ref().expect("just resolved");
+                let (_, _, r) = resolved.last().expect("just resolved");
                 let dp = r.decode.expect("JPEG plans decode");
                 dec.set_options(dp.options);
                 let f = dp.options.format;
