@@ -16,7 +16,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use tensorprep::jpeg::{Backend, DecodeOptions, JpegDecoder};
 use tensorprep::pipeline::{DecodeScaling, Input, InputDesc, Pipeline, Plan, PlanState};
-use tensorprep::{Image, Layout, PixelFormat, Tensor};
+use tensorprep::{Image, PixelFormat, Tensor};
 
 #[derive(Parser)]
 #[command(
@@ -128,8 +128,8 @@ fn backend(decoder: Decoder) -> Result<Backend, String> {
     }
 }
 
-/// The pipeline the arguments name, compiled for JPEG input.
-fn plan(args: &PipelineArgs) -> Result<(Plan, Backend), String> {
+/// The pipeline the arguments name, compiled for JPEG input, and its output shape.
+fn plan(args: &PipelineArgs) -> Result<(Plan, Backend, [usize; 3]), String> {
     let backend = backend(args.decoder)?;
     let mut pipeline = Pipeline::preset(&args.preset).ok_or_else(|| {
         format!(
@@ -148,19 +148,14 @@ fn plan(args: &PipelineArgs) -> Result<(Plan, Backend), String> {
     let plan = pipeline
         .compile(InputDesc::Jpeg)
         .map_err(|e| format!("preset `{}`: {e}", args.preset))?;
-    Ok((plan, backend))
-}
-
-/// Shape of the tensor a run produced: the plan's, or from the run's output size.
-fn shape(plan: &Plan, output: (u32, u32)) -> [usize; 3] {
-    plan.output_shape().unwrap_or_else(|| {
-        let (w, h) = (output.0 as usize, output.1 as usize);
-        let c = plan.layout().1.channels();
-        match plan.layout().0 {
-            Layout::Chw => [c, h, w],
-            Layout::Hwc => [h, w, c],
-        }
-    })
+    // Every output of a run goes into one reused tensor of this shape.
+    let shape = plan.output_shape().ok_or_else(|| {
+        format!(
+            "preset `{}` has an image-dependent output size, which the CLI does not support yet",
+            args.preset
+        )
+    })?;
+    Ok((plan, backend, shape))
 }
 
 fn progress(len: usize) -> ProgressBar {
@@ -175,45 +170,25 @@ fn progress(len: usize) -> ProgressBar {
     bar
 }
 
-/// Preprocesses one file into `tensor` and writes it to `out`.
+/// Preprocesses one file into `tensor` (of the plan's `shape`) and writes it to `out`.
 fn run_one(
     plan: &Plan,
     state: &mut PlanState,
-    tensor: &mut Tensor,
+    (tensor, shape): (&mut Tensor, &[usize; 3]),
     input: &Path,
     out: &Path,
 ) -> Result<(), String> {
     let bytes = std::fs::read(input).map_err(|e| format!("cannot read it: {e}"))?;
-    if plan.output_len().is_none() {
-        // The size depends on the image: find it from the header first.
-        let mut probe = Tensor::zeros(plan.dtype(), 0);
-        let _ = plan.run(state, Input::Encoded(&bytes), probe.as_mut());
-    }
-    let len = plan.output_len().unwrap_or(0);
-    if tensor.len() != len {
-        *tensor = Tensor::zeros(plan.dtype(), len);
-    }
-    let g = plan
-        .run(state, Input::Encoded(&bytes), tensor.as_mut())
+    plan.run(state, Input::Encoded(&bytes), tensor.as_mut())
         .map_err(|e| e.to_string())?;
     let file =
         std::fs::File::create(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-    tensorprep::npy::write(
-        std::io::BufWriter::new(file),
-        &shape(plan, g.output),
-        tensor,
-    )
-    .map_err(|e| format!("cannot write {}: {e}", out.display()))
+    tensorprep::npy::write(std::io::BufWriter::new(file), shape, tensor)
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))
 }
 
 fn run(args: &RunArgs) -> Result<ExitCode, String> {
-    let (plan, _) = plan(&args.pipeline)?;
-    if plan.output_len().is_none() {
-        return Err(format!(
-            "preset `{}` has an image-dependent output size, which `run` does not support yet",
-            args.pipeline.preset
-        ));
-    }
+    let (plan, _, shape) = plan(&args.pipeline)?;
     let single_file = args.inputs.len() == 1 && args.out.extension().is_some_and(|e| e == "npy");
     let outputs: Vec<PathBuf> = if single_file {
         vec![args.out.clone()]
@@ -230,12 +205,12 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     };
     let bar = progress(args.inputs.len());
     let mut state = PlanState::new();
-    let mut tensor = Tensor::zeros(plan.dtype(), 0);
+    let mut tensor = Tensor::zeros(plan.dtype(), shape.iter().product());
     let mut written = std::collections::HashSet::new();
     let mut failed = 0;
     for (input, out) in args.inputs.iter().zip(&outputs) {
         let result = if written.insert(out.clone()) {
-            run_one(&plan, &mut state, &mut tensor, input, out)
+            run_one(&plan, &mut state, (&mut tensor, &shape), input, out)
         } else {
             Err(format!(
                 "another input already wrote {} (same file stem)",
@@ -260,8 +235,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         format!("{}/", args.out.display())
     };
     eprintln!(
-        "wrote {ok} tensor(s) of shape {:?} to {target}{}",
-        plan.output_shape().unwrap_or_default(),
+        "wrote {ok} tensor(s) of shape {shape:?} to {target}{}",
         if failed > 0 {
             format!(" ({failed} of {} inputs failed)", args.inputs.len())
         } else {
@@ -319,17 +293,18 @@ fn timed_pass<S: Send>(
 }
 
 fn bench(args: &BenchArgs) -> Result<ExitCode, String> {
-    let (plan, backend) = plan(&args.pipeline)?;
+    let (plan, backend, shape) = plan(&args.pipeline)?;
+    let len = shape.iter().product();
     let threads = args.threads.max(1);
     let repeat = args.repeat.max(1);
     let mut files = Vec::new();
     let mut skipped = 0;
     let mut check = PlanState::new();
     let mut pixels = 0u64;
+    let mut out = Tensor::zeros(plan.dtype(), len);
     for path in jpeg_files(&args.dir)? {
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         // Files the pipeline rejects are reported and left out of the timing.
-        let mut out = Tensor::zeros(plan.dtype(), plan.output_len().unwrap_or(0));
         match plan.run(&mut check, Input::Encoded(&bytes), out.as_mut()) {
             Ok(g) => {
                 pixels += u64::from(g.input.0) * u64::from(g.input.1);
@@ -345,7 +320,6 @@ fn bench(args: &BenchArgs) -> Result<ExitCode, String> {
         return Err(format!("no decodable JPEG files in {}", args.dir.display()));
     }
     let n = files.len();
-    let len = plan.output_len().unwrap_or(0);
     let mut states: Vec<(PlanState, Tensor)> = (0..threads)
         .map(|_| (PlanState::new(), Tensor::zeros(plan.dtype(), len)))
         .collect();

@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 use tensorprep::TensorMut;
 use tensorprep::pipeline::{Input, InputDesc, Pipeline, PlanState};
 
-fn tensorprep(args: &[&str]) -> Output {
+fn tensorprep<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tensorprep"))
         .args(args)
         .output()
@@ -98,10 +98,7 @@ fn run_with_several_inputs_fills_a_directory_and_survives_a_bad_file() {
         }
         a
     };
-    let o = Command::new(env!("CARGO_BIN_EXE_tensorprep"))
-        .args(args(false))
-        .output()
-        .unwrap();
+    let o = tensorprep(&args(false));
     let stderr = String::from_utf8_lossy(&o.stderr);
     // One bad file: named in the error, the exit status says so, the others are written.
     assert!(!o.status.success());
@@ -114,10 +111,7 @@ fn run_with_several_inputs_fills_a_directory_and_survives_a_bad_file() {
     assert!(!out.join("broken.npy").exists());
     // --fail-fast stops there.
     std::fs::remove_dir_all(&out).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_tensorprep"))
-        .args(args(true))
-        .output()
-        .unwrap();
+    let o = tensorprep(&args(true));
     assert!(!o.status.success());
     assert!(out.join("sample.npy").exists() && !out.join("sklearn_china.npy").exists());
 }
