@@ -13,6 +13,8 @@ mod format;
 mod image;
 mod rows;
 mod tensor;
+#[cfg(all(test, feature = "alloc"))]
+mod testing;
 
 pub mod color;
 pub mod finish;

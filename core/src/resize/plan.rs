@@ -509,19 +509,6 @@ mod tests {
         ));
     }
 
-    /// A deterministic pseudo-random byte stream (xorshift).
-    fn noise(n: usize, seed: u32) -> alloc::vec::Vec<u8> {
-        let mut x = seed.max(1);
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                (x >> 24) as u8
-            })
-            .collect()
-    }
-
     fn crop_copy(img: &crate::Image, r: Rect) -> alloc::vec::Vec<u8> {
         let v = img.view();
         let c = v.crop(r).unwrap();
@@ -572,7 +559,7 @@ mod tests {
             let bpp = format.bytes_per_pixel().unwrap();
             for &(src, full, bx) in &cases {
                 seed += 1;
-                let px = noise(src.0 as usize * src.1 as usize * bpp, seed);
+                let px = crate::testing::noise(src.0 as usize * src.1 as usize * bpp, seed);
                 let view = ImageView::new(format, src.0, src.1, &px).unwrap();
                 for r in Resample::ALL {
                     let Ok(whole) = ResizePlan::with_source_box(src, bx, full, r, &Limits::DEFAULT)
@@ -617,7 +604,7 @@ mod tests {
     fn converting_while_resizing_equals_converting_first() {
         for (w, h) in [(64u32, 48u32), (37, 29), (16, 200), (256, 6)] {
             let len = crate::image::tight_len(PixelFormat::Nv21, w, h).unwrap() as usize;
-            let frame = noise(len, w + h);
+            let frame = crate::testing::noise(len, w + h);
             for from in [PixelFormat::Nv21, PixelFormat::Nv12, PixelFormat::I420] {
                 let src = ImageView::new(from, w, h, &frame).unwrap();
                 for to in [PixelFormat::Rgb8, PixelFormat::Bgra8, PixelFormat::Gray8] {
