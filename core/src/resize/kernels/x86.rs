@@ -183,13 +183,7 @@ pub(super) unsafe fn sums8_avx2<const N: usize>(t: &[u8], o: &mut [u8], axis: &A
             // Tap pair j of all channels; `t` has room for the spare tap (see `h_block`).
             let taps = &t[at..at + 16 * N];
             for c in 0..N {
-                let a = i64::from_le_bytes(taps[8 * c..8 * c + 8].try_into().unwrap_or([0; 8]));
-                let b = i64::from_le_bytes(
-                    taps[8 * (N + c)..8 * (N + c) + 8]
-                        .try_into()
-                        .unwrap_or([0; 8]),
-                );
-                let ab = _mm_unpacklo_epi8(_mm_cvtsi64_si128(a), _mm_cvtsi64_si128(b));
+                let ab = tap_pair::<N>(taps, c);
                 let v = _mm256_cvtepu8_epi16(ab);
                 acc_hi[c] = _mm256_add_epi32(acc_hi[c], _mm256_madd_epi16(v, whi));
                 acc_lo[c] = _mm256_add_epi32(acc_lo[c], _mm256_madd_epi16(v, wlo));
@@ -208,6 +202,20 @@ pub(super) unsafe fn sums8_avx2<const N: usize>(t: &[u8], o: &mut [u8], axis: &A
     }
 }
 
+/// Channel `c` of a tap pair in the interleaved block: the 8 rows' bytes of the
+/// first tap, then of the second, interleaved byte by byte (`a0 b0 a1 b1 ...`).
+#[inline(always)]
+fn tap_pair<const N: usize>(taps: &[u8], c: usize) -> __m128i {
+    let a = i64::from_le_bytes(taps[8 * c..8 * c + 8].try_into().unwrap_or([0; 8]));
+    let b = i64::from_le_bytes(
+        taps[8 * (N + c)..8 * (N + c) + 8]
+            .try_into()
+            .unwrap_or([0; 8]),
+    );
+    // SAFETY: SSE2, part of every x86_64 target.
+    unsafe { _mm_unpacklo_epi8(_mm_cvtsi64_si128(a), _mm_cvtsi64_si128(b)) }
+}
+
 /// [`sums8_avx2`] in 128-bit registers: rows 0-3 and 4-7 in two halves.
 #[target_feature(enable = "sse4.1")]
 pub(super) unsafe fn sums8_sse41<const N: usize>(t: &[u8], o: &mut [u8], axis: &Axis) {
@@ -223,13 +231,7 @@ pub(super) unsafe fn sums8_sse41<const N: usize>(t: &[u8], o: &mut [u8], axis: &
             // Tap pair j of all channels; `t` has room for the spare tap (see `h_block`).
             let taps = &t[at..at + 16 * N];
             for c in 0..N {
-                let a = i64::from_le_bytes(taps[8 * c..8 * c + 8].try_into().unwrap_or([0; 8]));
-                let b = i64::from_le_bytes(
-                    taps[8 * (N + c)..8 * (N + c) + 8]
-                        .try_into()
-                        .unwrap_or([0; 8]),
-                );
-                let ab = _mm_unpacklo_epi8(_mm_cvtsi64_si128(a), _mm_cvtsi64_si128(b));
+                let ab = tap_pair::<N>(taps, c);
                 let halves = [_mm_unpacklo_epi8(ab, zero), _mm_unpackhi_epi8(ab, zero)];
                 for (h, v) in halves.into_iter().enumerate() {
                     acc_hi[c][h] = _mm_add_epi32(acc_hi[c][h], _mm_madd_epi16(v, whi));
