@@ -575,19 +575,12 @@ impl Plan {
         }
         let output = (read.region.width, read.region.height);
         // Region decoding: only the part of the JPEG the first reader reaches.
-        if let (Some(dp), Some(info)) = (&mut decode, jpeg) {
-            let d = self.decode.unwrap_or(Decode::exact(Backend::Zune));
-            let first = stages
-                .first()
-                .map(|s| s.read)
-                .filter(|r| r.buffer.is_none())
-                .unwrap_or(read);
+        if let (Some(dp), Some(info), Some(d)) = (&mut decode, jpeg, self.decode) {
+            // What the first pass reads of the decoded image (stages read the
+            // input before any buffer; with none, the finish pass reads it).
+            let first = stages.first().map_or(read, |s| s.read);
             let upright = info.exif_orientation == 1 || d.orientation == Orientation::Ignore;
-            if d.region_of_interest
-                && d.backend == Backend::LibjpegTurbo
-                && upright
-                && first.buffer.is_none()
-            {
+            if d.region_of_interest && d.backend == Backend::LibjpegTurbo && upright {
                 let region = info
                     .region_covering(first.region, dp.options.scale)
                     .unwrap_or(dp.region);
@@ -668,9 +661,8 @@ impl Plan {
                 let d = self
                     .decode
                     .ok_or(op_error("plan: compiled without a Decode op"))?;
-                let dec = decoder.get_or_insert_with(|| {
-                    JpegDecoder::new(decode_options(&d, Scale::Full, &self.limits))
-                });
+                // Full-scale options for the header; the resolved plan's (scale) to decode.
+                let dec = decoder.get_or_insert_with(JpegDecoder::default);
                 dec.set_options(decode_options(&d, Scale::Full, &self.limits));
                 let info = dec.read_info(bytes)?;
                 let key = ResolveKey {
