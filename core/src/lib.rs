@@ -19,6 +19,8 @@ mod testing;
 pub mod color;
 pub mod finish;
 pub mod geometry;
+#[cfg(feature = "graph")]
+pub mod graph;
 pub mod jpeg;
 #[cfg(feature = "std")]
 pub mod npy;

@@ -21,6 +21,9 @@ pub enum Rounding {
     Truncate,
     /// To nearest, ties to even, Python's `round(x)` (PaddleClas).
     HalfEven,
+    /// MindSpore's `Resize`: `floor(float(b) / c * a)` in float32 arithmetic
+    /// (the other side over the matched side, times the target).
+    FloorF32,
 }
 
 /// How the output size of a resize follows from the input size.
@@ -68,12 +71,14 @@ pub enum SizeRule {
 }
 
 /// `a * b / c` on non-negative integers in float64 (the product is exact), then
-/// rounded: Python's `int(a * b / c)` or `round(a * b / c)`.
+/// rounded: Python's `int(a * b / c)` or `round(a * b / c)`; or MindSpore's
+/// float32 `floor(b / c * a)`.
 fn scaled_side(a: u32, b: u32, c: u32, rounding: Rounding) -> u64 {
     let q = (u64::from(a) * u64::from(b)) as f64 / f64::from(c);
     match rounding {
         Rounding::Truncate => q as u64,
         Rounding::HalfEven => libm::rint(q) as u64,
+        Rounding::FloorF32 => libm::floorf(b as f32 / c as f32 * a as f32) as u64,
     }
 }
 
@@ -173,6 +178,29 @@ mod tests {
             rounding: Rounding::Truncate,
         };
         assert!(bad.output_size(10, 10).is_err());
+    }
+
+    #[test]
+    fn floor_f32_follows_mindspore_not_python() {
+        let rule = |rounding| SizeRule::ShorterSide {
+            size: 224,
+            max_size: None,
+            rounding,
+        };
+        // 117 / 112 * 224 is exactly 234, but float32 gives 233.99998 and
+        // MindSpore's floor keeps 233 (numpy float32 agrees).
+        assert_eq!(
+            rule(Rounding::FloorF32).output_size(117, 112).unwrap(),
+            (233, 224)
+        );
+        assert_eq!(
+            rule(Rounding::Truncate).output_size(117, 112).unwrap(),
+            (234, 224)
+        );
+        assert_eq!(
+            rule(Rounding::FloorF32).output_size(112, 117).unwrap(),
+            (224, 233)
+        );
     }
 
     #[test]

@@ -1,0 +1,193 @@
+//! Graph files on disk: sidecars, and graphs inside ONNX model files.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::string::ToString;
+use std::vec::Vec;
+
+use super::{Graph, GraphError, MAX_GRAPH_BYTES, onnx};
+
+/// The largest single `metadata_props` entry read from a model file.
+const MAX_ENTRY_BYTES: u64 = (MAX_GRAPH_BYTES as u64).div_ceil(3) * 4 + 1024;
+
+fn io(path: &Path, error: std::io::Error) -> GraphError {
+    GraphError::Io {
+        path: path.display().to_string(),
+        error,
+    }
+}
+
+/// Reads a whole file of at most `limit` bytes, refusing larger ones before
+/// reading them.
+pub(crate) fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, GraphError> {
+    let file = File::open(path).map_err(|e| io(path, e))?;
+    let len = file.metadata().map_err(|e| io(path, e))?.len();
+    if len > limit {
+        return Err(GraphError::TooLarge { bytes: len, limit });
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io(path, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(GraphError::TooLarge {
+            bytes: bytes.len() as u64,
+            limit,
+        });
+    }
+    Ok(bytes)
+}
+
+/// The sidecar graph file of a model: `model.onnx` → `model.tpp`.
+pub fn sidecar_path(model: &Path) -> PathBuf {
+    model.with_extension("tpp")
+}
+
+impl Graph {
+    /// Reads and validates a graph file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Graph, GraphError> {
+        let path = path.as_ref();
+        Graph::decode(&read_capped(path, MAX_GRAPH_BYTES as u64)?)
+    }
+
+    /// Writes the graph file.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), GraphError> {
+        let path = path.as_ref();
+        std::fs::write(path, self.encode()).map_err(|e| io(path, e))
+    }
+
+    /// The graph of a model: its sidecar file (`model.tpp` next to
+    /// `model.onnx`), or the graph embedded in the ONNX model. If both exist
+    /// they must be the same graph.
+    ///
+    /// Only the model's top-level fields are read to find an embedded graph;
+    /// its weights are skipped, not loaded.
+    pub fn for_model(model: impl AsRef<Path>) -> Result<Graph, GraphError> {
+        let model = model.as_ref();
+        let sidecar = sidecar_path(model);
+        let beside = if sidecar.is_file() && sidecar != model {
+            Some(Graph::load(&sidecar)?)
+        } else {
+            None
+        };
+        let inside = if model.extension().is_some_and(|e| e == "onnx") && model.is_file() {
+            embedded_in_onnx_file(model)?
+        } else {
+            None
+        };
+        match (beside, inside) {
+            (Some(a), Some(b)) if a != b => Err(GraphError::invalid(
+                None,
+                std::format!(
+                    "{} and the graph embedded in {} differ; remove one",
+                    sidecar.display(),
+                    model.display()
+                ),
+            )),
+            (Some(g), _) | (None, Some(g)) => Ok(g),
+            (None, None) => Err(GraphError::invalid(
+                None,
+                std::format!(
+                    "no graph for {}: no {} and no `{}` metadata entry",
+                    model.display(),
+                    sidecar.display(),
+                    onnx::METADATA_KEY
+                ),
+            )),
+        }
+    }
+}
+
+/// The graph embedded in an ONNX file, found by a streaming scan of the
+/// top-level fields that seeks past everything but `metadata_props`.
+pub fn embedded_in_onnx_file(path: &Path) -> Result<Option<Graph>, GraphError> {
+    let file = File::open(path).map_err(|e| io(path, e))?;
+    let len = file.metadata().map_err(|e| io(path, e))?.len();
+    let mut r = BufReader::new(file);
+    let mut found: Option<Vec<u8>> = None;
+    let bad = |what: &str| {
+        GraphError::import(
+            "onnx",
+            std::format!("{}: not a valid ONNX model ({what})", path.display()),
+        )
+    };
+    let mut pos = 0u64;
+    while pos < len {
+        let key = read_varint(&mut r, &mut pos).ok_or_else(|| bad("bad field key"))?;
+        let number = key >> 3;
+        match key & 7 {
+            0 => {
+                read_varint(&mut r, &mut pos).ok_or_else(|| bad("bad varint"))?;
+            }
+            1 | 5 => {
+                let n = if key & 7 == 1 { 8 } else { 4 };
+                skip(&mut r, &mut pos, n, len).ok_or_else(|| bad("truncated"))?;
+            }
+            2 => {
+                let n = read_varint(&mut r, &mut pos).ok_or_else(|| bad("bad length"))?;
+                if number == u64::from(onnx::METADATA_PROPS) {
+                    if n > MAX_ENTRY_BYTES || n > len - pos {
+                        return Err(bad("oversized metadata entry"));
+                    }
+                    let mut entry = std::vec![0; n as usize];
+                    r.read_exact(&mut entry).map_err(|e| io(path, e))?;
+                    pos += n;
+                    if let Some(value) = graph_entry_value(&entry)?
+                        && found.replace(value).is_some()
+                    {
+                        return Err(GraphError::invalid(
+                            None,
+                            std::format!(
+                                "the model has more than one `{}` entry",
+                                onnx::METADATA_KEY
+                            ),
+                        ));
+                    }
+                } else {
+                    skip(&mut r, &mut pos, n, len).ok_or_else(|| bad("truncated"))?;
+                }
+            }
+            _ => return Err(bad("unsupported wire type")),
+        }
+    }
+    found.map(|v| onnx::decode_value(&v)).transpose()
+}
+
+/// The value of a `StringStringEntryProto` if its key is ours.
+fn graph_entry_value(entry: &[u8]) -> Result<Option<Vec<u8>>, GraphError> {
+    let (mut key, mut value) = (&[][..], &[][..]);
+    for field in super::wire::fields(entry) {
+        let field = field?;
+        match (field.number, field.value) {
+            (1, super::wire::Value::Bytes(b)) => key = b,
+            (2, super::wire::Value::Bytes(b)) => value = b,
+            _ => {}
+        }
+    }
+    Ok((key == onnx::METADATA_KEY.as_bytes()).then(|| value.to_vec()))
+}
+
+fn read_varint(r: &mut impl Read, pos: &mut u64) -> Option<u64> {
+    let mut v = 0u64;
+    for i in 0..10 {
+        let mut b = [0u8];
+        r.read_exact(&mut b).ok()?;
+        *pos += 1;
+        v |= u64::from(b[0] & 0x7f) << (7 * i);
+        if b[0] < 0x80 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+fn skip(r: &mut BufReader<File>, pos: &mut u64, n: u64, len: u64) -> Option<()> {
+    if n > len - *pos {
+        return None;
+    }
+    let n = i64::try_from(n).ok()?;
+    r.seek_relative(n).ok()?;
+    *pos = pos.checked_add(n as u64)?;
+    Some(())
+}
