@@ -21,6 +21,8 @@ pub mod finish;
 pub mod geometry;
 #[cfg(feature = "graph")]
 pub mod graph;
+#[cfg(feature = "import")]
+pub mod import;
 pub mod jpeg;
 #[cfg(feature = "std")]
 pub mod npy;

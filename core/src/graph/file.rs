@@ -3,7 +3,7 @@
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::string::ToString;
+use std::string::{String, ToString};
 use std::vec::Vec;
 
 use super::{Graph, GraphError, MAX_GRAPH_BYTES, onnx};
@@ -102,10 +102,42 @@ impl Graph {
 /// The graph embedded in an ONNX file, found by a streaming scan of the
 /// top-level fields that seeks past everything but `metadata_props`.
 pub fn embedded_in_onnx_file(path: &Path) -> Result<Option<Graph>, GraphError> {
+    let mut found: Option<Vec<u8>> = None;
+    scan_onnx_metadata(path, |key, value| {
+        if key == onnx::METADATA_KEY.as_bytes() && found.replace(value.to_vec()).is_some() {
+            return Err(GraphError::invalid(
+                None,
+                std::format!("the model has more than one `{}` entry", onnx::METADATA_KEY),
+            ));
+        }
+        Ok(())
+    })?;
+    found.map(|v| onnx::decode_value(&v)).transpose()
+}
+
+/// An ONNX file's `metadata_props` (UTF-8, lossily), read by the same
+/// streaming scan: the weights are skipped, not loaded.
+pub fn onnx_file_metadata_props(path: &Path) -> Result<Vec<(String, String)>, GraphError> {
+    let mut props = Vec::new();
+    scan_onnx_metadata(path, |key, value| {
+        props.push((
+            String::from_utf8_lossy(key).into_owned(),
+            String::from_utf8_lossy(value).into_owned(),
+        ));
+        Ok(())
+    })?;
+    Ok(props)
+}
+
+/// Calls `f` with the key and value of every top-level `metadata_props`
+/// entry of the ONNX file at `path`.
+fn scan_onnx_metadata(
+    path: &Path,
+    mut f: impl FnMut(&[u8], &[u8]) -> Result<(), GraphError>,
+) -> Result<(), GraphError> {
     let file = File::open(path).map_err(|e| io(path, e))?;
     let len = file.metadata().map_err(|e| io(path, e))?.len();
     let mut r = BufReader::new(file);
-    let mut found: Option<Vec<u8>> = None;
     let bad = |what: &str| {
         GraphError::import(
             "onnx",
@@ -113,12 +145,14 @@ pub fn embedded_in_onnx_file(path: &Path) -> Result<Option<Graph>, GraphError> {
         )
     };
     let mut pos = 0u64;
+    let mut has_ir_version = false;
     while pos < len {
         let key = read_varint(&mut r, &mut pos).ok_or_else(|| bad("bad field key"))?;
         let number = key >> 3;
         match key & 7 {
             0 => {
                 read_varint(&mut r, &mut pos).ok_or_else(|| bad("bad varint"))?;
+                has_ir_version |= number == 1;
             }
             1 | 5 => {
                 let n = if key & 7 == 1 { 8 } else { 4 };
@@ -133,17 +167,8 @@ pub fn embedded_in_onnx_file(path: &Path) -> Result<Option<Graph>, GraphError> {
                     let mut entry = std::vec![0; n as usize];
                     r.read_exact(&mut entry).map_err(|e| io(path, e))?;
                     pos += n;
-                    if let Some(value) = graph_entry_value(&entry)?
-                        && found.replace(value).is_some()
-                    {
-                        return Err(GraphError::invalid(
-                            None,
-                            std::format!(
-                                "the model has more than one `{}` entry",
-                                onnx::METADATA_KEY
-                            ),
-                        ));
-                    }
+                    let (key, value) = entry_fields(&entry)?;
+                    f(key, value)?;
                 } else {
                     skip(&mut r, &mut pos, n, len).ok_or_else(|| bad("truncated"))?;
                 }
@@ -151,11 +176,14 @@ pub fn embedded_in_onnx_file(path: &Path) -> Result<Option<Graph>, GraphError> {
             _ => return Err(bad("unsupported wire type")),
         }
     }
-    found.map(|v| onnx::decode_value(&v)).transpose()
+    if !has_ir_version {
+        return Err(bad("no ir_version field"));
+    }
+    Ok(())
 }
 
-/// The value of a `StringStringEntryProto` if its key is ours.
-fn graph_entry_value(entry: &[u8]) -> Result<Option<Vec<u8>>, GraphError> {
+/// The key and value of a `StringStringEntryProto`.
+fn entry_fields(entry: &[u8]) -> Result<(&[u8], &[u8]), GraphError> {
     let (mut key, mut value) = (&[][..], &[][..]);
     for field in super::wire::fields(entry) {
         let field = field?;
@@ -165,7 +193,7 @@ fn graph_entry_value(entry: &[u8]) -> Result<Option<Vec<u8>>, GraphError> {
             _ => {}
         }
     }
-    Ok((key == onnx::METADATA_KEY.as_bytes()).then(|| value.to_vec()))
+    Ok((key, value))
 }
 
 fn read_varint(r: &mut impl Read, pos: &mut u64) -> Option<u64> {

@@ -46,7 +46,7 @@ use alloc::vec::Vec;
 
 pub use error::GraphError;
 #[cfg(feature = "std")]
-pub use file::{embedded_in_onnx_file, sidecar_path};
+pub use file::{embedded_in_onnx_file, onnx_file_metadata_props, sidecar_path};
 pub use selftest::{SelfTest, SelfTestInput, SelfTestReport, pattern};
 
 use crate::color::YuvRange;

@@ -1,0 +1,401 @@
+//! Hugging Face `preprocessor_config.json` (the PIL backend of the image
+//! processors, which the `Fast` torchvision backend approximates).
+
+use std::format;
+
+use std::vec::Vec;
+
+use serde_json::Value;
+
+use super::json::{self, Object};
+use super::{decode, finish, graph, pillow_filter, three};
+use crate::finish::Normalize;
+use crate::graph::{Graph, GraphError};
+use crate::jpeg::Orientation;
+use crate::pipeline::{CenterCrop, CropRounding, Op, Resize};
+use crate::resize::{Filter, Resample};
+use crate::size::{Rounding, SizeRule};
+use crate::{DType, Layout, Quantization};
+
+const FORMAT: &str = "hf";
+
+const STANDARD: [f32; 3] = [0.5; 3];
+const CLIP_MEAN: [f32; 3] = [0.481_454_67, 0.457_827_5, 0.408_210_72];
+const CLIP_STD: [f32; 3] = [0.268_629_55, 0.261_302_6, 0.275_777_1];
+
+/// A size as the processors hold it after `get_size_dict`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Size {
+    HeightWidth(u32, u32),
+    ShortestEdge(u32),
+}
+
+/// An image processor class's defaults (transformers 5, PIL backend).
+struct Defaults {
+    class: &'static str,
+    size: Size,
+    default_to_square: bool,
+    filter: Filter,
+    center_crop: Option<(u32, u32)>,
+    mean: [f32; 3],
+    std: [f32; 3],
+    /// ConvNeXT's `crop_pct` resize.
+    crop_pct: Option<f64>,
+}
+
+const CLASSES: &[Defaults] = &[
+    Defaults {
+        class: "ViT",
+        size: Size::HeightWidth(224, 224),
+        default_to_square: true,
+        filter: Filter::Bilinear,
+        center_crop: None,
+        mean: STANDARD,
+        std: STANDARD,
+        crop_pct: None,
+    },
+    Defaults {
+        class: "DeiT",
+        size: Size::HeightWidth(256, 256),
+        default_to_square: true,
+        filter: Filter::Bicubic,
+        center_crop: Some((224, 224)),
+        mean: STANDARD,
+        std: STANDARD,
+        crop_pct: None,
+    },
+    Defaults {
+        class: "Beit",
+        size: Size::HeightWidth(224, 224),
+        default_to_square: true,
+        filter: Filter::Bicubic,
+        center_crop: None,
+        mean: STANDARD,
+        std: STANDARD,
+        crop_pct: None,
+    },
+    Defaults {
+        class: "CLIP",
+        size: Size::ShortestEdge(224),
+        default_to_square: false,
+        filter: Filter::Bicubic,
+        center_crop: Some((224, 224)),
+        mean: CLIP_MEAN,
+        std: CLIP_STD,
+        crop_pct: None,
+    },
+    Defaults {
+        class: "ConvNext",
+        size: Size::ShortestEdge(384),
+        default_to_square: false,
+        filter: Filter::Bicubic,
+        center_crop: None,
+        mean: STANDARD,
+        std: STANDARD,
+        crop_pct: Some(224.0 / 256.0),
+    },
+    Defaults {
+        class: "Bit",
+        size: Size::ShortestEdge(224),
+        default_to_square: false,
+        filter: Filter::Bicubic,
+        center_crop: Some((224, 224)),
+        mean: CLIP_MEAN,
+        std: CLIP_STD,
+        crop_pct: None,
+    },
+    Defaults {
+        class: "Siglip",
+        size: Size::HeightWidth(224, 224),
+        default_to_square: false,
+        filter: Filter::Bicubic,
+        center_crop: None,
+        mean: STANDARD,
+        std: STANDARD,
+        crop_pct: None,
+    },
+];
+
+/// `ViTImageProcessorFast`, `ViTFeatureExtractor`, ... → `ViT`.
+fn class_stem(name: &str) -> &str {
+    let name = name.strip_suffix("Pil").unwrap_or(name);
+    let name = name.strip_suffix("Fast").unwrap_or(name);
+    name.strip_suffix("ImageProcessor")
+        .or_else(|| name.strip_suffix("FeatureExtractor"))
+        .unwrap_or(name)
+}
+
+/// `get_size_dict`: an int, a `[height, width]` list or a dict.
+fn read_size(
+    o: &Object<'_>,
+    key: &str,
+    default_to_square: bool,
+) -> Result<Option<Size>, GraphError> {
+    let Some(v) = o.get(key) else {
+        return Ok(None);
+    };
+    let pos = |v: &Value, what: &str| -> Result<u32, GraphError> {
+        let n = v
+            .as_i64()
+            .ok_or_else(|| o.error(format!("`{key}.{what}` must be an integer, not {v}")))?;
+        json::size(FORMAT, &format!("`{key}.{what}`"), n)
+    };
+    Ok(Some(match v {
+        Value::Number(_) if default_to_square => {
+            let s = pos(v, "")?;
+            Size::HeightWidth(s, s)
+        }
+        Value::Number(_) => Size::ShortestEdge(pos(v, "")?),
+        Value::Array(items) if items.len() == 2 => {
+            Size::HeightWidth(pos(&items[0], "0")?, pos(&items[1], "1")?)
+        }
+        Value::Object(map) => {
+            let get = |k: &str| map.get(k).filter(|v| !v.is_null());
+            let keys: Vec<&str> = map
+                .iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, _)| k.as_str())
+                .collect();
+            match (
+                get("height"),
+                get("width"),
+                get("shortest_edge"),
+                keys.len(),
+            ) {
+                (Some(h), Some(w), None, 2) => {
+                    Size::HeightWidth(pos(h, "height")?, pos(w, "width")?)
+                }
+                (None, None, Some(s), 1) => Size::ShortestEdge(pos(s, "shortest_edge")?),
+                _ => {
+                    return Err(o.error(format!(
+                        "`{key}` with keys {keys:?} is not supported (height+width or shortest_edge)"
+                    )));
+                }
+            }
+        }
+        v => return Err(o.error(format!("`{key}` must be a size, not {v}"))),
+    }))
+}
+
+/// A Hugging Face `preprocessor_config.json`, as its image processor class
+/// runs it with the PIL backend on a PIL image loaded by
+/// `transformers.image_utils.load_image` (EXIF orientation applied).
+///
+/// Supported classes: ViT, DeiT, BEiT, CLIP, ConvNeXT (with `crop_pct`), BiT
+/// and SigLIP, in their `ImageProcessor`, `ImageProcessorFast` and legacy
+/// `FeatureExtractor` spellings. Keys the file leaves out take the class's
+/// defaults (transformers 5); legacy integer sizes follow `get_size_dict`
+/// (`size: 224` is 224x224 for ViT, shortest edge 224 for CLIP).
+pub fn hugging_face(config: &str) -> Result<Graph, GraphError> {
+    let value = json::parse(FORMAT, config)?;
+    let o = Object::new(FORMAT, &value)?;
+    let class = match (
+        o.str("image_processor_type")?,
+        o.str("feature_extractor_type")?,
+    ) {
+        (Some(c), _) | (None, Some(c)) => c,
+        (None, None) => {
+            return Err(o.error(
+                "neither `image_processor_type` nor `feature_extractor_type` names the processor class"
+                    .into(),
+            ));
+        }
+    };
+    let stem = class_stem(class);
+    let d = CLASSES
+        .iter()
+        .find(|d| d.class.eq_ignore_ascii_case(stem))
+        .ok_or_else(|| {
+            let known: Vec<&str> = CLASSES.iter().map(|d| d.class).collect();
+            o.error(format!(
+                "processor class `{class}` is not supported (known: {})",
+                known.join(", ")
+            ))
+        })?;
+    for key in ["do_pad", "do_flip_channel_order"] {
+        if o.bool(key)? == Some(true) {
+            return Err(o.error(format!("`{key}: true` is not supported")));
+        }
+    }
+
+    let mut ops = Vec::from([decode(Orientation::Apply)]);
+    if o.bool("do_resize")?.unwrap_or(true) {
+        let size = read_size(&o, "size", d.default_to_square)?.unwrap_or(d.size);
+        let filter = match o.int("resample")? {
+            Some(n) => pillow_filter(n)
+                .ok_or_else(|| o.error(format!("`resample` {n} is not a Pillow filter")))?,
+            None => d.filter,
+        };
+        let resize = |size| {
+            Op::Resize(Resize {
+                size,
+                resample: Resample::Pillow(filter),
+            })
+        };
+        let shorter = |size| SizeRule::ShorterSide {
+            size,
+            max_size: None,
+            rounding: Rounding::Truncate,
+        };
+        match (size, d.crop_pct) {
+            (Size::ShortestEdge(edge), Some(default_pct)) => {
+                let pct = o.f64("crop_pct")?.unwrap_or(default_pct);
+                if edge < 384 {
+                    if !(pct > 0.0 && pct <= 1.0) {
+                        return Err(o.error(format!("`crop_pct` must be in (0, 1], not {pct}")));
+                    }
+                    // int(shortest_edge / crop_pct), then a centre crop back to it.
+                    ops.push(resize(shorter((f64::from(edge) / pct) as u32)));
+                    ops.push(Op::CenterCrop(CenterCrop {
+                        width: edge,
+                        height: edge,
+                        rounding: CropRounding::Floor,
+                    }));
+                } else {
+                    ops.push(resize(SizeRule::Exact {
+                        width: edge,
+                        height: edge,
+                    }));
+                }
+            }
+            (_, Some(_)) => return Err(o.error("ConvNeXT needs `size.shortest_edge`".into())),
+            (Size::ShortestEdge(edge), None) => ops.push(resize(shorter(edge))),
+            (Size::HeightWidth(height, width), None) => {
+                ops.push(resize(SizeRule::Exact { width, height }))
+            }
+        }
+    }
+    let do_center_crop = o.bool("do_center_crop")?.unwrap_or(d.center_crop.is_some());
+    if do_center_crop {
+        let (height, width) = match read_size(&o, "crop_size", true)? {
+            Some(Size::HeightWidth(h, w)) => (h, w),
+            Some(Size::ShortestEdge(_)) => {
+                return Err(o.error("`crop_size` must give height and width".into()));
+            }
+            None => d.center_crop.unwrap_or((224, 224)),
+        };
+        ops.push(Op::CenterCrop(CenterCrop {
+            width,
+            height,
+            rounding: CropRounding::Floor,
+        }));
+    }
+    let divisor = if o.bool("do_rescale")?.unwrap_or(true) {
+        let factor = o.f64("rescale_factor")?.unwrap_or(1.0 / 255.0);
+        if !(factor.is_finite() && factor > 0.0) {
+            return Err(o.error(format!("`rescale_factor` must be positive, not {factor}")));
+        }
+        (1.0 / factor) as f32
+    } else {
+        1.0
+    };
+    let (mean, std) = if o.bool("do_normalize")?.unwrap_or(true) {
+        let stat = |key: &str, default: [f32; 3]| -> Result<[f32; 3], GraphError> {
+            match o.floats(key)? {
+                Some(v) => three(&v).ok_or_else(|| o.error(format!("`{key}` needs 1 or 3 values"))),
+                None => Ok(default),
+            }
+        };
+        (stat("image_mean", d.mean)?, stat("image_std", d.std)?)
+    } else {
+        ([0.0; 3], [1.0; 3])
+    };
+    ops.extend(finish(
+        Normalize { mean, std, divisor },
+        Layout::Chw,
+        DType::F32,
+        Quantization::IDENTITY,
+    ));
+    graph(
+        &ops,
+        "pixel_values",
+        format!("hf {class} preprocessor_config.json"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::string::ToString;
+
+    #[test]
+    fn legacy_int_sizes_follow_the_class() {
+        let vit = hugging_face(r#"{"feature_extractor_type": "ViTFeatureExtractor", "size": 384}"#)
+            .unwrap();
+        assert_eq!(vit.output.shape, Some([3, 384, 384]));
+        let clip = hugging_face(
+            r#"{"image_processor_type": "CLIPImageProcessor", "size": 256, "crop_size": 240}"#,
+        )
+        .unwrap();
+        assert!(clip.pipeline.ops().iter().any(|op| matches!(
+            op,
+            Op::Resize(Resize {
+                size: SizeRule::ShorterSide { size: 256, .. },
+                ..
+            })
+        )));
+        assert_eq!(clip.output.shape, Some([3, 240, 240]));
+    }
+
+    #[test]
+    fn convnext_crop_pct_resizes_then_crops() {
+        let g = hugging_face(
+            r#"{"image_processor_type": "ConvNextImageProcessor", "size": {"shortest_edge": 224}, "crop_pct": 0.875}"#,
+        )
+        .unwrap();
+        let sizes: Vec<_> = g
+            .pipeline
+            .ops()
+            .iter()
+            .filter_map(|op| match op {
+                Op::Resize(r) => Some(r.size),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            sizes,
+            [SizeRule::ShorterSide {
+                size: 256,
+                max_size: None,
+                rounding: Rounding::Truncate
+            }]
+        );
+        assert_eq!(g.output.shape, Some([3, 224, 224]));
+        let big = hugging_face(
+            r#"{"image_processor_type": "ConvNextImageProcessor", "size": {"shortest_edge": 384}}"#,
+        )
+        .unwrap();
+        assert_eq!(big.output.shape, Some([3, 384, 384]));
+    }
+
+    #[test]
+    fn unsupported_settings_are_named() {
+        for (config, needle) in [
+            (
+                r#"{"image_processor_type": "DetrImageProcessor"}"#,
+                "DetrImageProcessor",
+            ),
+            (
+                r#"{"image_processor_type": "ViTImageProcessor", "do_pad": true}"#,
+                "do_pad",
+            ),
+            (
+                r#"{"image_processor_type": "ViTImageProcessor", "size": {"shortest_edge": 800, "longest_edge": 1333}}"#,
+                "longest_edge",
+            ),
+            (
+                r#"{"image_processor_type": "ViTImageProcessor", "resample": 9}"#,
+                "resample",
+            ),
+            (
+                r#"{"image_processor_type": "ViTImageProcessor", "image_mean": [1, 2]}"#,
+                "image_mean",
+            ),
+            (r#"[1, 2]"#, "not a JSON object"),
+            (r#"{"size": 224}"#, "processor class"),
+        ] {
+            let e = hugging_face(config).unwrap_err().to_string();
+            assert!(e.contains(needle), "{config}: {e}");
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Importers: the preprocessing configurations users already ship, turned into
+//! explicit [`Graph`]s.
+//!
+//! | Source | Function | Reads |
+//! |---|---|---|
+//! | Hugging Face | [`hugging_face`] | `preprocessor_config.json` (ViT, DeiT, BEiT, CLIP, ConvNeXT, BiT, SigLIP) |
+//! | timm | [`timm`] | `pretrained_cfg` (or a hub `config.json` holding one) |
+//! | torchvision | [`torchvision`] | a weights name (`ResNet50_Weights.IMAGENET1K_V2`) from a built-in table |
+//! | Ultralytics | [`ultralytics`] | an exported ONNX model's metadata (`imgsz`, `stride`, `task`) |
+//! | TFLite | [`tflite`] | a `.tflite` model's metadata (image size, normalization) and input tensor |
+//! | MindSpore | [`mindir`] | a MindIR model's `preprocessor` (ModelProto field 9) |
+//!
+//! Each importer reproduces its library's *eval* preprocessing, every implicit
+//! default made explicit: sizes and their rounding, the resampler, crop offset
+//! rounding, the value domain of mean and std. What a graph cannot express
+//! exactly is refused with a message naming the setting, never approximated.
+//!
+//! ```
+//! use tensorprep::import;
+//!
+//! let graph = import::hugging_face(r#"{
+//!     "image_processor_type": "ViTImageProcessor",
+//!     "size": {"height": 224, "width": 224},
+//!     "resample": 2,
+//!     "do_rescale": true, "rescale_factor": 0.00392156862745098,
+//!     "do_normalize": true, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5]
+//! }"#)?;
+//! assert_eq!(graph.output.shape, Some([3, 224, 224]));
+//! assert_eq!(graph.output.name, "pixel_values");
+//! # Ok::<(), tensorprep::graph::GraphError>(())
+//! ```
+
+mod flatbuf;
+mod hf;
+mod json;
+mod mindir;
+mod tflite;
+mod timm;
+mod torchvision;
+#[rustfmt::skip]
+mod torchvision_table;
+mod ultralytics;
+
+pub use hf::hugging_face;
+pub use mindir::mindir;
+pub use tflite::tflite;
+pub use timm::timm;
+pub use torchvision::{torchvision, torchvision_names};
+pub use ultralytics::ultralytics;
+
+use std::string::String;
+
+use crate::finish::{ChannelOrder, Normalize};
+use crate::graph::{Graph, GraphError, Provenance};
+use crate::jpeg::{Backend, Orientation};
+use crate::pipeline::{Decode, Op, Pipeline};
+use crate::resize::Filter;
+use crate::{DType, Layout, Quantization};
+
+/// The most bytes a JSON configuration may have.
+pub const MAX_CONFIG_BYTES: usize = 1 << 20;
+
+/// Decoding as the libraries do: libjpeg-turbo (the decoder in Pillow's and
+/// OpenCV's wheels), RGB.
+fn decoder(orientation: Orientation) -> Decode {
+    Decode {
+        orientation,
+        ..Decode::exact(Backend::LibjpegTurbo)
+    }
+}
+
+/// [`decoder`] as an op.
+fn decode(orientation: Orientation) -> Op {
+    Op::Decode(decoder(orientation))
+}
+
+/// The ops after the geometry: normalize, CHW or HWC RGB, the element type.
+fn finish(
+    normalize: Normalize,
+    layout: Layout,
+    dtype: DType,
+    quantization: Quantization,
+) -> [Op; 3] {
+    Op::finish(normalize, layout, ChannelOrder::Rgb, dtype, quantization)
+}
+
+/// A graph of `ops` producing the model input `name`, made from `source`.
+fn graph(ops: &[Op], name: &str, source: String) -> Result<Graph, GraphError> {
+    let mut graph = Graph::new(Pipeline::from_ops(ops)?)?;
+    graph.output.name = name.into();
+    graph.provenance = Provenance::tensorprep(source);
+    Ok(graph)
+}
+
+/// A Pillow filter by its `Image.Resampling` number.
+fn pillow_filter(n: i64) -> Option<Filter> {
+    Some(match n {
+        0 => Filter::Nearest,
+        1 => Filter::Lanczos3,
+        2 => Filter::Bilinear,
+        3 => Filter::Bicubic,
+        4 => Filter::Box,
+        5 => Filter::Hamming,
+        _ => return None,
+    })
+}
+
+/// A Pillow filter by its name as timm and torchvision spell it.
+fn filter_by_name(name: &str) -> Option<Filter> {
+    Some(match name {
+        "nearest" => Filter::Nearest,
+        "bilinear" | "linear" => Filter::Bilinear,
+        "bicubic" | "cubic" => Filter::Bicubic,
+        "box" => Filter::Box,
+        "hamming" => Filter::Hamming,
+        "lanczos" => Filter::Lanczos3,
+        _ => return None,
+    })
+}
+
+/// `[v; 3]` from one or three values.
+fn three(v: &[f32]) -> Option<[f32; 3]> {
+    match *v {
+        [x] => Some([x; 3]),
+        [a, b, c] => Some([a, b, c]),
+        _ => None,
+    }
+}
+
+/// Reads a small text configuration, refusing oversized input.
+fn check_size(format: &'static str, bytes: usize) -> Result<(), GraphError> {
+    if bytes > MAX_CONFIG_BYTES {
+        return Err(GraphError::import(
+            format,
+            std::format!("{bytes} bytes is more than the {MAX_CONFIG_BYTES}-byte limit"),
+        ));
+    }
+    Ok(())
+}
+
+/// The ImageNet statistics in 0-1 units.
+const IMAGENET_MEAN: [f32; 3] = [0.485, 0.456, 0.406];
+const IMAGENET_STD: [f32; 3] = [0.229, 0.224, 0.225];

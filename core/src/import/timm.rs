@@ -1,0 +1,159 @@
+//! timm `pretrained_cfg`: `transforms_imagenet_eval` made explicit.
+
+use std::format;
+use std::vec::Vec;
+
+use super::json::{self, Object};
+use super::{IMAGENET_MEAN, IMAGENET_STD, decode, filter_by_name, finish, graph, three};
+use crate::finish::Normalize;
+use crate::graph::{Graph, GraphError};
+use crate::jpeg::Orientation;
+use crate::pipeline::{CenterCrop, CropRounding, Op, Resize};
+use crate::resize::Resample;
+use crate::size::{Rounding, SizeRule};
+use crate::{DType, Layout, Quantization};
+
+const FORMAT: &str = "timm";
+
+/// A timm model's `pretrained_cfg` (a hub `config.json` holding one under
+/// `"pretrained_cfg"` works too), as `resolve_data_config` +
+/// `create_transform(is_training=False)` run it on a PIL image.
+///
+/// Missing keys take `resolve_data_config`'s defaults: `input_size`
+/// `[3, 224, 224]`, `interpolation` `"bicubic"`, `crop_pct` 0.875,
+/// `crop_mode` `"center"`, ImageNet mean and std. The resize side is
+/// `floor(size / crop_pct)`; `center` resizes the shorter side to it
+/// (torchvision `Resize(int)`), `squash` resizes both sides; then a centre
+/// crop with torchvision's rounding. `crop_mode: "border"` and non-square
+/// `center` inputs (timm's `ResizeKeepRatio`) are refused.
+pub fn timm(config: &str) -> Result<Graph, GraphError> {
+    let value = json::parse(FORMAT, config)?;
+    let outer = Object::new(FORMAT, &value)?;
+    let cfg = match outer.get("pretrained_cfg") {
+        Some(inner) => Object::new(FORMAT, inner)?,
+        None => outer,
+    };
+    let (height, width) = match cfg.sizes("input_size")?.as_deref() {
+        None => (224, 224),
+        Some(&[3, h, w]) if h > 0 && w > 0 => (h, w),
+        Some(other) => {
+            return Err(cfg.error(format!(
+                "`input_size` must be [3, height, width], not {other:?}"
+            )));
+        }
+    };
+    let interpolation = cfg.str("interpolation")?.unwrap_or("bicubic");
+    let filter = filter_by_name(interpolation)
+        .ok_or_else(|| cfg.error(format!("interpolation `{interpolation}` is not supported")))?;
+    let crop_pct = cfg.f64("crop_pct")?.unwrap_or(0.875);
+    if !(crop_pct > 0.0 && crop_pct <= 4.0) {
+        return Err(cfg.error(format!("`crop_pct` {crop_pct} is out of range")));
+    }
+    let scale = |side: u32| -> Result<u32, GraphError> {
+        json::size(
+            FORMAT,
+            "the resize size",
+            (f64::from(side) / crop_pct).floor() as i64,
+        )
+    };
+    let (scale_h, scale_w) = (scale(height)?, scale(width)?);
+    let resample = Resample::Pillow(filter);
+    let resize = match cfg.str("crop_mode")?.unwrap_or("center") {
+        "center" if scale_h == scale_w => SizeRule::ShorterSide {
+            size: scale_h,
+            max_size: None,
+            rounding: Rounding::Truncate,
+        },
+        "center" => {
+            return Err(cfg.error(
+                "a non-square `input_size` with crop_mode `center` (timm's ResizeKeepRatio) is not supported"
+                    .into(),
+            ));
+        }
+        "squash" => SizeRule::Exact {
+            width: scale_w,
+            height: scale_h,
+        },
+        other => {
+            return Err(cfg.error(format!("crop_mode `{other}` is not supported")));
+        }
+    };
+    let stat = |key: &str, default: [f32; 3]| -> Result<[f32; 3], GraphError> {
+        match cfg.floats(key)? {
+            Some(v) => three(&v).ok_or_else(|| cfg.error(format!("`{key}` needs 1 or 3 values"))),
+            None => Ok(default),
+        }
+    };
+    let mut ops = Vec::from([
+        decode(Orientation::Ignore),
+        Op::Resize(Resize {
+            size: resize,
+            resample,
+        }),
+        Op::CenterCrop(CenterCrop {
+            width,
+            height,
+            rounding: CropRounding::HalfEven,
+        }),
+    ]);
+    ops.extend(finish(
+        Normalize {
+            mean: stat("mean", IMAGENET_MEAN)?,
+            std: stat("std", IMAGENET_STD)?,
+            divisor: 255.0,
+        },
+        Layout::Chw,
+        DType::F32,
+        Quantization::IDENTITY,
+    ));
+    let name = cfg
+        .str("architecture")
+        .ok()
+        .flatten()
+        .or(outer.str("architecture").ok().flatten())
+        .unwrap_or("model");
+    graph(&ops, "input", format!("timm pretrained_cfg of {name}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::string::ToString;
+
+    #[test]
+    fn crop_pct_sets_the_resize_side_by_floor() {
+        let g = timm(r#"{"pretrained_cfg": {"input_size": [3, 224, 224], "crop_pct": 0.9, "interpolation": "bicubic"}}"#).unwrap();
+        let resize = g.pipeline.ops().iter().find_map(|op| match op {
+            Op::Resize(r) => Some(*r),
+            _ => None,
+        });
+        // floor(224 / 0.9) = 248
+        assert_eq!(
+            resize.map(|r| r.size),
+            Some(SizeRule::ShorterSide {
+                size: 248,
+                max_size: None,
+                rounding: Rounding::Truncate
+            })
+        );
+        assert_eq!(g.output.shape, Some([3, 224, 224]));
+        let squash =
+            timm(r#"{"input_size": [3, 256, 320], "crop_mode": "squash", "crop_pct": 1.0}"#)
+                .unwrap();
+        assert_eq!(squash.output.shape, Some([3, 256, 320]));
+    }
+
+    #[test]
+    fn unsupported_modes_are_named() {
+        for (config, needle) in [
+            (r#"{"crop_mode": "border"}"#, "border"),
+            (r#"{"input_size": [3, 224, 256]}"#, "ResizeKeepRatio"),
+            (r#"{"interpolation": "random"}"#, "random"),
+            (r#"{"input_size": [1, 224, 224]}"#, "input_size"),
+            (r#"{"crop_pct": 0}"#, "crop_pct"),
+        ] {
+            let e = timm(config).unwrap_err().to_string();
+            assert!(e.contains(needle), "{config}: {e}");
+        }
+    }
+}
