@@ -97,9 +97,11 @@ impl Builder {
         let name = outer
             .str("tensor_op_name")?
             .ok_or_else(|| bad("an operation has no tensor_op_name"))?;
-        let params = match outer.get("tensor_op_params") {
+        let empty = Value::Object(serde_json::Map::new());
+        let params = match outer.map.get("tensor_op_params") {
+            Some(Value::Null) => Object::new(FORMAT, &empty)?,
             Some(p) => Object::new(FORMAT, p)?,
-            None => Object::new(FORMAT, entry)?,
+            None => outer,
         };
         if !matches!(name, "Decode") && !self.decoded {
             return Err(bad(format!("`{name}` comes before Decode")));
@@ -187,7 +189,8 @@ impl Builder {
                 });
                 self.float = true;
             }
-            "HWC2CHW" => self.layout = Layout::Chw,
+            // `Name()` of the C++ op; older exports used the Python class name.
+            "HwcToChw" | "HWC2CHW" => self.layout = Layout::Chw,
             "ToTensor" => {
                 if self.normalize.is_some() || self.divisor.is_some() {
                     return Err(bad("ToTensor after Normalize or Rescale is not supported"));
@@ -217,7 +220,7 @@ impl Builder {
 /// in float32 as MindSpore computes it; two sizes: height and width; LINEAR
 /// or AREA interpolation, MindSpore's OpenCV kernels), `CenterCrop` (offsets
 /// floored), `Rescale(r, 0)`, `Normalize` (mean and std in the units of the
-/// values at that point: 0-255 unless rescaled), `HWC2CHW`, `ToTensor` and
+/// values at that point: 0-255 unless rescaled), `HWC2CHW` (`HwcToChw`), `ToTensor` and
 /// `TypeCast(float32)`. Anything else is refused by name.
 pub fn mindir(model: &[u8]) -> Result<Graph, GraphError> {
     let map_ops = map_ops(model)?;
@@ -304,7 +307,7 @@ mod tests {
                 {"tensor_op_name": "Resize", "tensor_op_params": {"size": [256], "interpolation": 0}},
                 {"tensor_op_name": "CenterCrop", "tensor_op_params": {"size": [224]}},
                 {"tensor_op_name": "Normalize", "tensor_op_params": {"mean": [123.675, 116.28, 103.53], "std": [58.395, 57.12, 57.375], "is_hwc": true}},
-                {"tensor_op_name": "HWC2CHW", "tensor_op_params": {}}]"#,
+                {"tensor_op_name": "HwcToChw", "tensor_op_params": null}]"#,
         ))
         .unwrap();
         assert_eq!(g.output.shape, Some([3, 224, 224]));

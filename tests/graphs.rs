@@ -1,0 +1,182 @@
+//! Importers against the libraries they import from, on real photos.
+//!
+//! `fixtures/graph/` holds real configuration files and models of each
+//! ecosystem and what each library's own eval preprocessing made of a photo
+//! (`fixtures/make_graph_fixtures.py`): the 8-bit image its geometry produced
+//! and its normalization table; the script checked that the table applied to
+//! the image is the library's float output bit for bit.
+
+use tensorprep::graph::{Graph, onnx};
+use tensorprep::import;
+use tensorprep::jpeg::Backend;
+use tensorprep::pipeline::{Input, InputDesc, Op, Pipeline, PlanState};
+use tensorprep::{DType, Layout, Quantization, Tensor};
+use tensorprep_tests::{Diff, read, read_f32_le, read_png};
+
+/// The graph an importer makes from a fixture source.
+fn import_graph(importer: &str, source: &str) -> Graph {
+    let path = format!("graph/{source}");
+    let text = || String::from_utf8(read(&path)).expect("UTF-8 config");
+    let graph = match importer {
+        "hf" => import::hugging_face(&text()),
+        "timm" => import::timm(&text()),
+        "torchvision" => import::torchvision(source),
+        "ultralytics" => {
+            import::ultralytics(&onnx::metadata_props(&read(&path)).expect("ONNX metadata"))
+        }
+        "mindir" => import::mindir(&read(&path)),
+        "tflite" => import::tflite(&read(&path)),
+        other => panic!("unknown importer {other}"),
+    };
+    graph.unwrap_or_else(|e| panic!("{importer} {source}: {e}"))
+}
+
+/// The same pipeline, stopped before normalization: the 8-bit HWC RGB pixels.
+fn geometry_only(pipeline: &Pipeline) -> Pipeline {
+    let mut ops: Vec<Op> = pipeline
+        .ops()
+        .iter()
+        .filter(|op| !matches!(op, Op::Normalize(_) | Op::Layout { .. } | Op::Cast { .. }))
+        .copied()
+        .collect();
+    ops.extend([
+        Op::Layout {
+            layout: Layout::Hwc,
+            order: tensorprep::finish::ChannelOrder::Rgb,
+        },
+        Op::Cast {
+            dtype: DType::U8,
+            quantization: Quantization::IDENTITY,
+        },
+    ]);
+    Pipeline::from_ops(&ops).unwrap()
+}
+
+fn run(pipeline: &Pipeline, jpeg: &[u8]) -> Tensor {
+    let plan = pipeline.compile(InputDesc::Jpeg).unwrap();
+    let mut tensor = Tensor::zeros(plan.dtype(), plan.output_len().expect("fixed output size"));
+    plan.run(&mut PlanState::new(), Input::Encoded(jpeg), tensor.as_mut())
+        .unwrap();
+    tensor
+}
+
+struct Case {
+    name: String,
+    importer: String,
+    geometry: Diff,
+    tensor: Diff,
+    tensor_max: f32,
+}
+
+#[test]
+fn every_importer_reproduces_its_library_on_real_photos() {
+    let text = String::from_utf8(read("graph/refs.txt")).unwrap();
+    let lines: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let importers: std::collections::BTreeSet<&str> = lines.iter().map(|w| w[1]).collect();
+    assert_eq!(
+        importers.into_iter().collect::<Vec<_>>(),
+        ["hf", "mindir", "tflite", "timm", "torchvision", "ultralytics"]
+    );
+    let backend = Backend::available().next_back().unwrap();
+    println!("decoder: {backend:?}");
+    let mut cases = Vec::new();
+    for w in &lines {
+        let (case, importer, source, photo, png, table, layout) =
+            (w[0], w[1], w[2], w[3], w[4], w[5], w[6]);
+        let graph = import_graph(importer, source).with_decoder(backend);
+        // The declared output matches what the graph runs.
+        let jpeg = read(photo);
+        let ours = run(&graph.pipeline, &jpeg);
+        let plan = graph.compile(InputDesc::Jpeg).unwrap();
+        assert_eq!(plan.output_shape(), graph.output.shape, "{case}");
+
+        let want = read_png(&format!("graph/{png}"));
+        let geometry = run(&geometry_only(&graph.pipeline), &jpeg);
+        let Tensor::U8(pixels) = &geometry else {
+            panic!("u8 geometry")
+        };
+        let geometry = Diff::of(pixels, want.as_bytes());
+
+        let table = read_f32_le(&format!("graph/{table}"));
+        let (w_, h_) = (want.width() as usize, want.height() as usize);
+        let px = want.as_bytes();
+        let expected: Vec<f32> = match layout {
+            "chw" => (0..3)
+                .flat_map(|c| (0..w_ * h_).map(move |i| (c, i)))
+                .map(|(c, i)| table[c * 256 + usize::from(px[i * 3 + c])])
+                .collect(),
+            _ => (0..w_ * h_ * 3)
+                .map(|i| table[(i % 3) * 256 + usize::from(px[i])])
+                .collect(),
+        };
+        let ours = ours.as_f32().expect("f32 output");
+        let tensor = Diff::of(ours, &expected);
+        let tensor_max = ours
+            .iter()
+            .zip(&expected)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        println!(
+            "{case:<36} {importer:<12} geometry {geometry}   tensor max {tensor_max:.2e} differing {:.2}%",
+            100.0 * tensor.differing
+        );
+        cases.push(Case {
+            name: case.into(),
+            importer: importer.into(),
+            geometry,
+            tensor,
+            tensor_max,
+        });
+    }
+    let mut failures = Vec::new();
+    for c in &cases {
+        // Geometry (levels): libjpeg-turbo decodes as Pillow and OpenCV do, so
+        // every resampler the graphs use is exact; TFLite's Task Library
+        // resizes with libyuv's bilinear, which OpenCV's INTER_LINEAR (the
+        // closest resampler: Pillow's and INTER_AREA are 60+ levels off on
+        // this 14x downscale) follows within a few levels.
+        let (max, mean) = match (backend, c.importer.as_str()) {
+            (_, "tflite") => (4.0, 1.5),
+            (Backend::LibjpegTurbo, _) => (0.0, 0.0),
+            // zune-jpeg's 4:2:0 upsampling, as in the decode parity test.
+            _ => (12.0, 0.5),
+        };
+        // Values: bit-exact where the geometry is (Hugging Face's
+        // f32(v * (1/255) in float64) lands on the same floats as v / 255 in
+        // float32 here). TFLite multiplies by 1/std, one ulp away on some
+        // values, besides the geometry.
+        let tensor_ok = match (backend, c.importer.as_str()) {
+            (Backend::LibjpegTurbo, importer) if importer != "tflite" => c.tensor_max == 0.0,
+            _ => true,
+        };
+        if c.geometry.max > max || c.geometry.mean > mean || !tensor_ok {
+            failures.push(format!(
+                "{}: geometry {} tensor {} (max {:e})",
+                c.name, c.geometry, c.tensor, c.tensor_max
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn converted_graphs_survive_the_file_format_and_verify() {
+    for (importer, source) in [
+        ("hf", "hf_convnext_preprocessor_config.json"),
+        ("timm", "timm_convnext_squash_config.json"),
+        ("ultralytics", "ultralytics_yolov8n_320.onnx"),
+        ("mindir", "mindspore_resnet_eval.mindir"),
+        ("tflite", "tflite_reshape_32x24.tflite"),
+    ] {
+        let backend = Backend::available().next_back().unwrap();
+        let mut graph = import_graph(importer, source).with_decoder(backend);
+        graph.add_self_test("pattern").unwrap();
+        let loaded = Graph::decode(&graph.encode()).unwrap();
+        assert_eq!(loaded, graph, "{source}");
+        assert!(loaded.verify().unwrap().iter().all(|r| r.passed()), "{source}");
+    }
+}
