@@ -79,7 +79,14 @@ fn every_importer_reproduces_its_library_on_real_photos() {
     let importers: std::collections::BTreeSet<&str> = lines.iter().map(|w| w[1]).collect();
     assert_eq!(
         importers.into_iter().collect::<Vec<_>>(),
-        ["hf", "mindir", "tflite", "timm", "torchvision", "ultralytics"]
+        [
+            "hf",
+            "mindir",
+            "tflite",
+            "timm",
+            "torchvision",
+            "ultralytics"
+        ]
     );
     let backend = Backend::available().next_back().unwrap();
     println!("decoder: {backend:?}");
@@ -177,6 +184,9 @@ fn converted_graphs_survive_the_file_format_and_verify() {
         graph.add_self_test("pattern").unwrap();
         let loaded = Graph::decode(&graph.encode()).unwrap();
         assert_eq!(loaded, graph, "{source}");
-        assert!(loaded.verify().unwrap().iter().all(|r| r.passed()), "{source}");
+        assert!(
+            loaded.verify().unwrap().iter().all(|r| r.passed()),
+            "{source}"
+        );
     }
 }

@@ -166,30 +166,28 @@ impl Graph {
         Ok(pipeline.compile(input)?)
     }
 
-    /// The pipeline [`Graph::compile`] compiles for `input`.
+    /// The pipeline [`Graph::compile`] compiles for `input`: for raw pixels,
+    /// without the Decode op (so that no decoder is needed) and, for a frame
+    /// in another format than the decoded pixels', with a conversion first.
     pub fn pipeline_for(&self, input: InputDesc) -> Result<Pipeline, GraphError> {
         let InputDesc::Pixels { format, .. } = input else {
             return Ok(self.pipeline.clone());
         };
         let ops = self.pipeline.ops();
-        let (expected, rest) = match ops.first() {
-            Some(Op::Decode(d)) => (Some(d.format), &ops[1..]),
-            _ => (None, ops),
+        let Some(Op::Decode(d)) = ops.first() else {
+            return Ok(self.pipeline.clone());
         };
-        match expected {
-            Some(expected) if expected != format => {
-                let mut p = Pipeline::new();
-                p.push(Op::ConvertColor {
-                    to: expected,
-                    range: self.input.yuv_range,
-                })?;
-                for op in rest {
-                    p.push(*op)?;
-                }
-                Ok(p)
-            }
-            _ => Ok(self.pipeline.clone()),
+        let mut p = Pipeline::new();
+        if d.format != format {
+            p.push(Op::ConvertColor {
+                to: d.format,
+                range: self.input.yuv_range,
+            })?;
         }
+        for op in &ops[1..] {
+            p.push(*op)?;
+        }
+        Ok(p)
     }
 
     fn check_input(&self, input: InputDesc) -> Result<(), GraphError> {

@@ -1,9 +1,16 @@
-//! `tensorprep`: run and benchmark preprocessing pipelines on JPEG files.
+//! `tensorprep`: run and benchmark preprocessing pipelines on JPEG files, and
+//! make, inspect, verify and embed the graph files that carry them.
 //!
 //! ```text
 //! tensorprep run --preset imagenet-eval photo.jpg --out photo.npy
-//! tensorprep run --preset imagenet-eval a.jpg b.jpg c.jpg --out tensors/
+//! tensorprep run --graph model.tpp a.jpg b.jpg c.jpg --out tensors/
 //! tensorprep bench --preset imagenet-eval photos/ --threads 2 --repeat 5
+//! tensorprep convert --from hf preprocessor_config.json -o model.tpp
+//! tensorprep convert --from torchvision:ResNet50_Weights.IMAGENET1K_V2 -o resnet50.tpp
+//! tensorprep inspect model.tpp --size 640x480
+//! tensorprep verify model.tpp
+//! tensorprep embed model.tpp model.onnx -o model_with_graph.onnx
+//! tensorprep extract model_with_graph.onnx -o model.tpp
 //! tensorprep presets
 //! ```
 
@@ -12,11 +19,13 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use tensorprep::jpeg::{Backend, DecodeOptions, JpegDecoder};
-use tensorprep::pipeline::{DecodeScaling, Input, InputDesc, Pipeline, Plan, PlanState};
+use tensorprep::pipeline::{DecodeScaling, Input, InputDesc, Op, Pipeline, Plan, PlanState};
 use tensorprep::{Image, PixelFormat, Tensor};
+
+mod graphs;
 
 #[derive(Parser)]
 #[command(
@@ -35,18 +44,37 @@ enum Command {
     Run(RunArgs),
     /// Measure a pipeline's throughput on every JPEG of a directory, held in memory.
     Bench(BenchArgs),
-    /// List the built-in presets.
-    Presets,
+    /// Make a graph file from a configuration users already ship.
+    Convert(graphs::ConvertArgs),
+    /// Describe a graph file: ops, the shape after each for an example size, declarations.
+    Inspect(graphs::InspectArgs),
+    /// Run a graph file's self-tests: does this build preprocess as the graph's maker did?
+    Verify(graphs::VerifyArgs),
+    /// Store a graph inside an ONNX model (`metadata_props` key `tensorprep.graph`).
+    Embed(graphs::EmbedArgs),
+    /// Take the graph out of an ONNX model into a graph file.
+    Extract(graphs::ExtractArgs),
+    /// List the built-in presets (and, with --torchvision, the torchvision weights names).
+    Presets {
+        /// List the torchvision weights names `convert --from torchvision:NAME` knows.
+        #[arg(long)]
+        torchvision: bool,
+    },
 }
 
 #[derive(Args)]
+#[command(group(ArgGroup::new("source").required(true).args(["preset", "graph"])))]
 struct PipelineArgs {
     /// A built-in pipeline (`tensorprep presets` lists them).
     #[arg(long)]
-    preset: String,
-    /// The JPEG decoder.
-    #[arg(long, value_enum, default_value_t = Decoder::ZuneJpeg)]
-    decoder: Decoder,
+    preset: Option<String>,
+    /// A graph file (`.tpp`), or a model whose graph is beside it (`model.tpp`)
+    /// or embedded in it (ONNX).
+    #[arg(long)]
+    graph: Option<PathBuf>,
+    /// The JPEG decoder [default: the graph's if this build has it, else zune-jpeg].
+    #[arg(long, value_enum)]
+    decoder: Option<Decoder>,
     /// Decode at 1/2, 1/4 or 1/8 size in the DCT domain before resizing: faster,
     /// not Pillow-exact (libjpeg-turbo only).
     #[arg(long)]
@@ -104,9 +132,19 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(&args),
         Command::Bench(args) => bench(&args),
-        Command::Presets => {
+        Command::Convert(args) => graphs::convert(&args),
+        Command::Inspect(args) => graphs::inspect(&args),
+        Command::Verify(args) => graphs::verify(&args),
+        Command::Embed(args) => graphs::embed(&args),
+        Command::Extract(args) => graphs::extract(&args),
+        Command::Presets { torchvision } => {
             for name in Pipeline::PRESETS {
                 println!("{name}");
+            }
+            if torchvision {
+                for name in tensorprep::import::torchvision_names() {
+                    println!("torchvision:{name}");
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -128,16 +166,55 @@ fn backend(decoder: Decoder) -> Result<Backend, String> {
     }
 }
 
+/// What `--preset` or `--graph` names, for messages.
+fn source_name(args: &PipelineArgs) -> String {
+    match (&args.preset, &args.graph) {
+        (Some(p), _) => format!("preset `{p}`"),
+        (None, Some(g)) => format!("graph {}", g.display()),
+        (None, None) => "no pipeline".into(),
+    }
+}
+
+/// The pipeline `--preset` or `--graph` names, and the decoder its own
+/// Decode op asks for.
+fn pipeline(args: &PipelineArgs) -> Result<(Pipeline, Backend), String> {
+    if let Some(preset) = &args.preset {
+        let p = Pipeline::preset(preset).ok_or_else(|| {
+            format!(
+                "unknown preset `{preset}` (known: {})",
+                Pipeline::PRESETS.join(", ")
+            )
+        })?;
+        return Ok((p, Backend::Zune));
+    }
+    let path = args.graph.as_deref().ok_or("give --preset or --graph")?;
+    let graph = graphs::load(path)?;
+    let wanted = graph
+        .pipeline
+        .ops()
+        .iter()
+        .find_map(|op| match op {
+            Op::Decode(d) => Some(d.backend),
+            _ => None,
+        })
+        .unwrap_or(Backend::Zune);
+    Ok((graph.pipeline, wanted))
+}
+
 /// The pipeline the arguments name, compiled for JPEG input, and its output shape.
 fn plan(args: &PipelineArgs) -> Result<(Plan, Backend, [usize; 3]), String> {
-    let backend = backend(args.decoder)?;
-    let mut pipeline = Pipeline::preset(&args.preset).ok_or_else(|| {
-        format!(
-            "unknown preset `{}` (known: {})",
-            args.preset,
-            Pipeline::PRESETS.join(", ")
-        )
-    })?;
+    let (mut pipeline, wanted) = pipeline(args)?;
+    let backend = match args.decoder {
+        Some(d) => backend(d)?,
+        None if wanted.is_available() => wanted,
+        None => {
+            eprintln!(
+                "tensorprep: note: the graph decodes with {wanted:?}, which this build lacks; \
+                 using zune-jpeg (pixels may differ by a few levels)"
+            );
+            Backend::Zune
+        }
+    };
     pipeline.map_decode(|d| {
         d.backend = backend;
         d.region_of_interest = !args.full_decode;
@@ -145,15 +222,13 @@ fn plan(args: &PipelineArgs) -> Result<(Plan, Backend, [usize; 3]), String> {
             d.scaling = DecodeScaling::Fast;
         }
     });
+    let name = source_name(args);
     let plan = pipeline
         .compile(InputDesc::Jpeg)
-        .map_err(|e| format!("preset `{}`: {e}", args.preset))?;
+        .map_err(|e| format!("{name}: {e}"))?;
     // Every output of a run goes into one reused tensor of this shape.
     let shape = plan.output_shape().ok_or_else(|| {
-        format!(
-            "preset `{}` has an image-dependent output size, which the CLI does not support yet",
-            args.preset
-        )
+        format!("{name} has an image-dependent output size, which the CLI does not support yet")
     })?;
     Ok((plan, backend, shape))
 }
@@ -380,8 +455,8 @@ fn bench(args: &BenchArgs) -> Result<ExitCode, String> {
         }
     );
     println!(
-        "pipeline: preset {}, decoder {:?}{}{}, {threads} thread(s), {repeat} pass(es)",
-        args.pipeline.preset,
+        "pipeline: {}, decoder {:?}{}{}, {threads} thread(s), {repeat} pass(es)",
+        source_name(&args.pipeline),
         backend,
         if args.pipeline.fast_decode {
             ", fast decode"

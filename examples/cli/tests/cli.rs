@@ -173,3 +173,236 @@ fn unavailable_decoder_and_unknown_preset_explain_themselves() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("imagenet-eval"));
 }
+
+fn run_ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    let o = tensorprep(args);
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+#[test]
+fn convert_inspect_verify_embed_extract_round_trip() {
+    let dir = scratch("graphs");
+    let tpp = dir.join("yolo.tpp");
+    let onnx_in = fixture("graph/ultralytics_yolov8n_320.onnx");
+    run_ok(&[
+        "convert",
+        "--from",
+        "ultralytics",
+        &onnx_in,
+        "-o",
+        tpp.to_str().unwrap(),
+    ]);
+    let o = run_ok(&["inspect", tpp.to_str().unwrap(), "--size", "451x300"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    // The letterbox of a 451x300 photo into 320x320: 320x213, then the canvas.
+    assert!(
+        text.contains("-> 320x213") && text.contains("-> 320x320"),
+        "{text}"
+    );
+    assert!(
+        text.contains("output: `images` 3x320x320 F32 Chw"),
+        "{text}"
+    );
+    let o = run_ok(&["verify", tpp.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("pattern: exact"));
+
+    let with = dir.join("with_graph.onnx");
+    run_ok(&[
+        "embed",
+        tpp.to_str().unwrap(),
+        &onnx_in,
+        "-o",
+        with.to_str().unwrap(),
+    ]);
+    let original = std::fs::read(&onnx_in).unwrap();
+    let embedded = std::fs::read(&with).unwrap();
+    // The model's bytes are untouched; one metadata entry follows them.
+    assert!(embedded.starts_with(&original) && embedded.len() > original.len());
+    let back = dir.join("back.tpp");
+    run_ok(&[
+        "extract",
+        with.to_str().unwrap(),
+        "-o",
+        back.to_str().unwrap(),
+    ]);
+    assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&tpp).unwrap());
+    // Embedding again replaces the entry instead of adding a second one.
+    run_ok(&["embed", tpp.to_str().unwrap(), with.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&with).unwrap(), embedded);
+
+    // `--graph` accepts the model itself (embedded graph) and the sidecar.
+    let out_a = dir.join("a.npy");
+    let out_b = dir.join("b.npy");
+    run_ok(&[
+        "run",
+        "--graph",
+        with.to_str().unwrap(),
+        &fixture("sample.jpg"),
+        "--out",
+        out_a.to_str().unwrap(),
+        "--decoder",
+        "zune-jpeg",
+    ]);
+    run_ok(&[
+        "run",
+        "--graph",
+        tpp.to_str().unwrap(),
+        &fixture("sample.jpg"),
+        "--out",
+        out_b.to_str().unwrap(),
+        "--decoder",
+        "zune-jpeg",
+    ]);
+    assert_eq!(read_npy(&out_a), read_npy(&out_b));
+    let (header, values) = read_npy(&out_a);
+    assert!(header.contains("(3, 320, 320)"), "{header}");
+    // The canvas is 114 / 255 where the photo does not reach.
+    assert_eq!(values[0], 114.0 / 255.0);
+}
+
+#[test]
+fn a_graph_runs_like_the_preset_it_describes() {
+    let dir = scratch("graph_vs_preset");
+    let tpp = dir.join("r50.tpp");
+    run_ok(&[
+        "convert",
+        "--from",
+        "torchvision:ResNet50_Weights.IMAGENET1K_V1",
+        "-o",
+        tpp.to_str().unwrap(),
+    ]);
+    let a = dir.join("graph.npy");
+    let b = dir.join("preset.npy");
+    let photo = fixture("sklearn_china.jpg");
+    run_ok(&[
+        "run",
+        "--graph",
+        tpp.to_str().unwrap(),
+        &photo,
+        "--out",
+        a.to_str().unwrap(),
+        "--decoder",
+        "zune-jpeg",
+    ]);
+    run_ok(&[
+        "run",
+        "--preset",
+        "imagenet-eval",
+        &photo,
+        "--out",
+        b.to_str().unwrap(),
+        "--decoder",
+        "zune-jpeg",
+    ]);
+    assert_eq!(read_npy(&a), read_npy(&b));
+    assert_eq!(read_npy(&b).1, library_tensor("sklearn_china.jpg"));
+    let o = run_ok(&[
+        "bench",
+        "--graph",
+        tpp.to_str().unwrap(),
+        &fixture(""),
+        "--repeat",
+        "1",
+        "--decoder",
+        "zune-jpeg",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.lines().last().unwrap().starts_with("images/s: "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("pipeline: graph"), "{stdout}");
+}
+
+#[test]
+fn verify_fails_when_the_device_computes_differently() {
+    use tensorprep::graph::Graph;
+    let dir = scratch("tampered");
+    let tpp = dir.join("clip.tpp");
+    run_ok(&[
+        "convert",
+        "--from",
+        "hf",
+        &fixture("graph/hf_clip_preprocessor_config.json"),
+        "-o",
+        tpp.to_str().unwrap(),
+    ]);
+    // The same file with one mean changed and the self-test kept: what a
+    // device with a different normalization would compute.
+    let mut graph = Graph::load(&tpp).unwrap();
+    let ops: Vec<_> = graph
+        .pipeline
+        .ops()
+        .iter()
+        .map(|op| match op {
+            tensorprep::pipeline::Op::Normalize(n) => {
+                let mut n = *n;
+                n.mean[1] += 1e-3;
+                tensorprep::pipeline::Op::Normalize(n)
+            }
+            op => *op,
+        })
+        .collect();
+    graph.pipeline = Pipeline::from_ops(&ops).unwrap();
+    let bad = dir.join("bad.tpp");
+    graph.save(&bad).unwrap();
+    let o = tensorprep(&["verify", bad.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("FAILED"));
+}
+
+#[test]
+fn bad_graph_sources_explain_themselves() {
+    let dir = scratch("bad_sources");
+    let junk = dir.join("junk.tpp");
+    std::fs::write(&junk, b"not a graph").unwrap();
+    for (args, needle) in [
+        (
+            vec!["inspect", junk.to_str().unwrap()],
+            "not a tensorprep graph",
+        ),
+        (
+            vec!["convert", "--from", "torchvision:resnet51", "-o", "x.tpp"],
+            "resnet51",
+        ),
+        (
+            vec!["convert", "--from", "caffe", "-o", "x.tpp"],
+            "unknown --from",
+        ),
+        (
+            vec!["convert", "--from", "hf", "-o", "x.tpp"],
+            "needs a SOURCE",
+        ),
+        (
+            vec![
+                "extract",
+                &fixture("graph/ultralytics_yolov8n_320.onnx"),
+                "-o",
+                "x.tpp",
+            ],
+            "no `tensorprep.graph`",
+        ),
+        (
+            vec![
+                "run",
+                "--graph",
+                &fixture("sample.jpg"),
+                &fixture("sample.jpg"),
+                "--out",
+                "x.npy",
+            ],
+            "no graph for",
+        ),
+    ] {
+        let o = tensorprep(&args);
+        assert!(!o.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}

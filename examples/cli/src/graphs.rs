@@ -1,0 +1,386 @@
+//! The graph-file commands: convert, inspect, verify, embed, extract.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use tensorprep::finish::ChannelOrder;
+use tensorprep::graph::{Graph, GraphError, SelfTestReport, onnx};
+use tensorprep::import;
+use tensorprep::jpeg::Backend;
+use tensorprep::pipeline::{InputDesc, Op, Pipeline};
+use tensorprep::{DType, Layout, PixelFormat, Quantization};
+
+/// The largest model file `convert` and `embed` read whole.
+const MAX_MODEL_BYTES: u64 = 4 << 30;
+
+#[derive(Args)]
+pub(crate) struct ConvertArgs {
+    /// The source format: hf, timm, ultralytics, tflite, mindir (these read
+    /// SOURCE), torchvision:WEIGHTS or preset:NAME (these need no SOURCE).
+    #[arg(long)]
+    from: String,
+    /// The configuration or model to convert: `preprocessor_config.json`
+    /// (hf), a `config.json` or `pretrained_cfg` (timm), an exported `.onnx`
+    /// (ultralytics), a `.tflite`, a `.mindir`.
+    source: Option<PathBuf>,
+    /// The graph file to write (`model.tpp` next to `model.onnx` is found
+    /// automatically by `--graph model.onnx`).
+    #[arg(short, long)]
+    out: PathBuf,
+    /// The model input's name to declare (default: the importer's).
+    #[arg(long)]
+    name: Option<String>,
+    /// Do not add the self-test vector (a synthetic picture and the output
+    /// this build computes for it, for `tensorprep verify` on the device).
+    #[arg(long)]
+    no_self_test: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct InspectArgs {
+    /// A graph file, or a model with a sidecar or embedded graph.
+    file: PathBuf,
+    /// The example input size the shapes are shown for.
+    #[arg(long, default_value = "640x480")]
+    size: String,
+}
+
+#[derive(Args)]
+pub(crate) struct VerifyArgs {
+    /// A graph file, or a model with a sidecar or embedded graph.
+    file: PathBuf,
+}
+
+#[derive(Args)]
+pub(crate) struct EmbedArgs {
+    /// The graph file to store.
+    graph: PathBuf,
+    /// The ONNX model.
+    model: PathBuf,
+    /// Where to write the model with the graph (default: replace MODEL).
+    #[arg(short, long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub(crate) struct ExtractArgs {
+    /// The ONNX model holding a graph.
+    model: PathBuf,
+    /// The graph file to write.
+    #[arg(short, long)]
+    out: PathBuf,
+}
+
+fn read(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    let len = std::fs::metadata(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .len();
+    if len > limit {
+        return Err(format!(
+            "{}: {len} bytes is more than the {limit}-byte limit",
+            path.display()
+        ));
+    }
+    std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A graph file (`.tpp`), or the graph of a model (sidecar or embedded).
+pub(crate) fn load(path: &Path) -> Result<Graph, String> {
+    let result = if path.extension().is_some_and(|e| e == "tpp") {
+        Graph::load(path)
+    } else {
+        Graph::for_model(path)
+    };
+    result.map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory,
+/// so that a failure never leaves a half-written model.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let tmp = path.with_extension("tensorprep-tmp");
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("cannot write {}: {e}", path.display())
+        })
+}
+
+fn imported(args: &ConvertArgs) -> Result<Graph, String> {
+    let (kind, name) = args.from.split_once(':').unwrap_or((&args.from, ""));
+    let source = || {
+        args.source
+            .as_deref()
+            .ok_or_else(|| format!("--from {kind} needs a SOURCE file"))
+    };
+    let text = |path: &Path| -> Result<String, String> {
+        String::from_utf8(read(path, import::MAX_CONFIG_BYTES as u64)?)
+            .map_err(|_| format!("{}: not UTF-8 text", path.display()))
+    };
+    let result: Result<Graph, GraphError> = match kind {
+        "hf" => import::hugging_face(&text(source()?)?),
+        "timm" => import::timm(&text(source()?)?),
+        "torchvision" => import::torchvision(name),
+        "ultralytics" => tensorprep::graph::onnx_file_metadata_props(source()?)
+            .and_then(|m| import::ultralytics(&m)),
+        "tflite" => import::tflite(&read(source()?, MAX_MODEL_BYTES)?),
+        "mindir" => import::mindir(&read(source()?, MAX_MODEL_BYTES)?),
+        "preset" => {
+            let p = Pipeline::preset(name).ok_or_else(|| {
+                format!(
+                    "unknown preset `{name}` (known: {})",
+                    Pipeline::PRESETS.join(", ")
+                )
+            })?;
+            Graph::new(p).map(|mut g| {
+                g.provenance = tensorprep::graph::Provenance::tensorprep(format!("preset {name}"));
+                g
+            })
+        }
+        other => {
+            return Err(format!(
+                "unknown --from `{other}` (hf, timm, torchvision:WEIGHTS, ultralytics, tflite, mindir, preset:NAME)"
+            ));
+        }
+    };
+    result.map_err(|e| e.to_string())
+}
+
+pub(crate) fn convert(args: &ConvertArgs) -> Result<ExitCode, String> {
+    let mut graph = imported(args)?;
+    if let Some(name) = &args.name {
+        graph.output.name = name.clone();
+    }
+    if !args.no_self_test {
+        // The self-test runs the pixel path, so the decoder does not matter.
+        graph
+            .add_self_test("pattern")
+            .map_err(|e| format!("cannot make the self-test: {e}"))?;
+    }
+    graph
+        .save(&args.out)
+        .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
+    eprintln!(
+        "wrote {} ({} ops, output {} {:?} {:?}{})",
+        args.out.display(),
+        graph.pipeline.ops().len(),
+        shape_text(graph.output.shape),
+        graph.output.dtype,
+        graph.output.layout,
+        if args.no_self_test {
+            ""
+        } else {
+            ", 1 self-test"
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn shape_text(shape: Option<[usize; 3]>) -> String {
+    shape.map_or("size depends on the image".into(), |s| {
+        format!("{}x{}x{}", s[0], s[1], s[2])
+    })
+}
+
+fn parse_size(text: &str) -> Result<(u32, u32), String> {
+    text.split_once('x')
+        .and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)))
+        .filter(|&(w, h)| w > 0 && h > 0)
+        .ok_or_else(|| format!("--size `{text}` is not WIDTHxHEIGHT"))
+}
+
+/// The image size after `ops` (pixel ops) for a `width` x `height` input.
+fn size_after(graph: &Graph, ops: &[Op], width: u32, height: u32) -> Result<(u32, u32), String> {
+    let format = match ops.first() {
+        Some(Op::Decode(d)) => d.format,
+        _ => PixelFormat::Rgb8,
+    };
+    let order = if format == PixelFormat::Gray8 {
+        ChannelOrder::Gray
+    } else {
+        ChannelOrder::Rgb
+    };
+    let mut p = Pipeline::from_ops(ops).map_err(|e| e.to_string())?;
+    p.push(Op::Layout {
+        layout: Layout::Hwc,
+        order,
+    })
+    .and_then(|p| {
+        p.push(Op::Cast {
+            dtype: DType::U8,
+            quantization: Quantization::IDENTITY,
+        })
+    })
+    .map_err(|e| e.to_string())?;
+    let g = Graph {
+        pipeline: p,
+        ..graph.clone()
+    };
+    let plan = g
+        .compile(InputDesc::pixels(format, width, height))
+        .map_err(|e| e.to_string())?;
+    let [h, w, _] = plan.output_shape().unwrap_or([0, 0, 0]);
+    Ok((w as u32, h as u32))
+}
+
+pub(crate) fn inspect(args: &InspectArgs) -> Result<ExitCode, String> {
+    let graph = load(&args.file)?;
+    let (width, height) = parse_size(&args.size)?;
+    let p = &graph.provenance;
+    println!("graph: {}", args.file.display());
+    println!("  made by: {}", p.producer);
+    if !p.source.is_empty() {
+        println!("  from:    {}", p.source);
+    }
+    let i = &graph.input;
+    println!(
+        "input: {}{} pixel formats ({} YUV)",
+        if i.accepts_jpeg { "JPEG files, " } else { "" },
+        i.pixel_formats.len(),
+        match i.yuv_range {
+            tensorprep::color::YuvRange::Full => "full-range",
+            _ => "limited-range",
+        }
+    );
+    println!("ops (shapes for a {width}x{height} input):");
+    let ops = graph.pipeline.ops();
+    let pixel_ops = ops
+        .iter()
+        .position(|op| matches!(op, Op::Normalize(_) | Op::Layout { .. } | Op::Cast { .. }))
+        .unwrap_or(ops.len());
+    for (k, op) in ops.iter().enumerate() {
+        let after = if k < pixel_ops {
+            match size_after(&graph, &ops[..=k], width, height) {
+                Ok((w, h)) => format!("-> {w}x{h}"),
+                Err(e) => format!("-> error: {e}"),
+            }
+        } else {
+            String::new()
+        };
+        println!("  {k:>2}. {:<55} {after}", describe(op));
+    }
+    let o = &graph.output;
+    println!(
+        "output: `{}` {} {:?} {:?}",
+        o.name,
+        shape_text(o.shape),
+        o.dtype,
+        o.layout
+    );
+    println!("features: {}", graph.required_features().join(", "));
+    println!("self-tests: {}", graph.self_tests.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line per op, every parameter shown.
+fn describe(op: &Op) -> String {
+    match op {
+        Op::Decode(d) => format!(
+            "Decode {:?} {:?}, orientation {:?}, {}{:?}",
+            d.backend,
+            d.format,
+            d.orientation,
+            if d.strict { "strict, " } else { "lenient, " },
+            d.scaling
+        ),
+        Op::ConvertColor { to, range } => format!("ConvertColor to {to:?} ({range:?} YUV)"),
+        Op::Resize(r) => format!("Resize {:?} with {:?}", r.size, r.resample),
+        Op::CenterCrop(c) => format!(
+            "CenterCrop {}x{} (offsets {:?})",
+            c.width, c.height, c.rounding
+        ),
+        Op::Crop(r) => format!("Crop {}x{} at ({}, {})", r.width, r.height, r.x, r.y),
+        Op::Pad(p) => format!("Pad {:?} fill {:?}", p.to, p.fill),
+        Op::Flip(f) => format!("Flip {f:?}"),
+        Op::Rotate(r) => format!("Rotate {r:?}"),
+        Op::Normalize(n) => format!("Normalize (v / {} - {:?}) / {:?}", n.divisor, n.mean, n.std),
+        Op::Layout { layout, order } => format!("Layout {layout:?} {order:?}"),
+        Op::Cast {
+            dtype,
+            quantization,
+        } => format!(
+            "Cast {dtype:?} (scale {}, zero point {})",
+            quantization.scale, quantization.zero_point
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+fn report_line(r: &SelfTestReport) -> String {
+    if r.exact {
+        format!("{}: exact", r.name)
+    } else if r.passed() {
+        format!(
+            "{}: within tolerance (largest sample difference {:e} <= {:e}), not bit-exact",
+            r.name, r.max_sample_diff, r.tolerance
+        )
+    } else {
+        format!(
+            "{}: FAILED (largest sample difference {:e}, tolerance {:e})",
+            r.name, r.max_sample_diff, r.tolerance
+        )
+    }
+}
+
+pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode, String> {
+    let graph = load(&args.file)?;
+    if graph.self_tests.is_empty() {
+        return Err(format!(
+            "{} has no self-tests (`tensorprep convert` adds one unless --no-self-test)",
+            args.file.display()
+        ));
+    }
+    // Pixel self-tests skip the decoder; JPEG ones use one this build has.
+    let graph = match graph.pipeline.ops().first() {
+        Some(Op::Decode(d)) if !d.backend.is_available() => graph.with_decoder(Backend::Zune),
+        _ => graph,
+    };
+    let reports = graph.verify().map_err(|e| e.to_string())?;
+    for r in &reports {
+        println!("{}", report_line(r));
+    }
+    let failed = reports.iter().filter(|r| !r.passed()).count();
+    if failed > 0 {
+        eprintln!(
+            "tensorprep: {failed} of {} self-tests failed",
+            reports.len()
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    println!("all {} self-tests passed", reports.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn embed(args: &EmbedArgs) -> Result<ExitCode, String> {
+    let graph = Graph::load(&args.graph).map_err(|e| format!("{}: {e}", args.graph.display()))?;
+    let model = read(&args.model, MAX_MODEL_BYTES)?;
+    let with = onnx::embed(&model, &graph).map_err(|e| format!("{}: {e}", args.model.display()))?;
+    let out = args.out.as_deref().unwrap_or(&args.model);
+    write_atomically(out, &with)?;
+    eprintln!(
+        "wrote {} ({} bytes, of which {} are the `{}` entry)",
+        out.display(),
+        with.len(),
+        with.len() as i64 - onnx::remove(&model).map_or(0, |m| m.len() as i64),
+        onnx::METADATA_KEY
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn extract(args: &ExtractArgs) -> Result<ExitCode, String> {
+    let graph = tensorprep::graph::embedded_in_onnx_file(&args.model)
+        .map_err(|e| format!("{}: {e}", args.model.display()))?
+        .ok_or_else(|| {
+            format!(
+                "{} has no `{}` metadata entry",
+                args.model.display(),
+                onnx::METADATA_KEY
+            )
+        })?;
+    graph
+        .save(&args.out)
+        .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
+    eprintln!("wrote {}", args.out.display());
+    Ok(ExitCode::SUCCESS)
+}
