@@ -205,12 +205,19 @@ impl Graph {
         }
     }
 
-    /// The graph file's bytes: [`MAGIC`], then the encoded [`proto::Graph`].
+    /// The graph file's bytes: [`MAGIC`], the encoded [`proto::Graph`], and
+    /// the CRC-32 of the encoded message (4 bytes, little-endian).
+    ///
+    /// Protobuf has no end marker: a file cut at a field boundary would still
+    /// decode, without its last fields. The checksum makes truncated and
+    /// corrupted files errors.
     pub fn encode(&self) -> Vec<u8> {
         let message = self.to_proto();
-        let mut out = Vec::with_capacity(MAGIC.len() + prost::Message::encoded_len(&message));
+        let mut out = Vec::with_capacity(MAGIC.len() + prost::Message::encoded_len(&message) + 4);
         out.extend_from_slice(&MAGIC);
         prost::Message::encode_raw(&message, &mut out);
+        let crc = crc32fast::hash(&out[MAGIC.len()..]);
+        out.extend_from_slice(&crc.to_le_bytes());
         out
     }
 
@@ -226,7 +233,15 @@ impl Graph {
                 limit: MAX_GRAPH_BYTES as u64,
             });
         }
-        let body = bytes.strip_prefix(&MAGIC).ok_or(GraphError::NotAGraph)?;
+        let rest = bytes.strip_prefix(&MAGIC).ok_or(GraphError::NotAGraph)?;
+        let (body, crc) = rest
+            .split_last_chunk::<4>()
+            .ok_or_else(|| GraphError::Malformed("the file is truncated".into()))?;
+        if crc32fast::hash(body) != u32::from_le_bytes(*crc) {
+            return Err(GraphError::Malformed(
+                "the checksum does not match: the file is truncated or corrupted".into(),
+            ));
+        }
         check_counts(body)?;
         let message: proto::Graph = prost::Message::decode(body)?;
         Self::from_proto(message)

@@ -269,6 +269,9 @@ pub(super) fn from_pb(t: pb::SelfTest) -> Result<SelfTest, GraphError> {
             t.sample_value.len()
         )));
     }
+    if !t.sample_value.iter().all(|v| v.is_finite()) {
+        return Err(bad("sample values must be finite".into()));
+    }
     if !(t.tolerance.is_finite() && t.tolerance >= 0.0) {
         return Err(bad("the tolerance must be finite and not negative".into()));
     }

@@ -2,8 +2,8 @@
 //! `--check` fails if the committed code is not what the schema generates.
 //!
 //! ```text
-//! cargo run -p tensorprep-protogen            # rewrite core/src/graph/proto/tensorprep.v1.rs
-//! cargo run -p tensorprep-protogen -- --check # CI: exit 1 on drift
+//! cargo run --manifest-path tools/protogen/Cargo.toml            # rewrite the code
+//! cargo run --manifest-path tools/protogen/Cargo.toml -- --check # CI: exit 1 on drift
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ fn main() -> ExitCode {
         if committed != fresh {
             eprintln!(
                 "protogen: {GENERATED} is out of date with proto/tensorprep.proto; \
-                 run `cargo run -p tensorprep-protogen` and commit the result"
+                 run `cargo run --manifest-path tools/protogen/Cargo.toml` and commit the result"
             );
             return ExitCode::FAILURE;
         }
