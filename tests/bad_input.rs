@@ -13,7 +13,7 @@ use tensorprep::{
     Error, Image, ImageView, ImageViewMut, JpegErrorKind, Limits, PixelFormat, Plane, Rect,
     TensorMut,
 };
-use tensorprep_tests::read;
+use tensorprep_tests::{Rng, read};
 
 /// Records the largest single allocation, to show limits act before allocating.
 struct PeakAlloc;
@@ -35,21 +35,6 @@ unsafe impl GlobalAlloc for PeakAlloc {
 
 #[global_allocator]
 static GLOBAL: PeakAlloc = PeakAlloc;
-
-/// Deterministic xorshift, so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 const JPEGS: [&str; 6] = [
     "sample.jpg",
@@ -122,7 +107,7 @@ fn random_bytes_with(backend: Backend) {
     let mut decoder = JpegDecoder::new(on(backend));
     for len in [0usize, 1, 2, 3, 4, 16, 100, 1000, 10_000] {
         for _ in 0..20 {
-            let mut junk: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            let mut junk: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
             if len >= 2 {
                 junk[0] = 0xFF;
                 junk[1] = 0xD8; // a JPEG start marker, so the parser goes further
@@ -135,8 +120,8 @@ fn random_bytes_with(backend: Backend) {
         for round in 0..150 {
             let mut bytes = original.clone();
             for _ in 0..1 + round % 8 {
-                let at = rng.below(bytes.len() as u64) as usize;
-                bytes[at] = rng.next() as u8;
+                let at = rng.below(bytes.len());
+                bytes[at] = rng.next_u64() as u8;
             }
             for strict in [true, false] {
                 let mut d = JpegDecoder::new(DecodeOptions {
@@ -357,18 +342,18 @@ fn every_op_rejects_wrong_destinations() {
 #[test]
 fn random_shapes_through_every_op_never_panic() {
     let mut rng = Rng(42);
-    let data: Vec<u8> = (0..40_000).map(|_| rng.next() as u8).collect();
+    let data: Vec<u8> = (0..40_000).map(|_| rng.next_u64() as u8).collect();
     let mut out = vec![0u8; 40_000];
     let mut tensor = vec![0f32; 40_000];
     let mut resizer = Resizer::new();
     let finisher = Finisher::new(&FinishSpec::imagenet()).unwrap();
     for _ in 0..20_000 {
-        let f = PixelFormat::ALL[rng.below(8) as usize];
-        let g = PixelFormat::ALL[rng.below(8) as usize];
+        let f = PixelFormat::ALL[rng.below(8)];
+        let g = PixelFormat::ALL[rng.below(8)];
         let (w, h) = (rng.below(40) as u32, rng.below(40) as u32);
         let (w2, h2) = (rng.below(40) as u32, rng.below(40) as u32);
-        let stride = rng.below(200) as usize;
-        let len = rng.below(data.len() as u64) as usize;
+        let stride = rng.below(200);
+        let len = rng.below(data.len());
         let Ok(src) = ImageView::with_stride(f, w, h, &data[..len], stride)
             .or_else(|_| ImageView::new(f, w, h, &data[..len]))
         else {
@@ -380,7 +365,7 @@ fn random_shapes_through_every_op_never_panic() {
                 .unwrap_or(src),
             _ => src,
         };
-        let olen = rng.below(out.len() as u64) as usize;
+        let olen = rng.below(out.len());
         let Ok(mut dst) = ImageViewMut::new(g, w2, h2, &mut out[..olen]) else {
             continue;
         };
@@ -401,7 +386,7 @@ fn random_shapes_through_every_op_never_panic() {
             x1: coord(&mut rng),
             y1: coord(&mut rng),
         };
-        let filter = [Filter::Nearest, Filter::Box, Filter::Bicubic][rng.below(3) as usize];
+        let filter = [Filter::Nearest, Filter::Box, Filter::Bicubic][rng.below(3)];
         let _ = resizer.resize_box(&src, b, &mut dst, Resample::Pillow(filter));
         let _ = resizer.resize_box(&src, b, &mut dst, Resample::OpenCvArea);
         let _ = resizer.letterbox(
@@ -419,7 +404,7 @@ fn random_shapes_through_every_op_never_panic() {
             Placement::TopLeft,
             &[0; 4][..f.bytes_per_pixel().unwrap_or(1)],
         );
-        let tlen = rng.below(tensor.len() as u64) as usize;
+        let tlen = rng.below(tensor.len());
         let _ = finisher.run(&src, TensorMut::F32(&mut tensor[..tlen]));
         let _ = center_crop(&src, w2, h2);
     }

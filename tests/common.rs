@@ -130,3 +130,36 @@ impl std::fmt::Display for Diff {
         )
     }
 }
+
+/// A deterministic xorshift stream, so that randomized tests reproduce.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// The next 32 bits (the high half).
+    pub fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
+    /// A value below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+
+    /// A value below `n` drawn from 32 bits (0 when `n` is 0).
+    pub fn below_u32(&mut self, n: u32) -> u32 {
+        self.next_u32() % n.max(1)
+    }
+
+    /// One of `items`.
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below_u32(items.len() as u32) as usize]
+    }
+}

@@ -6,7 +6,7 @@ use prost::Message;
 use tensorprep::graph::{self, Graph, GraphError, onnx, proto};
 use tensorprep::import;
 use tensorprep::pipeline::{InputDesc, Pipeline};
-use tensorprep_tests::read;
+use tensorprep_tests::{Rng, read};
 
 fn sample_graph() -> Graph {
     let mut g = Graph::new(Pipeline::yolo_letterbox(64, 48)).unwrap();
@@ -15,19 +15,18 @@ fn sample_graph() -> Graph {
     g
 }
 
-/// A deterministic xorshift stream.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+/// `bytes` with one to four bytes flipped, overwritten or inserted.
+fn mutate(rng: &mut Rng, bytes: &[u8]) -> Vec<u8> {
+    let mut m = bytes.to_vec();
+    for _ in 0..1 + rng.below(4) {
+        let i = rng.below(m.len());
+        match rng.below(3) {
+            0 => m[i] ^= 1 << rng.below(8),
+            1 => m[i] = rng.next_u64() as u8,
+            _ => m.insert(i, rng.next_u64() as u8),
+        }
     }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
+    m
 }
 
 /// Whatever decodes must also compile, re-encode and verify without panicking.
@@ -70,16 +69,7 @@ fn mutated_messages_never_panic() {
     let mut rng = Rng(0xdead_beef_cafe_f00d);
     let (mut ok, mut err) = (0, 0);
     for _ in 0..3000 {
-        let mut m = body.clone();
-        for _ in 0..1 + rng.below(4) {
-            let i = rng.below(m.len());
-            match rng.below(3) {
-                0 => m[i] ^= 1 << rng.below(8),
-                1 => m[i] = rng.next() as u8,
-                _ => m.insert(i, rng.next() as u8),
-            }
-        }
-        let file = with_checksum(&m);
+        let file = with_checksum(&mutate(&mut rng, &body));
         match Graph::decode(&file) {
             Ok(_) => ok += 1,
             Err(_) => err += 1,
@@ -99,15 +89,7 @@ fn mutated_graph_files_never_panic() {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let (mut ok, mut err) = (0, 0);
     for _ in 0..3000 {
-        let mut m = bytes.clone();
-        for _ in 0..1 + rng.below(4) {
-            let i = rng.below(m.len());
-            match rng.below(3) {
-                0 => m[i] ^= 1 << rng.below(8),
-                1 => m[i] = rng.next() as u8,
-                _ => m.insert(i, rng.next() as u8),
-            }
-        }
+        let m = mutate(&mut rng, &bytes);
         match Graph::decode(&m) {
             Ok(_) => ok += 1,
             Err(_) => err += 1,
@@ -273,7 +255,7 @@ fn mutated_models_never_panic_the_importers_or_the_embedder() {
             };
             for _ in 0..1 + rng.below(3) {
                 let i = rng.below(m.len());
-                m[i] = rng.next() as u8;
+                m[i] = rng.next_u64() as u8;
             }
             run(&m);
         }

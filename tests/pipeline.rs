@@ -16,7 +16,7 @@ use tensorprep::pipeline::{
 use tensorprep::resize::{Filter, Resample, resize_owned};
 use tensorprep::size::{Rounding, SizeRule};
 use tensorprep::{DType, Error, Image, ImageView, Layout, PixelFormat, Quantization, Rect, Tensor};
-use tensorprep_tests::{read, read_npy_f32, read_png, refs};
+use tensorprep_tests::{Rng, read, read_npy_f32, read_png, refs};
 
 /// The eager composition of `ops` on `img`: each op its own call and image.
 fn eager(ops: &[Op], img: Image, decode: Option<(&[u8], Decode)>) -> Result<Tensor, Error> {
@@ -148,54 +148,37 @@ fn same(a: &Tensor, b: &Tensor) -> bool {
     }
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 32) as u32
-    }
-    fn below(&mut self, n: u32) -> u32 {
-        self.next() % n.max(1)
-    }
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u32) as usize]
-    }
-}
-
 /// A random geometric op for an image of about `(w, h)`; returns the op and the size after it.
 fn random_op(rng: &mut Rng, (w, h): (u32, u32)) -> (Op, (u32, u32)) {
-    match rng.below(7) {
+    match rng.below_u32(7) {
         0 | 1 => {
             let resample = rng.pick(&Resample::ALL);
-            let size = match rng.below(4) {
+            let size = match rng.below_u32(4) {
                 0 => SizeRule::Exact {
-                    width: 1 + rng.below(w * 2),
-                    height: 1 + rng.below(h * 2),
+                    width: 1 + rng.below_u32(w * 2),
+                    height: 1 + rng.below_u32(h * 2),
                 },
                 1 => SizeRule::ShorterSide {
-                    size: 8 + rng.below(w.min(h)),
+                    size: 8 + rng.below_u32(w.min(h)),
                     max_size: None,
                     rounding: rng.pick(&[Rounding::Truncate, Rounding::HalfEven]),
                 },
                 2 => SizeRule::LongerSide {
-                    size: 8 + rng.below(w.max(h)),
+                    size: 8 + rng.below_u32(w.max(h)),
                     rounding: rng.pick(&[Rounding::Truncate, Rounding::HalfEven]),
                 },
                 _ => SizeRule::Fit {
-                    width: 8 + rng.below(w),
-                    height: 8 + rng.below(h),
-                    upscale: rng.below(2) == 0,
+                    width: 8 + rng.below_u32(w),
+                    height: 8 + rng.below_u32(h),
+                    upscale: rng.below_u32(2) == 0,
                 },
             };
             let out = size.output_size(w, h).unwrap_or((w, h));
             (Op::Resize(Resize { size, resample }), out)
         }
         2 | 3 => {
-            let (cw, ch) = (1 + rng.below(w), 1 + rng.below(h));
-            if rng.below(2) == 0 {
+            let (cw, ch) = (1 + rng.below_u32(w), 1 + rng.below_u32(h));
+            if rng.below_u32(2) == 0 {
                 let rounding = rng.pick(&[CropRounding::HalfEven, CropRounding::Floor]);
                 let c = CenterCrop {
                     width: cw,
@@ -204,18 +187,23 @@ fn random_op(rng: &mut Rng, (w, h): (u32, u32)) -> (Op, (u32, u32)) {
                 };
                 (Op::CenterCrop(c), (cw, ch))
             } else {
-                let r = Rect::new(rng.below(w - cw + 1), rng.below(h - ch + 1), cw, ch);
+                let r = Rect::new(rng.below_u32(w - cw + 1), rng.below_u32(h - ch + 1), cw, ch);
                 (Op::Crop(r), (cw, ch))
             }
         }
         4 => {
             let fill = [
-                rng.below(256) as u8,
-                rng.below(256) as u8,
-                rng.below(256) as u8,
+                rng.below_u32(256) as u8,
+                rng.below_u32(256) as u8,
+                rng.below_u32(256) as u8,
             ];
-            if rng.below(2) == 0 {
-                let (l, t, r, b) = (rng.below(5), rng.below(5), rng.below(5), rng.below(5));
+            if rng.below_u32(2) == 0 {
+                let (l, t, r, b) = (
+                    rng.below_u32(5),
+                    rng.below_u32(5),
+                    rng.below_u32(5),
+                    rng.below_u32(5),
+                );
                 let to = PadTo::Borders {
                     left: l,
                     top: t,
@@ -224,7 +212,7 @@ fn random_op(rng: &mut Rng, (w, h): (u32, u32)) -> (Op, (u32, u32)) {
                 };
                 (Op::Pad(Pad { to, fill }), (w + l + r, h + t + b))
             } else {
-                let (cw, ch) = (w + rng.below(9), h + rng.below(9));
+                let (cw, ch) = (w + rng.below_u32(9), h + rng.below_u32(9));
                 let placement = rng.pick(&[Placement::Center, Placement::TopLeft]);
                 let to = PadTo::Canvas {
                     width: cw,
@@ -256,7 +244,7 @@ fn random_finish(rng: &mut Rng, format: PixelFormat) -> [Op; 3] {
     let quantization = match dtype {
         DType::U8 | DType::I8 => Quantization {
             scale: 1.0 / 64.0,
-            zero_point: rng.below(3) as i32 - 1,
+            zero_point: rng.below_u32(3) as i32 - 1,
         },
         _ => Quantization::IDENTITY,
     };
@@ -301,7 +289,7 @@ fn random_fused_pipelines_equal_the_eager_ops_bit_for_bit() {
         if let Some(op @ Op::ConvertColor { to, .. }) = convert {
             ops.push(op);
             format = to;
-        } else if rng.below(4) == 0 {
+        } else if rng.below_u32(4) == 0 {
             format = rng.pick(&[PixelFormat::Rgb8, PixelFormat::Bgra8, PixelFormat::Gray8]);
             ops.push(Op::ConvertColor {
                 to: format,
@@ -309,7 +297,7 @@ fn random_fused_pipelines_equal_the_eager_ops_bit_for_bit() {
             });
         }
         let mut size = (src.width(), src.height());
-        for _ in 0..1 + rng.below(4) {
+        for _ in 0..1 + rng.below_u32(4) {
             let (op, next) = random_op(&mut rng, size);
             ops.push(op);
             size = next;
@@ -790,10 +778,10 @@ fn hostile_pipeline_parameters_are_errors_not_panics() {
     let mut state = PlanState::new();
     for _ in 0..3000 {
         let mut ops = Vec::new();
-        for _ in 0..1 + rng.below(4) {
+        for _ in 0..1 + rng.below_u32(4) {
             let a = rng.pick(&extremes);
             let b = rng.pick(&extremes);
-            ops.push(match rng.below(6) {
+            ops.push(match rng.below_u32(6) {
                 0 => Op::Resize(Resize {
                     size: rng.pick(&[
                         SizeRule::Exact {
@@ -824,7 +812,7 @@ fn hostile_pipeline_parameters_are_errors_not_panics() {
                     rounding: CropRounding::Floor,
                 }),
                 3 => Op::Pad(Pad {
-                    to: if rng.below(2) == 0 {
+                    to: if rng.below_u32(2) == 0 {
                         PadTo::Borders {
                             left: a,
                             top: b,
@@ -848,8 +836,8 @@ fn hostile_pipeline_parameters_are_errors_not_panics() {
             });
         }
         // Mostly valid values, so that many pipelines get as far as running.
-        let bad = f32::from_bits(rng.next());
-        let odd = rng.below(5) == 0;
+        let bad = f32::from_bits(rng.next_u32());
+        let odd = rng.below_u32(5) == 0;
         ops.push(Op::Normalize(Normalize {
             mean: [if odd { bad } else { 0.5 }, 0.0, 0.0],
             std: if odd {

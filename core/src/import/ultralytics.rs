@@ -4,12 +4,11 @@ use std::format;
 use std::string::String;
 use std::vec::Vec;
 
-use super::{decode, finish, graph};
+use super::{decode, decoder, finish, graph};
 use crate::finish::Normalize;
-use crate::geometry::Placement;
 use crate::graph::{Graph, GraphError};
 use crate::jpeg::Orientation;
-use crate::pipeline::{CenterCrop, CropRounding, Op, Pad, PadTo, Resize};
+use crate::pipeline::{CenterCrop, CropRounding, Op, Pipeline, Resize};
 use crate::resize::{Filter, Resample};
 use crate::size::{Rounding, SizeRule};
 use crate::{DType, Layout, Quantization};
@@ -63,54 +62,50 @@ pub fn ultralytics(metadata: &[(String, String)]) -> Result<Graph, GraphError> {
     }
     let half = get("args").is_some_and(|a| a.replace(' ', "").contains("'half':True"));
     let task = get("task").unwrap_or("detect");
-    let mut ops = Vec::from([decode(Orientation::Apply)]);
-    match task {
-        "detect" | "segment" | "pose" | "obb" => ops.extend([
-            Op::Resize(Resize {
-                size: SizeRule::Fit {
+    let dtype = if half { DType::F16 } else { DType::F32 };
+    let mut ops: Vec<Op> = match task {
+        // The predictor's LetterBox is the preset's, decoded as cv2.imread does.
+        "detect" | "segment" | "pose" | "obb" => {
+            let mut p = Pipeline::yolo_letterbox(width, height);
+            p.map_decode(|d| *d = decoder(Orientation::Apply));
+            p.ops().to_vec()
+        }
+        "classify" if width == height => {
+            let mut ops = Vec::from([
+                decode(Orientation::Apply),
+                Op::Resize(Resize {
+                    size: SizeRule::ShorterSide {
+                        size: width,
+                        max_size: None,
+                        rounding: Rounding::Truncate,
+                    },
+                    resample: Resample::Pillow(Filter::Bilinear),
+                }),
+                Op::CenterCrop(CenterCrop {
                     width,
                     height,
-                    upscale: true,
-                },
-                resample: Resample::OpenCvLinear,
-            }),
-            Op::Pad(Pad {
-                to: PadTo::Canvas {
-                    width,
-                    height,
-                    placement: Placement::Center,
-                },
-                fill: [114; 3],
-            }),
-        ]),
-        "classify" if width == height => ops.extend([
-            Op::Resize(Resize {
-                size: SizeRule::ShorterSide {
-                    size: width,
-                    max_size: None,
-                    rounding: Rounding::Truncate,
-                },
-                resample: Resample::Pillow(Filter::Bilinear),
-            }),
-            Op::CenterCrop(CenterCrop {
-                width,
-                height,
-                rounding: CropRounding::HalfEven,
-            }),
-        ]),
+                    rounding: CropRounding::HalfEven,
+                }),
+            ]);
+            ops.extend(finish(
+                Normalize::UNIT,
+                Layout::Chw,
+                dtype,
+                Quantization::IDENTITY,
+            ));
+            ops
+        }
         other => {
             return Err(bad(format!(
                 "task `{other}` with imgsz {imgsz} is not supported"
             )));
         }
+    };
+    for op in &mut ops {
+        if let Op::Cast { dtype: d, .. } = op {
+            *d = dtype;
+        }
     }
-    let dtype = if half { DType::F16 } else { DType::F32 };
-    ops.extend(finish(
-        Normalize::UNIT,
-        Layout::Chw,
-        dtype,
-        Quantization::IDENTITY,
-    ));
     graph(
         &ops,
         "images",
