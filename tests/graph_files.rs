@@ -280,6 +280,7 @@ fn sidecar_and_embedded_graphs_are_found_and_must_agree() {
     let a = sample_graph();
     a.save(graph::sidecar_path(&model)).unwrap();
     assert_eq!(Graph::for_model(&model).unwrap(), a);
+    assert_eq!(Graph::for_model(graph::sidecar_path(&model)).unwrap(), a);
     // The same graph embedded too: fine. A different one: refused.
     std::fs::write(&model, onnx::embed(&plain, &a).unwrap()).unwrap();
     assert_eq!(Graph::for_model(&model).unwrap(), a);

@@ -59,12 +59,15 @@ impl Graph {
 
     /// The graph of a model: its sidecar file (`model.tpp` next to
     /// `model.onnx`), or the graph embedded in the ONNX model. If both exist
-    /// they must be the same graph.
+    /// they must be the same graph. A `.tpp` path is loaded as it is.
     ///
     /// Only the model's top-level fields are read to find an embedded graph;
     /// its weights are skipped, not loaded.
     pub fn for_model(model: impl AsRef<Path>) -> Result<Graph, GraphError> {
         let model = model.as_ref();
+        if model.extension().is_some_and(|e| e == "tpp") {
+            return Graph::load(model);
+        }
         let sidecar = sidecar_path(model);
         let beside = if sidecar.is_file() && sidecar != model {
             Some(Graph::load(&sidecar)?)

@@ -87,12 +87,7 @@ fn read(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
 
 /// A graph file (`.tpp`), or the graph of a model (sidecar or embedded).
 pub(crate) fn load(path: &Path) -> Result<Graph, String> {
-    let result = if path.extension().is_some_and(|e| e == "tpp") {
-        Graph::load(path)
-    } else {
-        Graph::for_model(path)
-    };
-    result.map_err(|e| format!("{}: {e}", path.display()))
+    Graph::for_model(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory,
