@@ -170,7 +170,7 @@ fn scan_onnx_metadata(
                     let mut entry = std::vec![0; n as usize];
                     r.read_exact(&mut entry).map_err(|e| io(path, e))?;
                     pos += n;
-                    let (key, value) = entry_fields(&entry)?;
+                    let (key, value) = onnx::entry(&entry)?;
                     f(key, value)?;
                 } else {
                     skip(&mut r, &mut pos, n, len).ok_or_else(|| bad("truncated"))?;
@@ -183,20 +183,6 @@ fn scan_onnx_metadata(
         return Err(bad("no ir_version field"));
     }
     Ok(())
-}
-
-/// The key and value of a `StringStringEntryProto`.
-fn entry_fields(entry: &[u8]) -> Result<(&[u8], &[u8]), GraphError> {
-    let (mut key, mut value) = (&[][..], &[][..]);
-    for field in super::wire::fields(entry) {
-        let field = field?;
-        match (field.number, field.value) {
-            (1, super::wire::Value::Bytes(b)) => key = b,
-            (2, super::wire::Value::Bytes(b)) => value = b,
-            _ => {}
-        }
-    }
-    Ok((key, value))
 }
 
 fn read_varint(r: &mut impl Read, pos: &mut u64) -> Option<u64> {

@@ -264,9 +264,11 @@ impl Graph {
     }
 
     /// The same graph decoding with `backend` wherever it decodes.
-    pub fn with_decoder(mut self, backend: crate::jpeg::Backend) -> Graph {
-        self.pipeline.map_decode(|d| d.backend = backend);
-        self
+    pub fn with_decoder(self, backend: crate::jpeg::Backend) -> Graph {
+        Graph {
+            pipeline: self.pipeline.with_decoder(backend),
+            ..self
+        }
     }
 }
 

@@ -36,20 +36,13 @@ const IR_VERSION: u32 = 1;
 pub(crate) const METADATA_PROPS: u32 = 14;
 
 /// One `StringStringEntryProto` (key 1, value 2) as raw bytes.
-fn entry(bytes: &[u8]) -> Result<(&[u8], &[u8]), GraphError> {
+pub(crate) fn entry(bytes: &[u8]) -> Result<(&[u8], &[u8]), GraphError> {
     let (mut key, mut value) = (&[][..], &[][..]);
     for field in wire::fields(bytes) {
-        match field? {
-            wire::Field {
-                number: 1,
-                value: Value::Bytes(b),
-                ..
-            } => key = b,
-            wire::Field {
-                number: 2,
-                value: Value::Bytes(b),
-                ..
-            } => value = b,
+        let field = field?;
+        match (field.number, field.value) {
+            (1, Value::Bytes(b)) => key = b,
+            (2, Value::Bytes(b)) => value = b,
             _ => {}
         }
     }
