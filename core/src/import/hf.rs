@@ -8,13 +8,13 @@ use std::vec::Vec;
 use serde_json::Value;
 
 use super::json::{self, Object};
-use super::{decode, finish, graph, pillow_filter, three};
+use super::{decode, finish, graph, pillow_filter, shorter_side, three};
 use crate::finish::Normalize;
 use crate::graph::{Graph, GraphError};
 use crate::jpeg::Orientation;
 use crate::pipeline::{CenterCrop, CropRounding, Op, Resize};
 use crate::resize::{Filter, Resample};
-use crate::size::{Rounding, SizeRule};
+use crate::size::SizeRule;
 use crate::{DType, Layout, Quantization};
 
 const FORMAT: &str = "hf";
@@ -232,11 +232,6 @@ pub fn hugging_face(config: &str) -> Result<Graph, GraphError> {
                 resample: Resample::Pillow(filter),
             })
         };
-        let shorter = |size| SizeRule::ShorterSide {
-            size,
-            max_size: None,
-            rounding: Rounding::Truncate,
-        };
         match (size, d.crop_pct) {
             (Size::ShortestEdge(edge), Some(default_pct)) => {
                 let pct = o.f64("crop_pct")?.unwrap_or(default_pct);
@@ -245,7 +240,7 @@ pub fn hugging_face(config: &str) -> Result<Graph, GraphError> {
                         return Err(o.error(format!("`crop_pct` must be in (0, 1], not {pct}")));
                     }
                     // int(shortest_edge / crop_pct), then a centre crop back to it.
-                    ops.push(resize(shorter((f64::from(edge) / pct) as u32)));
+                    ops.push(resize(shorter_side((f64::from(edge) / pct) as u32)));
                     ops.push(Op::CenterCrop(CenterCrop {
                         width: edge,
                         height: edge,
@@ -259,7 +254,7 @@ pub fn hugging_face(config: &str) -> Result<Graph, GraphError> {
                 }
             }
             (_, Some(_)) => return Err(o.error("ConvNeXT needs `size.shortest_edge`".into())),
-            (Size::ShortestEdge(edge), None) => ops.push(resize(shorter(edge))),
+            (Size::ShortestEdge(edge), None) => ops.push(resize(shorter_side(edge))),
             (Size::HeightWidth(height, width), None) => {
                 ops.push(resize(SizeRule::Exact { width, height }))
             }
@@ -316,6 +311,7 @@ pub fn hugging_face(config: &str) -> Result<Graph, GraphError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::size::Rounding;
     use std::string::ToString;
 
     #[test]

@@ -53,8 +53,9 @@ use std::string::String;
 use crate::finish::{ChannelOrder, Normalize};
 use crate::graph::{Graph, GraphError, Provenance};
 use crate::jpeg::{Backend, Orientation};
-use crate::pipeline::{Decode, Op, Pipeline};
-use crate::resize::Filter;
+use crate::pipeline::{CenterCrop, CropRounding, Decode, Op, Pipeline, Resize};
+use crate::resize::{Filter, Resample};
+use crate::size::{Rounding, SizeRule};
 use crate::{DType, Layout, Quantization};
 
 /// The most bytes a JSON configuration may have.
@@ -90,6 +91,32 @@ fn graph(ops: &[Op], name: &str, source: String) -> Result<Graph, GraphError> {
     graph.output.name = name.into();
     graph.provenance = Provenance::tensorprep(source);
     Ok(graph)
+}
+
+/// torchvision's `Resize(size)` with an int size: the shorter side becomes
+/// `size`, the other `int(size * long / short)`.
+fn shorter_side(size: u32) -> SizeRule {
+    SizeRule::ShorterSide {
+        size,
+        max_size: None,
+        rounding: Rounding::Truncate,
+    }
+}
+
+/// A Pillow resize, then torchvision's `CenterCrop` (offsets rounded half to
+/// even): the eval geometry of torchvision, timm and Ultralytics' classifiers.
+fn resize_then_center_crop(size: SizeRule, filter: Filter, width: u32, height: u32) -> [Op; 2] {
+    [
+        Op::Resize(Resize {
+            size,
+            resample: Resample::Pillow(filter),
+        }),
+        Op::CenterCrop(CenterCrop {
+            width,
+            height,
+            rounding: CropRounding::HalfEven,
+        }),
+    ]
 }
 
 /// A Pillow filter by its `Image.Resampling` number.

@@ -4,13 +4,14 @@ use std::format;
 use std::vec::Vec;
 
 use super::json::{self, Object};
-use super::{IMAGENET_MEAN, IMAGENET_STD, decode, filter_by_name, finish, graph, three};
+use super::{
+    IMAGENET_MEAN, IMAGENET_STD, decode, filter_by_name, finish, graph, resize_then_center_crop,
+    shorter_side, three,
+};
 use crate::finish::Normalize;
 use crate::graph::{Graph, GraphError};
 use crate::jpeg::Orientation;
-use crate::pipeline::{CenterCrop, CropRounding, Op, Resize};
-use crate::resize::Resample;
-use crate::size::{Rounding, SizeRule};
+use crate::size::SizeRule;
 use crate::{DType, Layout, Quantization};
 
 const FORMAT: &str = "timm";
@@ -57,13 +58,8 @@ pub fn timm(config: &str) -> Result<Graph, GraphError> {
         )
     };
     let (scale_h, scale_w) = (scale(height)?, scale(width)?);
-    let resample = Resample::Pillow(filter);
     let resize = match cfg.str("crop_mode")?.unwrap_or("center") {
-        "center" if scale_h == scale_w => SizeRule::ShorterSide {
-            size: scale_h,
-            max_size: None,
-            rounding: Rounding::Truncate,
-        },
+        "center" if scale_h == scale_w => shorter_side(scale_h),
         "center" => {
             return Err(cfg.error(
                 "a non-square `input_size` with crop_mode `center` (timm's ResizeKeepRatio) is not supported"
@@ -84,18 +80,8 @@ pub fn timm(config: &str) -> Result<Graph, GraphError> {
             None => Ok(default),
         }
     };
-    let mut ops = Vec::from([
-        decode(Orientation::Ignore),
-        Op::Resize(Resize {
-            size: resize,
-            resample,
-        }),
-        Op::CenterCrop(CenterCrop {
-            width,
-            height,
-            rounding: CropRounding::HalfEven,
-        }),
-    ]);
+    let mut ops = Vec::from([decode(Orientation::Ignore)]);
+    ops.extend(resize_then_center_crop(resize, filter, width, height));
     ops.extend(finish(
         Normalize {
             mean: stat("mean", IMAGENET_MEAN)?,
@@ -118,6 +104,8 @@ pub fn timm(config: &str) -> Result<Graph, GraphError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::Op;
+    use crate::size::Rounding;
     use std::string::ToString;
 
     #[test]

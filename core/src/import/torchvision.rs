@@ -5,13 +5,10 @@ use std::string::ToString;
 use std::vec::Vec;
 
 use super::torchvision_table::TABLE;
-use super::{decode, finish, graph};
+use super::{decode, finish, graph, resize_then_center_crop, shorter_side};
 use crate::finish::Normalize;
 use crate::graph::{Graph, GraphError};
 use crate::jpeg::Orientation;
-use crate::pipeline::{CenterCrop, CropRounding, Op, Resize};
-use crate::resize::Resample;
-use crate::size::{Rounding, SizeRule};
 use crate::{DType, Layout, Quantization};
 
 /// The weights names [`torchvision`] knows, such as `ResNet50_Weights.IMAGENET1K_V2`.
@@ -58,26 +55,19 @@ pub fn torchvision(name: &str) -> Result<Graph, GraphError> {
         .ok_or_else(|| {
             GraphError::import(
                 "torchvision",
-                format!("no weights named `{name}` (see `tensorprep convert --list torchvision`)"),
+                format!(
+                    "no weights named `{name}` (`tensorprep presets --torchvision` lists them)"
+                ),
             )
         })?;
     let &(full, resize, crop, filter, mean, std) = *row;
-    let mut ops = Vec::from([
-        decode(Orientation::Ignore),
-        Op::Resize(Resize {
-            size: SizeRule::ShorterSide {
-                size: resize,
-                max_size: None,
-                rounding: Rounding::Truncate,
-            },
-            resample: Resample::Pillow(filter),
-        }),
-        Op::CenterCrop(CenterCrop {
-            width: crop,
-            height: crop,
-            rounding: CropRounding::HalfEven,
-        }),
-    ]);
+    let mut ops = Vec::from([decode(Orientation::Ignore)]);
+    ops.extend(resize_then_center_crop(
+        shorter_side(resize),
+        filter,
+        crop,
+        crop,
+    ));
     ops.extend(finish(
         Normalize {
             mean,
@@ -94,7 +84,10 @@ pub fn torchvision(name: &str) -> Result<Graph, GraphError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::{Op, Resize};
     use crate::resize::Filter;
+    use crate::resize::Resample;
+    use crate::size::SizeRule;
 
     #[test]
     fn names_resolve_to_the_documented_presets() {

@@ -4,13 +4,12 @@ use std::format;
 use std::string::String;
 use std::vec::Vec;
 
-use super::{decode, decoder, finish, graph};
+use super::{decode, decoder, finish, graph, resize_then_center_crop, shorter_side};
 use crate::finish::Normalize;
 use crate::graph::{Graph, GraphError};
 use crate::jpeg::Orientation;
-use crate::pipeline::{CenterCrop, CropRounding, Op, Pipeline, Resize};
-use crate::resize::{Filter, Resample};
-use crate::size::{Rounding, SizeRule};
+use crate::pipeline::{Op, Pipeline};
+use crate::resize::Filter;
 use crate::{DType, Layout, Quantization};
 
 const FORMAT: &str = "ultralytics";
@@ -71,22 +70,13 @@ pub fn ultralytics(metadata: &[(String, String)]) -> Result<Graph, GraphError> {
             p.ops().to_vec()
         }
         "classify" if width == height => {
-            let mut ops = Vec::from([
-                decode(Orientation::Apply),
-                Op::Resize(Resize {
-                    size: SizeRule::ShorterSide {
-                        size: width,
-                        max_size: None,
-                        rounding: Rounding::Truncate,
-                    },
-                    resample: Resample::Pillow(Filter::Bilinear),
-                }),
-                Op::CenterCrop(CenterCrop {
-                    width,
-                    height,
-                    rounding: CropRounding::HalfEven,
-                }),
-            ]);
+            let mut ops = Vec::from([decode(Orientation::Apply)]);
+            ops.extend(resize_then_center_crop(
+                shorter_side(width),
+                Filter::Bilinear,
+                width,
+                height,
+            ));
             ops.extend(finish(
                 Normalize::UNIT,
                 Layout::Chw,
