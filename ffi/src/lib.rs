@@ -1,10 +1,81 @@
-//! C API for tensorprep.
+//! The C API of tensorprep: `libtensorprep.so` / `libtensorprep.a` with the
+//! header `include/tensorprep.h` (generated from this crate by a pinned
+//! cbindgen: `cargo run --manifest-path tools/headergen/Cargo.toml`) and the
+//! C++ wrapper `include/tensorprep.hpp`.
 //!
-//! Placeholder: the exported surface (opaque handles, result codes, panic
-//! boundary, cbindgen-generated header in `include/`) arrives with the C API
-//! issue. Until then this crate only re-exports the version string so the
-//! workspace layout is final.
-#![forbid(unsafe_code)]
+//! Conventions, as in rustls-ffi:
+//! - Opaque handles (`tp_graph`, `tp_plan`, `tp_run_state`) made by a
+//!   `_new`/`_load`/`_from_*` function and released with their `_free`.
+//! - Every fallible function returns a `tp_result`; 0 is success. The message
+//!   of the last failure on the calling thread is copied out by
+//!   `tp_last_error_message`.
+//! - Outputs are written only on success. Every pointer is checked for NULL
+//!   and alignment, every length against what is needed, and a buffer a call
+//!   writes may not overlap one it reads.
+//! - Every function runs inside a panic boundary: a bug in tensorprep
+//!   returns `TP_RESULT_PANIC` instead of unwinding into C or aborting the
+//!   process. (The library must therefore be built with `panic = "unwind"`,
+//!   which this crate checks at compile time.)
+//! - Enum-typed arguments are `uint32_t` and checked: an unknown value is
+//!   `TP_RESULT_INVALID_PARAMETER`, never undefined behaviour.
+//!
+//! Threads: a graph and a compiled plan are immutable and may be shared by
+//! any number of threads; a run state belongs to one thread at a time. The
+//! last-error message is per thread.
 
-/// Version of the tensorprep core this C API wraps.
-pub const VERSION: &str = tensorprep::VERSION;
+// The C names (`tp_graph`, `tp_result`) are the API.
+#![allow(non_camel_case_types)]
+
+#[cfg(panic = "abort")]
+compile_error!(
+    "tensorprep-ffi turns panics into TP_RESULT_PANIC and needs panic = \"unwind\"; \
+     an aborting build would take the host process down on a decoder bug"
+);
+
+mod args;
+mod boundary;
+mod geometry;
+mod graph;
+mod ops;
+mod plan;
+mod result;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+pub use boundary::tp_last_error_message;
+pub use geometry::{tp_geometry_to_source_boxes, tp_geometry_to_source_point};
+pub use graph::{
+    tp_graph, tp_graph_for_model, tp_graph_free, tp_graph_from_bytes, tp_graph_from_hugging_face,
+    tp_graph_from_preset, tp_graph_from_timm, tp_graph_load, tp_graph_output_name, tp_graph_verify,
+};
+pub use ops::{
+    TP_DECODE_APPLY_EXIF_ORIENTATION, TP_DECODE_LENIENT, tp_convert_color, tp_crop,
+    tp_decode_options, tp_finish, tp_finish_spec, tp_flip, tp_jpeg_decode, tp_jpeg_read_info,
+    tp_pad, tp_resize, tp_rotate,
+};
+pub use plan::{
+    tp_input_desc, tp_input_kind, tp_plan, tp_plan_free, tp_plan_new, tp_plan_options,
+    tp_plan_output_info, tp_plan_output_info_for_jpeg, tp_plan_run_batch_jpeg,
+    tp_plan_run_batch_pixels, tp_plan_run_jpeg, tp_plan_run_pixels, tp_run_state,
+    tp_run_state_free, tp_run_state_new,
+};
+pub use result::{tp_result, tp_result_name};
+pub use types::{
+    tp_bytes, tp_channel_order, tp_decoder, tp_dtype, tp_flip_axis, tp_geometry, tp_image,
+    tp_image_mut, tp_jpeg_info, tp_layout, tp_pixel_format, tp_placement, tp_plane, tp_plane_mut,
+    tp_rect, tp_resample, tp_rotation, tp_tensor_info, tp_yuv_range,
+};
+
+/// The library's version, `"MAJOR.MINOR.PATCH"` (a static string; do not free).
+#[unsafe(no_mangle)]
+pub extern "C" fn tp_version() -> *const std::ffi::c_char {
+    const VERSION: &std::ffi::CStr = match std::ffi::CStr::from_bytes_with_nul(
+        concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes(),
+    ) {
+        Ok(v) => v,
+        Err(_) => panic!("the version has no NUL inside"),
+    };
+    VERSION.as_ptr()
+}

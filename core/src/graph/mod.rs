@@ -161,9 +161,19 @@ impl Graph {
     /// conversion from the frame's format is put first, using the declared
     /// [`InputSpec::yuv_range`]; it runs fused into the first pass.
     pub fn compile(&self, input: InputDesc) -> Result<Plan, GraphError> {
+        self.compile_with_limits(input, &crate::Limits::DEFAULT)
+    }
+
+    /// [`Graph::compile`] with caps on image sizes and on every buffer the
+    /// plan and its runs allocate.
+    pub fn compile_with_limits(
+        &self,
+        input: InputDesc,
+        limits: &crate::Limits,
+    ) -> Result<Plan, GraphError> {
         self.check_input(input)?;
         let pipeline = self.pipeline_for(input)?;
-        Ok(pipeline.compile(input)?)
+        Ok(pipeline.compile_with_limits(input, limits)?)
     }
 
     /// The pipeline [`Graph::compile`] compiles for `input`: for raw pixels,

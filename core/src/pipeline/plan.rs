@@ -611,6 +611,88 @@ impl Plan {
         })
     }
 
+    /// Reads a JPEG's header and returns the plan resolved for its size,
+    /// from the state's cache or built and cached now.
+    fn resolve_jpeg<'s>(
+        &self,
+        resolved: &'s mut Vec<(ResolveKey, Vec<Step>, Resolved)>,
+        decoder: &mut Option<JpegDecoder>,
+        bytes: &[u8],
+    ) -> Result<&'s Resolved> {
+        let d = self
+            .decode
+            .ok_or(op_error("plan: compiled without a Decode op"))?;
+        // Full-scale options for the header; the resolved plan's (scale) to decode.
+        let dec = decoder.get_or_insert_with(JpegDecoder::default);
+        dec.set_options(decode_options(&d, Scale::Full, &self.limits));
+        let info = dec.read_info(bytes)?;
+        let key = ResolveKey {
+            width: info.width,
+            height: info.height,
+            exif_orientation: info.exif_orientation,
+            mcu_width: info.mcu_width,
+            decode: d,
+            limits: self.limits,
+        };
+        let found = resolved
+            .iter()
+            .position(|(k, steps, _)| *k == key && *steps == self.steps);
+        match found {
+            // Most recent last: a hit moves to the end (no allocation).
+            Some(i) => resolved[i..].rotate_left(1),
+            None => {
+                if resolved.len() >= RESOLVED_SIZES {
+                    // The oldest tables go before the new ones are built.
+                    resolved.remove(0);
+                }
+                let shape = Shape {
+                    format: d.format,
+                    width: info.width,
+                    height: info.height,
+                };
+                let r = self.resolve(shape, Some(info))?;
+                resolved.push((key, self.steps.clone(), r));
+            }
+        }
+        let (_, _, r) = resolved.last().expect("just resolved");
+        Ok(r)
+    }
+
+    /// The output tensor's shape for one input: [`Plan::output_shape`] when
+    /// it is fixed, otherwise read from the JPEG's header (the plan resolved
+    /// for its size is kept in `state`, so the run that follows reuses it).
+    ///
+    /// ```
+    /// use tensorprep::finish::{ChannelOrder, Normalize};
+    /// use tensorprep::pipeline::{Input, InputDesc, Op, Pipeline, PlanState};
+    /// use tensorprep::{DType, Layout, Quantization, TensorMut};
+    ///
+    /// // Decode and normalize at the photo's own size: the shape depends on the file.
+    /// let decode = Pipeline::imagenet_eval().ops()[0];
+    /// let finish = Op::finish(Normalize::UNIT, Layout::Chw, ChannelOrder::Rgb, DType::F32, Quantization::IDENTITY);
+    /// let plan = Pipeline::from_ops(&[decode])?.then(finish[0])?.then(finish[1])?.then(finish[2])?
+    ///     .compile(InputDesc::Jpeg)?;
+    /// assert_eq!(plan.output_shape(), None);
+    /// let jpeg = std::fs::read("../tests/fixtures/sample.jpg").unwrap();
+    /// let mut state = PlanState::new();
+    /// let shape = plan.output_shape_for(&mut state, Input::Encoded(&jpeg))?;
+    /// let mut tensor = vec![0f32; shape.iter().product()];
+    /// let geometry = plan.run(&mut state, Input::Encoded(&jpeg), TensorMut::F32(&mut tensor))?;
+    /// assert_eq!(shape, [3, geometry.input.1 as usize, geometry.input.0 as usize]);
+    /// # Ok::<(), tensorprep::Error>(())
+    /// ```
+    pub fn output_shape_for(&self, state: &mut PlanState, input: Input<'_>) -> Result<[usize; 3]> {
+        if let Some(shape) = self.output_shape() {
+            return Ok(shape);
+        }
+        let Input::Encoded(bytes) = input else {
+            return Err(op_error("plan: compiled for JPEG input, given pixels"));
+        };
+        let r = self.resolve_jpeg(&mut state.resolved, &mut state.decoder, bytes)?;
+        let (w, h) = r.geometry.output;
+        Ok(self.finisher.output_shape(w, h))
+    }
+
     /// The first step that is not a colour conversion.
     fn first_geometric_step(&self) -> Option<&Step> {
         self.steps
@@ -658,42 +740,8 @@ impl Plan {
                 (r, view)
             }
             (Input::Encoded(bytes), None) => {
-                let d = self
-                    .decode
-                    .ok_or(op_error("plan: compiled without a Decode op"))?;
-                // Full-scale options for the header; the resolved plan's (scale) to decode.
+                let r = self.resolve_jpeg(resolved, decoder, bytes)?;
                 let dec = decoder.get_or_insert_with(JpegDecoder::default);
-                dec.set_options(decode_options(&d, Scale::Full, &self.limits));
-                let info = dec.read_info(bytes)?;
-                let key = ResolveKey {
-                    width: info.width,
-                    height: info.height,
-                    exif_orientation: info.exif_orientation,
-                    mcu_width: info.mcu_width,
-                    decode: d,
-                    limits: self.limits,
-                };
-                let found = resolved
-                    .iter()
-                    .position(|(k, steps, _)| *k == key && *steps == self.steps);
-                match found {
-                    // Most recent last: a hit moves to the end (no allocation).
-                    Some(i) => resolved[i..].rotate_left(1),
-                    None => {
-                        if resolved.len() >= RESOLVED_SIZES {
-                            // The oldest tables go before the new ones are built.
-                            resolved.remove(0);
-                        }
-                        let shape = Shape {
-                            format: d.format,
-                            width: info.width,
-                            height: info.height,
-                        };
-                        let r = self.resolve(shape, Some(info))?;
-                        resolved.push((key, self.steps.clone(), r));
-                    }
-                }
-                let (_, _, r) = resolved.last().expect("just resolved");
                 let dp = r.decode.expect("JPEG plans decode");
                 dec.set_options(dp.options);
                 let f = dp.options.format;

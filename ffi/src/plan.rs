@@ -1,0 +1,582 @@
+//! `tp_plan` (a graph compiled for one kind of input) and `tp_run_state`
+//! (one thread's scratch), and running them into the caller's tensor.
+
+use std::ffi::c_void;
+use std::mem::MaybeUninit;
+
+use half::f16;
+use tensorprep::graph::Graph;
+use tensorprep::pipeline::{Input, InputDesc, Plan, PlanState};
+use tensorprep::{DType, Limits, TensorMut};
+
+use crate::args::{self, Span, Spans, lookup};
+use crate::boundary::{boundary, boundary_void};
+use crate::graph::tp_graph;
+use crate::result::{Failure, Result, tp_result};
+use crate::types::{
+    self, CHANNEL_ORDERS, DTYPES, LAYOUTS, PIXEL_FORMATS, tp_bytes, tp_geometry, tp_image,
+    tp_tensor_info,
+};
+
+/// A compiled plan: every op checked, shapes known, tables built. Immutable:
+/// any number of threads may run one plan at once, each with its own
+/// `tp_run_state`.
+pub struct tp_plan {
+    plan: Plan,
+}
+
+/// The scratch of one thread running plans: the decoder, intermediate
+/// buffers and resampler rows, grown on the first run and reused after (no
+/// allocation per image in steady state). Used by one thread at a time; may
+/// serve several plans in turn.
+pub struct tp_run_state {
+    state: PlanState,
+}
+
+/// What a plan is compiled for.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum tp_input_kind {
+    /// JPEG files (each image's size is read from its header).
+    Jpeg = 1,
+    /// Raw pixels of one format and size (camera frames, decoded images).
+    Pixels = 2,
+}
+
+/// The input a plan is compiled for.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct tp_input_desc {
+    /// A `tp_input_kind`.
+    pub kind: u32,
+    /// For `TP_INPUT_KIND_PIXELS`: a `tp_pixel_format` the graph accepts.
+    pub format: u32,
+    /// For `TP_INPUT_KIND_PIXELS`: width in pixels.
+    pub width: u32,
+    /// For `TP_INPUT_KIND_PIXELS`: height in pixels.
+    pub height: u32,
+}
+
+/// Options of `tp_plan_new`. All zero (or a NULL pointer) means the defaults.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct tp_plan_options {
+    /// A `tp_decoder`; `TP_DECODER_AUTO` (0) keeps the graph's decoder when
+    /// this build has it and otherwise uses zune-jpeg.
+    pub decoder: u32,
+    /// Largest image accepted, in pixels; 0 for the default (128 Mpixel).
+    pub max_pixels: u64,
+    /// Largest single allocation, in bytes; 0 for the default (1 GiB).
+    pub max_alloc_bytes: u64,
+}
+
+/// The limits the options ask for.
+pub(crate) fn limits(max_pixels: u64, max_alloc_bytes: u64) -> Limits {
+    let or = |v: u64, default: u64| if v == 0 { default } else { v };
+    Limits {
+        max_pixels: or(max_pixels, Limits::DEFAULT.max_pixels),
+        max_alloc_bytes: or(max_alloc_bytes, Limits::DEFAULT.max_alloc_bytes),
+    }
+}
+
+/// The graph's decoder (from its Decode op), if it decodes.
+fn graph_decoder(graph: &Graph) -> Option<tensorprep::jpeg::Backend> {
+    match graph.pipeline.ops().first() {
+        Some(tensorprep::pipeline::Op::Decode(d)) => Some(d.backend),
+        _ => None,
+    }
+}
+
+/// Compiles `graph` for `input`: checks every op and, for pixel inputs,
+/// resolves every shape and builds every table now. For a pixel format other
+/// than the one the graph's ops expect, a colour conversion is put first
+/// (and fused into the first pass).
+///
+/// # Safety
+///
+/// `graph` must be a live graph handle; `input` must point to a
+/// `tp_input_desc`; `options` must be NULL or point to a `tp_plan_options`.
+/// `out` must be valid for a write; on success it receives a plan the caller
+/// owns and frees with `tp_plan_free` (the graph may be freed first).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tp_plan_new(
+    graph: *const tp_graph,
+    input: *const tp_input_desc,
+    options: *const tp_plan_options,
+    out: *mut *mut tp_plan,
+) -> tp_result {
+    boundary(|| {
+        // SAFETY: the caller guarantees each pointer is NULL or valid.
+        let (graph, input, options, out) = unsafe {
+            (
+                args::required(graph, "graph")?,
+                args::required(input, "input")?,
+                args::optional(options, "options")?,
+                args::out(out, "out")?,
+            )
+        };
+        let options = options.copied().unwrap_or_default();
+        let desc = match lookup(
+            &[
+                (tp_input_kind::Jpeg as u32, false),
+                (tp_input_kind::Pixels as u32, true),
+            ],
+            input.kind,
+            "input.kind",
+        )? {
+            false => InputDesc::Jpeg,
+            true => InputDesc::pixels(
+                lookup(&PIXEL_FORMATS, input.format, "input.format")?,
+                input.width,
+                input.height,
+            ),
+        };
+        let graph = &graph.graph;
+        let backend = types::decoder(options.decoder, graph_decoder(graph))?;
+        let limits = limits(options.max_pixels, options.max_alloc_bytes);
+        let plan = graph
+            .clone()
+            .with_decoder(backend)
+            .compile_with_limits(desc, &limits)?;
+        args::give(out, tp_plan { plan });
+        Ok(())
+    })
+}
+
+/// Frees a plan. NULL is a no-op.
+///
+/// # Safety
+///
+/// `plan` must be NULL or a handle from `tp_plan_new` not yet freed; no
+/// thread may be running it, and it must not be used after.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tp_plan_free(plan: *mut tp_plan) {
+    // SAFETY: the caller guarantees an unfreed handle or NULL.
+    boundary_void(|| unsafe { args::free(plan) });
+}
+
+fn tensor_info(plan: &Plan, shape: Option<[usize; 3]>) -> tp_tensor_info {
+    let (layout, order) = plan.layout();
+    let shape = shape.unwrap_or_default();
+    let elements = shape.iter().product();
+    tp_tensor_info {
+        dtype: args::code(&DTYPES, plan.dtype()),
+        layout: args::code(&LAYOUTS, layout),
+        channel_order: args::code(&CHANNEL_ORDERS, order),
+        shape,
+        elements,
+        bytes: elements * plan.dtype().size(),
+    }
+}
+
+/// Describes the plan's output tensor: element type, layout, channel order
+/// and, when it does not depend on the input, shape and size (zeros
+/// otherwise).
+///
+/// # Safety
+///
+/// `plan` must be a live plan handle; `out` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tp_plan_output_info(
+    plan: *const tp_plan,
+    out: *mut tp_tensor_info,
+) -> tp_result {
+    boundary(|| {
+        // SAFETY: the caller guarantees a live handle and a writable output.
+        let (plan, out) = unsafe { (args::required(plan, "plan")?, args::out(out, "out")?) };
+        out.write(tensor_info(&plan.plan, plan.plan.output_shape()));
+        Ok(())
+    })
+}
+
+/// Describes the output tensor the plan makes for one JPEG, its shape read
+/// from the file's header (for plans whose output size depends on the
+/// image). The plan resolved for the image's size is kept in `state`, so a
+/// `tp_plan_run_jpeg` on the same bytes that follows reuses it.
+///
+/// # Safety
+///
+/// `plan` and `state` must be live handles, `state` used by no other thread
+/// meanwhile; `data` valid for reads of `len` bytes; `out` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tp_plan_output_info_for_jpeg(
+    plan: *const tp_plan,
+    state: *mut tp_run_state,
+    data: *const u8,
+    len: usize,
+    out: *mut tp_tensor_info,
+) -> tp_result {
+    boundary(|| {
+        // SAFETY: the caller guarantees live handles and valid buffers.
+        let (plan, state, bytes, out) = unsafe {
+            (
+                args::required(plan, "plan")?,
+                args::required_mut(state, "state")?,
+                args::bytes(data, len, "data")?,
+                args::out(out, "out")?,
+            )
+        };
+        let shape = plan
+            .plan
+            .output_shape_for(&mut state.state, Input::Encoded(bytes))?;
+        out.write(tensor_info(&plan.plan, Some(shape)));
+        Ok(())
+    })
+}
+
+/// Makes an empty run state.
+///
+/// # Safety
+///
+/// `out` must be valid for a write; on success it receives a state the
+/// caller owns and frees with `tp_run_state_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tp_run_state_new(out: *mut *mut tp_run_state) -> tp_result {
+    boundary(|| {
+        // SAFETY: the caller guarantees `out` is NULL or writable.
+        let out = unsafe { args::out(out, "out") }?;
+        args::give(
+            out,
+            tp_run_state {
+                state: PlanState::new(),
+            },
+        );
+        Ok(())
+    })
+}
+
+/// Frees a run state. NULL is a no-op.
+///
+/// # Safety
+///
+/// `state` must be NULL or a handle from `tp_run_state_new` not yet freed,
+/// in use by no thread, and not used after.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tp_run_state_free(state: *mut tp_run_state) {
+    // SAFETY: the caller guarantees an unfreed handle or NULL.
+    boundary_void(|| unsafe { args::free(state) });
+}
+
+/// The caller's tensor buffer as the plan's element type: `bytes` must hold
+/// at least `elements` (only those are written), aligned for the type.
+///
+/// # Safety
+///
+/// `out` must be valid for writes of `bytes` bytes, accessed by nothing else.
+pub(crate) unsafe fn tensor<'a>(
+    out: *mut c_void,
+    bytes: usize,
+    dtype: DType,
+    elements: usize,
+    read: &[Span],
+) -> Result<TensorMut<'a>> {
+    let needed = elements
+        .checked_mul(dtype.size())
+        .ok_or_else(|| Failure::invalid("the tensor is larger than memory"))?;
+    if bytes < needed {
+        return Err(Failure::new(
+            tp_result::BufferTooSmall,
+            format!(
+                "the output tensor needs {needed} bytes ({elements} elements of {} bytes); `out_bytes` is {bytes}",
+                dtype.size()
+            ),
+        ));
+    }
+    args::no_overlap(&[Span::raw(out.cast::<u8>(), needed, "out")], read)?;
+    // SAFETY: the caller guarantees `needed <= bytes` writable bytes at
+    // `out`; `slice_mut` checks NULL and alignment for the element type, and
+    // nothing read by the call overlaps them (checked above).
+    unsafe {
+        Ok(match dtype {
+            DType::F32 => TensorMut::F32(args::slice_mut(out.cast::<f32>(), elements, "out")?),
+            DType::F16 => TensorMut::F16(args::slice_mut(out.cast::<f16>(), elements, "out")?),
+            DType::U8 => TensorMut::U8(args::slice_mut(out.cast::<u8>(), elements, "out")?),
+            DType::I8 => TensorMut::I8(args::slice_mut(out.cast::<i8>(), elements, "out")?),
+            _ => return Err(Failure::invalid("an element type this C API does not know")),
+        })
+    }
+}
+
+/// Runs one input into the tensor at `out`.
+///
+/// # Safety
+///
+/// `out` writable for `out_bytes` bytes, overlapping nothing in `read`.
+unsafe fn run_one(
+    plan: &Plan,
+    state: &mut PlanState,
+    input: Input<'_>,
+    read: &[Span],
+    out: *mut c_void,
+    out_bytes: usize,
+) -> Result<tp_geometry> {
+    let shape = plan.output_shape_for(state, input)?;
+    let elements = shape.iter().product();
+    // SAFETY: forwarded from the caller.
+    let tensor = unsafe { tensor(out, out_bytes, plan.dtype(), elements, read) }?;
+    Ok(plan.run(state, input, tensor)?.into())
+}
+
+/// Preprocesses one JPEG into the caller's tensor (the inference engine's
+/// input buffer): decode, every op of the plan, and the finish pass writing
+/// `out` directly. `out_bytes` must be at least the output's size (see
+/// `tp_plan_output_info`); only that many bytes are written, and `out` must
+/// be aligned for the element type. `*geometry` (may be NULL) receives how
+/// the image was scaled and moved, to map detections back.
+///
+/// On failure `geometry` is not written and the tensor's contents are
+/// unspecified.
+///
+/// # Safety
+///
+/// `plan` and `state` must be live handles, `state` used by no other thread
+/// meanwhile; `data` valid for reads of `len` bytes; `out` valid for writes
+/// of `out_bytes` bytes; `geometry` NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tp_plan_run_jpeg(
+    plan: *const tp_plan,
+    state: *mut tp_run_state,
+    data: *const u8,
+    len: usize,
+    out: *mut c_void,
+    out_bytes: usize,
+    geometry: *mut tp_geometry,
+) -> tp_result {
+    boundary(|| {
+        // SAFETY: the caller guarantees live handles and valid buffers.
+        let (plan, state, bytes, geometry) = unsafe {
+            (
+                args::required(plan, "plan")?,
+                args::required_mut(state, "state")?,
+                args::bytes(data, len, "data")?,
+                args::optional_out(geometry, "geometry")?,
+            )
+        };
+        let read = [Span::of(bytes, "data")];
+        // SAFETY: the caller guarantees `out`; overlap with `data` is checked.
+        let g = unsafe {
+            run_one(
+                &plan.plan,
+                &mut state.state,
+                Input::Encoded(bytes),
+                &read,
+                out,
+                out_bytes,
+            )
+        }?;
+        if let Some(out) = geometry {
+            out.write(g);
+        }
+        Ok(())
+    })
+}
+
+/// Preprocesses one frame of raw pixels (the format and size the plan was
+/// compiled for; planes with their own strides for NV12/NV21/I420) into the
+/// caller's tensor. Otherwise as `tp_plan_run_jpeg`.
+///
+/// # Safety
+///
+/// `plan` and `state` must be live handles, `state` used by no other thread
+/// meanwhile; `image` must point to a `tp_image` whose used planes are valid
+/// for reads of their `len`; `out` valid for writes of `out_bytes` bytes;
+/// `geometry` NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tp_plan_run_pixels(
+    plan: *const tp_plan,
+    state: *mut tp_run_state,
+    image: *const tp_image,
+    out: *mut c_void,
+    out_bytes: usize,
+    geometry: *mut tp_geometry,
+) -> tp_result {
+    boundary(|| {
+        // SAFETY: the caller guarantees live handles and valid buffers.
+        let (plan, state, image, geometry) = unsafe {
+            (
+                args::required(plan, "plan")?,
+                args::required_mut(state, "state")?,
+                args::required(image, "image")?,
+                args::optional_out(geometry, "geometry")?,
+            )
+        };
+        // SAFETY: the caller guarantees the planes.
+        let (view, read) = unsafe { types::view(image, "image") }?;
+        // SAFETY: the caller guarantees `out`; overlap with the planes is checked.
+        let g = unsafe {
+            run_one(
+                &plan.plan,
+                &mut state.state,
+                Input::Pixels(view),
+                read.as_slice(),
+                out,
+                out_bytes,
+            )
+        }?;
+        if let Some(out) = geometry {
+            out.write(g);
+        }
+        Ok(())
+    })
+}
+
+/// Runs `n` inputs into an N-image batch buffer (NCHW or NHWC: image `i` at
+/// byte `i * bytes`, `bytes` from `tp_plan_output_info`). `input(i)` gives
+/// image `i` and the spans of its buffers. Allocates nothing.
+///
+/// # Safety
+///
+/// `out` writable for `out_bytes`; `geometries` NULL or writable for `n`.
+unsafe fn run_batch<'a>(
+    plan: &Plan,
+    state: &mut PlanState,
+    n: usize,
+    input: impl Fn(usize) -> Result<(Input<'a>, Spans)>,
+    out: *mut c_void,
+    out_bytes: usize,
+    geometries: *mut tp_geometry,
+) -> Result<()> {
+    let shape = plan.output_shape().ok_or_else(|| {
+        Failure::invalid(
+            "a batch needs a plan whose output size is fixed (ending in a crop or a canvas)",
+        )
+    })?;
+    let elements: usize = shape.iter().product();
+    let per_image = elements * plan.dtype().size();
+    let needed = per_image
+        .checked_mul(n)
+        .ok_or_else(|| Failure::invalid("`n` images do not fit in memory"))?;
+    if out_bytes < needed {
+        return Err(Failure::new(
+            tp_result::BufferTooSmall,
+            format!("a batch of {n} needs {needed} bytes; `out_bytes` is {out_bytes}"),
+        ));
+    }
+    let out_span = Span::raw(out.cast::<u8>(), needed, "out");
+    // SAFETY: the caller guarantees `geometries` is NULL or holds `n`.
+    let mut geometries = unsafe {
+        args::optional_slice_mut(
+            geometries.cast::<MaybeUninit<tp_geometry>>(),
+            n,
+            "geometries",
+        )
+    }?;
+    let geometry_span = geometries
+        .as_deref()
+        .map(|g| Span::raw(g.as_ptr(), g.len(), "geometries"));
+    args::no_overlap(&[out_span], geometry_span.as_slice())?;
+    for i in 0..n {
+        let (input, read) = input(i)?;
+        args::no_overlap(&[out_span], read.as_slice())?;
+        if let Some(g) = geometry_span {
+            args::no_overlap(&[g], read.as_slice())?;
+        }
+        // SAFETY: image `i`'s slot lies inside the `needed` bytes checked above.
+        let slot = unsafe { out.cast::<u8>().add(i * per_image) }.cast::<c_void>();
+        // SAFETY: the slot is writable for `per_image` bytes and overlaps no input.
+        let g = unsafe { run_one(plan, state, input, &[], slot, per_image) }
+            .map_err(|f| Failure::new(f.code, format!("image {i}: {}", f.message)))?;
+        if let Some(gs) = geometries.as_deref_mut() {
+            gs[i].write(g);
+        }
+    }
+    Ok(())
+}
+
+/// Preprocesses `n` JPEGs into one batch tensor (image `i` at byte
+/// `i * info.bytes`), in order, on this thread. The plan's output size must
+/// be fixed. `geometries` (may be NULL) receives `n` geometries. Stops at the
+/// first failure, whose message names the image; the tensor and
+/// `geometries` are then unspecified.
+///
+/// # Safety
+///
+/// `plan` and `state` must be live handles, `state` used by no other thread
+/// meanwhile; `inputs` must point to `n` `tp_bytes` each valid for reads;
+/// `out` valid for writes of `out_bytes` bytes; `geometries` NULL or valid
+/// for writes of `n` `tp_geometry`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tp_plan_run_batch_jpeg(
+    plan: *const tp_plan,
+    state: *mut tp_run_state,
+    inputs: *const tp_bytes,
+    n: usize,
+    out: *mut c_void,
+    out_bytes: usize,
+    geometries: *mut tp_geometry,
+) -> tp_result {
+    boundary(|| {
+        // SAFETY: the caller guarantees live handles and `n` inputs.
+        let (plan, state, inputs) = unsafe {
+            (
+                args::required(plan, "plan")?,
+                args::required_mut(state, "state")?,
+                args::slice(inputs, n, "inputs")?,
+            )
+        };
+        let input = |i: usize| {
+            let b: &tp_bytes = &inputs[i];
+            // SAFETY: the caller guarantees each input's bytes.
+            let bytes = unsafe { args::bytes(b.data, b.len, "inputs[i].data") }?;
+            Ok((Input::Encoded(bytes), Spans::one(Span::of(bytes, "inputs"))))
+        };
+        // SAFETY: the caller guarantees `out` and `geometries`.
+        unsafe {
+            run_batch(
+                &plan.plan,
+                &mut state.state,
+                n,
+                input,
+                out,
+                out_bytes,
+                geometries,
+            )
+        }
+    })
+}
+
+/// Preprocesses `n` frames (each of the plan's format and size) into one
+/// batch tensor. Otherwise as `tp_plan_run_batch_jpeg`.
+///
+/// # Safety
+///
+/// As for `tp_plan_run_batch_jpeg`, with `images` pointing to `n` `tp_image`
+/// whose used planes are valid for reads.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tp_plan_run_batch_pixels(
+    plan: *const tp_plan,
+    state: *mut tp_run_state,
+    images: *const tp_image,
+    n: usize,
+    out: *mut c_void,
+    out_bytes: usize,
+    geometries: *mut tp_geometry,
+) -> tp_result {
+    boundary(|| {
+        // SAFETY: the caller guarantees live handles and `n` images.
+        let (plan, state, images) = unsafe {
+            (
+                args::required(plan, "plan")?,
+                args::required_mut(state, "state")?,
+                args::slice(images, n, "images")?,
+            )
+        };
+        let input = |i: usize| {
+            // SAFETY: the caller guarantees each image's planes.
+            let (view, read) = unsafe { types::view(&images[i], "images") }?;
+            Ok((Input::Pixels(view), read))
+        };
+        // SAFETY: the caller guarantees `out` and `geometries`.
+        unsafe {
+            run_batch(
+                &plan.plan,
+                &mut state.state,
+                n,
+                input,
+                out,
+                out_bytes,
+                geometries,
+            )
+        }
+    })
+}

@@ -1,0 +1,271 @@
+//! The result codes every fallible function returns, and the mapping from the
+//! core's errors to them.
+
+use std::ffi::{CStr, c_char};
+use std::string::{String, ToString};
+
+use tensorprep::graph::GraphError;
+use tensorprep::{Error, JpegErrorKind};
+
+/// What a call did. `TP_RESULT_OK` is 0; every other value is an error whose
+/// message `tp_last_error_message` returns.
+///
+/// Values are grouped by hundreds (the API itself, images and tensors, JPEG,
+/// graphs) and are never reused: a code removed in a later version leaves a
+/// hole.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum tp_result {
+    /// Success.
+    Ok = 0,
+    /// A bug in tensorprep panicked; the call was abandoned and its outputs
+    /// left unwritten. The library stays usable.
+    Panic = 1,
+    /// A required pointer was NULL.
+    NullParameter = 2,
+    /// An argument is out of range: an unknown enum value or flag bit, a
+    /// misaligned or overlapping buffer, a value the op refuses.
+    InvalidParameter = 3,
+    /// This build of the library leaves out the feature the call needs
+    /// (the message names the Cargo feature).
+    NotBuilt = 4,
+    /// A string argument is not valid UTF-8.
+    InvalidUtf8 = 5,
+    /// Reading a file failed.
+    Io = 6,
+    /// A graph's self-test produced a different tensor than the one recorded.
+    SelfTestFailed = 7,
+    /// An error this version of the C API has no code for; the message says what.
+    Other = 99,
+
+    /// Width or height is zero or above 262 144.
+    InvalidDimensions = 100,
+    /// The image has more pixels than the limit allows.
+    TooManyPixels = 101,
+    /// An allocation would exceed the limit.
+    AllocationTooLarge = 102,
+    /// A row stride is smaller than one row of pixels.
+    StrideTooSmall = 103,
+    /// A pixel buffer, tensor buffer or message buffer is shorter than needed.
+    BufferTooSmall = 104,
+    /// A tensor buffer does not hold the number of elements the output needs.
+    TensorSize = 105,
+    /// The number of planes does not match the pixel format.
+    WrongPlaneCount = 106,
+    /// The op does not accept this pixel format.
+    UnsupportedFormat = 107,
+    /// Source and destination formats must agree (or the plan was compiled
+    /// for another format).
+    FormatMismatch = 108,
+    /// The destination (or the plan's input) has another size.
+    SizeMismatch = 109,
+    /// A rectangle does not lie inside the image.
+    RectOutOfBounds = 110,
+    /// A crop of a 4:2:0 image must start on even coordinates.
+    UnalignedCrop = 111,
+
+    /// The data ends before the image does.
+    JpegTruncated = 200,
+    /// Not a JPEG, or its headers or entropy-coded data are corrupt.
+    JpegCorrupt = 201,
+    /// A valid JPEG using a feature the decoder lacks (arithmetic coding, 12-bit...).
+    JpegUnsupported = 202,
+    /// A colour space that cannot be turned into the requested format.
+    JpegUnsupportedColorSpace = 203,
+
+    /// The bytes are not a tensorprep graph (no magic bytes).
+    GraphNotAGraph = 300,
+    /// The graph file is larger than 4 MiB.
+    GraphTooLarge = 301,
+    /// The graph's encoding is broken (truncated, bad checksum, bad lengths).
+    GraphMalformed = 302,
+    /// The graph needs a newer tensorprep.
+    GraphNeedsNewerReader = 303,
+    /// The graph uses features this tensorprep does not implement.
+    GraphMissingFeatures = 304,
+    /// The graph has an op this tensorprep does not know.
+    GraphUnknownOp = 305,
+    /// A parameter of the graph is missing, out of range or inconsistent, or
+    /// the model has no graph.
+    GraphInvalid = 306,
+    /// An importer could not read its configuration.
+    GraphImport = 307,
+    /// No preset has this name.
+    UnknownPreset = 308,
+}
+
+/// Every result code with its name, in numeric order.
+pub(crate) const RESULTS: &[(tp_result, &CStr)] = {
+    use tp_result::*;
+    &[
+        (Ok, c"TP_RESULT_OK"),
+        (Panic, c"TP_RESULT_PANIC"),
+        (NullParameter, c"TP_RESULT_NULL_PARAMETER"),
+        (InvalidParameter, c"TP_RESULT_INVALID_PARAMETER"),
+        (NotBuilt, c"TP_RESULT_NOT_BUILT"),
+        (InvalidUtf8, c"TP_RESULT_INVALID_UTF8"),
+        (Io, c"TP_RESULT_IO"),
+        (SelfTestFailed, c"TP_RESULT_SELF_TEST_FAILED"),
+        (Other, c"TP_RESULT_OTHER"),
+        (InvalidDimensions, c"TP_RESULT_INVALID_DIMENSIONS"),
+        (TooManyPixels, c"TP_RESULT_TOO_MANY_PIXELS"),
+        (AllocationTooLarge, c"TP_RESULT_ALLOCATION_TOO_LARGE"),
+        (StrideTooSmall, c"TP_RESULT_STRIDE_TOO_SMALL"),
+        (BufferTooSmall, c"TP_RESULT_BUFFER_TOO_SMALL"),
+        (TensorSize, c"TP_RESULT_TENSOR_SIZE"),
+        (WrongPlaneCount, c"TP_RESULT_WRONG_PLANE_COUNT"),
+        (UnsupportedFormat, c"TP_RESULT_UNSUPPORTED_FORMAT"),
+        (FormatMismatch, c"TP_RESULT_FORMAT_MISMATCH"),
+        (SizeMismatch, c"TP_RESULT_SIZE_MISMATCH"),
+        (RectOutOfBounds, c"TP_RESULT_RECT_OUT_OF_BOUNDS"),
+        (UnalignedCrop, c"TP_RESULT_UNALIGNED_CROP"),
+        (JpegTruncated, c"TP_RESULT_JPEG_TRUNCATED"),
+        (JpegCorrupt, c"TP_RESULT_JPEG_CORRUPT"),
+        (JpegUnsupported, c"TP_RESULT_JPEG_UNSUPPORTED"),
+        (
+            JpegUnsupportedColorSpace,
+            c"TP_RESULT_JPEG_UNSUPPORTED_COLOR_SPACE",
+        ),
+        (GraphNotAGraph, c"TP_RESULT_GRAPH_NOT_A_GRAPH"),
+        (GraphTooLarge, c"TP_RESULT_GRAPH_TOO_LARGE"),
+        (GraphMalformed, c"TP_RESULT_GRAPH_MALFORMED"),
+        (GraphNeedsNewerReader, c"TP_RESULT_GRAPH_NEEDS_NEWER_READER"),
+        (GraphMissingFeatures, c"TP_RESULT_GRAPH_MISSING_FEATURES"),
+        (GraphUnknownOp, c"TP_RESULT_GRAPH_UNKNOWN_OP"),
+        (GraphInvalid, c"TP_RESULT_GRAPH_INVALID"),
+        (GraphImport, c"TP_RESULT_GRAPH_IMPORT"),
+        (UnknownPreset, c"TP_RESULT_UNKNOWN_PRESET"),
+    ]
+};
+
+/// A failed call: its code and the message `tp_last_error_message` returns.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) code: tp_result,
+    pub(crate) message: String,
+}
+
+/// What the exported functions' bodies return.
+pub(crate) type Result<T> = core::result::Result<T, Failure>;
+
+impl Failure {
+    pub(crate) fn new(code: tp_result, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// A NULL `name`.
+    pub(crate) fn null(name: &str) -> Failure {
+        Failure::new(tp_result::NullParameter, format!("`{name}` is NULL"))
+    }
+
+    /// An argument out of range.
+    pub(crate) fn invalid(message: impl Into<String>) -> Failure {
+        Failure::new(tp_result::InvalidParameter, message)
+    }
+}
+
+/// The code of a core error.
+fn code_of(e: &Error) -> tp_result {
+    use tp_result as R;
+    match e {
+        Error::InvalidDimensions { .. } => R::InvalidDimensions,
+        Error::TooManyPixels { .. } => R::TooManyPixels,
+        Error::AllocationTooLarge { .. } => R::AllocationTooLarge,
+        Error::StrideTooSmall { .. } => R::StrideTooSmall,
+        Error::BufferTooSmall { .. } => R::BufferTooSmall,
+        Error::TensorSize { .. } => R::TensorSize,
+        Error::WrongPlaneCount { .. } => R::WrongPlaneCount,
+        Error::UnsupportedFormat { .. } => R::UnsupportedFormat,
+        Error::FormatMismatch { .. } => R::FormatMismatch,
+        Error::SizeMismatch { .. } => R::SizeMismatch,
+        Error::RectOutOfBounds { .. } => R::RectOutOfBounds,
+        Error::UnalignedCrop { .. } => R::UnalignedCrop,
+        Error::InvalidParameter { .. } => R::InvalidParameter,
+        Error::Jpeg { kind } => match kind {
+            JpegErrorKind::Truncated => R::JpegTruncated,
+            JpegErrorKind::Corrupt => R::JpegCorrupt,
+            JpegErrorKind::Unsupported => R::JpegUnsupported,
+            JpegErrorKind::UnsupportedColorSpace => R::JpegUnsupportedColorSpace,
+            _ => R::Other,
+        },
+        Error::Io { .. } => R::Io,
+        _ => R::Other,
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure::new(code_of(&e), e.to_string())
+    }
+}
+
+impl From<GraphError> for Failure {
+    fn from(e: GraphError) -> Failure {
+        use tp_result as R;
+        let code = match &e {
+            GraphError::NotAGraph => R::GraphNotAGraph,
+            GraphError::TooLarge { .. } => R::GraphTooLarge,
+            GraphError::Malformed(_) => R::GraphMalformed,
+            GraphError::NeedsNewerReader { .. } => R::GraphNeedsNewerReader,
+            GraphError::MissingFeatures(_) => R::GraphMissingFeatures,
+            GraphError::UnknownOp { .. } => R::GraphUnknownOp,
+            GraphError::Invalid { .. } => R::GraphInvalid,
+            GraphError::Pipeline(core) => code_of(core),
+            GraphError::Import { .. } => R::GraphImport,
+            GraphError::Io { .. } => R::Io,
+            _ => R::Other,
+        };
+        Failure::new(code, e.to_string())
+    }
+}
+
+/// The name of a result code (`"TP_RESULT_JPEG_CORRUPT"`), or
+/// `"TP_RESULT_UNKNOWN"` for a value that is not one.
+///
+/// # Safety
+///
+/// None: any value may be passed. The returned string is static; the caller
+/// must not free it.
+#[unsafe(no_mangle)]
+pub extern "C" fn tp_result_name(result: u32) -> *const c_char {
+    RESULTS
+        .iter()
+        .find(|(r, _)| *r as u32 == result)
+        .map_or(c"TP_RESULT_UNKNOWN", |(_, name)| name)
+        .as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_header_spelling() {
+        // cbindgen spells `tp_result::JpegCorrupt` TP_RESULT_JPEG_CORRUPT.
+        for &(r, name) in RESULTS {
+            let debug = format!("{r:?}");
+            let mut snake = String::from("TP_RESULT");
+            for c in debug.chars() {
+                if c.is_uppercase() {
+                    snake.push('_');
+                }
+                snake.push(c.to_ascii_uppercase());
+            }
+            assert_eq!(name.to_str().unwrap(), snake);
+        }
+    }
+
+    #[test]
+    fn every_code_is_named_once() {
+        let mut codes: Vec<u32> = RESULTS.iter().map(|(r, _)| *r as u32).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), RESULTS.len(), "a code listed twice");
+        // SAFETY: tp_result_name returns a static NUL-terminated string.
+        let unknown = unsafe { CStr::from_ptr(tp_result_name(12345)) };
+        assert_eq!(unknown, c"TP_RESULT_UNKNOWN");
+    }
+}

@@ -1,0 +1,1386 @@
+/*
+ * tensorprep: images to model-ready tensors (C API).
+ *
+ * Conventions
+ * - Handles (tp_graph, tp_plan, tp_run_state) are opaque; each is made by a
+ *   constructor and released with its _free function. Freeing NULL is a no-op.
+ * - Every fallible function returns a tp_result: TP_RESULT_OK (0) or an
+ *   error code. tp_last_error_message() copies the calling thread's last
+ *   error message; tp_result_name() names a code.
+ * - Outputs (handles, structs, counts) are written only on success. Caller
+ *   buffers are (pointer, length) pairs; lengths are checked, and a buffer a
+ *   call writes must not overlap one it reads.
+ * - Enum-typed values are passed as uint32_t and checked: an unknown value is
+ *   TP_RESULT_INVALID_PARAMETER. In option structs, 0 means the default.
+ * - No call aborts the process: panics inside the library are caught and
+ *   returned as TP_RESULT_PANIC.
+ *
+ * Threads
+ * - A tp_graph and a tp_plan are immutable once made: any number of threads
+ *   may use one at the same time (compile, run, verify).
+ * - A tp_run_state belongs to one thread at a time; give each thread its own
+ *   (it may serve several plans in turn).
+ * - The last-error message is kept per thread.
+ *
+ * Generated from ffi/ by tools/headergen (cbindgen 0.29.4); do not edit.
+ */
+
+#ifndef TENSORPREP_H
+#define TENSORPREP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/**
+ * `tp_decode_options.flags`: apply the EXIF orientation tag (Pillow's
+ * `ImageOps.exif_transpose`); without it pixels come as stored, as
+ * torchvision's loader reads them.
+ */
+#define TP_DECODE_APPLY_EXIF_ORIENTATION 1
+
+/**
+ * `tp_decode_options.flags`: decode damaged files as far as possible
+ * (missing parts gray) instead of failing.
+ */
+#define TP_DECODE_LENIENT 2
+
+/**
+ * What a call did. `TP_RESULT_OK` is 0; every other value is an error whose
+ * message `tp_last_error_message` returns.
+ *
+ * Values are grouped by hundreds (the API itself, images and tensors, JPEG,
+ * graphs) and are never reused: a code removed in a later version leaves a
+ * hole.
+ */
+enum tp_result
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Success.
+     */
+    TP_RESULT_OK = 0,
+    /**
+     * A bug in tensorprep panicked; the call was abandoned and its outputs
+     * left unwritten. The library stays usable.
+     */
+    TP_RESULT_PANIC = 1,
+    /**
+     * A required pointer was NULL.
+     */
+    TP_RESULT_NULL_PARAMETER = 2,
+    /**
+     * An argument is out of range: an unknown enum value or flag bit, a
+     * misaligned or overlapping buffer, a value the op refuses.
+     */
+    TP_RESULT_INVALID_PARAMETER = 3,
+    /**
+     * This build of the library leaves out the feature the call needs
+     * (the message names the Cargo feature).
+     */
+    TP_RESULT_NOT_BUILT = 4,
+    /**
+     * A string argument is not valid UTF-8.
+     */
+    TP_RESULT_INVALID_UTF8 = 5,
+    /**
+     * Reading a file failed.
+     */
+    TP_RESULT_IO = 6,
+    /**
+     * A graph's self-test produced a different tensor than the one recorded.
+     */
+    TP_RESULT_SELF_TEST_FAILED = 7,
+    /**
+     * An error this version of the C API has no code for; the message says what.
+     */
+    TP_RESULT_OTHER = 99,
+    /**
+     * Width or height is zero or above 262 144.
+     */
+    TP_RESULT_INVALID_DIMENSIONS = 100,
+    /**
+     * The image has more pixels than the limit allows.
+     */
+    TP_RESULT_TOO_MANY_PIXELS = 101,
+    /**
+     * An allocation would exceed the limit.
+     */
+    TP_RESULT_ALLOCATION_TOO_LARGE = 102,
+    /**
+     * A row stride is smaller than one row of pixels.
+     */
+    TP_RESULT_STRIDE_TOO_SMALL = 103,
+    /**
+     * A pixel buffer, tensor buffer or message buffer is shorter than needed.
+     */
+    TP_RESULT_BUFFER_TOO_SMALL = 104,
+    /**
+     * A tensor buffer does not hold the number of elements the output needs.
+     */
+    TP_RESULT_TENSOR_SIZE = 105,
+    /**
+     * The number of planes does not match the pixel format.
+     */
+    TP_RESULT_WRONG_PLANE_COUNT = 106,
+    /**
+     * The op does not accept this pixel format.
+     */
+    TP_RESULT_UNSUPPORTED_FORMAT = 107,
+    /**
+     * Source and destination formats must agree (or the plan was compiled
+     * for another format).
+     */
+    TP_RESULT_FORMAT_MISMATCH = 108,
+    /**
+     * The destination (or the plan's input) has another size.
+     */
+    TP_RESULT_SIZE_MISMATCH = 109,
+    /**
+     * A rectangle does not lie inside the image.
+     */
+    TP_RESULT_RECT_OUT_OF_BOUNDS = 110,
+    /**
+     * A crop of a 4:2:0 image must start on even coordinates.
+     */
+    TP_RESULT_UNALIGNED_CROP = 111,
+    /**
+     * The data ends before the image does.
+     */
+    TP_RESULT_JPEG_TRUNCATED = 200,
+    /**
+     * Not a JPEG, or its headers or entropy-coded data are corrupt.
+     */
+    TP_RESULT_JPEG_CORRUPT = 201,
+    /**
+     * A valid JPEG using a feature the decoder lacks (arithmetic coding, 12-bit...).
+     */
+    TP_RESULT_JPEG_UNSUPPORTED = 202,
+    /**
+     * A colour space that cannot be turned into the requested format.
+     */
+    TP_RESULT_JPEG_UNSUPPORTED_COLOR_SPACE = 203,
+    /**
+     * The bytes are not a tensorprep graph (no magic bytes).
+     */
+    TP_RESULT_GRAPH_NOT_A_GRAPH = 300,
+    /**
+     * The graph file is larger than 4 MiB.
+     */
+    TP_RESULT_GRAPH_TOO_LARGE = 301,
+    /**
+     * The graph's encoding is broken (truncated, bad checksum, bad lengths).
+     */
+    TP_RESULT_GRAPH_MALFORMED = 302,
+    /**
+     * The graph needs a newer tensorprep.
+     */
+    TP_RESULT_GRAPH_NEEDS_NEWER_READER = 303,
+    /**
+     * The graph uses features this tensorprep does not implement.
+     */
+    TP_RESULT_GRAPH_MISSING_FEATURES = 304,
+    /**
+     * The graph has an op this tensorprep does not know.
+     */
+    TP_RESULT_GRAPH_UNKNOWN_OP = 305,
+    /**
+     * A parameter of the graph is missing, out of range or inconsistent, or
+     * the model has no graph.
+     */
+    TP_RESULT_GRAPH_INVALID = 306,
+    /**
+     * An importer could not read its configuration.
+     */
+    TP_RESULT_GRAPH_IMPORT = 307,
+    /**
+     * No preset has this name.
+     */
+    TP_RESULT_UNKNOWN_PRESET = 308,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tp_result tp_result;
+#else
+typedef uint32_t tp_result;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Pixel formats. The YUV 4:2:0 formats have chroma at half width and height
+ * (rounded up): NV12 is a Y plane then interleaved U,V; NV21 a Y plane then
+ * interleaved V,U (Android's camera default); I420 three planes Y, U, V.
+ */
+enum tp_pixel_format
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * One 8-bit luminance channel.
+     */
+    TP_PIXEL_FORMAT_GRAY8 = 1,
+    /**
+     * Red, green, blue; 3 bytes per pixel.
+     */
+    TP_PIXEL_FORMAT_RGB8 = 2,
+    /**
+     * Blue, green, red; 3 bytes per pixel (OpenCV's default).
+     */
+    TP_PIXEL_FORMAT_BGR8 = 3,
+    /**
+     * Red, green, blue, alpha; 4 bytes per pixel.
+     */
+    TP_PIXEL_FORMAT_RGBA8 = 4,
+    /**
+     * Blue, green, red, alpha; 4 bytes per pixel (Android `Bitmap`, iOS `BGRA`).
+     */
+    TP_PIXEL_FORMAT_BGRA8 = 5,
+    /**
+     * YUV 4:2:0: a Y plane, then one interleaved U,V plane.
+     */
+    TP_PIXEL_FORMAT_NV12 = 6,
+    /**
+     * YUV 4:2:0: a Y plane, then one interleaved V,U plane.
+     */
+    TP_PIXEL_FORMAT_NV21 = 7,
+    /**
+     * YUV 4:2:0: three planes Y, U, V.
+     */
+    TP_PIXEL_FORMAT_I420 = 8,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tp_pixel_format tp_pixel_format;
+#else
+typedef uint32_t tp_pixel_format;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Tensor element types.
+ */
+enum tp_dtype
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * 32-bit float (`float`).
+     */
+    TP_DTYPE_F32 = 1,
+    /**
+     * IEEE half precision, stored as `uint16_t`.
+     */
+    TP_DTYPE_F16 = 2,
+    /**
+     * Unsigned 8-bit, quantized.
+     */
+    TP_DTYPE_U8 = 3,
+    /**
+     * Signed 8-bit, quantized.
+     */
+    TP_DTYPE_I8 = 4,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tp_dtype tp_dtype;
+#else
+typedef uint32_t tp_dtype;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Tensor layouts (the batch dimension excluded).
+ */
+enum tp_layout
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Planar: channel, row, column (PyTorch, ONNX).
+     */
+    TP_LAYOUT_CHW = 1,
+    /**
+     * Interleaved: row, column, channel (TFLite, most NHWC engines).
+     */
+    TP_LAYOUT_HWC = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tp_layout tp_layout;
+#else
+typedef uint32_t tp_layout;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Channel order of a tensor.
+ */
+enum tp_channel_order
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Red, green, blue.
+     */
+    TP_CHANNEL_ORDER_RGB = 1,
+    /**
+     * Blue, green, red (Caffe- and OpenCV-trained models).
+     */
+    TP_CHANNEL_ORDER_BGR = 2,
+    /**
+     * One gray channel.
+     */
+    TP_CHANNEL_ORDER_GRAY = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tp_channel_order tp_channel_order;
+#else
+typedef uint32_t tp_channel_order;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Range of YUV samples (BT.601 matrix in both).
+ */
+enum tp_yuv_range
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * 0-255 (JFIF, Android camera frames).
+     */
+    TP_YUV_RANGE_FULL = 1,
+    /**
+     * Y 16-235, U and V 16-240 (video).
+     */
+    TP_YUV_RANGE_LIMITED = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tp_yuv_range tp_yuv_range;
+#else
+typedef uint32_t tp_yuv_range;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Resampling methods: Pillow's filters (antialiased when shrinking,
+ * bit-exact with `Image.resize`) and OpenCV's `cv::resize` modes.
+ */
+enum tp_resample
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Pillow `NEAREST`.
+     */
+    TP_RESAMPLE_PILLOW_NEAREST = 1,
+    /**
+     * Pillow `BOX`.
+     */
+    TP_RESAMPLE_PILLOW_BOX = 2,
+    /**
+     * Pillow `BILINEAR` (torchvision's default).
+     */
+    TP_RESAMPLE_PILLOW_BILINEAR = 3,
+    /**
+     * Pillow `HAMMING`.
+     */
+    TP_RESAMPLE_PILLOW_HAMMING = 4,
+    /**
+     * Pillow `BICUBIC`.
+     */
+    TP_RESAMPLE_PILLOW_BICUBIC = 5,
+    /**
+     * Pillow `LANCZOS`.
+     */
+    TP_RESAMPLE_PILLOW_LANCZOS = 6,
+    /**
+     * OpenCV `INTER_LINEAR`.
+     */
+    TP_RESAMPLE_OPENCV_LINEAR = 7,
+    /**
+     * OpenCV `INTER_AREA`.
+     */
+    TP_RESAMPLE_OPENCV_AREA = 8,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tp_resample tp_resample;
+#else
+typedef uint32_t tp_resample;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Mirror axes.
+ */
+enum tp_flip_axis
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Left-right.
+     */
+    TP_FLIP_AXIS_HORIZONTAL = 1,
+    /**
+     * Top-bottom.
+     */
+    TP_FLIP_AXIS_VERTICAL = 2,
+    /**
+     * Both (a half turn).
+     */
+    TP_FLIP_AXIS_BOTH = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tp_flip_axis tp_flip_axis;
+#else
+typedef uint32_t tp_flip_axis;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Clockwise rotations.
+ */
+enum tp_rotation
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * 90 degrees clockwise.
+     */
+    TP_ROTATION_CW90 = 1,
+    /**
+     * 180 degrees.
+     */
+    TP_ROTATION_CW180 = 2,
+    /**
+     * 270 degrees clockwise (90 counter-clockwise).
+     */
+    TP_ROTATION_CW270 = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tp_rotation tp_rotation;
+#else
+typedef uint32_t tp_rotation;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Where an image goes on a larger canvas.
+ */
+enum tp_placement
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Centred; an odd leftover pixel goes right or bottom.
+     */
+    TP_PLACEMENT_CENTER = 1,
+    /**
+     * Top-left corner; all padding right and bottom.
+     */
+    TP_PLACEMENT_TOP_LEFT = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tp_placement tp_placement;
+#else
+typedef uint32_t tp_placement;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * JPEG decoders.
+ */
+enum tp_decoder
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * The graph's own decoder if this build has it, otherwise zune-jpeg (for
+     * eager decoding: the best this build has, libjpeg-turbo first).
+     */
+    TP_DECODER_AUTO = 0,
+    /**
+     * zune-jpeg (pure Rust, always built in).
+     */
+    TP_DECODER_ZUNE = 1,
+    /**
+     * libjpeg-turbo, Pillow's decoder (the `turbojpeg` Cargo feature).
+     */
+    TP_DECODER_LIBJPEG_TURBO = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tp_decoder tp_decoder;
+#else
+typedef uint32_t tp_decoder;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What a plan is compiled for.
+ */
+enum tp_input_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * JPEG files (each image's size is read from its header).
+     */
+    TP_INPUT_KIND_JPEG = 1,
+    /**
+     * Raw pixels of one format and size (camera frames, decoded images).
+     */
+    TP_INPUT_KIND_PIXELS = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tp_input_kind tp_input_kind;
+#else
+typedef uint32_t tp_input_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * A loaded preprocessing graph. Immutable: one graph may be read by any
+ * number of threads at once (compiling plans, verifying).
+ */
+typedef struct tp_graph tp_graph;
+
+/**
+ * A compiled plan: every op checked, shapes known, tables built. Immutable:
+ * any number of threads may run one plan at once, each with its own
+ * `tp_run_state`.
+ */
+typedef struct tp_plan tp_plan;
+
+/**
+ * The scratch of one thread running plans: the decoder, intermediate
+ * buffers and resampler rows, grown on the first run and reused after (no
+ * allocation per image in steady state). Used by one thread at a time; may
+ * serve several plans in turn.
+ */
+typedef struct tp_run_state tp_run_state;
+
+/**
+ * How a run moved and scaled the image: the side outputs needed to map a
+ * detection back to the input. Coordinates are continuous: pixel (i, j)
+ * covers [i, i+1) x [j, j+1).
+ */
+typedef struct tp_geometry {
+    /**
+     * Input width (after decoding and EXIF orientation).
+     */
+    uint32_t input_width;
+    /**
+     * Input height.
+     */
+    uint32_t input_height;
+    /**
+     * The output tensor's width.
+     */
+    uint32_t output_width;
+    /**
+     * The output tensor's height.
+     */
+    uint32_t output_height;
+    /**
+     * Input to output coordinates, row-major `{a, b, c, d, e, f}`:
+     * `x' = a x + b y + c`, `y' = d x + e y + f`.
+     */
+    double to_output[6];
+    /**
+     * Output pixels per input pixel along the output's x.
+     */
+    double scale_x;
+    /**
+     * Output pixels per input pixel along the output's y.
+     */
+    double scale_y;
+    /**
+     * Where the input's origin lands in the output (a letterbox's left padding).
+     */
+    double offset_x;
+    /**
+     * Where the input's origin lands in the output (a letterbox's top padding).
+     */
+    double offset_y;
+} tp_geometry;
+
+/**
+ * Options of `tp_jpeg_read_info` and `tp_jpeg_decode`. All zero (or a NULL
+ * pointer) means the defaults.
+ */
+typedef struct tp_decode_options {
+    /**
+     * Output `tp_pixel_format`: 0 for RGB8; a packed format (GRAY8, RGB8,
+     * BGR8, RGBA8, BGRA8).
+     */
+    uint32_t format;
+    /**
+     * A `tp_decoder`; `TP_DECODER_AUTO` (0) picks libjpeg-turbo when built in.
+     */
+    uint32_t decoder;
+    /**
+     * `TP_DECODE_*` bits.
+     */
+    uint32_t flags;
+    /**
+     * Largest image accepted, in pixels; 0 for the default (128 Mpixel).
+     */
+    uint64_t max_pixels;
+    /**
+     * Largest single allocation, in bytes; 0 for the default (1 GiB).
+     */
+    uint64_t max_alloc_bytes;
+} tp_decode_options;
+
+/**
+ * What a JPEG's headers say.
+ */
+typedef struct tp_jpeg_info {
+    /**
+     * Width of the decoded image (after EXIF orientation, if applied).
+     */
+    uint32_t width;
+    /**
+     * Height of the decoded image.
+     */
+    uint32_t height;
+    /**
+     * Width as stored.
+     */
+    uint32_t stored_width;
+    /**
+     * Height as stored.
+     */
+    uint32_t stored_height;
+    /**
+     * Colour components in the file: 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK.
+     */
+    uint32_t components;
+    /**
+     * The EXIF orientation tag, 1-8 (1 when absent).
+     */
+    uint32_t exif_orientation;
+} tp_jpeg_info;
+
+/**
+ * One plane of a writable image.
+ */
+typedef struct tp_plane_mut {
+    /**
+     * The first byte of the first row.
+     */
+    uint8_t *data;
+    /**
+     * Bytes writable from `data`.
+     */
+    size_t len;
+    /**
+     * Bytes from one row's start to the next; 0 for tightly packed rows.
+     */
+    size_t stride;
+} tp_plane_mut;
+
+/**
+ * A writable image (a destination), laid out as `tp_image`.
+ */
+typedef struct tp_image_mut {
+    /**
+     * A `tp_pixel_format`.
+     */
+    uint32_t format;
+    /**
+     * Width in pixels.
+     */
+    uint32_t width;
+    /**
+     * Height in pixels.
+     */
+    uint32_t height;
+    /**
+     * The planes, in the format's order.
+     */
+    struct tp_plane_mut planes[3];
+} tp_image_mut;
+
+/**
+ * One plane of an image: its bytes and row stride.
+ */
+typedef struct tp_plane {
+    /**
+     * The first byte of the first row.
+     */
+    const uint8_t *data;
+    /**
+     * Bytes readable from `data` (at least `stride * (rows - 1) + row bytes`).
+     */
+    size_t len;
+    /**
+     * Bytes from one row's start to the next; 0 for tightly packed rows.
+     */
+    size_t stride;
+} tp_plane;
+
+/**
+ * A read-only image: format, size and planes (one for packed formats, two
+ * for NV12/NV21, three for I420; the rest are ignored). Android's
+ * `YUV_420_888` and iOS's `CVPixelBuffer` planes map onto it directly.
+ */
+typedef struct tp_image {
+    /**
+     * A `tp_pixel_format`.
+     */
+    uint32_t format;
+    /**
+     * Width in pixels.
+     */
+    uint32_t width;
+    /**
+     * Height in pixels.
+     */
+    uint32_t height;
+    /**
+     * The planes, in the format's order.
+     */
+    struct tp_plane planes[3];
+} tp_image;
+
+/**
+ * A rectangle in pixels.
+ */
+typedef struct tp_rect {
+    /**
+     * Left column.
+     */
+    uint32_t x;
+    /**
+     * Top row.
+     */
+    uint32_t y;
+    /**
+     * Width.
+     */
+    uint32_t width;
+    /**
+     * Height.
+     */
+    uint32_t height;
+} tp_rect;
+
+/**
+ * What `tp_finish` does: `(v / divisor - mean[c]) / std[c]` per channel,
+ * then layout, channel order, element type and quantization.
+ */
+typedef struct tp_finish_spec {
+    /**
+     * Mean per output channel (R, G, B order; index 0 for gray).
+     */
+    float mean[3];
+    /**
+     * Standard deviation per output channel; finite and non-zero.
+     */
+    float std[3];
+    /**
+     * 255 for values in 0-1 (torchvision), 1 for values in 0-255.
+     */
+    float divisor;
+    /**
+     * A `tp_layout`.
+     */
+    uint32_t layout;
+    /**
+     * A `tp_channel_order`.
+     */
+    uint32_t channel_order;
+    /**
+     * A `tp_dtype`.
+     */
+    uint32_t dtype;
+    /**
+     * Quantization scale for U8/I8 (1 with zero point 0 stores the values
+     * clamped); ignored for float types.
+     */
+    float quant_scale;
+    /**
+     * Quantization zero point for U8/I8.
+     */
+    int32_t quant_zero_point;
+} tp_finish_spec;
+
+/**
+ * The input a plan is compiled for.
+ */
+typedef struct tp_input_desc {
+    /**
+     * A `tp_input_kind`.
+     */
+    uint32_t kind;
+    /**
+     * For `TP_INPUT_KIND_PIXELS`: a `tp_pixel_format` the graph accepts.
+     */
+    uint32_t format;
+    /**
+     * For `TP_INPUT_KIND_PIXELS`: width in pixels.
+     */
+    uint32_t width;
+    /**
+     * For `TP_INPUT_KIND_PIXELS`: height in pixels.
+     */
+    uint32_t height;
+} tp_input_desc;
+
+/**
+ * Options of `tp_plan_new`. All zero (or a NULL pointer) means the defaults.
+ */
+typedef struct tp_plan_options {
+    /**
+     * A `tp_decoder`; `TP_DECODER_AUTO` (0) keeps the graph's decoder when
+     * this build has it and otherwise uses zune-jpeg.
+     */
+    uint32_t decoder;
+    /**
+     * Largest image accepted, in pixels; 0 for the default (128 Mpixel).
+     */
+    uint64_t max_pixels;
+    /**
+     * Largest single allocation, in bytes; 0 for the default (1 GiB).
+     */
+    uint64_t max_alloc_bytes;
+} tp_plan_options;
+
+/**
+ * What a plan's output tensor is.
+ */
+typedef struct tp_tensor_info {
+    /**
+     * A `tp_dtype`.
+     */
+    uint32_t dtype;
+    /**
+     * A `tp_layout`.
+     */
+    uint32_t layout;
+    /**
+     * A `tp_channel_order`.
+     */
+    uint32_t channel_order;
+    /**
+     * `{C, H, W}` or `{H, W, C}` without the batch dimension; all 0 when the
+     * size depends on the input (a JPEG plan without a final crop or canvas:
+     * ask `tp_plan_output_info_for_jpeg`).
+     */
+    size_t shape[3];
+    /**
+     * Elements of one image's tensor (0 when unknown).
+     */
+    size_t elements;
+    /**
+     * Bytes of one image's tensor (0 when unknown).
+     */
+    size_t bytes;
+} tp_tensor_info;
+
+/**
+ * A byte buffer (one encoded image of a batch).
+ */
+typedef struct tp_bytes {
+    /**
+     * The first byte.
+     */
+    const uint8_t *data;
+    /**
+     * Its length.
+     */
+    size_t len;
+} tp_bytes;
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * The library's version, `"MAJOR.MINOR.PATCH"` (a static string; do not free).
+ */
+const char *tp_version(void);
+
+/**
+ * Copies the message of the last call on this thread that failed into
+ * `buf` as a NUL-terminated UTF-8 string, cut at a character boundary if it
+ * does not fit. `*out_len` (if not NULL) receives the message's full length
+ * in bytes without the NUL, so a caller can tell it was cut. The message is
+ * empty when no call has failed on this thread; a successful call leaves
+ * it as it was.
+ *
+ * Returns `TP_RESULT_NULL_PARAMETER` if `buf` is NULL and `len` is not 0,
+ * `TP_RESULT_BUFFER_TOO_SMALL` if `len` is 0; neither changes the message.
+ *
+ * # Safety
+ *
+ * `buf` must be valid for writes of `len` bytes; `out_len` must be NULL or
+ * valid for a write. The caller owns both.
+ */
+tp_result tp_last_error_message(char *buf, size_t len, size_t *out_len);
+
+/**
+ * Maps a point from output (model) coordinates back to the input image.
+ *
+ * # Safety
+ *
+ * `geometry` must point to a `tp_geometry` a run wrote; `x_out` and `y_out`
+ * must be valid for writes. They are written only on success.
+ */
+tp_result tp_geometry_to_source_point(const struct tp_geometry *geometry,
+                                      double x,
+                                      double y,
+                                      double *x_out,
+                                      double *y_out);
+
+/**
+ * Maps `n` boxes `{x0, y0, x1, y1}` (4 floats each, a detector's output
+ * layout) in place from output coordinates back to the input image,
+ * clamped to it: undoes letterbox padding, resizes, crops, flips and
+ * quarter turns. Non-finite coordinates are refused before any box is
+ * changed.
+ *
+ * # Safety
+ *
+ * `geometry` must point to a `tp_geometry`; `boxes` must be valid for
+ * reads and writes of `4 * n` floats.
+ */
+tp_result tp_geometry_to_source_boxes(const struct tp_geometry *geometry, float *boxes, size_t n);
+
+/**
+ * Loads a graph file (`.tpp`). The file is checked whole (magic bytes,
+ * checksum, every op's parameters, the declared output) before a handle is
+ * returned; files over 4 MiB are refused before reading.
+ *
+ * # Safety
+ *
+ * `path` must be a NUL-terminated string (any bytes on Unix, UTF-8
+ * elsewhere). `out` must be valid for a write; on success it receives a
+ * graph the caller owns and frees with `tp_graph_free`.
+ */
+tp_result tp_graph_load(const char *path, struct tp_graph **out);
+
+/**
+ * Reads a graph from the bytes of a graph file (for a graph shipped inside
+ * an app's assets). The bytes are copied; the caller may free them after.
+ *
+ * # Safety
+ *
+ * `data` must be valid for reads of `len` bytes. `out` must be valid for a
+ * write; on success it receives a graph the caller frees with `tp_graph_free`.
+ */
+tp_result tp_graph_from_bytes(const uint8_t *data, size_t len, struct tp_graph **out);
+
+/**
+ * The graph of a model file: its sidecar (`model.tpp` beside `model.onnx`)
+ * or the graph embedded in the ONNX model's metadata (the weights are
+ * skipped, not read). If both exist they must agree. A `.tpp` path is loaded
+ * as it is.
+ *
+ * # Safety
+ *
+ * `model_path` must be a NUL-terminated string. `out` must be valid for a
+ * write; on success it receives a graph the caller frees with `tp_graph_free`.
+ */
+tp_result tp_graph_for_model(const char *model_path, struct tp_graph **out);
+
+/**
+ * A built-in graph by name: `imagenet-eval` (torchvision's `Resize(256)`,
+ * `CenterCrop(224)`, `ToTensor()`, `Normalize(ImageNet)`),
+ * `imagenet-eval-nhwc-u8`, `yolo-letterbox-640`, or (with the `import`
+ * feature) a torchvision weights name such as
+ * `ResNet50_Weights.IMAGENET1K_V2`.
+ *
+ * # Safety
+ *
+ * `name` must be a NUL-terminated string. `out` must be valid for a write;
+ * on success it receives a graph the caller frees with `tp_graph_free`.
+ */
+tp_result tp_graph_from_preset(const char *name, struct tp_graph **out);
+
+/**
+ * A graph from a Hugging Face `preprocessor_config.json` (ViT, DeiT, BEiT,
+ * CLIP, ConvNeXT, BiT, SigLIP image processors), reproducing the
+ * processor's PIL path. The text is not NUL-terminated: `len` bytes are read.
+ * Returns `TP_RESULT_NOT_BUILT` without the `import` feature.
+ *
+ * # Safety
+ *
+ * `json` must be valid for reads of `len` bytes. `out` must be valid for a
+ * write; on success it receives a graph the caller frees with `tp_graph_free`.
+ */
+tp_result tp_graph_from_hugging_face(const uint8_t *json, size_t len, struct tp_graph **out);
+
+/**
+ * A graph from a timm `pretrained_cfg` / `config.json` (`input_size`,
+ * `crop_pct`, `crop_mode`, `interpolation`, `mean`, `std`). Returns
+ * `TP_RESULT_NOT_BUILT` without the `import` feature.
+ *
+ * # Safety
+ *
+ * As for `tp_graph_from_hugging_face`.
+ */
+tp_result tp_graph_from_timm(const uint8_t *json, size_t len, struct tp_graph **out);
+
+/**
+ * Runs the graph's self-tests (synthetic pictures with the tensors recorded
+ * when the graph was written) on this build and device. `*passed` and
+ * `*total` (either may be NULL) receive the counts. Returns
+ * `TP_RESULT_SELF_TEST_FAILED` if any test's tensor differs beyond its
+ * tolerance (the message names it); a graph without self-tests passes with
+ * a total of 0.
+ *
+ * # Safety
+ *
+ * `graph` must be a live graph handle. `passed` and `total` must each be
+ * NULL or valid for a write.
+ */
+tp_result tp_graph_verify(const struct tp_graph *graph, size_t *passed, size_t *total);
+
+/**
+ * Copies the name of the model input the graph's tensor is for
+ * (`pixel_values`, `images`, ...; may be empty) into `buf`, NUL-terminated.
+ * `*out_len` (may be NULL) receives its length without the NUL. Returns
+ * `TP_RESULT_BUFFER_TOO_SMALL` (with `*out_len` set, `buf` untouched) when
+ * `len` is not more than that length.
+ *
+ * # Safety
+ *
+ * `graph` must be a live graph handle; `buf` valid for writes of `len`
+ * bytes; `out_len` NULL or valid for a write.
+ */
+tp_result tp_graph_output_name(const struct tp_graph *graph,
+                               char *buf,
+                               size_t len,
+                               size_t *out_len);
+
+/**
+ * Frees a graph. Plans compiled from it stay valid (they own what they
+ * need). NULL is a no-op.
+ *
+ * # Safety
+ *
+ * `graph` must be NULL or a handle from a `tp_graph_*` constructor not yet
+ * freed; no other thread may be using it, and it must not be used after.
+ */
+void tp_graph_free(struct tp_graph *graph);
+
+/**
+ * Reads a JPEG's headers: the size the decoded image will have with these
+ * options (EXIF orientation applied or not), without decoding.
+ *
+ * # Safety
+ *
+ * `data` must be valid for reads of `len` bytes; `options` NULL or pointing
+ * to a `tp_decode_options`; `out` valid for a write.
+ */
+tp_result tp_jpeg_read_info(const uint8_t *data,
+                            size_t len,
+                            const struct tp_decode_options *options,
+                            struct tp_jpeg_info *out);
+
+/**
+ * Decodes a JPEG into `dst`, whose format must be the options' format and
+ * whose size must be the one `tp_jpeg_read_info` reports. `*info` (may be
+ * NULL) receives the headers.
+ *
+ * # Safety
+ *
+ * `data` must be valid for reads of `len` bytes; `options` NULL or pointing
+ * to a `tp_decode_options`; `dst` must point to a `tp_image_mut` whose plane
+ * is valid for writes of its `len`; `info` NULL or valid for a write.
+ */
+tp_result tp_jpeg_decode(const uint8_t *data,
+                         size_t len,
+                         const struct tp_decode_options *options,
+                         const struct tp_image_mut *dst,
+                         struct tp_jpeg_info *info);
+
+/**
+ * Converts `src` (any format, YUV included) into `dst`'s packed format
+ * (GRAY8, RGB8, BGR8, RGBA8, BGRA8) at the same size. `yuv_range` (a
+ * `tp_yuv_range`) matters only for YUV sources.
+ *
+ * # Safety
+ *
+ * `src` must point to a `tp_image` whose used planes are valid for reads of
+ * their `len`; `dst` to a `tp_image_mut` whose used planes are valid for
+ * writes of theirs. They must not overlap.
+ */
+tp_result tp_convert_color(const struct tp_image *src,
+                           const struct tp_image_mut *dst,
+                           uint32_t yuv_range);
+
+/**
+ * Resizes `src` to `dst`'s size (same packed format) with a `tp_resample`
+ * method: Pillow's filters are bit-exact with `Image.resize` (antialiased
+ * when shrinking), OpenCV's with `cv::resize`.
+ *
+ * # Safety
+ *
+ * As for `tp_convert_color`.
+ */
+tp_result tp_resize(const struct tp_image *src, const struct tp_image_mut *dst, uint32_t resample);
+
+/**
+ * Copies the `rect` region of `src` into `dst` (same format, the rect's
+ * size). 4:2:0 formats need even coordinates.
+ *
+ * # Safety
+ *
+ * As for `tp_convert_color`.
+ */
+tp_result tp_crop(const struct tp_image *src, struct tp_rect rect, const struct tp_image_mut *dst);
+
+/**
+ * Copies `src` onto the larger `dst` (same packed format) at a
+ * `tp_placement`, filling the rest with `fill` (one byte per channel of the
+ * format: `fill_len` must be its bytes per pixel). `*placed` (may be NULL)
+ * receives where the image went. With `tp_resize` first, this is a letterbox.
+ *
+ * # Safety
+ *
+ * As for `tp_convert_color`; `fill` must be valid for reads of `fill_len`
+ * bytes and `placed` NULL or valid for a write.
+ */
+tp_result tp_pad(const struct tp_image *src,
+                 const struct tp_image_mut *dst,
+                 uint32_t placement,
+                 const uint8_t *fill,
+                 size_t fill_len,
+                 struct tp_rect *placed);
+
+/**
+ * Mirrors `src` into `dst` (same format and size) along a `tp_flip_axis`.
+ *
+ * # Safety
+ *
+ * As for `tp_convert_color`.
+ */
+tp_result tp_flip(const struct tp_image *src, const struct tp_image_mut *dst, uint32_t axis);
+
+/**
+ * Rotates `src` clockwise by a `tp_rotation` into `dst` (same format; sides
+ * swapped for quarter turns).
+ *
+ * # Safety
+ *
+ * As for `tp_convert_color`.
+ */
+tp_result tp_rotate(const struct tp_image *src, const struct tp_image_mut *dst, uint32_t rotation);
+
+/**
+ * Normalizes `src` (GRAY8, RGB8, BGR8, RGBA8 or BGRA8) into a tensor:
+ * torchvision's `ToTensor()` + `Normalize()`, HWC to CHW, and the cast or
+ * quantization, in one pass. `out_bytes` must be at least
+ * `channels * height * width` elements of the dtype; `out` must be aligned
+ * for it.
+ *
+ * # Safety
+ *
+ * `src` must point to a `tp_image` whose plane is valid for reads of its
+ * `len`; `spec` to a `tp_finish_spec`; `out` valid for writes of
+ * `out_bytes` bytes, not overlapping `src`.
+ */
+tp_result tp_finish(const struct tp_image *src,
+                    const struct tp_finish_spec *spec,
+                    void *out,
+                    size_t out_bytes);
+
+/**
+ * Compiles `graph` for `input`: checks every op and, for pixel inputs,
+ * resolves every shape and builds every table now. For a pixel format other
+ * than the one the graph's ops expect, a colour conversion is put first
+ * (and fused into the first pass).
+ *
+ * # Safety
+ *
+ * `graph` must be a live graph handle; `input` must point to a
+ * `tp_input_desc`; `options` must be NULL or point to a `tp_plan_options`.
+ * `out` must be valid for a write; on success it receives a plan the caller
+ * owns and frees with `tp_plan_free` (the graph may be freed first).
+ */
+tp_result tp_plan_new(const struct tp_graph *graph,
+                      const struct tp_input_desc *input,
+                      const struct tp_plan_options *options,
+                      struct tp_plan **out);
+
+/**
+ * Frees a plan. NULL is a no-op.
+ *
+ * # Safety
+ *
+ * `plan` must be NULL or a handle from `tp_plan_new` not yet freed; no
+ * thread may be running it, and it must not be used after.
+ */
+void tp_plan_free(struct tp_plan *plan);
+
+/**
+ * Describes the plan's output tensor: element type, layout, channel order
+ * and, when it does not depend on the input, shape and size (zeros
+ * otherwise).
+ *
+ * # Safety
+ *
+ * `plan` must be a live plan handle; `out` valid for a write.
+ */
+tp_result tp_plan_output_info(const struct tp_plan *plan, struct tp_tensor_info *out);
+
+/**
+ * Describes the output tensor the plan makes for one JPEG, its shape read
+ * from the file's header (for plans whose output size depends on the
+ * image). The plan resolved for the image's size is kept in `state`, so a
+ * `tp_plan_run_jpeg` on the same bytes that follows reuses it.
+ *
+ * # Safety
+ *
+ * `plan` and `state` must be live handles, `state` used by no other thread
+ * meanwhile; `data` valid for reads of `len` bytes; `out` valid for a write.
+ */
+tp_result tp_plan_output_info_for_jpeg(const struct tp_plan *plan,
+                                       struct tp_run_state *state,
+                                       const uint8_t *data,
+                                       size_t len,
+                                       struct tp_tensor_info *out);
+
+/**
+ * Makes an empty run state.
+ *
+ * # Safety
+ *
+ * `out` must be valid for a write; on success it receives a state the
+ * caller owns and frees with `tp_run_state_free`.
+ */
+tp_result tp_run_state_new(struct tp_run_state **out);
+
+/**
+ * Frees a run state. NULL is a no-op.
+ *
+ * # Safety
+ *
+ * `state` must be NULL or a handle from `tp_run_state_new` not yet freed,
+ * in use by no thread, and not used after.
+ */
+void tp_run_state_free(struct tp_run_state *state);
+
+/**
+ * Preprocesses one JPEG into the caller's tensor (the inference engine's
+ * input buffer): decode, every op of the plan, and the finish pass writing
+ * `out` directly. `out_bytes` must be at least the output's size (see
+ * `tp_plan_output_info`); only that many bytes are written, and `out` must
+ * be aligned for the element type. `*geometry` (may be NULL) receives how
+ * the image was scaled and moved, to map detections back.
+ *
+ * On failure `geometry` is not written and the tensor's contents are
+ * unspecified.
+ *
+ * # Safety
+ *
+ * `plan` and `state` must be live handles, `state` used by no other thread
+ * meanwhile; `data` valid for reads of `len` bytes; `out` valid for writes
+ * of `out_bytes` bytes; `geometry` NULL or valid for a write.
+ */
+tp_result tp_plan_run_jpeg(const struct tp_plan *plan,
+                           struct tp_run_state *state,
+                           const uint8_t *data,
+                           size_t len,
+                           void *out,
+                           size_t out_bytes,
+                           struct tp_geometry *geometry);
+
+/**
+ * Preprocesses one frame of raw pixels (the format and size the plan was
+ * compiled for; planes with their own strides for NV12/NV21/I420) into the
+ * caller's tensor. Otherwise as `tp_plan_run_jpeg`.
+ *
+ * # Safety
+ *
+ * `plan` and `state` must be live handles, `state` used by no other thread
+ * meanwhile; `image` must point to a `tp_image` whose used planes are valid
+ * for reads of their `len`; `out` valid for writes of `out_bytes` bytes;
+ * `geometry` NULL or valid for a write.
+ */
+tp_result tp_plan_run_pixels(const struct tp_plan *plan,
+                             struct tp_run_state *state,
+                             const struct tp_image *image,
+                             void *out,
+                             size_t out_bytes,
+                             struct tp_geometry *geometry);
+
+/**
+ * Preprocesses `n` JPEGs into one batch tensor (image `i` at byte
+ * `i * info.bytes`), in order, on this thread. The plan's output size must
+ * be fixed. `geometries` (may be NULL) receives `n` geometries. Stops at the
+ * first failure, whose message names the image; the tensor and
+ * `geometries` are then unspecified.
+ *
+ * # Safety
+ *
+ * `plan` and `state` must be live handles, `state` used by no other thread
+ * meanwhile; `inputs` must point to `n` `tp_bytes` each valid for reads;
+ * `out` valid for writes of `out_bytes` bytes; `geometries` NULL or valid
+ * for writes of `n` `tp_geometry`.
+ */
+tp_result tp_plan_run_batch_jpeg(const struct tp_plan *plan,
+                                 struct tp_run_state *state,
+                                 const struct tp_bytes *inputs,
+                                 size_t n,
+                                 void *out,
+                                 size_t out_bytes,
+                                 struct tp_geometry *geometries);
+
+/**
+ * Preprocesses `n` frames (each of the plan's format and size) into one
+ * batch tensor. Otherwise as `tp_plan_run_batch_jpeg`.
+ *
+ * # Safety
+ *
+ * As for `tp_plan_run_batch_jpeg`, with `images` pointing to `n` `tp_image`
+ * whose used planes are valid for reads.
+ */
+tp_result tp_plan_run_batch_pixels(const struct tp_plan *plan,
+                                   struct tp_run_state *state,
+                                   const struct tp_image *images,
+                                   size_t n,
+                                   void *out,
+                                   size_t out_bytes,
+                                   struct tp_geometry *geometries);
+
+/**
+ * The name of a result code (`"TP_RESULT_JPEG_CORRUPT"`), or
+ * `"TP_RESULT_UNKNOWN"` for a value that is not one.
+ *
+ * # Safety
+ *
+ * None: any value may be passed. The returned string is static; the caller
+ * must not free it.
+ */
+const char *tp_result_name(uint32_t result);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+#endif  /* TENSORPREP_H */
