@@ -37,7 +37,11 @@ impl Span {
     }
 
     fn overlaps(&self, other: &Span) -> bool {
-        self.start < other.end && other.start < self.end
+        // Empty spans touch no memory.
+        self.start < self.end
+            && other.start < other.end
+            && self.start < other.end
+            && other.start < self.end
     }
 }
 

@@ -41,6 +41,9 @@ mod plan;
 mod result;
 mod types;
 
+#[cfg(test)]
+mod tests;
+
 pub use boundary::tp_last_error_message;
 pub use geometry::{tp_geometry_to_source_boxes, tp_geometry_to_source_point};
 pub use graph::{
