@@ -47,13 +47,16 @@ pub(crate) fn boundary(body: impl FnOnce() -> Result<()>) -> tp_result {
     failure.code
 }
 
-/// Runs a function that returns nothing (the `_free` functions): a panic is
-/// contained and recorded, never unwound into C.
-pub(crate) fn boundary_void(body: impl FnOnce()) {
+/// Runs an export that returns no `tp_result` (the `_free` functions, the
+/// static strings): a panic is contained, recorded and replaced by `fallback`,
+/// never unwound into C.
+pub(crate) fn boundary_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    let mut value = None;
     let _ = boundary(|| {
-        body();
+        value = Some(body());
         Ok(())
     });
+    value.unwrap_or(fallback)
 }
 
 /// Copies the message of the last call on this thread that failed into

@@ -7,7 +7,7 @@ use tensorprep::graph::{Graph, Provenance};
 use tensorprep::pipeline::Pipeline;
 
 use crate::args;
-use crate::boundary::{boundary, boundary_void};
+use crate::boundary::{boundary, boundary_value};
 use crate::result::{Failure, Result, tp_result};
 
 /// A loaded preprocessing graph. Immutable: one graph may be read by any
@@ -333,5 +333,5 @@ pub unsafe extern "C" fn tp_graph_output_name(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tp_graph_free(graph: *mut tp_graph) {
     // SAFETY: the caller guarantees an unfreed handle or NULL.
-    boundary_void(|| unsafe { args::free(graph) });
+    boundary_value((), || unsafe { args::free(graph) });
 }

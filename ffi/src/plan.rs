@@ -10,7 +10,7 @@ use tensorprep::pipeline::{Input, InputDesc, Plan, PlanState};
 use tensorprep::{DType, Limits, TensorMut};
 
 use crate::args::{self, Span, Spans, lookup};
-use crate::boundary::{boundary, boundary_void};
+use crate::boundary::{boundary, boundary_value};
 use crate::graph::tp_graph;
 use crate::result::{Failure, Result, tp_result};
 use crate::types::{
@@ -152,7 +152,7 @@ pub unsafe extern "C" fn tp_plan_new(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tp_plan_free(plan: *mut tp_plan) {
     // SAFETY: the caller guarantees an unfreed handle or NULL.
-    boundary_void(|| unsafe { args::free(plan) });
+    boundary_value((), || unsafe { args::free(plan) });
 }
 
 fn tensor_info(plan: &Plan, shape: Option<[usize; 3]>) -> tp_tensor_info {
@@ -254,7 +254,7 @@ pub unsafe extern "C" fn tp_run_state_new(out: *mut *mut tp_run_state) -> tp_res
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tp_run_state_free(state: *mut tp_run_state) {
     // SAFETY: the caller guarantees an unfreed handle or NULL.
-    boundary_void(|| unsafe { args::free(state) });
+    boundary_value((), || unsafe { args::free(state) });
 }
 
 /// The caller's tensor buffer as the plan's element type: `bytes` must hold
@@ -317,6 +317,49 @@ unsafe fn run_one(
     Ok(plan.run(state, input, tensor)?.into())
 }
 
+/// The body of the single-input runs: checks the handles, turns the C input
+/// into a core one (with the spans it reads), runs it, writes the geometry.
+///
+/// # Safety
+///
+/// `plan`, `state` and `geometry` as the exports document; `out` writable for
+/// `out_bytes` bytes.
+unsafe fn single<'a>(
+    plan: *const tp_plan,
+    state: *mut tp_run_state,
+    input: impl FnOnce() -> Result<(Input<'a>, Spans)>,
+    out: *mut c_void,
+    out_bytes: usize,
+    geometry: *mut tp_geometry,
+) -> tp_result {
+    boundary(|| {
+        // SAFETY: the caller guarantees live handles and a writable geometry.
+        let (plan, state, geometry) = unsafe {
+            (
+                args::required(plan, "plan")?,
+                args::required_mut(state, "state")?,
+                args::optional_out(geometry, "geometry")?,
+            )
+        };
+        let (input, read) = input()?;
+        // SAFETY: the caller guarantees `out`; overlaps with the input are checked.
+        let g = unsafe {
+            run_one(
+                &plan.plan,
+                &mut state.state,
+                input,
+                read.as_slice(),
+                out,
+                out_bytes,
+            )
+        }?;
+        if let Some(out) = geometry {
+            out.write(g);
+        }
+        Ok(())
+    })
+}
+
 /// Preprocesses one JPEG into the caller's tensor (the inference engine's
 /// input buffer): decode, every op of the plan, and the finish pass writing
 /// `out` directly. `out_bytes` must be at least the output's size (see
@@ -342,33 +385,17 @@ pub unsafe extern "C" fn tp_plan_run_jpeg(
     out_bytes: usize,
     geometry: *mut tp_geometry,
 ) -> tp_result {
-    boundary(|| {
-        // SAFETY: the caller guarantees live handles and valid buffers.
-        let (plan, state, bytes, geometry) = unsafe {
-            (
-                args::required(plan, "plan")?,
-                args::required_mut(state, "state")?,
-                args::bytes(data, len, "data")?,
-                args::optional_out(geometry, "geometry")?,
-            )
-        };
-        let read = [Span::of(bytes, "data")];
-        // SAFETY: the caller guarantees `out`; overlap with `data` is checked.
-        let g = unsafe {
-            run_one(
-                &plan.plan,
-                &mut state.state,
-                Input::Encoded(bytes),
-                &read,
-                out,
-                out_bytes,
-            )
-        }?;
-        if let Some(out) = geometry {
-            out.write(g);
-        }
-        Ok(())
-    })
+    // SAFETY: forwarded; the caller guarantees `data`.
+    unsafe {
+        single(
+            plan,
+            state,
+            || encoded(data, len, "data"),
+            out,
+            out_bytes,
+            geometry,
+        )
+    }
 }
 
 /// Preprocesses one frame of raw pixels (the format and size the plan was
@@ -390,97 +417,115 @@ pub unsafe extern "C" fn tp_plan_run_pixels(
     out_bytes: usize,
     geometry: *mut tp_geometry,
 ) -> tp_result {
-    boundary(|| {
-        // SAFETY: the caller guarantees live handles and valid buffers.
-        let (plan, state, image, geometry) = unsafe {
-            (
-                args::required(plan, "plan")?,
-                args::required_mut(state, "state")?,
-                args::required(image, "image")?,
-                args::optional_out(geometry, "geometry")?,
-            )
-        };
-        // SAFETY: the caller guarantees the planes.
-        let (view, read) = unsafe { types::view(image, "image") }?;
-        // SAFETY: the caller guarantees `out`; overlap with the planes is checked.
-        let g = unsafe {
-            run_one(
-                &plan.plan,
-                &mut state.state,
-                Input::Pixels(view),
-                read.as_slice(),
-                out,
-                out_bytes,
-            )
-        }?;
-        if let Some(out) = geometry {
-            out.write(g);
-        }
-        Ok(())
-    })
+    let input = || {
+        // SAFETY: the caller guarantees `image` and its planes.
+        unsafe { pixels(args::required(image, "image")?) }
+    };
+    // SAFETY: forwarded.
+    unsafe { single(plan, state, input, out, out_bytes, geometry) }
 }
 
-/// Runs `n` inputs into an N-image batch buffer (NCHW or NHWC: image `i` at
-/// byte `i * bytes`, `bytes` from `tp_plan_output_info`). `input(i)` gives
-/// image `i` and the spans of its buffers. Allocates nothing.
+/// An encoded input and the span it reads.
 ///
 /// # Safety
 ///
-/// `out` writable for `out_bytes`; `geometries` NULL or writable for `n`.
-unsafe fn run_batch<'a>(
-    plan: &Plan,
-    state: &mut PlanState,
+/// `data` valid for reads of `len` bytes for `'a`.
+unsafe fn encoded<'a>(
+    data: *const u8,
+    len: usize,
+    name: &'static str,
+) -> Result<(Input<'a>, Spans)> {
+    // SAFETY: forwarded.
+    let bytes = unsafe { args::bytes(data, len, name) }?;
+    Ok((Input::Encoded(bytes), Spans::one(Span::of(bytes, name))))
+}
+
+/// A pixel input and the spans of its planes.
+///
+/// # Safety
+///
+/// The image's used planes valid for reads of their `len` for `'a`.
+unsafe fn pixels<'a>(image: &tp_image) -> Result<(Input<'a>, Spans)> {
+    // SAFETY: forwarded.
+    let (view, read) = unsafe { types::view(image, "image") }?;
+    Ok((Input::Pixels(view), read))
+}
+
+/// The body of the batch runs: `n` items at `items`, each turned into an
+/// input by `input`, into an N-image batch buffer (NCHW or NHWC: image `i`
+/// at byte `i * bytes`, `bytes` from `tp_plan_output_info`). Allocates nothing.
+///
+/// # Safety
+///
+/// As the batch exports document.
+#[allow(clippy::too_many_arguments)]
+unsafe fn batch<'a, T>(
+    plan: *const tp_plan,
+    state: *mut tp_run_state,
+    items: *const T,
     n: usize,
-    input: impl Fn(usize) -> Result<(Input<'a>, Spans)>,
+    name: &'static str,
+    input: impl Fn(&'a T) -> Result<(Input<'a>, Spans)>,
     out: *mut c_void,
     out_bytes: usize,
     geometries: *mut tp_geometry,
-) -> Result<()> {
-    let shape = plan.output_shape().ok_or_else(|| {
-        Failure::invalid(
-            "a batch needs a plan whose output size is fixed (ending in a crop or a canvas)",
-        )
-    })?;
-    let elements: usize = shape.iter().product();
-    let per_image = elements * plan.dtype().size();
-    let needed = per_image
-        .checked_mul(n)
-        .ok_or_else(|| Failure::invalid("`n` images do not fit in memory"))?;
-    if out_bytes < needed {
-        return Err(Failure::new(
-            tp_result::BufferTooSmall,
-            format!("a batch of {n} needs {needed} bytes; `out_bytes` is {out_bytes}"),
-        ));
-    }
-    let out_span = Span::raw(out.cast::<u8>(), needed, "out");
-    // SAFETY: the caller guarantees `geometries` is NULL or holds `n`.
-    let mut geometries = unsafe {
-        args::optional_slice_mut(
-            geometries.cast::<MaybeUninit<tp_geometry>>(),
-            n,
-            "geometries",
-        )
-    }?;
-    let geometry_span = geometries
-        .as_deref()
-        .map(|g| Span::raw(g.as_ptr(), g.len(), "geometries"));
-    args::no_overlap(&[out_span], geometry_span.as_slice())?;
-    for i in 0..n {
-        let (input, read) = input(i)?;
-        args::no_overlap(&[out_span], read.as_slice())?;
-        if let Some(g) = geometry_span {
-            args::no_overlap(&[g], read.as_slice())?;
+) -> tp_result
+where
+    T: 'a,
+{
+    boundary(|| {
+        // SAFETY: the caller guarantees live handles, `n` items and `n` geometries.
+        let (plan, state, items, geometries) = unsafe {
+            (
+                args::required(plan, "plan")?,
+                args::required_mut(state, "state")?,
+                args::slice(items, n, name)?,
+                args::optional_slice_mut(
+                    geometries.cast::<MaybeUninit<tp_geometry>>(),
+                    n,
+                    "geometries",
+                )?,
+            )
+        };
+        let (plan, state) = (&plan.plan, &mut state.state);
+        let shape = plan.output_shape().ok_or_else(|| {
+            Failure::invalid(
+                "a batch needs a plan whose output size is fixed (ending in a crop or a canvas)",
+            )
+        })?;
+        let per_image = shape.iter().product::<usize>() * plan.dtype().size();
+        let needed = per_image
+            .checked_mul(n)
+            .ok_or_else(|| Failure::invalid("`n` images do not fit in memory"))?;
+        if out_bytes < needed {
+            return Err(Failure::new(
+                tp_result::BufferTooSmall,
+                format!("a batch of {n} needs {needed} bytes; `out_bytes` is {out_bytes}"),
+            ));
         }
-        // SAFETY: image `i`'s slot lies inside the `needed` bytes checked above.
-        let slot = unsafe { out.cast::<u8>().add(i * per_image) }.cast::<c_void>();
-        // SAFETY: the slot is writable for `per_image` bytes and overlaps no input.
-        let g = unsafe { run_one(plan, state, input, &[], slot, per_image) }
-            .map_err(|f| Failure::new(f.code, format!("image {i}: {}", f.message)))?;
-        if let Some(gs) = geometries.as_deref_mut() {
-            gs[i].write(g);
+        let out_span = Span::raw(out.cast::<u8>(), needed, "out");
+        let geometry_span = geometries
+            .as_deref()
+            .map(|g| Span::raw(g.as_ptr(), g.len(), "geometries"));
+        args::no_overlap(&[out_span], geometry_span.as_slice())?;
+        let mut geometries = geometries;
+        for (i, item) in items.iter().enumerate() {
+            let image = |f: Failure| Failure::new(f.code, format!("image {i}: {}", f.message));
+            let (input, read) = input(item).map_err(image)?;
+            args::no_overlap(&[out_span], read.as_slice())?;
+            if let Some(g) = geometry_span {
+                args::no_overlap(&[g], read.as_slice())?;
+            }
+            // SAFETY: image `i`'s slot lies inside the `needed` bytes checked above.
+            let slot = unsafe { out.cast::<u8>().add(i * per_image) }.cast::<c_void>();
+            // SAFETY: the slot is writable for `per_image` bytes and overlaps no input.
+            let g = unsafe { run_one(plan, state, input, &[], slot, per_image) }.map_err(image)?;
+            if let Some(gs) = geometries.as_deref_mut() {
+                gs[i].write(g);
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Preprocesses `n` JPEGs into one batch tensor (image `i` at byte
@@ -505,34 +550,14 @@ pub unsafe extern "C" fn tp_plan_run_batch_jpeg(
     out_bytes: usize,
     geometries: *mut tp_geometry,
 ) -> tp_result {
-    boundary(|| {
-        // SAFETY: the caller guarantees live handles and `n` inputs.
-        let (plan, state, inputs) = unsafe {
-            (
-                args::required(plan, "plan")?,
-                args::required_mut(state, "state")?,
-                args::slice(inputs, n, "inputs")?,
-            )
-        };
-        let input = |i: usize| {
-            let b: &tp_bytes = &inputs[i];
-            // SAFETY: the caller guarantees each input's bytes.
-            let bytes = unsafe { args::bytes(b.data, b.len, "inputs[i].data") }?;
-            Ok((Input::Encoded(bytes), Spans::one(Span::of(bytes, "inputs"))))
-        };
-        // SAFETY: the caller guarantees `out` and `geometries`.
-        unsafe {
-            run_batch(
-                &plan.plan,
-                &mut state.state,
-                n,
-                input,
-                out,
-                out_bytes,
-                geometries,
-            )
-        }
-    })
+    // SAFETY: the caller guarantees each input's bytes.
+    let input = |b: &tp_bytes| unsafe { encoded(b.data, b.len, "inputs") };
+    // SAFETY: forwarded.
+    unsafe {
+        batch(
+            plan, state, inputs, n, "inputs", input, out, out_bytes, geometries,
+        )
+    }
 }
 
 /// Preprocesses `n` frames (each of the plan's format and size) into one
@@ -552,31 +577,12 @@ pub unsafe extern "C" fn tp_plan_run_batch_pixels(
     out_bytes: usize,
     geometries: *mut tp_geometry,
 ) -> tp_result {
-    boundary(|| {
-        // SAFETY: the caller guarantees live handles and `n` images.
-        let (plan, state, images) = unsafe {
-            (
-                args::required(plan, "plan")?,
-                args::required_mut(state, "state")?,
-                args::slice(images, n, "images")?,
-            )
-        };
-        let input = |i: usize| {
-            // SAFETY: the caller guarantees each image's planes.
-            let (view, read) = unsafe { types::view(&images[i], "images") }?;
-            Ok((Input::Pixels(view), read))
-        };
-        // SAFETY: the caller guarantees `out` and `geometries`.
-        unsafe {
-            run_batch(
-                &plan.plan,
-                &mut state.state,
-                n,
-                input,
-                out,
-                out_bytes,
-                geometries,
-            )
-        }
-    })
+    // SAFETY: the caller guarantees each image's planes.
+    let input = |image: &tp_image| unsafe { pixels(image) };
+    // SAFETY: forwarded.
+    unsafe {
+        batch(
+            plan, state, images, n, "images", input, out, out_bytes, geometries,
+        )
+    }
 }

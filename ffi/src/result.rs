@@ -231,11 +231,13 @@ impl From<GraphError> for Failure {
 /// must not free it.
 #[unsafe(no_mangle)]
 pub extern "C" fn tp_result_name(result: u32) -> *const c_char {
-    RESULTS
-        .iter()
-        .find(|(r, _)| *r as u32 == result)
-        .map_or(c"TP_RESULT_UNKNOWN", |(_, name)| name)
-        .as_ptr()
+    let name = || {
+        RESULTS
+            .iter()
+            .find(|(r, _)| *r as u32 == result)
+            .map_or(c"TP_RESULT_UNKNOWN", |(_, name)| name)
+    };
+    crate::boundary::boundary_value(c"TP_RESULT_UNKNOWN", name).as_ptr()
 }
 
 #[cfg(test)]
