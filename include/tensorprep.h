@@ -919,7 +919,12 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * The library's version, `"MAJOR.MINOR.PATCH"` (a static string; do not free).
+ * The library's version, `"MAJOR.MINOR.PATCH"`.
+ *
+ * # Safety
+ *
+ * None: the call takes no arguments. The string is static; the caller must
+ * not free or modify it.
  */
 const char *tp_version(void);
 

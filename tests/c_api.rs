@@ -293,3 +293,61 @@ fn valgrind_finds_no_errors_or_leaks() {
     let c = compile(&["examples/c/preprocess.c"], "preprocess_valgrind", false);
     run(&c, &[&fixture("sample.jpg")], &valgrind);
 }
+
+/// The functions `include/tensorprep.h` declares.
+fn declared_functions() -> Vec<String> {
+    let header = std::fs::read_to_string(root().join("include/tensorprep.h")).unwrap();
+    let mut names: Vec<String> = header
+        .lines()
+        .filter(|l| !l.starts_with(' ') && !l.starts_with('#') && !l.starts_with('/'))
+        .filter_map(|l| {
+            let name = l.split('(').next()?.rsplit([' ', '*']).next()?;
+            (l.contains('(') && name.starts_with("tp_")).then(|| name.to_owned())
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_misuse_test_calls_every_declared_function() {
+    let functions = declared_functions();
+    assert!(functions.len() >= 30, "{functions:?}");
+    let test = std::fs::read_to_string(root().join("tests/c/api_misuse.c")).unwrap();
+    let missing: Vec<&String> = functions
+        .iter()
+        .filter(|f| !test.contains(&format!("{f}(")))
+        .collect();
+    assert!(missing.is_empty(), "api_misuse.c never calls {missing:?}");
+}
+
+#[test]
+fn the_library_exports_exactly_what_the_header_declares() {
+    let so = library().join("libtensorprep.so");
+    let Ok(out) = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&so)
+        .output()
+    else {
+        panic!("`nm` (binutils) is needed to list the library's symbols");
+    };
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let symbols: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    let mut exported: Vec<String> = symbols
+        .iter()
+        .filter(|s| s.starts_with("tp_"))
+        .map(|s| (*s).to_owned())
+        .collect();
+    exported.sort();
+    assert_eq!(exported, declared_functions());
+    // A cdylib exports only the C functions: no Rust symbol of ours leaks out.
+    let stray = symbols
+        .iter()
+        .filter(|s| !s.starts_with("tp_") && s.contains("tensorprep"))
+        .count();
+    assert_eq!(stray, 0, "Rust symbols exported from libtensorprep.so");
+}

@@ -68,7 +68,12 @@ pub use types::{
     tp_rect, tp_resample, tp_rotation, tp_tensor_info, tp_yuv_range,
 };
 
-/// The library's version, `"MAJOR.MINOR.PATCH"` (a static string; do not free).
+/// The library's version, `"MAJOR.MINOR.PATCH"`.
+///
+/// # Safety
+///
+/// None: the call takes no arguments. The string is static; the caller must
+/// not free or modify it.
 #[unsafe(no_mangle)]
 pub extern "C" fn tp_version() -> *const std::ffi::c_char {
     const VERSION: &std::ffi::CStr = match std::ffi::CStr::from_bytes_with_nul(
