@@ -854,8 +854,9 @@ typedef struct tp_input_desc {
  */
 typedef struct tp_plan_options {
     /**
-     * A `tp_decoder`; `TP_DECODER_AUTO` (0) keeps the graph's decoder when
-     * this build has it and otherwise uses zune-jpeg.
+     * A `tp_decoder` for JPEG plans (frames need none); `TP_DECODER_AUTO` (0)
+     * keeps the graph's decoder when this build has it and otherwise uses
+     * zune-jpeg.
      */
     uint32_t decoder;
     /**

@@ -61,8 +61,9 @@ pub struct tp_input_desc {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct tp_plan_options {
-    /// A `tp_decoder`; `TP_DECODER_AUTO` (0) keeps the graph's decoder when
-    /// this build has it and otherwise uses zune-jpeg.
+    /// A `tp_decoder` for JPEG plans (frames need none); `TP_DECODER_AUTO` (0)
+    /// keeps the graph's decoder when this build has it and otherwise uses
+    /// zune-jpeg.
     pub decoder: u32,
     /// Largest image accepted, in pixels; 0 for the default (128 Mpixel).
     pub max_pixels: u64,
@@ -116,28 +117,25 @@ pub unsafe extern "C" fn tp_plan_new(
             )
         };
         let options = options.copied().unwrap_or_default();
-        let desc = match lookup(
-            &[
-                (tp_input_kind::Jpeg as u32, false),
-                (tp_input_kind::Pixels as u32, true),
-            ],
-            input.kind,
-            "input.kind",
-        )? {
-            false => InputDesc::Jpeg,
-            true => InputDesc::pixels(
-                lookup(&PIXEL_FORMATS, input.format, "input.format")?,
-                input.width,
-                input.height,
-            ),
-        };
+        let kinds = [
+            (tp_input_kind::Jpeg as u32, tp_input_kind::Jpeg),
+            (tp_input_kind::Pixels as u32, tp_input_kind::Pixels),
+        ];
         let graph = &graph.graph;
-        let backend = types::decoder(options.decoder, graph_decoder(graph))?;
         let limits = limits(options.max_pixels, options.max_alloc_bytes);
-        let plan = graph
-            .clone()
-            .with_decoder(backend)
-            .compile_with_limits(desc, &limits)?;
+        let plan = match lookup(&kinds, input.kind, "input.kind")? {
+            tp_input_kind::Jpeg => {
+                let backend = types::decoder(options.decoder, graph_decoder(graph))?;
+                let graph = graph.clone().with_decoder(backend);
+                graph.compile_with_limits(InputDesc::Jpeg, &limits)?
+            }
+            // Frames skip the Decode op: no decoder is chosen or needed.
+            tp_input_kind::Pixels => {
+                let format = lookup(&PIXEL_FORMATS, input.format, "input.format")?;
+                let desc = InputDesc::pixels(format, input.width, input.height);
+                graph.compile_with_limits(desc, &limits)?
+            }
+        };
         args::give(out, tp_plan { plan });
         Ok(())
     })
