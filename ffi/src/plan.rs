@@ -129,8 +129,10 @@ pub unsafe extern "C" fn tp_plan_new(
                 let graph = graph.clone().with_decoder(backend);
                 graph.compile_with_limits(InputDesc::Jpeg, &limits)?
             }
-            // Frames skip the Decode op: no decoder is chosen or needed.
+            // Frames skip the Decode op: no decoder is chosen or needed (but
+            // the value must still be one of `tp_decoder`'s).
             tp_input_kind::Pixels => {
+                lookup(&types::DECODERS, options.decoder, "decoder")?;
                 let format = lookup(&PIXEL_FORMATS, input.format, "input.format")?;
                 let desc = InputDesc::pixels(format, input.width, input.height);
                 graph.compile_with_limits(desc, &limits)?

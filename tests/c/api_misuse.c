@@ -255,7 +255,12 @@ static void plans(const unsigned char *jpeg, size_t jpeg_len, const unsigned cha
     memset(&opts, 0, sizeof opts);
     opts.decoder = 9;
     EXPECT_MSG(tp_plan_new(g, &jpeg_in, &opts, &p), TP_RESULT_INVALID_PARAMETER, "decoder");
+    EXPECT_MSG(tp_plan_new(g, &frame_in, &opts, &p), TP_RESULT_INVALID_PARAMETER, "decoder");
     CHECK(p == SENTINEL);
+    /* Frames need no decoder: asking for one this build may lack is no error. */
+    opts.decoder = TP_DECODER_LIBJPEG_TURBO;
+    EXPECT(tp_plan_new(g, &frame_in, &opts, &p), TP_RESULT_OK);
+    tp_plan_free(p);
     opts.decoder = TP_DECODER_ZUNE;
     opts.max_pixels = 1000;
     EXPECT(tp_plan_new(g, &jpeg_in, &opts, &small), TP_RESULT_OK);
