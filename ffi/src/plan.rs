@@ -5,7 +5,6 @@ use std::ffi::c_void;
 use std::mem::MaybeUninit;
 
 use half::f16;
-use tensorprep::graph::Graph;
 use tensorprep::pipeline::{Input, InputDesc, Plan, PlanState};
 use tensorprep::{DType, Limits, TensorMut};
 
@@ -80,14 +79,6 @@ pub(crate) fn limits(max_pixels: u64, max_alloc_bytes: u64) -> Limits {
     }
 }
 
-/// The graph's decoder (from its Decode op), if it decodes.
-fn graph_decoder(graph: &Graph) -> Option<tensorprep::jpeg::Backend> {
-    match graph.pipeline.ops().first() {
-        Some(tensorprep::pipeline::Op::Decode(d)) => Some(d.backend),
-        _ => None,
-    }
-}
-
 /// Compiles `graph` for `input`: checks every op and, for pixel inputs,
 /// resolves every shape and builds every table now. For a pixel format other
 /// than the one the graph's ops expect, a colour conversion is put first
@@ -125,7 +116,7 @@ pub unsafe extern "C" fn tp_plan_new(
         let limits = limits(options.max_pixels, options.max_alloc_bytes);
         let plan = match lookup(&kinds, input.kind, "input.kind")? {
             tp_input_kind::Jpeg => {
-                let backend = types::decoder(options.decoder, graph_decoder(graph))?;
+                let backend = types::decoder(options.decoder, graph.pipeline.decoder())?;
                 let graph = graph.clone().with_decoder(backend);
                 graph.compile_with_limits(InputDesc::Jpeg, &limits)?
             }

@@ -128,6 +128,22 @@ impl Pipeline {
         p
     }
 
+    /// The backend its Decode op uses, if it decodes.
+    ///
+    /// ```
+    /// use tensorprep::jpeg::Backend;
+    /// use tensorprep::pipeline::Pipeline;
+    /// let p = Pipeline::imagenet_eval().with_decoder(Backend::LibjpegTurbo);
+    /// assert_eq!(p.decoder(), Some(Backend::LibjpegTurbo));
+    /// assert_eq!(Pipeline::new().decoder(), None);
+    /// ```
+    pub fn decoder(&self) -> Option<Backend> {
+        self.ops.iter().find_map(|op| match op {
+            Op::Decode(d) => Some(d.backend),
+            _ => None,
+        })
+    }
+
     /// The same pipeline decoding with `backend`.
     pub fn with_decoder(mut self, backend: Backend) -> Pipeline {
         self.map_decode(|d| d.backend = backend);

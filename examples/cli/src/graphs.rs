@@ -327,8 +327,8 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode, String> {
         ));
     }
     // Pixel self-tests skip the decoder; JPEG ones use one this build has.
-    let graph = match graph.pipeline.ops().first() {
-        Some(Op::Decode(d)) if !d.backend.is_available() => graph.with_decoder(Backend::Zune),
+    let graph = match graph.pipeline.decoder() {
+        Some(b) if !b.is_available() => graph.with_decoder(Backend::Zune),
         _ => graph,
     };
     let reports = graph.verify().map_err(|e| e.to_string())?;

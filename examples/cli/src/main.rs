@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use tensorprep::jpeg::{Backend, DecodeOptions, JpegDecoder};
-use tensorprep::pipeline::{DecodeScaling, Input, InputDesc, Op, Pipeline, Plan, PlanState};
+use tensorprep::pipeline::{DecodeScaling, Input, InputDesc, Pipeline, Plan, PlanState};
 use tensorprep::{Image, PixelFormat, Tensor};
 
 mod graphs;
@@ -189,15 +189,7 @@ fn pipeline(args: &PipelineArgs) -> Result<(Pipeline, Backend), String> {
     }
     let path = args.graph.as_deref().ok_or("give --preset or --graph")?;
     let graph = graphs::load(path)?;
-    let wanted = graph
-        .pipeline
-        .ops()
-        .iter()
-        .find_map(|op| match op {
-            Op::Decode(d) => Some(d.backend),
-            _ => None,
-        })
-        .unwrap_or(Backend::Zune);
+    let wanted = graph.pipeline.decoder().unwrap_or(Backend::Zune);
     Ok((graph.pipeline, wanted))
 }
 
