@@ -125,15 +125,8 @@ pub unsafe extern "C" fn tp_jpeg_decode(
         };
         // SAFETY: the caller guarantees the planes; overlap with `data` is checked.
         let mut view = unsafe { types::view_mut(dst, "dst", &[Span::of(bytes, "data")]) }?;
-        let options = decode_options(options)?;
-        if view.format() != options.format {
-            return Err(tensorprep::Error::FormatMismatch {
-                expected: options.format,
-                found: view.format(),
-            }
-            .into());
-        }
-        let mut decoder = JpegDecoder::new(options);
+        // The decoder checks `dst`'s format and size against the file and options.
+        let mut decoder = JpegDecoder::new(decode_options(options)?);
         let got = decoder.decode_into(bytes, &mut view)?;
         if let Some(out) = info {
             out.write(got.into());
