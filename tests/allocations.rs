@@ -3,51 +3,16 @@
 //! first call (plan tables, scratch rows); the decoder reports what its backend
 //! allocates per image (printed with `--nocapture`).
 
-use std::alloc::{GlobalAlloc, Layout as AllocLayout, System};
-use std::cell::Cell;
-
 use tensorprep::color::{YuvRange, convert_color};
 use tensorprep::finish::{FinishSpec, Finisher};
 use tensorprep::geometry::{Flip, Placement, Rotation, center_crop, flip, pad, rotate};
 use tensorprep::jpeg::{Backend, DecodeOptions, JpegDecoder};
 use tensorprep::resize::{Resample, ResizePlan, ResizeState, Resizer, SourceBox};
 use tensorprep::{Image, ImageView, ImageViewMut, Limits, PixelFormat, TensorMut};
-use tensorprep_tests::read;
-
-struct Counting;
-
-thread_local! {
-    static COUNT: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator unchanged; only counts calls made on
-// the current thread (so parallel tests do not disturb each other).
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: AllocLayout) -> *mut u8 {
-        let _ = COUNT.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: AllocLayout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: AllocLayout, new_size: usize) -> *mut u8 {
-        let _ = COUNT.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use tensorprep_tests::{CountingAllocator, allocations, read};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Allocations made by `f` on this thread.
-fn count(f: impl FnOnce()) -> usize {
-    let before = COUNT.with(Cell::get);
-    f();
-    COUNT.with(Cell::get) - before
-}
+static GLOBAL: CountingAllocator = CountingAllocator;
 
 #[test]
 fn eager_ops_without_alloc_in_their_signature_allocate_nothing() {
@@ -61,7 +26,7 @@ fn eager_ops_without_alloc_in_their_signature_allocate_nothing() {
     let finisher = Finisher::new(&FinishSpec::imagenet()).unwrap();
     let nv21 = vec![128u8; (w * h * 3 / 2) as usize];
 
-    let n = count(|| {
+    let n = allocations(|| {
         let crop = center_crop(&src, 224, 224).unwrap();
         finisher.run(&crop, TensorMut::F32(&mut tensor)).unwrap();
         let mut dst = ImageViewMut::new(PixelFormat::Bgr8, w, h, &mut out).unwrap();
@@ -129,7 +94,7 @@ fn resizing_allocates_nothing_after_the_first_call() {
                 let mut state = ResizeState::new();
                 plan.run(&mut state, &img.view(), &mut out.view_mut())
                     .unwrap();
-                let n = count(|| {
+                let n = allocations(|| {
                     plan.run(&mut state, &img.view(), &mut out.view_mut())
                         .unwrap()
                 });
@@ -139,7 +104,7 @@ fn resizing_allocates_nothing_after_the_first_call() {
                 resizer
                     .resize_box(&img.view(), b, &mut out.view_mut(), r)
                     .unwrap();
-                let n = count(|| {
+                let n = allocations(|| {
                     resizer
                         .resize_box(&img.view(), b, &mut out.view_mut(), r)
                         .unwrap()
@@ -153,7 +118,7 @@ fn resizing_allocates_nothing_after_the_first_call() {
         "resize: 0 allocations per call after the first, in all {checked} format/size/method cases"
     );
     // The first call does allocate (tables and scratch), so the counter is live.
-    let first = count(|| {
+    let first = allocations(|| {
         let plan = ResizePlan::new((w, h), (256, 171), Resample::default()).unwrap();
         let mut out = Image::new(PixelFormat::Rgb8, 256, 171).unwrap();
         plan.run(&mut ResizeState::new(), &rgb.view(), &mut out.view_mut())
@@ -174,7 +139,7 @@ fn decoder_allocations_per_image_are_counted() {
         let info = decoder.read_info(&jpeg).unwrap();
         let mut img = Image::new(PixelFormat::Rgb8, info.width, info.height).unwrap();
         decoder.decode_into(&jpeg, &mut img.view_mut()).unwrap();
-        let n = count(|| {
+        let n = allocations(|| {
             decoder.decode_into(&jpeg, &mut img.view_mut()).unwrap();
         });
         println!("decode_into {backend:?}: {n} Rust-heap allocations per image after the first");
@@ -211,12 +176,12 @@ mod pipeline {
     fn steady(plan: &tensorprep::pipeline::Plan, input: Input<'_>, len: usize) -> (usize, usize) {
         let mut state = PlanState::new();
         let mut out = Tensor::zeros(plan.dtype(), len);
-        let first = count(|| {
+        let first = allocations(|| {
             plan.run(&mut state, input, out.as_mut()).unwrap();
         });
         let later = (0..5)
             .map(|_| {
-                count(|| {
+                allocations(|| {
                     plan.run(&mut state, input, out.as_mut()).unwrap();
                 })
             })
@@ -312,7 +277,7 @@ mod pipeline {
                 let info = dec.read_info(&bytes).unwrap();
                 let mut img = Image::new(PixelFormat::Rgb8, info.width, info.height).unwrap();
                 dec.decode_into(&bytes, &mut img.view_mut()).unwrap();
-                let decoder_alone = count(|| {
+                let decoder_alone = allocations(|| {
                     dec.read_info(&bytes).unwrap();
                     dec.decode_into(&bytes, &mut img.view_mut()).unwrap();
                 });
@@ -355,14 +320,14 @@ mod pipeline {
             ..DecodeOptions::default()
         });
         for f in files.iter().cycle().take(3 * files.len()) {
-            let most = count(|| {
+            let most = allocations(|| {
                 plan.run(&mut state, Input::Encoded(f), out.as_mut())
                     .unwrap();
             });
             let info = dec.read_info(f).unwrap();
             let mut img = Image::new(PixelFormat::Rgb8, info.width, info.height).unwrap();
             dec.decode_into(f, &mut img.view_mut()).unwrap();
-            let decoder_alone = count(|| {
+            let decoder_alone = allocations(|| {
                 dec.read_info(f).unwrap();
                 dec.decode_into(f, &mut img.view_mut()).unwrap();
             });

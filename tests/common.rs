@@ -163,3 +163,43 @@ impl Rng {
         items[self.below_u32(items.len() as u32) as usize]
     }
 }
+
+/// A global allocator that counts the allocations (and reallocations) made
+/// on each thread, so that tests running in parallel do not disturb each
+/// other. A test binary installs it with
+/// `#[global_allocator] static A: CountingAllocator = CountingAllocator;`
+/// and measures with [`allocations`].
+pub struct CountingAllocator;
+
+thread_local! {
+    static ALLOCATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+fn counted() {
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
+
+// SAFETY: forwards to the system allocator unchanged; it only counts calls.
+unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        counted();
+        // SAFETY: same contract as our caller's.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with this layout.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
+        counted();
+        // SAFETY: same contract as our caller's.
+        unsafe { std::alloc::System.realloc(ptr, layout, size) }
+    }
+}
+
+/// Allocations `f` makes on this thread (with [`CountingAllocator`] installed).
+pub fn allocations(f: impl FnOnce()) -> usize {
+    let before = ALLOCATIONS.with(std::cell::Cell::get);
+    f();
+    ALLOCATIONS.with(std::cell::Cell::get) - before
+}

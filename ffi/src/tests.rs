@@ -1,46 +1,15 @@
 //! The C API called from Rust: no allocation per image in steady state, and
 //! one plan shared by threads.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::ffi::c_void;
 use std::ptr;
 
+use tensorprep_tests::{CountingAllocator, allocations};
+
 use crate::*;
 
-struct Counting;
-
-thread_local! {
-    static COUNT: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator unchanged; only counts the calls
-// made on the current thread.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = COUNT.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        // SAFETY: `p` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(p, layout) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, layout: Layout, size: usize) -> *mut u8 {
-        let _ = COUNT.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(p, layout, size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations(f: impl FnOnce()) -> usize {
-    let before = COUNT.with(Cell::get);
-    f();
-    COUNT.with(Cell::get) - before
-}
+static GLOBAL: CountingAllocator = CountingAllocator;
 
 const W: u32 = 160;
 const H: u32 = 120;
