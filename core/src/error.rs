@@ -3,6 +3,8 @@
 use core::fmt;
 
 use crate::PixelFormat;
+use crate::decode::ImageFormat;
+use crate::jpeg::{Backend, JpegFeature};
 
 /// Result alias used by every fallible function of the crate.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
@@ -11,7 +13,7 @@ pub type Result<T, E = Error> = core::result::Result<T, E>;
 ///
 /// Every op checks its inputs and returns one of these instead of panicking,
 /// whatever the caller passes (including hostile JPEG bytes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Error {
     /// Width or height is zero or above [`crate::Limits::MAX_DIMENSION`].
@@ -112,6 +114,45 @@ pub enum Error {
         /// What kind of failure.
         kind: JpegErrorKind,
     },
+    /// The bytes are in no format this build decodes (`found` names the format
+    /// when its signature is known: "GIF is not supported").
+    UnsupportedImageFormat {
+        /// The format recognised from the leading bytes, if any.
+        found: Option<ImageFormat>,
+    },
+    /// The PNG could not be decoded.
+    Png {
+        /// What kind of failure.
+        kind: DecodeErrorKind,
+    },
+    /// The WebP could not be decoded.
+    WebP {
+        /// What kind of failure.
+        kind: DecodeErrorKind,
+    },
+    /// A valid JPEG that uses a coding feature the chosen decoder lacks; the
+    /// message names the decoder that has it, if any.
+    JpegFeature {
+        /// The feature.
+        feature: JpegFeature,
+        /// The decoder that was asked to decode it.
+        backend: Backend,
+    },
+    /// The header claims more pixels than the file's data could possibly
+    /// describe (a truncated file, or a crafted header meant to make the
+    /// decoder allocate): refused before any pixel buffer is allocated.
+    ImplausibleSize {
+        /// The format.
+        format: ImageFormat,
+        /// Width the header claims.
+        width: u32,
+        /// Height the header claims.
+        height: u32,
+        /// Bytes of coded data the file holds.
+        data_bytes: u64,
+        /// The most pixels that much data can fill in this format.
+        max_pixels: u64,
+    },
     /// Reading an input failed (a pipeline source).
     #[cfg(feature = "std")]
     Io {
@@ -120,15 +161,18 @@ pub enum Error {
     },
 }
 
-/// Why a JPEG was rejected.
+/// Why a JPEG (`JpegErrorKind`) was rejected.
+pub type JpegErrorKind = DecodeErrorKind;
+
+/// Why an encoded image (JPEG, PNG, WebP) was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum JpegErrorKind {
+pub enum DecodeErrorKind {
     /// The data ends before the image does (strict mode).
     Truncated,
-    /// The data is not a JPEG, or its headers or entropy-coded data are corrupt.
+    /// The headers or the coded data are corrupt (for JPEG: or not a JPEG at all).
     Corrupt,
-    /// A valid JPEG that uses a feature the decoder lacks (arithmetic coding, lossless, 12-bit...).
+    /// A valid file that uses a feature the decoder lacks.
     Unsupported,
     /// A colour space or component count that cannot be turned into the requested format.
     UnsupportedColorSpace,
@@ -194,19 +238,81 @@ impl fmt::Display for Error {
                 rect.x, rect.y
             ),
             Error::InvalidParameter { name } => write!(f, "invalid parameter: {name}"),
-            Error::Jpeg { kind } => match kind {
-                JpegErrorKind::Truncated => f.write_str("JPEG data ends before the image does"),
-                JpegErrorKind::Corrupt => f.write_str("JPEG data is corrupt or not a JPEG"),
-                JpegErrorKind::Unsupported => {
-                    f.write_str("JPEG uses a coding process this decoder does not support")
+            Error::Jpeg { kind } => kind.describe(f, "JPEG"),
+            Error::UnsupportedImageFormat { found } => {
+                let supported = crate::decode::SupportedList;
+                match found {
+                    Some(format) => {
+                        write!(f, "{format} is not supported; this build reads {supported}")
+                    }
+                    None => write!(
+                        f,
+                        "not an image file this build reads (no {supported} signature at the start)"
+                    ),
                 }
-                JpegErrorKind::UnsupportedColorSpace => {
-                    f.write_str("JPEG colour space cannot be converted to the requested format")
+            }
+            Error::Png { kind } => kind.describe(f, "PNG"),
+            Error::WebP { kind } => kind.describe(f, "WebP"),
+            Error::JpegFeature { feature, backend } => {
+                write!(f, "the JPEG uses {feature}, which ")?;
+                match feature.decoded_by() {
+                    Some(b) if b != backend && b.is_available() => write!(
+                        f,
+                        "{} does not decode; {} does (Decode backend LibjpegTurbo, CLI `--decoder libjpeg-turbo`)",
+                        backend.name(),
+                        b.name()
+                    ),
+                    Some(b) if b != backend => write!(
+                        f,
+                        "{} does not decode; {} does, but this build leaves it out (Cargo feature `turbojpeg`)",
+                        backend.name(),
+                        b.name()
+                    ),
+                    _ => f.write_str("no decoder of tensorprep reads"),
                 }
-            },
+            }
+            Error::ImplausibleSize {
+                format,
+                width,
+                height,
+                data_bytes,
+                max_pixels,
+            } => write!(
+                f,
+                "the {format} header claims {width}x{height} pixels, but its {data_bytes} bytes of \
+                 coded data can describe at most {max_pixels} (truncated or crafted file)"
+            ),
             #[cfg(feature = "std")]
             Error::Io { kind } => write!(f, "reading the input failed: {kind}"),
         }
+    }
+}
+
+impl DecodeErrorKind {
+    fn describe(self, f: &mut fmt::Formatter<'_>, format: &str) -> fmt::Result {
+        match self {
+            DecodeErrorKind::Truncated => write!(f, "{format} data ends before the image does"),
+            DecodeErrorKind::Corrupt => write!(f, "{format} data is corrupt"),
+            DecodeErrorKind::Unsupported => {
+                write!(
+                    f,
+                    "the {format} uses a feature this decoder does not support"
+                )
+            }
+            DecodeErrorKind::UnsupportedColorSpace => write!(
+                f,
+                "the {format}'s colour space cannot be converted to the requested format"
+            ),
+        }
+    }
+}
+
+// `Debug` prints the message, so that `fn main() -> Result<(), tensorprep::Error>`
+// and `unwrap()` say what went wrong ("Error: PNG data is corrupt"), not only
+// which variant it was.
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 

@@ -17,6 +17,7 @@ mod tensor;
 mod testing;
 
 pub mod color;
+pub mod decode;
 pub mod finish;
 pub mod geometry;
 #[cfg(feature = "graph")]
@@ -30,7 +31,7 @@ pub mod pipeline;
 pub mod resize;
 pub mod size;
 
-pub use error::{Error, JpegErrorKind, Result};
+pub use error::{DecodeErrorKind, Error, JpegErrorKind, Result};
 pub use format::{PixelFormat, PlaneGeometry};
 #[cfg(feature = "alloc")]
 pub use image::Image;

@@ -2,7 +2,11 @@
 
 #[cfg(feature = "turbojpeg")]
 use super::turbo;
-use super::{Backend, DecodeOptions, JpegInfo, Orientation, Scale, exif};
+use super::{
+    Backend, DecodeOptions, JpegFeature, JpegInfo, Orientation, Scale, exif, markers,
+    max_pixels_for,
+};
+use crate::decode::ImageFormat;
 
 use alloc::vec::Vec;
 
@@ -110,7 +114,48 @@ impl JpegDecoder {
         }
     }
 
-    /// Parses the headers only: size, components, orientation. Checks the limits.
+    /// Checks what the frame header says before any decoder sees the data: a
+    /// coding feature the backend lacks is refused by name, and a size the
+    /// file's bytes cannot plausibly fill is refused before anything is allocated.
+    fn check_frame(&self, bytes: &[u8]) -> Result<()> {
+        let Some(frame) = markers::frame(bytes) else {
+            return Ok(()); // the backend reports what is wrong
+        };
+        if let Some(feature) = JpegFeature::of_frame(&frame) {
+            let backend = self.options.backend;
+            if feature.decoded_by() != Some(backend) {
+                return Err(Error::JpegFeature { feature, backend });
+            }
+        }
+        let (width, height) = (u32::from(frame.width), u32::from(frame.height));
+        if width == 0 || height == 0 {
+            return Ok(()); // a DNL marker gives the height later; the backend decides
+        }
+        self.options
+            .limits
+            .check_pixels(u64::from(width), u64::from(height))?;
+        let max_pixels = max_pixels_for(bytes.len());
+        if u64::from(width) * u64::from(height) > max_pixels {
+            // A file cut short is reported as such; a whole one as implausible.
+            if !bytes.ends_with(&[0xFF, 0xD9]) {
+                return Err(Error::Jpeg {
+                    kind: JpegErrorKind::Truncated,
+                });
+            }
+            return Err(Error::ImplausibleSize {
+                format: ImageFormat::Jpeg,
+                width,
+                height,
+                data_bytes: bytes.len() as u64,
+                max_pixels,
+            });
+        }
+        Ok(())
+    }
+
+    /// Parses the headers only: size, components, orientation. Checks the
+    /// limits, the coding features against the backend, and that the file is
+    /// large enough for the size it claims.
     pub fn read_info(&self, bytes: &[u8]) -> Result<JpegInfo> {
         self.check_format()?;
         #[cfg(feature = "turbojpeg")]
@@ -118,6 +163,7 @@ impl JpegDecoder {
             // A short-lived instance: `&self` cannot use the decoder's own.
             return self.info_from_turbo(&mut turbo::Turbo::default(), bytes);
         }
+        self.check_frame(bytes)?;
         let mut d = self.zune(bytes, ColorSpace::RGB);
         d.decode_headers().map_err(|e| map_error(&e))?;
         let (w, h) = d.dimensions().ok_or(Error::Jpeg {
@@ -131,6 +177,7 @@ impl JpegDecoder {
     /// Headers through libjpeg-turbo (no Rust-heap allocation).
     #[cfg(feature = "turbojpeg")]
     fn info_from_turbo(&self, turbo: &mut turbo::Turbo, bytes: &[u8]) -> Result<JpegInfo> {
+        self.check_frame(bytes)?;
         let (w, h, components, mcu_width) = turbo.header(bytes)?;
         let exif_orientation = exif::find_in_jpeg(bytes).and_then(exif::orientation);
         self.info(w, h, components, exif_orientation, mcu_width)

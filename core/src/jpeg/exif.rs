@@ -47,32 +47,9 @@ pub(crate) fn orientation(exif: &[u8]) -> Option<u16> {
 /// none or the segments are malformed.
 #[cfg_attr(not(feature = "turbojpeg"), allow(dead_code))]
 pub(crate) fn find_in_jpeg(jpeg: &[u8]) -> Option<&[u8]> {
-    let mut at = 2;
-    if jpeg.get(..2)? != [0xFF, 0xD8] {
-        return None;
-    }
-    loop {
-        let marker = *jpeg.get(at..at + 2)?.get(1)?;
-        if jpeg[at] != 0xFF {
-            return None;
-        }
-        if marker == 0xFF {
-            at += 1; // fill byte
-            continue;
-        }
-        // Start of scan or end of image: no EXIF before the pixels.
-        if marker == 0xDA || marker == 0xD9 {
-            return None;
-        }
-        let len = usize::from(u16::from_be_bytes(
-            jpeg.get(at + 2..at + 4)?.try_into().ok()?,
-        ));
-        let payload = jpeg.get(at + 4..(at + 2).checked_add(len)?)?;
-        if marker == 0xE1 && payload.starts_with(b"Exif\0\0") {
-            return Some(payload);
-        }
-        at = at.checked_add(2 + len)?;
-    }
+    super::markers::segments(jpeg)
+        .find(|(marker, payload)| *marker == 0xE1 && payload.starts_with(b"Exif\0\0"))
+        .map(|(_, payload)| payload)
 }
 
 #[cfg(test)]

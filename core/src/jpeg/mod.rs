@@ -35,7 +35,9 @@
 #[cfg(feature = "alloc")]
 mod decoder;
 #[cfg(feature = "alloc")]
-mod exif;
+pub(crate) mod exif;
+#[cfg(feature = "alloc")]
+mod markers;
 #[cfg(feature = "turbojpeg")]
 mod turbo;
 
@@ -82,6 +84,14 @@ impl Backend {
         Backend::ALL.into_iter().filter(|b| b.is_available())
     }
 
+    /// The decoder's name ("zune-jpeg", "libjpeg-turbo").
+    pub const fn name(self) -> &'static str {
+        match self {
+            Backend::Zune => "zune-jpeg",
+            Backend::LibjpegTurbo => "libjpeg-turbo",
+        }
+    }
+
     /// Whether this build includes the backend.
     pub fn is_available(self) -> bool {
         match self {
@@ -89,6 +99,64 @@ impl Backend {
             Backend::LibjpegTurbo => cfg!(feature = "turbojpeg"),
         }
     }
+}
+
+/// A JPEG coding feature that not every decoder has ([`crate::Error::JpegFeature`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum JpegFeature {
+    /// Arithmetic entropy coding (SOF9-SOF11).
+    ArithmeticCoding,
+    /// The lossless process (SOF3).
+    Lossless,
+    /// Hierarchical (differential) coding (SOF5-SOF7, SOF13-SOF15).
+    Hierarchical,
+    /// Samples of more than 8 bits (12-bit JPEG).
+    Precision(u8),
+}
+
+impl JpegFeature {
+    /// The feature a frame header (SOF marker and sample precision) needs, if
+    /// any beyond the 8-bit Huffman-coded baseline, extended and progressive processes.
+    #[cfg(feature = "alloc")]
+    pub(crate) fn of_frame(frame: &markers::Frame) -> Option<JpegFeature> {
+        match frame.marker {
+            0xC5..=0xC7 | 0xCD..=0xCF => Some(JpegFeature::Hierarchical),
+            0xC3 => Some(JpegFeature::Lossless),
+            _ if frame.precision > 8 => Some(JpegFeature::Precision(frame.precision)),
+            0xC9..=0xCB => Some(JpegFeature::ArithmeticCoding),
+            _ => None,
+        }
+    }
+
+    /// The backend that decodes the feature into 8-bit pixels, if one does.
+    pub const fn decoded_by(self) -> Option<Backend> {
+        match self {
+            JpegFeature::ArithmeticCoding | JpegFeature::Lossless => Some(Backend::LibjpegTurbo),
+            JpegFeature::Hierarchical | JpegFeature::Precision(_) => None,
+        }
+    }
+}
+
+impl core::fmt::Display for JpegFeature {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            JpegFeature::ArithmeticCoding => f.write_str("arithmetic coding"),
+            JpegFeature::Lossless => f.write_str("lossless coding (SOF3)"),
+            JpegFeature::Hierarchical => f.write_str("hierarchical coding"),
+            JpegFeature::Precision(bits) => write!(f, "{bits}-bit samples"),
+        }
+    }
+}
+
+/// Most pixels a JPEG of `data_bytes` bytes can describe: every 8x8 block
+/// of every component costs at least one bit (its DC code) in some scan, so
+/// one byte covers at most 8 blocks of 64 pixels. A looser bound than any real
+/// file comes near (photos spend 1-4 bits per pixel, a flat gray image about
+/// 1/20), tight enough that a small file cannot claim a gigapixel.
+#[cfg(feature = "alloc")]
+pub(crate) const fn max_pixels_for(data_bytes: usize) -> u64 {
+    (data_bytes as u64).saturating_mul(8 * 64)
 }
 
 /// Decode at a fraction of the stored size, in the DCT domain (libjpeg-turbo only).

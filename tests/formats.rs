@@ -1,0 +1,169 @@
+//! PNG and WebP decoding against Pillow (`fixtures/formats/`, made by
+//! `fixtures/make_format_fixtures.py`): every PNG colour type and bit depth,
+//! tRNS, Adam7; WebP lossless (exact) and lossy (within a measured bound).
+//! Also: the format is found from the bytes, and unknown formats are refused by name.
+//!
+//! `cargo test -p tensorprep-tests --test formats -- --nocapture` prints the table.
+
+use tensorprep::decode::{ImageDecoder, ImageFormat};
+use tensorprep::jpeg::DecodeOptions;
+use tensorprep::{DecodeErrorKind, Error, Image, PixelFormat};
+use tensorprep_tests::{Diff, read, read_png};
+
+/// `(file, mode Pillow opens it in)` for every case of `formats/refs.txt`.
+fn cases() -> Vec<(String, String)> {
+    let text = String::from_utf8(read("formats/refs.txt")).expect("UTF-8");
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let mut w = l.split('\t');
+            (w.next().unwrap().to_owned(), w.next().unwrap().to_owned())
+        })
+        .collect()
+}
+
+fn decode(bytes: &[u8], format: PixelFormat) -> tensorprep::Result<Image> {
+    ImageDecoder::new(DecodeOptions {
+        format,
+        ..DecodeOptions::default()
+    })
+    .decode(bytes)
+}
+
+/// The Pillow reference of `file` converted to `mode` (L, RGB or RGBA).
+fn reference(file: &str, mode: &str) -> Option<Image> {
+    let stem = file.rsplit_once('.').unwrap().0;
+    let name = format!("formats/{stem}.{mode}.png");
+    tensorprep_tests::fixture(&name)
+        .exists()
+        .then(|| read_png(&name))
+}
+
+const MODES: [(&str, PixelFormat); 3] = [
+    ("L", PixelFormat::Gray8),
+    ("RGB", PixelFormat::Rgb8),
+    ("RGBA", PixelFormat::Rgba8),
+];
+
+#[test]
+fn png_equals_pillow_in_every_mode() {
+    let mut checked = 0;
+    for (file, opened) in cases().iter().filter(|(f, _)| f.ends_with(".png")) {
+        let bytes = read(&format!("formats/{file}"));
+        assert_eq!(ImageFormat::sniff(&bytes), Some(ImageFormat::Png));
+        for (mode, format) in MODES {
+            let want = reference(file, mode).expect("every PNG has three references");
+            let got = decode(&bytes, format).unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(
+                (got.width(), got.height()),
+                (want.width(), want.height()),
+                "{file} {mode}"
+            );
+            let d = Diff::of(got.as_bytes(), want.as_bytes());
+            assert_eq!(
+                d.max, 0.0,
+                "{file} (Pillow opens it as {opened}) as {mode}: {d}"
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 22 * 3, "every PNG case of refs.txt");
+}
+
+#[test]
+fn bgr_orders_are_the_rgb_ones_swapped() {
+    let bytes = read("formats/rgba8.png");
+    let rgba = decode(&bytes, PixelFormat::Rgba8).unwrap();
+    let bgra = decode(&bytes, PixelFormat::Bgra8).unwrap();
+    let bgr = decode(&bytes, PixelFormat::Bgr8).unwrap();
+    for ((a, b), c) in rgba
+        .as_bytes()
+        .chunks_exact(4)
+        .zip(bgra.as_bytes().chunks_exact(4))
+        .zip(bgr.as_bytes().chunks_exact(3))
+    {
+        assert_eq!([a[2], a[1], a[0], a[3]], b);
+        assert_eq!([a[2], a[1], a[0]], c);
+    }
+}
+
+#[test]
+fn webp_lossless_is_exact_and_lossy_is_within_its_bound() {
+    println!("\nWebP vs Pillow (libwebp), levels:");
+    let mut lossy = 0;
+    for (file, _) in cases().iter().filter(|(f, _)| f.ends_with(".webp")) {
+        let bytes = read(&format!("formats/{file}"));
+        assert_eq!(ImageFormat::sniff(&bytes), Some(ImageFormat::WebP));
+        for (mode, format) in MODES {
+            let Some(want) = reference(file, mode) else {
+                continue;
+            };
+            let got = decode(&bytes, format).unwrap_or_else(|e| panic!("{file}: {e}"));
+            let d = Diff::of(got.as_bytes(), want.as_bytes());
+            println!("  {file:<22} {mode:<4} {d}");
+            // VP8 decoding is bit-exact by specification (RFC 6386); what a
+            // decoder may choose is the chroma upsampling and YUV -> RGB, and
+            // image-webp's "fancy" upsampling is libwebp's: measured identical.
+            assert_eq!(d.max, 0.0, "{file} {mode}: {d}");
+            lossy += usize::from(!file.contains("lossless"));
+        }
+    }
+    assert_eq!(lossy, 4, "the lossy cases ran");
+}
+
+#[test]
+fn unsupported_formats_are_refused_by_name() {
+    let gif = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;";
+    let err = decode(gif, PixelFormat::Rgb8).unwrap_err();
+    assert_eq!(
+        err,
+        Error::UnsupportedImageFormat {
+            found: Some(ImageFormat::Gif)
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "GIF is not supported; this build reads JPEG, PNG, WebP"
+    );
+    let err = decode(b"just some text", PixelFormat::Rgb8).unwrap_err();
+    assert_eq!(err, Error::UnsupportedImageFormat { found: None });
+    assert!(err.to_string().contains("JPEG, PNG, WebP"), "{err}");
+    // Debug shows the message too (what `fn main() -> Result<..>` prints).
+    assert_eq!(format!("{err:?}"), err.to_string());
+}
+
+#[test]
+fn truncated_and_corrupt_files_are_typed_errors() {
+    for (file, format) in [
+        ("formats/rgb8.png", ImageFormat::Png),
+        ("formats/rgb8_interlaced.png", ImageFormat::Png),
+        ("formats/sample_lossy.webp", ImageFormat::WebP),
+        ("formats/sample_lossless.webp", ImageFormat::WebP),
+    ] {
+        let bytes = read(file);
+        let kind_of = |e: Error| match (format, e) {
+            (ImageFormat::Png, Error::Png { kind }) | (ImageFormat::WebP, Error::WebP { kind }) => {
+                kind
+            }
+            (_, e) => panic!("{file}: unexpected error {e}"),
+        };
+        // Every cut: a typed error (never a panic, never success).
+        let step = (bytes.len() / 300).max(1);
+        for n in (1..bytes.len()).step_by(step) {
+            match decode(&bytes[..n], PixelFormat::Rgb8) {
+                Ok(_) => panic!("{file} cut at {n} decoded"),
+                Err(Error::ImplausibleSize { .. }) => {}
+                Err(e) => {
+                    let kind = kind_of(e);
+                    assert_eq!(kind, DecodeErrorKind::Truncated, "{file} cut at {n}: {e}");
+                }
+            }
+        }
+        // Flipped bytes in the data: an error or some image, never a panic.
+        for i in (40..bytes.len()).step_by(step * 3) {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x5a;
+            let _ = decode(&bad, PixelFormat::Rgba8);
+        }
+    }
+}
