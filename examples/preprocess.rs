@@ -34,7 +34,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let backend = Backend::available().last().unwrap_or(Backend::Zune);
     let plan = Pipeline::imagenet_eval()
         .with_decoder(backend)
-        .compile(InputDesc::Jpeg)?;
+        .compile(InputDesc::Encoded)?;
     let mut state = PlanState::new();
     let shape = plan
         .output_shape()

@@ -50,7 +50,7 @@
  * message `tp_last_error_message` returns.
  *
  * Values are grouped by hundreds (the API itself, images and tensors, JPEG,
- * graphs) and are never reused: a code removed in a later version leaves a
+ * graphs, other image formats) and are never reused: a code removed in a later version leaves a
  * hole.
  */
 enum tp_result
@@ -199,6 +199,28 @@ enum tp_result
      * No preset has this name.
      */
     TP_RESULT_UNKNOWN_PRESET = 308,
+    /**
+     * The bytes are in no image format this build decodes (the message
+     * names the format found, if any, and the formats supported).
+     */
+    TP_RESULT_UNSUPPORTED_IMAGE_FORMAT = 400,
+    /**
+     * A PNG or WebP file ends before the image does (the message names the format).
+     */
+    TP_RESULT_IMAGE_TRUNCATED = 401,
+    /**
+     * A PNG or WebP file is corrupt.
+     */
+    TP_RESULT_IMAGE_CORRUPT = 402,
+    /**
+     * A PNG or WebP file uses a feature the decoder lacks.
+     */
+    TP_RESULT_IMAGE_UNSUPPORTED = 403,
+    /**
+     * The header claims more pixels than the file's data can describe (a
+     * truncated or crafted file), refused before allocating.
+     */
+    TP_RESULT_IMPLAUSIBLE_SIZE = 404,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -543,7 +565,9 @@ enum tp_input_kind
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
     /**
-     * JPEG files (each image's size is read from its header).
+     * Encoded image files: JPEG, PNG or WebP, the format found from each
+     * file's bytes (each image's size is read from its header). The name
+     * stays from when JPEG was the only format.
      */
     TP_INPUT_KIND_JPEG = 1,
     /**
@@ -556,6 +580,49 @@ enum tp_input_kind
 typedef enum tp_input_kind tp_input_kind;
 #else
 typedef uint32_t tp_input_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * An image file format, as found from a file's leading bytes. Only
+ * JPEG, PNG and WebP are decoded; the others are named in errors.
+ */
+enum tp_image_format
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * No known signature.
+     */
+    TP_IMAGE_FORMAT_UNKNOWN = 0,
+    /**
+     * JPEG.
+     */
+    TP_IMAGE_FORMAT_JPEG = 1,
+    /**
+     * PNG (APNG: its first frame).
+     */
+    TP_IMAGE_FORMAT_PNG = 2,
+    /**
+     * WebP (lossy, lossless; an animation's first frame).
+     */
+    TP_IMAGE_FORMAT_WEBP = 3,
+    /**
+     * GIF (not decoded).
+     */
+    TP_IMAGE_FORMAT_GIF = 4,
+    /**
+     * Another recognised format that is not decoded (BMP, TIFF, AVIF, HEIF,
+     * JPEG XL, JPEG 2000, ...); the error message names it.
+     */
+    TP_IMAGE_FORMAT_OTHER = 99,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tp_image_format tp_image_format;
+#else
+typedef uint32_t tp_image_format;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -626,8 +693,8 @@ typedef struct tp_geometry {
 } tp_geometry;
 
 /**
- * Options of `tp_jpeg_read_info` and `tp_jpeg_decode`. All zero (or a NULL
- * pointer) means the defaults.
+ * Options of `tp_image_read_info`, `tp_image_decode`, `tp_jpeg_read_info` and
+ * `tp_jpeg_decode`. All zero (or a NULL pointer) means the defaults.
  */
 typedef struct tp_decode_options {
     /**
@@ -722,6 +789,40 @@ typedef struct tp_image_mut {
      */
     struct tp_plane_mut planes[3];
 } tp_image_mut;
+
+/**
+ * What an image file's headers say (any supported format).
+ */
+typedef struct tp_image_info {
+    /**
+     * A `tp_image_format`.
+     */
+    uint32_t format;
+    /**
+     * Width of the decoded image (after EXIF orientation, if applied).
+     */
+    uint32_t width;
+    /**
+     * Height of the decoded image.
+     */
+    uint32_t height;
+    /**
+     * Width as stored.
+     */
+    uint32_t stored_width;
+    /**
+     * Height as stored.
+     */
+    uint32_t stored_height;
+    /**
+     * The EXIF orientation tag, 1-8 (1 when absent).
+     */
+    uint32_t exif_orientation;
+    /**
+     * 1 when the file carries alpha (an alpha channel, a PNG `tRNS` chunk), else 0.
+     */
+    uint32_t has_alpha;
+} tp_image_info;
 
 /**
  * One plane of an image: its bytes and row stride.
@@ -1125,6 +1226,38 @@ tp_result tp_jpeg_decode(const uint8_t *data,
                          struct tp_jpeg_info *info);
 
 /**
+ * Reads the headers of a JPEG, PNG or WebP file (the format is found from
+ * the bytes): format, the size the decoded image will have with these
+ * options, without decoding. Other formats give
+ * `TP_RESULT_UNSUPPORTED_IMAGE_FORMAT`, whose message names them.
+ *
+ * # Safety
+ *
+ * `data` must be valid for reads of `len` bytes; `options` NULL or pointing
+ * to a `tp_decode_options`; `out` valid for a write.
+ */
+tp_result tp_image_read_info(const uint8_t *data,
+                             size_t len,
+                             const struct tp_decode_options *options,
+                             struct tp_image_info *out);
+
+/**
+ * Decodes a JPEG, PNG or WebP file into `dst`, whose format must be the
+ * options' format and whose size must be the one `tp_image_read_info`
+ * reports; the pixels are Pillow's `Image.open(f).convert(mode)`. `*info`
+ * (may be NULL) receives the headers.
+ *
+ * # Safety
+ *
+ * As for `tp_jpeg_decode`.
+ */
+tp_result tp_image_decode(const uint8_t *data,
+                          size_t len,
+                          const struct tp_decode_options *options,
+                          const struct tp_image_mut *dst,
+                          struct tp_image_info *info);
+
+/**
  * Converts `src` (any format, YUV included) into `dst`'s packed format
  * (GRAY8, RGB8, BGR8, RGBA8, BGRA8) at the same size. `yuv_range` (a
  * `tp_yuv_range`) matters only for YUV sources.
@@ -1255,8 +1388,8 @@ void tp_plan_free(struct tp_plan *plan);
 tp_result tp_plan_output_info(const struct tp_plan *plan, struct tp_tensor_info *out);
 
 /**
- * Describes the output tensor the plan makes for one JPEG, its shape read
- * from the file's header (for plans whose output size depends on the
+ * Describes the output tensor the plan makes for one encoded image (JPEG,
+ * PNG or WebP), its shape read from the file's header (for plans whose output size depends on the
  * image). The plan resolved for the image's size is kept in `state`, so a
  * `tp_plan_run_jpeg` on the same bytes that follows reuses it.
  *
@@ -1292,8 +1425,9 @@ tp_result tp_run_state_new(struct tp_run_state **out);
 void tp_run_state_free(struct tp_run_state *state);
 
 /**
- * Preprocesses one JPEG into the caller's tensor (the inference engine's
- * input buffer): decode, every op of the plan, and the finish pass writing
+ * Preprocesses one encoded image (JPEG, PNG or WebP: the format is found
+ * from the bytes; the name stays from when JPEG was the only one) into the
+ * caller's tensor (the inference engine's input buffer): decode, every op of the plan, and the finish pass writing
  * `out` directly. `out_bytes` must be at least the output's size (see
  * `tp_plan_output_info`); only that many bytes are written, and `out` must
  * be aligned for the element type. `*geometry` (may be NULL) receives how
@@ -1336,7 +1470,7 @@ tp_result tp_plan_run_pixels(const struct tp_plan *plan,
                              struct tp_geometry *geometry);
 
 /**
- * Preprocesses `n` JPEGs into one batch tensor (image `i` at byte
+ * Preprocesses `n` encoded images (JPEG, PNG or WebP, mixed freely) into one batch tensor (image `i` at byte
  * `i * info.bytes`), in order, on this thread. The plan's output size must
  * be fixed. `geometries` (may be NULL) receives `n` geometries. Stops at the
  * first failure, whose message names the image; the tensor and

@@ -264,7 +264,7 @@ mod pipeline {
         for backend in Backend::available() {
             let plan = Pipeline::imagenet_eval()
                 .with_decoder(backend)
-                .compile(tensorprep::pipeline::InputDesc::Jpeg)
+                .compile(tensorprep::pipeline::InputDesc::Encoded)
                 .unwrap();
             for name in ["sample.jpg", "sklearn_china.jpg"] {
                 let bytes = read(name);
@@ -300,7 +300,7 @@ mod pipeline {
     fn alternating_jpeg_sizes_reuse_their_resolved_plans() {
         let plan = Pipeline::imagenet_eval()
             .with_decoder(Backend::available().last().unwrap())
-            .compile(tensorprep::pipeline::InputDesc::Jpeg)
+            .compile(tensorprep::pipeline::InputDesc::Encoded)
             .unwrap();
         let files = [
             read("sample.jpg"),

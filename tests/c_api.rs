@@ -141,7 +141,7 @@ fn checksum(tensor: &[f32]) -> String {
 
 /// The tensor the Rust API makes for a JPEG with `graph`.
 fn rust_tensor(graph: &Graph, jpeg: &[u8]) -> Vec<f32> {
-    let plan = graph.compile(InputDesc::Jpeg).unwrap();
+    let plan = graph.compile(InputDesc::Encoded).unwrap();
     let mut state = PlanState::new();
     let shape = plan
         .output_shape_for(&mut state, Input::Encoded(jpeg))

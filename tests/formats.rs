@@ -167,3 +167,53 @@ fn truncated_and_corrupt_files_are_typed_errors() {
         }
     }
 }
+
+/// A plan compiled for encoded input runs PNG and WebP files too, with the
+/// tensor the same plan makes from Pillow's decoded pixels.
+#[test]
+fn plans_run_png_and_webp_files() {
+    use tensorprep::pipeline::{Input, InputDesc, Pipeline, PlanState};
+    use tensorprep::{Tensor, TensorMut};
+
+    let pipeline = Pipeline::imagenet_eval();
+    let plan = pipeline.compile(InputDesc::Encoded).unwrap();
+    let mut state = PlanState::new();
+    let len = plan.output_len().unwrap();
+    for file in [
+        "gray16.png",
+        "palette4_interlaced.png",
+        "rgba16.png",
+        "sample_lossy.webp",
+        "rgba_lossless.webp",
+        "../sample.jpg",
+    ] {
+        let bytes = read(&format!("formats/{file}"));
+        let mut got = vec![0f32; len];
+        let g = plan
+            .run(&mut state, Input::Encoded(&bytes), TensorMut::F32(&mut got))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let pixels = ImageDecoder::new(DecodeOptions::default())
+            .decode(&bytes)
+            .unwrap();
+        assert_eq!(g.input, (pixels.width(), pixels.height()));
+        let eager = pipeline
+            .compile(InputDesc::pixels(
+                PixelFormat::Rgb8,
+                pixels.width(),
+                pixels.height(),
+            ))
+            .unwrap();
+        let mut want = Tensor::zeros(eager.dtype(), len);
+        eager
+            .run(
+                &mut PlanState::new(),
+                Input::Pixels(pixels.view()),
+                want.as_mut(),
+            )
+            .unwrap();
+        let Tensor::F32(want) = want else {
+            unreachable!("imagenet-eval is f32")
+        };
+        assert_eq!(got, want, "{file}");
+    }
+}

@@ -32,7 +32,7 @@ fn mutate(rng: &mut Rng, bytes: &[u8]) -> Vec<u8> {
 /// Whatever decodes must also compile, re-encode and verify without panicking.
 fn exercise(bytes: &[u8]) {
     if let Ok(g) = Graph::decode(bytes) {
-        let _ = g.compile(InputDesc::Jpeg);
+        let _ = g.compile(InputDesc::Encoded);
         let _ = g.compile(InputDesc::pixels(tensorprep::PixelFormat::Nv21, 64, 48));
         let again = Graph::decode(&g.encode()).expect("a decoded graph re-encodes");
         assert_eq!(again, g);

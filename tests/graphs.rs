@@ -53,7 +53,7 @@ fn geometry_only(pipeline: &Pipeline) -> Pipeline {
 }
 
 fn run(pipeline: &Pipeline, jpeg: &[u8]) -> Tensor {
-    let plan = pipeline.compile(InputDesc::Jpeg).unwrap();
+    let plan = pipeline.compile(InputDesc::Encoded).unwrap();
     let mut tensor = Tensor::zeros(plan.dtype(), plan.output_len().expect("fixed output size"));
     plan.run(&mut PlanState::new(), Input::Encoded(jpeg), tensor.as_mut())
         .unwrap();
@@ -98,7 +98,7 @@ fn every_importer_reproduces_its_library_on_real_photos() {
         // The declared output matches what the graph runs.
         let jpeg = read(photo);
         let ours = run(&graph.pipeline, &jpeg);
-        let plan = graph.compile(InputDesc::Jpeg).unwrap();
+        let plan = graph.compile(InputDesc::Encoded).unwrap();
         assert_eq!(plan.output_shape(), graph.output.shape, "{case}");
 
         let want = read_png(&format!("graph/{png}"));

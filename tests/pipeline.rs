@@ -359,7 +359,7 @@ fn jpeg_plans_equal_the_eager_ops_with_and_without_region_decoding() {
                     d.orientation = orientation;
                     d.region_of_interest = roi;
                 });
-                let plan = p.compile(InputDesc::Jpeg).unwrap();
+                let plan = p.compile(InputDesc::Encoded).unwrap();
                 assert_eq!(plan.output_shape(), Some([3, 224, 224]));
                 let decode = match p.ops()[0] {
                     Op::Decode(d) => d,
@@ -398,7 +398,7 @@ fn eval_plan_with_libjpeg_turbo_is_pillow_exact() {
     }
     let plan = Pipeline::imagenet_eval()
         .with_decoder(Backend::LibjpegTurbo)
-        .compile(InputDesc::Jpeg)
+        .compile(InputDesc::Encoded)
         .unwrap();
     let mut state = PlanState::new();
     let mut checked = 0;
@@ -498,7 +498,7 @@ fn malformed_pipelines_and_wrong_inputs_are_errors() {
     // Decode not first; JPEG input without Decode.
     let decode = Op::Decode(Decode::exact(Backend::Zune));
     assert!(compile(&[resize, decode, finish[0], finish[1]], rgb).is_err());
-    assert!(compile(&[resize, finish[0], finish[1]], InputDesc::Jpeg).is_err());
+    assert!(compile(&[resize, finish[0], finish[1]], InputDesc::Encoded).is_err());
     // Resizing YUV without a ConvertColor.
     let nv21 = InputDesc::pixels(PixelFormat::Nv21, 64, 48);
     assert!(compile(&[resize, finish[0], finish[1]], nv21).is_err());
@@ -514,12 +514,18 @@ fn malformed_pipelines_and_wrong_inputs_are_errors() {
     assert!(
         compile(
             &[Op::Decode(fast), resize, finish[0], finish[1]],
-            InputDesc::Jpeg
+            InputDesc::Encoded
         )
         .is_err()
     );
     fast.backend = Backend::LibjpegTurbo;
-    assert!(compile(&[Op::Decode(fast), finish[0], finish[1]], InputDesc::Jpeg).is_err());
+    assert!(
+        compile(
+            &[Op::Decode(fast), finish[0], finish[1]],
+            InputDesc::Encoded
+        )
+        .is_err()
+    );
     // Too many ops.
     let mut p = Pipeline::new();
     for _ in 0..tensorprep::pipeline::MAX_OPS {
@@ -554,7 +560,9 @@ fn malformed_pipelines_and_wrong_inputs_are_errors() {
     run(&mut state, Input::Pixels(ok), &mut out).unwrap();
 
     // A JPEG plan given garbage, then a truncated file: errors, and the state still works.
-    let jpeg_plan = Pipeline::imagenet_eval().compile(InputDesc::Jpeg).unwrap();
+    let jpeg_plan = Pipeline::imagenet_eval()
+        .compile(InputDesc::Encoded)
+        .unwrap();
     let mut out = vec![0f32; 3 * 224 * 224];
     let bytes = read("sample.jpg");
     for bad in [&px[..100], &bytes[..bytes.len() / 2], &[][..]] {
@@ -625,7 +633,9 @@ fn region_decoding_equals_the_full_decode() {
 
 #[test]
 fn batches_sequential_parallel_and_pulled_equal_single_runs() {
-    let plan = Pipeline::imagenet_eval().compile(InputDesc::Jpeg).unwrap();
+    let plan = Pipeline::imagenet_eval()
+        .compile(InputDesc::Encoded)
+        .unwrap();
     let files: Vec<Vec<u8>> = PHOTOS.iter().map(|n| read(n)).collect();
     let inputs: Vec<Input<'_>> = files.iter().map(|b| Input::Encoded(b)).collect();
     let one = 3 * 224 * 224;
@@ -688,9 +698,9 @@ fn fast_decode_equals_scaled_decode_then_the_same_resize() {
     }
     use tensorprep::jpeg::Scale;
     let mut p = Pipeline::imagenet_eval().with_decoder(Backend::LibjpegTurbo);
-    let exact = p.compile(InputDesc::Jpeg).unwrap();
+    let exact = p.compile(InputDesc::Encoded).unwrap();
     p.map_decode(|d| d.scaling = tensorprep::pipeline::DecodeScaling::Fast);
-    let fast = p.compile(InputDesc::Jpeg).unwrap();
+    let fast = p.compile(InputDesc::Encoded).unwrap();
     let rule = SizeRule::ShorterSide {
         size: 256,
         max_size: None,

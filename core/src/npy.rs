@@ -14,16 +14,17 @@
 
 use std::io::{self, Write};
 use std::string::String;
+use std::vec::Vec;
 
-use crate::Tensor;
+use crate::{DType, Tensor};
 
-/// NumPy's dtype string for the tensor's elements (little-endian).
-fn descr(t: &Tensor) -> &'static str {
-    match t {
-        Tensor::F32(_) => "<f4",
-        Tensor::F16(_) => "<f2",
-        Tensor::U8(_) => "|u1",
-        Tensor::I8(_) => "|i1",
+/// NumPy's dtype string for the elements (little-endian).
+fn descr(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "<f4",
+        DType::F16 => "<f2",
+        DType::U8 => "|u1",
+        DType::I8 => "|i1",
     }
 }
 
@@ -36,6 +37,24 @@ pub fn write(mut w: impl Write, shape: &[usize], tensor: &Tensor) -> io::Result<
             "npy: the shape does not match the tensor's length",
         ));
     }
+    w.write_all(&header(shape, tensor.dtype(), 0)?)?;
+    write_values(w, tensor)
+}
+
+/// The header of a `.npy` file of `shape` and `dtype` (magic, version,
+/// length, the dict), padded with spaces to a multiple of 64 bytes and to at
+/// least `min_len` bytes: a writer that learns the first dimension only at
+/// the end writes the header of the largest it can be first, then overwrites
+/// it with the real one padded to the same length.
+///
+/// ```
+/// use tensorprep::{npy, DType};
+/// let most = npy::header(&[1000, 3, 224, 224], DType::F32, 0)?;
+/// let real = npy::header(&[7, 3, 224, 224], DType::F32, most.len())?;
+/// assert_eq!(real.len(), most.len());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn header(shape: &[usize], dtype: DType, min_len: usize) -> io::Result<Vec<u8>> {
     // A Python tuple: `(3, 224, 224)`, `(4,)`.
     let mut dims: String = shape.iter().map(|d| std::format!("{d}, ")).collect();
     dims.truncate(
@@ -44,18 +63,25 @@ pub fn write(mut w: impl Write, shape: &[usize], tensor: &Tensor) -> io::Result<
     );
     let mut header = std::format!(
         "{{'descr': '{}', 'fortran_order': False, 'shape': ({dims}), }}",
-        descr(tensor)
+        descr(dtype)
     );
     // Magic (6) + version (2) + header length (2) + header, padded to 64 with a final newline.
-    while (10 + header.len() + 1) % 64 != 0 {
+    while (10 + header.len() + 1) % 64 != 0 || 10 + header.len() + 1 < min_len {
         header.push(' ');
     }
     header.push('\n');
     let header_len = u16::try_from(header.len())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "npy: shape too long"))?;
-    w.write_all(b"\x93NUMPY\x01\x00")?;
-    w.write_all(&header_len.to_le_bytes())?;
-    w.write_all(header.as_bytes())?;
+    let mut out = Vec::with_capacity(10 + header.len());
+    out.extend_from_slice(b"\x93NUMPY\x01\x00");
+    out.extend_from_slice(&header_len.to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    Ok(out)
+}
+
+/// Writes the tensor's elements, little-endian, as a `.npy` file holds them
+/// after its [`header`].
+pub fn write_values(mut w: impl Write, tensor: &Tensor) -> io::Result<()> {
     match tensor {
         Tensor::F32(v) => v.iter().try_for_each(|x| w.write_all(&x.to_le_bytes())),
         Tensor::F16(v) => v.iter().try_for_each(|x| w.write_all(&x.to_le_bytes())),

@@ -307,7 +307,7 @@ fn bench_pipeline(c: &mut Criterion) {
         for backend in Backend::available() {
             let plan = Pipeline::imagenet_eval()
                 .with_decoder(backend)
-                .compile(InputDesc::Jpeg)
+                .compile(InputDesc::Encoded)
                 .unwrap();
             let (mut state, mut out) = (PlanState::new(), vec![0f32; 3 * 224 * 224]);
             g.bench_function(BenchmarkId::new("plan", format!("{backend:?}")), |b| {

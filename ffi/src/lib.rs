@@ -52,8 +52,8 @@ pub use graph::{
 };
 pub use ops::{
     TP_DECODE_APPLY_EXIF_ORIENTATION, TP_DECODE_LENIENT, tp_convert_color, tp_crop,
-    tp_decode_options, tp_finish, tp_finish_spec, tp_flip, tp_jpeg_decode, tp_jpeg_read_info,
-    tp_pad, tp_resize, tp_rotate,
+    tp_decode_options, tp_finish, tp_finish_spec, tp_flip, tp_image_decode, tp_image_read_info,
+    tp_jpeg_decode, tp_jpeg_read_info, tp_pad, tp_resize, tp_rotate,
 };
 pub use plan::{
     tp_input_desc, tp_input_kind, tp_plan, tp_plan_free, tp_plan_new, tp_plan_options,
@@ -64,8 +64,9 @@ pub use plan::{
 pub use result::{tp_result, tp_result_name};
 pub use types::{
     tp_bytes, tp_channel_order, tp_decoder, tp_dtype, tp_flip_axis, tp_geometry, tp_image,
-    tp_image_mut, tp_jpeg_info, tp_layout, tp_pixel_format, tp_placement, tp_plane, tp_plane_mut,
-    tp_rect, tp_resample, tp_rotation, tp_tensor_info, tp_yuv_range,
+    tp_image_format, tp_image_info, tp_image_mut, tp_jpeg_info, tp_layout, tp_pixel_format,
+    tp_placement, tp_plane, tp_plane_mut, tp_rect, tp_resample, tp_rotation, tp_tensor_info,
+    tp_yuv_range,
 };
 
 /// The library's version, `"MAJOR.MINOR.PATCH"`.

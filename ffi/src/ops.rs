@@ -4,6 +4,7 @@
 
 use std::ffi::c_void;
 
+use tensorprep::decode::ImageDecoder;
 use tensorprep::finish::{FinishSpec, Finisher, Normalize};
 use tensorprep::geometry::{self, Transform};
 use tensorprep::jpeg::{DecodeOptions, JpegDecoder, Orientation};
@@ -14,7 +15,7 @@ use crate::boundary::boundary;
 use crate::result::{Failure, Result, tp_result};
 use crate::types::{
     self, CHANNEL_ORDERS, DTYPES, FLIPS, LAYOUTS, PIXEL_FORMATS, PLACEMENTS, RESAMPLES, ROTATIONS,
-    YUV_RANGES, tp_image, tp_image_mut, tp_jpeg_info, tp_rect,
+    YUV_RANGES, tp_image, tp_image_info, tp_image_mut, tp_jpeg_info, tp_rect,
 };
 
 /// `tp_decode_options.flags`: apply the EXIF orientation tag (Pillow's
@@ -25,8 +26,8 @@ pub const TP_DECODE_APPLY_EXIF_ORIENTATION: u32 = 1;
 /// (missing parts gray) instead of failing.
 pub const TP_DECODE_LENIENT: u32 = 2;
 
-/// Options of `tp_jpeg_read_info` and `tp_jpeg_decode`. All zero (or a NULL
-/// pointer) means the defaults.
+/// Options of `tp_image_read_info`, `tp_image_decode`, `tp_jpeg_read_info` and
+/// `tp_jpeg_decode`. All zero (or a NULL pointer) means the defaults.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct tp_decode_options {
@@ -127,6 +128,74 @@ pub unsafe extern "C" fn tp_jpeg_decode(
         let mut view = unsafe { types::view_mut(dst, "dst", &[Span::of(bytes, "data")]) }?;
         // The decoder checks `dst`'s format and size against the file and options.
         let mut decoder = JpegDecoder::new(decode_options(options)?);
+        let got = decoder.decode_into(bytes, &mut view)?;
+        if let Some(out) = info {
+            out.write(got.into());
+        }
+        Ok(())
+    })
+}
+
+/// Reads the headers of a JPEG, PNG or WebP file (the format is found from
+/// the bytes): format, the size the decoded image will have with these
+/// options, without decoding. Other formats give
+/// `TP_RESULT_UNSUPPORTED_IMAGE_FORMAT`, whose message names them.
+///
+/// # Safety
+///
+/// `data` must be valid for reads of `len` bytes; `options` NULL or pointing
+/// to a `tp_decode_options`; `out` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tp_image_read_info(
+    data: *const u8,
+    len: usize,
+    options: *const tp_decode_options,
+    out: *mut tp_image_info,
+) -> tp_result {
+    boundary(|| {
+        // SAFETY: the caller guarantees the pointers.
+        let (bytes, options, out) = unsafe {
+            (
+                args::bytes(data, len, "data")?,
+                args::optional(options, "options")?,
+                args::out(out, "out")?,
+            )
+        };
+        let mut decoder = ImageDecoder::new(decode_options(options)?);
+        out.write(decoder.read_info(bytes)?.into());
+        Ok(())
+    })
+}
+
+/// Decodes a JPEG, PNG or WebP file into `dst`, whose format must be the
+/// options' format and whose size must be the one `tp_image_read_info`
+/// reports; the pixels are Pillow's `Image.open(f).convert(mode)`. `*info`
+/// (may be NULL) receives the headers.
+///
+/// # Safety
+///
+/// As for `tp_jpeg_decode`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tp_image_decode(
+    data: *const u8,
+    len: usize,
+    options: *const tp_decode_options,
+    dst: *const tp_image_mut,
+    info: *mut tp_image_info,
+) -> tp_result {
+    boundary(|| {
+        // SAFETY: the caller guarantees the pointers.
+        let (bytes, options, dst, info) = unsafe {
+            (
+                args::bytes(data, len, "data")?,
+                args::optional(options, "options")?,
+                args::required(dst, "dst")?,
+                args::optional_out(info, "info")?,
+            )
+        };
+        // SAFETY: the caller guarantees the planes; overlap with `data` is checked.
+        let mut view = unsafe { types::view_mut(dst, "dst", &[Span::of(bytes, "data")]) }?;
+        let mut decoder = ImageDecoder::new(decode_options(options)?);
         let got = decoder.decode_into(bytes, &mut view)?;
         if let Some(out) = info {
             out.write(got.into());

@@ -36,7 +36,9 @@ pub struct tp_run_state {
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum tp_input_kind {
-    /// JPEG files (each image's size is read from its header).
+    /// Encoded image files: JPEG, PNG or WebP, the format found from each
+    /// file's bytes (each image's size is read from its header). The name
+    /// stays from when JPEG was the only format.
     Jpeg = 1,
     /// Raw pixels of one format and size (camera frames, decoded images).
     Pixels = 2,
@@ -118,7 +120,7 @@ pub unsafe extern "C" fn tp_plan_new(
             tp_input_kind::Jpeg => {
                 let backend = types::decoder(options.decoder, graph.pipeline.decoder())?;
                 let graph = graph.clone().with_decoder(backend);
-                graph.compile_with_limits(InputDesc::Jpeg, &limits)?
+                graph.compile_with_limits(InputDesc::Encoded, &limits)?
             }
             // Frames skip the Decode op: no decoder is chosen or needed (but
             // the value must still be one of `tp_decoder`'s).
@@ -180,8 +182,8 @@ pub unsafe extern "C" fn tp_plan_output_info(
     })
 }
 
-/// Describes the output tensor the plan makes for one JPEG, its shape read
-/// from the file's header (for plans whose output size depends on the
+/// Describes the output tensor the plan makes for one encoded image (JPEG,
+/// PNG or WebP), its shape read from the file's header (for plans whose output size depends on the
 /// image). The plan resolved for the image's size is kept in `state`, so a
 /// `tp_plan_run_jpeg` on the same bytes that follows reuses it.
 ///
@@ -351,8 +353,9 @@ unsafe fn single<'a>(
     })
 }
 
-/// Preprocesses one JPEG into the caller's tensor (the inference engine's
-/// input buffer): decode, every op of the plan, and the finish pass writing
+/// Preprocesses one encoded image (JPEG, PNG or WebP: the format is found
+/// from the bytes; the name stays from when JPEG was the only one) into the
+/// caller's tensor (the inference engine's input buffer): decode, every op of the plan, and the finish pass writing
 /// `out` directly. `out_bytes` must be at least the output's size (see
 /// `tp_plan_output_info`); only that many bytes are written, and `out` must
 /// be aligned for the element type. `*geometry` (may be NULL) receives how
@@ -519,7 +522,7 @@ where
     })
 }
 
-/// Preprocesses `n` JPEGs into one batch tensor (image `i` at byte
+/// Preprocesses `n` encoded images (JPEG, PNG or WebP, mixed freely) into one batch tensor (image `i` at byte
 /// `i * info.bytes`), in order, on this thread. The plan's output size must
 /// be fixed. `geometries` (may be NULL) receives `n` geometries. Stops at the
 /// first failure, whose message names the image; the tensor and

@@ -5,13 +5,13 @@ use std::ffi::{CStr, c_char};
 use std::string::{String, ToString};
 
 use tensorprep::graph::GraphError;
-use tensorprep::{Error, JpegErrorKind};
+use tensorprep::{DecodeErrorKind, Error, JpegErrorKind};
 
 /// What a call did. `TP_RESULT_OK` is 0; every other value is an error whose
 /// message `tp_last_error_message` returns.
 ///
 /// Values are grouped by hundreds (the API itself, images and tensors, JPEG,
-/// graphs) and are never reused: a code removed in a later version leaves a
+/// graphs, other image formats) and are never reused: a code removed in a later version leaves a
 /// hole.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +92,19 @@ pub enum tp_result {
     GraphImport = 307,
     /// No preset has this name.
     UnknownPreset = 308,
+
+    /// The bytes are in no image format this build decodes (the message
+    /// names the format found, if any, and the formats supported).
+    UnsupportedImageFormat = 400,
+    /// A PNG or WebP file ends before the image does (the message names the format).
+    ImageTruncated = 401,
+    /// A PNG or WebP file is corrupt.
+    ImageCorrupt = 402,
+    /// A PNG or WebP file uses a feature the decoder lacks.
+    ImageUnsupported = 403,
+    /// The header claims more pixels than the file's data can describe (a
+    /// truncated or crafted file), refused before allocating.
+    ImplausibleSize = 404,
 }
 
 /// Every result code with its name, in numeric order.
@@ -135,6 +148,14 @@ pub(crate) const RESULTS: &[(tp_result, &CStr)] = {
         (GraphInvalid, c"TP_RESULT_GRAPH_INVALID"),
         (GraphImport, c"TP_RESULT_GRAPH_IMPORT"),
         (UnknownPreset, c"TP_RESULT_UNKNOWN_PRESET"),
+        (
+            UnsupportedImageFormat,
+            c"TP_RESULT_UNSUPPORTED_IMAGE_FORMAT",
+        ),
+        (ImageTruncated, c"TP_RESULT_IMAGE_TRUNCATED"),
+        (ImageCorrupt, c"TP_RESULT_IMAGE_CORRUPT"),
+        (ImageUnsupported, c"TP_RESULT_IMAGE_UNSUPPORTED"),
+        (ImplausibleSize, c"TP_RESULT_IMPLAUSIBLE_SIZE"),
     ]
 };
 
@@ -191,6 +212,17 @@ fn code_of(e: &Error) -> tp_result {
             JpegErrorKind::UnsupportedColorSpace => R::JpegUnsupportedColorSpace,
             _ => R::Other,
         },
+        Error::JpegFeature { .. } => R::JpegUnsupported,
+        Error::UnsupportedImageFormat { .. } => R::UnsupportedImageFormat,
+        Error::Png { kind } | Error::WebP { kind } => match kind {
+            DecodeErrorKind::Truncated => R::ImageTruncated,
+            DecodeErrorKind::Corrupt => R::ImageCorrupt,
+            DecodeErrorKind::Unsupported | DecodeErrorKind::UnsupportedColorSpace => {
+                R::ImageUnsupported
+            }
+            _ => R::Other,
+        },
+        Error::ImplausibleSize { .. } => R::ImplausibleSize,
         Error::Io { .. } => R::Io,
         _ => R::Other,
     }

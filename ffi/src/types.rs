@@ -428,6 +428,74 @@ impl tp_geometry {
     }
 }
 
+/// An image file format, as found from a file's leading bytes. Only
+/// JPEG, PNG and WebP are decoded; the others are named in errors.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum tp_image_format {
+    /// No known signature.
+    Unknown = 0,
+    /// JPEG.
+    Jpeg = 1,
+    /// PNG (APNG: its first frame).
+    Png = 2,
+    /// WebP (lossy, lossless; an animation's first frame).
+    Webp = 3,
+    /// GIF (not decoded).
+    Gif = 4,
+    /// Another recognised format that is not decoded (BMP, TIFF, AVIF, HEIF,
+    /// JPEG XL, JPEG 2000, ...); the error message names it.
+    Other = 99,
+}
+
+impl From<Option<tensorprep::decode::ImageFormat>> for tp_image_format {
+    fn from(f: Option<tensorprep::decode::ImageFormat>) -> tp_image_format {
+        use tensorprep::decode::ImageFormat as F;
+        match f {
+            None => tp_image_format::Unknown,
+            Some(F::Jpeg) => tp_image_format::Jpeg,
+            Some(F::Png) => tp_image_format::Png,
+            Some(F::WebP) => tp_image_format::Webp,
+            Some(F::Gif) => tp_image_format::Gif,
+            Some(_) => tp_image_format::Other,
+        }
+    }
+}
+
+/// What an image file's headers say (any supported format).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct tp_image_info {
+    /// A `tp_image_format`.
+    pub format: u32,
+    /// Width of the decoded image (after EXIF orientation, if applied).
+    pub width: u32,
+    /// Height of the decoded image.
+    pub height: u32,
+    /// Width as stored.
+    pub stored_width: u32,
+    /// Height as stored.
+    pub stored_height: u32,
+    /// The EXIF orientation tag, 1-8 (1 when absent).
+    pub exif_orientation: u32,
+    /// 1 when the file carries alpha (an alpha channel, a PNG `tRNS` chunk), else 0.
+    pub has_alpha: u32,
+}
+
+impl From<tensorprep::decode::ImageInfo> for tp_image_info {
+    fn from(i: tensorprep::decode::ImageInfo) -> tp_image_info {
+        tp_image_info {
+            format: tp_image_format::from(Some(i.format)) as u32,
+            width: i.width,
+            height: i.height,
+            stored_width: i.stored_width,
+            stored_height: i.stored_height,
+            exif_orientation: u32::from(i.exif_orientation),
+            has_alpha: u32::from(i.has_alpha),
+        }
+    }
+}
+
 /// What a JPEG's headers say.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

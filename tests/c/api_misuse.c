@@ -305,9 +305,13 @@ static void plans(const unsigned char *jpeg, size_t jpeg_len, const unsigned cha
            TP_RESULT_NULL_PARAMETER);
     EXPECT_MSG(tp_plan_run_jpeg(jp, s, jpeg, jpeg_len, NULL, out_bytes, &geom),
                TP_RESULT_NULL_PARAMETER, "`out` is NULL");
-    EXPECT(tp_plan_run_jpeg(jp, s, jpeg, 0, out, out_bytes, &geom), TP_RESULT_JPEG_TRUNCATED);
+    EXPECT_MSG(tp_plan_run_jpeg(jp, s, jpeg, 0, out, out_bytes, &geom),
+               TP_RESULT_UNSUPPORTED_IMAGE_FORMAT, "JPEG, PNG, WebP");
     EXPECT(tp_plan_run_jpeg(jp, s, jpeg, 1, out, out_bytes, &geom), TP_RESULT_JPEG_TRUNCATED);
-    EXPECT(tp_plan_run_jpeg(jp, s, nv21, 5000, out, out_bytes, &geom), TP_RESULT_JPEG_CORRUPT);
+    EXPECT(tp_plan_run_jpeg(jp, s, nv21, 5000, out, out_bytes, &geom),
+           TP_RESULT_UNSUPPORTED_IMAGE_FORMAT);
+    EXPECT_MSG(tp_plan_run_jpeg(jp, s, (const uint8_t *)"GIF89a\1\0\1\0", 10, out, out_bytes, &geom),
+               TP_RESULT_UNSUPPORTED_IMAGE_FORMAT, "GIF is not supported");
     EXPECT(tp_plan_run_jpeg(jp, s, corrupt, jpeg_len, out, out_bytes, &geom),
            TP_RESULT_JPEG_CORRUPT);
     EXPECT(tp_plan_run_jpeg(jp, s, truncated, jpeg_len / 2, out, out_bytes, &geom),
@@ -541,6 +545,45 @@ static void eager(const unsigned char *jpeg, size_t jpeg_len, const unsigned cha
     opts.flags = 0;
     EXPECT(tp_jpeg_decode(jpeg, jpeg_len, &opts, &dst, &info), TP_RESULT_OK);
     CHECK(info.width == 451);
+
+    /* Any supported format, found from the bytes. */
+    {
+        static const uint8_t png[] = {
+            0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48,
+            0x44, 0x52, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x02, 0x08, 0x06, 0x00, 0x00,
+            0x00, 0x9d, 0x74, 0x66, 0x1a, 0x00, 0x00, 0x00, 0x1e, 0x49, 0x44, 0x41, 0x54, 0x78,
+            0x9c, 0x63, 0xf8, 0xcf, 0xc0, 0xf0, 0x1f, 0x08, 0x1b, 0x40, 0x14, 0x03, 0x97, 0x88,
+            0xdc, 0x7f, 0x0d, 0x23, 0x9b, 0xff, 0x6e, 0x01, 0x51, 0xff, 0x01, 0x72, 0xfb, 0x09,
+            0x3c, 0x0d, 0x06, 0xa6, 0x9e, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae,
+            0x42, 0x60, 0x82};
+        static const uint8_t want[24] = {255, 0,  0,  255, 0,  255, 0,  128, 0,  0,  255, 0,
+                                         10,  20, 30, 255, 40, 50,  60, 255, 70, 80, 90,  255};
+        tp_image_info ii, ii_before;
+        uint8_t px[24];
+        tp_image_mut out_px = packed_mut(TP_PIXEL_FORMAT_RGBA8, 3, 2, px, sizeof px);
+        memset(&ii, 0x5a, sizeof ii);
+        ii_before = ii;
+        EXPECT(tp_image_read_info(NULL, 4, NULL, &ii), TP_RESULT_NULL_PARAMETER);
+        EXPECT(tp_image_read_info(png, sizeof png, NULL, NULL), TP_RESULT_NULL_PARAMETER);
+        EXPECT_MSG(tp_image_read_info(nv21, nv21_len, NULL, &ii), TP_RESULT_UNSUPPORTED_IMAGE_FORMAT,
+                   "JPEG, PNG");
+        EXPECT(tp_image_read_info(png, 20, NULL, &ii), TP_RESULT_IMAGE_TRUNCATED);
+        CHECK(memcmp(&ii, &ii_before, sizeof ii) == 0);
+        EXPECT(tp_image_read_info(jpeg, jpeg_len, NULL, &ii), TP_RESULT_OK);
+        CHECK(ii.format == TP_IMAGE_FORMAT_JPEG && ii.width == 451 && ii.has_alpha == 0);
+        EXPECT(tp_image_read_info(png, sizeof png, NULL, &ii), TP_RESULT_OK);
+        CHECK(ii.format == TP_IMAGE_FORMAT_PNG && ii.width == 3 && ii.height == 2 && ii.has_alpha == 1);
+        opts.format = TP_PIXEL_FORMAT_RGBA8;
+        EXPECT(tp_image_decode(png, sizeof png, &opts, NULL, &ii), TP_RESULT_NULL_PARAMETER);
+        EXPECT(tp_image_decode(png, sizeof png - 30, &opts, &out_px, &ii), TP_RESULT_IMAGE_TRUNCATED);
+        EXPECT(tp_image_decode(png, sizeof png, &opts, &out_px, NULL), TP_RESULT_OK);
+        CHECK(memcmp(px, want, sizeof want) == 0);
+        opts.format = 0;
+        EXPECT(tp_image_decode(png, sizeof png, &opts, &out_px, &ii), TP_RESULT_FORMAT_MISMATCH);
+        dst = packed_mut(TP_PIXEL_FORMAT_RGB8, 451, 300, rgb, 451 * 300 * 3);
+        EXPECT(tp_image_decode(jpeg, jpeg_len, &opts, &dst, &ii), TP_RESULT_OK);
+        CHECK(ii.format == TP_IMAGE_FORMAT_JPEG);
+    }
 
     /* Resizing. */
     src = packed(TP_PIXEL_FORMAT_RGB8, 451, 300, rgb, 451 * 300 * 3);

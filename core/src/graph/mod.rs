@@ -27,7 +27,7 @@
 //! let loaded = Graph::decode(&bytes)?;
 //! assert_eq!(loaded, graph);
 //! assert!(loaded.verify()?.iter().all(|r| r.passed()));
-//! let plan = loaded.compile(InputDesc::Jpeg)?;
+//! let plan = loaded.compile(InputDesc::Encoded)?;
 //! assert_eq!(plan.output_shape(), Some([3, 224, 224]));
 //! # Ok::<(), tensorprep::graph::GraphError>(())
 //! ```
@@ -202,7 +202,7 @@ impl Graph {
 
     fn check_input(&self, input: InputDesc) -> Result<(), GraphError> {
         let ok = match input {
-            InputDesc::Jpeg => self.input.accepts_jpeg,
+            InputDesc::Encoded => self.input.accepts_jpeg,
             InputDesc::Pixels { format, .. } => self.input.pixel_formats.contains(&format),
         };
         if ok {
@@ -343,7 +343,7 @@ fn derive_output(pipeline: &Pipeline) -> Result<OutputSpec, GraphError> {
     };
     let shape = match pipeline.ops().first() {
         Some(Op::Decode(_)) => shape_probe(pipeline)
-            .compile(InputDesc::Jpeg)?
+            .compile(InputDesc::Encoded)?
             .output_shape(),
         _ => None,
     };

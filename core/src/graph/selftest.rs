@@ -116,7 +116,7 @@ impl Graph {
                 InputDesc::pixels(image.format(), image.width(), image.height()),
                 Input::Pixels(image.view()),
             ),
-            SelfTestInput::Jpeg(bytes) => (InputDesc::Jpeg, Input::Encoded(bytes)),
+            SelfTestInput::Jpeg(bytes) => (InputDesc::Encoded, Input::Encoded(bytes)),
         };
         let plan = self.compile(desc)?;
         let shape = plan.output_shape().ok_or_else(|| {

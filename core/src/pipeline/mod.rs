@@ -125,8 +125,9 @@ pub enum InputDesc {
         /// Height in pixels.
         height: u32,
     },
-    /// JPEG files; each image's size is known after its header.
-    Jpeg,
+    /// Encoded image files (JPEG, PNG, WebP: the format is found from each
+    /// file's bytes); each image's size is known after its header.
+    Encoded,
 }
 
 impl InputDesc {

@@ -6,10 +6,11 @@ use super::mapping::{Affine, Geometry};
 use super::op::{CenterCrop, Decode, DecodeScaling, Op, Pad, PadTo, Resize};
 use super::{InputDesc, Pipeline};
 use crate::color::{RowConverter, YuvRange};
+use crate::decode::{ImageDecoder, ImageFormat, ImageInfo};
 use crate::finish::{ChannelOrder, FinishSpec, Finisher, Normalize};
 use crate::geometry::{Transform, fill_border, transform};
 use crate::image::tight_len;
-use crate::jpeg::{Backend, DecodeOptions, JpegDecoder, JpegInfo, Orientation, Scale};
+use crate::jpeg::{Backend, DecodeOptions, Orientation, Scale};
 use crate::resize::{ResizePlan, ResizeState, SourceBox};
 use crate::rows::{RowReader, grow};
 use crate::{
@@ -21,7 +22,7 @@ use crate::{
 pub enum Input<'a> {
     /// Raw pixels of the format and size the plan was compiled for.
     Pixels(ImageView<'a>),
-    /// An encoded (JPEG) file's bytes.
+    /// An encoded file's bytes (JPEG, PNG, WebP).
     Encoded(&'a [u8]),
 }
 
@@ -100,7 +101,7 @@ struct Shape {
     height: u32,
 }
 
-/// How one JPEG of a given size is decoded.
+/// How one encoded image of a given size is decoded.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct DecodePlan {
     options: DecodeOptions,
@@ -139,24 +140,25 @@ pub struct Plan {
 /// buffers and resampler rows, grown on the first run and reused after.
 #[derive(Debug, Default)]
 pub struct PlanState {
-    /// For JPEG inputs: the plans resolved for the last few image sizes (most
+    /// For encoded inputs: the plans resolved for the last few image sizes (most
     /// recent last), and what each was resolved from (a state may serve several
     /// plans in turn). A few, so that portrait and landscape photos taking
     /// turns do not rebuild tables every time.
     resolved: Vec<(ResolveKey, Vec<Step>, Resolved)>,
-    decoder: Option<JpegDecoder>,
+    decoder: Option<ImageDecoder>,
     decoded: Vec<u8>,
     buffers: Vec<Vec<u8>>,
     resize: ResizeState,
     line: Vec<u8>,
 }
 
-/// How many resolved JPEG sizes a [`PlanState`] keeps.
+/// How many resolved image sizes a [`PlanState`] keeps.
 const RESOLVED_SIZES: usize = 4;
 
-/// What a JPEG's resolved plan depends on.
+/// What an encoded image's resolved plan depends on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct ResolveKey {
+    format: ImageFormat,
     width: u32,
     height: u32,
     exif_orientation: u16,
@@ -201,7 +203,7 @@ impl Plan {
         // The packed or YUV format the pixels have at each point.
         let mut format = match input {
             InputDesc::Pixels { format, .. } => format,
-            InputDesc::Jpeg => PixelFormat::Rgb8,
+            InputDesc::Encoded => PixelFormat::Rgb8,
         };
         for (i, op) in ops.iter().enumerate() {
             if !op.is_finish() && (normalize.is_some() || layout.is_some() || cast.is_some()) {
@@ -215,7 +217,7 @@ impl Plan {
                         return Err(op_error("pipeline: Decode must be the first op"));
                     }
                     check_decode(&d, ops.get(1..).unwrap_or_default())?;
-                    if input == InputDesc::Jpeg {
+                    if input == InputDesc::Encoded {
                         format = d.format;
                         decode = Some(d);
                     }
@@ -270,8 +272,10 @@ impl Plan {
                 }
             }
         }
-        if input == InputDesc::Jpeg && decode.is_none() {
-            return Err(op_error("pipeline: a JPEG input needs a Decode op first"));
+        if input == InputDesc::Encoded && decode.is_none() {
+            return Err(op_error(
+                "pipeline: an encoded (file) input needs a Decode op first",
+            ));
         }
         packed("the finish pass (Normalize/Layout/Cast)", format)?;
         let (layout, order) = layout.ok_or(op_error(
@@ -391,7 +395,7 @@ impl Plan {
     /// Builds the stages for a decoded input of `shape` (the size after any
     /// EXIF orientation; for fast decoding, the reduced size, with `full` the
     /// size the image has at full scale).
-    fn resolve(&self, shape: Shape, jpeg: Option<JpegInfo>) -> Result<Resolved> {
+    fn resolve(&self, shape: Shape, encoded: Option<ImageInfo>) -> Result<Resolved> {
         let limits = &self.limits;
         let mut buffers: Vec<Shape> = Vec::new();
         let mut stages: Vec<Stage> = Vec::new();
@@ -399,9 +403,11 @@ impl Plan {
         let mut input = shape;
         let mut map = Affine::IDENTITY;
         // Fast decoding: the first resize's target, from the full-size image.
-        if let (Some(d), Some(info)) = (self.decode, jpeg) {
+        if let (Some(d), Some(info)) = (self.decode, encoded) {
             let mut scale = Scale::Full;
+            // DCT scaling is JPEG's: other formats always decode at full size.
             if d.scaling == DecodeScaling::Fast
+                && info.format == ImageFormat::Jpeg
                 && let Some(Step::Resize(r)) = self.first_geometric_step()
             {
                 let target = r.size.output_size(shape.width, shape.height)?;
@@ -575,6 +581,7 @@ impl Plan {
         }
         let output = (read.region.width, read.region.height);
         // Region decoding: only the part of the JPEG the first reader reaches.
+        let jpeg = encoded.and_then(|i| i.jpeg);
         if let (Some(dp), Some(info), Some(d)) = (&mut decode, jpeg, self.decode) {
             // What the first pass reads of the decoded image (stages read the
             // input before any buffer; with none, the finish pass reads it).
@@ -611,26 +618,27 @@ impl Plan {
         })
     }
 
-    /// Reads a JPEG's header and returns the plan resolved for its size,
-    /// from the state's cache or built and cached now.
-    fn resolve_jpeg<'s>(
+    /// Reads an encoded image's header and returns the plan resolved for
+    /// its format and size, from the state's cache or built and cached now.
+    fn resolve_encoded<'s>(
         &self,
         resolved: &'s mut Vec<(ResolveKey, Vec<Step>, Resolved)>,
-        decoder: &mut Option<JpegDecoder>,
+        decoder: &mut Option<ImageDecoder>,
         bytes: &[u8],
     ) -> Result<&'s Resolved> {
         let d = self
             .decode
             .ok_or(op_error("plan: compiled without a Decode op"))?;
         // Full-scale options for the header; the resolved plan's (scale) to decode.
-        let dec = decoder.get_or_insert_with(JpegDecoder::default);
+        let dec = decoder.get_or_insert_with(ImageDecoder::default);
         dec.set_options(decode_options(&d, Scale::Full, &self.limits));
         let info = dec.read_info(bytes)?;
         let key = ResolveKey {
+            format: info.format,
             width: info.width,
             height: info.height,
             exif_orientation: info.exif_orientation,
-            mcu_width: info.mcu_width,
+            mcu_width: info.jpeg.map_or(0, |j| j.mcu_width),
             decode: d,
             limits: self.limits,
         };
@@ -671,7 +679,7 @@ impl Plan {
     /// let decode = Pipeline::imagenet_eval().ops()[0];
     /// let finish = Op::finish(Normalize::UNIT, Layout::Chw, ChannelOrder::Rgb, DType::F32, Quantization::IDENTITY);
     /// let plan = Pipeline::from_ops(&[decode])?.then(finish[0])?.then(finish[1])?.then(finish[2])?
-    ///     .compile(InputDesc::Jpeg)?;
+    ///     .compile(InputDesc::Encoded)?;
     /// assert_eq!(plan.output_shape(), None);
     /// let jpeg = std::fs::read("../tests/fixtures/sample.jpg").unwrap();
     /// let mut state = PlanState::new();
@@ -686,9 +694,9 @@ impl Plan {
             return Ok(shape);
         }
         let Input::Encoded(bytes) = input else {
-            return Err(op_error("plan: compiled for JPEG input, given pixels"));
+            return Err(op_error("plan: compiled for encoded files, given pixels"));
         };
-        let r = self.resolve_jpeg(&mut state.resolved, &mut state.decoder, bytes)?;
+        let r = self.resolve_encoded(&mut state.resolved, &mut state.decoder, bytes)?;
         let (w, h) = r.geometry.output;
         Ok(self.finisher.output_shape(w, h))
     }
@@ -740,9 +748,9 @@ impl Plan {
                 (r, view)
             }
             (Input::Encoded(bytes), None) => {
-                let r = self.resolve_jpeg(resolved, decoder, bytes)?;
-                let dec = decoder.get_or_insert_with(JpegDecoder::default);
-                let dp = r.decode.expect("JPEG plans decode");
+                let r = self.resolve_encoded(resolved, decoder, bytes)?;
+                let dec = decoder.get_or_insert_with(ImageDecoder::default);
+                let dp = r.decode.expect("plans for encoded input decode");
                 dec.set_options(dp.options);
                 let f = dp.options.format;
                 let len = tight_len(f, dp.region.width, dp.region.height).unwrap_or(u64::MAX);
@@ -751,13 +759,14 @@ impl Plan {
                 if dp.region == Rect::new(0, 0, r.input.width, r.input.height) {
                     dec.decode_into(bytes, &mut view)?;
                 } else {
-                    dec.decode_region_into(bytes, dp.region, &mut view)?;
+                    dec.jpeg_mut()
+                        .decode_region_into(bytes, dp.region, &mut view)?;
                 }
                 let view = ImageView::new(f, dp.region.width, dp.region.height, decoded)?;
                 (r, view)
             }
             (Input::Pixels(_), None) => {
-                return Err(op_error("plan: compiled for JPEG input, given pixels"));
+                return Err(op_error("plan: compiled for encoded files, given pixels"));
             }
             (Input::Encoded(_), Some(_)) => {
                 return Err(op_error(

@@ -23,7 +23,7 @@ pub trait Source {
 /// use tensorprep::pipeline::{FileSource, InputDesc, Pipeline, PlanState};
 /// use tensorprep::TensorMut;
 ///
-/// let plan = Pipeline::imagenet_eval().compile(InputDesc::Jpeg)?;
+/// let plan = Pipeline::imagenet_eval().compile(InputDesc::Encoded)?;
 /// let mut source = FileSource::new(["a.jpg", "b.jpg"]);
 /// let (mut state, mut tensor) = (PlanState::new(), vec![0f32; 3 * 224 * 224]);
 /// while let Some(result) = plan.pull(&mut state, &mut source, TensorMut::F32(&mut tensor)) {

@@ -43,9 +43,14 @@ fn read_npy(path: &Path) -> (String, Vec<f32>) {
     (header, values)
 }
 
-/// The tensor the library's own plan computes for `name`.
+/// The tensor the library's own plan computes for `name`, with the decoder
+/// the CLI picks by default (libjpeg-turbo when built in).
 fn library_tensor(name: &str) -> Vec<f32> {
-    let plan = Pipeline::imagenet_eval().compile(InputDesc::Jpeg).unwrap();
+    let best = tensorprep::jpeg::Backend::available().next_back().unwrap();
+    let plan = Pipeline::imagenet_eval()
+        .with_decoder(best)
+        .compile(InputDesc::Encoded)
+        .unwrap();
     let mut out = vec![0f32; 3 * 224 * 224];
     let bytes = std::fs::read(fixture(name)).unwrap();
     plan.run(
@@ -142,7 +147,10 @@ fn bench_prints_images_per_second_last() {
         .parse()
         .unwrap();
     assert!(rate > 0.0);
-    assert!(stdout.contains("files: 3 JPEGs"), "{stdout}");
+    assert!(
+        stdout.contains("files: 3 images") && stdout.contains("1 non-image files skipped"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -405,4 +413,220 @@ fn bad_graph_sources_explain_themselves() {
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
+}
+
+fn stderr_of(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn run_reads_png_webp_and_directories_by_content() {
+    let dir = scratch("run_formats");
+    let photos = dir.join("photos");
+    std::fs::create_dir_all(photos.join("sub")).unwrap();
+    // Names that lie about the format: the bytes decide.
+    std::fs::copy(fixture("formats/rgb8.png"), photos.join("a.jpg")).unwrap();
+    std::fs::copy(
+        fixture("formats/sample_lossy.webp"),
+        photos.join("sub/b.dat"),
+    )
+    .unwrap();
+    std::fs::copy(fixture("sample.jpg"), photos.join("c")).unwrap();
+    std::fs::write(photos.join("notes.txt"), "not an image").unwrap();
+    let out = dir.join("tensors");
+    let o = run_ok(&[
+        "run",
+        "--preset",
+        "imagenet-eval",
+        photos.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = stderr_of(&o);
+    assert!(stderr.contains("wrote 3 tensor(s)"), "{stderr}");
+    assert!(stderr.contains("1 non-image files left out"), "{stderr}");
+    assert!(read_npy(&out.join("a.npy")).1 == library_tensor("formats/rgb8.png"));
+    assert!(read_npy(&out.join("sub/b.npy")).1 == library_tensor("formats/sample_lossy.webp"));
+    assert!(read_npy(&out.join("c.npy")).1 == library_tensor("sample.jpg"));
+    // One batch file, in path order (a.jpg, c, sub/b.dat).
+    let batch = dir.join("batch.npy");
+    run_ok(&[
+        "run",
+        "--preset",
+        "imagenet-eval",
+        photos.to_str().unwrap(),
+        "--batch-npy",
+        batch.to_str().unwrap(),
+    ]);
+    let (header, values) = read_npy(&batch);
+    assert!(header.contains("'shape': (3, 3, 224, 224)"), "{header}");
+    assert!(values[..3 * 224 * 224] == library_tensor("formats/rgb8.png")[..]);
+    let n = 3 * 224 * 224;
+    assert!(values[n..2 * n] == library_tensor("sample.jpg")[..]);
+    assert!(values[2 * n..] == library_tensor("formats/sample_lossy.webp")[..]);
+    // `-o -`: the .npy on standard output.
+    let o = run_ok(&[
+        "run",
+        "--preset",
+        "imagenet-eval",
+        &fixture("formats/rgba_lossless.webp"),
+        "-o",
+        "-",
+    ]);
+    assert!(o.stdout.starts_with(b"\x93NUMPY"));
+    let piped = dir.join("piped.npy");
+    std::fs::write(&piped, &o.stdout).unwrap();
+    assert!(read_npy(&piped).1 == library_tensor("formats/rgba_lossless.webp"));
+}
+
+#[test]
+fn nothing_is_created_when_every_input_fails() {
+    let dir = scratch("run_all_fail");
+    let gif = dir.join("x.gif");
+    std::fs::write(&gif, b"GIF89a\x01\x00\x01\x00\x00\x00\x00;").unwrap();
+    let cut = dir.join("cut.png");
+    let png = std::fs::read(fixture("formats/rgb8.png")).unwrap();
+    std::fs::write(&cut, &png[..png.len() / 2]).unwrap();
+    for out in ["single.npy", "many", "batch.npy"] {
+        let target = dir.join(out);
+        let mut args = vec![
+            "run".to_owned(),
+            "--preset".to_owned(),
+            "imagenet-eval".to_owned(),
+            gif.to_string_lossy().into_owned(),
+        ];
+        if out != "single.npy" {
+            args.push(cut.to_string_lossy().into_owned());
+        }
+        args.push(
+            if out == "batch.npy" {
+                "--batch-npy"
+            } else {
+                "-o"
+            }
+            .to_owned(),
+        );
+        args.push(target.to_string_lossy().into_owned());
+        let o = tensorprep(&args);
+        assert!(!o.status.success());
+        let stderr = stderr_of(&o);
+        assert!(
+            stderr.contains("GIF is not supported; this build reads JPEG, PNG, WebP"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("wrote nothing"), "{stderr}");
+        assert!(!target.exists(), "{out} was created");
+        assert!(!dir.join("batch.npy.tensorprep-tmp").exists());
+    }
+}
+
+#[test]
+fn max_pixels_and_lenient_decoding() {
+    let dir = scratch("run_limits");
+    let out = dir.join("out.npy");
+    let o = tensorprep(&[
+        "run",
+        "--preset",
+        "imagenet-eval",
+        &fixture("sample.jpg"),
+        "-o",
+        out.to_str().unwrap(),
+        "--max-pixels",
+        "1000",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr_of(&o).contains("more than the limit of 1000"),
+        "{}",
+        stderr_of(&o)
+    );
+    // A truncated JPEG fails strictly; with --lenient it is decoded and reported.
+    let cut = dir.join("cut.jpg");
+    let jpeg = std::fs::read(fixture("sample.jpg")).unwrap();
+    std::fs::write(&cut, &jpeg[..jpeg.len() * 2 / 3]).unwrap();
+    let args = |lenient: bool| {
+        let mut a = vec![
+            "run".to_owned(),
+            "--preset".to_owned(),
+            "imagenet-eval".to_owned(),
+            cut.to_string_lossy().into_owned(),
+            "-o".to_owned(),
+            out.to_string_lossy().into_owned(),
+        ];
+        if lenient {
+            a.push("--lenient".to_owned());
+        }
+        a
+    };
+    let o = tensorprep(&args(false));
+    assert!(!o.status.success());
+    assert!(
+        stderr_of(&o).contains("ends before the image does"),
+        "{}",
+        stderr_of(&o)
+    );
+    let o = run_ok(&args(true));
+    let stderr = stderr_of(&o);
+    assert!(
+        stderr.contains("decoded leniently") && stderr.contains("cut.jpg"),
+        "{stderr}"
+    );
+    assert_eq!(read_npy(&out).1.len(), 3 * 224 * 224);
+}
+
+#[test]
+fn presets_version_and_decoder_flags_say_what_they_do() {
+    // Every name `presets --torchvision` lists is accepted by --preset.
+    let listed = run_ok(&["presets", "--torchvision"]);
+    let names = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let dir = scratch("presets");
+    let out = dir.join("t.npy");
+    for name in names.lines().step_by(23) {
+        run_ok(&[
+            "run",
+            "--preset",
+            name,
+            &fixture("sample.jpg"),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+    }
+    let v = run_ok(&["--version"]);
+    let v = String::from_utf8_lossy(&v.stdout).into_owned();
+    assert!(
+        v.contains("formats: JPEG, PNG, WebP") && v.contains("zune-jpeg"),
+        "{v}"
+    );
+    assert!(
+        v.contains("libjpeg-turbo"),
+        "names libjpeg-turbo, as built in or as the feature to add: {v}"
+    );
+    // --fast-decode names the flag (or the build) that provides its decoder.
+    let o = tensorprep(&[
+        "run",
+        "--preset",
+        "imagenet-eval",
+        "--decoder",
+        "zune-jpeg",
+        "--fast-decode",
+        &fixture("sample.jpg"),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let stderr = stderr_of(&o);
+    assert!(
+        stderr.contains("--decoder libjpeg-turbo") || stderr.contains("--features libjpeg-turbo"),
+        "{stderr}"
+    );
+    let o = tensorprep(&[
+        "bench",
+        "--preset",
+        "imagenet-eval",
+        ".",
+        "--threads",
+        "100000",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr_of(&o).contains("0 means one per core"));
 }
