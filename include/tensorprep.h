@@ -147,6 +147,10 @@ enum tp_result
      */
     TP_RESULT_UNALIGNED_CROP = 111,
     /**
+     * The system could not provide memory the limits allow; nothing was aborted.
+     */
+    TP_RESULT_OUT_OF_MEMORY = 112,
+    /**
      * The data ends before the image does.
      */
     TP_RESULT_JPEG_TRUNCATED = 200,

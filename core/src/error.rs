@@ -37,6 +37,12 @@ pub enum Error {
         /// The limit in force.
         limit: u64,
     },
+    /// The system could not provide memory the limits allow (an address-space
+    /// limit, a full machine): the call failed instead of aborting.
+    OutOfMemory {
+        /// Bytes asked for.
+        bytes: u64,
+    },
     /// A row stride is smaller than the bytes of one row.
     StrideTooSmall {
         /// Index of the plane (0 for packed formats).
@@ -194,6 +200,9 @@ impl fmt::Display for Error {
             }
             Error::AllocationTooLarge { bytes, limit } => {
                 write!(f, "refusing to allocate {bytes} bytes (limit {limit})")
+            }
+            Error::OutOfMemory { bytes } => {
+                write!(f, "the system could not allocate {bytes} bytes")
             }
             Error::StrideTooSmall { plane, stride, min } => write!(
                 f,

@@ -639,7 +639,7 @@ impl Image {
             format,
             width,
             height,
-            data: alloc::vec![0; len],
+            data: crate::buffer::zeroed(len)?,
         })
     }
 

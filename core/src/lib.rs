@@ -8,6 +8,8 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+#[cfg(feature = "alloc")]
+mod buffer;
 mod error;
 mod format;
 mod image;

@@ -63,6 +63,8 @@ pub enum tp_result {
     RectOutOfBounds = 110,
     /// A crop of a 4:2:0 image must start on even coordinates.
     UnalignedCrop = 111,
+    /// The system could not provide memory the limits allow; nothing was aborted.
+    OutOfMemory = 112,
 
     /// The data ends before the image does.
     JpegTruncated = 200,
@@ -132,6 +134,7 @@ pub(crate) const RESULTS: &[(tp_result, &CStr)] = {
         (SizeMismatch, c"TP_RESULT_SIZE_MISMATCH"),
         (RectOutOfBounds, c"TP_RESULT_RECT_OUT_OF_BOUNDS"),
         (UnalignedCrop, c"TP_RESULT_UNALIGNED_CROP"),
+        (OutOfMemory, c"TP_RESULT_OUT_OF_MEMORY"),
         (JpegTruncated, c"TP_RESULT_JPEG_TRUNCATED"),
         (JpegCorrupt, c"TP_RESULT_JPEG_CORRUPT"),
         (JpegUnsupported, c"TP_RESULT_JPEG_UNSUPPORTED"),
@@ -204,6 +207,7 @@ fn code_of(e: &Error) -> tp_result {
         Error::SizeMismatch { .. } => R::SizeMismatch,
         Error::RectOutOfBounds { .. } => R::RectOutOfBounds,
         Error::UnalignedCrop { .. } => R::UnalignedCrop,
+        Error::OutOfMemory { .. } => R::OutOfMemory,
         Error::InvalidParameter { .. } => R::InvalidParameter,
         Error::Jpeg { kind } => match kind {
             JpegErrorKind::Truncated => R::JpegTruncated,

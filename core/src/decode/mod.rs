@@ -97,17 +97,9 @@ mod decoder {
         }
     }
 
-    /// Empties `buf` and makes it `len` zeroed bytes, failing (not aborting)
-    /// when the allocator cannot.
-    pub(crate) fn reserve(buf: &mut Vec<u8>, len: usize, limits: &Limits) -> Result<()> {
-        buf.clear();
-        buf.try_reserve_exact(len)
-            .map_err(|_| Error::AllocationTooLarge {
-                bytes: len as u64,
-                limit: limits.max_alloc_bytes,
-            })?;
-        buf.resize(len, 0);
-        Ok(())
+    /// Makes `buf` `len` zero bytes, fallibly and without touching fresh memory.
+    pub(crate) fn reserve(buf: &mut Vec<u8>, len: usize, _limits: &Limits) -> Result<()> {
+        crate::buffer::zero(buf, len)
     }
 
     /// A reusable decoder for every supported format: options plus scratch

@@ -211,20 +211,15 @@ pub(crate) fn decode(
     if gray16 {
         // Pillow's I;16 -> L: values above 255 become 255; alpha from a tRNS
         // match is 0 or 65535 and keeps its high byte.
-        out.clear();
-        out.try_reserve_exact(len)
-            .map_err(|_| Error::AllocationTooLarge {
-                bytes: len as u64,
-                limit: limits.max_alloc_bytes,
-            })?;
-        out.extend(wide.chunks_exact(2).enumerate().map(|(i, s)| {
+        super::reserve(out, len, limits)?;
+        for (i, (s, d)) in wide.chunks_exact(2).zip(out.iter_mut()).enumerate() {
             let v = u16::from_be_bytes([s[0], s[1]]);
-            if n == 2 && i % 2 == 1 {
+            *d = if n == 2 && i % 2 == 1 {
                 s[0]
             } else {
                 v.min(255) as u8
-            }
-        }));
+            };
+        }
     }
     Ok(opened)
 }

@@ -284,11 +284,17 @@ impl JpegDecoder {
         let bytes_needed = (tight as u64) * u64::from(sh);
         let len = self.options.limits.check_alloc(bytes_needed)?;
         let mut scratch = core::mem::take(&mut self.scratch);
-        scratch.resize(len, 0);
+        crate::buffer::grow(&mut scratch, len)?;
         let result = self
-            .run_backend(bytes, Rect::new(0, 0, sw, sh), decoded, &mut scratch, tight)
+            .run_backend(
+                bytes,
+                Rect::new(0, 0, sw, sh),
+                decoded,
+                &mut scratch[..len],
+                tight,
+            )
             .and_then(|()| {
-                let src = ImageView::new(decoded, sw, sh, &scratch)?;
+                let src = ImageView::new(decoded, sw, sh, &scratch[..len])?;
                 if decoded == target {
                     return transform(&src, dst, t);
                 }
@@ -299,11 +305,12 @@ impl JpegDecoder {
                 let n = self.options.limits.check_alloc(
                     u64::from(sw) * u64::from(sh) * target.bytes_per_pixel().unwrap_or(4) as u64,
                 )?;
-                converted.resize(n, 0);
-                let r = ImageViewMut::new(target, sw, sh, &mut converted).and_then(|mut c| {
-                    convert_color(&src, &mut c, YuvRange::Full)?;
-                    transform(&c.as_view(), dst, t)
-                });
+                let r = crate::buffer::grow(&mut converted, n)
+                    .and_then(|c| ImageViewMut::new(target, sw, sh, c))
+                    .and_then(|mut c| {
+                        convert_color(&src, &mut c, YuvRange::Full)?;
+                        transform(&c.as_view(), dst, t)
+                    });
                 self.scratch2 = converted;
                 r
             });
@@ -419,11 +426,17 @@ impl JpegDecoder {
                 .limits
                 .check_alloc(u64::from(w) * u64::from(h))?;
             let mut scratch = core::mem::take(&mut self.scratch);
-            scratch.resize(len, 0);
+            crate::buffer::grow(&mut scratch, len)?;
             let result = self
-                .run_backend(bytes, region, PixelFormat::Gray8, &mut scratch, w as usize)
+                .run_backend(
+                    bytes,
+                    region,
+                    PixelFormat::Gray8,
+                    &mut scratch[..len],
+                    w as usize,
+                )
                 .and_then(|()| {
-                    let src = ImageView::new(PixelFormat::Gray8, w, h, &scratch)?;
+                    let src = ImageView::new(PixelFormat::Gray8, w, h, &scratch[..len])?;
                     convert_color(&src, dst, YuvRange::Full)
                 });
             self.scratch = scratch;

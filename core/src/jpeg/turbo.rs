@@ -207,10 +207,7 @@ impl Turbo {
             None => (&mut *out, stride),
             Some(_) => {
                 let n = limits.check_alloc(w as u64 * rows as u64 * 4)?;
-                if cmyk.len() < n {
-                    cmyk.resize(n, 0);
-                }
-                (&mut cmyk[..n], w * 4)
+                (crate::buffer::grow(cmyk, n)?, w * 4)
             }
         };
         let needed = if rows == 0 {

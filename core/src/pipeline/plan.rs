@@ -12,7 +12,7 @@ use crate::geometry::{Transform, fill_border, transform};
 use crate::image::tight_len;
 use crate::jpeg::{Backend, DecodeOptions, Orientation, Scale};
 use crate::resize::{ResizePlan, ResizeState, SourceBox};
-use crate::rows::{RowReader, grow};
+use crate::rows::RowReader;
 use crate::{
     DType, Error, ImageView, ImageViewMut, Layout, Limits, PixelFormat, Rect, Result, TensorMut,
 };
@@ -754,7 +754,7 @@ impl Plan {
                 dec.set_options(dp.options);
                 let f = dp.options.format;
                 let len = tight_len(f, dp.region.width, dp.region.height).unwrap_or(u64::MAX);
-                let buf = grow(decoded, self.limits.check_alloc(len)?);
+                let buf = crate::buffer::grow(decoded, self.limits.check_alloc(len)?)?;
                 let mut view = ImageViewMut::new(f, dp.region.width, dp.region.height, buf)?;
                 if dp.region == Rect::new(0, 0, r.input.width, r.input.height) {
                     dec.decode_into(bytes, &mut view)?;
@@ -780,7 +780,7 @@ impl Plan {
         }
         for (buf, s) in buffers.iter_mut().zip(&r.buffers) {
             let len = tight_len(s.format, s.width, s.height).unwrap_or(u64::MAX);
-            grow(buf, self.limits.check_alloc(len)?);
+            crate::buffer::grow(buf, self.limits.check_alloc(len)?)?;
         }
         for stage in &r.stages {
             // Stages write buffers in order and read earlier ones (or the input).
