@@ -33,6 +33,26 @@
 #include <stdint.h>
 
 /**
+ * The major version of the header (compile time; `tp_version()` gives the library's).
+ */
+#define TP_VERSION_MAJOR 0
+
+/**
+ * The minor version of the header. Before 1.0 each minor version is its own ABI.
+ */
+#define TP_VERSION_MINOR 1
+
+/**
+ * The patch version of the header.
+ */
+#define TP_VERSION_PATCH 0
+
+/**
+ * `MAJOR * 10000 + MINOR * 100 + PATCH`, for `#if TP_VERSION_NUMBER >= 100`.
+ */
+#define TP_VERSION_NUMBER (((TP_VERSION_MAJOR * 10000) + (TP_VERSION_MINOR * 100)) + TP_VERSION_PATCH)
+
+/**
  * `tp_decode_options.flags`: apply the EXIF orientation tag (Pillow's
  * `ImageOps.exif_transpose`); without it pixels come as stored, as
  * torchvision's loader reads them.
@@ -44,6 +64,24 @@
  * (missing parts gray) instead of failing.
  */
 #define TP_DECODE_LENIENT 2
+
+/**
+ * `tp_plan_options_ex.flags`: apply the EXIF orientation tag of encoded
+ * images (Pillow's `ImageOps.exif_transpose`) instead of the graph's choice.
+ */
+#define TP_PLAN_APPLY_EXIF_ORIENTATION 1
+
+/**
+ * `tp_plan_options_ex.flags`: ignore the EXIF orientation tag (pixels as
+ * stored, as torchvision's loader reads them) instead of the graph's choice.
+ */
+#define TP_PLAN_IGNORE_EXIF_ORIENTATION 2
+
+/**
+ * `tp_plan_options_ex.flags`: decode damaged files as far as possible
+ * (missing parts filled) instead of failing.
+ */
+#define TP_PLAN_LENIENT 4
 
 /**
  * What a call did. `TP_RESULT_OK` is 0; every other value is an error whose
@@ -191,8 +229,7 @@ enum tp_result
      */
     TP_RESULT_GRAPH_UNKNOWN_OP = 305,
     /**
-     * A parameter of the graph is missing, out of range or inconsistent, or
-     * the model has no graph.
+     * A parameter of the graph is missing, out of range or inconsistent.
      */
     TP_RESULT_GRAPH_INVALID = 306,
     /**
@@ -203,6 +240,15 @@ enum tp_result
      * No preset has this name.
      */
     TP_RESULT_UNKNOWN_PRESET = 308,
+    /**
+     * The model holds no graph (no sidecar file, no embedded entry): apps
+     * fall back to a preset on this code.
+     */
+    TP_RESULT_GRAPH_NOT_FOUND = 309,
+    /**
+     * The graph's output does not fit the model's input (shape or type).
+     */
+    TP_RESULT_GRAPH_DOES_NOT_FIT = 310,
     /**
      * The bytes are in no image format this build decodes (the message
      * names the format found, if any, and the formats supported).
@@ -265,15 +311,22 @@ enum tp_pixel_format
      */
     TP_PIXEL_FORMAT_BGRA8 = 5,
     /**
-     * YUV 4:2:0: a Y plane, then one interleaved U,V plane.
+     * YUV 4:2:0: a Y plane, then one interleaved U,V plane. For a W x H
+     * frame: plane 0 is H rows of W bytes (Y); plane 1 is (H + 1) / 2 rows
+     * of 2 * ((W + 1) / 2) bytes (U, V pairs). Each row may be padded to its
+     * plane's stride; a plane's length must be at least
+     * stride * (rows - 1) + the bytes of one row.
      */
     TP_PIXEL_FORMAT_NV12 = 6,
     /**
-     * YUV 4:2:0: a Y plane, then one interleaved V,U plane.
+     * YUV 4:2:0: a Y plane, then one interleaved V,U plane (Android's camera
+     * default). Plane sizes as for NV12, with V before U in each pair.
      */
     TP_PIXEL_FORMAT_NV21 = 7,
     /**
-     * YUV 4:2:0: three planes Y, U, V.
+     * YUV 4:2:0: three planes. For a W x H frame: plane 0 is H rows of W
+     * bytes (Y); planes 1 (U) and 2 (V) are (H + 1) / 2 rows of (W + 1) / 2
+     * bytes each. Strides and lengths as for NV12.
      */
     TP_PIXEL_FORMAT_I420 = 8,
 };
@@ -697,6 +750,70 @@ typedef struct tp_geometry {
 } tp_geometry;
 
 /**
+ * What a plan's output tensor is.
+ */
+typedef struct tp_tensor_info {
+    /**
+     * A `tp_dtype`.
+     */
+    uint32_t dtype;
+    /**
+     * A `tp_layout`.
+     */
+    uint32_t layout;
+    /**
+     * A `tp_channel_order`.
+     */
+    uint32_t channel_order;
+    /**
+     * `{C, H, W}` or `{H, W, C}` without the batch dimension; all 0 when the
+     * size depends on the input (a JPEG plan without a final crop or canvas:
+     * ask `tp_plan_output_info_for_jpeg`).
+     */
+    size_t shape[3];
+    /**
+     * Elements of one image's tensor (0 when unknown).
+     */
+    size_t elements;
+    /**
+     * Bytes of one image's tensor (0 when unknown).
+     */
+    size_t bytes;
+} tp_tensor_info;
+
+/**
+ * What a graph accepts and produces.
+ */
+typedef struct tp_graph_info {
+    /**
+     * 1 when the graph decodes encoded images (JPEG, PNG, WebP;
+     * `TP_INPUT_KIND_JPEG` plans), else 0.
+     */
+    uint32_t accepts_encoded;
+    /**
+     * The raw pixel formats it accepts (`TP_INPUT_KIND_PIXELS` plans): bit
+     * `1 << f` for each `tp_pixel_format` `f`.
+     */
+    uint32_t pixel_formats;
+    /**
+     * The `tp_yuv_range` YUV frames are read with.
+     */
+    uint32_t yuv_range;
+    /**
+     * Number of ops.
+     */
+    uint32_t ops;
+    /**
+     * Number of self-tests `tp_graph_verify` runs.
+     */
+    uint32_t self_tests;
+    /**
+     * The tensor it produces (shape all 0 when it depends on the image).
+     */
+    struct tp_tensor_info output;
+} tp_graph_info;
+
+/**
  * Options of `tp_image_read_info`, `tp_image_decode`, `tp_jpeg_read_info` and
  * `tp_jpeg_decode`. All zero (or a NULL pointer) means the defaults.
  */
@@ -975,36 +1092,38 @@ typedef struct tp_plan_options {
 } tp_plan_options;
 
 /**
- * What a plan's output tensor is.
+ * Options of `tp_plan_new_ex`: those of `tp_plan_options`, plus the EXIF
+ * and damage handling of encoded images and the YUV range of frames. Set
+ * `struct_size` to `sizeof(tp_plan_options_ex)`: fields added in later
+ * versions go at the end, and a caller built with this header keeps
+ * working with them (their defaults apply). Other fields 0 mean the defaults.
  */
-typedef struct tp_tensor_info {
+typedef struct tp_plan_options_ex {
     /**
-     * A `tp_dtype`.
+     * `sizeof(tp_plan_options_ex)`.
      */
-    uint32_t dtype;
+    size_t struct_size;
     /**
-     * A `tp_layout`.
+     * A `tp_decoder` (as in `tp_plan_options`).
      */
-    uint32_t layout;
+    uint32_t decoder;
     /**
-     * A `tp_channel_order`.
+     * `TP_PLAN_*` bits.
      */
-    uint32_t channel_order;
+    uint32_t flags;
     /**
-     * `{C, H, W}` or `{H, W, C}` without the batch dimension; all 0 when the
-     * size depends on the input (a JPEG plan without a final crop or canvas:
-     * ask `tp_plan_output_info_for_jpeg`).
+     * A `tp_yuv_range` for YUV frames (NV12/NV21/I420); 0 keeps the graph's.
      */
-    size_t shape[3];
+    uint32_t yuv_range;
     /**
-     * Elements of one image's tensor (0 when unknown).
+     * Largest image accepted, in pixels; 0 for the default (128 Mpixel).
      */
-    size_t elements;
+    uint64_t max_pixels;
     /**
-     * Bytes of one image's tensor (0 when unknown).
+     * Largest single allocation, in bytes; 0 for the default (1 GiB).
      */
-    size_t bytes;
-} tp_tensor_info;
+    uint64_t max_alloc_bytes;
+} tp_plan_options_ex;
 
 /**
  * A byte buffer (one encoded image of a batch).
@@ -1169,6 +1288,17 @@ tp_result tp_graph_from_timm(const uint8_t *json, size_t len, struct tp_graph **
  * NULL or valid for a write.
  */
 tp_result tp_graph_verify(const struct tp_graph *graph, size_t *passed, size_t *total);
+
+/**
+ * Describes what `graph` accepts (encoded files, pixel formats, YUV range)
+ * and the tensor it produces (element type, layout, channel order, shape);
+ * `tp_graph_output_name` gives the model input's name.
+ *
+ * # Safety
+ *
+ * `graph` must be a live graph handle; `out` valid for a write.
+ */
+tp_result tp_graph_describe(const struct tp_graph *graph, struct tp_graph_info *out);
 
 /**
  * Copies the name of the model input the graph's tensor is for
@@ -1369,6 +1499,20 @@ tp_result tp_plan_new(const struct tp_graph *graph,
                       const struct tp_input_desc *input,
                       const struct tp_plan_options *options,
                       struct tp_plan **out);
+
+/**
+ * `tp_plan_new` with the options of `tp_plan_options_ex`: EXIF orientation
+ * and lenient decoding for encoded images, the YUV range for frames.
+ *
+ * # Safety
+ *
+ * As for `tp_plan_new`; `options` must be NULL or point to at least
+ * `options->struct_size` readable bytes.
+ */
+tp_result tp_plan_new_ex(const struct tp_graph *graph,
+                         const struct tp_input_desc *input,
+                         const struct tp_plan_options_ex *options,
+                         struct tp_plan **out);
 
 /**
  * Frees a plan. NULL is a no-op.

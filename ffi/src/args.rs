@@ -212,6 +212,39 @@ pub(crate) unsafe fn optional<'a, T>(ptr: *const T, name: &str) -> Result<Option
     unsafe { required(ptr, name) }.map(Some)
 }
 
+/// An optional versioned input struct: a `#[repr(C)]` `T` whose first field
+/// is its `struct_size` (`sizeof` as the caller's header declared it). Fields
+/// past that size are taken as zero (the defaults), so a caller built against
+/// an older, shorter struct keeps working; a larger size is read up to ours.
+///
+/// # Safety
+///
+/// `ptr` must be NULL or valid for reads of `struct_size` bytes (its first
+/// `usize`), and `T` must be valid when all its bytes are zero.
+pub(crate) unsafe fn sized<T: Copy + Default>(ptr: *const T, name: &str) -> Result<Option<T>> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    if !ptr.is_aligned() {
+        return Err(misaligned(name, align_of::<T>()));
+    }
+    // SAFETY: aligned and non-NULL; every struct starts with its size.
+    let size = unsafe { ptr.cast::<usize>().read() };
+    if size < size_of::<usize>() {
+        return Err(Failure::invalid(format!(
+            "`{name}.struct_size` is {size}; set it to sizeof the struct"
+        )));
+    }
+    let mut value = T::default();
+    let n = size.min(size_of::<T>());
+    // SAFETY: the caller guarantees `size` readable bytes at `ptr`; `value` is
+    // a `T` of at least `n` bytes; both are plain data.
+    unsafe {
+        std::ptr::copy_nonoverlapping(ptr.cast::<u8>(), (&raw mut value).cast::<u8>(), n);
+    }
+    Ok(Some(value))
+}
+
 /// A required mutable handle.
 ///
 /// # Safety

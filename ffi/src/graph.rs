@@ -9,6 +9,7 @@ use tensorprep::pipeline::Pipeline;
 use crate::args;
 use crate::boundary::{boundary, boundary_value};
 use crate::result::{Failure, Result, tp_result};
+use crate::types::{self, tp_tensor_info};
 
 /// A loaded preprocessing graph. Immutable: one graph may be read by any
 /// number of threads at once (compiling plans, verifying).
@@ -274,6 +275,78 @@ pub unsafe extern "C" fn tp_graph_verify(
                 ),
             )),
         }
+    })
+}
+
+/// What a graph accepts and produces.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct tp_graph_info {
+    /// 1 when the graph decodes encoded images (JPEG, PNG, WebP;
+    /// `TP_INPUT_KIND_JPEG` plans), else 0.
+    pub accepts_encoded: u32,
+    /// The raw pixel formats it accepts (`TP_INPUT_KIND_PIXELS` plans): bit
+    /// `1 << f` for each `tp_pixel_format` `f`.
+    pub pixel_formats: u32,
+    /// The `tp_yuv_range` YUV frames are read with.
+    pub yuv_range: u32,
+    /// Number of ops.
+    pub ops: u32,
+    /// Number of self-tests `tp_graph_verify` runs.
+    pub self_tests: u32,
+    /// The tensor it produces (shape all 0 when it depends on the image).
+    pub output: tp_tensor_info,
+}
+
+/// Describes what `graph` accepts (encoded files, pixel formats, YUV range)
+/// and the tensor it produces (element type, layout, channel order, shape);
+/// `tp_graph_output_name` gives the model input's name.
+///
+/// # Safety
+///
+/// `graph` must be a live graph handle; `out` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tp_graph_describe(
+    graph: *const tp_graph,
+    out: *mut tp_graph_info,
+) -> tp_result {
+    boundary(|| {
+        // SAFETY: the caller guarantees a live handle and a writable output.
+        let (graph, out) = unsafe { (args::required(graph, "graph")?, args::out(out, "out")?) };
+        let g = &graph.graph;
+        let pixel_formats = g
+            .input
+            .pixel_formats
+            .iter()
+            .map(|f| 1u32 << args::code(&types::PIXEL_FORMATS, *f))
+            .fold(0, |a, b| a | b);
+        let order = g
+            .pipeline
+            .ops()
+            .iter()
+            .find_map(|op| match op {
+                tensorprep::pipeline::Op::Layout { order, .. } => Some(*order),
+                _ => None,
+            })
+            .unwrap_or(tensorprep::finish::ChannelOrder::Rgb);
+        let shape = g.output.shape.unwrap_or_default();
+        let elements = shape.iter().product();
+        out.write(tp_graph_info {
+            accepts_encoded: u32::from(g.input.accepts_jpeg),
+            pixel_formats,
+            yuv_range: args::code(&types::YUV_RANGES, g.input.yuv_range),
+            ops: g.pipeline.ops().len() as u32,
+            self_tests: g.self_tests.len() as u32,
+            output: tp_tensor_info {
+                dtype: args::code(&types::DTYPES, g.output.dtype),
+                layout: args::code(&types::LAYOUTS, g.output.layout),
+                channel_order: args::code(&types::CHANNEL_ORDERS, order),
+                shape,
+                elements,
+                bytes: elements * g.output.dtype.size(),
+            },
+        });
+        Ok(())
     })
 }
 

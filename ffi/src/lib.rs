@@ -47,8 +47,9 @@ mod tests;
 pub use boundary::tp_last_error_message;
 pub use geometry::{tp_geometry_to_source_boxes, tp_geometry_to_source_point};
 pub use graph::{
-    tp_graph, tp_graph_for_model, tp_graph_free, tp_graph_from_bytes, tp_graph_from_hugging_face,
-    tp_graph_from_preset, tp_graph_from_timm, tp_graph_load, tp_graph_output_name, tp_graph_verify,
+    tp_graph, tp_graph_describe, tp_graph_for_model, tp_graph_free, tp_graph_from_bytes,
+    tp_graph_from_hugging_face, tp_graph_from_preset, tp_graph_from_timm, tp_graph_info,
+    tp_graph_load, tp_graph_output_name, tp_graph_verify,
 };
 pub use ops::{
     TP_DECODE_APPLY_EXIF_ORIENTATION, TP_DECODE_LENIENT, tp_convert_color, tp_crop,
@@ -56,10 +57,11 @@ pub use ops::{
     tp_jpeg_decode, tp_jpeg_read_info, tp_pad, tp_resize, tp_rotate,
 };
 pub use plan::{
-    tp_input_desc, tp_input_kind, tp_plan, tp_plan_free, tp_plan_new, tp_plan_options,
-    tp_plan_output_info, tp_plan_output_info_for_jpeg, tp_plan_run_batch_jpeg,
-    tp_plan_run_batch_pixels, tp_plan_run_jpeg, tp_plan_run_pixels, tp_run_state,
-    tp_run_state_free, tp_run_state_new,
+    TP_PLAN_APPLY_EXIF_ORIENTATION, TP_PLAN_IGNORE_EXIF_ORIENTATION, TP_PLAN_LENIENT,
+    tp_input_desc, tp_input_kind, tp_plan, tp_plan_free, tp_plan_new, tp_plan_new_ex,
+    tp_plan_options, tp_plan_options_ex, tp_plan_output_info, tp_plan_output_info_for_jpeg,
+    tp_plan_run_batch_jpeg, tp_plan_run_batch_pixels, tp_plan_run_jpeg, tp_plan_run_pixels,
+    tp_run_state, tp_run_state_free, tp_run_state_new,
 };
 pub use result::{tp_result, tp_result_name};
 pub use types::{
@@ -68,6 +70,16 @@ pub use types::{
     tp_placement, tp_plane, tp_plane_mut, tp_rect, tp_resample, tp_rotation, tp_tensor_info,
     tp_yuv_range,
 };
+
+/// The major version of the header (compile time; `tp_version()` gives the library's).
+pub const TP_VERSION_MAJOR: u32 = 0;
+/// The minor version of the header. Before 1.0 each minor version is its own ABI.
+pub const TP_VERSION_MINOR: u32 = 1;
+/// The patch version of the header.
+pub const TP_VERSION_PATCH: u32 = 0;
+/// `MAJOR * 10000 + MINOR * 100 + PATCH`, for `#if TP_VERSION_NUMBER >= 100`.
+pub const TP_VERSION_NUMBER: u32 =
+    TP_VERSION_MAJOR * 10000 + TP_VERSION_MINOR * 100 + TP_VERSION_PATCH;
 
 /// The library's version, `"MAJOR.MINOR.PATCH"`.
 ///

@@ -5,6 +5,7 @@ use std::ffi::c_void;
 use std::mem::MaybeUninit;
 
 use half::f16;
+use tensorprep::jpeg::Orientation;
 use tensorprep::pipeline::{Input, InputDesc, Plan, PlanState};
 use tensorprep::{DType, Limits, TensorMut};
 
@@ -72,6 +73,38 @@ pub struct tp_plan_options {
     pub max_alloc_bytes: u64,
 }
 
+/// `tp_plan_options_ex.flags`: apply the EXIF orientation tag of encoded
+/// images (Pillow's `ImageOps.exif_transpose`) instead of the graph's choice.
+pub const TP_PLAN_APPLY_EXIF_ORIENTATION: u32 = 1;
+/// `tp_plan_options_ex.flags`: ignore the EXIF orientation tag (pixels as
+/// stored, as torchvision's loader reads them) instead of the graph's choice.
+pub const TP_PLAN_IGNORE_EXIF_ORIENTATION: u32 = 2;
+/// `tp_plan_options_ex.flags`: decode damaged files as far as possible
+/// (missing parts filled) instead of failing.
+pub const TP_PLAN_LENIENT: u32 = 4;
+
+/// Options of `tp_plan_new_ex`: those of `tp_plan_options`, plus the EXIF
+/// and damage handling of encoded images and the YUV range of frames. Set
+/// `struct_size` to `sizeof(tp_plan_options_ex)`: fields added in later
+/// versions go at the end, and a caller built with this header keeps
+/// working with them (their defaults apply). Other fields 0 mean the defaults.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct tp_plan_options_ex {
+    /// `sizeof(tp_plan_options_ex)`.
+    pub struct_size: usize,
+    /// A `tp_decoder` (as in `tp_plan_options`).
+    pub decoder: u32,
+    /// `TP_PLAN_*` bits.
+    pub flags: u32,
+    /// A `tp_yuv_range` for YUV frames (NV12/NV21/I420); 0 keeps the graph's.
+    pub yuv_range: u32,
+    /// Largest image accepted, in pixels; 0 for the default (128 Mpixel).
+    pub max_pixels: u64,
+    /// Largest single allocation, in bytes; 0 for the default (1 GiB).
+    pub max_alloc_bytes: u64,
+}
+
 /// The limits the options ask for.
 pub(crate) fn limits(max_pixels: u64, max_alloc_bytes: u64) -> Limits {
     let or = |v: u64, default: u64| if v == 0 { default } else { v };
@@ -109,31 +142,104 @@ pub unsafe extern "C" fn tp_plan_new(
                 args::out(out, "out")?,
             )
         };
-        let options = options.copied().unwrap_or_default();
-        let kinds = [
-            (tp_input_kind::Jpeg as u32, tp_input_kind::Jpeg),
-            (tp_input_kind::Pixels as u32, tp_input_kind::Pixels),
-        ];
-        let graph = &graph.graph;
-        let limits = limits(options.max_pixels, options.max_alloc_bytes);
-        let plan = match lookup(&kinds, input.kind, "input.kind")? {
-            tp_input_kind::Jpeg => {
-                let backend = types::decoder(options.decoder, graph.pipeline.decoder())?;
-                let graph = graph.clone().with_decoder(backend);
-                graph.compile_with_limits(InputDesc::Encoded, &limits)?
-            }
-            // Frames skip the Decode op: no decoder is chosen or needed (but
-            // the value must still be one of `tp_decoder`'s).
-            tp_input_kind::Pixels => {
-                lookup(&types::DECODERS, options.decoder, "decoder")?;
-                let format = lookup(&PIXEL_FORMATS, input.format, "input.format")?;
-                let desc = InputDesc::pixels(format, input.width, input.height);
-                graph.compile_with_limits(desc, &limits)?
-            }
+        let o = options.copied().unwrap_or_default();
+        let options = tp_plan_options_ex {
+            struct_size: size_of::<tp_plan_options_ex>(),
+            decoder: o.decoder,
+            max_pixels: o.max_pixels,
+            max_alloc_bytes: o.max_alloc_bytes,
+            ..tp_plan_options_ex::default()
         };
-        args::give(out, tp_plan { plan });
+        args::give(out, compile(&graph.graph, input, &options)?);
         Ok(())
     })
+}
+
+/// `tp_plan_new` with the options of `tp_plan_options_ex`: EXIF orientation
+/// and lenient decoding for encoded images, the YUV range for frames.
+///
+/// # Safety
+///
+/// As for `tp_plan_new`; `options` must be NULL or point to at least
+/// `options->struct_size` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tp_plan_new_ex(
+    graph: *const tp_graph,
+    input: *const tp_input_desc,
+    options: *const tp_plan_options_ex,
+    out: *mut *mut tp_plan,
+) -> tp_result {
+    boundary(|| {
+        // SAFETY: the caller guarantees each pointer is NULL or valid.
+        let (graph, input, options, out) = unsafe {
+            (
+                args::required(graph, "graph")?,
+                args::required(input, "input")?,
+                args::sized(options, "options")?,
+                args::out(out, "out")?,
+            )
+        };
+        let options = options.unwrap_or_default();
+        args::give(out, compile(&graph.graph, input, &options)?);
+        Ok(())
+    })
+}
+
+fn compile(
+    graph: &tensorprep::graph::Graph,
+    input: &tp_input_desc,
+    options: &tp_plan_options_ex,
+) -> Result<tp_plan> {
+    let kinds = [
+        (tp_input_kind::Jpeg as u32, tp_input_kind::Jpeg),
+        (tp_input_kind::Pixels as u32, tp_input_kind::Pixels),
+    ];
+    let flags = args::flags(
+        options.flags,
+        TP_PLAN_APPLY_EXIF_ORIENTATION | TP_PLAN_IGNORE_EXIF_ORIENTATION | TP_PLAN_LENIENT,
+        "options.flags",
+    )?;
+    let exif = flags & (TP_PLAN_APPLY_EXIF_ORIENTATION | TP_PLAN_IGNORE_EXIF_ORIENTATION);
+    let orientation = match exif {
+        0 => None,
+        TP_PLAN_APPLY_EXIF_ORIENTATION => Some(Orientation::Apply),
+        TP_PLAN_IGNORE_EXIF_ORIENTATION => Some(Orientation::Ignore),
+        _ => {
+            return Err(Failure::invalid(
+                "options.flags: TP_PLAN_APPLY_EXIF_ORIENTATION and TP_PLAN_IGNORE_EXIF_ORIENTATION \
+                 contradict each other",
+            ));
+        }
+    };
+    let mut graph = graph.clone();
+    if options.yuv_range != 0 {
+        graph.input.yuv_range = lookup(&types::YUV_RANGES, options.yuv_range, "options.yuv_range")?;
+    }
+    let limits = limits(options.max_pixels, options.max_alloc_bytes);
+    let plan = match lookup(&kinds, input.kind, "input.kind")? {
+        tp_input_kind::Jpeg => {
+            let backend = types::decoder(options.decoder, graph.pipeline.decoder())?;
+            graph.pipeline.map_decode(|d| {
+                d.backend = backend;
+                if let Some(o) = orientation {
+                    d.orientation = o;
+                }
+                if flags & TP_PLAN_LENIENT != 0 {
+                    d.strict = false;
+                }
+            });
+            graph.compile_with_limits(InputDesc::Encoded, &limits)?
+        }
+        // Frames skip the Decode op: no decoder is chosen or needed (but
+        // the value must still be one of `tp_decoder`'s).
+        tp_input_kind::Pixels => {
+            lookup(&types::DECODERS, options.decoder, "decoder")?;
+            let format = lookup(&PIXEL_FORMATS, input.format, "input.format")?;
+            let desc = InputDesc::pixels(format, input.width, input.height);
+            graph.compile_with_limits(desc, &limits)?
+        }
+    };
+    Ok(tp_plan { plan })
 }
 
 /// Frees a plan. NULL is a no-op.

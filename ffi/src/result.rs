@@ -87,13 +87,17 @@ pub enum tp_result {
     GraphMissingFeatures = 304,
     /// The graph has an op this tensorprep does not know.
     GraphUnknownOp = 305,
-    /// A parameter of the graph is missing, out of range or inconsistent, or
-    /// the model has no graph.
+    /// A parameter of the graph is missing, out of range or inconsistent.
     GraphInvalid = 306,
     /// An importer could not read its configuration.
     GraphImport = 307,
     /// No preset has this name.
     UnknownPreset = 308,
+    /// The model holds no graph (no sidecar file, no embedded entry): apps
+    /// fall back to a preset on this code.
+    GraphNotFound = 309,
+    /// The graph's output does not fit the model's input (shape or type).
+    GraphDoesNotFit = 310,
 
     /// The bytes are in no image format this build decodes (the message
     /// names the format found, if any, and the formats supported).
@@ -151,6 +155,8 @@ pub(crate) const RESULTS: &[(tp_result, &CStr)] = {
         (GraphInvalid, c"TP_RESULT_GRAPH_INVALID"),
         (GraphImport, c"TP_RESULT_GRAPH_IMPORT"),
         (UnknownPreset, c"TP_RESULT_UNKNOWN_PRESET"),
+        (GraphNotFound, c"TP_RESULT_GRAPH_NOT_FOUND"),
+        (GraphDoesNotFit, c"TP_RESULT_GRAPH_DOES_NOT_FIT"),
         (
             UnsupportedImageFormat,
             c"TP_RESULT_UNSUPPORTED_IMAGE_FORMAT",
@@ -251,6 +257,8 @@ impl From<GraphError> for Failure {
             GraphError::Invalid { .. } => R::GraphInvalid,
             GraphError::Pipeline(core) => code_of(core),
             GraphError::Import { .. } => R::GraphImport,
+            GraphError::NotFound { .. } => R::GraphNotFound,
+            GraphError::DoesNotFit { .. } => R::GraphDoesNotFit,
             GraphError::Io { .. } => R::Io,
             _ => R::Other,
         };

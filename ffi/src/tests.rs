@@ -181,3 +181,102 @@ fn one_plan_serves_several_threads() {
     // SAFETY: no thread uses the plan any more.
     unsafe { tp_plan_free(plan) };
 }
+
+#[test]
+fn the_header_version_macros_are_the_crate_version() {
+    let v = |s: &str| s.parse::<u32>().unwrap();
+    assert_eq!(crate::TP_VERSION_MAJOR, v(env!("CARGO_PKG_VERSION_MAJOR")));
+    assert_eq!(crate::TP_VERSION_MINOR, v(env!("CARGO_PKG_VERSION_MINOR")));
+    assert_eq!(crate::TP_VERSION_PATCH, v(env!("CARGO_PKG_VERSION_PATCH")));
+}
+
+/// The imagenet-eval graph compiled with `tp_plan_new_ex`.
+fn plan_ex(input: tp_input_desc, options: tp_plan_options_ex) -> *mut tp_plan {
+    let mut graph = ptr::null_mut();
+    let mut plan = ptr::null_mut();
+    // SAFETY: valid strings, structs and out-pointers.
+    unsafe {
+        assert_eq!(
+            tp_graph_from_preset(c"imagenet-eval".as_ptr(), &mut graph),
+            tp_result::Ok
+        );
+        assert_eq!(
+            tp_plan_new_ex(graph, &input, &options, &mut plan),
+            tp_result::Ok
+        );
+        tp_graph_free(graph);
+    }
+    plan
+}
+
+#[test]
+fn plan_options_ex_choose_the_yuv_range_and_the_exif_handling() {
+    let frame_in = tp_input_desc {
+        kind: tp_input_kind::Pixels as u32,
+        format: tp_pixel_format::Nv21 as u32,
+        width: W,
+        height: H,
+    };
+    let options = |yuv_range, flags| tp_plan_options_ex {
+        struct_size: size_of::<tp_plan_options_ex>(),
+        yuv_range,
+        flags,
+        ..tp_plan_options_ex::default()
+    };
+    let bytes = nv21();
+    let img = frame(&bytes);
+    let state = new_state();
+    let tensor = |plan: *mut tp_plan| {
+        let mut out = vec![0f32; 3 * 224 * 224];
+        // SAFETY: live handles; the plan is freed once.
+        unsafe {
+            run(plan, state, &img, &mut out);
+            tp_plan_free(plan);
+        }
+        out
+    };
+    let default = tensor(frame_plan());
+    let full = tensor(plan_ex(frame_in, options(tp_yuv_range::Full as u32, 0)));
+    let limited = tensor(plan_ex(frame_in, options(tp_yuv_range::Limited as u32, 0)));
+    assert!(default == full, "the graph's range is full");
+    assert!(full != limited, "the limited range changes the pixels");
+
+    // EXIF orientation 6: applied, the upright photo; ignored, the stored one.
+    let jpeg = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/exif_orient6_grace_hopper.jpg"
+    ))
+    .unwrap();
+    let jpeg_in = tp_input_desc {
+        kind: tp_input_kind::Jpeg as u32,
+        format: 0,
+        width: 0,
+        height: 0,
+    };
+    let encoded = |flags| {
+        let plan = plan_ex(jpeg_in, options(0, flags));
+        let mut out = vec![0f32; 3 * 224 * 224];
+        let mut g = tp_geometry::default();
+        // SAFETY: live handles and valid buffers; the plan is freed once.
+        unsafe {
+            assert_eq!(
+                tp_plan_run_jpeg(
+                    plan,
+                    state,
+                    jpeg.as_ptr(),
+                    jpeg.len(),
+                    out.as_mut_ptr().cast::<c_void>(),
+                    out.len() * 4,
+                    &mut g,
+                ),
+                tp_result::Ok
+            );
+            tp_plan_free(plan);
+        }
+        (g.input_width, g.input_height)
+    };
+    assert_eq!(encoded(TP_PLAN_APPLY_EXIF_ORIENTATION), (512, 600));
+    assert_eq!(encoded(TP_PLAN_IGNORE_EXIF_ORIENTATION), (600, 512));
+    // SAFETY: a live state, freed once.
+    unsafe { tp_run_state_free(state) };
+}

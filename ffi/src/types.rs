@@ -28,11 +28,18 @@ pub enum tp_pixel_format {
     Rgba8 = 4,
     /// Blue, green, red, alpha; 4 bytes per pixel (Android `Bitmap`, iOS `BGRA`).
     Bgra8 = 5,
-    /// YUV 4:2:0: a Y plane, then one interleaved U,V plane.
+    /// YUV 4:2:0: a Y plane, then one interleaved U,V plane. For a W x H
+    /// frame: plane 0 is H rows of W bytes (Y); plane 1 is (H + 1) / 2 rows
+    /// of 2 * ((W + 1) / 2) bytes (U, V pairs). Each row may be padded to its
+    /// plane's stride; a plane's length must be at least
+    /// stride * (rows - 1) + the bytes of one row.
     Nv12 = 6,
-    /// YUV 4:2:0: a Y plane, then one interleaved V,U plane.
+    /// YUV 4:2:0: a Y plane, then one interleaved V,U plane (Android's camera
+    /// default). Plane sizes as for NV12, with V before U in each pair.
     Nv21 = 7,
-    /// YUV 4:2:0: three planes Y, U, V.
+    /// YUV 4:2:0: three planes. For a W x H frame: plane 0 is H rows of W
+    /// bytes (Y); planes 1 (U) and 2 (V) are (H + 1) / 2 rows of (W + 1) / 2
+    /// bytes each. Strides and lengths as for NV12.
     I420 = 8,
 }
 

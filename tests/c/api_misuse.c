@@ -176,7 +176,7 @@ static void graphs(const char *sample, const char *graph_path, const unsigned ch
     /* Models. */
     g = SENTINEL;
     EXPECT(tp_graph_for_model(NULL, &g), TP_RESULT_NULL_PARAMETER);
-    EXPECT_MSG(tp_graph_for_model(no_graph_model, &g), TP_RESULT_GRAPH_INVALID, "no graph");
+    EXPECT_MSG(tp_graph_for_model(no_graph_model, &g), TP_RESULT_GRAPH_NOT_FOUND, "no graph");
     CHECK(g == SENTINEL);
     EXPECT(tp_graph_for_model(graph_path, &g), TP_RESULT_OK);
     tp_graph_free(g);
@@ -191,6 +191,25 @@ static void graphs(const char *sample, const char *graph_path, const unsigned ch
     EXPECT(tp_graph_from_preset("imagenet-eval", NULL), TP_RESULT_NULL_PARAMETER);
     CHECK(g == SENTINEL);
     EXPECT(tp_graph_from_preset("ResNet50_Weights.IMAGENET1K_V2", &g), TP_RESULT_OK);
+    {
+        /* What a graph accepts and produces. */
+        tp_graph_info gi, gi_before;
+        memset(&gi, 0x5a, sizeof gi);
+        gi_before = gi;
+        EXPECT(tp_graph_describe(NULL, &gi), TP_RESULT_NULL_PARAMETER);
+        EXPECT(tp_graph_describe(g, NULL), TP_RESULT_NULL_PARAMETER);
+        CHECK(memcmp(&gi, &gi_before, sizeof gi) == 0);
+        EXPECT(tp_graph_describe(g, &gi), TP_RESULT_OK);
+        CHECK(gi.accepts_encoded == 1);
+        CHECK(gi.pixel_formats & (1u << TP_PIXEL_FORMAT_NV21));
+        CHECK(gi.pixel_formats & (1u << TP_PIXEL_FORMAT_RGB8));
+        CHECK(gi.yuv_range == TP_YUV_RANGE_FULL);
+        CHECK(gi.ops >= 4 && gi.self_tests == 0);
+        CHECK(gi.output.dtype == TP_DTYPE_F32 && gi.output.layout == TP_LAYOUT_CHW);
+        CHECK(gi.output.channel_order == TP_CHANNEL_ORDER_RGB);
+        CHECK(gi.output.shape[0] == 3 && gi.output.shape[1] == 224 && gi.output.shape[2] == 224);
+        CHECK(gi.output.bytes == 3 * 224 * 224 * 4);
+    }
     tp_graph_free(g);
 
     /* Importers. */
@@ -257,6 +276,45 @@ static void plans(const unsigned char *jpeg, size_t jpeg_len, const unsigned cha
     EXPECT_MSG(tp_plan_new(g, &jpeg_in, &opts, &p), TP_RESULT_INVALID_PARAMETER, "decoder");
     EXPECT_MSG(tp_plan_new(g, &frame_in, &opts, &p), TP_RESULT_INVALID_PARAMETER, "decoder");
     CHECK(p == SENTINEL);
+    {
+        /* tp_plan_new_ex: versioned options, EXIF and damage handling, YUV range. */
+        tp_plan_options_ex ex;
+        tp_plan *q = SENTINEL;
+        memset(&ex, 0, sizeof ex);
+        EXPECT_MSG(tp_plan_new_ex(g, &jpeg_in, &ex, &q), TP_RESULT_INVALID_PARAMETER,
+                   "struct_size");
+        ex.struct_size = sizeof ex;
+        ex.flags = TP_PLAN_APPLY_EXIF_ORIENTATION | TP_PLAN_IGNORE_EXIF_ORIENTATION;
+        EXPECT_MSG(tp_plan_new_ex(g, &jpeg_in, &ex, &q), TP_RESULT_INVALID_PARAMETER,
+                   "contradict");
+        ex.flags = 0x100;
+        EXPECT_MSG(tp_plan_new_ex(g, &jpeg_in, &ex, &q), TP_RESULT_INVALID_PARAMETER,
+                   "unknown bits");
+        ex.flags = 0;
+        ex.yuv_range = 7;
+        EXPECT_MSG(tp_plan_new_ex(g, &frame_in, &ex, &q), TP_RESULT_INVALID_PARAMETER,
+                   "yuv_range");
+        EXPECT(tp_plan_new_ex(NULL, &frame_in, &ex, &q), TP_RESULT_NULL_PARAMETER);
+        EXPECT(tp_plan_new_ex(g, &frame_in, &ex, NULL), TP_RESULT_NULL_PARAMETER);
+        CHECK(q == SENTINEL);
+        ex.yuv_range = TP_YUV_RANGE_LIMITED;
+        EXPECT(tp_plan_new_ex(g, &frame_in, &ex, &q), TP_RESULT_OK);
+        tp_plan_free(q);
+        ex.yuv_range = 0;
+        ex.flags = TP_PLAN_APPLY_EXIF_ORIENTATION | TP_PLAN_LENIENT;
+        EXPECT(tp_plan_new_ex(g, &jpeg_in, &ex, &q), TP_RESULT_OK);
+        tp_plan_free(q);
+        /* An older, shorter struct: the fields past its size take their defaults. */
+        ex.struct_size = sizeof(size_t) + sizeof(uint32_t);
+        EXPECT(tp_plan_new_ex(g, &jpeg_in, &ex, &q), TP_RESULT_OK);
+        tp_plan_free(q);
+        EXPECT(tp_plan_new_ex(g, &jpeg_in, NULL, &q), TP_RESULT_OK);
+        tp_plan_free(q);
+#if TP_VERSION_NUMBER < 100
+#error "the header's version macros"
+#endif
+        CHECK(TP_VERSION_MAJOR == 0 && TP_VERSION_MINOR >= 1);
+    }
     /* Frames need no decoder: asking for one this build may lack is no error. */
     opts.decoder = TP_DECODER_LIBJPEG_TURBO;
     EXPECT(tp_plan_new(g, &frame_in, &opts, &p), TP_RESULT_OK);

@@ -44,6 +44,16 @@ pub enum GraphError {
     },
     /// The ops do not form a valid pipeline.
     Pipeline(crate::Error),
+    /// A model has no graph (no sidecar file, no embedded entry).
+    NotFound {
+        /// Where it was looked for.
+        message: String,
+    },
+    /// The graph's output does not fit the model's input (shape or element type).
+    DoesNotFit {
+        /// Both shapes.
+        message: String,
+    },
     /// An importer could not read its source.
     Import {
         /// The source format (`"hf"`, `"tflite"`, ...).
@@ -128,6 +138,8 @@ impl fmt::Display for GraphError {
             } => write!(f, "op {i} ({name}): {message}"),
             GraphError::Invalid { op: None, message } => write!(f, "invalid graph: {message}"),
             GraphError::Pipeline(e) => write!(f, "invalid pipeline: {e}"),
+            GraphError::NotFound { message } => f.write_str(message),
+            GraphError::DoesNotFit { message } => f.write_str(message),
             GraphError::Import { format, message } => write!(f, "{format} import: {message}"),
             #[cfg(feature = "std")]
             GraphError::Io { path, error } => write!(f, "{path}: {error}"),

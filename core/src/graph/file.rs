@@ -89,15 +89,14 @@ impl Graph {
                 ),
             )),
             (Some(g), _) | (None, Some(g)) => Ok(g),
-            (None, None) => Err(GraphError::invalid(
-                None,
-                std::format!(
+            (None, None) => Err(GraphError::NotFound {
+                message: std::format!(
                     "no graph for {}: no {} and no `{}` metadata entry",
                     model.display(),
                     sidecar.display(),
                     onnx::METADATA_KEY
                 ),
-            )),
+            }),
         }
     }
 }
@@ -134,55 +133,146 @@ pub fn onnx_file_metadata_props(path: &Path) -> Result<Vec<(String, String)>, Gr
 
 /// Calls `f` with the key and value of every top-level `metadata_props`
 /// entry of the ONNX file at `path`.
-fn scan_onnx_metadata(
+/// One field header read from a stream: its number, and for
+/// length-delimited fields the payload's length (the payload not read).
+/// Scalars are consumed. `None` at the end of the message.
+fn next_field(
+    r: &mut BufReader<File>,
+    pos: &mut u64,
+    end: u64,
+    bad: &impl Fn(&str) -> GraphError,
+) -> Result<Option<(u64, Option<u64>)>, GraphError> {
+    if *pos >= end {
+        return Ok(None);
+    }
+    let key = read_varint(r, pos).ok_or_else(|| bad("bad field key"))?;
+    let number = key >> 3;
+    match key & 7 {
+        0 => {
+            read_varint(r, pos).ok_or_else(|| bad("bad varint"))?;
+            Ok(Some((number, None)))
+        }
+        1 | 5 => {
+            let n = if key & 7 == 1 { 8 } else { 4 };
+            skip(r, pos, n, end).ok_or_else(|| bad("truncated"))?;
+            Ok(Some((number, None)))
+        }
+        2 => {
+            let n = read_varint(r, pos).ok_or_else(|| bad("bad length"))?;
+            if n > end.saturating_sub(*pos) {
+                return Err(bad("a field runs past its message"));
+            }
+            Ok(Some((number, Some(n))))
+        }
+        _ => Err(bad("unsupported wire type")),
+    }
+}
+
+/// Reads a payload of `n` bytes (at most `cap`).
+fn read_payload(
+    r: &mut BufReader<File>,
+    pos: &mut u64,
+    n: u64,
+    cap: u64,
     path: &Path,
-    mut f: impl FnMut(&[u8], &[u8]) -> Result<(), GraphError>,
-) -> Result<(), GraphError> {
+    bad: &impl Fn(&str) -> GraphError,
+) -> Result<Vec<u8>, GraphError> {
+    if n > cap {
+        return Err(bad("oversized field"));
+    }
+    let mut bytes = std::vec![0; n as usize];
+    r.read_exact(&mut bytes).map_err(|e| io(path, e))?;
+    *pos += n;
+    Ok(bytes)
+}
+
+fn open_model(path: &Path) -> Result<(BufReader<File>, u64), GraphError> {
     let file = File::open(path).map_err(|e| io(path, e))?;
     let len = file.metadata().map_err(|e| io(path, e))?.len();
-    let mut r = BufReader::new(file);
-    let bad = |what: &str| {
+    Ok((BufReader::new(file), len))
+}
+
+fn bad_model(path: &Path) -> impl Fn(&str) -> GraphError + '_ {
+    move |what: &str| {
         GraphError::import(
             "onnx",
             std::format!("{}: not a valid ONNX model ({what})", path.display()),
         )
-    };
+    }
+}
+
+fn scan_onnx_metadata(
+    path: &Path,
+    mut f: impl FnMut(&[u8], &[u8]) -> Result<(), GraphError>,
+) -> Result<(), GraphError> {
+    let (mut r, len) = open_model(path)?;
+    let bad = bad_model(path);
     let mut pos = 0u64;
     let mut has_ir_version = false;
-    while pos < len {
-        let key = read_varint(&mut r, &mut pos).ok_or_else(|| bad("bad field key"))?;
-        let number = key >> 3;
-        match key & 7 {
-            0 => {
-                read_varint(&mut r, &mut pos).ok_or_else(|| bad("bad varint"))?;
-                has_ir_version |= number == 1;
+    while let Some((number, payload)) = next_field(&mut r, &mut pos, len, &bad)? {
+        match payload {
+            None => has_ir_version |= number == 1,
+            Some(n) if number == u64::from(onnx::METADATA_PROPS) => {
+                let entry = read_payload(&mut r, &mut pos, n, MAX_ENTRY_BYTES, path, &bad)?;
+                let (key, value) = onnx::entry(&entry)?;
+                f(key, value)?;
             }
-            1 | 5 => {
-                let n = if key & 7 == 1 { 8 } else { 4 };
-                skip(&mut r, &mut pos, n, len).ok_or_else(|| bad("truncated"))?;
-            }
-            2 => {
-                let n = read_varint(&mut r, &mut pos).ok_or_else(|| bad("bad length"))?;
-                if number == u64::from(onnx::METADATA_PROPS) {
-                    if n > MAX_ENTRY_BYTES || n > len - pos {
-                        return Err(bad("oversized metadata entry"));
-                    }
-                    let mut entry = std::vec![0; n as usize];
-                    r.read_exact(&mut entry).map_err(|e| io(path, e))?;
-                    pos += n;
-                    let (key, value) = onnx::entry(&entry)?;
-                    f(key, value)?;
-                } else {
-                    skip(&mut r, &mut pos, n, len).ok_or_else(|| bad("truncated"))?;
-                }
-            }
-            _ => return Err(bad("unsupported wire type")),
+            Some(n) => skip(&mut r, &mut pos, n, len).ok_or_else(|| bad("truncated"))?,
         }
     }
     if !has_ir_version {
         return Err(bad("no ir_version field"));
     }
     Ok(())
+}
+
+/// The graph inputs of an ONNX model file ([`super::onnx_inputs`]), read
+/// by seeking past the weights: only the graph's `input` messages and the
+/// initializers' names are read.
+pub fn onnx_file_inputs(path: &Path) -> Result<Vec<super::ModelInput>, GraphError> {
+    use super::model_input::{GRAPH, INITIALIZER, INPUT, TENSOR_NAME};
+    const MAX_INPUT_BYTES: u64 = 1 << 20;
+    const MAX_NAME_BYTES: u64 = 1 << 16;
+    let (mut r, len) = open_model(path)?;
+    let bad = bad_model(path);
+    let mut pos = 0u64;
+    let (mut raw, mut initializers) = (Vec::new(), Vec::new());
+    while let Some((number, payload)) = next_field(&mut r, &mut pos, len, &bad)? {
+        let Some(n) = payload else { continue };
+        if number != u64::from(GRAPH) {
+            skip(&mut r, &mut pos, n, len).ok_or_else(|| bad("truncated"))?;
+            continue;
+        }
+        let graph_end = pos + n;
+        while let Some((number, payload)) = next_field(&mut r, &mut pos, graph_end, &bad)? {
+            let Some(n) = payload else { continue };
+            if number == u64::from(INPUT) {
+                raw.push(read_payload(
+                    &mut r,
+                    &mut pos,
+                    n,
+                    MAX_INPUT_BYTES,
+                    path,
+                    &bad,
+                )?);
+            } else if number == u64::from(INITIALIZER) {
+                let tensor_end = pos + n;
+                while let Some((number, payload)) = next_field(&mut r, &mut pos, tensor_end, &bad)?
+                {
+                    let Some(n) = payload else { continue };
+                    if number == u64::from(TENSOR_NAME) {
+                        let name = read_payload(&mut r, &mut pos, n, MAX_NAME_BYTES, path, &bad)?;
+                        initializers.push(String::from_utf8_lossy(&name).into_owned());
+                    } else {
+                        skip(&mut r, &mut pos, n, tensor_end).ok_or_else(|| bad("truncated"))?;
+                    }
+                }
+            } else {
+                skip(&mut r, &mut pos, n, graph_end).ok_or_else(|| bad("truncated"))?;
+            }
+        }
+    }
+    super::model_input::inputs_from(&raw, &initializers)
 }
 
 fn read_varint(r: &mut impl Read, pos: &mut u64) -> Option<u64> {

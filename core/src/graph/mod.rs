@@ -36,6 +36,7 @@ mod convert;
 mod error;
 #[cfg(feature = "std")]
 mod file;
+mod model_input;
 pub mod onnx;
 pub mod proto;
 mod selftest;
@@ -46,7 +47,8 @@ use alloc::vec::Vec;
 
 pub use error::GraphError;
 #[cfg(feature = "std")]
-pub use file::{embedded_in_onnx_file, onnx_file_metadata_props, sidecar_path};
+pub use file::{embedded_in_onnx_file, onnx_file_inputs, onnx_file_metadata_props, sidecar_path};
+pub use model_input::{Dim, ModelInput, onnx_inputs};
 pub use selftest::{SelfTest, SelfTestInput, SelfTestReport, pattern};
 
 use crate::color::YuvRange;

@@ -58,9 +58,13 @@ pub(crate) struct EmbedArgs {
     graph: PathBuf,
     /// The ONNX model.
     model: PathBuf,
-    /// Where to write the model with the graph (default: replace MODEL).
+    /// Where to write the model with the graph (default: replace MODEL,
+    /// through a temporary file renamed into place).
     #[arg(short, long)]
     out: Option<PathBuf>,
+    /// Embed even if the graph's output does not fit the model's input.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args)]
@@ -93,12 +97,24 @@ pub(crate) fn load(path: &Path) -> Result<Graph, String> {
 /// Writes `bytes` to `path` through a temporary file in the same directory,
 /// so that a failure never leaves a half-written model.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let tmp = path.with_extension("tensorprep-tmp");
-    std::fs::write(&tmp, bytes)
+    use std::io::Write;
+    let mut name = path.file_name().unwrap_or_default().to_owned();
+    name.push(".tensorprep-tmp");
+    let tmp = path.with_file_name(name);
+    std::fs::File::create(&tmp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            // On disk before the rename: a crash leaves the old file or the new one.
+            f.sync_all()
+        })
         .and_then(|()| std::fs::rename(&tmp, path))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
-            format!("cannot write {}: {e}", path.display())
+            format!(
+                "cannot write {}: {e} ({} left unchanged)",
+                path.display(),
+                path.display()
+            )
         })
 }
 
@@ -350,9 +366,30 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode, String> {
 pub(crate) fn embed(args: &EmbedArgs) -> Result<ExitCode, String> {
     let graph = Graph::load(&args.graph).map_err(|e| format!("{}: {e}", args.graph.display()))?;
     let model = read(&args.model, MAX_MODEL_BYTES)?;
-    let with = onnx::embed(&model, &graph).map_err(|e| format!("{}: {e}", args.model.display()))?;
+    let at = |e: tensorprep::graph::GraphError| format!("{}: {e}", args.model.display());
+    let fits = tensorprep::graph::onnx_inputs(&model)
+        .map_err(at)
+        .and_then(|inputs| graph.check_fits(&inputs).map_err(at));
+    match fits {
+        Err(e) if !args.force => return Err(format!("{e}; --force embeds it anyway")),
+        Err(e) => eprintln!("tensorprep: warning (--force): {e}"),
+        Ok(()) => {}
+    }
+    let replaced = onnx::extract(&model).map_err(at)?;
+    let with = onnx::embed(&model, &graph).map_err(at)?;
     let out = args.out.as_deref().unwrap_or(&args.model);
     write_atomically(out, &with)?;
+    if let Some(old) = replaced {
+        eprintln!(
+            "replaced the graph embedded in {} before{}",
+            args.model.display(),
+            if old == graph {
+                " (it was the same)"
+            } else {
+                ""
+            }
+        );
+    }
     eprintln!(
         "wrote {} ({} bytes, of which {} are the `{}` entry)",
         out.display(),

@@ -89,6 +89,10 @@ struct PipelineArgs {
     /// (libjpeg-turbo decodes only that part by default; the pixels are the same).
     #[arg(long)]
     full_decode: bool,
+    /// With `--graph MODEL.onnx`: run even if the graph's output does not fit
+    /// the model's input.
+    #[arg(long)]
+    force: bool,
     /// Refuse images with more pixels than this [default: 134217728].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     max_pixels: Option<u64>,
@@ -201,6 +205,16 @@ fn pipeline(args: &PipelineArgs) -> Result<(Pipeline, Option<Backend>), String> 
     }
     let path = args.graph.as_deref().ok_or("give --preset or --graph")?;
     let graph = graphs::load(path)?;
+    if path.extension().is_some_and(|e| e == "onnx") {
+        let fits = tensorprep::graph::onnx_file_inputs(path)
+            .and_then(|inputs| graph.check_fits(&inputs))
+            .map_err(|e| format!("{}: {e}", path.display()));
+        match fits {
+            Err(e) if !args.force => return Err(format!("{e}; --force runs it anyway")),
+            Err(e) => eprintln!("tensorprep: warning (--force): {e}"),
+            Ok(()) => {}
+        }
+    }
     let wanted = graph.pipeline.decoder();
     Ok((graph.pipeline, wanted))
 }

@@ -630,3 +630,102 @@ fn presets_version_and_decoder_flags_say_what_they_do() {
     assert!(!o.status.success());
     assert!(stderr_of(&o).contains("0 means one per core"));
 }
+
+#[test]
+fn a_graph_that_does_not_fit_the_model_is_refused() {
+    let dir = scratch("fit");
+    let model = dir.join("yolo.onnx");
+    std::fs::copy(fixture("graph/ultralytics_yolov8n_320.onnx"), &model).unwrap();
+    let original = std::fs::read(&model).unwrap();
+    let vit = dir.join("vit.tpp");
+    let yolo = dir.join("yolo.tpp");
+    run_ok(&[
+        "convert",
+        "--from",
+        "preset:imagenet-eval",
+        "-o",
+        vit.to_str().unwrap(),
+    ]);
+    run_ok(&[
+        "convert",
+        "--from",
+        "ultralytics",
+        model.to_str().unwrap(),
+        "-o",
+        yolo.to_str().unwrap(),
+    ]);
+    // A ViT graph into a 320x320 YOLO model: refused, naming both shapes.
+    let o = tensorprep(&["embed", vit.to_str().unwrap(), model.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let stderr = stderr_of(&o);
+    assert!(
+        stderr.contains("float32 [3, 224, 224] (CHW)")
+            && stderr.contains("`images` float32 [1, 3, 320, 320]")
+            && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&model).unwrap(),
+        original,
+        "the model is untouched"
+    );
+    // The right graph goes in; embedding again says it replaced one.
+    run_ok(&["embed", yolo.to_str().unwrap(), model.to_str().unwrap()]);
+    let o = run_ok(&["embed", yolo.to_str().unwrap(), model.to_str().unwrap()]);
+    assert!(
+        stderr_of(&o).contains("replaced the graph embedded"),
+        "{}",
+        stderr_of(&o)
+    );
+    let with_graph = std::fs::read(&model).unwrap();
+    // --force overrides, and run --graph checks the model it runs for.
+    let forced = dir.join("forced.onnx");
+    let o = run_ok(&[
+        "embed",
+        "--force",
+        vit.to_str().unwrap(),
+        model.to_str().unwrap(),
+        "-o",
+        forced.to_str().unwrap(),
+    ]);
+    assert!(stderr_of(&o).contains("warning (--force)"));
+    let out = dir.join("x.npy");
+    let run = |force: bool| {
+        let mut a = vec![
+            "run".to_owned(),
+            "--graph".to_owned(),
+            forced.to_string_lossy().into_owned(),
+            fixture("sample.jpg"),
+            "-o".to_owned(),
+            out.to_string_lossy().into_owned(),
+        ];
+        if force {
+            a.push("--force".to_owned());
+        }
+        tensorprep(&a)
+    };
+    let o = run(false);
+    assert!(
+        !o.status.success() && stderr_of(&o).contains("sizes differ"),
+        "{}",
+        stderr_of(&o)
+    );
+    assert!(run(true).status.success());
+    // A write that cannot happen leaves the model as it was (the new bytes go to
+    // a temporary file first; here that file cannot be created).
+    let blocker = dir.join("yolo.onnx.tensorprep-tmp");
+    std::fs::create_dir(&blocker).unwrap();
+    let o = tensorprep(&[
+        "embed",
+        vit.to_str().unwrap(),
+        model.to_str().unwrap(),
+        "--force",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr_of(&o).contains("left unchanged"),
+        "{}",
+        stderr_of(&o)
+    );
+    assert_eq!(std::fs::read(&model).unwrap(), with_graph);
+}
