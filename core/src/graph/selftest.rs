@@ -1,6 +1,7 @@
 //! Self-test vectors: an input and the output it must produce, so that a
 //! device can check on first run that it preprocesses exactly as the machine
-//! that made the graph did.
+//! that made the graph did: a synthetic picture for the ops after decoding,
+//! and a small photo as a JPEG and as a PNG for the decoders too.
 
 use alloc::format;
 use alloc::string::String;
@@ -9,8 +10,9 @@ use alloc::vec::Vec;
 use super::convert::{PIXEL_FORMATS, shape_from_pb};
 use super::proto as pb;
 use super::{Graph, GraphError, MAX_SAMPLES, MAX_SELF_TESTS};
+use crate::jpeg::Backend;
 use crate::pipeline::{Input, InputDesc, Op, PlanState};
-use crate::{Image, Limits, PixelFormat, Tensor};
+use crate::{DType, Image, Limits, PixelFormat, Tensor};
 
 /// An input and the output the graph must produce for it.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,21 +37,26 @@ pub struct SelfTest {
 pub enum SelfTestInput {
     /// Raw pixels (the graph's Decode op is skipped): checks every op after decoding.
     Pixels(Image),
-    /// A JPEG file: checks the decoder too.
-    Jpeg(Vec<u8>),
+    /// An encoded file (JPEG, PNG, WebP): checks the decoder too.
+    Encoded(Vec<u8>),
 }
 
-/// The outcome of one self-test.
+/// The outcome of one self-test on one decoder.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SelfTestReport {
     /// The test's name.
     pub name: String,
+    /// The JPEG decoder that ran it (`None` when no JPEG was decoded).
+    pub decoder: Option<Backend>,
     /// Whether the output is bit-identical to the expected one.
     pub exact: bool,
-    /// The largest difference at the recorded samples.
+    /// The largest difference at the recorded samples, in output units.
     pub max_sample_diff: f32,
-    /// The test's tolerance.
+    /// The test's tolerance, in output units.
     pub tolerance: f32,
+    /// Output units per 8-bit input level (see [`Graph::units_per_level`]).
+    pub units_per_level: f32,
 }
 
 impl SelfTestReport {
@@ -57,7 +64,53 @@ impl SelfTestReport {
     pub fn passed(&self) -> bool {
         self.exact || (self.tolerance > 0.0 && self.max_sample_diff <= self.tolerance)
     }
+
+    /// The largest sample difference in 8-bit input levels.
+    pub fn levels(&self) -> f32 {
+        self.max_sample_diff / self.units_per_level
+    }
 }
+
+impl core::fmt::Display for SelfTestReport {
+    /// One line a user can act on: what was checked, the verdict, what it means.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}", self.name)?;
+        if let Some(d) = self.decoder {
+            write!(f, ", decoded by {}", d.name())?;
+        }
+        if self.exact {
+            return f.write_str(": exact (the tensor is the graph maker's, bit for bit)");
+        }
+        let levels = self.levels();
+        let allowed = self.tolerance / self.units_per_level;
+        if self.passed() {
+            write!(
+                f,
+                ": within {levels:.1} levels ({allowed:.0} allowed; this decoder's pixels differ \
+                 slightly from the maker's: fine for inference, not bit-exact)"
+            )
+        } else if self.max_sample_diff.is_infinite() {
+            write!(
+                f,
+                ": FAILED (the output has another shape than the maker's)"
+            )
+        } else {
+            write!(
+                f,
+                ": FAILED (differs by up to {levels:.1} levels, {allowed:.0} allowed: this build \
+                 preprocesses differently from the graph's maker, so the model would see other inputs)"
+            )
+        }
+    }
+}
+
+/// The photo of the JPEG self-test (a 93x62 4:2:0 crop of the CC0 sample).
+const SAMPLE_JPEG: &[u8] = include_bytes!("selftest_sample.jpg");
+/// The photo of the PNG self-test (a 47x31 crop of the CC0 sample).
+const SAMPLE_PNG: &[u8] = include_bytes!("selftest_sample.png");
+/// How far (in 8-bit levels) another JPEG decoder may be from the maker's:
+/// zune-jpeg and libjpeg-turbo differ by up to 4 on 4:2:0 photos.
+const JPEG_LEVELS: f32 = 6.0;
 
 /// Samples recorded per self-test.
 const SAMPLES: usize = 64;
@@ -116,13 +169,13 @@ impl Graph {
                 InputDesc::pixels(image.format(), image.width(), image.height()),
                 Input::Pixels(image.view()),
             ),
-            SelfTestInput::Jpeg(bytes) => (InputDesc::Encoded, Input::Encoded(bytes)),
+            SelfTestInput::Encoded(bytes) => (InputDesc::Encoded, Input::Encoded(bytes)),
         };
         let plan = self.compile(desc)?;
         let shape = plan.output_shape().ok_or_else(|| {
             GraphError::invalid(
                 None,
-                "a JPEG self-test needs a graph whose output size is fixed".into(),
+                "a self-test needs a graph whose output size is fixed".into(),
             )
         })?;
         let len = shape.iter().product();
@@ -184,15 +237,96 @@ impl Graph {
         Err(last.unwrap_or_else(|| GraphError::invalid(None, "no self-test size fits".into())))
     }
 
-    /// Runs every self-test.
+    /// Adds the self-tests a graph made for files carries: the synthetic
+    /// picture (bit-exact), a small photo as a JPEG (decoded by the graph's
+    /// decoder if this build has it; another decoder may differ by a few
+    /// levels) and as a PNG (bit-exact). Graphs without a Decode op get the
+    /// picture only.
+    pub fn add_self_tests(&mut self) -> Result<(), GraphError> {
+        self.add_self_test("pattern")?;
+        if !matches!(self.pipeline.ops().first(), Some(Op::Decode(_))) {
+            return Ok(());
+        }
+        let usable = self.clone().with_decoder(Backend::default());
+        if usable.compile(InputDesc::Encoded)?.output_shape().is_none() {
+            // The tensor's size depends on the image: a file's test would
+            // check the one size; the picture's checks every op.
+            return Ok(());
+        }
+        let decoder = self
+            .pipeline
+            .decoder()
+            .filter(|b| b.is_available())
+            .unwrap_or_else(|| Backend::available().next_back().unwrap_or_default());
+        let maker = self.clone().with_decoder(decoder);
+        let tolerance = JPEG_LEVELS * self.units_per_level();
+        let mut tests = Vec::new();
+        for (name, bytes, tolerance) in [
+            ("photo.jpg", SAMPLE_JPEG, tolerance),
+            ("photo.png", SAMPLE_PNG, 0.0),
+        ] {
+            let mut one = maker.clone();
+            one.self_tests.clear();
+            one.add_self_test_with(name, SelfTestInput::Encoded(bytes.to_vec()), tolerance)?;
+            tests.extend(one.self_tests);
+        }
+        if self.self_tests.len() + tests.len() > MAX_SELF_TESTS {
+            return Err(GraphError::invalid(None, "too many self-tests".into()));
+        }
+        self.self_tests.extend(tests);
+        Ok(())
+    }
+
+    /// How much one 8-bit level of the input moves the output, at most over
+    /// the channels: `1 / (divisor * std)` for normalized float outputs,
+    /// divided by the quantization scale for integer ones. Reports give
+    /// differences in levels with it.
+    pub fn units_per_level(&self) -> f32 {
+        let mut per_level = 1.0f32;
+        for op in self.pipeline.ops() {
+            match op {
+                Op::Normalize(n) => {
+                    let min_std = n.std.iter().copied().fold(f32::INFINITY, f32::min);
+                    if min_std > 0.0 && n.divisor > 0.0 {
+                        per_level = 1.0 / (n.divisor * min_std);
+                    }
+                }
+                Op::Cast {
+                    dtype: DType::U8 | DType::I8,
+                    quantization,
+                } if quantization.scale > 0.0 => per_level /= quantization.scale,
+                _ => {}
+            }
+        }
+        per_level
+    }
+
+    /// Runs every self-test: a test on an encoded JPEG once with each JPEG
+    /// decoder this build has, every other test once.
     ///
     /// Errors only when a test cannot run at all; a wrong output is a report
     /// whose [`SelfTestReport::passed`] is false.
     pub fn verify(&self) -> Result<Vec<SelfTestReport>, GraphError> {
-        self.self_tests
-            .iter()
-            .map(|t| {
-                let (tensor, shape) = self.run_self_test_input(&t.input)?;
+        let units_per_level = self.units_per_level();
+        let mut reports = Vec::new();
+        for t in &self.self_tests {
+            let jpeg = matches!(&t.input, SelfTestInput::Encoded(b)
+                if crate::decode::ImageFormat::sniff(b) == Some(crate::decode::ImageFormat::Jpeg));
+            let decoders: Vec<Option<Backend>> = if jpeg {
+                Backend::available().map(Some).collect()
+            } else {
+                alloc::vec![None]
+            };
+            for decoder in decoders {
+                // A file that is no JPEG needs no JPEG decoder, but the plan
+                // must compile: one this build lacks is swapped for one it has.
+                let lacking = self.pipeline.decoder().is_some_and(|b| !b.is_available());
+                let graph = match decoder {
+                    Some(b) => &self.clone().with_decoder(b),
+                    None if lacking => &self.clone().with_decoder(Backend::default()),
+                    None => self,
+                };
+                let (tensor, shape) = graph.run_self_test_input(&t.input)?;
                 let max_sample_diff = if shape == t.shape {
                     t.samples
                         .iter()
@@ -204,14 +338,17 @@ impl Graph {
                 } else {
                     f32::INFINITY
                 };
-                Ok(SelfTestReport {
+                reports.push(SelfTestReport {
                     name: t.name.clone(),
+                    decoder,
                     exact: shape == t.shape && fnv1a64(&tensor) == t.fnv1a64,
                     max_sample_diff,
                     tolerance: t.tolerance,
-                })
-            })
-            .collect()
+                    units_per_level,
+                });
+            }
+        }
+        Ok(reports)
     }
 }
 
@@ -226,7 +363,7 @@ pub(super) fn to_pb(t: &SelfTest) -> pb::SelfTest {
             height: image.height(),
             pixels: image.as_bytes().to_vec(),
         }),
-        SelfTestInput::Jpeg(bytes) => pb::self_test::Input::Jpeg(bytes.clone()),
+        SelfTestInput::Encoded(bytes) => pb::self_test::Input::Encoded(bytes.clone()),
     };
     pb::SelfTest {
         name: t.name.clone(),
@@ -257,7 +394,7 @@ pub(super) fn from_pb(t: pb::SelfTest) -> Result<SelfTest, GraphError> {
                 .map_err(|e| bad(format!("{e}")))?;
             SelfTestInput::Pixels(image)
         }
-        Some(pb::self_test::Input::Jpeg(bytes)) => SelfTestInput::Jpeg(bytes),
+        Some(pb::self_test::Input::Encoded(bytes)) => SelfTestInput::Encoded(bytes),
         None => return Err(bad("the input is missing".into())),
     };
     let shape = shape_from_pb(&t.shape, "a self-test shape")?
@@ -331,5 +468,47 @@ mod tests {
             fnv1a64(&Tensor::U8(vec![1, 2])),
             fnv1a64(&Tensor::U8(vec![2, 1]))
         );
+    }
+}
+
+#[cfg(test)]
+mod decoding_tests {
+    use super::*;
+    use crate::pipeline::Pipeline;
+
+    #[test]
+    fn graphs_for_files_carry_a_jpeg_and_a_png_self_test() {
+        let mut graph = Graph::new(Pipeline::imagenet_eval()).unwrap();
+        graph.add_self_tests().unwrap();
+        let names: Vec<&str> = graph.self_tests.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["pattern", "photo.jpg", "photo.png"]);
+        // They survive the file format.
+        let read = Graph::decode(&graph.encode()).unwrap();
+        assert_eq!(read.self_tests, graph.self_tests);
+        let reports = read.verify().unwrap();
+        assert_eq!(reports.len(), 2 + Backend::available().count());
+        assert!(reports.iter().all(SelfTestReport::passed), "{reports:?}");
+        // The PNG test is bit-exact: a pixel changed in the recorded file fails it.
+        let mut broken = graph.clone();
+        let png = &mut broken.self_tests[2];
+        png.fnv1a64 ^= 1;
+        png.samples[5].1 += 10.0 * graph.units_per_level();
+        let report = &broken.verify().unwrap()[2 + Backend::available().count() - 1];
+        assert!(!report.passed());
+        let text = alloc::format!("{report}");
+        assert!(
+            text.starts_with("photo.png: FAILED (differs by up to 10.0 levels"),
+            "{text}"
+        );
+        // 1 level of ImageNet's red channel is 1 / (255 * 0.224).
+        assert!((graph.units_per_level() - 1.0 / (255.0 * 0.224)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn pixel_graphs_carry_the_picture_only() {
+        let ops: Vec<Op> = Pipeline::imagenet_eval().ops()[1..].to_vec();
+        let mut graph = Graph::new(Pipeline::from_ops(&ops).unwrap()).unwrap();
+        graph.add_self_tests().unwrap();
+        assert_eq!(graph.self_tests.len(), 1);
     }
 }

@@ -357,8 +357,10 @@ pub mod self_test {
     pub enum Input {
         #[prost(message, tag = "2")]
         Pixels(super::RawImage),
+        /// An encoded image file: JPEG, PNG or WebP, the format found from its
+        /// bytes (the field was `jpeg` when JPEG was the only format).
         #[prost(bytes, tag = "3")]
-        Jpeg(::prost::alloc::vec::Vec<u8>),
+        Encoded(::prost::alloc::vec::Vec<u8>),
     }
 }
 /// Packed and planar 8-bit pixel formats.
