@@ -1275,8 +1275,10 @@ tp_result tp_graph_from_hugging_face(const uint8_t *json, size_t len, struct tp_
 tp_result tp_graph_from_timm(const uint8_t *json, size_t len, struct tp_graph **out);
 
 /**
- * Runs the graph's self-tests (synthetic pictures with the tensors recorded
- * when the graph was written) on this build and device. `*passed` and
+ * Runs the graph's self-tests (a synthetic picture, and for graphs made for
+ * files a small JPEG, once per JPEG decoder this build has, and a PNG; each
+ * with the tensor recorded when the graph was written) on this build and
+ * device. `*passed` and
  * `*total` (either may be NULL) receive the counts. Returns
  * `TP_RESULT_SELF_TEST_FAILED` if any test's tensor differs beyond its
  * tolerance (the message names it); a graph without self-tests passes with
