@@ -1,8 +1,9 @@
-//! The main job: a JPEG photo to the ImageNet eval tensor torchvision would make.
+//! The main job: a photo (JPEG, PNG or WebP) to the ImageNet eval tensor
+//! torchvision would make.
 //!
 //! ```text
 //! cargo run --release --example preprocess                  # the bundled sample photo
-//! cargo run --release --example preprocess -- PHOTO.jpg [OUT.npy]
+//! cargo run --release --example preprocess -- PHOTO [OUT.npy]
 //! # Pillow's own decoder (libjpeg-turbo; needs cmake and nasm): the tensor is then
 //! # bit-identical to torchvision's.
 //! cargo run --release --example preprocess --features turbojpeg
@@ -40,11 +41,14 @@ fn main() -> Result<(), Box<dyn Error>> {
         .output_shape()
         .ok_or("the preset has a fixed output shape")?;
     let mut tensor = vec![0f32; shape.iter().product()];
-    let geometry = plan.run(
-        &mut state,
-        Input::Encoded(&jpeg),
-        TensorMut::F32(&mut tensor),
-    )?;
+    // Errors name the file: "photo.png: PNG data ends before the image does".
+    let geometry = plan
+        .run(
+            &mut state,
+            Input::Encoded(&jpeg),
+            TensorMut::F32(&mut tensor),
+        )
+        .map_err(|e| format!("{}: {e}", input.display()))?;
 
     // Steady state: the same image again, buffers reused, nothing allocated
     // beyond the decoder's own.
@@ -66,7 +70,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         geometry.input.1,
         jpeg.len()
     );
-    println!("decoder  {backend:?}");
+    println!("decoder  {} (for JPEG files)", backend.name());
     println!(
         "steps    decode -> Resize(256) bilinear -> CenterCrop(224) -> ToTensor -> Normalize(ImageNet)"
     );

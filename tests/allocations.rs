@@ -335,3 +335,85 @@ mod pipeline {
         }
     }
 }
+
+/// 50 photos of 50 different sizes, as a real folder has them: PNGs of crops
+/// of the sample photo (every one a new size for the plan).
+fn photos_of_many_sizes() -> Vec<Vec<u8>> {
+    let rgb = JpegDecoder::new(DecodeOptions::default())
+        .decode(&read("sample.jpg"))
+        .unwrap();
+    (0..50u32)
+        .map(|i| {
+            let (w, h) = (250 + 3 * i, 200 + (i * 7) % 61);
+            let crop = rgb
+                .view()
+                .crop(tensorprep::Rect::new(i, i / 2, w, h))
+                .unwrap();
+            let mut bytes = Vec::new();
+            let mut encoder = png::Encoder::new(&mut bytes, w, h);
+            encoder.set_color(png::ColorType::Rgb);
+            let mut writer = encoder.write_header().unwrap();
+            let data: Vec<u8> = (0..h).flat_map(|y| crop.row(y).to_vec()).collect();
+            writer.write_image_data(&data).unwrap();
+            writer.finish().unwrap();
+            bytes
+        })
+        .collect()
+}
+
+#[test]
+fn a_folder_of_many_sizes_resolves_plans_without_garbage() {
+    use tensorprep::decode::ImageDecoder;
+    use tensorprep::pipeline::{Input, InputDesc, Pipeline, PlanState};
+    let photos = photos_of_many_sizes();
+    for pipeline in [
+        Pipeline::imagenet_eval(),
+        Pipeline::yolo_letterbox(320, 320),
+    ] {
+        let plan = pipeline.compile(InputDesc::Encoded).unwrap();
+        let mut state = PlanState::new();
+        let mut tensor = vec![0f32; plan.output_len().unwrap()];
+        let mut pass = |state: &mut PlanState| {
+            allocations(|| {
+                for p in &photos {
+                    plan.run(state, Input::Encoded(p), TensorMut::F32(&mut tensor))
+                        .unwrap();
+                }
+            })
+        };
+        // Warm-up: buffers grow to the largest size; the tables, handed from
+        // size to size, grow (by doubling) until each fits every size: a few
+        // allocations in the second pass (4 of them here), none after.
+        pass(&mut state);
+        pass(&mut state);
+        let planned = pass(&mut state);
+        // The decoder's own allocations on the same files (zune-png inflates
+        // into buffers of its own), with one reused output buffer.
+        let mut decoder = ImageDecoder::new(DecodeOptions::default());
+        let mut image = Image::new(PixelFormat::Rgb8, 400, 400).unwrap();
+        let mut decode_all = || {
+            for p in &photos {
+                let info = decoder.read_info(p).unwrap();
+                let len = (info.width * info.height * 3) as usize;
+                let mut view = ImageViewMut::new(
+                    PixelFormat::Rgb8,
+                    info.width,
+                    info.height,
+                    &mut image.as_bytes_mut()[..len],
+                )
+                .unwrap();
+                decoder.decode_into(p, &mut view).unwrap();
+            }
+        };
+        decode_all(); // warm-up, as for the plan
+        let decoding = allocations(decode_all);
+        println!(
+            "{} sizes: {planned} allocations through the plan, {decoding} in decoding alone",
+            photos.len()
+        );
+        assert_eq!(
+            planned, decoding,
+            "the plan must allocate nothing beyond the decoder's own"
+        );
+    }
+}

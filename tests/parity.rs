@@ -219,10 +219,11 @@ fn decode_matches_pillow_exactly_with_libjpeg_turbo_and_closely_with_zune() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "turbojpeg"),
+    ignore = "needs libjpeg-turbo: cargo test -p tensorprep-tests --features turbojpeg"
+)]
 fn reduced_size_decoding_matches_pillow_draft_mode() {
-    if !Backend::LibjpegTurbo.is_available() {
-        return;
-    }
     for w in refs("draft") {
         let scale = match n(&w, 2) {
             2 => Scale::Half,

@@ -391,11 +391,11 @@ fn jpeg_plans_equal_the_eager_ops_with_and_without_region_decoding() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "turbojpeg"),
+    ignore = "needs libjpeg-turbo: cargo test -p tensorprep-tests --features turbojpeg"
+)]
 fn eval_plan_with_libjpeg_turbo_is_pillow_exact() {
-    if !Backend::LibjpegTurbo.is_available() {
-        println!("libjpeg-turbo not built in (feature turbojpeg): skipped");
-        return;
-    }
     let plan = Pipeline::imagenet_eval()
         .with_decoder(Backend::LibjpegTurbo)
         .compile(InputDesc::Encoded)
@@ -586,11 +586,11 @@ fn malformed_pipelines_and_wrong_inputs_are_errors() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "turbojpeg"),
+    ignore = "needs libjpeg-turbo: cargo test -p tensorprep-tests --features turbojpeg"
+)]
 fn region_decoding_equals_the_full_decode() {
-    if !Backend::LibjpegTurbo.is_available() {
-        println!("libjpeg-turbo not built in (feature turbojpeg): skipped");
-        return;
-    }
     use tensorprep::jpeg::Scale;
     let mut checked = 0;
     for name in PHOTOS {
@@ -691,11 +691,11 @@ fn batches_sequential_parallel_and_pulled_equal_single_runs() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "turbojpeg"),
+    ignore = "needs libjpeg-turbo: cargo test -p tensorprep-tests --features turbojpeg"
+)]
 fn fast_decode_equals_scaled_decode_then_the_same_resize() {
-    if !Backend::LibjpegTurbo.is_available() {
-        println!("libjpeg-turbo not built in (feature turbojpeg): skipped");
-        return;
-    }
     use tensorprep::jpeg::Scale;
     let mut p = Pipeline::imagenet_eval().with_decoder(Backend::LibjpegTurbo);
     let exact = p.compile(InputDesc::Encoded).unwrap();
@@ -710,7 +710,7 @@ fn fast_decode_equals_scaled_decode_then_the_same_resize() {
     let mut scaled = 0;
     for name in PHOTOS.iter().chain(&["lxqt_butterfly_kenneth_wimer.jpg"]) {
         let bytes = read(name);
-        let dec = JpegDecoder::new(DecodeOptions {
+        let mut dec = JpegDecoder::new(DecodeOptions {
             backend: Backend::LibjpegTurbo,
             ..DecodeOptions::default()
         });

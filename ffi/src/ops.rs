@@ -91,7 +91,7 @@ pub unsafe extern "C" fn tp_jpeg_read_info(
                 args::out(out, "out")?,
             )
         };
-        let decoder = JpegDecoder::new(decode_options(options)?);
+        let mut decoder = JpegDecoder::new(decode_options(options)?);
         out.write(decoder.read_info(bytes)?.into());
         Ok(())
     })

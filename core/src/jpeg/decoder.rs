@@ -156,12 +156,17 @@ impl JpegDecoder {
     /// Parses the headers only: size, components, orientation. Checks the
     /// limits, the coding features against the backend, and that the file is
     /// large enough for the size it claims.
-    pub fn read_info(&self, bytes: &[u8]) -> Result<JpegInfo> {
+    ///
+    /// With libjpeg-turbo, the decoder's own instance reads the header (made
+    /// on first use, kept for every image after).
+    pub fn read_info(&mut self, bytes: &[u8]) -> Result<JpegInfo> {
         self.check_format()?;
         #[cfg(feature = "turbojpeg")]
         if self.options.backend == Backend::LibjpegTurbo {
-            // A short-lived instance: `&self` cannot use the decoder's own.
-            return self.info_from_turbo(&mut turbo::Turbo::default(), bytes);
+            let mut turbo = core::mem::take(&mut self.turbo);
+            let info = self.info_from_turbo(&mut turbo, bytes);
+            self.turbo = turbo;
+            return info;
         }
         self.check_frame(bytes)?;
         let mut d = self.zune(bytes, ColorSpace::RGB);
@@ -227,17 +232,6 @@ impl JpegDecoder {
     /// Decodes into `dst`, whose format must be the options' format and whose size must be
     /// [`JpegInfo`]'s `width` x `height`. Any row stride works.
     pub fn decode_into(&mut self, bytes: &[u8], dst: &mut ImageViewMut<'_>) -> Result<JpegInfo> {
-        #[cfg(feature = "turbojpeg")]
-        let info = if self.options.backend == Backend::LibjpegTurbo {
-            self.check_format()?;
-            let mut turbo = core::mem::take(&mut self.turbo);
-            let info = self.info_from_turbo(&mut turbo, bytes);
-            self.turbo = turbo;
-            info?
-        } else {
-            self.read_info(bytes)?
-        };
-        #[cfg(not(feature = "turbojpeg"))]
         let info = self.read_info(bytes)?;
         let target = self.options.format;
         if dst.format() != target {

@@ -11,7 +11,7 @@ use crate::finish::{ChannelOrder, FinishSpec, Finisher, Normalize};
 use crate::geometry::{Transform, fill_border, transform};
 use crate::image::tight_len;
 use crate::jpeg::{Backend, DecodeOptions, Orientation, Scale};
-use crate::resize::{ResizePlan, ResizeState, SourceBox};
+use crate::resize::{ResizePlan, ResizeState, SourceBox, Spares};
 use crate::rows::RowReader;
 use crate::{
     DType, Error, ImageView, ImageViewMut, Layout, Limits, PixelFormat, Rect, Result, TensorMut,
@@ -71,9 +71,12 @@ struct Read {
     range: YuvRange,
 }
 
+// Stages live in a vector reused from image to image; a boxed plan would be
+// one more allocation per resolved size.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 enum Work {
-    Resize(alloc::boxed::Box<ResizePlan>),
+    Resize(ResizePlan),
     Pad {
         rect: Rect,
         fill: [u8; 4],
@@ -122,6 +125,34 @@ struct Resolved {
     geometry: Geometry,
 }
 
+impl Resolved {
+    /// Nothing resolved yet (no allocation).
+    fn empty() -> Resolved {
+        let shape = Shape {
+            format: PixelFormat::Rgb8,
+            width: 0,
+            height: 0,
+        };
+        Resolved {
+            input: shape,
+            decode: None,
+            stages: Vec::new(),
+            buffers: Vec::new(),
+            finish: Read {
+                buffer: None,
+                region: Rect::new(0, 0, 0, 0),
+                format: PixelFormat::Rgb8,
+                range: YuvRange::Full,
+            },
+            geometry: Geometry {
+                input: (0, 0),
+                output: (0, 0),
+                to_output: Affine::IDENTITY,
+            },
+        }
+    }
+}
+
 /// A compiled pipeline: every op checked, shapes known (for pixel inputs), the
 /// finish tables built. Immutable and `Send + Sync`; each thread runs it with
 /// its own [`PlanState`].
@@ -146,6 +177,8 @@ pub struct PlanState {
     /// turns do not rebuild tables every time.
     resolved: Vec<(ResolveKey, Vec<Step>, Resolved)>,
     decoder: Option<ImageDecoder>,
+    /// Tables of evicted resolved plans, refilled by the next ones.
+    spares: Spares,
     decoded: Vec<u8>,
     buffers: Vec<Vec<u8>>,
     resize: ResizeState,
@@ -316,7 +349,9 @@ impl Plan {
                 width,
                 height,
             };
-            plan.fixed = Some(plan.resolve(shape, None)?);
+            let mut r = Resolved::empty();
+            plan.resolve(shape, None, &mut r, &mut Spares::default())?;
+            plan.fixed = Some(r);
         }
         Ok(plan)
     }
@@ -395,10 +430,25 @@ impl Plan {
     /// Builds the stages for a decoded input of `shape` (the size after any
     /// EXIF orientation; for fast decoding, the reduced size, with `full` the
     /// size the image has at full scale).
-    fn resolve(&self, shape: Shape, encoded: Option<ImageInfo>) -> Result<Resolved> {
+    ///
+    /// Builds into `into`, refilling its vectors and the tables of its resize
+    /// plans (through `spares`) instead of allocating new ones.
+    fn resolve(
+        &self,
+        shape: Shape,
+        encoded: Option<ImageInfo>,
+        into: &mut Resolved,
+        spares: &mut Spares,
+    ) -> Result<()> {
         let limits = &self.limits;
-        let mut buffers: Vec<Shape> = Vec::new();
-        let mut stages: Vec<Stage> = Vec::new();
+        let mut buffers = core::mem::take(&mut into.buffers);
+        buffers.clear();
+        let mut stages = core::mem::take(&mut into.stages);
+        for stage in stages.drain(..) {
+            if let Work::Resize(p) = stage.work {
+                p.recycle(spares);
+            }
+        }
         let mut decode = None;
         let mut input = shape;
         let mut map = Affine::IDENTITY;
@@ -501,13 +551,14 @@ impl Plan {
                         window = offset(window, r);
                         i += 1;
                     }
-                    let plan = ResizePlan::windowed(
+                    let plan = ResizePlan::windowed_reusing(
                         (w, h),
                         SourceBox::full(w, h),
                         full,
                         window,
                         r.resample,
                         limits,
+                        spares,
                     )?;
                     map = map.then(&Affine::scale_translate(
                         f64::from(full.0) / f64::from(w),
@@ -524,7 +575,7 @@ impl Plan {
                         width: window.width,
                         height: window.height,
                     };
-                    read = emit(Work::Resize(alloc::boxed::Box::new(plan)), out, reads)?;
+                    read = emit(Work::Resize(plan), out, reads)?;
                     stored = read.format;
                 }
                 Step::Pad(p) => {
@@ -604,7 +655,7 @@ impl Plan {
                 shift(&mut read);
             }
         }
-        Ok(Resolved {
+        *into = Resolved {
             input,
             decode,
             stages,
@@ -615,7 +666,8 @@ impl Plan {
                 output,
                 to_output: map,
             },
-        })
+        };
+        Ok(())
     }
 
     /// Reads an encoded image's header and returns the plan resolved for
@@ -624,6 +676,7 @@ impl Plan {
         &self,
         resolved: &'s mut Vec<(ResolveKey, Vec<Step>, Resolved)>,
         decoder: &mut Option<ImageDecoder>,
+        spares: &mut Spares,
         bytes: &[u8],
     ) -> Result<&'s Resolved> {
         let d = self
@@ -649,17 +702,23 @@ impl Plan {
             // Most recent last: a hit moves to the end (no allocation).
             Some(i) => resolved[i..].rotate_left(1),
             None => {
-                if resolved.len() >= RESOLVED_SIZES {
-                    // The oldest tables go before the new ones are built.
-                    resolved.remove(0);
-                }
+                // The oldest entry's vectors and tables are refilled for the
+                // new size: a folder of photos of every size builds no garbage.
+                let (mut steps, mut r) = if resolved.len() >= RESOLVED_SIZES {
+                    let (_, steps, r) = resolved.remove(0);
+                    (steps, r)
+                } else {
+                    (Vec::new(), Resolved::empty())
+                };
+                steps.clear();
+                steps.extend_from_slice(&self.steps);
                 let shape = Shape {
                     format: d.format,
                     width: info.width,
                     height: info.height,
                 };
-                let r = self.resolve(shape, Some(info))?;
-                resolved.push((key, self.steps.clone(), r));
+                self.resolve(shape, Some(info), &mut r, spares)?;
+                resolved.push((key, steps, r));
             }
         }
         let (_, _, r) = resolved.last().expect("just resolved");
@@ -696,7 +755,12 @@ impl Plan {
         let Input::Encoded(bytes) = input else {
             return Err(op_error("plan: compiled for encoded files, given pixels"));
         };
-        let r = self.resolve_encoded(&mut state.resolved, &mut state.decoder, bytes)?;
+        let r = self.resolve_encoded(
+            &mut state.resolved,
+            &mut state.decoder,
+            &mut state.spares,
+            bytes,
+        )?;
         let (w, h) = r.geometry.output;
         Ok(self.finisher.output_shape(w, h))
     }
@@ -724,6 +788,7 @@ impl Plan {
         let PlanState {
             resolved,
             decoder,
+            spares,
             decoded,
             buffers,
             resize,
@@ -748,7 +813,7 @@ impl Plan {
                 (r, view)
             }
             (Input::Encoded(bytes), None) => {
-                let r = self.resolve_encoded(resolved, decoder, bytes)?;
+                let r = self.resolve_encoded(resolved, decoder, spares, bytes)?;
                 let dec = decoder.get_or_insert_with(ImageDecoder::default);
                 let dp = r.decode.expect("plans for encoded input decode");
                 dec.set_options(dp.options);

@@ -118,12 +118,24 @@ impl Axis {
         filter: Filter,
         limits: &Limits,
     ) -> Result<Axis> {
-        Self::window(in_size, in0, in1, out_size, 0..out_size, filter, limits)
+        Self::window(
+            in_size,
+            in0,
+            in1,
+            out_size,
+            0..out_size,
+            filter,
+            limits,
+            None,
+        )
     }
 
     /// The weights of outputs `window` (a sub-range of `0..out_size`) only:
     /// exactly those of the full axis, so resizing then cropping costs only
     /// the cropped part.
+    /// `reuse`: an axis no longer needed, whose tables are refilled (no
+    /// allocation when they are large enough).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn window(
         in_size: u32,
         in0: f32,
@@ -132,6 +144,7 @@ impl Axis {
         window: core::ops::Range<u32>,
         filter: Filter,
         limits: &Limits,
+        reuse: Option<Axis>,
     ) -> Result<Axis> {
         let outputs = window.len() as u32;
         // Pillow subtracts in single precision, then widens.
@@ -142,15 +155,20 @@ impl Axis {
         let count = ksize as u64 * u64::from(outputs) + TAIL_PAD as u64;
         // Our i32 table, its vpmaddwd split (x86) and the f64 row being normalized.
         limits.check_alloc(count * 8 + ksize as u64 * 8)?;
-        let mut weights = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        let (mut weights, mut bounds, mut pairs) =
+            reuse.map_or_else(Default::default, |a| (a.weights, a.bounds, a.pairs));
+        #[cfg(not(target_arch = "x86_64"))]
+        let (mut weights, mut bounds) =
+            reuse.map_or_else(Default::default, |a| (a.weights, a.bounds));
+        weights.clear();
+        bounds.clear();
+        // Not exact: a reused table grows by doubling, so tables passed from
+        // size to size soon fit every size of a folder.
         weights
-            .try_reserve_exact(count as usize)
-            .map_err(|_| Error::AllocationTooLarge {
-                bytes: count * 4,
-                limit: limits.max_alloc_bytes,
-            })?;
-        let mut bounds = Vec::with_capacity(outputs as usize);
-        let mut row = Vec::with_capacity(ksize);
+            .try_reserve(count as usize)
+            .and_then(|()| bounds.try_reserve(outputs as usize))
+            .map_err(|_| Error::OutOfMemory { bytes: count * 4 })?;
         let inv_filterscale = 1.0 / filterscale;
         for xx in window {
             let center = f64::from(in0) + (f64::from(xx) + 0.5) * scale;
@@ -159,21 +177,15 @@ impl Axis {
             let xmax = ((center + support + 0.5) as i32).min(in_size as i32);
             // Never more than ksize (it cannot be, by construction; Pillow would overrun).
             let taps = ((xmax - xmin).max(0) as usize).min(ksize);
-            row.clear();
-            let mut ww = 0.0;
-            for x in 0..taps {
-                let w =
-                    filter.weight((f64::from(x as i32 + xmin) - center + 0.5) * inv_filterscale);
-                row.push(w);
-                ww += w;
-            }
-            if ww != 0.0 {
-                for w in &mut row {
-                    *w /= ww;
-                }
-            }
+            // The same weight twice (it is deterministic): once for the sum,
+            // once to normalize and store; no row buffer.
+            let weight = |x: usize| {
+                filter.weight((f64::from(x as i32 + xmin) - center + 0.5) * inv_filterscale)
+            };
+            let ww: f64 = (0..taps).map(weight).sum();
             let one = f64::from(1u32 << PRECISION_BITS);
-            weights.extend(row.iter().map(|&w| {
+            weights.extend((0..taps).map(|x| {
+                let w = if ww != 0.0 { weight(x) / ww } else { weight(x) };
                 if w < 0.0 {
                     (-0.5 + w * one) as i32
                 } else {
@@ -185,7 +197,7 @@ impl Axis {
         }
         weights.extend([0; TAIL_PAD]);
         #[cfg(target_arch = "x86_64")]
-        let pairs = madd_pairs(&weights[..ksize * outputs as usize], ksize);
+        madd_pairs(&weights[..ksize * outputs as usize], ksize, &mut pairs);
         Ok(Axis {
             ksize,
             bounds,
@@ -231,19 +243,17 @@ impl Axis {
 /// The weights as `vpmaddwd` operands, per output `ksize.div_ceil(2)` pairs of
 /// `[hi, lo]` words (see [`Axis::pairs`]).
 #[cfg(target_arch = "x86_64")]
-fn madd_pairs(weights: &[i32], ksize: usize) -> Vec<[i32; 2]> {
+fn madd_pairs(weights: &[i32], ksize: usize, out: &mut Vec<[i32; 2]>) {
     let half = ksize.div_ceil(2);
     let word = |a: i32, b: i32| (a & 0xffff) | (b << 16);
-    weights
-        .chunks_exact(ksize)
-        .flat_map(|k| {
-            (0..half).map(move |j| {
-                let w0 = k[2 * j];
-                let w1 = k.get(2 * j + 1).copied().unwrap_or(0);
-                [word(w0 >> 8, w1 >> 8), word(w0 & 0xff, w1 & 0xff)]
-            })
+    out.clear();
+    out.extend(weights.chunks_exact(ksize).flat_map(|k| {
+        (0..half).map(move |j| {
+            let w0 = k[2 * j];
+            let w1 = k.get(2 * j + 1).copied().unwrap_or(0);
+            [word(w0 >> 8, w1 >> 8), word(w0 & 0xff, w1 & 0xff)]
         })
-        .collect()
+    }));
 }
 
 #[cfg(test)]

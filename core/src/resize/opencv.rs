@@ -57,6 +57,29 @@ pub(super) struct Area {
     ytab: Vec<(usize, usize, f32)>,
 }
 
+/// The tables of OpenCV plans no longer needed, for the next ones to refill
+/// (a few sets, as for Pillow's plans).
+#[derive(Debug, Default)]
+pub(super) struct Spare {
+    linear: heapless::Vec<Linear, 4>,
+    area: heapless::Vec<Area, 4>,
+}
+
+impl OpenCvPlan {
+    /// Gives the plan's tables up for reuse (beyond the pool's room they are freed).
+    pub(super) fn into_spare(self, spare: &mut Spare) {
+        match self {
+            OpenCvPlan::Linear(l) => {
+                let _ = spare.linear.push(l);
+            }
+            OpenCvPlan::Area(a) => {
+                let _ = spare.area.push(a);
+            }
+            OpenCvPlan::Copy | OpenCvPlan::AreaFast { .. } => {}
+        }
+    }
+}
+
 /// Rows reused between calls: two horizontally resized rows (linear) or the
 /// row buffer and sums (area).
 #[derive(Clone, Debug, Default)]
@@ -98,11 +121,15 @@ fn position(d: usize, scale: f64, mode: Mode) -> (isize, f32) {
 impl OpenCvPlan {
     /// The plan for outputs `window` of resizing `(sw, sh)` to `(dw, dh)`, and
     /// the source region it reads.
+    ///
+    /// `spare`: the tables of a plan no longer needed, refilled instead of
+    /// allocating new ones.
     pub(super) fn new(
         mode: Mode,
         (sw, sh): (u32, u32),
         (dw, dh): (u32, u32),
         window: Rect,
+        spare: &mut Spare,
     ) -> (OpenCvPlan, Rect) {
         let (sw, sh, dw, dh) = (sw as usize, sh as usize, dw as usize, dh as usize);
         let (wx, wy) = (
@@ -131,31 +158,44 @@ impl OpenCvPlan {
                 let region = rect((wx.start * ix, wx.end * ix), (wy.start * iy, wy.end * iy));
                 return (OpenCvPlan::AreaFast { fx: ix, fy: iy }, region);
             }
-            let mut xtab = area_tab(sw, dw, scale_x, wx);
-            let mut ytab = area_tab(sh, dh, scale_y, wy);
+            let Area { mut xtab, mut ytab } = spare.area.pop().unwrap_or(Area {
+                xtab: Vec::new(),
+                ytab: Vec::new(),
+            });
+            area_tab(sw, dw, scale_x, wx, &mut xtab);
+            area_tab(sh, dh, scale_y, wy, &mut ytab);
             let region = rect(relative(&mut xtab), relative(&mut ytab));
             return (OpenCvPlan::Area(Area { xtab, ytab }), region);
         }
-        let mut cols: Vec<_> = wx
-            .map(|d| {
-                let (s, f) = position(d, scale_x, mode);
-                if s < 0 {
-                    (0, [ONE as i32, 0])
-                } else if s as usize >= sw - 1 {
-                    (sw - 1, [ONE as i32, 0])
-                } else {
-                    (s as usize, weights(f))
-                }
-            })
-            .collect();
-        let mut rows: Vec<_> = wy
-            .map(|d| {
-                let (s, f) = position(d, scale_y, mode);
-                let row = |i: isize| i.clamp(0, sh as isize - 1) as usize;
-                // Rows keep their fraction even past the border; only the indices are clamped.
-                ([row(s), row(s + 1)], weights(f))
-            })
-            .collect();
+        let Linear {
+            mut cols,
+            mut needed,
+            mut packed_cols,
+            mut rows,
+        } = spare.linear.pop().unwrap_or(Linear {
+            cols: Vec::new(),
+            needed: Vec::new(),
+            packed_cols: Vec::new(),
+            rows: Vec::new(),
+        });
+        cols.clear();
+        cols.extend(wx.map(|d| {
+            let (s, f) = position(d, scale_x, mode);
+            if s < 0 {
+                (0, [ONE as i32, 0])
+            } else if s as usize >= sw - 1 {
+                (sw - 1, [ONE as i32, 0])
+            } else {
+                (s as usize, weights(f))
+            }
+        }));
+        rows.clear();
+        rows.extend(wy.map(|d| {
+            let (s, f) = position(d, scale_y, mode);
+            let row = |i: isize| i.clamp(0, sh as isize - 1) as usize;
+            // Rows keep their fraction even past the border; only the indices are clamped.
+            ([row(s), row(s + 1)], weights(f))
+        }));
         // The columns and rows read, then every index made relative to them.
         let x0 = cols.iter().map(|c| c.0).min().unwrap_or(0);
         let x1 = cols
@@ -168,18 +208,20 @@ impl OpenCvPlan {
         cols.iter_mut().for_each(|c| c.0 -= x0);
         rows.iter_mut().for_each(|r| r.0 = r.0.map(|y| y - y0));
         let region = rect((x0, x1), (y0, y1));
-        let mut needed: Vec<u32> = cols
-            .iter()
-            .flat_map(|&(s, [_, a1])| [Some(s as u32), (a1 != 0).then_some(s as u32 + 1)])
-            .flatten()
-            .collect();
+        needed.clear();
+        needed.extend(
+            cols.iter()
+                .flat_map(|&(s, [_, a1])| [Some(s as u32), (a1 != 0).then_some(s as u32 + 1)])
+                .flatten(),
+        );
         needed.sort_unstable();
         needed.dedup();
         // Column s + 1 follows column s in the sorted list, so the pair stays adjacent.
-        let packed_cols = cols
-            .iter()
-            .map(|&(s, w)| (needed.partition_point(|&n| n < s as u32), w))
-            .collect();
+        packed_cols.clear();
+        packed_cols.extend(
+            cols.iter()
+                .map(|&(s, w)| (needed.partition_point(|&n| n < s as u32), w)),
+        );
         let plan = Linear {
             cols,
             needed,
@@ -230,9 +272,11 @@ fn area_tab(
     dsize: usize,
     scale: f64,
     window: core::ops::Range<usize>,
-) -> Vec<(usize, usize, f32)> {
+    tab: &mut Vec<(usize, usize, f32)>,
+) {
     debug_assert!(window.end <= dsize);
-    let mut tab = Vec::with_capacity(ssize * 2);
+    tab.clear();
+    tab.reserve(ssize * 2);
     for dx in window {
         let fsx1 = dx as f64 * scale;
         let fsx2 = fsx1 + scale;
@@ -251,7 +295,6 @@ fn area_tab(
             tab.push((dx, sx2 as usize, w as f32));
         }
     }
-    tab
 }
 
 impl Linear {

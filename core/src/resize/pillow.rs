@@ -52,6 +52,9 @@ fn extent(axis: Option<&Axis>, fallback: (usize, usize)) -> (usize, usize) {
 impl PillowPlan {
     /// The plan for outputs `window` of the full `(dw, dh)` result, and the
     /// source region it reads.
+    ///
+    /// `spare`: the tables of a plan no longer needed, refilled instead of
+    /// allocating new ones.
     pub(super) fn new(
         (sw, sh): (u32, u32),
         bx: SourceBox,
@@ -59,6 +62,7 @@ impl PillowPlan {
         window: Rect,
         filter: Filter,
         limits: &Limits,
+        spare: &mut Spare,
     ) -> Result<(PillowPlan, Rect)> {
         let (wx, wy) = (
             window.x..window.x + window.width,
@@ -79,15 +83,18 @@ impl PillowPlan {
             return Ok((PillowPlan::Copy { roundtrip }, region));
         }
         if filter == Filter::Nearest {
-            let mut xs = nearest_positions(bx.x0, bx.x1, dw, sw, wx);
-            let mut ys = nearest_positions(bx.y0, bx.y1, dh, sh, wy);
+            let mut xs = spare.positions.pop().unwrap_or_default();
+            let mut ys = spare.positions.pop().unwrap_or_default();
+            nearest_positions(bx.x0, bx.x1, dw, sw, wx, &mut xs);
+            nearest_positions(bx.y0, bx.y1, dh, sh, wy, &mut ys);
             let (x0, x1) = relative(&mut xs);
             let (y0, y1) = relative(&mut ys);
             let region = Rect::new(x0, y0, x1 - x0, y1 - y0);
             return Ok((PillowPlan::Nearest { xs, ys }, region));
         }
-        let axis =
-            |size, b0, b1, out, range| Axis::window(size, b0, b1, out, range, filter, limits);
+        let axis = |size, b0, b1, out, range, reuse| {
+            Axis::window(size, b0, b1, out, range, filter, limits, reuse)
+        };
         // Python's resize splits images more than 100 times taller than wide into
         // a vertical-only call, then a horizontal-only one, each possibly a crop.
         let vertical_first = sh > sw.saturating_mul(100) && dh < sh;
@@ -101,12 +108,12 @@ impl PillowPlan {
             )
         };
         let mut h = if need_h {
-            Some(axis(sw, bx.x0, bx.x1, dw, wx.clone())?)
+            Some(axis(sw, bx.x0, bx.x1, dw, wx.clone(), spare.axes.pop())?)
         } else {
             None
         };
         let mut v = if need_v {
-            Some(axis(sh, bx.y0, bx.y1, dh, wy.clone())?)
+            Some(axis(sh, bx.y0, bx.y1, dh, wy.clone(), spare.axes.pop())?)
         } else {
             None
         };
@@ -200,21 +207,51 @@ fn nearest_positions(
     out: u32,
     in_size: u32,
     window: core::ops::Range<u32>,
-) -> Vec<u32> {
+    into: &mut Vec<u32>,
+) {
     let step = f64::from(b1 - b0) / f64::from(out);
     let mut pos = f64::from(b0) + step * 0.5;
-    (0..window.end)
-        .map(|_| {
-            let i = if pos < 0.0 { -1 } else { pos as i64 };
-            pos += step;
-            if (0..i64::from(in_size)).contains(&i) {
-                i as u32
-            } else {
-                u32::MAX
+    into.clear();
+    into.extend(
+        (0..window.end)
+            .map(|_| {
+                let i = if pos < 0.0 { -1 } else { pos as i64 };
+                pos += step;
+                if (0..i64::from(in_size)).contains(&i) {
+                    i as u32
+                } else {
+                    u32::MAX
+                }
+            })
+            .skip(window.start as usize),
+    );
+}
+
+/// The tables of Pillow plans no longer needed, for the next ones to refill:
+/// a few of each kind, so that plans without tables (a size already right)
+/// passing through a cache do not make the next ones allocate.
+#[derive(Debug, Default)]
+pub(super) struct Spare {
+    positions: heapless::Vec<Vec<u32>, 8>,
+    axes: heapless::Vec<Axis, 8>,
+}
+
+impl PillowPlan {
+    /// Gives the plan's tables up for reuse (beyond the pool's room they are freed).
+    pub(super) fn into_spare(self, spare: &mut Spare) {
+        match self {
+            PillowPlan::Copy { .. } => {}
+            PillowPlan::Nearest { xs, ys } => {
+                let _ = spare.positions.push(xs);
+                let _ = spare.positions.push(ys);
             }
-        })
-        .skip(window.start as usize)
-        .collect()
+            PillowPlan::Convolve(c) => {
+                for axis in [c.h, c.v].into_iter().flatten() {
+                    let _ = spare.axes.push(axis);
+                }
+            }
+        }
+    }
 }
 
 /// Makes positions relative to the smallest one; returns the range they span

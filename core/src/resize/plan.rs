@@ -14,6 +14,24 @@ enum Method {
     OpenCv(opencv::OpenCvPlan),
 }
 
+/// The tables of resize plans no longer needed, refilled by the next plans
+/// built ([`ResizePlan::windowed_reusing`]): one set per resampler family.
+#[derive(Debug, Default)]
+pub(crate) struct Spares {
+    pillow: pillow::Spare,
+    opencv: opencv::Spare,
+}
+
+impl ResizePlan {
+    /// Gives the plan's tables up for the next plan to refill.
+    pub(crate) fn recycle(self, spares: &mut Spares) {
+        match self.method {
+            Method::Pillow(p) => p.into_spare(&mut spares.pillow),
+            Method::OpenCv(o) => o.into_spare(&mut spares.opencv),
+        }
+    }
+}
+
 /// Everything a resize of one source size to one destination size needs that
 /// does not depend on the pixels: the coefficient tables, computed once.
 ///
@@ -94,6 +112,29 @@ impl ResizePlan {
         resample: Resample,
         limits: &Limits,
     ) -> Result<ResizePlan> {
+        Self::windowed_reusing(
+            src,
+            source_box,
+            full,
+            window,
+            resample,
+            limits,
+            &mut Spares::default(),
+        )
+    }
+
+    /// [`ResizePlan::windowed`] refilling the tables of plans no longer needed
+    /// (given up with [`ResizePlan::recycle`]) instead of allocating: a plan
+    /// state serving photos of many sizes builds no garbage.
+    pub(crate) fn windowed_reusing(
+        src: (u32, u32),
+        source_box: SourceBox,
+        full: (u32, u32),
+        window: Rect,
+        resample: Resample,
+        limits: &Limits,
+        spares: &mut Spares,
+    ) -> Result<ResizePlan> {
         crate::image::check_dimensions(u64::from(src.0), u64::from(src.1))?;
         crate::image::check_dimensions(u64::from(full.0), u64::from(full.1))?;
         crate::image::check_dimensions(u64::from(window.width), u64::from(window.height))?;
@@ -103,8 +144,15 @@ impl ResizePlan {
         let out = (window.width, window.height);
         let (method, region) = match resample {
             Resample::Pillow(filter) => {
-                let (plan, region) =
-                    pillow::PillowPlan::new(src, source_box, full, window, filter, limits)?;
+                let (plan, region) = pillow::PillowPlan::new(
+                    src,
+                    source_box,
+                    full,
+                    window,
+                    filter,
+                    limits,
+                    &mut spares.pillow,
+                )?;
                 // The scratch a run will grow to, refused now rather than when running.
                 limits.check_alloc(plan.scratch_bytes(region, out))?;
                 (Method::Pillow(plan), region)
@@ -129,7 +177,8 @@ impl ResizePlan {
                 let words =
                     u64::from(boxed.0) + u64::from(boxed.1) + u64::from(full.0) + u64::from(full.1);
                 limits.check_alloc(words * 24 + u64::from(boxed.0) * 4 * 8)?;
-                let (plan, r) = opencv::OpenCvPlan::new(mode, boxed, full, window);
+                let (plan, r) =
+                    opencv::OpenCvPlan::new(mode, boxed, full, window, &mut spares.opencv);
                 let region = Rect::new(b.x0 as u32 + r.x, b.y0 as u32 + r.y, r.width, r.height);
                 (Method::OpenCv(plan), region)
             }
