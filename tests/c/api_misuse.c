@@ -163,7 +163,7 @@ static void graphs(const char *sample, const char *graph_path, const unsigned ch
     EXPECT(tp_graph_verify(NULL, &passed, &total), TP_RESULT_NULL_PARAMETER);
     CHECK(passed == 99 && total == 99);
     EXPECT(tp_graph_verify(g, &passed, &total), TP_RESULT_OK);
-    CHECK(passed == 1 && total == 1);
+    CHECK(total >= 1 && passed == total);
     EXPECT(tp_graph_verify(g, NULL, NULL), TP_RESULT_OK);
     EXPECT(tp_graph_output_name(NULL, name, sizeof name, &name_len), TP_RESULT_NULL_PARAMETER);
     EXPECT(tp_graph_output_name(g, NULL, 5, &name_len), TP_RESULT_NULL_PARAMETER);

@@ -10,11 +10,11 @@
 //! - **WebP** (feature `webp`, needs `std`): lossy, lossless, alpha, the
 //!   first frame of an animation. Lossless is exact; lossy is within a few
 //!   levels of libwebp (the README gives the figure).
-//! - Anything else is refused by name: [`Error::UnsupportedImageFormat`]
+//! - Anything else is refused by name: [`crate::Error::UnsupportedImageFormat`]
 //!   ("GIF is not supported; this build reads JPEG, PNG, WebP").
 //! - **Untrusted files**: the size in the header is checked against
-//!   [`Limits`] and against what the file's coded data can possibly describe
-//!   ([`Error::ImplausibleSize`]) before any pixel buffer is allocated.
+//!   [`crate::Limits`] and against what the file's coded data can possibly describe
+//!   ([`crate::Error::ImplausibleSize`]) before any pixel buffer is allocated.
 //!
 //! ```
 //! use tensorprep::decode::{ImageDecoder, ImageFormat};

@@ -13,7 +13,7 @@
 //! the plan only when the sizes change.
 //!
 //! To resize a region as if it had been cropped first (torchvision's
-//! `resized_crop`), pass a cropped view ([`ImageView::crop`]): nothing is copied.
+//! `resized_crop`), pass a cropped view ([`crate::ImageView::crop`]): nothing is copied.
 //! To let the filter see pixels outside the region (Pillow's `box=`), pass the
 //! whole image and a [`SourceBox`].
 //!
