@@ -47,6 +47,7 @@ mod plan;
 
 #[cfg(feature = "alloc")]
 pub use kernels::Simd;
+#[cfg(feature = "alloc")]
 pub(crate) use plan::Spares;
 #[cfg(feature = "alloc")]
 pub use plan::{ResizePlan, ResizeState, Resizer, resize, resize_by_rule, resize_owned};

@@ -121,7 +121,8 @@ mod with_alloc {
         next: AtomicUsize::new(0),
     };
 
-    /// Decodes a JPEG and resizes it with the alloc-only ops.
+    /// Decodes a JPEG or a PNG (the format found from the bytes) and resizes
+    /// it with the alloc-only ops.
     #[unsafe(no_mangle)]
     pub extern "C" fn tp_no_std_alloc_check(data: *const u8, len: usize) -> u32 {
         if data.is_null() {
@@ -129,9 +130,11 @@ mod with_alloc {
         }
         // SAFETY: the caller passes a readable buffer of `len` bytes.
         let bytes = unsafe { core::slice::from_raw_parts(data, len) };
-        let Ok(img) = JpegDecoder::new(DecodeOptions::default()).decode(bytes) else {
+        let Ok(img) = tensorprep::decode::ImageDecoder::new(DecodeOptions::default()).decode(bytes)
+        else {
             return 0;
         };
+        let _ = JpegDecoder::new(DecodeOptions::default());
         let small = resize_owned(&img.view(), 16, 16, Resample::Pillow(Filter::Bilinear));
         let _ = alloc::vec![0u8; 1];
         small.map_or(0, |s| s.as_bytes().iter().map(|&v| u32::from(v)).sum())
