@@ -217,3 +217,40 @@ fn plans_run_png_and_webp_files() {
         assert_eq!(got, want, "{file}");
     }
 }
+
+/// An arithmetic-coded JPEG (`cjpeg -arithmetic`, libjpeg-turbo 2.1.5, from the
+/// CC0 sample): zune-jpeg cannot decode it and says which decoder can;
+/// libjpeg-turbo decodes it as Pillow does.
+#[test]
+fn a_jpeg_feature_the_decoder_lacks_is_named_with_the_decoder_that_has_it() {
+    use tensorprep::jpeg::{Backend, JpegFeature};
+    let bytes = read("sample_arithmetic.jpg");
+    let on = |backend| {
+        ImageDecoder::new(DecodeOptions {
+            backend,
+            ..DecodeOptions::default()
+        })
+        .decode(&bytes)
+    };
+    let err = on(Backend::Zune).unwrap_err();
+    assert_eq!(
+        err,
+        Error::JpegFeature {
+            feature: JpegFeature::ArithmeticCoding,
+            backend: Backend::Zune
+        }
+    );
+    let text = err.to_string();
+    assert!(
+        text.starts_with("the JPEG uses arithmetic coding, which zune-jpeg does not decode; libjpeg-turbo does"),
+        "{text}"
+    );
+    if Backend::LibjpegTurbo.is_available() {
+        assert!(text.contains("--decoder libjpeg-turbo"), "{text}");
+        let got = on(Backend::LibjpegTurbo).unwrap();
+        let want = read_png("sample_arithmetic_decode.png");
+        assert_eq!(got.as_bytes(), want.as_bytes(), "Pillow's decode");
+    } else {
+        assert!(text.contains("feature `turbojpeg`"), "{text}");
+    }
+}
