@@ -242,7 +242,9 @@ fn a_jpeg_feature_the_decoder_lacks_is_named_with_the_decoder_that_has_it() {
     );
     let text = err.to_string();
     assert!(
-        text.starts_with("the JPEG uses arithmetic coding, which zune-jpeg does not decode; libjpeg-turbo does"),
+        text.starts_with(
+            "the JPEG uses arithmetic coding, which zune-jpeg does not decode; libjpeg-turbo does"
+        ),
         "{text}"
     );
     if Backend::LibjpegTurbo.is_available() {
