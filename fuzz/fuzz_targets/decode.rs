@@ -1,9 +1,11 @@
-//! Arbitrary bytes through the JPEG decoder, on both backends, in every mode,
-//! scale and output format.
+//! Arbitrary bytes through the image decoder (JPEG on both backends, PNG,
+//! WebP; the format found from the bytes), in every mode, scale and output
+//! format. Seed the corpus with `tests/fixtures/*.jpg` and `tests/fixtures/formats/*`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tensorprep::jpeg::{Backend, DecodeOptions, JpegDecoder, Orientation, Scale};
+use tensorprep::decode::ImageDecoder;
+use tensorprep::jpeg::{Backend, DecodeOptions, Orientation, Scale};
 use tensorprep::{Limits, PixelFormat};
 
 fuzz_target!(|data: &[u8]| {
@@ -34,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
             max_alloc_bytes: 1 << 26,
         },
     };
-    let mut decoder = JpegDecoder::new(options);
+    let mut decoder = ImageDecoder::new(options);
     if let Ok(info) = decoder.read_info(bytes) {
         assert!(info.width > 0 && info.height > 0);
         if let Ok(image) = decoder.decode(bytes) {

@@ -263,6 +263,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode, String> {
     bar.finish_and_clear();
     let target = match &sink {
         Sink::File(f) => f.display().to_string(),
+        Sink::Dir(d) if ends_with_separator(d) => d.display().to_string(),
         Sink::Dir(d) => format!("{}/", d.display()),
         Sink::Batch(Batch { path: Some(p), .. }) => format!("{} (one batch)", p.display()),
         Sink::Batch(_) | Sink::Stdout => "standard output".to_owned(),
