@@ -88,6 +88,23 @@ pub fn read_npy_f32(name: &str) -> (Vec<usize>, Vec<f32>) {
     (shape, data)
 }
 
+/// CRC-32 (IEEE), bit by bit: an independent check of the formats that use it
+/// (graph files, PNG chunks).
+pub fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
 /// Maximum and mean absolute difference between two equally long sequences.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Diff {

@@ -14,7 +14,7 @@ use tensorprep::decode::{ImageDecoder, ImageFormat};
 use tensorprep::jpeg::{Backend, DecodeOptions};
 use tensorprep::pipeline::{Input, InputDesc, Pipeline, PlanState};
 use tensorprep::{DecodeErrorKind, Error, Tensor};
-use tensorprep_tests::read;
+use tensorprep_tests::{crc32, read};
 
 struct Largest;
 static LARGEST: AtomicUsize = AtomicUsize::new(0);
@@ -54,21 +54,6 @@ fn peak_rss(reset: bool) -> u64 {
     let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
     let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
     kb * 1024
-}
-
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }
 
 /// `sample.jpg` (34 KB) whose frame header claims `w` x `h`.

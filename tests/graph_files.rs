@@ -6,7 +6,7 @@ use prost::Message;
 use tensorprep::graph::{self, Graph, GraphError, onnx, proto};
 use tensorprep::import;
 use tensorprep::pipeline::{InputDesc, Pipeline};
-use tensorprep_tests::{Rng, read};
+use tensorprep_tests::{Rng, crc32, read};
 
 fn sample_graph() -> Graph {
     let mut g = Graph::new(Pipeline::yolo_letterbox(64, 48)).unwrap();
@@ -112,22 +112,6 @@ fn with_checksum(body: &[u8]) -> Vec<u8> {
     out.extend_from_slice(body);
     out.extend_from_slice(&crc32(body).to_le_bytes());
     out
-}
-
-/// CRC-32 (IEEE), bit by bit: an independent check of the file format.
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }
 
 fn refused(bytes: &[u8]) -> String {

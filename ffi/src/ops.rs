@@ -68,6 +68,66 @@ fn decode_options(o: Option<&tp_decode_options>) -> Result<DecodeOptions> {
     })
 }
 
+/// The body of the `_read_info` calls: `read` runs on the checked arguments.
+///
+/// # Safety
+///
+/// As for `tp_image_read_info`.
+unsafe fn read_info<T>(
+    data: *const u8,
+    len: usize,
+    options: *const tp_decode_options,
+    out: *mut T,
+    read: impl FnOnce(DecodeOptions, &[u8]) -> tensorprep::Result<T>,
+) -> tp_result {
+    boundary(|| {
+        // SAFETY: the caller guarantees the pointers.
+        let (bytes, options, out) = unsafe {
+            (
+                args::bytes(data, len, "data")?,
+                args::optional(options, "options")?,
+                args::out(out, "out")?,
+            )
+        };
+        out.write(read(decode_options(options)?, bytes)?);
+        Ok(())
+    })
+}
+
+/// The body of the `_decode` calls: `decode` runs on the checked arguments.
+///
+/// # Safety
+///
+/// As for `tp_image_decode`.
+unsafe fn decode<T>(
+    data: *const u8,
+    len: usize,
+    options: *const tp_decode_options,
+    dst: *const tp_image_mut,
+    info: *mut T,
+    decode: impl FnOnce(DecodeOptions, &[u8], &mut ImageViewMut<'_>) -> tensorprep::Result<T>,
+) -> tp_result {
+    boundary(|| {
+        // SAFETY: the caller guarantees the pointers.
+        let (bytes, options, dst, info) = unsafe {
+            (
+                args::bytes(data, len, "data")?,
+                args::optional(options, "options")?,
+                args::required(dst, "dst")?,
+                args::optional_out(info, "info")?,
+            )
+        };
+        // SAFETY: the caller guarantees the planes; overlap with `data` is checked.
+        let mut view = unsafe { types::view_mut(dst, "dst", &[Span::of(bytes, "data")]) }?;
+        // The decoder checks `dst`'s format and size against the file and options.
+        let got = decode(decode_options(options)?, bytes, &mut view)?;
+        if let Some(out) = info {
+            out.write(got);
+        }
+        Ok(())
+    })
+}
+
 /// Reads a JPEG's headers: the size the decoded image will have with these
 /// options (EXIF orientation applied or not), without decoding.
 ///
@@ -82,19 +142,12 @@ pub unsafe extern "C" fn tp_jpeg_read_info(
     options: *const tp_decode_options,
     out: *mut tp_jpeg_info,
 ) -> tp_result {
-    boundary(|| {
-        // SAFETY: the caller guarantees the pointers.
-        let (bytes, options, out) = unsafe {
-            (
-                args::bytes(data, len, "data")?,
-                args::optional(options, "options")?,
-                args::out(out, "out")?,
-            )
-        };
-        let mut decoder = JpegDecoder::new(decode_options(options)?);
-        out.write(decoder.read_info(bytes)?.into());
-        Ok(())
-    })
+    // SAFETY: forwarded; the caller guarantees the pointers.
+    unsafe {
+        read_info(data, len, options, out, |o, bytes| {
+            JpegDecoder::new(o).read_info(bytes).map(Into::into)
+        })
+    }
 }
 
 /// Decodes a JPEG into `dst`, whose format must be the options' format and
@@ -114,26 +167,12 @@ pub unsafe extern "C" fn tp_jpeg_decode(
     dst: *const tp_image_mut,
     info: *mut tp_jpeg_info,
 ) -> tp_result {
-    boundary(|| {
-        // SAFETY: the caller guarantees the pointers.
-        let (bytes, options, dst, info) = unsafe {
-            (
-                args::bytes(data, len, "data")?,
-                args::optional(options, "options")?,
-                args::required(dst, "dst")?,
-                args::optional_out(info, "info")?,
-            )
-        };
-        // SAFETY: the caller guarantees the planes; overlap with `data` is checked.
-        let mut view = unsafe { types::view_mut(dst, "dst", &[Span::of(bytes, "data")]) }?;
-        // The decoder checks `dst`'s format and size against the file and options.
-        let mut decoder = JpegDecoder::new(decode_options(options)?);
-        let got = decoder.decode_into(bytes, &mut view)?;
-        if let Some(out) = info {
-            out.write(got.into());
-        }
-        Ok(())
-    })
+    // SAFETY: forwarded; the caller guarantees the pointers.
+    unsafe {
+        decode(data, len, options, dst, info, |o, bytes, view| {
+            JpegDecoder::new(o).decode_into(bytes, view).map(Into::into)
+        })
+    }
 }
 
 /// Reads the headers of a JPEG, PNG or WebP file (the format is found from
@@ -152,19 +191,12 @@ pub unsafe extern "C" fn tp_image_read_info(
     options: *const tp_decode_options,
     out: *mut tp_image_info,
 ) -> tp_result {
-    boundary(|| {
-        // SAFETY: the caller guarantees the pointers.
-        let (bytes, options, out) = unsafe {
-            (
-                args::bytes(data, len, "data")?,
-                args::optional(options, "options")?,
-                args::out(out, "out")?,
-            )
-        };
-        let mut decoder = ImageDecoder::new(decode_options(options)?);
-        out.write(decoder.read_info(bytes)?.into());
-        Ok(())
-    })
+    // SAFETY: forwarded; the caller guarantees the pointers.
+    unsafe {
+        read_info(data, len, options, out, |o, bytes| {
+            ImageDecoder::new(o).read_info(bytes).map(Into::into)
+        })
+    }
 }
 
 /// Decodes a JPEG, PNG or WebP file into `dst`, whose format must be the
@@ -183,25 +215,14 @@ pub unsafe extern "C" fn tp_image_decode(
     dst: *const tp_image_mut,
     info: *mut tp_image_info,
 ) -> tp_result {
-    boundary(|| {
-        // SAFETY: the caller guarantees the pointers.
-        let (bytes, options, dst, info) = unsafe {
-            (
-                args::bytes(data, len, "data")?,
-                args::optional(options, "options")?,
-                args::required(dst, "dst")?,
-                args::optional_out(info, "info")?,
-            )
-        };
-        // SAFETY: the caller guarantees the planes; overlap with `data` is checked.
-        let mut view = unsafe { types::view_mut(dst, "dst", &[Span::of(bytes, "data")]) }?;
-        let mut decoder = ImageDecoder::new(decode_options(options)?);
-        let got = decoder.decode_into(bytes, &mut view)?;
-        if let Some(out) = info {
-            out.write(got.into());
-        }
-        Ok(())
-    })
+    // SAFETY: forwarded; the caller guarantees the pointers.
+    unsafe {
+        decode(data, len, options, dst, info, |o, bytes, view| {
+            ImageDecoder::new(o)
+                .decode_into(bytes, view)
+                .map(Into::into)
+        })
+    }
 }
 
 /// Both images of a `src` to `dst` op, checked: `dst`'s planes overlap
