@@ -109,9 +109,14 @@ impl Turbo {
         let len = jpeg_len(bytes)?;
         // SAFETY: `bytes` is a valid slice of `len` bytes; `h` is live.
         if unsafe { tj::tj3DecompressHeader(h, bytes.as_ptr(), len as _) } != 0 {
-            return Err(Self::failure(h, true).unwrap_or(Error::Jpeg {
+            let error = Self::failure(h, true).unwrap_or(Error::Jpeg {
                 kind: JpegErrorKind::Corrupt,
-            }));
+            });
+            // A header that failed part way leaves the instance unable to read
+            // the next one: it is destroyed, and the next image makes a new one
+            // (good files keep reusing theirs).
+            self.handle = None;
+            return Err(error);
         }
         // SAFETY: `h` is live and has just parsed a header.
         let (w, ht, cs, subsamp) = unsafe {
