@@ -442,3 +442,67 @@ fn resize_plans_refuse_scratch_beyond_the_limits() {
         Err(Error::SizeMismatch { .. })
     ));
 }
+
+/// Shapes are checked arithmetic, and a fixed output must fit the limits when
+/// the plan is compiled (the caller allocates the tensor from its shape).
+#[test]
+fn output_shapes_are_checked_when_compiling() {
+    use tensorprep::pipeline::{InputDesc, Op, Pad, PadTo, Pipeline};
+    let eval = Pipeline::imagenet_eval();
+    let (decode, rest) = eval.ops().split_first().unwrap();
+    let with = |extra: Op| {
+        let mut ops = vec![*decode];
+        ops.extend_from_slice(&rest[..2]); // Resize, CenterCrop 224
+        ops.push(extra);
+        ops.extend_from_slice(&rest[2..]);
+        Pipeline::from_ops(&ops).unwrap()
+    };
+    // Borders summing past u32: refused, not wrapped to a small false shape.
+    let wrap = with(Op::Pad(Pad {
+        to: PadTo::Borders {
+            left: u32::MAX - 100,
+            top: 0,
+            right: 200,
+            bottom: 0,
+        },
+        fill: [0; 3],
+    }));
+    for input in [
+        InputDesc::Encoded,
+        InputDesc::pixels(PixelFormat::Rgb8, 640, 480),
+    ] {
+        let err = wrap.compile(input).unwrap_err();
+        assert!(
+            matches!(err, Error::InvalidDimensions { .. }),
+            "{input:?}: {err}"
+        );
+    }
+    // A canvas of 262144 x 262144: refused by the pixel limit at compile time.
+    let huge = with(Op::Pad(Pad {
+        to: PadTo::Canvas {
+            width: 1 << 18,
+            height: 1 << 18,
+            placement: Placement::Center,
+        },
+        fill: [0; 3],
+    }));
+    let err = huge.compile(InputDesc::Encoded).unwrap_err();
+    assert!(matches!(err, Error::TooManyPixels { .. }), "{err}");
+    // Within the pixel limit but over the allocation limit for its float tensor.
+    let big = with(Op::Pad(Pad {
+        to: PadTo::Canvas {
+            width: 16_000,
+            height: 8_000,
+            placement: Placement::Center,
+        },
+        fill: [0; 3],
+    }));
+    let limits = Limits {
+        max_alloc_bytes: 1 << 30,
+        ..Limits::DEFAULT
+    };
+    let err = big
+        .compile_with_limits(InputDesc::Encoded, &limits)
+        .unwrap_err();
+    assert!(matches!(err, Error::AllocationTooLarge { .. }), "{err}");
+}

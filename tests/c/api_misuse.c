@@ -320,7 +320,11 @@ static void plans(const unsigned char *jpeg, size_t jpeg_len, const unsigned cha
     EXPECT(tp_plan_new(g, &frame_in, &opts, &p), TP_RESULT_OK);
     tp_plan_free(p);
     opts.decoder = TP_DECODER_ZUNE;
+    /* The output (224x224) must fit the limits when compiling; the image when running. */
     opts.max_pixels = 1000;
+    EXPECT_MSG(tp_plan_new(g, &jpeg_in, &opts, &small), TP_RESULT_TOO_MANY_PIXELS, "1000");
+    CHECK(small == NULL);
+    opts.max_pixels = 60000;
     EXPECT(tp_plan_new(g, &jpeg_in, &opts, &small), TP_RESULT_OK);
     EXPECT(tp_plan_new(g, &jpeg_in, NULL, &jp), TP_RESULT_OK);
     EXPECT(tp_plan_new(g, &frame_in, NULL, &px), TP_RESULT_OK);
@@ -382,7 +386,7 @@ static void plans(const unsigned char *jpeg, size_t jpeg_len, const unsigned cha
     EXPECT_MSG(tp_plan_run_jpeg(jp, s, (const uint8_t *)out, jpeg_len, out, out_bytes, &geom),
                TP_RESULT_INVALID_PARAMETER, "overlaps");
     EXPECT_MSG(tp_plan_run_jpeg(small, s, jpeg, jpeg_len, out, out_bytes, &geom),
-               TP_RESULT_TOO_MANY_PIXELS, "1000");
+               TP_RESULT_TOO_MANY_PIXELS, "60000");
     EXPECT(tp_plan_run_jpeg(px, s, jpeg, jpeg_len, out, out_bytes, &geom),
            TP_RESULT_INVALID_PARAMETER);
     CHECK(((unsigned char *)&geom)[0] == 0x5a && ((unsigned char *)&geom)[sizeof geom - 1] == 0x5a);

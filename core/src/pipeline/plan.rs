@@ -337,6 +337,17 @@ impl Plan {
             limits: *limits,
             fixed: None,
         };
+        // A fixed output must fit the limits before anything is allocated
+        // for it (the caller's tensor included).
+        if let Some((w, h)) = plan.checked_fixed_output_size()? {
+            limits.check_pixels(u64::from(w), u64::from(h))?;
+            let [a, b, c] = plan.finisher.output_shape(w, h);
+            let bytes = (a as u64)
+                .saturating_mul(b as u64)
+                .saturating_mul(c as u64)
+                .saturating_mul(plan.dtype().size() as u64);
+            limits.check_alloc(bytes)?;
+        }
         if let InputDesc::Pixels {
             format,
             width,
@@ -396,6 +407,17 @@ impl Plan {
     /// The output size of a pipeline whose last size-setting op fixes it
     /// whatever the input: a crop with its own size, a canvas, an exact resize.
     fn fixed_output_size(&self) -> Option<(u32, u32)> {
+        self.checked_fixed_output_size().ok().flatten()
+    }
+
+    /// [`Plan::fixed_output_size`], with every sum checked: borders that add
+    /// past the largest image side are an error, not a wrapped size.
+    fn checked_fixed_output_size(&self) -> Result<Option<(u32, u32)>> {
+        let grow = |side: u32, a: u32, b: u32, other: u32| {
+            let sum = u64::from(side) + u64::from(a) + u64::from(b);
+            crate::image::check_dimensions(sum, u64::from(other.max(1)))?;
+            Ok::<u32, Error>(sum as u32)
+        };
         let mut size = None;
         for step in &self.steps {
             size = match step {
@@ -419,12 +441,15 @@ impl Plan {
                             bottom,
                         },
                     ..
-                }) => size.map(|(w, h): (u32, u32)| (w + left + right, h + top + bottom)),
+                }) => match size {
+                    Some((w, h)) => Some((grow(w, *left, *right, h)?, grow(h, *top, *bottom, w)?)),
+                    None => None,
+                },
                 Step::Transform(t) => size.map(|(w, h)| t.output_size(w, h)),
                 Step::Convert { .. } => size,
             };
         }
-        size
+        Ok(size)
     }
 
     /// Builds the stages for a decoded input of `shape` (the size after any

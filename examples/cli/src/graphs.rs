@@ -93,30 +93,6 @@ pub(crate) fn load(path: &Path) -> Result<Graph, String> {
     Graph::for_model(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory,
-/// so that a failure never leaves a half-written model.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    use std::io::Write;
-    let mut name = path.file_name().unwrap_or_default().to_owned();
-    name.push(".tensorprep-tmp");
-    let tmp = path.with_file_name(name);
-    std::fs::File::create(&tmp)
-        .and_then(|mut f| {
-            f.write_all(bytes)?;
-            // On disk before the rename: a crash leaves the old file or the new one.
-            f.sync_all()
-        })
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            format!(
-                "cannot write {}: {e} ({} left unchanged)",
-                path.display(),
-                path.display()
-            )
-        })
-}
-
 fn imported(args: &ConvertArgs) -> Result<Graph, String> {
     let (kind, name) = args.from.split_once(':').unwrap_or((&args.from, ""));
     let source = || {
@@ -168,9 +144,7 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<ExitCode, String> {
             .add_self_tests()
             .map_err(|e| format!("cannot make the self-tests: {e}"))?;
     }
-    graph
-        .save(&args.out)
-        .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
+    crate::atomic::write_bytes(&args.out, &graph.encode())?;
     eprintln!(
         "wrote {} ({} ops, output {} {:?} {:?}{})",
         args.out.display(),
@@ -361,7 +335,7 @@ pub(crate) fn embed(args: &EmbedArgs) -> Result<ExitCode, String> {
     let replaced = onnx::extract(&model).map_err(at)?;
     let with = onnx::embed(&model, &graph).map_err(at)?;
     let out = args.out.as_deref().unwrap_or(&args.model);
-    write_atomically(out, &with)?;
+    crate::atomic::write_bytes(out, &with)?;
     if let Some(old) = replaced {
         eprintln!(
             "replaced the graph embedded in {} before{}",
@@ -384,6 +358,16 @@ pub(crate) fn embed(args: &EmbedArgs) -> Result<ExitCode, String> {
 }
 
 pub(crate) fn extract(args: &ExtractArgs) -> Result<ExitCode, String> {
+    let same = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    if same(&args.model, &args.out) {
+        return Err(format!(
+            "-o {} is the model itself: the graph would replace the model",
+            args.out.display()
+        ));
+    }
     let graph = tensorprep::graph::embedded_in_onnx_file(&args.model)
         .map_err(|e| format!("{}: {e}", args.model.display()))?
         .ok_or_else(|| {
@@ -393,9 +377,7 @@ pub(crate) fn extract(args: &ExtractArgs) -> Result<ExitCode, String> {
                 onnx::METADATA_KEY
             )
         })?;
-    graph
-        .save(&args.out)
-        .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
+    crate::atomic::write_bytes(&args.out, &graph.encode())?;
     eprintln!("wrote {}", args.out.display());
     Ok(ExitCode::SUCCESS)
 }

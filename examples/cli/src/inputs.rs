@@ -9,10 +9,19 @@ use tensorprep::decode::ImageFormat;
 /// One input file, and the path its output takes under an output directory.
 pub(crate) struct InputFile {
     pub(crate) path: PathBuf,
-    /// `<stem>.npy` for a file given by name; the path relative to its
-    /// directory for a file found in one (subdirectories kept, so that
-    /// `cat/1.jpg` and `dog/1.jpg` do not collide).
+    /// The file name without its last extension plus `.npy` for a file given
+    /// by name; for a file found in a directory, its path relative to it, so
+    /// renamed (subdirectories kept, so that `cat/1.jpg` and `dog/1.jpg` do
+    /// not collide).
     pub(crate) out_name: PathBuf,
+}
+
+/// The file name without its last extension, then `.npy`: `photo.v1.jpg`
+/// gives `photo.v1.npy` (not `photo.npy`).
+fn npy_name(path: &Path) -> std::ffi::OsString {
+    let mut name = path.file_stem().unwrap_or(path.as_os_str()).to_owned();
+    name.push(".npy");
+    name
 }
 
 /// The image format `path` starts with, if any (reads 16 bytes).
@@ -47,20 +56,14 @@ pub(crate) fn collect(args: &[PathBuf]) -> Result<(Vec<InputFile>, usize), Strin
                     skipped += 1;
                     continue;
                 }
-                let rel = path
-                    .strip_prefix(arg)
-                    .unwrap_or(&path)
-                    .with_extension("npy");
-                files.push(InputFile {
-                    path,
-                    out_name: rel,
-                });
+                let rel = path.strip_prefix(arg).unwrap_or(&path);
+                let out_name = rel.with_file_name(npy_name(rel));
+                files.push(InputFile { path, out_name });
             }
         } else {
-            let stem = arg.file_stem().unwrap_or(arg.as_os_str());
             files.push(InputFile {
                 path: arg.clone(),
-                out_name: PathBuf::from(stem).with_extension("npy"),
+                out_name: PathBuf::from(npy_name(arg)),
             });
         }
     }

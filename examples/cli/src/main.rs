@@ -26,6 +26,7 @@ use tensorprep::decode::ImageFormat;
 use tensorprep::jpeg::Backend;
 use tensorprep::pipeline::{DecodeScaling, InputDesc, Pipeline, Plan};
 
+mod atomic;
 mod bench;
 mod graphs;
 mod inputs;

@@ -90,15 +90,14 @@ impl Batch {
             return Ok(());
         };
         if self.file.is_none() {
-            let tmp = path.with_extension("npy.tensorprep-tmp");
             let header =
                 npy::header(&self.dims(max), tensor.dtype(), 0).map_err(|e| e.to_string())?;
-            let file = std::fs::File::create(&tmp)
-                .and_then(|mut f| f.write_all(&header).map(|()| f))
-                .map_err(|e| {
-                    let _ = std::fs::remove_file(&tmp);
-                    format!("cannot write {}: {e}", tmp.display())
-                })?;
+            let (tmp, mut file) = crate::atomic::temporary(path)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            if let Err(e) = file.write_all(&header) {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(format!("cannot write {}: {e}", path.display()));
+            }
             self.file = Some((tmp, file, header.len()));
         }
         let (tmp, file, _) = self.file.as_mut().expect("created above");
@@ -173,12 +172,9 @@ fn write_npy(path: &Path, shape: &[usize], tensor: &Tensor) -> Result<(), String
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create directory {}: {e}", dir.display()))?;
     }
-    let file = std::fs::File::create(path)
-        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-    let mut w = std::io::BufWriter::new(file);
-    npy::write(&mut w, shape, tensor)
-        .and_then(|()| w.flush())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    // A temporary file, flushed, synced and renamed: a full disk is an
+    // error, never a truncated .npy reported as written.
+    crate::atomic::write(path, |w| npy::write(w, shape, tensor))
 }
 
 pub(crate) fn run(args: &RunArgs) -> Result<ExitCode, String> {
@@ -210,7 +206,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let bar = progress(inputs.len());
     let mut state = PlanState::new();
     let mut tensor = Tensor::zeros(plan.dtype(), 0);
-    let mut written = std::collections::HashSet::new();
+    let mut written = std::collections::HashMap::<PathBuf, PathBuf>::new();
     let (mut ok, mut failed, mut lenient_ok) = (0usize, 0usize, 0usize);
     for InputFile { path, out_name } in &inputs {
         let result = preprocess(&plan, &mut state, &mut tensor, path).or_else(|strict_error| {
@@ -237,13 +233,16 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode, String> {
             }
             Sink::Dir(dir) => {
                 let out = dir.join(out_name);
-                if written.insert(out.clone()) {
-                    write_npy(&out, &shape, &tensor)
-                } else {
-                    Err(format!(
-                        "another input already wrote {} (same file stem)",
-                        out.display()
-                    ))
+                match written.get(&out) {
+                    Some(first) => Err(format!(
+                        "its output {} was already written from {}",
+                        out.display(),
+                        Path::display(first)
+                    )),
+                    None => {
+                        written.insert(out.clone(), path.clone());
+                        write_npy(&out, &shape, &tensor)
+                    }
                 }
             }
             Sink::Batch(b) => b.push(shape, &tensor, inputs.len()),

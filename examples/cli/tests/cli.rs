@@ -711,21 +711,60 @@ fn a_graph_that_does_not_fit_the_model_is_refused() {
         stderr_of(&o)
     );
     assert!(run(true).status.success());
-    // A write that cannot happen leaves the model as it was (the new bytes go to
-    // a temporary file first; here that file cannot be created).
-    let blocker = dir.join("yolo.onnx.tensorprep-tmp");
-    std::fs::create_dir(&blocker).unwrap();
+    // Extracting onto the model itself is refused; the model is untouched.
     let o = tensorprep(&[
-        "embed",
-        vit.to_str().unwrap(),
+        "extract",
         model.to_str().unwrap(),
-        "--force",
+        "-o",
+        model.to_str().unwrap(),
     ]);
-    assert!(!o.status.success());
-    assert!(
-        stderr_of(&o).contains("left unchanged"),
-        "{}",
-        stderr_of(&o)
-    );
+    assert!(!o.status.success() && stderr_of(&o).contains("the model itself"));
     assert_eq!(std::fs::read(&model).unwrap(), with_graph);
+    // A leftover file with the old temporary name is neither used nor deleted.
+    let leftover = dir.join("yolo.onnx.tensorprep-tmp");
+    std::fs::write(&leftover, b"not ours").unwrap();
+    run_ok(&["embed", yolo.to_str().unwrap(), model.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&leftover).unwrap(), b"not ours");
+}
+
+#[test]
+fn outputs_are_named_after_the_whole_file_name_and_collisions_say_which() {
+    let dir = scratch("names");
+    for name in ["photo.v1.jpg", "photo.v2.jpg"] {
+        std::fs::copy(fixture("sample.jpg"), dir.join(name)).unwrap();
+    }
+    std::fs::copy(fixture("formats/rgb8.png"), dir.join("photo.v1.png")).unwrap();
+    let out = dir.join("out");
+    let arg = |n: &str| dir.join(n).to_string_lossy().into_owned();
+    let o = tensorprep(&[
+        "run".to_owned(),
+        "--preset".to_owned(),
+        "imagenet-eval".to_owned(),
+        arg("photo.v1.jpg"),
+        arg("photo.v2.jpg"),
+        arg("photo.v1.png"),
+        "-o".to_owned(),
+        out.to_string_lossy().into_owned(),
+    ]);
+    assert!(out.join("photo.v1.npy").exists() && out.join("photo.v2.npy").exists());
+    // photo.v1.png would write photo.v1.npy again: refused, naming the first input.
+    assert!(!o.status.success());
+    let stderr = stderr_of(&o);
+    assert!(
+        stderr.contains("photo.v1.png: its output")
+            && stderr.contains("already written from")
+            && stderr.contains("photo.v1.jpg"),
+        "{stderr}"
+    );
+    // No temporary file is left beside the outputs.
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| n.ends_with(".npy") && !n.starts_with('.')),
+        "{names:?}"
+    );
 }

@@ -1,0 +1,159 @@
+//! Every file the CLI writes goes through here: a uniquely named temporary
+//! file beside the target, flushed and synced, then renamed over it. A full
+//! disk or any other error is reported and leaves no partial file, and the
+//! old file (a model, a graph) stays as it was. A target reached through a
+//! symbolic link is written where the link points; an existing target's
+//! permissions are kept.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Temporary names are unique per process and call, so two writes (or a
+/// leftover file) never share one.
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// Creates a fresh temporary file beside `target` (never an existing one).
+pub(crate) fn temporary(target: &Path) -> io::Result<(PathBuf, File)> {
+    let dir = target.parent().filter(|d| !d.as_os_str().is_empty());
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tmp_name = format!(".{name}.{}.{n}.tensorprep-tmp", std::process::id());
+        let tmp = dir.map_or_else(|| PathBuf::from(&tmp_name), |d| d.join(&tmp_name));
+        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Writes `path` with what `fill` writes, atomically (see the module docs).
+pub(crate) fn write(
+    path: &Path,
+    fill: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
+) -> Result<(), String> {
+    // Through a link: the file it points to is replaced, the link kept.
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)
+            .map_err(|e| format!("cannot follow {}: {e}", path.display()))?,
+        _ => path.to_path_buf(),
+    };
+    let (tmp, file) =
+        temporary(&target).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let result = finish(&file, fill).and_then(|()| {
+        if let Ok(meta) = std::fs::metadata(&target) {
+            file.set_permissions(meta.permissions())?;
+        }
+        std::fs::rename(&tmp, &target)
+    });
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        let kept = if target.exists() {
+            format!(" ({} left unchanged)", path.display())
+        } else {
+            String::new()
+        };
+        format!("cannot write {}: {e}{kept}", path.display())
+    })
+}
+
+/// Fills the file, then flushes and syncs it: every write error surfaces.
+fn finish(
+    file: &File,
+    fill: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut w = BufWriter::new(file);
+    fill(&mut w)?;
+    w.flush()?;
+    drop(w);
+    file.sync_all()
+}
+
+/// Writes `bytes` to `path` atomically.
+pub(crate) fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    write(path, |w| w.write_all(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("tensorprep-atomic-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_failing_write_leaves_the_old_file_and_no_temporary() {
+        let dir = scratch("fail");
+        let path = dir.join("model.onnx");
+        std::fs::write(&path, b"old model").unwrap();
+        // A write that fails part way (as a full disk does).
+        let err = write(&path, |w| {
+            w.write_all(b"new mod")?;
+            Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                "no space left on device",
+            ))
+        })
+        .unwrap_err();
+        assert!(
+            err.contains("no space left") && err.contains("left unchanged"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), b"old model");
+        assert_eq!(entries(&dir), ["model.onnx"]);
+        // A leftover temporary name does not collide, and is not deleted.
+        std::fs::write(dir.join(".model.onnx.tensorprep-tmp"), b"someone's").unwrap();
+        write_bytes(&path, b"new model").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new model");
+        assert_eq!(entries(&dir), [".model.onnx.tensorprep-tmp", "model.onnx"]);
+    }
+
+    #[test]
+    fn links_are_followed_and_permissions_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("link");
+        let target = dir.join("real.tpp");
+        std::fs::write(&target, b"old").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let link = dir.join("link.tpp");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_bytes(&link, b"new").unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn a_flush_error_is_reported() {
+        // /dev/full accepts the open and fails every write: what a full disk does.
+        let file = OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("Linux has /dev/full");
+        let err = finish(&file, |w| w.write_all(&[0u8; 100])).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+    }
+}
