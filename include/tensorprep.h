@@ -19,7 +19,8 @@
  * - A tp_graph and a tp_plan are immutable once made: any number of threads
  *   may use one at the same time (compile, run, verify).
  * - A tp_run_state belongs to one thread at a time; give each thread its own
- *   (it may serve several plans in turn).
+ *   (it may serve several plans in turn). A call made while another is using
+ *   the same state returns TP_RESULT_STATE_BUSY instead of racing.
  * - The last-error message is kept per thread.
  *
  * Generated from ffi/ by tools/headergen (cbindgen 0.29.4); do not edit.
@@ -132,6 +133,11 @@ enum tp_result
      */
     TP_RESULT_SELF_TEST_FAILED = 7,
     /**
+     * A `tp_run_state` was used by two calls at once (two threads): the
+     * second is refused. Give each thread its own state.
+     */
+    TP_RESULT_STATE_BUSY = 8,
+    /**
      * An error this version of the C API has no code for; the message says what.
      */
     TP_RESULT_OTHER = 99,
@@ -204,6 +210,11 @@ enum tp_result
      * A colour space that cannot be turned into the requested format.
      */
     TP_RESULT_JPEG_UNSUPPORTED_COLOR_SPACE = 203,
+    /**
+     * A JPEG with more scans than the decoders accept (256): a likely
+     * decompression bomb.
+     */
+    TP_RESULT_JPEG_TOO_MANY_SCANS = 204,
     /**
      * The bytes are not a tensorprep graph (no magic bytes).
      */

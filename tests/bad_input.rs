@@ -506,3 +506,95 @@ fn output_shapes_are_checked_when_compiling() {
         .unwrap_err();
     assert!(matches!(err, Error::AllocationTooLarge { .. }), "{err}");
 }
+
+/// Normalize parameters each finite but whose result is not, for some 8-bit
+/// value, are refused (they gave tensors of infinities).
+#[test]
+fn normalizations_that_overflow_are_refused() {
+    use tensorprep::finish::{ChannelOrder, Normalize};
+    use tensorprep::{DType, Layout, Quantization};
+    let cases = [
+        Normalize {
+            mean: [0.0; 3],
+            std: [1e-45; 3],
+            divisor: 255.0,
+        },
+        Normalize {
+            mean: [0.0; 3],
+            std: [1.0; 3],
+            divisor: 1e-45,
+        },
+        Normalize {
+            mean: [3e38; 3],
+            std: [1e-30; 3],
+            divisor: 1.0,
+        },
+    ];
+    for normalize in cases {
+        let spec = FinishSpec {
+            normalize,
+            order: ChannelOrder::Rgb,
+            layout: Layout::Chw,
+            dtype: DType::F32,
+            quantization: Quantization::IDENTITY,
+        };
+        let err = Finisher::new(&spec).unwrap_err();
+        assert!(
+            err.to_string().contains("overflows"),
+            "{normalize:?}: {err}"
+        );
+    }
+    // Finite in float32 but past float16's range: refused for f16 output only.
+    let wide = FinishSpec {
+        normalize: Normalize {
+            mean: [0.0; 3],
+            std: [0.001; 3],
+            divisor: 1.0,
+        },
+        order: ChannelOrder::Rgb,
+        layout: Layout::Chw,
+        dtype: DType::F16,
+        quantization: Quantization::IDENTITY,
+    };
+    assert!(
+        Finisher::new(&wide)
+            .unwrap_err()
+            .to_string()
+            .contains("float16")
+    );
+    assert!(
+        Finisher::new(&FinishSpec {
+            dtype: DType::F32,
+            ..wide
+        })
+        .is_ok()
+    );
+    assert!(Finisher::new(&FinishSpec::imagenet()).is_ok());
+}
+
+/// A progressive JPEG with hundreds of (valid, empty) scans is refused before
+/// decoding, on every backend, and says why.
+#[test]
+fn jpegs_with_too_many_scans_are_refused() {
+    let bytes = read("sample_progressive.jpg");
+    // Insert copies of a DC refinement-free scan: the last SOS segment and its
+    // data, repeated before the EOI.
+    let last_sos = bytes.windows(2).rposition(|w| w == [0xFF, 0xDA]).unwrap();
+    let scan = &bytes[last_sos..bytes.len() - 2];
+    let mut bomb = bytes[..bytes.len() - 2].to_vec();
+    for _ in 0..300 {
+        bomb.extend_from_slice(scan);
+    }
+    bomb.extend_from_slice(&[0xFF, 0xD9]);
+    for backend in Backend::available() {
+        let mut d = JpegDecoder::new(on(backend));
+        let err = d.decode(&bomb).unwrap_err();
+        assert!(
+            matches!(err, Error::TooManyScans { limit: 256, .. }),
+            "{backend:?}: {err}"
+        );
+        assert!(err.to_string().contains("at most 256"), "{err}");
+        // The file itself (10 scans) is fine.
+        assert!(d.decode(&bytes).is_ok());
+    }
+}

@@ -144,6 +144,14 @@ pub enum Error {
         /// The decoder that was asked to decode it.
         backend: Backend,
     },
+    /// A JPEG with more scans than [`crate::jpeg::MAX_SCANS`]: refused before
+    /// decoding (each scan can cost a pass over the whole image).
+    TooManyScans {
+        /// Start-of-scan markers in the file.
+        scans: u32,
+        /// The limit.
+        limit: u32,
+    },
     /// The header claims more pixels than the file's data could possibly
     /// describe (a truncated file, or a crafted header meant to make the
     /// decoder allocate): refused before any pixel buffer is allocated.
@@ -280,6 +288,11 @@ impl fmt::Display for Error {
                     _ => f.write_str("no decoder of tensorprep reads"),
                 }
             }
+            Error::TooManyScans { scans, limit } => write!(
+                f,
+                "the JPEG has {scans} scans; at most {limit} are decoded (progressive files \
+                 have about 10): refused as a likely decompression bomb"
+            ),
             Error::ImplausibleSize {
                 format,
                 width,

@@ -79,7 +79,21 @@ impl Normalize {
                 name: "normalize mean must be finite and std finite and non-zero",
             });
         }
+        // Each parameter finite is not enough (std 1e-30 with mean 3e38, a
+        // divisor of 1e-45): every 8-bit input must give a finite value.
+        if !(0..3).all(|c| (0..=255u8).all(|v| ok(self.apply(c, v)))) {
+            return Err(Error::InvalidParameter {
+                name: "normalize: (v / divisor - mean) / std overflows to infinity for some 8-bit v",
+            });
+        }
         Ok(())
+    }
+
+    /// The largest magnitude an 8-bit input gives.
+    fn max_abs(&self) -> f32 {
+        (0..3)
+            .flat_map(|c| [0u8, 255].map(|v| self.apply(c, v).abs()))
+            .fold(0.0, f32::max)
     }
 }
 
@@ -181,6 +195,11 @@ impl Finisher {
             });
         }
         let n = &spec.normalize;
+        if spec.dtype == DType::F16 && n.max_abs() > f32::from(f16::MAX) {
+            return Err(Error::InvalidParameter {
+                name: "normalize: some 8-bit values fall outside float16's range (65504)",
+            });
+        }
         let tables = match spec.dtype {
             DType::F32 => AnyTables::F32(build(n, |x| x)),
             DType::F16 => AnyTables::F16(build(n, f16::from_f32)),

@@ -245,19 +245,6 @@ pub(crate) unsafe fn sized<T: Copy + Default>(ptr: *const T, name: &str) -> Resu
     Ok(Some(value))
 }
 
-/// A required mutable handle.
-///
-/// # Safety
-///
-/// `ptr` must be NULL or point to a valid `T` that nothing else accesses for `'a`.
-pub(crate) unsafe fn required_mut<'a, T>(ptr: *mut T, name: &str) -> Result<&'a mut T> {
-    if !ptr.is_aligned() {
-        return Err(misaligned(name, align_of::<T>()));
-    }
-    // SAFETY: aligned; the caller guarantees NULL or valid and exclusive.
-    unsafe { ptr.as_mut() }.ok_or_else(|| Failure::null(name))
-}
-
 /// A required output location, written only on success.
 ///
 /// # Safety

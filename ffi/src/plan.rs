@@ -30,7 +30,53 @@ pub struct tp_plan {
 /// allocation per image in steady state). Used by one thread at a time; may
 /// serve several plans in turn.
 pub struct tp_run_state {
-    state: PlanState,
+    /// Reached only through [`tp_run_state::enter`].
+    state: std::cell::UnsafeCell<PlanState>,
+    /// Set for the duration of a call that uses the state: a second thread
+    /// calling meanwhile (not allowed) gets `TP_RESULT_STATE_BUSY` instead of
+    /// racing on the decoder and buffers.
+    pub(crate) busy: std::sync::atomic::AtomicBool,
+}
+
+/// A run state marked busy; unmarked when dropped (on unwinding too).
+struct Busy<'a>(&'a tp_run_state);
+
+impl tp_run_state {
+    fn new() -> tp_run_state {
+        tp_run_state {
+            state: std::cell::UnsafeCell::new(PlanState::new()),
+            busy: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Marks the state busy for one call; a state some other thread is using
+    /// is `TP_RESULT_STATE_BUSY` (the header forbids sharing it, this makes
+    /// the mistake an error instead of undefined behaviour).
+    fn enter(&self) -> Result<Busy<'_>> {
+        use std::sync::atomic::Ordering;
+        if self.busy.swap(true, Ordering::Acquire) {
+            return Err(Failure::new(
+                tp_result::StateBusy,
+                "this tp_run_state is in use by another call (give each thread its own)",
+            ));
+        }
+        Ok(Busy(self))
+    }
+}
+
+impl Busy<'_> {
+    fn state(&mut self) -> &mut PlanState {
+        // SAFETY: only a `Busy` reaches the cell, and the flag admits one at a time.
+        unsafe { &mut *self.0.state.get() }
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0
+            .busy
+            .store(false, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// What a plan is compiled for.
@@ -310,14 +356,15 @@ pub unsafe extern "C" fn tp_plan_output_info_for_jpeg(
         let (plan, state, bytes, out) = unsafe {
             (
                 args::required(plan, "plan")?,
-                args::required_mut(state, "state")?,
+                args::required(state.cast_const(), "state")?,
                 args::bytes(data, len, "data")?,
                 args::out(out, "out")?,
             )
         };
+        let mut busy = state.enter()?;
         let shape = plan
             .plan
-            .output_shape_for(&mut state.state, Input::Encoded(bytes))?;
+            .output_shape_for(busy.state(), Input::Encoded(bytes))?;
         out.write(tensor_info(&plan.plan, Some(shape)));
         Ok(())
     })
@@ -334,12 +381,7 @@ pub unsafe extern "C" fn tp_run_state_new(out: *mut *mut tp_run_state) -> tp_res
     boundary(|| {
         // SAFETY: the caller guarantees `out` is NULL or writable.
         let out = unsafe { args::out(out, "out") }?;
-        args::give(
-            out,
-            tp_run_state {
-                state: PlanState::new(),
-            },
-        );
+        args::give(out, tp_run_state::new());
         Ok(())
     })
 }
@@ -436,16 +478,17 @@ unsafe fn single<'a>(
         let (plan, state, geometry) = unsafe {
             (
                 args::required(plan, "plan")?,
-                args::required_mut(state, "state")?,
+                args::required(state.cast_const(), "state")?,
                 args::optional_out(geometry, "geometry")?,
             )
         };
         let (input, read) = input()?;
+        let mut busy = state.enter()?;
         // SAFETY: the caller guarantees `out`; overlaps with the input are checked.
         let g = unsafe {
             run_one(
                 &plan.plan,
-                &mut state.state,
+                busy.state(),
                 input,
                 read.as_slice(),
                 out,
@@ -578,7 +621,7 @@ where
         let (plan, state, items, geometries) = unsafe {
             (
                 args::required(plan, "plan")?,
-                args::required_mut(state, "state")?,
+                args::required(state.cast_const(), "state")?,
                 args::slice(items, n, name)?,
                 args::optional_slice_mut(
                     geometries.cast::<MaybeUninit<tp_geometry>>(),
@@ -587,7 +630,8 @@ where
                 )?,
             )
         };
-        let (plan, state) = (&plan.plan, &mut state.state);
+        let mut busy = state.enter()?;
+        let (plan, state) = (&plan.plan, busy.state());
         let shape = plan.output_shape().ok_or_else(|| {
             Failure::invalid(
                 "a batch needs a plan whose output size is fixed (ending in a crop or a canvas)",

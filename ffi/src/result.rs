@@ -35,6 +35,9 @@ pub enum tp_result {
     Io = 6,
     /// A graph's self-test produced a different tensor than the one recorded.
     SelfTestFailed = 7,
+    /// A `tp_run_state` was used by two calls at once (two threads): the
+    /// second is refused. Give each thread its own state.
+    StateBusy = 8,
     /// An error this version of the C API has no code for; the message says what.
     Other = 99,
 
@@ -74,6 +77,9 @@ pub enum tp_result {
     JpegUnsupported = 202,
     /// A colour space that cannot be turned into the requested format.
     JpegUnsupportedColorSpace = 203,
+    /// A JPEG with more scans than the decoders accept (256): a likely
+    /// decompression bomb.
+    JpegTooManyScans = 204,
 
     /// The bytes are not a tensorprep graph (no magic bytes).
     GraphNotAGraph = 300,
@@ -125,6 +131,7 @@ pub(crate) const RESULTS: &[(tp_result, &CStr)] = {
         (InvalidUtf8, c"TP_RESULT_INVALID_UTF8"),
         (Io, c"TP_RESULT_IO"),
         (SelfTestFailed, c"TP_RESULT_SELF_TEST_FAILED"),
+        (StateBusy, c"TP_RESULT_STATE_BUSY"),
         (Other, c"TP_RESULT_OTHER"),
         (InvalidDimensions, c"TP_RESULT_INVALID_DIMENSIONS"),
         (TooManyPixels, c"TP_RESULT_TOO_MANY_PIXELS"),
@@ -146,6 +153,7 @@ pub(crate) const RESULTS: &[(tp_result, &CStr)] = {
             JpegUnsupportedColorSpace,
             c"TP_RESULT_JPEG_UNSUPPORTED_COLOR_SPACE",
         ),
+        (JpegTooManyScans, c"TP_RESULT_JPEG_TOO_MANY_SCANS"),
         (GraphNotAGraph, c"TP_RESULT_GRAPH_NOT_A_GRAPH"),
         (GraphTooLarge, c"TP_RESULT_GRAPH_TOO_LARGE"),
         (GraphMalformed, c"TP_RESULT_GRAPH_MALFORMED"),
@@ -223,6 +231,7 @@ fn code_of(e: &Error) -> tp_result {
             _ => R::Other,
         },
         Error::JpegFeature { .. } => R::JpegUnsupported,
+        Error::TooManyScans { .. } => R::JpegTooManyScans,
         Error::UnsupportedImageFormat { .. } => R::UnsupportedImageFormat,
         Error::Png { kind } | Error::WebP { kind } => match kind {
             DecodeErrorKind::Truncated => R::ImageTruncated,

@@ -280,3 +280,88 @@ fn plan_options_ex_choose_the_yuv_range_and_the_exif_handling() {
     // SAFETY: a live state, freed once.
     unsafe { tp_run_state_free(state) };
 }
+
+/// Runs the frame into `out`, returning the result code.
+///
+/// # Safety
+///
+/// `plan` and `state` must be live handles.
+unsafe fn try_run(
+    plan: *const tp_plan,
+    state: *mut tp_run_state,
+    img: &tp_image,
+    out: &mut [f32],
+) -> tp_result {
+    let mut g = tp_geometry::default();
+    // SAFETY: the caller's handles; `out` is a live buffer of its length.
+    unsafe {
+        tp_plan_run_pixels(
+            plan,
+            state,
+            img,
+            out.as_mut_ptr().cast::<c_void>(),
+            size_of_val(out),
+            &mut g,
+        )
+    }
+}
+
+#[test]
+fn a_run_state_used_by_two_calls_at_once_refuses_the_second() {
+    let bytes = nv21();
+    let img = frame(&bytes);
+    let plan = frame_plan();
+    let state = new_state();
+    let mut want = vec![0f32; 3 * 224 * 224];
+    // SAFETY: live handles; `busy` is set and cleared here as a call in
+    // progress on another thread would.
+    unsafe {
+        run(plan, state, &img, &mut want);
+        (*state)
+            .busy
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut out = vec![0f32; want.len()];
+        assert_eq!(try_run(plan, state, &img, &mut out), tp_result::StateBusy);
+        (*state)
+            .busy
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(try_run(plan, state, &img, &mut out), tp_result::Ok);
+        assert_eq!(out, want);
+    }
+    // Two threads sharing one state (the misuse itself): every call either
+    // runs alone and is right, or is refused; none races.
+    let (plan_addr, state_addr) = (plan as usize, state as usize);
+    let refused = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            let (bytes, want, refused) = (&bytes, &want, &refused);
+            s.spawn(move || {
+                let img = &frame(bytes);
+                let mut out = vec![0f32; want.len()];
+                for _ in 0..200 {
+                    // SAFETY: the handles outlive the scope.
+                    let r = unsafe {
+                        try_run(
+                            plan_addr as *const tp_plan,
+                            state_addr as *mut tp_run_state,
+                            img,
+                            &mut out,
+                        )
+                    };
+                    match r {
+                        tp_result::Ok => assert!(out == *want),
+                        tp_result::StateBusy => {
+                            refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        other => panic!("{other:?}"),
+                    }
+                }
+            });
+        }
+    });
+    // SAFETY: live handles, freed once.
+    unsafe {
+        tp_run_state_free(state);
+        tp_plan_free(plan);
+    }
+}

@@ -127,6 +127,20 @@ impl JpegDecoder {
                 return Err(Error::JpegFeature { feature, backend });
             }
         }
+        // Only progressive files can have many scans (a sequential one has at
+        // most one per component, which the decoders check).
+        let progressive = matches!(frame.marker, 0xC2 | 0xC6 | 0xCA | 0xCE);
+        let scans = if progressive {
+            super::count_scans(bytes)
+        } else {
+            0
+        };
+        if scans > super::MAX_SCANS {
+            return Err(Error::TooManyScans {
+                scans,
+                limit: super::MAX_SCANS,
+            });
+        }
         let (width, height) = (u32::from(frame.width), u32::from(frame.height));
         if width == 0 || height == 0 {
             return Ok(()); // a DNL marker gives the height later; the backend decides

@@ -149,6 +149,19 @@ impl core::fmt::Display for JpegFeature {
     }
 }
 
+/// The most scans a JPEG may have (the start-of-scan markers in the file).
+/// Progressive encoders write about 10 (libjpeg's default script), mozjpeg
+/// up to about 20; each scan can cost a pass over every block of the image,
+/// so hundreds of them make a small file a CPU bomb.
+pub const MAX_SCANS: u32 = 256;
+
+/// Start-of-scan markers in `jpeg`: `FF DA` appears nowhere else (entropy-coded
+/// data escapes `FF` as `FF 00`).
+#[cfg(feature = "alloc")]
+pub(crate) fn count_scans(jpeg: &[u8]) -> u32 {
+    jpeg.windows(2).filter(|w| w == &[0xFF, 0xDA]).count() as u32
+}
+
 /// Most pixels a JPEG of `data_bytes` bytes can describe: every 8x8 block
 /// of every component costs at least one bit (its DC code) in some scan, so
 /// one byte covers at most 8 blocks of 64 pixels. A looser bound than any real

@@ -20,7 +20,7 @@ use crate::{Error, JpegErrorKind, Limits, PixelFormat, Rect, Result};
 
 /// Most progressive scans accepted (a real file has about 10; crafted files with
 /// thousands make decoding quadratic).
-const MAX_SCANS: c_int = 1000;
+const MAX_SCANS: c_int = super::MAX_SCANS as c_int;
 
 /// One TurboJPEG decompressor instance, created on first use.
 #[derive(Debug, Default)]

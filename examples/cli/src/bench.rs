@@ -105,7 +105,8 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<ExitCode, String> {
     let mut out = Tensor::zeros(plan.dtype(), len);
     for input in found {
         let path = input.path;
-        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let bytes = inputs::read_capped(&path, inputs::MAX_INPUT_BYTES)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         // Files the pipeline rejects are reported and left out of the timing.
         match plan.run(&mut check, Input::Encoded(&bytes), out.as_mut()) {
             Ok(g) => {

@@ -76,16 +76,7 @@ pub(crate) struct ExtractArgs {
 }
 
 fn read(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
-    let len = std::fs::metadata(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?
-        .len();
-    if len > limit {
-        return Err(format!(
-            "{}: {len} bytes is more than the {limit}-byte limit",
-            path.display()
-        ));
-    }
-    std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
+    crate::inputs::read_capped(path, limit).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// A graph file (`.tpp`), or the graph of a model (sidecar or embedded).

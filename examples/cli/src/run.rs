@@ -153,7 +153,7 @@ fn preprocess(
     tensor: &mut Tensor,
     input: &Path,
 ) -> Result<[usize; 3], String> {
-    let bytes = std::fs::read(input).map_err(|e| format!("cannot read it: {e}"))?;
+    let bytes = inputs::read_capped(input, inputs::MAX_INPUT_BYTES)?;
     let input = Input::Encoded(&bytes);
     let shape = plan
         .output_shape_for(state, input)

@@ -768,3 +768,45 @@ fn outputs_are_named_after_the_whole_file_name_and_collisions_say_which() {
         "{names:?}"
     );
 }
+
+#[test]
+fn devices_and_fifos_are_refused_not_read_forever() {
+    let dir = scratch("special");
+    let fifo = dir.join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let out = dir.join("x.npy");
+    for input in [Path::new("/dev/zero"), fifo.as_path()] {
+        // Without the check the first reads forever and the second blocks.
+        let o = tensorprep(&[
+            "run",
+            "--preset",
+            "imagenet-eval",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(!o.status.success());
+        assert!(
+            stderr_of(&o).contains("not a regular file"),
+            "{}",
+            stderr_of(&o)
+        );
+        let o = tensorprep(&["inspect", input.to_str().unwrap()]);
+        assert!(!o.status.success());
+    }
+    let o = tensorprep(&[
+        "convert",
+        "--from",
+        "hf",
+        "/dev/zero",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        stderr_of(&o).contains("not a regular file"),
+        "{}",
+        stderr_of(&o)
+    );
+    assert!(!out.exists());
+}
