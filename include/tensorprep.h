@@ -195,6 +195,10 @@ enum tp_result
      */
     TP_RESULT_OUT_OF_MEMORY = 112,
     /**
+     * The buffers a plan needs for one input total more than the limit.
+     */
+    TP_RESULT_PLAN_TOO_LARGE = 113,
+    /**
      * The data ends before the image does.
      */
     TP_RESULT_JPEG_TRUNCATED = 200,

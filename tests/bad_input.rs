@@ -598,3 +598,43 @@ fn jpegs_with_too_many_scans_are_refused() {
         assert!(d.decode(&bytes).is_ok());
     }
 }
+
+/// A plan's buffers are budgeted as a whole (not one by one), and only two
+/// intermediate images are alive at a time: 27 resizes and flips of a huge
+/// image cost two buffers, and a total over the limit is refused when the
+/// plan is resolved, naming it.
+#[test]
+fn a_plan_s_buffers_have_one_budget() {
+    use tensorprep::geometry::Flip;
+    use tensorprep::pipeline::{CenterCrop, CropRounding, InputDesc, Op, Pipeline, Resize};
+    use tensorprep::resize::{Filter, Resample};
+    use tensorprep::size::SizeRule;
+    let eval = Pipeline::imagenet_eval();
+    let mut ops = vec![Op::Resize(Resize {
+        size: SizeRule::Exact {
+            width: 4000,
+            height: 4000,
+        },
+        resample: Resample::Pillow(Filter::Nearest),
+    })];
+    ops.extend(std::iter::repeat_n(Op::Flip(Flip::Horizontal), 26));
+    ops.push(Op::CenterCrop(CenterCrop {
+        width: 224,
+        height: 224,
+        rounding: CropRounding::HalfEven,
+    }));
+    ops.extend_from_slice(&eval.ops()[3..]);
+    let pipeline = Pipeline::from_ops(&ops).unwrap();
+    let input = InputDesc::pixels(PixelFormat::Rgb8, 64, 64);
+    // Each image is 48 MB: two slots, 96 MB, whatever the number of flips.
+    let limits = |mb: u64| Limits {
+        max_alloc_bytes: mb << 20,
+        ..Limits::DEFAULT
+    };
+    assert!(pipeline.compile_with_limits(input, &limits(100)).is_ok());
+    let err = pipeline
+        .compile_with_limits(input, &limits(90))
+        .unwrap_err();
+    assert!(matches!(err, Error::PlanTooLarge { .. }), "{err}");
+    assert!(err.to_string().contains("96000000 bytes"), "{err}");
+}

@@ -37,6 +37,14 @@ pub enum Error {
         /// The limit in force.
         limit: u64,
     },
+    /// The buffers a plan needs for one input (the decoded image and the
+    /// intermediate images alive at once) total more than the limit.
+    PlanTooLarge {
+        /// Bytes in all.
+        bytes: u64,
+        /// The limit in force ([`crate::Limits::max_alloc_bytes`]).
+        limit: u64,
+    },
     /// The system could not provide memory the limits allow (an address-space
     /// limit, a full machine): the call failed instead of aborting.
     OutOfMemory {
@@ -209,6 +217,11 @@ impl fmt::Display for Error {
             Error::AllocationTooLarge { bytes, limit } => {
                 write!(f, "refusing to allocate {bytes} bytes (limit {limit})")
             }
+            Error::PlanTooLarge { bytes, limit } => write!(
+                f,
+                "the plan needs {bytes} bytes of image buffers for this input (the decoded \
+                 image and the intermediate ones alive at once), more than the limit of {limit}"
+            ),
             Error::OutOfMemory { bytes } => {
                 write!(f, "the system could not allocate {bytes} bytes")
             }

@@ -68,6 +68,8 @@ pub enum tp_result {
     UnalignedCrop = 111,
     /// The system could not provide memory the limits allow; nothing was aborted.
     OutOfMemory = 112,
+    /// The buffers a plan needs for one input total more than the limit.
+    PlanTooLarge = 113,
 
     /// The data ends before the image does.
     JpegTruncated = 200,
@@ -146,6 +148,7 @@ pub(crate) const RESULTS: &[(tp_result, &CStr)] = {
         (RectOutOfBounds, c"TP_RESULT_RECT_OUT_OF_BOUNDS"),
         (UnalignedCrop, c"TP_RESULT_UNALIGNED_CROP"),
         (OutOfMemory, c"TP_RESULT_OUT_OF_MEMORY"),
+        (PlanTooLarge, c"TP_RESULT_PLAN_TOO_LARGE"),
         (JpegTruncated, c"TP_RESULT_JPEG_TRUNCATED"),
         (JpegCorrupt, c"TP_RESULT_JPEG_CORRUPT"),
         (JpegUnsupported, c"TP_RESULT_JPEG_UNSUPPORTED"),
@@ -222,6 +225,7 @@ fn code_of(e: &Error) -> tp_result {
         Error::RectOutOfBounds { .. } => R::RectOutOfBounds,
         Error::UnalignedCrop { .. } => R::UnalignedCrop,
         Error::OutOfMemory { .. } => R::OutOfMemory,
+        Error::PlanTooLarge { .. } => R::PlanTooLarge,
         Error::InvalidParameter { .. } => R::InvalidParameter,
         Error::Jpeg { kind } => match kind {
             JpegErrorKind::Truncated => R::JpegTruncated,

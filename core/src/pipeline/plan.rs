@@ -120,7 +120,12 @@ struct Resolved {
     input: Shape,
     decode: Option<DecodePlan>,
     stages: Vec<Stage>,
+    /// The image each stage writes. Stage `i` writes buffer `i` and reads
+    /// buffer `i - 1` (or the input): only two are alive at a time, so buffer
+    /// `i` is stored in slot `i % 2`.
     buffers: Vec<Shape>,
+    /// Bytes of the two slots (the largest image each holds).
+    slots: [u64; 2],
     finish: Read,
     geometry: Geometry,
 }
@@ -138,6 +143,7 @@ impl Resolved {
             decode: None,
             stages: Vec::new(),
             buffers: Vec::new(),
+            slots: [0; 2],
             finish: Read {
                 buffer: None,
                 region: Rect::new(0, 0, 0, 0),
@@ -680,11 +686,29 @@ impl Plan {
                 shift(&mut read);
             }
         }
+        // The whole budget: the decoded image and both slots, refused now
+        // (naming the total) rather than buffer by buffer while running.
+        let mut slots = [0u64; 2];
+        for (i, b) in buffers.iter().enumerate() {
+            let len = tight_len(b.format, b.width, b.height).unwrap_or(u64::MAX);
+            slots[i % 2] = slots[i % 2].max(len);
+        }
+        let decoded = decode.map_or(0, |d| {
+            tight_len(d.options.format, d.region.width, d.region.height).unwrap_or(u64::MAX)
+        });
+        let total = decoded.saturating_add(slots[0]).saturating_add(slots[1]);
+        if total > limits.max_alloc_bytes {
+            return Err(Error::PlanTooLarge {
+                bytes: total,
+                limit: limits.max_alloc_bytes,
+            });
+        }
         *into = Resolved {
             input,
             decode,
             stages,
             buffers,
+            slots,
             finish: read,
             geometry: Geometry {
                 input: (shape.width, shape.height),
@@ -864,23 +888,27 @@ impl Plan {
                 ));
             }
         };
-        // Intermediate buffers, grown once.
-        if buffers.len() < r.buffers.len() {
-            buffers.resize_with(r.buffers.len(), Vec::new);
+        // The two slots intermediate images alternate in, grown once.
+        if buffers.len() < 2 {
+            buffers.resize_with(2, Vec::new);
         }
-        for (buf, s) in buffers.iter_mut().zip(&r.buffers) {
-            let len = tight_len(s.format, s.width, s.height).unwrap_or(u64::MAX);
+        for (buf, &len) in buffers.iter_mut().zip(&r.slots) {
             crate::buffer::grow(buf, self.limits.check_alloc(len)?)?;
         }
         for stage in &r.stages {
-            // Stages write buffers in order and read earlier ones (or the input).
-            let (done, rest) = buffers.split_at_mut(stage.out);
+            // Stage i writes slot i % 2 and reads the other (or the input).
+            let (lo, hi) = buffers.split_at_mut(1);
+            let (other, mine) = if stage.out % 2 == 0 {
+                (&hi[0], &mut lo[0])
+            } else {
+                (&lo[0], &mut hi[0])
+            };
             let src = match stage.read.buffer {
                 None => source,
-                Some(b) => view_of(&done[b], r.buffers[b])?,
+                Some(b) => view_of(other, r.buffers[b])?,
             };
             let s = r.buffers[stage.out];
-            let mut dst = ImageViewMut::new(s.format, s.width, s.height, &mut rest[0])?;
+            let mut dst = ImageViewMut::new(s.format, s.width, s.height, mine)?;
             let read = stage.read;
             match &stage.work {
                 Work::Resize(plan) => {
@@ -908,7 +936,7 @@ impl Plan {
         let read = r.finish;
         let src = match read.buffer {
             None => source,
-            Some(b) => view_of(&buffers[b], r.buffers[b])?,
+            Some(b) => view_of(&buffers[b % 2], r.buffers[b])?,
         };
         let reader = RowReader::new(&src, read.region, read.format, read.range)?;
         let size = reader.size();
