@@ -10,7 +10,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::proto as pb;
-use super::selftest;
+use super::selftest::{self, SelfTest};
 use super::{Graph, MAX_FEATURES, READER_VERSION, SCHEMA_VERSION};
 use super::{GraphError, InputSpec, OutputSpec, Provenance};
 use crate::color::YuvRange;
@@ -437,11 +437,12 @@ pub(super) fn graph_from_pb(p: pb::Graph) -> Result<Graph, GraphError> {
         ));
     }
     let provenance = p.provenance.unwrap_or_default();
-    let self_tests = p
+    let self_tests: Vec<SelfTest> = p
         .self_tests
         .into_iter()
         .map(selftest::from_pb)
         .collect::<Result<_, _>>()?;
+    selftest::check_budget(&self_tests)?;
     Ok(Graph {
         pipeline,
         input,

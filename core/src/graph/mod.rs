@@ -49,7 +49,7 @@ pub use error::GraphError;
 #[cfg(feature = "std")]
 pub use file::{embedded_in_onnx_file, onnx_file_inputs, onnx_file_metadata_props, sidecar_path};
 pub use model_input::{Dim, ModelInput, onnx_inputs};
-pub use selftest::{SelfTest, SelfTestInput, SelfTestReport, pattern};
+pub use selftest::{MAX_SELF_TEST_PIXELS, SelfTest, SelfTestInput, SelfTestReport, pattern};
 
 use crate::color::YuvRange;
 use crate::pipeline::{InputDesc, Op, Pipeline, Plan};

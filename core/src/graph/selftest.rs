@@ -112,6 +112,37 @@ const SAMPLE_PNG: &[u8] = include_bytes!("selftest_sample.png");
 /// zune-jpeg and libjpeg-turbo differ by up to 4 on 4:2:0 photos.
 const JPEG_LEVELS: f32 = 6.0;
 
+/// The most pixels a graph's self-tests may decode and run in all: `verify`
+/// runs on devices, and a graph file is untrusted input (sixteen 4000x3000
+/// JPEGs would take minutes). The tests `convert` writes use about 10 000.
+pub const MAX_SELF_TEST_PIXELS: u64 = 4 << 20;
+
+/// Refuses self-tests whose inputs total more than [`MAX_SELF_TEST_PIXELS`]
+/// (encoded inputs by their headers' sizes; an unreadable header counts as
+/// nothing here and fails when the test runs).
+pub(crate) fn check_budget(tests: &[SelfTest]) -> Result<(), GraphError> {
+    let mut decoder = crate::decode::ImageDecoder::default();
+    let mut total = 0u64;
+    for t in tests {
+        total += match &t.input {
+            SelfTestInput::Pixels(image) => u64::from(image.width()) * u64::from(image.height()),
+            SelfTestInput::Encoded(bytes) => decoder
+                .read_info(bytes)
+                .map_or(0, |i| u64::from(i.width) * u64::from(i.height)),
+        };
+    }
+    if total > MAX_SELF_TEST_PIXELS {
+        return Err(GraphError::invalid(
+            None,
+            format!(
+                "the self-tests' inputs have {total} pixels in all, more than the \
+                 {MAX_SELF_TEST_PIXELS} a graph may carry"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Samples recorded per self-test.
 const SAMPLES: usize = 64;
 
@@ -210,7 +241,10 @@ impl Graph {
             samples,
             tolerance,
         });
-        Ok(())
+        // A graph this would make is one readers refuse: not added.
+        check_budget(&self.self_tests).inspect_err(|_| {
+            self.self_tests.pop();
+        })
     }
 
     /// Adds a bit-exact self-test on a small synthetic picture in the format the
@@ -475,6 +509,30 @@ mod tests {
 mod decoding_tests {
     use super::*;
     use crate::pipeline::Pipeline;
+
+    #[test]
+    fn self_tests_have_a_total_pixel_budget() {
+        use alloc::string::ToString;
+        // A 1920x1278 photo in 98 KB: files compress, so the file-size cap
+        // alone would let a graph carry minutes of decoding.
+        let photo = include_bytes!("../../../tests/fixtures/lxqt_butterfly_kenneth_wimer.jpg");
+        let input = SelfTestInput::Encoded(photo.to_vec());
+        let mut graph = Graph::new(Pipeline::imagenet_eval()).unwrap();
+        graph.add_self_tests().unwrap();
+        graph
+            .add_self_test_with("photo", input.clone(), 0.0)
+            .unwrap();
+        // A second one would pass 4 Mpixel: refused when adding...
+        let err = graph.add_self_test_with("again", input, 0.0).unwrap_err();
+        assert!(err.to_string().contains("pixels in all"), "{err}");
+        assert_eq!(graph.self_tests.len(), 4);
+        // ...and when reading a file that carries it anyway.
+        let mut forged = graph.clone();
+        forged.self_tests.push(forged.self_tests[3].clone());
+        let err = Graph::decode(&forged.encode()).unwrap_err();
+        assert!(err.to_string().contains("pixels in all"), "{err}");
+        assert!(Graph::decode(&graph.encode()).is_ok());
+    }
 
     #[test]
     fn graphs_for_files_carry_a_jpeg_and_a_png_self_test() {
