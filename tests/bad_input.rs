@@ -638,3 +638,65 @@ fn a_plan_s_buffers_have_one_budget() {
     assert!(matches!(err, Error::PlanTooLarge { .. }), "{err}");
     assert!(err.to_string().contains("96000000 bytes"), "{err}");
 }
+
+/// Two EXIF segments, the first saying orientation 6 and the second 1:
+/// Pillow and libjpeg-turbo read the first (upright 512x600); zune-jpeg's own
+/// EXIF accessor keeps the last, so the decoder reads the segments itself.
+#[test]
+fn the_first_of_two_exif_segments_counts() {
+    use tensorprep::jpeg::Orientation;
+    let b = read("exif_orient6_grace_hopper.jpg");
+    // The first APP1 `Exif` segment.
+    let mut i = 2;
+    let (start, len) = loop {
+        let len = usize::from(u16::from_be_bytes([b[i + 2], b[i + 3]]));
+        if b[i + 1] == 0xE1 && &b[i + 4..i + 10] == b"Exif\0\0" {
+            break (i, 2 + len);
+        }
+        i += 2 + len;
+    };
+    let mut second = b[start..start + len].to_vec();
+    // Its IFD0's Orientation entry set to 1 in the copy.
+    let tiff = 10;
+    let le = &second[tiff..tiff + 2] == b"II";
+    let u16_at = |s: &[u8], o: usize| {
+        let v = [s[o], s[o + 1]];
+        if le {
+            u16::from_le_bytes(v)
+        } else {
+            u16::from_be_bytes(v)
+        }
+    };
+    let u32_at = |s: &[u8], o: usize| {
+        let v = [s[o], s[o + 1], s[o + 2], s[o + 3]];
+        if le {
+            u32::from_le_bytes(v)
+        } else {
+            u32::from_be_bytes(v)
+        }
+    };
+    let ifd = tiff + u32_at(&second, tiff + 4) as usize;
+    let entries = usize::from(u16_at(&second, ifd));
+    let entry = (0..entries)
+        .map(|k| ifd + 2 + 12 * k)
+        .find(|&e| u16_at(&second, e) == 0x0112)
+        .expect("an Orientation tag");
+    let one = if le {
+        1u16.to_le_bytes()
+    } else {
+        1u16.to_be_bytes()
+    };
+    second[entry + 8..entry + 10].copy_from_slice(&one);
+    let mut two = b[..start + len].to_vec();
+    two.extend_from_slice(&second);
+    two.extend_from_slice(&b[start + len..]);
+    for backend in Backend::available() {
+        let img = JpegDecoder::new(DecodeOptions {
+            orientation: Orientation::Apply,
+            ..on(backend)
+        })
+        .decode(&two)
+        .unwrap();
+        assert_eq!((img.width(), img.height()), (512, 600), "{backend:?}");
+    }
+}

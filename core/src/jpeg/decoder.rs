@@ -189,7 +189,9 @@ impl JpegDecoder {
             kind: JpegErrorKind::Corrupt,
         })?;
         let components = d.info().map_or(0, |i| i.components);
-        let exif_orientation = d.exif().and_then(|e| exif::orientation(e));
+        // Our own scan, not zune-jpeg's: with two EXIF segments it keeps the
+        // last, where Pillow and libjpeg-turbo read the first.
+        let exif_orientation = exif::find_in_jpeg(bytes).and_then(exif::orientation);
         self.info(w as u32, h as u32, components, exif_orientation, 0)
     }
 

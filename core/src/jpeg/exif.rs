@@ -45,7 +45,6 @@ pub(crate) fn orientation(exif: &[u8]) -> Option<u16> {
 /// The payload of the first `APP1` segment that holds EXIF (`Exif\0\0` + TIFF),
 /// found by walking the marker segments before the first scan. `None` if there is
 /// none or the segments are malformed.
-#[cfg_attr(not(feature = "turbojpeg"), allow(dead_code))]
 pub(crate) fn find_in_jpeg(jpeg: &[u8]) -> Option<&[u8]> {
     super::markers::segments(jpeg)
         .find(|(marker, payload)| *marker == 0xE1 && payload.starts_with(b"Exif\0\0"))
