@@ -256,3 +256,35 @@ fn a_jpeg_feature_the_decoder_lacks_is_named_with_the_decoder_that_has_it() {
         assert!(text.contains("feature `turbojpeg`"), "{text}");
     }
 }
+
+/// A 3-component JPEG with Adobe's APP14 transform 0 holds RGB, not YCbCr
+/// (`cjpeg -rgb`). zune-jpeg reads it as CMYK-like and gets every pixel
+/// wrong, so it is refused naming libjpeg-turbo, which decodes it as Pillow.
+#[test]
+fn an_adobe_rgb_jpeg_is_never_decoded_wrong() {
+    use tensorprep::jpeg::{Backend, JpegFeature};
+    let bytes = read("sample_adobe_rgb.jpg");
+    let want = read_png("sample_adobe_rgb_decode.png");
+    for backend in Backend::available() {
+        let got = ImageDecoder::new(DecodeOptions {
+            backend,
+            ..DecodeOptions::default()
+        })
+        .decode(&bytes);
+        match (backend, got) {
+            (Backend::LibjpegTurbo, Ok(img)) => assert_eq!(img.as_bytes(), want.as_bytes()),
+            (Backend::Zune, Err(e)) => assert_eq!(
+                e,
+                Error::JpegFeature {
+                    feature: JpegFeature::AdobeRgb,
+                    backend: Backend::Zune
+                }
+            ),
+            (b, Ok(img)) => {
+                let d = Diff::of(img.as_bytes(), want.as_bytes());
+                panic!("{b:?} decoded it, {d} off Pillow");
+            }
+            (b, Err(e)) => panic!("{b:?}: {e}"),
+        }
+    }
+}

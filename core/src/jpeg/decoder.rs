@@ -121,7 +121,7 @@ impl JpegDecoder {
         let Some(frame) = markers::frame(bytes) else {
             return Ok(()); // the backend reports what is wrong
         };
-        if let Some(feature) = JpegFeature::of_frame(&frame) {
+        if let Some(feature) = JpegFeature::of_frame(&frame, bytes) {
             let backend = self.options.backend;
             if feature.decoded_by() != Some(backend) {
                 return Err(Error::JpegFeature { feature, backend });

@@ -55,17 +55,28 @@ pub(crate) struct Frame {
     pub(crate) precision: u8,
     pub(crate) width: u16,
     pub(crate) height: u16,
+    /// Colour components.
+    pub(crate) components: u8,
+}
+
+/// The colour transform of an Adobe APP14 segment (0: none, the samples are
+/// RGB or CMYK; 1: YCbCr; 2: YCCK), if the file has one before its first scan.
+pub(crate) fn adobe_transform(jpeg: &[u8]) -> Option<u8> {
+    segments(jpeg).find_map(|(marker, p)| {
+        (marker == 0xEE && p.len() >= 12 && p.starts_with(b"Adobe")).then(|| p[11])
+    })
 }
 
 /// The frame header of `jpeg`, if it can be found before the first scan.
 pub(crate) fn frame(jpeg: &[u8]) -> Option<Frame> {
     segments(jpeg).find_map(|(marker, p)| {
         let sof = matches!(marker, 0xC0..=0xCF) && !matches!(marker, 0xC4 | 0xC8 | 0xCC);
-        (sof && p.len() >= 5).then(|| Frame {
+        (sof && p.len() >= 6).then(|| Frame {
             marker,
             precision: p[0],
             height: u16::from_be_bytes([p[1], p[2]]),
             width: u16::from_be_bytes([p[3], p[4]]),
+            components: p[5],
         })
     })
 }

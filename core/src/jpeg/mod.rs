@@ -113,13 +113,18 @@ pub enum JpegFeature {
     Hierarchical,
     /// Samples of more than 8 bits (12-bit JPEG).
     Precision(u8),
+    /// Three components stored as RGB (Adobe APP14 transform 0), not YCbCr.
+    AdobeRgb,
 }
 
 impl JpegFeature {
     /// The feature a frame header (SOF marker and sample precision) needs, if
     /// any beyond the 8-bit Huffman-coded baseline, extended and progressive processes.
     #[cfg(feature = "alloc")]
-    pub(crate) fn of_frame(frame: &markers::Frame) -> Option<JpegFeature> {
+    pub(crate) fn of_frame(frame: &markers::Frame, jpeg: &[u8]) -> Option<JpegFeature> {
+        if frame.components == 3 && markers::adobe_transform(jpeg) == Some(0) {
+            return Some(JpegFeature::AdobeRgb);
+        }
         match frame.marker {
             0xC5..=0xC7 | 0xCD..=0xCF => Some(JpegFeature::Hierarchical),
             0xC3 => Some(JpegFeature::Lossless),
@@ -132,7 +137,9 @@ impl JpegFeature {
     /// The backend that decodes the feature into 8-bit pixels, if one does.
     pub const fn decoded_by(self) -> Option<Backend> {
         match self {
-            JpegFeature::ArithmeticCoding | JpegFeature::Lossless => Some(Backend::LibjpegTurbo),
+            JpegFeature::ArithmeticCoding | JpegFeature::Lossless | JpegFeature::AdobeRgb => {
+                Some(Backend::LibjpegTurbo)
+            }
             JpegFeature::Hierarchical | JpegFeature::Precision(_) => None,
         }
     }
@@ -145,6 +152,7 @@ impl core::fmt::Display for JpegFeature {
             JpegFeature::Lossless => f.write_str("lossless coding (SOF3)"),
             JpegFeature::Hierarchical => f.write_str("hierarchical coding"),
             JpegFeature::Precision(bits) => write!(f, "{bits}-bit samples"),
+            JpegFeature::AdobeRgb => f.write_str("RGB samples (Adobe APP14 transform 0)"),
         }
     }
 }
