@@ -700,3 +700,24 @@ fn the_first_of_two_exif_segments_counts() {
         assert_eq!((img.width(), img.height()), (512, 600), "{backend:?}");
     }
 }
+
+/// Asking a fixed-shape plan for the shape of bytes that are no image is an
+/// error (it answered with the fixed shape), and so is the run.
+#[test]
+fn the_output_shape_of_garbage_is_an_error() {
+    use tensorprep::pipeline::{Input, InputDesc, Pipeline, PlanState};
+    let plan = Pipeline::imagenet_eval()
+        .compile(InputDesc::Encoded)
+        .unwrap();
+    assert_eq!(plan.output_shape(), Some([3, 224, 224]));
+    let mut state = tensorprep::pipeline::PlanState::new();
+    let err = plan
+        .output_shape_for(&mut state, Input::Encoded(b"not an image at all"))
+        .unwrap_err();
+    assert!(matches!(err, Error::UnsupportedImageFormat { .. }), "{err}");
+    let jpeg = read("sample.jpg");
+    assert_eq!(
+        plan.output_shape_for(&mut PlanState::new(), Input::Encoded(&jpeg)),
+        Ok([3, 224, 224])
+    );
+}

@@ -285,3 +285,26 @@ fn sidecar_and_embedded_graphs_are_found_and_must_agree() {
         "{props:?}"
     );
 }
+
+/// A model with a field numbered 0 is no protobuf: every reader refuses it
+/// (the streaming ones accepted it where embedding refused it).
+#[test]
+fn every_model_reader_refuses_field_zero() {
+    use tensorprep::graph::{embedded_in_onnx_file, onnx, onnx_file_inputs, onnx_inputs};
+    // ir_version = 8, then field 0 (length-delimited, empty).
+    let model = [0x08, 0x08, 0x02, 0x00];
+    let path = std::env::temp_dir().join(format!("field0-{}.onnx", std::process::id()));
+    std::fs::write(&path, model).unwrap();
+    assert!(onnx::extract(&model).is_err());
+    assert!(onnx_inputs(&model).is_err());
+    assert!(
+        onnx::embed(
+            &model,
+            &Graph::new(tensorprep::pipeline::Pipeline::imagenet_eval()).unwrap()
+        )
+        .is_err()
+    );
+    assert!(embedded_in_onnx_file(&path).is_err());
+    assert!(onnx_file_inputs(&path).is_err());
+    std::fs::remove_file(&path).unwrap();
+}

@@ -348,6 +348,8 @@ static void plans(const unsigned char *jpeg, size_t jpeg_len, const unsigned cha
     EXPECT(tp_plan_output_info_for_jpeg(jp, NULL, jpeg, jpeg_len, &info), TP_RESULT_NULL_PARAMETER);
     EXPECT(tp_plan_output_info_for_jpeg(jp, s, NULL, 10, &info), TP_RESULT_NULL_PARAMETER);
     EXPECT(tp_plan_output_info_for_jpeg(jp, s, jpeg, jpeg_len, NULL), TP_RESULT_NULL_PARAMETER);
+    /* A fixed-shape plan still reads the header: bytes that are no image fail. */
+    EXPECT(tp_plan_output_info_for_jpeg(jp, s, nv21, 64, &info), TP_RESULT_UNSUPPORTED_IMAGE_FORMAT);
     EXPECT(tp_plan_output_info_for_jpeg(jp, s, jpeg, jpeg_len, &info), TP_RESULT_OK);
 
     /* Corrupt and truncated JPEGs. */

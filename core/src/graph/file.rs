@@ -164,6 +164,11 @@ fn next_field(
     }
     let key = read_varint(r, pos).ok_or_else(|| bad("bad field key"))?;
     let number = key >> 3;
+    // As the in-memory scanner (`wire::fields`): field 0 and numbers past
+    // 2^29 are no protobuf, so every command reading a model agrees.
+    if number == 0 || number >= 1 << 29 {
+        return Err(bad(&std::format!("bad field key {key}")));
+    }
     match key & 7 {
         0 => {
             read_varint(r, pos).ok_or_else(|| bad("bad varint"))?;
@@ -177,7 +182,9 @@ fn next_field(
         2 => {
             let n = read_varint(r, pos).ok_or_else(|| bad("bad length"))?;
             if n > end.saturating_sub(*pos) {
-                return Err(bad("a field runs past its message"));
+                return Err(bad(
+                    "truncated: a field runs past the end of its message or the file",
+                ));
             }
             Ok(Some((number, Some(n))))
         }

@@ -798,12 +798,22 @@ impl Plan {
     /// # Ok::<(), tensorprep::Error>(())
     /// ```
     pub fn output_shape_for(&self, state: &mut PlanState, input: Input<'_>) -> Result<[usize; 3]> {
-        if let Some(shape) = self.output_shape() {
-            return Ok(shape);
-        }
-        let Input::Encoded(bytes) = input else {
-            return Err(op_error("plan: compiled for encoded files, given pixels"));
+        let bytes = match (input, &self.fixed) {
+            (Input::Encoded(bytes), None) => bytes,
+            (Input::Pixels(_), Some(_)) => {
+                return self.output_shape().ok_or(op_error("plan: no output shape"));
+            }
+            (Input::Pixels(_), None) => {
+                return Err(op_error("plan: compiled for encoded files, given pixels"));
+            }
+            (Input::Encoded(_), Some(_)) => {
+                return Err(op_error(
+                    "plan: compiled for pixel input, given encoded bytes",
+                ));
+            }
         };
+        // The header is read (and the plan for its size resolved) even when
+        // the shape is fixed: bytes that are no image are an error here too.
         let r = self.resolve_encoded(
             &mut state.resolved,
             &mut state.decoder,
