@@ -52,7 +52,7 @@ mod decoder {
     use super::ImageFormat;
     use crate::geometry::{Transform, transform};
     use crate::jpeg::{DecodeOptions, JpegDecoder, JpegInfo, Orientation, Scale};
-    use crate::{Error, Image, ImageViewMut, Limits, Result};
+    use crate::{Error, Image, ImageViewMut, Result};
 
     /// What a file's headers say.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,11 +95,6 @@ mod decoder {
                 Opened::Rgba => 4,
             }
         }
-    }
-
-    /// Makes `buf` `len` zero bytes, fallibly and without touching fresh memory.
-    pub(crate) fn reserve(buf: &mut Vec<u8>, len: usize, _limits: &Limits) -> Result<()> {
-        crate::buffer::zero(buf, len)
     }
 
     /// A reusable decoder for every supported format: options plus scratch
@@ -283,7 +278,7 @@ mod decoder {
             let len = options
                 .limits
                 .check_alloc(u64::from(w) * u64::from(h) * bpp as u64)?;
-            reserve(&mut self.converted, len, &options.limits)?;
+            crate::buffer::zero(&mut self.converted, len)?;
             let mut upright = ImageViewMut::new(options.format, w, h, &mut self.converted)?;
             convert_opened(&self.opened, opened, w as usize, &mut upright);
             transform(&upright.as_view(), dst, t)?;
@@ -357,4 +352,4 @@ mod decoder {
 }
 
 #[cfg(feature = "alloc")]
-pub(crate) use decoder::{Opened, reserve};
+pub(crate) use decoder::Opened;

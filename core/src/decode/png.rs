@@ -206,12 +206,12 @@ pub(crate) fn decode(
     let target: &mut Vec<u8> = if gray16 { wide } else { out };
     let bytes_per_sample = if gray16 { 2 } else { 1 };
     let len_decoded = limits.check_alloc(len as u64 * bytes_per_sample)?;
-    super::reserve(target, len_decoded, limits)?;
+    crate::buffer::zero(target, len_decoded)?;
     d.decode_into(target).map_err(|e| map_error(&e, header))?;
     if gray16 {
         // Pillow's I;16 -> L: values above 255 become 255; alpha from a tRNS
         // match is 0 or 65535 and keeps its high byte.
-        super::reserve(out, len, limits)?;
+        crate::buffer::zero(out, len)?;
         for (i, (s, d)) in wide.chunks_exact(2).zip(out.iter_mut()).enumerate() {
             let v = u16::from_be_bytes([s[0], s[1]]);
             *d = if n == 2 && i % 2 == 1 {

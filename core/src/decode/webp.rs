@@ -168,7 +168,7 @@ pub(crate) fn decode(
     // The lossless decoder works in 4 bytes per pixel whatever the output.
     limits.check_alloc(pixels * 4)?;
     d.set_memory_limit(limits.max_alloc_bytes.try_into().unwrap_or(usize::MAX));
-    super::reserve(out, len, limits)?;
+    crate::buffer::zero(out, len)?;
     d.read_image(out).map_err(|e| map_error(&e, header))?;
     Ok(opened)
 }

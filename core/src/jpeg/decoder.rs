@@ -175,31 +175,24 @@ impl JpegDecoder {
     /// on first use, kept for every image after).
     pub fn read_info(&mut self, bytes: &[u8]) -> Result<JpegInfo> {
         self.check_format()?;
-        #[cfg(feature = "turbojpeg")]
-        if self.options.backend == Backend::LibjpegTurbo {
-            let mut turbo = core::mem::take(&mut self.turbo);
-            let info = self.info_from_turbo(&mut turbo, bytes);
-            self.turbo = turbo;
-            return info;
-        }
         self.check_frame(bytes)?;
-        let mut d = self.zune(bytes, ColorSpace::RGB);
-        d.decode_headers().map_err(|e| map_error(&e))?;
-        let (w, h) = d.dimensions().ok_or(Error::Jpeg {
-            kind: JpegErrorKind::Corrupt,
-        })?;
-        let components = d.info().map_or(0, |i| i.components);
-        // Our own scan, not zune-jpeg's: with two EXIF segments it keeps the
-        // last, where Pillow and libjpeg-turbo read the first.
-        let exif_orientation = exif::find_in_jpeg(bytes).and_then(exif::orientation);
-        self.info(w as u32, h as u32, components, exif_orientation, 0)
-    }
-
-    /// Headers through libjpeg-turbo (no Rust-heap allocation).
-    #[cfg(feature = "turbojpeg")]
-    fn info_from_turbo(&self, turbo: &mut turbo::Turbo, bytes: &[u8]) -> Result<JpegInfo> {
-        self.check_frame(bytes)?;
-        let (w, h, components, mcu_width) = turbo.header(bytes)?;
+        // The backend's size, components and MCU width (0 when unknown).
+        let (w, h, components, mcu_width) = match self.options.backend {
+            // No Rust-heap allocation.
+            #[cfg(feature = "turbojpeg")]
+            Backend::LibjpegTurbo => self.turbo.header(bytes)?,
+            _ => {
+                let mut d = self.zune(bytes, ColorSpace::RGB);
+                d.decode_headers().map_err(|e| map_error(&e))?;
+                let (w, h) = d.dimensions().ok_or(Error::Jpeg {
+                    kind: JpegErrorKind::Corrupt,
+                })?;
+                (w as u32, h as u32, d.info().map_or(0, |i| i.components), 0)
+            }
+        };
+        // Our own scan on every backend, not zune-jpeg's accessor: with two
+        // EXIF segments it keeps the last, where Pillow and libjpeg-turbo
+        // read the first.
         let exif_orientation = exif::find_in_jpeg(bytes).and_then(exif::orientation);
         self.info(w, h, components, exif_orientation, mcu_width)
     }
@@ -389,13 +382,9 @@ impl JpegDecoder {
                 name: "JPEG region decoding needs the libjpeg-turbo backend",
             });
         }
-        self.check_format()?;
         #[cfg(feature = "turbojpeg")]
         {
-            let mut turbo = core::mem::take(&mut self.turbo);
-            let info = self.info_from_turbo(&mut turbo, bytes);
-            self.turbo = turbo;
-            let info = info?;
+            let info = self.read_info(bytes)?;
             if self.transform_for(info.exif_orientation) != Transform::IDENTITY {
                 return Err(Error::InvalidParameter {
                     name: "JPEG region decoding does not apply EXIF orientation",
