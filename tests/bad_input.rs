@@ -1,9 +1,6 @@
 //! Hostile and careless input: every op returns a typed error, none panics, and no
 //! allocation is made for an image that the limits refuse.
 
-use std::alloc::{GlobalAlloc, Layout as AllocLayout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use tensorprep::color::{YuvRange, convert_color};
 use tensorprep::finish::{FinishSpec, Finisher};
 use tensorprep::geometry::{Flip, Placement, Rotation, center_crop, flip, pad, rotate};
@@ -13,28 +10,10 @@ use tensorprep::{
     Error, Image, ImageView, ImageViewMut, JpegErrorKind, Limits, PixelFormat, Plane, Rect,
     TensorMut,
 };
-use tensorprep_tests::{Rng, read};
-
-/// Records the largest single allocation, to show limits act before allocating.
-struct PeakAlloc;
-
-static LARGEST: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator unchanged; only records sizes.
-unsafe impl GlobalAlloc for PeakAlloc {
-    unsafe fn alloc(&self, layout: AllocLayout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: AllocLayout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+use tensorprep_tests::{LargestAllocator, Rng, largest_allocation, read, reset_largest};
 
 #[global_allocator]
-static GLOBAL: PeakAlloc = PeakAlloc;
+static GLOBAL: LargestAllocator = LargestAllocator;
 
 const JPEGS: [&str; 6] = [
     "sample.jpg",
@@ -157,7 +136,7 @@ fn pixel_limits_refuse_before_allocating() {
         limits,
         ..DecodeOptions::default()
     });
-    LARGEST.store(0, Ordering::Relaxed);
+    reset_largest();
     let err = decoder.decode(&bomb).unwrap_err();
     assert_eq!(
         err,
@@ -167,7 +146,7 @@ fn pixel_limits_refuse_before_allocating() {
         }
     );
     assert!(decoder.read_info(&bomb).is_err());
-    let largest = LARGEST.load(Ordering::Relaxed);
+    let largest = largest_allocation();
     assert!(
         largest < 1 << 20,
         "largest allocation {largest} bytes for a refused image"
@@ -188,12 +167,12 @@ fn pixel_limits_refuse_before_allocating() {
             limits,
             ..on(backend)
         });
-        LARGEST.store(0, Ordering::Relaxed);
+        reset_largest();
         assert!(
             matches!(d.decode(&bomb), Err(Error::TooManyPixels { .. })),
             "{backend:?}"
         );
-        assert!(LARGEST.load(Ordering::Relaxed) < 1 << 20, "{backend:?}");
+        assert!(largest_allocation() < 1 << 20, "{backend:?}");
         assert!(d.decode(&with_claimed_size(0, 300)).is_err(), "{backend:?}");
     }
     // A zero dimension in the header is corrupt, not a zero-sized image.

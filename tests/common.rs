@@ -214,6 +214,51 @@ unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
     }
 }
 
+/// A global allocator that records the largest single allocation (and
+/// reallocation), to show limits act before allocating. A test binary installs
+/// it with `#[global_allocator] static A: LargestAllocator = LargestAllocator;`
+/// and reads it with [`reset_largest`] and [`largest_allocation`].
+pub struct LargestAllocator;
+
+static LARGEST: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn record(size: usize) {
+    LARGEST.fetch_max(size, std::sync::atomic::Ordering::Relaxed);
+}
+
+// SAFETY: forwards to the system allocator unchanged; it only records sizes.
+unsafe impl std::alloc::GlobalAlloc for LargestAllocator {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        record(layout.size());
+        // SAFETY: same contract as our caller's.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        record(layout.size());
+        // SAFETY: same contract as our caller's.
+        unsafe { std::alloc::System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: `ptr` came from `System` with this layout.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
+        record(size);
+        // SAFETY: same contract as our caller's.
+        unsafe { std::alloc::System.realloc(ptr, layout, size) }
+    }
+}
+
+/// Starts a new measurement of [`largest_allocation`].
+pub fn reset_largest() {
+    LARGEST.store(0, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The largest allocation since [`reset_largest`] (with [`LargestAllocator`] installed).
+pub fn largest_allocation() -> usize {
+    LARGEST.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Allocations `f` makes on this thread (with [`CountingAllocator`] installed).
 pub fn allocations(f: impl FnOnce()) -> usize {
     let before = ALLOCATIONS.with(std::cell::Cell::get);

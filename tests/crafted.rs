@@ -7,43 +7,14 @@
 //! the Rust allocator saw. One test, so that nothing else runs meanwhile.
 //! `cargo test -p tensorprep-tests --test crafted -- --nocapture` prints them.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use tensorprep::decode::{ImageDecoder, ImageFormat};
 use tensorprep::jpeg::{Backend, DecodeOptions};
 use tensorprep::pipeline::{Input, InputDesc, Pipeline, PlanState};
 use tensorprep::{DecodeErrorKind, Error, Tensor};
-use tensorprep_tests::{crc32, read};
-
-struct Largest;
-static LARGEST: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator unchanged; only records sizes.
-unsafe impl GlobalAlloc for Largest {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, size: usize) -> *mut u8 {
-        LARGEST.fetch_max(size, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, size) }
-    }
-}
+use tensorprep_tests::{LargestAllocator, crc32, largest_allocation, read, reset_largest};
 
 #[global_allocator]
-static GLOBAL: Largest = Largest;
+static GLOBAL: LargestAllocator = LargestAllocator;
 
 /// The resident-set high-water mark in bytes, after resetting it when `reset`.
 fn peak_rss(reset: bool) -> u64 {
@@ -184,10 +155,10 @@ fn crafted_headers_are_refused_before_allocating() {
             // The eager decoder.
             let mut decoder = ImageDecoder::new(options);
             let baseline = peak_rss(true);
-            LARGEST.store(0, Ordering::Relaxed);
+            reset_largest();
             let err = decoder.decode(bytes).unwrap_err();
             let rss = peak_rss(false).saturating_sub(baseline);
-            let largest = LARGEST.load(Ordering::Relaxed);
+            let largest = largest_allocation();
             assert!(expected(&err), "{name} ({}): {err}", backend.name());
             // The pipeline, as the CLI and the C library run it.
             let plan = Pipeline::imagenet_eval()

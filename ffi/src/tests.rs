@@ -77,19 +77,8 @@ fn new_state() -> *mut tp_run_state {
 ///
 /// `plan` and `state` must be live handles.
 unsafe fn run(plan: *const tp_plan, state: *mut tp_run_state, img: &tp_image, out: &mut [f32]) {
-    let mut g = tp_geometry::default();
-    // SAFETY: the caller's handles; `out` is a live buffer of its length.
-    let r = unsafe {
-        tp_plan_run_pixels(
-            plan,
-            state,
-            img,
-            out.as_mut_ptr().cast::<c_void>(),
-            size_of_val(out),
-            &mut g,
-        )
-    };
-    assert_eq!(r, tp_result::Ok);
+    // SAFETY: forwarded from the caller.
+    assert_eq!(unsafe { try_run(plan, state, img, out) }, tp_result::Ok);
 }
 
 #[test]
