@@ -700,3 +700,143 @@ fn the_output_shape_of_garbage_is_an_error() {
         Ok([3, 224, 224])
     );
 }
+
+/// The positions of the restart markers (`FF D0`-`FF D7`) in `jpeg`.
+fn restart_markers(jpeg: &[u8]) -> Vec<usize> {
+    (0..jpeg.len() - 1)
+        .filter(|&i| jpeg[i] == 0xFF && (0xD0..=0xD7).contains(&jpeg[i + 1]))
+        .collect()
+}
+
+/// A restart interval whose markers are missing: zune-jpeg alone decoded it
+/// with shifted blocks (68 levels off Pillow at interval 1); now both
+/// backends refuse it, and the same file with its markers decodes exactly as
+/// the file without a restart interval.
+#[test]
+fn missing_restart_markers_are_refused() {
+    let plain = read("sample.jpg");
+    let with = read("sample_restart.jpg");
+    let at = restart_markers(&with);
+    assert_eq!(
+        at.len(),
+        275,
+        "the fixture has a marker every 2 of 551 MCUs"
+    );
+    let without = |drop: &[usize]| -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut last = 0;
+        for &i in drop {
+            out.extend_from_slice(&with[last..i]);
+            last = i + 2;
+        }
+        out.extend_from_slice(&with[last..]);
+        out
+    };
+    for backend in Backend::available() {
+        let mut d = JpegDecoder::new(on(backend));
+        assert_eq!(
+            d.decode(&with).unwrap().into_vec(),
+            d.decode(&plain).unwrap().into_vec(),
+            "{backend:?}: restart markers change no pixel"
+        );
+        for (drop, found) in [(&at[..], 0), (&at[100..101], 274)] {
+            let err = d.decode(&without(drop)).unwrap_err();
+            assert!(
+                matches!(
+                    (backend, err),
+                    (Backend::LibjpegTurbo, Error::Jpeg { .. })
+                        | (
+                            Backend::Zune,
+                            Error::JpegRestartMarkers {
+                                scan: 1,
+                                expected: 275,
+                                ..
+                            }
+                        )
+                ),
+                "{backend:?}: {err}"
+            );
+            if backend == Backend::Zune {
+                assert!(
+                    err.to_string()
+                        .contains(&format!("has {found} restart markers where")),
+                    "{err}"
+                );
+            }
+        }
+    }
+}
+
+/// A scan cut short and followed by an end-of-image marker: zune-jpeg alone
+/// read zero bits past the marker and reported success with wrong pixels;
+/// libjpeg-turbo refuses in strict mode. Now both refuse at every cut of the
+/// baseline files (their lenient modes still decode what is there).
+#[test]
+fn scans_cut_before_an_end_of_image_marker_are_refused() {
+    for backend in Backend::available() {
+        let mut strict = JpegDecoder::new(on(backend));
+        let mut lenient = JpegDecoder::new(DecodeOptions {
+            strict: false,
+            ..on(backend)
+        });
+        for name in [
+            "sample.jpg",
+            "sample_gray.jpg",
+            "sample_cmyk.jpg",
+            "sample_restart.jpg",
+            "sklearn_china.jpg",
+            "exif_orient6_grace_hopper.jpg",
+        ] {
+            let bytes = read(name);
+            let sos = bytes.windows(2).position(|w| w == [0xFF, 0xDA]).unwrap();
+            let data = sos + 20..bytes.len() - 2;
+            let step = (data.len() / 60) | 1;
+            for cut in data.step_by(step) {
+                let mut cut_file = bytes[..cut].to_vec();
+                if cut_file.last() == Some(&0xFF) {
+                    cut_file.pop();
+                }
+                cut_file.extend_from_slice(&[0xFF, 0xD9]);
+                let result = strict.decode(&cut_file);
+                assert!(
+                    matches!(
+                        result,
+                        Err(Error::Jpeg { .. } | Error::JpegRestartMarkers { .. })
+                    ),
+                    "{backend:?}: {name} cut at {cut} of {}: {:?}",
+                    bytes.len(),
+                    result.map(|i| (i.width(), i.height()))
+                );
+                let _ = lenient.decode(&cut_file);
+            }
+        }
+        // Without restart markers the cut is named as such.
+        let bytes = read("sample.jpg");
+        let mut cut_file = bytes[..bytes.len() * 2 / 3].to_vec();
+        cut_file.extend_from_slice(&[0xFF, 0xD9]);
+        assert_eq!(
+            strict.decode(&cut_file).unwrap_err(),
+            Error::Jpeg {
+                kind: JpegErrorKind::Truncated
+            },
+            "{backend:?}"
+        );
+    }
+}
+
+/// A stride whose rows end past the address space names the stride, not
+/// an allocation of `u64::MAX` bytes (nothing is allocated).
+#[test]
+fn a_stride_past_the_address_space_is_named() {
+    let buf = [0u8; 64];
+    let err = ImageView::with_stride(PixelFormat::Rgb8, 4, 3, &buf, usize::MAX).unwrap_err();
+    assert_eq!(
+        err,
+        Error::StrideTooLarge {
+            plane: 0,
+            stride: usize::MAX,
+            rows: 3
+        }
+    );
+    assert!(err.to_string().contains("row stride"), "{err}");
+}

@@ -60,6 +60,16 @@ pub enum Error {
         /// The smallest valid stride.
         min: usize,
     },
+    /// A row stride so large that the rows it spaces out would end past the
+    /// end of the address space: no buffer can hold them.
+    StrideTooLarge {
+        /// Index of the plane (0 for packed formats).
+        plane: u8,
+        /// The stride given.
+        stride: usize,
+        /// The plane's rows.
+        rows: usize,
+    },
     /// A pixel or tensor buffer is shorter than its shape needs.
     BufferTooSmall {
         /// Index of the plane (0 for packed formats and tensors).
@@ -152,6 +162,17 @@ pub enum Error {
         /// The decoder that was asked to decode it.
         backend: Backend,
     },
+    /// A JPEG scan with fewer restart markers than its restart interval
+    /// requires (strict mode; libjpeg-turbo refuses it too, zune-jpeg alone
+    /// would decode it with shifted blocks).
+    JpegRestartMarkers {
+        /// The scan, counting from 1.
+        scan: u32,
+        /// Restart markers found in its coded data.
+        found: u32,
+        /// Restart markers its MCU count and restart interval require.
+        expected: u32,
+    },
     /// A JPEG with more scans than [`crate::jpeg::MAX_SCANS`]: refused before
     /// decoding (each scan can cost a pass over the whole image).
     TooManyScans {
@@ -229,6 +250,14 @@ impl fmt::Display for Error {
                 f,
                 "plane {plane}: row stride {stride} is smaller than one row ({min} bytes)"
             ),
+            Error::StrideTooLarge {
+                plane,
+                stride,
+                rows,
+            } => write!(
+                f,
+                "plane {plane}: row stride {stride} is too large: {rows} rows that far apart do not fit in the address space"
+            ),
             Error::BufferTooSmall { plane, len, needed } => write!(
                 f,
                 "plane {plane}: buffer holds {len} elements but the shape needs {needed}"
@@ -301,6 +330,14 @@ impl fmt::Display for Error {
                     _ => f.write_str("no decoder of tensorprep reads"),
                 }
             }
+            Error::JpegRestartMarkers {
+                scan,
+                found,
+                expected,
+            } => write!(
+                f,
+                "JPEG data is corrupt: scan {scan} has {found} restart markers where its restart interval needs {expected}"
+            ),
             Error::TooManyScans { scans, limit } => write!(
                 f,
                 "the JPEG has {scans} scans; at most {limit} are decoded (progressive files \

@@ -139,9 +139,10 @@ fn check_plane(
     let needed = (g.rows - 1)
         .checked_mul(stride)
         .and_then(|n| n.checked_add(row))
-        .ok_or(Error::AllocationTooLarge {
-            bytes: u64::MAX,
-            limit: usize::MAX as u64,
+        .ok_or(Error::StrideTooLarge {
+            plane,
+            stride,
+            rows: g.rows,
         })?;
     if len < needed {
         return Err(Error::BufferTooSmall { plane, len, needed });

@@ -216,7 +216,7 @@ fn code_of(e: &Error) -> tp_result {
         Error::TooManyPixels { .. } => R::TooManyPixels,
         Error::AllocationTooLarge { .. } => R::AllocationTooLarge,
         Error::StrideTooSmall { .. } => R::StrideTooSmall,
-        Error::BufferTooSmall { .. } => R::BufferTooSmall,
+        Error::BufferTooSmall { .. } | Error::StrideTooLarge { .. } => R::BufferTooSmall,
         Error::TensorSize { .. } => R::TensorSize,
         Error::WrongPlaneCount { .. } => R::WrongPlaneCount,
         Error::UnsupportedFormat { .. } => R::UnsupportedFormat,
@@ -236,6 +236,7 @@ fn code_of(e: &Error) -> tp_result {
         },
         Error::JpegFeature { .. } => R::JpegUnsupported,
         Error::TooManyScans { .. } => R::JpegTooManyScans,
+        Error::JpegRestartMarkers { .. } => R::JpegCorrupt,
         Error::UnsupportedImageFormat { .. } => R::UnsupportedImageFormat,
         Error::Png { kind } | Error::WebP { kind } => match kind {
             DecodeErrorKind::Truncated => R::ImageTruncated,

@@ -547,6 +547,9 @@ pub(crate) unsafe fn view<'a>(
     let mut planes = [Plane::default(); 3];
     let mut spans = Spans::default();
     for (i, p) in img.planes.iter().enumerate().take(format.plane_count()) {
+        if p.data.is_null() && p.len != 0 {
+            return Err(plane_is_null(name, i));
+        }
         // SAFETY: the caller guarantees the plane's bytes are readable.
         let data = unsafe { args::bytes(p.data, p.len, name) }?;
         planes[i] = Plane::new(data, stride(format, i, img.width, img.height, p.stride));
@@ -580,6 +583,9 @@ pub(crate) unsafe fn view_mut<'a>(
     args::no_overlap(spans.as_slice(), others)?;
     let mut planes: [PlaneMut<'a>; 3] = Default::default();
     for (i, p) in used.iter().enumerate() {
+        if p.data.is_null() && p.len != 0 {
+            return Err(plane_is_null(name, i));
+        }
         // SAFETY: the caller guarantees the bytes are writable; they overlap
         // no other plane or input (checked above).
         let data = unsafe { args::bytes_mut(p.data, p.len, name) }?;
@@ -591,6 +597,12 @@ pub(crate) unsafe fn view_mut<'a>(
 }
 
 /// A plane's stride: as given, or the tight row length for 0.
+/// A used plane whose `data` is NULL, named by its index (the message is
+/// made only on this error path).
+fn plane_is_null(image: &str, plane: usize) -> Failure {
+    Failure::null(&format!("{image}.planes[{plane}].data"))
+}
+
 fn stride(format: PixelFormat, plane: usize, width: u32, height: u32, given: usize) -> usize {
     match (given, format.plane_geometry(plane, width, height)) {
         (0, Some(g)) => g.row_bytes(),

@@ -427,7 +427,12 @@ static void plans(const unsigned char *jpeg, size_t jpeg_len, const unsigned cha
     EXPECT(tp_plan_run_pixels(px, s, &img, out, out_bytes, &geom), TP_RESULT_STRIDE_TOO_SMALL);
     img = frame;
     img.planes[1].data = NULL;
-    EXPECT(tp_plan_run_pixels(px, s, &img, out, out_bytes, &geom), TP_RESULT_NULL_PARAMETER);
+    EXPECT_MSG(tp_plan_run_pixels(px, s, &img, out, out_bytes, &geom), TP_RESULT_NULL_PARAMETER,
+               "`image.planes[1].data` is NULL");
+    img = frame;
+    img.planes[0].stride = SIZE_MAX;
+    EXPECT_MSG(tp_plan_run_pixels(px, s, &img, out, out_bytes, &geom), TP_RESULT_BUFFER_TOO_SMALL,
+               "is too large: 96 rows");
     img = frame;
     img.width = 0;
     EXPECT(tp_plan_run_pixels(px, s, &img, out, out_bytes, &geom), TP_RESULT_INVALID_DIMENSIONS);

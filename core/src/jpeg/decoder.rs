@@ -28,9 +28,17 @@ pub struct JpegDecoder {
     options: DecodeOptions,
     scratch: Vec<u8>,
     scratch2: Vec<u8>,
+    /// The file with a run of 1-bits before its end-of-image marker (strict
+    /// zune-jpeg decoding, see [`JpegDecoder::run_zune`]).
+    padded: Vec<u8>,
     #[cfg(feature = "turbojpeg")]
     turbo: turbo::Turbo,
 }
+
+/// Bytes of 1-bits (`FF 00`, stuffed) put after the last scan's coded data:
+/// more than the longest Huffman code plus its extra bits and the
+/// decoder's look-ahead.
+const ONES_PADDING: usize = 16;
 
 /// Largest side a JPEG can declare.
 const JPEG_MAX_SIDE: usize = 65_535;
@@ -65,6 +73,7 @@ impl JpegDecoder {
             options,
             scratch: Vec::new(),
             scratch2: Vec::new(),
+            padded: Vec::new(),
             #[cfg(feature = "turbojpeg")]
             turbo: turbo::Turbo::default(),
         }
@@ -349,7 +358,55 @@ impl JpegDecoder {
         }
     }
 
-    fn run_zune(&self, bytes: &[u8], format: PixelFormat, out: &mut [u8]) -> Result<()> {
+    /// Decodes with zune-jpeg. In strict mode the file is first checked for
+    /// what zune-jpeg would decode silently wrong where libjpeg-turbo refuses:
+    ///
+    /// - A scan with fewer restart markers than its restart interval needs
+    ///   is refused ([`Error::JpegRestartMarkers`]).
+    /// - A scan cut short and followed by an end-of-image marker: zune-jpeg
+    ///   reads zero bits past the marker and reports success. The last scan's
+    ///   coded data is decoded followed by 1-bits instead (a copy of the file):
+    ///   a whole scan never reads them (an encoder pads its last byte with
+    ///   1-bits anyway), a cut one soon meets the all-ones code no Huffman
+    ///   table has, and fails. Such a failure is reported as truncated when
+    ///   the file as it is decodes.
+    fn run_zune(&mut self, bytes: &[u8], format: PixelFormat, out: &mut [u8]) -> Result<()> {
+        if !self.options.strict {
+            return self.zune_into(bytes, format, out);
+        }
+        let layout = markers::scan_layout(bytes);
+        if let Some((scan, found, expected)) = layout.missing_restarts {
+            return Err(Error::JpegRestartMarkers {
+                scan,
+                found,
+                expected,
+            });
+        }
+        let Some(eoi) = layout.final_eoi else {
+            return self.zune_into(bytes, format, out);
+        };
+        let mut padded = core::mem::take(&mut self.padded);
+        let result =
+            crate::buffer::grow(&mut padded, bytes.len() + 2 * ONES_PADDING).and_then(|p| {
+                let (head, tail) = bytes.split_at(eoi);
+                p[..eoi].copy_from_slice(head);
+                for pair in p[eoi..eoi + 2 * ONES_PADDING].chunks_exact_mut(2) {
+                    pair.copy_from_slice(&[0xFF, 0x00]);
+                }
+                p[eoi + 2 * ONES_PADDING..].copy_from_slice(tail);
+                match self.zune_into(p, format, out) {
+                    // Only the padding can have made a whole file fail.
+                    Err(_) if self.zune_into(bytes, format, out).is_ok() => Err(Error::Jpeg {
+                        kind: JpegErrorKind::Truncated,
+                    }),
+                    r => r,
+                }
+            });
+        self.padded = padded;
+        result
+    }
+
+    fn zune_into(&self, bytes: &[u8], format: PixelFormat, out: &mut [u8]) -> Result<()> {
         let mut d = self.zune(bytes, zune_space(format));
         d.decode_headers().map_err(|e| map_error(&e))?;
         if d.output_buffer_size() != Some(out.len()) {

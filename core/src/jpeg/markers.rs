@@ -80,3 +80,177 @@ pub(crate) fn frame(jpeg: &[u8]) -> Option<Frame> {
         })
     })
 }
+
+/// What a walk over a whole JPEG finds after its headers: the scans, whether
+/// each has the restart markers its restart interval requires, and where the
+/// coded data ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ScanLayout {
+    /// The first scan (counting from 1) with fewer restart markers than its
+    /// restart interval requires: `(scan, found, expected)`.
+    pub(crate) missing_restarts: Option<(u32, u32, u32)>,
+    /// The offset of the end-of-image marker that ends the last scan's coded
+    /// data, when one does (a file cut inside a scan has none).
+    pub(crate) final_eoi: Option<usize>,
+}
+
+/// One frame component: identifier and sampling factors.
+#[derive(Clone, Copy, Default)]
+struct Component {
+    id: u8,
+    h: u8,
+    v: u8,
+}
+
+/// The frame's components (at most 4 in any file our decoders accept).
+#[derive(Default)]
+struct FrameComponents {
+    width: u32,
+    height: u32,
+    list: [Component; 4],
+    count: usize,
+}
+
+impl FrameComponents {
+    fn parse(p: &[u8]) -> Option<FrameComponents> {
+        let (height, width, n) = (
+            u32::from(u16::from_be_bytes([*p.get(1)?, *p.get(2)?])),
+            u32::from(u16::from_be_bytes([*p.get(3)?, *p.get(4)?])),
+            usize::from(*p.get(5)?),
+        );
+        let mut f = FrameComponents {
+            width,
+            height,
+            count: n.min(4),
+            ..FrameComponents::default()
+        };
+        for (i, c) in f.list.iter_mut().take(n.min(4)).enumerate() {
+            let at = 6 + 3 * i;
+            let s = *p.get(at + 1)?;
+            *c = Component {
+                id: *p.get(at)?,
+                h: (s >> 4).max(1),
+                v: (s & 15).max(1),
+            };
+        }
+        Some(f)
+    }
+
+    /// MCUs in a scan of the components `ids` (JPEG spec A.2): one
+    /// component's scan is non-interleaved (an MCU is one block), several
+    /// are interleaved (an MCU covers the largest sampling factors).
+    fn mcus(&self, ids: &[u8]) -> Option<u64> {
+        let list = &self.list[..self.count];
+        let hmax = u32::from(list.iter().map(|c| c.h).max()?);
+        let vmax = u32::from(list.iter().map(|c| c.v).max()?);
+        let (w, h) = (self.width, self.height);
+        if w == 0 || h == 0 {
+            return None; // the height comes later (DNL): nothing to check against
+        }
+        if let [id] = ids {
+            let c = list.iter().find(|c| c.id == *id)?;
+            let cw = (w * u32::from(c.h)).div_ceil(hmax);
+            let ch = (h * u32::from(c.v)).div_ceil(vmax);
+            return Some(u64::from(cw.div_ceil(8)) * u64::from(ch.div_ceil(8)));
+        }
+        Some(u64::from(w.div_ceil(8 * hmax)) * u64::from(h.div_ceil(8 * vmax)))
+    }
+}
+
+/// Walks every marker of `jpeg` up to the end-of-image marker (or the end of
+/// the file), looking inside each scan's coded data only for markers (a
+/// linear pass over the bytes, no decoding).
+pub(crate) fn scan_layout(jpeg: &[u8]) -> ScanLayout {
+    let mut layout = ScanLayout::default();
+    if !jpeg.starts_with(&[0xFF, 0xD8]) {
+        return layout;
+    }
+    let mut frame = FrameComponents::default();
+    let (mut restart_interval, mut scans, mut at) = (0u32, 0u32, 2usize);
+    loop {
+        let Some([ff, marker]) = jpeg.get(at..at.saturating_add(2)).map(|m| [m[0], m[1]]) else {
+            return layout;
+        };
+        if ff != 0xFF {
+            return layout; // not a marker: the structure is broken; the decoder reports it
+        }
+        match marker {
+            0xFF => {
+                at += 1; // a fill byte
+                continue;
+            }
+            0xD9 => {
+                layout.final_eoi = (scans > 0).then_some(at);
+                return layout;
+            }
+            0xD0..=0xD7 | 0x01 => {
+                at += 2;
+                continue;
+            }
+            _ => {}
+        }
+        let Some(len) = jpeg.get(at + 2..at + 4) else {
+            return layout;
+        };
+        let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
+        let Some(payload) = jpeg.get(at + 4..(at + 2).saturating_add(len)) else {
+            return layout;
+        };
+        at += 2 + len;
+        match marker {
+            0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => {
+                frame = FrameComponents::parse(payload).unwrap_or_default();
+            }
+            0xDD if payload.len() >= 2 => {
+                restart_interval = u32::from(u16::from_be_bytes([payload[0], payload[1]]));
+            }
+            0xDA => {
+                scans += 1;
+                let n = usize::from(payload.first().copied().unwrap_or(0)).min(4);
+                let mut ids = [0u8; 4];
+                for (i, id) in ids.iter_mut().take(n).enumerate() {
+                    *id = payload.get(1 + 2 * i).copied().unwrap_or(0);
+                }
+                // The coded data runs to the first marker that is not a restart.
+                let (end, restarts) = coded_data_end(jpeg, at);
+                at = end;
+                if restart_interval == 0 || layout.missing_restarts.is_some() {
+                    continue;
+                }
+                if let Some(mcus) = frame.mcus(&ids[..n]) {
+                    let expected = mcus.div_ceil(u64::from(restart_interval)).saturating_sub(1);
+                    let expected = u32::try_from(expected).unwrap_or(u32::MAX);
+                    if restarts < expected {
+                        layout.missing_restarts = Some((scans, restarts, expected));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// From `at` inside a scan's coded data: the offset of the first marker
+/// that is not a restart marker (or the end of the data), and how many
+/// restart markers came before it.
+fn coded_data_end(jpeg: &[u8], mut at: usize) -> (usize, u32) {
+    let mut restarts = 0u32;
+    while let Some(off) = jpeg
+        .get(at..)
+        .and_then(|rest| rest.iter().position(|&b| b == 0xFF))
+    {
+        at += off;
+        match jpeg.get(at + 1) {
+            // Stuffed zero, or fill bytes before a marker.
+            Some(0x00) => at += 2,
+            Some(0xFF) => at += 1,
+            Some(0xD0..=0xD7) => {
+                restarts = restarts.saturating_add(1);
+                at += 2;
+            }
+            Some(_) => return (at, restarts),
+            None => return (jpeg.len(), restarts),
+        }
+    }
+    (jpeg.len(), restarts)
+}
