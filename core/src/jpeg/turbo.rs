@@ -53,7 +53,9 @@ impl Drop for Handle {
 }
 
 fn error_kind(message: &str) -> JpegErrorKind {
-    if message.contains("Premature end") {
+    // "Premature end of JPEG file" (the data stops), "premature end of data
+    // segment" (a scan stops at a marker before the image is complete).
+    if message.contains("Premature end") || message.contains("premature end") {
         JpegErrorKind::Truncated
     } else if message.contains("Unsupported") || message.contains("not supported") {
         JpegErrorKind::Unsupported
