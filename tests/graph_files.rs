@@ -308,3 +308,53 @@ fn every_model_reader_refuses_field_zero() {
     assert!(onnx_file_inputs(&path).is_err());
     std::fs::remove_file(&path).unwrap();
 }
+
+/// The streaming embedder (`OnnxEmbedding`, used by `tensorprep embed`)
+/// writes the in-memory embedder's bytes, and refuses what it refuses, on
+/// the fixture and on mutations of it (with and without a graph inside).
+#[test]
+fn streaming_and_in_memory_embedding_agree() {
+    let graph = sample_graph();
+    let model = read("graph/ultralytics_yolov8n_320.onnx");
+    let with = onnx::embed(&model, &Graph::new(Pipeline::imagenet_eval()).unwrap()).unwrap();
+    let dir = std::env::temp_dir().join(format!("tp-stream-embed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("m.onnx");
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let (mut agreed_ok, mut agreed_err) = (0, 0);
+    for i in 0..400 {
+        let mut m = if i % 2 == 0 {
+            model.clone()
+        } else {
+            with.clone()
+        };
+        for _ in 0..i.min(1) + rng.below(3) {
+            let at = rng.below(m.len());
+            m[at] = rng.next_u64() as u8;
+        }
+        std::fs::write(&path, &m).unwrap();
+        let streamed = graph::OnnxEmbedding::new(&path, &graph).map(|e| {
+            let mut out = Vec::new();
+            let n = e.write_to(&mut out).unwrap();
+            assert_eq!(n, e.output_len());
+            out
+        });
+        match (streamed, onnx::embed(&m, &graph)) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a, b, "mutation {i}");
+                agreed_ok += 1;
+            }
+            (Err(_), Err(_)) => agreed_err += 1,
+            (a, b) => panic!(
+                "mutation {i}: streamed {:?}, in memory {:?}",
+                a.err(),
+                b.err()
+            ),
+        }
+    }
+    assert!(
+        agreed_ok > 100 && agreed_err > 20,
+        "{agreed_ok} {agreed_err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,7 +1,8 @@
 //! Graph files on disk: sidecars, and graphs inside ONNX model files.
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::string::{String, ToString};
 use std::vec::Vec;
@@ -122,7 +123,7 @@ impl Graph {
 /// top-level fields that seeks past everything but `metadata_props`.
 pub fn embedded_in_onnx_file(path: &Path) -> Result<Option<Graph>, GraphError> {
     let mut found: Option<Vec<u8>> = None;
-    scan_onnx_metadata(path, |key, value| {
+    scan_onnx_metadata(path, |_, key, value| {
         if key == onnx::METADATA_KEY.as_bytes() && found.replace(value.to_vec()).is_some() {
             return Err(GraphError::invalid(
                 None,
@@ -138,7 +139,7 @@ pub fn embedded_in_onnx_file(path: &Path) -> Result<Option<Graph>, GraphError> {
 /// streaming scan: the weights are skipped, not loaded.
 pub fn onnx_file_metadata_props(path: &Path) -> Result<Vec<(String, String)>, GraphError> {
     let mut props = Vec::new();
-    scan_onnx_metadata(path, |key, value| {
+    scan_onnx_metadata(path, |_, key, value| {
         props.push((
             String::from_utf8_lossy(key).into_owned(),
             String::from_utf8_lossy(value).into_owned(),
@@ -148,8 +149,6 @@ pub fn onnx_file_metadata_props(path: &Path) -> Result<Vec<(String, String)>, Gr
     Ok(props)
 }
 
-/// Calls `f` with the key and value of every top-level `metadata_props`
-/// entry of the ONNX file at `path`.
 /// One field header read from a stream: its number, and for
 /// length-delimited fields the payload's length (the payload not read).
 /// Scalars are consumed. `None` at the end of the message.
@@ -226,21 +225,28 @@ fn bad_model(path: &Path) -> impl Fn(&str) -> GraphError + '_ {
     }
 }
 
+/// Calls `f` with the span (in the file) of every top-level
+/// `metadata_props` field of the ONNX file at `path`, and its key and value.
+/// Returns the file's length.
 fn scan_onnx_metadata(
     path: &Path,
-    mut f: impl FnMut(&[u8], &[u8]) -> Result<(), GraphError>,
-) -> Result<(), GraphError> {
+    mut f: impl FnMut(Range<u64>, &[u8], &[u8]) -> Result<(), GraphError>,
+) -> Result<u64, GraphError> {
     let (mut r, len) = open_model(path)?;
     let bad = bad_model(path);
     let mut pos = 0u64;
     let mut has_ir_version = false;
-    while let Some((number, payload)) = next_field(&mut r, &mut pos, len, &bad)? {
+    loop {
+        let start = pos;
+        let Some((number, payload)) = next_field(&mut r, &mut pos, len, &bad)? else {
+            break;
+        };
         match payload {
             None => has_ir_version |= number == 1,
             Some(n) if number == u64::from(onnx::METADATA_PROPS) => {
                 let entry = read_payload(&mut r, &mut pos, n, MAX_ENTRY_BYTES, path, &bad)?;
                 let (key, value) = onnx::entry(&entry)?;
-                f(key, value)?;
+                f(start..pos, key, value)?;
             }
             Some(n) => skip(&mut r, &mut pos, n, len).ok_or_else(|| bad("truncated"))?,
         }
@@ -248,7 +254,121 @@ fn scan_onnx_metadata(
     if !has_ir_version {
         return Err(bad("no ir_version field"));
     }
-    Ok(())
+    Ok(len)
+}
+
+/// A graph about to be embedded in an ONNX model file, streamed: reading
+/// the model ([`OnnxEmbedding::new`]) keeps only the spans of graphs embedded
+/// before, and writing ([`OnnxEmbedding::write_to`]) copies the model's bytes
+/// in blocks, leaving those spans out and appending the new entry. Memory use
+/// does not depend on the model's size; the result is the bytes
+/// [`onnx::embed`] makes in memory.
+///
+/// ```
+/// use tensorprep::graph::{Graph, OnnxEmbedding, embedded_in_onnx_file};
+/// use tensorprep::pipeline::Pipeline;
+///
+/// let dir = std::env::temp_dir().join(format!("tp-embed-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let (model, out) = (dir.join("m.onnx"), dir.join("with.onnx"));
+/// std::fs::write(&model, [0x08, 0x08, 0x3a, 0x00])?; // ir_version 8, an empty graph
+/// let graph = Graph::new(Pipeline::imagenet_eval())?;
+/// let embedding = OnnxEmbedding::new(&model, &graph)?;
+/// let mut file = std::fs::File::create(&out)?;
+/// embedding.write_to(&mut file)?;
+/// assert_eq!(embedded_in_onnx_file(&out)?, Some(graph));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct OnnxEmbedding {
+    model: PathBuf,
+    model_len: u64,
+    /// The top-level fields left out: graphs embedded before.
+    removed: Vec<Range<u64>>,
+    previous: Option<Graph>,
+    field: Vec<u8>,
+}
+
+impl OnnxEmbedding {
+    /// Reads the model's top-level fields (seeking past the weights) and
+    /// prepares `graph`'s entry.
+    pub fn new(model: &Path, graph: &Graph) -> Result<OnnxEmbedding, GraphError> {
+        let mut removed = Vec::new();
+        let mut previous = None;
+        let model_len = scan_onnx_metadata(model, |span, key, value| {
+            if key == onnx::METADATA_KEY.as_bytes() {
+                if removed.is_empty() {
+                    previous = onnx::decode_value(value).ok();
+                }
+                removed.push(span);
+            }
+            Ok(())
+        })?;
+        Ok(OnnxEmbedding {
+            model: model.to_path_buf(),
+            model_len,
+            removed,
+            previous,
+            field: onnx::metadata_field(graph),
+        })
+    }
+
+    /// The graph the model held before, if it held one (and it was valid).
+    pub fn previous(&self) -> Option<&Graph> {
+        self.previous.as_ref()
+    }
+
+    /// Graph entries the model held before (all are replaced by the new one).
+    pub fn replaced(&self) -> usize {
+        self.removed.len()
+    }
+
+    /// Bytes [`OnnxEmbedding::write_to`] writes.
+    pub fn output_len(&self) -> u64 {
+        let removed: u64 = self.removed.iter().map(|r| r.end - r.start).sum();
+        self.model_len - removed + self.field.len() as u64
+    }
+
+    /// Bytes of the new `metadata_props` field.
+    pub fn entry_len(&self) -> u64 {
+        self.field.len() as u64
+    }
+
+    /// Writes the model with the graph to `out`, reading the model again in
+    /// blocks. A model that changed since [`OnnxEmbedding::new`] read it is
+    /// an error (`InvalidData`), as is any read or write error.
+    pub fn write_to(&self, out: &mut impl Write) -> std::io::Result<u64> {
+        use std::io::{Seek, SeekFrom};
+        let changed = || {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                std::format!("{} changed while it was read", self.model.display()),
+            )
+        };
+        let mut file = File::open(&self.model)?;
+        if file.metadata()?.len() != self.model_len {
+            return Err(changed());
+        }
+        let mut at = 0u64;
+        let mut written = 0u64;
+        let gaps = self
+            .removed
+            .iter()
+            .map(|r| (r.start, r.end))
+            .chain([(self.model_len, self.model_len)]);
+        for (start, end) in gaps {
+            file.seek(SeekFrom::Start(at))?;
+            let n = std::io::copy(&mut (&mut file).take(start - at), out)?;
+            if n != start - at {
+                return Err(changed());
+            }
+            written += n;
+            at = end;
+        }
+        out.write_all(&self.field)?;
+        Ok(written + self.field.len() as u64)
+    }
 }
 
 /// The graph inputs of an ONNX model file ([`super::onnx_inputs`]), read

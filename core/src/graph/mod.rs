@@ -47,7 +47,9 @@ use alloc::vec::Vec;
 
 pub use error::GraphError;
 #[cfg(feature = "std")]
-pub use file::{embedded_in_onnx_file, onnx_file_inputs, onnx_file_metadata_props, sidecar_path};
+pub use file::{
+    OnnxEmbedding, embedded_in_onnx_file, onnx_file_inputs, onnx_file_metadata_props, sidecar_path,
+};
 pub use model_input::{Dim, ModelInput, onnx_inputs};
 pub use selftest::{MAX_SELF_TEST_PIXELS, SelfTest, SelfTestInput, SelfTestReport, pattern};
 

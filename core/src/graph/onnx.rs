@@ -153,12 +153,20 @@ pub fn remove(model: &[u8]) -> Result<Vec<u8>, GraphError> {
 /// model's bytes, without the old entry, then one new `metadata_props` entry.
 pub fn embed(model: &[u8], graph: &Graph) -> Result<Vec<u8>, GraphError> {
     let mut out = remove(model)?;
+    out.extend_from_slice(&metadata_field(graph));
+    Ok(out)
+}
+
+/// The top-level `metadata_props` field that holds `graph`: what embedding
+/// appends to a model.
+pub(crate) fn metadata_field(graph: &Graph) -> Vec<u8> {
     let value = STANDARD.encode(graph.encode());
     let mut entry = Vec::with_capacity(value.len() + METADATA_KEY.len() + 8);
     wire::put_bytes(&mut entry, 1, METADATA_KEY.as_bytes());
     wire::put_bytes(&mut entry, 2, value.as_bytes());
-    wire::put_bytes(&mut out, METADATA_PROPS, &entry);
-    Ok(out)
+    let mut field = Vec::with_capacity(entry.len() + 8);
+    wire::put_bytes(&mut field, METADATA_PROPS, &entry);
+    field
 }
 
 #[cfg(test)]

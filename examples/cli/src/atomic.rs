@@ -3,7 +3,8 @@
 //! disk or any other error is reported and leaves no partial file, and the
 //! old file (a model, a graph) stays as it was. A target reached through a
 //! symbolic link is written where the link points; an existing target's
-//! permissions are kept.
+//! permissions (and owner and group, where the user may set them) are
+//! kept, and a read-only one is replaced only when asked to (`--force`).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -30,25 +31,69 @@ pub(crate) fn temporary(target: &Path) -> io::Result<(PathBuf, File)> {
     }
 }
 
-/// Writes `path` with what `fill` writes, atomically (see the module docs).
-pub(crate) fn write(
-    path: &Path,
-    fill: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
-) -> Result<(), String> {
-    // Through a link: the file it points to is replaced, the link kept.
+/// Whether a read-only file may be replaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReadOnly {
+    /// Refused, naming the flag that overrides it.
+    Refuse,
+    /// Replaced (`--force`), keeping its read-only mode.
+    Replace,
+}
+
+impl ReadOnly {
+    pub(crate) fn forced(force: bool) -> ReadOnly {
+        if force {
+            ReadOnly::Replace
+        } else {
+            ReadOnly::Refuse
+        }
+    }
+}
+
+/// The file a write to `path` replaces: through a link, the file it points
+/// to (the link is kept). A read-only target is refused unless `read_only`
+/// says to replace it.
+pub(crate) fn target(path: &Path, read_only: ReadOnly) -> Result<PathBuf, String> {
     let target = match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)
             .map_err(|e| format!("cannot follow {}: {e}", path.display()))?,
         _ => path.to_path_buf(),
     };
+    if let Ok(meta) = std::fs::metadata(&target)
+        && meta.permissions().readonly()
+        && read_only == ReadOnly::Refuse
+    {
+        return Err(format!(
+            "{} is read-only: not replaced (--force replaces it, keeping its mode)",
+            path.display()
+        ));
+    }
+    Ok(target)
+}
+
+/// Moves the finished temporary file `tmp` over `target`, giving it the
+/// target's mode, and its owner and group where the user may.
+pub(crate) fn replace(tmp: &Path, file: &File, target: &Path) -> io::Result<()> {
+    if let Ok(meta) = std::fs::metadata(target) {
+        use std::os::unix::fs::MetadataExt;
+        // Only root (or the owner, for a group it belongs to) may: otherwise
+        // the new file keeps the writer's, as `cp` does.
+        let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), Some(meta.gid()));
+        file.set_permissions(meta.permissions())?;
+    }
+    std::fs::rename(tmp, target)
+}
+
+/// Writes `path` with what `fill` writes, atomically (see the module docs).
+pub(crate) fn write(
+    path: &Path,
+    read_only: ReadOnly,
+    fill: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
+) -> Result<(), String> {
+    let target = target(path, read_only)?;
     let (tmp, file) =
         temporary(&target).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    let result = finish(&file, fill).and_then(|()| {
-        if let Ok(meta) = std::fs::metadata(&target) {
-            file.set_permissions(meta.permissions())?;
-        }
-        std::fs::rename(&tmp, &target)
-    });
+    let result = finish(&file, fill).and_then(|()| replace(&tmp, &file, &target));
     result.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         let kept = if target.exists() {
@@ -73,8 +118,8 @@ fn finish(
 }
 
 /// Writes `bytes` to `path` atomically.
-pub(crate) fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    write(path, |w| w.write_all(bytes))
+pub(crate) fn write_bytes(path: &Path, read_only: ReadOnly, bytes: &[u8]) -> Result<(), String> {
+    write(path, read_only, |w| w.write_all(bytes))
 }
 
 #[cfg(test)]
@@ -104,7 +149,7 @@ mod tests {
         let path = dir.join("model.onnx");
         std::fs::write(&path, b"old model").unwrap();
         // A write that fails part way (as a full disk does).
-        let err = write(&path, |w| {
+        let err = write(&path, ReadOnly::Refuse, |w| {
             w.write_all(b"new mod")?;
             Err(io::Error::new(
                 io::ErrorKind::StorageFull,
@@ -120,7 +165,7 @@ mod tests {
         assert_eq!(entries(&dir), ["model.onnx"]);
         // A leftover temporary name does not collide, and is not deleted.
         std::fs::write(dir.join(".model.onnx.tensorprep-tmp"), b"someone's").unwrap();
-        write_bytes(&path, b"new model").unwrap();
+        write_bytes(&path, ReadOnly::Refuse, b"new model").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"new model");
         assert_eq!(entries(&dir), [".model.onnx.tensorprep-tmp", "model.onnx"]);
     }
@@ -134,7 +179,7 @@ mod tests {
         std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
         let link = dir.join("link.tpp");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        write_bytes(&link, b"new").unwrap();
+        write_bytes(&link, ReadOnly::Refuse, b"new").unwrap();
         assert!(
             std::fs::symlink_metadata(&link)
                 .unwrap()
@@ -144,6 +189,26 @@ mod tests {
         assert_eq!(std::fs::read(&target).unwrap(), b"new");
         let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn read_only_files_are_replaced_only_when_forced() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("readonly");
+        let path = dir.join("model.onnx");
+        std::fs::write(&path, b"old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let err = write_bytes(&path, ReadOnly::Refuse, b"new").unwrap_err();
+        assert!(
+            err.contains("read-only") && err.contains("--force"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), b"old");
+        assert_eq!(entries(&dir), ["model.onnx"]);
+        write_bytes(&path, ReadOnly::Replace, b"new").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o444, "the mode is kept");
     }
 
     #[test]

@@ -4,13 +4,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
+
+use crate::atomic::{self, ReadOnly};
 use tensorprep::finish::ChannelOrder;
-use tensorprep::graph::{Graph, GraphError, onnx};
+use tensorprep::graph::{Graph, GraphError, OnnxEmbedding, onnx};
 use tensorprep::import;
 use tensorprep::pipeline::{InputDesc, Op, Pipeline};
 use tensorprep::{DType, Layout, PixelFormat, Quantization};
 
-/// The largest model file `convert` and `embed` read whole.
+/// The largest model file `convert` reads whole (TFLite, MindIR).
 const MAX_MODEL_BYTES: u64 = 4 << 30;
 
 #[derive(Args)]
@@ -34,6 +36,9 @@ pub(crate) struct ConvertArgs {
     /// this build computes for it, for `tensorprep verify` on the device).
     #[arg(long)]
     no_self_test: bool,
+    /// Replace OUT even if it is read-only.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args)]
@@ -61,7 +66,8 @@ pub(crate) struct EmbedArgs {
     /// through a temporary file renamed into place).
     #[arg(short, long)]
     out: Option<PathBuf>,
-    /// Embed even if the graph's output does not fit the model's input.
+    /// Embed even if the graph's output does not fit the model's input, and
+    /// replace the output (or MODEL) even if it is read-only.
     #[arg(long)]
     force: bool,
 }
@@ -73,6 +79,9 @@ pub(crate) struct ExtractArgs {
     /// The graph file to write.
     #[arg(short, long)]
     out: PathBuf,
+    /// Replace OUT even if it is read-only.
+    #[arg(long)]
+    force: bool,
 }
 
 fn read(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
@@ -135,7 +144,7 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<ExitCode, String> {
             .add_self_tests()
             .map_err(|e| format!("cannot make the self-tests: {e}"))?;
     }
-    crate::atomic::write_bytes(&args.out, &graph.encode())?;
+    atomic::write_bytes(&args.out, ReadOnly::forced(args.force), &graph.encode())?;
     eprintln!(
         "wrote {} ({} ops, output {} {:?} {:?}{})",
         args.out.display(),
@@ -313,9 +322,10 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode, String> {
 
 pub(crate) fn embed(args: &EmbedArgs) -> Result<ExitCode, String> {
     let graph = Graph::load(&args.graph).map_err(|e| format!("{}: {e}", args.graph.display()))?;
-    let model = read(&args.model, MAX_MODEL_BYTES)?;
-    let at = |e: tensorprep::graph::GraphError| format!("{}: {e}", args.model.display());
-    let fits = tensorprep::graph::onnx_inputs(&model)
+    let at = |e: GraphError| format!("{}: {e}", args.model.display());
+    // Both read the model's top-level fields, seeking past the weights, and
+    // the copy streams it: memory does not grow with the model.
+    let fits = tensorprep::graph::onnx_file_inputs(&args.model)
         .map_err(at)
         .and_then(|inputs| graph.check_fits(&inputs).map_err(at));
     match fits {
@@ -323,15 +333,16 @@ pub(crate) fn embed(args: &EmbedArgs) -> Result<ExitCode, String> {
         Err(e) => eprintln!("tensorprep: warning (--force): {e}"),
         Ok(()) => {}
     }
-    let replaced = onnx::extract(&model).map_err(at)?;
-    let with = onnx::embed(&model, &graph).map_err(at)?;
+    let embedding = OnnxEmbedding::new(&args.model, &graph).map_err(at)?;
     let out = args.out.as_deref().unwrap_or(&args.model);
-    crate::atomic::write_bytes(out, &with)?;
-    if let Some(old) = replaced {
+    atomic::write(out, ReadOnly::forced(args.force), |w| {
+        embedding.write_to(w).map(drop)
+    })?;
+    if embedding.replaced() > 0 {
         eprintln!(
             "replaced the graph embedded in {} before{}",
             args.model.display(),
-            if old == graph {
+            if embedding.previous() == Some(&graph) {
                 " (it was the same)"
             } else {
                 ""
@@ -341,8 +352,8 @@ pub(crate) fn embed(args: &EmbedArgs) -> Result<ExitCode, String> {
     eprintln!(
         "wrote {} ({} bytes, of which {} are the `{}` entry)",
         out.display(),
-        with.len(),
-        with.len() as i64 - onnx::remove(&model).map_or(0, |m| m.len() as i64),
+        embedding.output_len(),
+        embedding.entry_len(),
         onnx::METADATA_KEY
     );
     Ok(ExitCode::SUCCESS)
@@ -368,7 +379,7 @@ pub(crate) fn extract(args: &ExtractArgs) -> Result<ExitCode, String> {
                 onnx::METADATA_KEY
             )
         })?;
-    crate::atomic::write_bytes(&args.out, &graph.encode())?;
+    atomic::write_bytes(&args.out, ReadOnly::forced(args.force), &graph.encode())?;
     eprintln!("wrote {}", args.out.display());
     Ok(ExitCode::SUCCESS)
 }

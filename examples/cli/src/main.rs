@@ -91,7 +91,7 @@ struct PipelineArgs {
     #[arg(long)]
     full_decode: bool,
     /// With `--graph MODEL.onnx`: run even if the graph's output does not fit
-    /// the model's input.
+    /// the model's input. Also replaces read-only output files.
     #[arg(long)]
     force: bool,
     /// Refuse images with more pixels than this [default: 134217728].

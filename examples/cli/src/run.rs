@@ -8,6 +8,7 @@ use clap::Args;
 use tensorprep::pipeline::{Input, Plan, PlanState};
 use tensorprep::{DType, Error, Tensor, npy};
 
+use crate::atomic::{self, ReadOnly};
 use crate::inputs::{self, InputFile};
 use crate::{PipelineArgs, plan, progress};
 
@@ -92,7 +93,7 @@ impl Batch {
         if self.file.is_none() {
             let header =
                 npy::header(&self.dims(max), tensor.dtype(), 0).map_err(|e| e.to_string())?;
-            let (tmp, mut file) = crate::atomic::temporary(path)
+            let (tmp, mut file) = atomic::temporary(path)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             if let Err(e) = file.write_all(&header) {
                 let _ = std::fs::remove_file(&tmp);
@@ -135,7 +136,7 @@ impl Batch {
                 file.seek(SeekFrom::Start(0))?;
                 file.write_all(&header)?;
                 file.sync_all()?;
-                std::fs::rename(&tmp, &path)
+                atomic::replace(&tmp, &file, &path)
             })
             .map_err(|e| {
                 let _ = std::fs::remove_file(&tmp);
@@ -167,14 +168,19 @@ fn preprocess(
     Ok(shape)
 }
 
-fn write_npy(path: &Path, shape: &[usize], tensor: &Tensor) -> Result<(), String> {
+fn write_npy(
+    path: &Path,
+    read_only: ReadOnly,
+    shape: &[usize],
+    tensor: &Tensor,
+) -> Result<(), String> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create directory {}: {e}", dir.display()))?;
     }
     // A temporary file, flushed, synced and renamed: a full disk is an
     // error, never a truncated .npy reported as written.
-    crate::atomic::write(path, |w| npy::write(w, shape, tensor))
+    atomic::write(path, read_only, |w| npy::write(w, shape, tensor))
 }
 
 pub(crate) fn run(args: &RunArgs) -> Result<ExitCode, String> {
@@ -191,8 +197,12 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode, String> {
         ));
     }
     let one_file = args.inputs.len() == 1 && !args.inputs[0].is_dir();
+    let read_only = ReadOnly::forced(args.pipeline.force);
     let mut sink = match (&args.out, &args.batch_npy) {
-        (_, Some(path)) => Sink::Batch(Batch::new(Some(path.clone()), batch_shape(&plan)?)),
+        (_, Some(path)) => Sink::Batch(Batch::new(
+            Some(atomic::target(path, read_only)?),
+            batch_shape(&plan)?,
+        )),
         (Some(out), None) if out.as_os_str() == "-" && one_file => Sink::Stdout,
         (Some(out), None) if out.as_os_str() == "-" => {
             Sink::Batch(Batch::new(None, batch_shape(&plan)?))
@@ -224,7 +234,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode, String> {
             Ok::<_, String>(shape)
         });
         let result = result.and_then(|shape| match &mut sink {
-            Sink::File(file) => write_npy(file, &shape, &tensor),
+            Sink::File(file) => write_npy(file, read_only, &shape, &tensor),
             Sink::Stdout => {
                 let mut out = std::io::BufWriter::new(std::io::stdout().lock());
                 npy::write(&mut out, &shape, &tensor)
@@ -241,7 +251,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode, String> {
                     )),
                     None => {
                         written.insert(out.clone(), path.clone());
-                        write_npy(&out, &shape, &tensor)
+                        write_npy(&out, read_only, &shape, &tensor)
                     }
                 }
             }

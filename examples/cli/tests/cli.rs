@@ -810,3 +810,110 @@ fn devices_and_fifos_are_refused_not_read_forever() {
     );
     assert!(!out.exists());
 }
+
+/// Runs the CLI with its address space limited to `limit_mb` MiB (`ulimit
+/// -v` in a shell: the limit applies to the child only).
+fn tensorprep_within(limit_mb: u64, args: &[&str]) -> Output {
+    let mut script = format!("ulimit -v {} && exec \"$0\"", limit_mb * 1024);
+    for i in 1..=args.len() {
+        script.push_str(&format!(" \"${i}\""));
+    }
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_tensorprep"))
+        .args(args)
+        .output()
+        .expect("sh runs")
+}
+
+/// `embed` streams the model: a 768 MiB model (its weights a sparse hole)
+/// takes a graph within a 256 MiB address space, where reading it whole
+/// (as `embed` did, then holding a second copy: about 3x the model) fails.
+/// The result equals the in-memory embedding's bytes, and the model's
+/// mode is kept; a read-only model is replaced only with `--force`.
+#[test]
+fn embed_streams_the_model_and_keeps_its_mode() {
+    use std::io::{Seek, SeekFrom, Write};
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("embed-stream");
+    let small = std::fs::read(fixture("graph/ultralytics_yolov8n_320.onnx")).unwrap();
+    let model = dir.join("big.onnx");
+    // The fixture, then a top-level field 20 (ModelProto.functions) of
+    // 768 MiB of zeros: a hole in the file, no disk blocks.
+    const WEIGHTS: u64 = 768 << 20;
+    let mut header = small.clone();
+    for mut n in [20 << 3 | 2, WEIGHTS] {
+        while n >= 0x80 {
+            header.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        header.push(n as u8);
+    }
+    let mut f = std::fs::File::create(&model).unwrap();
+    f.write_all(&header).unwrap();
+    f.seek(SeekFrom::Current(WEIGHTS as i64 - 1)).unwrap();
+    f.write_all(&[0]).unwrap();
+    drop(f);
+    std::fs::set_permissions(&model, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let graph = dir.join("yolo.tpp");
+    run_ok(&[
+        "convert",
+        "--from",
+        "ultralytics",
+        fixture("graph/ultralytics_yolov8n_320.onnx").as_str(),
+        "-o",
+        graph.to_str().unwrap(),
+    ]);
+    let o = tensorprep_within(
+        256,
+        &["embed", graph.to_str().unwrap(), model.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    let len = std::fs::metadata(&model).unwrap().len();
+    let mode = std::fs::metadata(&model).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640, "the model's mode is kept");
+    // The bytes are the in-memory embedding's: the model unchanged, then the entry.
+    let g = tensorprep::graph::Graph::load(&graph).unwrap();
+    let field_len = len - header.len() as u64 - WEIGHTS;
+    let mut with = std::fs::File::open(&model).unwrap();
+    let mut head = vec![0; header.len()];
+    std::io::Read::read_exact(&mut with, &mut head).unwrap();
+    assert_eq!(head, header);
+    with.seek(SeekFrom::Start(header.len() as u64 + WEIGHTS))
+        .unwrap();
+    let mut tail = Vec::new();
+    std::io::Read::read_to_end(&mut with, &mut tail).unwrap();
+    assert_eq!(tail.len() as u64, field_len);
+    let expected = tensorprep::graph::onnx::embed(&small, &g).unwrap();
+    assert_eq!(tail, expected[small.len()..], "the same entry as in memory");
+    drop(with);
+    // A read-only model is refused, then replaced with --force (mode kept).
+    std::fs::set_permissions(&model, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let o = tensorprep(&["embed", graph.to_str().unwrap(), model.to_str().unwrap()]);
+    assert!(
+        !o.status.success() && stderr_of(&o).contains("read-only"),
+        "{}",
+        stderr_of(&o)
+    );
+    let o = tensorprep_within(
+        256,
+        &[
+            "embed",
+            "--force",
+            graph.to_str().unwrap(),
+            model.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    assert!(
+        stderr_of(&o).contains("replaced the graph embedded")
+            && stderr_of(&o).contains("(it was the same)"),
+        "{}",
+        stderr_of(&o)
+    );
+    assert_eq!(std::fs::metadata(&model).unwrap().len(), len);
+    let mode = std::fs::metadata(&model).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o444);
+    std::fs::remove_file(&model).unwrap();
+}
