@@ -351,3 +351,55 @@ fn the_library_exports_exactly_what_the_header_declares() {
         .count();
     assert_eq!(stray, 0, "Rust symbols exported from libtensorprep.so");
 }
+
+/// `tp_plan_run_jpeg` on a plan whose 363 MB buffers pass every limit, in a
+/// process limited to 700 MiB of address space (`ulimit -v`): the system
+/// cannot provide them, and the call returns `TP_RESULT_OUT_OF_MEMORY` with
+/// a message; the process goes on and the same state runs a small plan.
+#[test]
+fn allocation_failure_is_a_result_code_not_an_abort() {
+    use tensorprep::geometry::Flip;
+    use tensorprep::pipeline::{CenterCrop, CropRounding, Op, Resize};
+    use tensorprep::resize::{Filter, Resample};
+    use tensorprep::size::SizeRule;
+    let exe = compile(&["tests/c/out_of_memory.c"], "out_of_memory", false);
+    let eval = Pipeline::imagenet_eval();
+    let mut ops = vec![
+        eval.ops()[0],
+        Op::Resize(Resize {
+            size: SizeRule::Exact {
+                width: 11000,
+                height: 11000,
+            },
+            resample: Resample::Pillow(Filter::Bilinear),
+        }),
+    ];
+    ops.extend(std::iter::repeat_n(Op::Flip(Flip::Horizontal), 26));
+    ops.push(Op::CenterCrop(CenterCrop {
+        width: 224,
+        height: 224,
+        rounding: CropRounding::HalfEven,
+    }));
+    ops.extend_from_slice(&eval.ops()[3..]);
+    let bomb = Graph::new(Pipeline::from_ops(&ops).unwrap())
+        .unwrap()
+        .with_decoder(tensorprep::jpeg::Backend::Zune);
+    let path = scratch().join("bomb.tpp");
+    bomb.save(&path).unwrap();
+    let out = run(
+        &exe,
+        &[&fixture("sample.jpg"), &path],
+        &["sh", "-c", "ulimit -v 716800 && exec \"$0\" \"$@\""],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.code() == Some(0),
+        "{:?}: {text}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("TP_RESULT_OUT_OF_MEMORY: the system could not allocate"),
+        "{text}"
+    );
+}

@@ -33,6 +33,19 @@ pub(crate) fn grow(buf: &mut Vec<u8>, len: usize) -> Result<&mut [u8]> {
     Ok(&mut buf[..len])
 }
 
+/// Makes room for `len` elements in `v`, fallibly; nothing is allocated
+/// when it already has the room. Pushes and resizes up to `len` then never
+/// allocate, so they cannot abort.
+pub(crate) fn reserve<T>(v: &mut Vec<T>, len: usize) -> Result<()> {
+    if v.capacity() >= len {
+        return Ok(());
+    }
+    v.try_reserve_exact(len - v.len())
+        .map_err(|_| Error::OutOfMemory {
+            bytes: (len as u64).saturating_mul(core::mem::size_of::<T>() as u64),
+        })
+}
+
 /// Makes `buf` exactly `len` zero bytes (reusing its allocation when large enough).
 pub(crate) fn zero(buf: &mut Vec<u8>, len: usize) -> Result<()> {
     if buf.capacity() < len {
@@ -66,5 +79,14 @@ mod tests {
         );
         zero(&mut buf, 4).unwrap();
         assert_eq!(buf, [0; 4]);
+        let mut words: Vec<u32> = Vec::new();
+        assert!(matches!(
+            reserve(&mut words, usize::MAX / 8),
+            Err(Error::OutOfMemory { .. })
+        ));
+        reserve(&mut words, 100).unwrap();
+        let before = words.as_ptr();
+        words.resize(100, 7);
+        assert_eq!(words.as_ptr(), before, "no allocation within the reserve");
     }
 }

@@ -140,7 +140,7 @@ mod reader {
             scratch: &'s mut Vec<u8>,
         ) -> &'s [u8] {
             let n = cols.len();
-            let (out, planes) = grow(scratch, n * (self.bpp + 3)).split_at_mut(n * self.bpp);
+            let (out, planes) = grow(scratch, self.gather_scratch(n)).split_at_mut(n * self.bpp);
             // The view starts one pixel early for a 4:2:0 region at an odd column.
             let dx = self.x / self.bpp;
             match &self.convert {
@@ -153,6 +153,20 @@ mod reader {
                 }
             }
             out
+        }
+
+        /// The scratch bytes [`RowReader::rows`] fills for `count` rows (none
+        /// when the rows are read in place).
+        pub(crate) fn rows_scratch(&self, count: usize, premultiplied: bool) -> usize {
+            if self.convert.is_none() && !premultiplied {
+                return 0;
+            }
+            count * self.view.width() as usize * self.bpp
+        }
+
+        /// The scratch bytes [`RowReader::gather`] fills for `n` columns.
+        pub(crate) fn gather_scratch(&self, n: usize) -> usize {
+            n * (self.bpp + 3)
         }
 
         /// Bytes per working-format pixel.
@@ -180,7 +194,7 @@ mod reader {
                 };
             }
             let row_len = self.view.width() as usize * self.bpp;
-            let out = grow(scratch, count * row_len);
+            let out = grow(scratch, self.rows_scratch(count, premultiplied));
             for (i, o) in out.chunks_exact_mut(row_len).enumerate() {
                 let y = self.y + first + i;
                 match (&self.convert, premultiplied) {

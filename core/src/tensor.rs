@@ -121,6 +121,32 @@ pub enum Tensor {
 
 #[cfg(feature = "alloc")]
 impl Tensor {
+    /// A zeroed tensor of `len` elements of `dtype`, or
+    /// [`crate::Error::OutOfMemory`] where the system cannot provide it (for a
+    /// size that comes from an image or a graph; [`Tensor::zeros`] aborts).
+    ///
+    /// ```
+    /// use tensorprep::{DType, Tensor};
+    ///
+    /// assert_eq!(Tensor::try_zeros(DType::U8, 12)?.len(), 12);
+    /// assert!(Tensor::try_zeros(DType::F32, usize::MAX / 8).is_err());
+    /// # Ok::<(), tensorprep::Error>(())
+    /// ```
+    pub fn try_zeros(dtype: DType, len: usize) -> crate::Result<Self> {
+        fn make<T: Clone>(len: usize, zero: T) -> crate::Result<alloc::vec::Vec<T>> {
+            let mut v = alloc::vec::Vec::new();
+            crate::buffer::reserve(&mut v, len)?;
+            v.resize(len, zero);
+            Ok(v)
+        }
+        Ok(match dtype {
+            DType::F32 => Tensor::F32(make(len, 0.0)?),
+            DType::F16 => Tensor::F16(make(len, f16::ZERO)?),
+            DType::U8 => Tensor::U8(make(len, 0)?),
+            DType::I8 => Tensor::I8(make(len, 0)?),
+        })
+    }
+
     /// A zeroed tensor of `len` elements of `dtype`.
     pub fn zeros(dtype: DType, len: usize) -> Self {
         use alloc::vec;

@@ -20,7 +20,7 @@
 use alloc::vec::Vec;
 
 use crate::rows::RowReader;
-use crate::{ImageViewMut, Rect};
+use crate::{ImageViewMut, Rect, Result};
 
 /// Which OpenCV interpolation flag to reproduce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +92,20 @@ pub(super) struct OpenCvState {
     sum: Vec<f32>,
 }
 
+impl OpenCvState {
+    /// The capacity of every scratch buffer.
+    #[cfg(debug_assertions)]
+    pub(super) fn capacities(&self) -> [usize; 5] {
+        [
+            self.line.capacity(),
+            self.rows[0].capacity(),
+            self.rows[1].capacity(),
+            self.buf.capacity(),
+            self.sum.capacity(),
+        ]
+    }
+}
+
 const ONE: f32 = 2048.0;
 
 fn weights(f: f32) -> [i32; 2] {
@@ -130,7 +144,7 @@ impl OpenCvPlan {
         (dw, dh): (u32, u32),
         window: Rect,
         spare: &mut Spare,
-    ) -> (OpenCvPlan, Rect) {
+    ) -> Result<(OpenCvPlan, Rect)> {
         let (sw, sh, dw, dh) = (sw as usize, sh as usize, dw as usize, dh as usize);
         let (wx, wy) = (
             window.x as usize..(window.x + window.width) as usize,
@@ -140,7 +154,7 @@ impl OpenCvPlan {
             Rect::new(x0 as u32, y0 as u32, (x1 - x0) as u32, (y1 - y0) as u32)
         };
         if (sw, sh) == (dw, dh) {
-            return (OpenCvPlan::Copy, window);
+            return Ok((OpenCvPlan::Copy, window));
         }
         // OpenCV derives the scale as 1 / (dst / src), which can differ from src / dst in the last bit.
         let scale_x = 1.0 / (dw as f64 / sw as f64);
@@ -156,16 +170,16 @@ impl OpenCvPlan {
         if mode == Mode::Area && scale_x >= 1.0 && scale_y >= 1.0 {
             if area_fast {
                 let region = rect((wx.start * ix, wx.end * ix), (wy.start * iy, wy.end * iy));
-                return (OpenCvPlan::AreaFast { fx: ix, fy: iy }, region);
+                return Ok((OpenCvPlan::AreaFast { fx: ix, fy: iy }, region));
             }
             let Area { mut xtab, mut ytab } = spare.area.pop().unwrap_or(Area {
                 xtab: Vec::new(),
                 ytab: Vec::new(),
             });
-            area_tab(sw, dw, scale_x, wx, &mut xtab);
-            area_tab(sh, dh, scale_y, wy, &mut ytab);
+            area_tab(sw, dw, scale_x, wx, &mut xtab)?;
+            area_tab(sh, dh, scale_y, wy, &mut ytab)?;
             let region = rect(relative(&mut xtab), relative(&mut ytab));
-            return (OpenCvPlan::Area(Area { xtab, ytab }), region);
+            return Ok((OpenCvPlan::Area(Area { xtab, ytab }), region));
         }
         let Linear {
             mut cols,
@@ -179,6 +193,7 @@ impl OpenCvPlan {
             rows: Vec::new(),
         });
         cols.clear();
+        crate::buffer::reserve(&mut cols, wx.len())?;
         cols.extend(wx.map(|d| {
             let (s, f) = position(d, scale_x, mode);
             if s < 0 {
@@ -190,6 +205,7 @@ impl OpenCvPlan {
             }
         }));
         rows.clear();
+        crate::buffer::reserve(&mut rows, wy.len())?;
         rows.extend(wy.map(|d| {
             let (s, f) = position(d, scale_y, mode);
             let row = |i: isize| i.clamp(0, sh as isize - 1) as usize;
@@ -209,6 +225,7 @@ impl OpenCvPlan {
         rows.iter_mut().for_each(|r| r.0 = r.0.map(|y| y - y0));
         let region = rect((x0, x1), (y0, y1));
         needed.clear();
+        crate::buffer::reserve(&mut needed, 2 * cols.len())?;
         needed.extend(
             cols.iter()
                 .flat_map(|&(s, [_, a1])| [Some(s as u32), (a1 != 0).then_some(s as u32 + 1)])
@@ -218,6 +235,7 @@ impl OpenCvPlan {
         needed.dedup();
         // Column s + 1 follows column s in the sorted list, so the pair stays adjacent.
         packed_cols.clear();
+        crate::buffer::reserve(&mut packed_cols, cols.len())?;
         packed_cols.extend(
             cols.iter()
                 .map(|&(s, w)| (needed.partition_point(|&n| n < s as u32), w)),
@@ -228,7 +246,35 @@ impl OpenCvPlan {
             packed_cols,
             rows,
         };
-        (OpenCvPlan::Linear(plan), region)
+        Ok((OpenCvPlan::Linear(plan), region))
+    }
+
+    /// Makes room, fallibly, for everything a run through `src` into a
+    /// `dst_width`-wide image writes to `state`: the run itself then never
+    /// allocates.
+    pub(super) fn reserve(
+        &self,
+        state: &mut OpenCvState,
+        src: &RowReader<'_>,
+        dst_width: u32,
+    ) -> Result<()> {
+        use crate::buffer::reserve;
+        let cn = src.bpp();
+        let row = src.rows_scratch(1, false);
+        let (line, sums) = match self {
+            OpenCvPlan::Copy => (row, 0),
+            OpenCvPlan::Linear(l) => {
+                for r in &mut state.rows {
+                    reserve(r, l.cols.len() * cn)?;
+                }
+                (row.max(src.gather_scratch(l.needed.len())), 0)
+            }
+            OpenCvPlan::AreaFast { fy, .. } => (src.rows_scratch(*fy, false), 0),
+            OpenCvPlan::Area(_) => (row, dst_width as usize * cn),
+        };
+        reserve(&mut state.line, line)?;
+        reserve(&mut state.buf, sums)?;
+        reserve(&mut state.sum, sums)
     }
 
     pub(super) fn run(
@@ -273,10 +319,10 @@ fn area_tab(
     scale: f64,
     window: core::ops::Range<usize>,
     tab: &mut Vec<(usize, usize, f32)>,
-) {
+) -> Result<()> {
     debug_assert!(window.end <= dsize);
     tab.clear();
-    tab.reserve(ssize * 2);
+    crate::buffer::reserve(tab, ssize * 2 + window.len())?;
     for dx in window {
         let fsx1 = dx as f64 * scale;
         let fsx2 = fsx1 + scale;
@@ -295,6 +341,7 @@ fn area_tab(
             tab.push((dx, sx2 as usize, w as f32));
         }
     }
+    Ok(())
 }
 
 impl Linear {

@@ -85,8 +85,8 @@ impl PillowPlan {
         if filter == Filter::Nearest {
             let mut xs = spare.positions.pop().unwrap_or_default();
             let mut ys = spare.positions.pop().unwrap_or_default();
-            nearest_positions(bx.x0, bx.x1, dw, sw, wx, &mut xs);
-            nearest_positions(bx.y0, bx.y1, dh, sh, wy, &mut ys);
+            nearest_positions(bx.x0, bx.x1, dw, sw, wx, &mut xs)?;
+            nearest_positions(bx.y0, bx.y1, dh, sh, wy, &mut ys)?;
             let (x0, x1) = relative(&mut xs);
             let (y0, y1) = relative(&mut ys);
             let region = Rect::new(x0, y0, x1 - x0, y1 - y0);
@@ -141,17 +141,42 @@ impl PillowPlan {
 
     /// The most scratch a run can need for a `region` read and an `out` written
     /// (4 bytes per pixel, the widest format).
-    pub(super) fn scratch_bytes(&self, region: Rect, (ow, oh): (u32, u32)) -> u64 {
+    pub(super) fn scratch_bytes(&self, region: Rect, out: (u32, u32)) -> u64 {
+        let row = u64::from(region.width) * 4;
+        self.scratch(region, out, 4, |rows| row * rows as u64)
+            .iter()
+            .sum()
+    }
+
+    /// The bytes a run grows each scratch buffer to: the first pass's output
+    /// (`between`), the source rows converted or premultiplied
+    /// (`premultiplied`, `rows_scratch(rows)` for `rows` read at once) and
+    /// the interleaved block of the horizontal kernel (`block`).
+    pub(super) fn scratch(
+        &self,
+        region: Rect,
+        (dw, dh): (u32, u32),
+        bpp: u64,
+        rows_scratch: impl Fn(usize) -> u64,
+    ) -> [u64; 3] {
         let (rw, rh) = (u64::from(region.width), u64::from(region.height));
-        let (ow, oh) = (u64::from(ow), u64::from(oh));
-        let mid = match self {
-            PillowPlan::Convolve(c) if c.vertical_first => rw * 4 * oh,
-            PillowPlan::Convolve(_) => ow * 4 * rh,
+        let (dw, dh) = (u64::from(dw), u64::from(dh));
+        let PillowPlan::Convolve(c) = self else {
+            return [0, rows_scratch(1), 0]; // one row at a time
+        };
+        let between = match (c.vertical_first, &c.h, &c.v) {
+            (true, _, Some(_)) => dh * rw * bpp,
+            (false, Some(_), Some(_)) => rh * dw * bpp,
             _ => 0,
         };
-        // Intermediate rows, converted or premultiplied source rows (at least a
-        // block of eight), and the interleaved block.
-        mid + rw * 4 * rh.max(oh).max(8) + 8 * 4 * (rw + ow) + 32
+        // Blocks of eight rows, or the whole region at once.
+        let rows = rows_scratch(rh.max(dh).max(8) as usize);
+        let block = if c.h.is_some() {
+            8 * bpp * (rw + dw) + 32
+        } else {
+            0
+        };
+        [between, rows, block]
     }
 
     /// Resizes the plan's region, read through `input`, into `dst`.
@@ -208,10 +233,11 @@ fn nearest_positions(
     in_size: u32,
     window: core::ops::Range<u32>,
     into: &mut Vec<u32>,
-) {
+) -> Result<()> {
     let step = f64::from(b1 - b0) / f64::from(out);
     let mut pos = f64::from(b0) + step * 0.5;
     into.clear();
+    crate::buffer::reserve(into, window.len())?;
     into.extend(
         (0..window.end)
             .map(|_| {
@@ -225,6 +251,7 @@ fn nearest_positions(
             })
             .skip(window.start as usize),
     );
+    Ok(())
 }
 
 /// The tables of Pillow plans no longer needed, for the next ones to refill:

@@ -178,7 +178,7 @@ impl ResizePlan {
                     u64::from(boxed.0) + u64::from(boxed.1) + u64::from(full.0) + u64::from(full.1);
                 limits.check_alloc(words * 24 + u64::from(boxed.0) * 4 * 8)?;
                 let (plan, r) =
-                    opencv::OpenCvPlan::new(mode, boxed, full, window, &mut spares.opencv);
+                    opencv::OpenCvPlan::new(mode, boxed, full, window, &mut spares.opencv)?;
                 let region = Rect::new(b.x0 as u32 + r.x, b.y0 as u32 + r.y, r.width, r.height);
                 (Method::OpenCv(plan), region)
             }
@@ -334,6 +334,32 @@ impl ResizePlan {
 
     /// Runs on rows read through `reader`, which covers exactly the plan's input
     /// region in `dst`'s format.
+    /// Makes room, fallibly, for all the scratch a run through `reader`
+    /// writes: the kernels then never allocate (and in steady state nothing
+    /// is allocated at all).
+    fn reserve(&self, state: &mut ResizeState, reader: &RowReader<'_>, alpha: bool) -> Result<()> {
+        match &self.method {
+            Method::Pillow(p) => {
+                let region = Rect::new(0, 0, reader.size().0, reader.size().1);
+                let sizes = p.scratch(region, self.dst_size(), reader.bpp() as u64, |rows| {
+                    reader.rows_scratch(rows, alpha) as u64
+                });
+                let ResizeState {
+                    between,
+                    premultiplied,
+                    block,
+                    ..
+                } = state;
+                for (buf, bytes) in [between, premultiplied, block].into_iter().zip(sizes) {
+                    let len = usize::try_from(bytes).map_err(|_| Error::OutOfMemory { bytes })?;
+                    crate::buffer::reserve(buf, len)?;
+                }
+                Ok(())
+            }
+            Method::OpenCv(p) => p.reserve(&mut state.opencv, reader, self.dst_size().0),
+        }
+    }
+
     pub(crate) fn run_reader(
         &self,
         state: &mut ResizeState,
@@ -351,14 +377,23 @@ impl ResizePlan {
                 found: dst.format(),
             });
         }
+        let alpha = dst.format().alpha_offset().is_some()
+            && self.resample != Resample::Pillow(Filter::Nearest);
+        self.reserve(state, reader, alpha)?;
+        #[cfg(debug_assertions)]
+        let reserved = state.capacities();
         match &self.method {
-            Method::Pillow(p) => {
-                let alpha = dst.format().alpha_offset().is_some()
-                    && self.resample != Resample::Pillow(Filter::Nearest);
-                p.run(self.simd, state, reader, dst, alpha);
-            }
+            Method::Pillow(p) => p.run(self.simd, state, reader, dst, alpha),
             Method::OpenCv(p) => p.run(&mut state.opencv, reader, dst),
         }
+        // Every test run checks that the reserve was enough.
+        #[cfg(debug_assertions)]
+        debug_assert_eq!(
+            state.capacities(),
+            reserved,
+            "{:?}: the run grew scratch past its reserve",
+            self.resample
+        );
         Ok(())
     }
 }
@@ -379,6 +414,22 @@ impl ResizeState {
     /// Empty scratch; it grows on the first run and is reused afterwards.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The capacity of every scratch buffer.
+    #[cfg(debug_assertions)]
+    fn capacities(&self) -> [usize; 8] {
+        let [line, r0, r1, buf, sum] = self.opencv.capacities();
+        [
+            self.between.capacity(),
+            self.premultiplied.capacity(),
+            self.block.capacity(),
+            line,
+            r0,
+            r1,
+            buf,
+            sum,
+        ]
     }
 }
 

@@ -102,7 +102,7 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<ExitCode, String> {
     let mut left_out = 0;
     let mut check = PlanState::new();
     let mut pixels = 0u64;
-    let mut out = Tensor::zeros(plan.dtype(), len);
+    let mut out = Tensor::try_zeros(plan.dtype(), len).map_err(|e| e.to_string())?;
     for input in found {
         let path = input.path;
         let bytes = inputs::read_capped(&path, inputs::MAX_INPUT_BYTES)
@@ -126,8 +126,9 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<ExitCode, String> {
     let n = files.len();
     let name = |i: usize| names[i % n].display().to_string();
     let mut states: Vec<(PlanState, Tensor)> = (0..threads)
-        .map(|_| (PlanState::new(), Tensor::zeros(plan.dtype(), len)))
-        .collect();
+        .map(|_| Ok((PlanState::new(), Tensor::try_zeros(plan.dtype(), len)?)))
+        .collect::<Result<_, tensorprep::Error>>()
+        .map_err(|e| e.to_string())?;
     let run_pass = |states: &mut [(PlanState, Tensor)], jobs| {
         timed_pass(states, jobs, |(state, out), i| {
             plan.run(state, Input::Encoded(&files[i % n]), out.as_mut())

@@ -161,7 +161,7 @@ fn preprocess(
         .map_err(|e| e.to_string())?;
     let len = shape.iter().product();
     if tensor.len() != len {
-        *tensor = Tensor::zeros(plan.dtype(), len);
+        *tensor = Tensor::try_zeros(plan.dtype(), len).map_err(|e| e.to_string())?;
     }
     plan.run(state, input, tensor.as_mut())
         .map_err(|e: Error| e.to_string())?;

@@ -917,3 +917,60 @@ fn embed_streams_the_model_and_keeps_its_mode() {
     assert_eq!(mode, 0o444);
     std::fs::remove_file(&model).unwrap();
 }
+
+/// The graph (decode, resize to 11000x11000, 26 flips, centre crop
+/// 224) within a 700 MiB address space: its 363 MB buffers pass every limit,
+/// and the system cannot provide them. The run fails with a message naming
+/// the allocation, never an abort, and writes nothing.
+#[test]
+fn allocation_failure_is_an_error_not_an_abort() {
+    use tensorprep::geometry::Flip;
+    use tensorprep::graph::Graph;
+    use tensorprep::pipeline::{CenterCrop, CropRounding, Op, Resize};
+    use tensorprep::resize::{Filter, Resample};
+    use tensorprep::size::SizeRule;
+    let dir = scratch("oom");
+    let eval = Pipeline::imagenet_eval();
+    let mut ops = vec![
+        eval.ops()[0],
+        Op::Resize(Resize {
+            size: SizeRule::Exact {
+                width: 11000,
+                height: 11000,
+            },
+            resample: Resample::Pillow(Filter::Bilinear),
+        }),
+    ];
+    ops.extend(std::iter::repeat_n(Op::Flip(Flip::Horizontal), 26));
+    ops.push(Op::CenterCrop(CenterCrop {
+        width: 224,
+        height: 224,
+        rounding: CropRounding::HalfEven,
+    }));
+    ops.extend_from_slice(&eval.ops()[3..]);
+    let graph = dir.join("bomb.tpp");
+    Graph::new(Pipeline::from_ops(&ops).unwrap())
+        .unwrap()
+        .save(&graph)
+        .unwrap();
+    let out = dir.join("x.npy");
+    let o = tensorprep_within(
+        700,
+        &[
+            "run",
+            "--graph",
+            graph.to_str().unwrap(),
+            &fixture("sample.jpg"),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    let stderr = stderr_of(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "an error exit, not a signal: {stderr}"
+    );
+    assert!(stderr.contains("could not allocate"), "{stderr}");
+    assert!(!out.exists());
+}
