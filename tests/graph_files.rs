@@ -358,3 +358,25 @@ fn streaming_and_in_memory_embedding_agree() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Found by the `onnx` fuzz target: field 1 as a fixed64 is no ir_version;
+/// the streaming scanner took it for one (a model without a graph), the
+/// in-memory one refused. Both refuse now.
+#[test]
+fn every_onnx_reader_agrees_on_fixed64_field_1_and_overlong_varints() {
+    let data = [0x09, 0x90, 0x08, 0x08, 0x4f, 0x6f, 0x4f, 0x6f, 0x90];
+    let path = std::env::temp_dir().join(format!("tp-fixed64-{}.onnx", std::process::id()));
+    std::fs::write(&path, data).unwrap();
+    assert!(onnx::extract(&data).is_err());
+    assert!(graph::embedded_in_onnx_file(&path).is_err());
+    assert!(graph::onnx_file_metadata_props(&path).is_err());
+    assert!(graph::OnnxEmbedding::new(&path, &sample_graph()).is_err());
+    // And on a varint of ten bytes whose last overflows 64 bits (prost's rule).
+    let data = [
+        0xf8, 0x90, 0x7a, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x90, 0x08,
+    ];
+    std::fs::write(&path, data).unwrap();
+    assert!(graph::onnx_inputs(&data).is_err());
+    assert!(graph::onnx_file_inputs(&path).is_err());
+    std::fs::remove_file(&path).unwrap();
+}

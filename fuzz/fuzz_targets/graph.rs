@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
     file.extend_from_slice(&crc32fast::hash(data).to_le_bytes());
     for bytes in [data, &file[..]] {
         if let Ok(g) = Graph::decode(bytes) {
-            let _ = g.compile(InputDesc::Jpeg);
+            let _ = g.compile(InputDesc::Encoded);
             let _ = g.compile(InputDesc::pixels(PixelFormat::Nv21, 32, 24));
             let again = Graph::decode(&g.encode()).expect("a decoded graph re-encodes");
             assert_eq!(again, g);

@@ -149,15 +149,34 @@ pub fn onnx_file_metadata_props(path: &Path) -> Result<Vec<(String, String)>, Gr
     Ok(props)
 }
 
-/// One field header read from a stream: its number, and for
-/// length-delimited fields the payload's length (the payload not read).
-/// Scalars are consumed. `None` at the end of the message.
+/// What follows a field's key in a stream.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Payload {
+    /// A varint (consumed).
+    Varint,
+    /// A fixed 32- or 64-bit value (consumed).
+    Fixed,
+    /// Length-delimited bytes of this length (not read yet).
+    Bytes(u64),
+}
+
+impl Payload {
+    fn bytes(self) -> Option<u64> {
+        match self {
+            Payload::Bytes(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+/// One field header read from a stream: its number and its payload (only
+/// a length-delimited one is left unread). `None` at the end of the message.
 fn next_field(
     r: &mut BufReader<File>,
     pos: &mut u64,
     end: u64,
     bad: &impl Fn(&str) -> GraphError,
-) -> Result<Option<(u64, Option<u64>)>, GraphError> {
+) -> Result<Option<(u64, Payload)>, GraphError> {
     if *pos >= end {
         return Ok(None);
     }
@@ -171,12 +190,12 @@ fn next_field(
     match key & 7 {
         0 => {
             read_varint(r, pos).ok_or_else(|| bad("bad varint"))?;
-            Ok(Some((number, None)))
+            Ok(Some((number, Payload::Varint)))
         }
         1 | 5 => {
             let n = if key & 7 == 1 { 8 } else { 4 };
             skip(r, pos, n, end).ok_or_else(|| bad("truncated"))?;
-            Ok(Some((number, None)))
+            Ok(Some((number, Payload::Fixed)))
         }
         2 => {
             let n = read_varint(r, pos).ok_or_else(|| bad("bad length"))?;
@@ -185,7 +204,7 @@ fn next_field(
                     "truncated: a field runs past the end of its message or the file",
                 ));
             }
-            Ok(Some((number, Some(n))))
+            Ok(Some((number, Payload::Bytes(n))))
         }
         _ => Err(bad("unsupported wire type")),
     }
@@ -241,14 +260,16 @@ fn scan_onnx_metadata(
         let Some((number, payload)) = next_field(&mut r, &mut pos, len, &bad)? else {
             break;
         };
+        // As the in-memory scanner: only a varint field 1 is an ir_version.
         match payload {
-            None => has_ir_version |= number == 1,
-            Some(n) if number == u64::from(onnx::METADATA_PROPS) => {
+            Payload::Varint => has_ir_version |= number == 1,
+            Payload::Fixed => {}
+            Payload::Bytes(n) if number == u64::from(onnx::METADATA_PROPS) => {
                 let entry = read_payload(&mut r, &mut pos, n, MAX_ENTRY_BYTES, path, &bad)?;
                 let (key, value) = onnx::entry(&entry)?;
                 f(start..pos, key, value)?;
             }
-            Some(n) => skip(&mut r, &mut pos, n, len).ok_or_else(|| bad("truncated"))?,
+            Payload::Bytes(n) => skip(&mut r, &mut pos, n, len).ok_or_else(|| bad("truncated"))?,
         }
     }
     if !has_ir_version {
@@ -383,14 +404,14 @@ pub fn onnx_file_inputs(path: &Path) -> Result<Vec<super::ModelInput>, GraphErro
     let mut pos = 0u64;
     let (mut raw, mut initializers) = (Vec::new(), Vec::new());
     while let Some((number, payload)) = next_field(&mut r, &mut pos, len, &bad)? {
-        let Some(n) = payload else { continue };
+        let Some(n) = payload.bytes() else { continue };
         if number != u64::from(GRAPH) {
             skip(&mut r, &mut pos, n, len).ok_or_else(|| bad("truncated"))?;
             continue;
         }
         let graph_end = pos + n;
         while let Some((number, payload)) = next_field(&mut r, &mut pos, graph_end, &bad)? {
-            let Some(n) = payload else { continue };
+            let Some(n) = payload.bytes() else { continue };
             if number == u64::from(INPUT) {
                 raw.push(read_payload(
                     &mut r,
@@ -404,7 +425,7 @@ pub fn onnx_file_inputs(path: &Path) -> Result<Vec<super::ModelInput>, GraphErro
                 let tensor_end = pos + n;
                 while let Some((number, payload)) = next_field(&mut r, &mut pos, tensor_end, &bad)?
                 {
-                    let Some(n) = payload else { continue };
+                    let Some(n) = payload.bytes() else { continue };
                     if number == u64::from(TENSOR_NAME) {
                         let name = read_payload(&mut r, &mut pos, n, MAX_NAME_BYTES, path, &bad)?;
                         initializers.push(String::from_utf8_lossy(&name).into_owned());
@@ -426,6 +447,10 @@ fn read_varint(r: &mut impl Read, pos: &mut u64) -> Option<u64> {
         let mut b = [0u8];
         r.read_exact(&mut b).ok()?;
         *pos += 1;
+        // As prost (the in-memory scanner): a tenth byte past bit 63 overflows.
+        if i == 9 && b[0] > 1 {
+            return None;
+        }
         v |= u64::from(b[0] & 0x7f) << (7 * i);
         if b[0] < 0x80 {
             return Some(v);

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Seeds the fuzz corpora from the test fixtures (fuzz/corpus/TARGET, not
+# committed), then `cargo +nightly fuzz run TARGET -- -max_total_time=600`.
+# The first byte of an import or c_api input picks what the rest is (see
+# the targets).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+f=tests/fixtures
+c=fuzz/corpus
+mkdir -p "$c/decode" "$c/graph" "$c/import" "$c/onnx" "$c/c_api"
+seed() { # seed TARGET PREFIX-BYTE FILE
+    local name
+    name="$(basename "$3")"
+    { printf "\\x$2"; cat "$3"; } > "$1/$name.$2"
+}
+for j in "$f"/*.jpg "$f"/formats/*.png "$f"/formats/*.webp; do
+    [ -e "$j" ] || continue
+    cp "$j" "$c/decode/"
+    seed "$c/c_api" 01 "$j"
+done
+for j in "$f"/graph/hf_*_preprocessor_config.json; do
+    seed "$c/import" 00 "$j"
+    seed "$c/c_api" 02 "$j"
+done
+for j in "$f"/graph/timm_*_config.json; do seed "$c/import" 01 "$j"; done
+seed "$c/import" 02 "$f/graph/tflite_reshape_32x24.tflite"
+seed "$c/import" 03 "$f/graph/mindspore_resnet_eval.mindir"
+seed "$c/import" 04 "$f/graph/ultralytics_yolov8n_320.onnx"
+cp "$f/graph/ultralytics_yolov8n_320.onnx" "$c/onnx/"
+# Graph files, made by the CLI from a preset and an imported configuration.
+tmp="$(mktemp -d)"
+cargo run -q -p tensorprep-cli -- convert --from preset:imagenet-eval -o "$tmp/eval.tpp" 2>/dev/null
+cargo run -q -p tensorprep-cli -- convert --from hf "$f/graph/hf_clip_preprocessor_config.json" \
+    -o "$tmp/clip.tpp" 2>/dev/null
+for g in "$tmp"/*.tpp; do
+    cp "$g" "$c/graph/"
+    seed "$c/c_api" 00 "$g"
+done
+rm -r "$tmp"
+echo "seeded: $(for t in decode graph import onnx c_api; do printf '%s %s  ' "$t" "$(ls "$c/$t" | wc -l)"; done)"
