@@ -378,5 +378,13 @@ fn every_onnx_reader_agrees_on_fixed64_field_1_and_overlong_varints() {
     std::fs::write(&path, data).unwrap();
     assert!(graph::onnx_inputs(&data).is_err());
     assert!(graph::onnx_file_inputs(&path).is_err());
+    // A key read across the end of a nested message: the streaming reader
+    // subtracted past zero (a panic in debug builds).
+    let data = read("graph/fuzz/onnx_field_past_nested_end.bin");
+    std::fs::write(&path, &data).unwrap();
+    assert_eq!(
+        graph::onnx_inputs(&data).is_ok(),
+        graph::onnx_file_inputs(&path).is_ok()
+    );
     std::fs::remove_file(&path).unwrap();
 }

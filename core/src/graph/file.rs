@@ -181,6 +181,15 @@ fn next_field(
         return Ok(None);
     }
     let key = read_varint(r, pos).ok_or_else(|| bad("bad field key"))?;
+    let past_end = |pos: u64| {
+        if pos > end {
+            return Err(bad(
+                "truncated: a field runs past the end of its message or the file",
+            ));
+        }
+        Ok(())
+    };
+    past_end(*pos)?;
     let number = key >> 3;
     // As the in-memory scanner (`wire::fields`): field 0 and numbers past
     // 2^29 are no protobuf, so every command reading a model agrees.
@@ -190,6 +199,7 @@ fn next_field(
     match key & 7 {
         0 => {
             read_varint(r, pos).ok_or_else(|| bad("bad varint"))?;
+            past_end(*pos)?;
             Ok(Some((number, Payload::Varint)))
         }
         1 | 5 => {
@@ -460,7 +470,7 @@ fn read_varint(r: &mut impl Read, pos: &mut u64) -> Option<u64> {
 }
 
 fn skip(r: &mut BufReader<File>, pos: &mut u64, n: u64, len: u64) -> Option<()> {
-    if n > len - *pos {
+    if n > len.checked_sub(*pos)? {
         return None;
     }
     let n = i64::try_from(n).ok()?;
