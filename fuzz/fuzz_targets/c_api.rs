@@ -87,13 +87,20 @@ fuzz_target!(|data: &[u8]| {
             1 => {
                 let eval = *EVAL.get_or_init(|| {
                     let mut g = ptr::null_mut();
-                    assert!(check(tp_graph_from_preset(c"imagenet-eval".as_ptr(), &mut g)));
+                    assert!(check(tp_graph_from_preset(
+                        c"imagenet-eval".as_ptr(),
+                        &mut g
+                    )));
                     g as usize
                 });
                 run(eval as *const tp_graph, rest);
             }
             _ => {
-                if check(tp_graph_from_hugging_face(rest.as_ptr(), rest.len(), &mut graph)) {
+                if check(tp_graph_from_hugging_face(
+                    rest.as_ptr(),
+                    rest.len(),
+                    &mut graph,
+                )) {
                     run(graph, SAMPLE);
                     tp_graph_free(graph);
                 }

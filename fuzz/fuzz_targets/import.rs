@@ -20,7 +20,9 @@ fuzz_target!(|data: &[u8]| {
         1 => text().map(import::timm),
         2 => Some(import::tflite(rest)),
         3 => Some(import::mindir(rest)),
-        _ => onnx::metadata_props(rest).ok().map(|m| import::ultralytics(&m)),
+        _ => onnx::metadata_props(rest)
+            .ok()
+            .map(|m| import::ultralytics(&m)),
     };
     let Some(Ok(graph)) = graph else {
         return;
