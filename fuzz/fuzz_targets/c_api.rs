@@ -19,10 +19,13 @@ const SAMPLE: &[u8] = include_bytes!("../../tests/fixtures/sample.jpg");
 fn check(r: tp_result) -> bool {
     assert_ne!(r, tp_result::Panic, "a panic crossed into the C API");
     if r != tp_result::Ok {
-        let mut len = 0usize;
-        // SAFETY: NULL with length 0 asks only for the message length.
-        let m = unsafe { tp_last_error_message(ptr::null_mut(), 0, &mut len) };
-        assert!(len > 1, "{r:?} without a message ({m:?})");
+        let (mut buf, mut len) = ([0 as std::ffi::c_char; 256], 0usize);
+        // SAFETY: `buf` is writable for its length.
+        let m = unsafe { tp_last_error_message(buf.as_mut_ptr(), buf.len(), &mut len) };
+        assert!(
+            m == tp_result::Ok && len > 0,
+            "{r:?} without a message ({m:?})"
+        );
     }
     r == tp_result::Ok
 }
