@@ -29,26 +29,17 @@ pub fn center_crop_rect(
     crop_width: u32,
     crop_height: u32,
 ) -> Result<Rect> {
-    let rect = Rect::new(
-        half_even(width.wrapping_sub(crop_width)),
-        half_even(height.wrapping_sub(crop_height)),
-        crop_width,
-        crop_height,
-    );
-    if crop_width > width || crop_height > height || !rect.fits_in(width, height) {
-        return Err(Error::RectOutOfBounds {
-            rect: Rect::new(0, 0, crop_width, crop_height),
-            width,
-            height,
-        });
-    }
-    Ok(rect)
-}
-
-/// `round(d / 2)` with ties to even, for a non-negative integer `d`.
-const fn half_even(d: u32) -> u32 {
-    let q = d / 2;
-    if d % 2 == 1 && q % 2 == 1 { q + 1 } else { q }
+    // The pipeline op's rectangle: one place for the offset rule.
+    let crop = crate::pipeline::CenterCrop {
+        width: crop_width,
+        height: crop_height,
+        rounding: crate::pipeline::CropRounding::HalfEven,
+    };
+    crop.rect(width, height).ok_or(Error::RectOutOfBounds {
+        rect: Rect::new(0, 0, crop_width, crop_height),
+        width,
+        height,
+    })
 }
 
 /// Zero-copy center crop (torchvision offsets; see [`center_crop_rect`]).
@@ -401,7 +392,8 @@ mod tests {
     #[test]
     fn center_crop_offsets_round_half_even() {
         // (d / 2) for d = 0..=6: 0, 0 (0.5), 1, 2 (1.5), 2, 2 (2.5), 3
-        let offsets: [u32; 7] = core::array::from_fn(|d| half_even(d as u32));
+        let offsets: [u32; 7] =
+            core::array::from_fn(|d| center_crop_rect(1 + d as u32, 1, 1, 1).unwrap().x);
         assert_eq!(offsets, [0, 0, 1, 2, 2, 2, 3]);
         // torchvision: Resize(256) of 451x300 gives 384x256, CenterCrop(224) -> left 80, top 16.
         assert_eq!(

@@ -41,6 +41,8 @@ mod op;
 #[cfg(feature = "alloc")]
 mod plan;
 mod preset;
+#[cfg(feature = "alloc")]
+mod resolve;
 #[cfg(feature = "std")]
 mod source;
 

@@ -242,7 +242,7 @@ pub(crate) fn inspect(args: &InspectArgs) -> Result<ExitCode, String> {
         } else {
             String::new()
         };
-        println!("  {k:>2}. {:<55} {after}", describe(op));
+        println!("  {k:>2}. {:<55} {after}", op.to_string());
     }
     let o = &graph.output;
     println!(
@@ -255,40 +255,6 @@ pub(crate) fn inspect(args: &InspectArgs) -> Result<ExitCode, String> {
     println!("features: {}", graph.required_features().join(", "));
     println!("self-tests: {}", graph.self_tests.len());
     Ok(ExitCode::SUCCESS)
-}
-
-/// One line per op, every parameter shown.
-fn describe(op: &Op) -> String {
-    match op {
-        Op::Decode(d) => format!(
-            "Decode {:?} {:?}, orientation {:?}, {}{:?}",
-            d.backend,
-            d.format,
-            d.orientation,
-            if d.strict { "strict, " } else { "lenient, " },
-            d.scaling
-        ),
-        Op::ConvertColor { to, range } => format!("ConvertColor to {to:?} ({range:?} YUV)"),
-        Op::Resize(r) => format!("Resize {:?} with {:?}", r.size, r.resample),
-        Op::CenterCrop(c) => format!(
-            "CenterCrop {}x{} (offsets {:?})",
-            c.width, c.height, c.rounding
-        ),
-        Op::Crop(r) => format!("Crop {}x{} at ({}, {})", r.width, r.height, r.x, r.y),
-        Op::Pad(p) => format!("Pad {:?} fill {:?}", p.to, p.fill),
-        Op::Flip(f) => format!("Flip {f:?}"),
-        Op::Rotate(r) => format!("Rotate {r:?}"),
-        Op::Normalize(n) => format!("Normalize (v / {} - {:?}) / {:?}", n.divisor, n.mean, n.std),
-        Op::Layout { layout, order } => format!("Layout {layout:?} {order:?}"),
-        Op::Cast {
-            dtype,
-            quantization,
-        } => format!(
-            "Cast {dtype:?} (scale {}, zero point {})",
-            quantization.scale, quantization.zero_point
-        ),
-        other => format!("{other:?}"),
-    }
 }
 
 pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode, String> {

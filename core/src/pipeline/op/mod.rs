@@ -1,11 +1,29 @@
 //! The ops a pipeline is made of, each with every parameter explicit.
+//!
+//! One module per op holds everything about it: its parameters, what
+//! compiling a plan checks, the output size it fixes, how it resolves into
+//! stages for one input size, how those stages run, and how it is
+//! described. The plan compiler and the describers reach them through
+//! [`Op`] alone (and, compiled, through `Step` and `Work`).
+
+mod convert;
+mod crop;
+mod decode;
+mod finish;
+mod orient;
+mod pad;
+mod resize;
+
+use core::fmt;
+
+pub use crop::{CenterCrop, CropRounding};
+pub use decode::{Decode, DecodeScaling};
+pub use pad::{Pad, PadTo};
+pub use resize::Resize;
 
 use crate::color::YuvRange;
 use crate::finish::{ChannelOrder, Normalize};
-use crate::geometry::{Flip, Placement, Rotation};
-use crate::jpeg::{Backend, Orientation};
-use crate::resize::Resample;
-use crate::size::SizeRule;
+use crate::geometry::{Flip, Rotation};
 use crate::{DType, Layout, PixelFormat, Quantization, Rect};
 
 /// One step of a [`Pipeline`](super::Pipeline).
@@ -112,134 +130,217 @@ impl Op {
     }
 }
 
-/// How a JPEG is decoded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Decode {
-    /// Which decoder.
-    pub backend: Backend,
-    /// Packed format the decoded pixels are delivered in (Gray8, Rgb8, ...).
-    pub format: PixelFormat,
-    /// Whether the EXIF orientation is applied.
-    pub orientation: Orientation,
-    /// Reject truncated or corrupt files (recommended).
-    pub strict: bool,
-    /// Exact (full-size) decoding, or the faster reduced-size one.
-    pub scaling: DecodeScaling,
-    /// With libjpeg-turbo, decode only the rows and MCU-aligned columns the
-    /// output needs. The pixels are the same as with a full decode; off, or
-    /// with `zune-jpeg`, the whole image is decoded.
-    pub region_of_interest: bool,
-}
-
-impl Decode {
-    /// Exact decoding with `backend`, RGB output, orientation as stored, strict,
-    /// region-of-interest decoding on (it only changes speed).
-    pub const fn exact(backend: Backend) -> Decode {
-        Decode {
-            backend,
-            format: PixelFormat::Rgb8,
-            orientation: Orientation::Ignore,
-            strict: true,
-            scaling: DecodeScaling::Exact,
-            region_of_interest: true,
+/// One line naming the op and every parameter (what `tensorprep inspect` prints).
+///
+/// ```
+/// use tensorprep::pipeline::Pipeline;
+///
+/// let eval = Pipeline::imagenet_eval();
+/// assert_eq!(eval.ops()[2].to_string(), "CenterCrop 224x224 (offsets HalfEven)");
+/// ```
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::Decode(d) => d.fmt(f),
+            Op::ConvertColor { to, range } => convert::describe(f, *to, *range),
+            Op::Resize(r) => r.fmt(f),
+            Op::CenterCrop(c) => c.fmt(f),
+            Op::Crop(r) => crop::describe_rect(f, r),
+            Op::Pad(p) => p.fmt(f),
+            Op::Flip(axis) => orient::describe_flip(f, *axis),
+            Op::Rotate(r) => orient::describe_rotate(f, *r),
+            Op::Normalize(n) => finish::describe_normalize(f, n),
+            Op::Layout { layout, order } => finish::describe_layout(f, *layout, *order),
+            Op::Cast {
+                dtype,
+                quantization,
+            } => finish::describe_cast(f, *dtype, quantization),
         }
     }
 }
 
-/// Full-size or DCT-domain reduced-size decoding.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum DecodeScaling {
-    /// Decode at full size: the pixels are the decoder's exact output.
-    #[default]
-    Exact,
-    /// When the decode is followed by a resize, decode at 1/2, 1/4 or 1/8 —
-    /// the smallest scale that stays at least twice the resize's target on
-    /// both sides — and resize from there to the same target. Pillow's
-    /// `draft()` mode: much faster on large photos, not bit-exact (see the
-    /// README for the measured deviation). Needs libjpeg-turbo.
-    Fast,
-}
+#[cfg(feature = "alloc")]
+pub(super) use compiled::{Compiling, Step, Work};
+#[cfg(feature = "alloc")]
+pub(super) use crop::Crop as CropStep;
 
-/// A resize step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Resize {
-    /// How the output size follows from the input size (with its rounding rule).
-    pub size: SizeRule,
-    /// Which library's resampling to reproduce, and its filter.
-    pub resample: Resample,
-}
+#[cfg(feature = "alloc")]
+mod compiled {
+    use alloc::vec::Vec;
 
-/// How a centred crop's offset is rounded when the leftover is odd.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum CropRounding {
-    /// torchvision: `int(round((size - crop) / 2.0))`, ties to even.
-    #[default]
-    HalfEven,
-    /// Floor, `(size - crop) // 2` (Hugging Face's PIL path, OpenCV code).
-    Floor,
-}
+    use super::convert::Convert;
+    use super::crop::Crop;
+    use super::finish::FinishParts;
+    use super::orient::{self, OrientWork};
+    use super::pad::PadWork;
+    use super::{Decode, Op, Pad, Resize};
+    use crate::geometry::Transform;
+    use crate::pipeline::InputDesc;
+    use crate::pipeline::resolve::{Read, Resolver};
+    use crate::resize::{ResizePlan, ResizeState, Spares};
+    use crate::rows::RowReader;
+    use crate::{Error, ImageView, ImageViewMut, PixelFormat, Result};
 
-/// A centred crop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct CenterCrop {
-    /// Crop width; must not exceed the image width.
-    pub width: u32,
-    /// Crop height; must not exceed the image height.
-    pub height: u32,
-    /// Offset rounding.
-    pub rounding: CropRounding,
-}
+    /// What compiling a pipeline has gathered up to the op at `index`.
+    pub(in crate::pipeline) struct Compiling<'a> {
+        /// Position of the op being compiled.
+        pub(in crate::pipeline) index: usize,
+        /// The ops after it.
+        pub(in crate::pipeline) rest: &'a [Op],
+        /// Whether the plan is for encoded files (else for pixels).
+        pub(in crate::pipeline) encoded: bool,
+        /// The packed or YUV format the pixels have at this point.
+        pub(in crate::pipeline) format: PixelFormat,
+        pub(in crate::pipeline) decode: Option<Decode>,
+        pub(in crate::pipeline) steps: Vec<Step>,
+        pub(in crate::pipeline) finish: FinishParts,
+    }
 
-impl CenterCrop {
-    /// The crop rectangle inside a `width` x `height` image, if it fits.
-    pub fn rect(&self, width: u32, height: u32) -> Option<Rect> {
-        if self.width > width || self.height > height {
-            return None;
+    impl Compiling<'_> {
+        /// Nothing compiled yet, for `input`.
+        pub(in crate::pipeline) fn new(input: InputDesc) -> Compiling<'static> {
+            Compiling {
+                index: 0,
+                rest: &[],
+                encoded: input == InputDesc::Encoded,
+                format: match input {
+                    InputDesc::Pixels { format, .. } => format,
+                    InputDesc::Encoded => PixelFormat::Rgb8,
+                },
+                decode: None,
+                steps: Vec::new(),
+                finish: FinishParts::default(),
+            }
         }
-        let offset = |d: u32| match self.rounding {
-            CropRounding::Floor => d / 2,
-            // round(d / 2) with ties to even.
-            CropRounding::HalfEven => d / 2 + u32::from(d % 2 == 1 && (d / 2) % 2 == 1),
-        };
-        Some(Rect::new(
-            offset(width - self.width),
-            offset(height - self.height),
-            self.width,
-            self.height,
-        ))
+    }
+
+    impl Op {
+        /// Checks the op where it stands and records what the plan needs of it.
+        pub(in crate::pipeline) fn compile(&self, cx: &mut Compiling<'_>) -> Result<()> {
+            if !self.is_finish() && cx.finish.started() {
+                return Err(op_error(
+                    "pipeline: Normalize, Layout and Cast must come after every pixel op",
+                ));
+            }
+            match *self {
+                Op::Decode(d) => d.compile(cx),
+                Op::ConvertColor { to, range } => Convert::compile(to, range, cx),
+                Op::Resize(r) => r.compile(cx),
+                Op::CenterCrop(c) => Crop::Center(c).compile(cx),
+                Op::Crop(r) => Crop::Rect(r).compile(cx),
+                Op::Pad(p) => p.compile(cx),
+                Op::Flip(f) => {
+                    orient::compile(Transform::from_flip(f), cx);
+                    Ok(())
+                }
+                Op::Rotate(r) => {
+                    orient::compile(Transform::from_rotation(r), cx);
+                    Ok(())
+                }
+                Op::Normalize(n) => cx.finish.normalize(n),
+                Op::Layout { layout, order } => cx.finish.layout(layout, order),
+                Op::Cast {
+                    dtype,
+                    quantization,
+                } => cx.finish.cast(dtype, quantization),
+            }
+        }
+    }
+
+    /// A pixel op, checked: what resolving a plan for an input size walks.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub(in crate::pipeline) enum Step {
+        Convert(Convert),
+        Resize(Resize),
+        Crop(Crop),
+        Pad(Pad),
+        Orient(Transform),
+    }
+
+    impl Step {
+        /// The output size after this step when it is fixed whatever the
+        /// input, given the fixed size before it (if any).
+        pub(in crate::pipeline) fn fixed_size(
+            &self,
+            before: Option<(u32, u32)>,
+        ) -> Result<Option<(u32, u32)>> {
+            Ok(match self {
+                Step::Convert(_) => before,
+                Step::Resize(r) => r.fixed_size(),
+                Step::Crop(c) => Some(c.size()),
+                Step::Pad(p) => p.fixed_size(before)?,
+                Step::Orient(t) => before.map(|(w, h)| t.output_size(w, h)),
+            })
+        }
+
+        /// Adds the step to the plan being resolved.
+        pub(in crate::pipeline) fn resolve(&self, r: &mut Resolver<'_>) -> Result<()> {
+            match self {
+                Step::Convert(c) => {
+                    c.resolve(r);
+                    Ok(())
+                }
+                Step::Resize(s) => s.resolve(r),
+                Step::Crop(c) => c.resolve(r),
+                Step::Pad(p) => p.resolve(r),
+                Step::Orient(t) => orient::resolve(*t, r),
+            }
+        }
+    }
+
+    /// One materializing pass of a resolved plan.
+    // Stages live in a vector reused from image to image; a boxed plan would
+    // be one more allocation per resolved size.
+    #[allow(clippy::large_enum_variant)]
+    #[derive(Clone, Debug, PartialEq)]
+    pub(in crate::pipeline) enum Work {
+        Resize(ResizePlan),
+        Pad(PadWork),
+        Orient(OrientWork),
+    }
+
+    impl Work {
+        /// Runs the pass: reads `read` of `src`, writes `dst`.
+        pub(in crate::pipeline) fn run(
+            &self,
+            src: &ImageView<'_>,
+            read: Read,
+            dst: &mut ImageViewMut<'_>,
+            resize: &mut ResizeState,
+            line: &mut Vec<u8>,
+        ) -> Result<()> {
+            match self {
+                Work::Resize(plan) => {
+                    let reader = RowReader::new(src, read.region, read.format, read.range)?;
+                    plan.run_reader(resize, &reader, dst)
+                }
+                Work::Pad(p) => p.run(src, read, dst, line),
+                Work::Orient(o) => o.run(src, read, dst, line),
+            }
+        }
+
+        /// Gives the pass's tables up for the next plans to refill.
+        pub(in crate::pipeline) fn recycle(self, spares: &mut Spares) {
+            if let Work::Resize(p) = self {
+                p.recycle(spares);
+            }
+        }
+    }
+
+    /// An error about the pipeline's ops (the message names the op and the problem).
+    pub(in crate::pipeline) fn op_error(name: &'static str) -> Error {
+        Error::InvalidParameter { name }
+    }
+
+    /// `op` needs packed pixels at this point.
+    pub(in crate::pipeline) fn packed(op: &'static str, format: PixelFormat) -> Result<()> {
+        if format.bytes_per_pixel().is_some() {
+            Ok(())
+        } else {
+            Err(Error::UnsupportedFormat { op, format })
+        }
     }
 }
 
-/// A padding step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Pad {
-    /// Where the image goes.
-    pub to: PadTo,
-    /// Fill colour as R, G, B (gray uses its luma; alpha is opaque).
-    pub fill: [u8; 3],
-}
-
-/// The padded size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PadTo {
-    /// Fixed borders on each side.
-    Borders {
-        /// Columns added on the left.
-        left: u32,
-        /// Rows added on top.
-        top: u32,
-        /// Columns added on the right.
-        right: u32,
-        /// Rows added at the bottom.
-        bottom: u32,
-    },
-    /// A canvas of this size, the image placed inside (it must fit).
-    Canvas {
-        /// Canvas width.
-        width: u32,
-        /// Canvas height.
-        height: u32,
-        /// Where the image goes.
-        placement: Placement,
-    },
-}
+#[cfg(feature = "alloc")]
+pub(in crate::pipeline) use compiled::{op_error, packed};

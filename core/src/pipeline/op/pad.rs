@@ -1,0 +1,176 @@
+//! `Pad`: a constant border, fixed or out to a canvas (the second half of a
+//! letterbox). A pass of its own: fills the border, copies the rows in.
+
+use core::fmt;
+
+use crate::geometry::Placement;
+
+/// A padding step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Pad {
+    /// Where the image goes.
+    pub to: PadTo,
+    /// Fill colour as R, G, B (gray uses its luma; alpha is opaque).
+    pub fill: [u8; 3],
+}
+
+/// The padded size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PadTo {
+    /// Fixed borders on each side.
+    Borders {
+        /// Columns added on the left.
+        left: u32,
+        /// Rows added on top.
+        top: u32,
+        /// Columns added on the right.
+        right: u32,
+        /// Rows added at the bottom.
+        bottom: u32,
+    },
+    /// A canvas of this size, the image placed inside (it must fit).
+    Canvas {
+        /// Canvas width.
+        width: u32,
+        /// Canvas height.
+        height: u32,
+        /// Where the image goes.
+        placement: Placement,
+    },
+}
+
+impl fmt::Display for Pad {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Pad {:?} fill {:?}", self.to, self.fill)
+    }
+}
+
+#[cfg(feature = "alloc")]
+pub(in crate::pipeline) use compiled::PadWork;
+
+#[cfg(feature = "alloc")]
+mod compiled {
+    use alloc::vec::Vec;
+
+    use super::{Pad, PadTo};
+    use crate::geometry::fill_border;
+    use crate::pipeline::Affine;
+    use crate::pipeline::op::{Compiling, Step, Work, packed};
+    use crate::pipeline::resolve::{Read, Resolver, Shape};
+    use crate::rows::RowReader;
+    use crate::{ImageView, ImageViewMut, PixelFormat, Rect, Result};
+
+    /// The pass: the image's place in the canvas and the fill pixel.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub(in crate::pipeline) struct PadWork {
+        rect: Rect,
+        fill: [u8; 4],
+    }
+
+    impl Pad {
+        /// Padding needs packed pixels.
+        pub(in crate::pipeline) fn compile(&self, cx: &mut Compiling<'_>) -> Result<()> {
+            packed("Pad", cx.format)?;
+            cx.steps.push(Step::Pad(*self));
+            Ok(())
+        }
+
+        /// The canvas size and where a `w` x `h` image goes in it; every sum
+        /// checked against the largest image side.
+        pub(in crate::pipeline) fn layout(&self, w: u32, h: u32) -> Result<(u32, u32, Rect)> {
+            match self.to {
+                PadTo::Borders {
+                    left,
+                    top,
+                    right,
+                    bottom,
+                } => {
+                    let cw = u64::from(w) + u64::from(left) + u64::from(right);
+                    let ch = u64::from(h) + u64::from(top) + u64::from(bottom);
+                    crate::image::check_dimensions(cw, ch)?;
+                    Ok((cw as u32, ch as u32, Rect::new(left, top, w, h)))
+                }
+                PadTo::Canvas {
+                    width,
+                    height,
+                    placement,
+                } => Ok((width, height, placement.rect(w, h, width, height)?)),
+            }
+        }
+
+        /// A canvas is fixed; borders fix the size when the size before is.
+        pub(in crate::pipeline) fn fixed_size(
+            &self,
+            before: Option<(u32, u32)>,
+        ) -> Result<Option<(u32, u32)>> {
+            match (self.to, before) {
+                (PadTo::Canvas { width, height, .. }, _) => Ok(Some((width, height))),
+                (PadTo::Borders { .. }, Some((w, h))) => {
+                    let (cw, ch, _) = self.layout(w, h)?;
+                    Ok(Some((cw, ch)))
+                }
+                (PadTo::Borders { .. }, None) => Ok(None),
+            }
+        }
+
+        /// One pass into a canvas-sized buffer.
+        pub(in crate::pipeline) fn resolve(&self, r: &mut Resolver<'_>) -> Result<()> {
+            let (w, h) = r.size();
+            let (cw, ch, rect) = self.layout(w, h)?;
+            r.map = r.map.then(&Affine::scale_translate(
+                1.0,
+                1.0,
+                f64::from(rect.x),
+                f64::from(rect.y),
+            ));
+            let work = PadWork {
+                rect,
+                fill: fill_bytes(r.read.format, self.fill),
+            };
+            let out = Shape {
+                format: r.read.format,
+                width: cw,
+                height: ch,
+            };
+            r.read = r.emit(Work::Pad(work), out, r.read)?;
+            r.stored = r.read.format;
+            Ok(())
+        }
+    }
+
+    impl PadWork {
+        /// Fills the border, then copies the rows (converted on reading) in.
+        pub(in crate::pipeline) fn run(
+            &self,
+            src: &ImageView<'_>,
+            read: Read,
+            dst: &mut ImageViewMut<'_>,
+            line: &mut Vec<u8>,
+        ) -> Result<()> {
+            let bpp = dst.format().bytes_per_pixel().unwrap_or(1);
+            fill_border(dst, self.rect, &self.fill[..bpp])?;
+            let reader = RowReader::new(src, read.region, read.format, read.range)?;
+            let x0 = self.rect.x as usize * bpp;
+            for y in 0..self.rect.height as usize {
+                let row = reader.rows(y, 1, false, line).row(0);
+                dst.plane_row_mut(0, self.rect.y as usize + y)[x0..x0 + row.len()]
+                    .copy_from_slice(row);
+            }
+            Ok(())
+        }
+    }
+
+    /// The fill colour as the bytes of one `format` pixel.
+    fn fill_bytes(format: PixelFormat, [r, g, b]: [u8; 3]) -> [u8; 4] {
+        let mut px = [255u8; 4];
+        match format.rgb_offsets() {
+            Some([ro, go, bo]) if format.bytes_per_pixel() != Some(1) => {
+                px[ro] = r;
+                px[go] = g;
+                px[bo] = b;
+            }
+            _ => px[0] = crate::color::luma601(r, g, b),
+        }
+        px
+    }
+}
