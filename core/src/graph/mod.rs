@@ -32,7 +32,7 @@
 //! # Ok::<(), tensorprep::graph::GraphError>(())
 //! ```
 
-mod convert;
+pub(crate) mod convert;
 mod error;
 #[cfg(feature = "std")]
 mod file;

@@ -47,6 +47,8 @@ mod resolve;
 mod source;
 
 pub use mapping::{Affine, Geometry};
+#[cfg(feature = "graph")]
+pub(crate) use op::message as op_message;
 pub use op::{CenterCrop, CropRounding, Decode, DecodeScaling, Op, Pad, PadTo, Resize};
 #[cfg(feature = "alloc")]
 pub use plan::{Input, Plan, PlanState};

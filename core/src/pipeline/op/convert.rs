@@ -6,6 +6,9 @@ use core::fmt;
 use crate::PixelFormat;
 use crate::color::YuvRange;
 
+/// The op's name in messages, and the feature a graph file using it lists.
+pub(super) const NAMES: (&str, &str) = ("ConvertColor", "op.convert_color");
+
 /// Describes a conversion (the op's fields, as `Op::ConvertColor` holds them).
 pub(super) fn describe(
     f: &mut fmt::Formatter<'_>,
@@ -51,5 +54,32 @@ mod compiled {
             r.read.format = self.to;
             r.read.range = self.range;
         }
+    }
+}
+
+/// The op in graph files (message `ConvertColor`).
+#[cfg(feature = "graph")]
+pub(crate) mod message {
+    use crate::PixelFormat;
+    use crate::color::YuvRange;
+    use crate::graph::GraphError;
+    use crate::graph::convert::{At, PIXEL_FORMATS, YUV_RANGES, from_pb, to_pb};
+    use crate::graph::proto as pb;
+
+    pub(crate) fn to_message(to: PixelFormat, range: YuvRange) -> pb::ConvertColor {
+        pb::ConvertColor {
+            to: to_pb(&PIXEL_FORMATS, to) as i32,
+            yuv_range: to_pb(&YUV_RANGES, range) as i32,
+        }
+    }
+
+    pub(crate) fn from_message(
+        c: &pb::ConvertColor,
+        at: At,
+    ) -> Result<(PixelFormat, YuvRange), GraphError> {
+        Ok((
+            from_pb(&PIXEL_FORMATS, c.to, "to", at)?,
+            from_pb(&YUV_RANGES, c.yuv_range, "yuv_range", at)?,
+        ))
     }
 }

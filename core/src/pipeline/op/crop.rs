@@ -6,6 +6,10 @@ use core::fmt;
 
 use crate::Rect;
 
+/// The ops' names in messages, and the features graph files using them list.
+pub(super) const CENTER_CROP_NAMES: (&str, &str) = ("CenterCrop", "op.center_crop");
+pub(super) const CROP_NAMES: (&str, &str) = ("Crop", "op.crop");
+
 /// How a centred crop's offset is rounded when the leftover is odd.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum CropRounding {
@@ -149,5 +153,71 @@ mod compiled {
             ));
             Ok(())
         }
+    }
+}
+
+/// The ops in graph files (messages `CenterCrop` and `Crop`).
+#[cfg(feature = "graph")]
+pub(crate) mod message {
+    use alloc::vec::Vec;
+
+    use super::{CenterCrop, CropRounding};
+    use crate::Rect;
+    use crate::graph::GraphError;
+    use crate::graph::convert::{At, feature, from_pb, to_pb};
+    use crate::graph::proto as pb;
+
+    pub(crate) const CROP_ROUNDINGS: [(CropRounding, pb::CropRounding, &str); 2] = [
+        (
+            CropRounding::HalfEven,
+            pb::CropRounding::HalfEven,
+            "crop_rounding.half_even",
+        ),
+        (
+            CropRounding::Floor,
+            pb::CropRounding::Floor,
+            "crop_rounding.floor",
+        ),
+    ];
+
+    impl CenterCrop {
+        pub(crate) fn to_message(self) -> pb::CenterCrop {
+            pb::CenterCrop {
+                width: self.width,
+                height: self.height,
+                rounding: to_pb(&CROP_ROUNDINGS, self.rounding) as i32,
+            }
+        }
+
+        pub(crate) fn from_message(c: &pb::CenterCrop, at: At) -> Result<CenterCrop, GraphError> {
+            Ok(CenterCrop {
+                width: c.width,
+                height: c.height,
+                rounding: from_pb(&CROP_ROUNDINGS, c.rounding, "rounding", at)?,
+            })
+        }
+
+        /// The features a reader needs for this crop.
+        pub(crate) fn features(&self, out: &mut Vec<&'static str>) {
+            out.push(feature(&CROP_ROUNDINGS, self.rounding));
+        }
+    }
+
+    /// Every feature a centred crop can need.
+    pub(crate) fn known_features() -> impl Iterator<Item = &'static str> {
+        CROP_ROUNDINGS.iter().map(|r| r.2)
+    }
+
+    pub(crate) fn rect_to_message(r: &Rect) -> pb::Crop {
+        pb::Crop {
+            x: r.x,
+            y: r.y,
+            width: r.width,
+            height: r.height,
+        }
+    }
+
+    pub(crate) fn rect_from_message(c: &pb::Crop) -> Rect {
+        Rect::new(c.x, c.y, c.width, c.height)
     }
 }

@@ -5,6 +5,9 @@ use core::fmt;
 use crate::PixelFormat;
 use crate::jpeg::{Backend, Orientation};
 
+/// The op's name in messages, and the feature a graph file using it lists.
+pub(super) const NAMES: (&str, &str) = ("Decode", "op.decode");
+
 /// How an encoded image is decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Decode {
@@ -121,5 +124,68 @@ mod compile {
                 scale,
             }
         }
+    }
+}
+
+/// The op in graph files (`proto/tensorprep.proto`, message `Decode`).
+#[cfg(feature = "graph")]
+pub(crate) mod message {
+    use alloc::vec::Vec;
+
+    use super::{Decode, DecodeScaling};
+    use crate::graph::GraphError;
+    use crate::graph::convert::{At, PIXEL_FORMATS, feature, from_pb, to_pb};
+    use crate::graph::proto as pb;
+    use crate::jpeg::{Backend, Orientation};
+
+    pub(crate) const DECODERS: [(Backend, pb::Decoder); 2] = [
+        (Backend::Zune, pb::Decoder::ZuneJpeg),
+        (Backend::LibjpegTurbo, pb::Decoder::LibjpegTurbo),
+    ];
+    pub(crate) const ORIENTATIONS: [(Orientation, pb::Orientation); 2] = [
+        (Orientation::Ignore, pb::Orientation::Ignore),
+        (Orientation::Apply, pb::Orientation::Apply),
+    ];
+    pub(crate) const SCALINGS: [(DecodeScaling, pb::DecodeScaling, &str); 2] = [
+        (
+            DecodeScaling::Exact,
+            pb::DecodeScaling::Exact,
+            "decode.exact",
+        ),
+        (DecodeScaling::Fast, pb::DecodeScaling::Fast, "decode.fast"),
+    ];
+
+    impl Decode {
+        pub(crate) fn to_message(self) -> pb::Decode {
+            pb::Decode {
+                decoder: to_pb(&DECODERS, self.backend) as i32,
+                format: to_pb(&PIXEL_FORMATS, self.format) as i32,
+                orientation: to_pb(&ORIENTATIONS, self.orientation) as i32,
+                lenient: !self.strict,
+                scaling: to_pb(&SCALINGS, self.scaling) as i32,
+                full_decode: !self.region_of_interest,
+            }
+        }
+
+        pub(crate) fn from_message(d: &pb::Decode, at: At) -> Result<Decode, GraphError> {
+            Ok(Decode {
+                backend: from_pb(&DECODERS, d.decoder, "decoder", at)?,
+                format: from_pb(&PIXEL_FORMATS, d.format, "format", at)?,
+                orientation: from_pb(&ORIENTATIONS, d.orientation, "orientation", at)?,
+                strict: !d.lenient,
+                scaling: from_pb(&SCALINGS, d.scaling, "scaling", at)?,
+                region_of_interest: !d.full_decode,
+            })
+        }
+
+        /// The features a reader needs for this decode.
+        pub(crate) fn features(&self, out: &mut Vec<&'static str>) {
+            out.push(feature(&SCALINGS, self.scaling));
+        }
+    }
+
+    /// Every feature a decode can need.
+    pub(crate) fn known_features() -> impl Iterator<Item = &'static str> {
+        SCALINGS.iter().map(|r| r.2)
     }
 }

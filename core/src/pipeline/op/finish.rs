@@ -6,6 +6,11 @@ use core::fmt;
 use crate::finish::{ChannelOrder, Normalize};
 use crate::{DType, Layout, Quantization};
 
+/// The ops' names in messages, and the features graph files using them list.
+pub(super) const NORMALIZE_NAMES: (&str, &str) = ("Normalize", "op.normalize");
+pub(super) const LAYOUT_NAMES: (&str, &str) = ("Layout", "op.layout");
+pub(super) const CAST_NAMES: (&str, &str) = ("Cast", "op.cast");
+
 /// Describes `Op::Normalize`.
 pub(super) fn describe_normalize(f: &mut fmt::Formatter<'_>, n: &Normalize) -> fmt::Result {
     write!(
@@ -105,5 +110,124 @@ mod compiled {
                 quantization,
             })
         }
+    }
+}
+
+/// The ops in graph files (messages `Normalize`, `Layout` and `Cast`).
+#[cfg(feature = "graph")]
+pub(crate) mod message {
+    use alloc::format;
+    use alloc::vec::Vec;
+
+    use crate::finish::{ChannelOrder, Normalize};
+    use crate::graph::GraphError;
+    use crate::graph::convert::{At, DTYPES, LAYOUTS, ORDERS, feature, from_pb, to_pb};
+    use crate::graph::proto as pb;
+    use crate::{DType, Layout, Quantization};
+
+    pub(crate) fn normalize_to_message(n: &Normalize) -> pb::Normalize {
+        let (domain, divisor) = if n.divisor == 255.0 {
+            (pb::ValueDomain::Unit, 0.0)
+        } else if n.divisor == 1.0 {
+            (pb::ValueDomain::Byte, 0.0)
+        } else {
+            (pb::ValueDomain::Custom, n.divisor)
+        };
+        pb::Normalize {
+            mean: n.mean.to_vec(),
+            std: n.std.to_vec(),
+            domain: domain as i32,
+            divisor,
+        }
+    }
+
+    pub(crate) fn normalize_from_message(
+        n: &pb::Normalize,
+        at: At,
+    ) -> Result<Normalize, GraphError> {
+        let bad = |message: &str| GraphError::invalid(at, message.into());
+        let three = |v: &[f32], what: &str| match *v {
+            [x] => Ok([x; 3]),
+            [a, b, c] => Ok([a, b, c]),
+            _ => Err(bad(&format!(
+                "{what} must have 1 or 3 values, not {}",
+                v.len()
+            ))),
+        };
+        let divisor = match pb::ValueDomain::try_from(n.domain) {
+            Ok(pb::ValueDomain::Unit) => 255.0,
+            Ok(pb::ValueDomain::Byte) => 1.0,
+            Ok(pb::ValueDomain::Custom) => n.divisor,
+            _ => return Err(bad("the value domain (0-1, 0-255 or custom) must be given")),
+        };
+        let normalize = Normalize {
+            mean: three(&n.mean, "mean")?,
+            std: three(&n.std, "std")?,
+            divisor,
+        };
+        let valid = divisor.is_finite()
+            && divisor > 0.0
+            && normalize.mean.iter().all(|m| m.is_finite())
+            && normalize.std.iter().all(|s| s.is_finite() && *s != 0.0);
+        if !valid {
+            return Err(bad(
+                "mean must be finite, std finite and non-zero, divisor finite and positive",
+            ));
+        }
+        Ok(normalize)
+    }
+
+    pub(crate) fn layout_to_message(layout: Layout, order: ChannelOrder) -> pb::Layout {
+        pb::Layout {
+            layout: to_pb(&LAYOUTS, layout) as i32,
+            order: to_pb(&ORDERS, order) as i32,
+        }
+    }
+
+    pub(crate) fn layout_from_message(
+        l: &pb::Layout,
+        at: At,
+    ) -> Result<(Layout, ChannelOrder), GraphError> {
+        Ok((
+            from_pb(&LAYOUTS, l.layout, "layout", at)?,
+            from_pb(&ORDERS, l.order, "order", at)?,
+        ))
+    }
+
+    pub(crate) fn cast_to_message(dtype: DType, q: &Quantization) -> pb::Cast {
+        pb::Cast {
+            dtype: to_pb(&DTYPES, dtype) as i32,
+            scale: q.scale,
+            zero_point: q.zero_point,
+        }
+    }
+
+    pub(crate) fn cast_from_message(
+        c: &pb::Cast,
+        at: At,
+    ) -> Result<(DType, Quantization), GraphError> {
+        if !(c.scale.is_finite() && c.scale > 0.0) {
+            return Err(GraphError::invalid(
+                at,
+                "scale must be finite and positive (1 for none)".into(),
+            ));
+        }
+        Ok((
+            from_pb(&DTYPES, c.dtype, "dtype", at)?,
+            Quantization {
+                scale: c.scale,
+                zero_point: c.zero_point,
+            },
+        ))
+    }
+
+    /// The features a reader needs for a cast to `dtype`.
+    pub(crate) fn cast_features(dtype: DType, out: &mut Vec<&'static str>) {
+        out.push(feature(&DTYPES, dtype));
+    }
+
+    /// Every feature a cast can need.
+    pub(crate) fn known_features() -> impl Iterator<Item = &'static str> {
+        DTYPES.iter().map(|r| r.2)
     }
 }

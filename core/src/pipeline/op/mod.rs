@@ -108,18 +108,24 @@ impl Op {
 
     /// A short name for messages.
     pub fn name(&self) -> &'static str {
+        self.names().0
+    }
+
+    /// The op's name, and the feature a graph file using it lists; each
+    /// module holds its own.
+    fn names(&self) -> (&'static str, &'static str) {
         match self {
-            Op::Decode(_) => "Decode",
-            Op::ConvertColor { .. } => "ConvertColor",
-            Op::Resize(_) => "Resize",
-            Op::CenterCrop(_) => "CenterCrop",
-            Op::Crop(_) => "Crop",
-            Op::Pad(_) => "Pad",
-            Op::Flip(_) => "Flip",
-            Op::Rotate(_) => "Rotate",
-            Op::Normalize(_) => "Normalize",
-            Op::Layout { .. } => "Layout",
-            Op::Cast { .. } => "Cast",
+            Op::Decode(_) => decode::NAMES,
+            Op::ConvertColor { .. } => convert::NAMES,
+            Op::Resize(_) => resize::NAMES,
+            Op::CenterCrop(_) => crop::CENTER_CROP_NAMES,
+            Op::Crop(_) => crop::CROP_NAMES,
+            Op::Pad(_) => pad::NAMES,
+            Op::Flip(_) => orient::FLIP_NAMES,
+            Op::Rotate(_) => orient::ROTATE_NAMES,
+            Op::Normalize(_) => finish::NORMALIZE_NAMES,
+            Op::Layout { .. } => finish::LAYOUT_NAMES,
+            Op::Cast { .. } => finish::CAST_NAMES,
         }
     }
 
@@ -344,3 +350,241 @@ mod compiled {
 
 #[cfg(feature = "alloc")]
 pub(in crate::pipeline) use compiled::{op_error, packed};
+
+/// Ops in graph files: each op's message and features come from its module.
+#[cfg(feature = "graph")]
+pub(crate) mod message {
+    use alloc::string::ToString;
+    use alloc::vec::Vec;
+
+    use super::{CenterCrop, Decode, Op, Pad, Resize};
+    use super::{convert, crop, decode, finish, orient, pad, resize};
+    use crate::graph::GraphError;
+    use crate::graph::proto as pb;
+
+    impl Op {
+        /// The op as a graph-file message.
+        pub(crate) fn to_message(self) -> pb::Op {
+            use pb::op::Kind;
+            let kind = match self {
+                Op::Decode(d) => Kind::Decode(d.to_message()),
+                Op::ConvertColor { to, range } => {
+                    Kind::ConvertColor(convert::message::to_message(to, range))
+                }
+                Op::Resize(r) => Kind::Resize(r.to_message()),
+                Op::CenterCrop(c) => Kind::CenterCrop(c.to_message()),
+                Op::Crop(r) => Kind::Crop(crop::message::rect_to_message(&r)),
+                Op::Pad(p) => Kind::Pad(p.to_message()),
+                Op::Flip(f) => Kind::Flip(orient::message::flip_to_message(f)),
+                Op::Rotate(r) => Kind::Rotate(orient::message::rotate_to_message(r)),
+                Op::Normalize(n) => Kind::Normalize(finish::message::normalize_to_message(&n)),
+                Op::Layout { layout, order } => {
+                    Kind::Layout(finish::message::layout_to_message(layout, order))
+                }
+                Op::Cast {
+                    dtype,
+                    quantization,
+                } => Kind::Cast(finish::message::cast_to_message(dtype, &quantization)),
+            };
+            pb::Op {
+                name: self.name().to_string(),
+                kind: Some(kind),
+            }
+        }
+
+        /// Op `index` of a graph file; an unknown op is refused by its name.
+        pub(crate) fn from_message(index: usize, op: &pb::Op) -> Result<Op, GraphError> {
+            use pb::op::Kind;
+            let Some(kind) = &op.kind else {
+                return Err(GraphError::UnknownOp {
+                    index,
+                    name: op.name.chars().take(64).collect(),
+                });
+            };
+            let at = |names: (&'static str, &'static str)| Some((index, names.0));
+            Ok(match kind {
+                Kind::Decode(d) => Op::Decode(Decode::from_message(d, at(decode::NAMES))?),
+                Kind::ConvertColor(c) => {
+                    let (to, range) = convert::message::from_message(c, at(convert::NAMES))?;
+                    Op::ConvertColor { to, range }
+                }
+                Kind::Resize(r) => Op::Resize(Resize::from_message(r, at(resize::NAMES))?),
+                Kind::CenterCrop(c) => {
+                    Op::CenterCrop(CenterCrop::from_message(c, at(crop::CENTER_CROP_NAMES))?)
+                }
+                Kind::Crop(c) => Op::Crop(crop::message::rect_from_message(c)),
+                Kind::Pad(p) => Op::Pad(Pad::from_message(p, at(pad::NAMES))?),
+                Kind::Flip(f) => Op::Flip(orient::message::flip_from_message(
+                    f,
+                    at(orient::FLIP_NAMES),
+                )?),
+                Kind::Rotate(r) => Op::Rotate(orient::message::rotate_from_message(
+                    r,
+                    at(orient::ROTATE_NAMES),
+                )?),
+                Kind::Normalize(n) => Op::Normalize(finish::message::normalize_from_message(
+                    n,
+                    at(finish::NORMALIZE_NAMES),
+                )?),
+                Kind::Layout(l) => {
+                    let (layout, order) =
+                        finish::message::layout_from_message(l, at(finish::LAYOUT_NAMES))?;
+                    Op::Layout { layout, order }
+                }
+                Kind::Cast(c) => {
+                    let (dtype, quantization) =
+                        finish::message::cast_from_message(c, at(finish::CAST_NAMES))?;
+                    Op::Cast {
+                        dtype,
+                        quantization,
+                    }
+                }
+            })
+        }
+
+        /// The features a reader needs for this op.
+        pub(crate) fn features(&self, out: &mut Vec<&'static str>) {
+            out.push(self.names().1);
+            match self {
+                Op::Decode(d) => d.features(out),
+                Op::Resize(r) => r.features(out),
+                Op::CenterCrop(c) => c.features(out),
+                Op::Pad(p) => p.features(out),
+                Op::Cast { dtype, .. } => finish::message::cast_features(*dtype, out),
+                _ => {}
+            }
+        }
+    }
+
+    /// Every value of every table, for the round-trip tests.
+    #[cfg(test)]
+    pub(crate) fn sample_ops() -> Vec<Op> {
+        use super::{CropRounding, DecodeScaling, PadTo};
+        use crate::finish::Normalize;
+        use crate::graph::convert::{DTYPES, LAYOUTS, ORDERS, PIXEL_FORMATS, YUV_RANGES};
+        use crate::jpeg::Orientation;
+        use crate::size::SizeRule;
+        use crate::{PixelFormat, Quantization, Rect};
+        use decode::message::{DECODERS, ORIENTATIONS, SCALINGS};
+        use orient::message::{FLIPS, ROTATIONS};
+        use pad::message::PLACEMENTS;
+        use resize::message::{RESAMPLES, ROUNDINGS};
+        let mut ops = Vec::new();
+        for &(backend, _) in &DECODERS {
+            for &(scaling, ..) in &SCALINGS {
+                for &(orientation, _) in &ORIENTATIONS {
+                    ops.push(Op::Decode(Decode {
+                        backend,
+                        format: PixelFormat::Bgr8,
+                        orientation,
+                        strict: scaling == DecodeScaling::Exact,
+                        scaling,
+                        region_of_interest: orientation == Orientation::Apply,
+                    }));
+                }
+            }
+        }
+        for &(to, _) in &PIXEL_FORMATS[..5] {
+            for &(range, _) in &YUV_RANGES {
+                ops.push(Op::ConvertColor { to, range });
+            }
+        }
+        for (i, &(resample, ..)) in RESAMPLES.iter().enumerate() {
+            let rounding = ROUNDINGS[i % 3].0;
+            for size in [
+                SizeRule::Exact {
+                    width: 7,
+                    height: 9,
+                },
+                SizeRule::ShorterSide {
+                    size: 11,
+                    max_size: (i % 2 == 0).then_some(20),
+                    rounding,
+                },
+                SizeRule::LongerSide { size: 13, rounding },
+                SizeRule::Fit {
+                    width: 5,
+                    height: 6,
+                    upscale: i % 2 == 1,
+                },
+            ] {
+                ops.push(Op::Resize(Resize { size, resample }));
+            }
+        }
+        for rounding in [CropRounding::HalfEven, CropRounding::Floor] {
+            ops.push(Op::CenterCrop(CenterCrop {
+                width: 3,
+                height: 4,
+                rounding,
+            }));
+        }
+        ops.push(Op::Crop(Rect::new(1, 2, 3, 4)));
+        ops.push(Op::Pad(Pad {
+            to: PadTo::Borders {
+                left: 1,
+                top: 2,
+                right: 3,
+                bottom: 4,
+            },
+            fill: [1, 2, 255],
+        }));
+        for &(placement, _) in &PLACEMENTS {
+            ops.push(Op::Pad(Pad {
+                to: PadTo::Canvas {
+                    width: 30,
+                    height: 40,
+                    placement,
+                },
+                fill: [114; 3],
+            }));
+        }
+        ops.extend(FLIPS.iter().map(|r| Op::Flip(r.0)));
+        ops.extend(ROTATIONS.iter().map(|r| Op::Rotate(r.0)));
+        for divisor in [255.0, 1.0, 127.5] {
+            ops.push(Op::Normalize(Normalize {
+                mean: [0.5, -1.0, 3.0],
+                std: [0.25, 2.0, 1e-3],
+                divisor,
+            }));
+        }
+        for &(layout, _) in &LAYOUTS {
+            for &(order, _) in &ORDERS {
+                ops.push(Op::Layout { layout, order });
+            }
+        }
+        for &(dtype, ..) in &DTYPES {
+            ops.push(Op::Cast {
+                dtype,
+                quantization: Quantization {
+                    scale: 0.5,
+                    zero_point: -3,
+                },
+            });
+        }
+        ops
+    }
+
+    /// Every feature an op can need.
+    pub(crate) fn known_features() -> Vec<&'static str> {
+        let ops = [
+            decode::NAMES,
+            convert::NAMES,
+            resize::NAMES,
+            crop::CENTER_CROP_NAMES,
+            crop::CROP_NAMES,
+            pad::NAMES,
+            orient::FLIP_NAMES,
+            orient::ROTATE_NAMES,
+            finish::NORMALIZE_NAMES,
+            finish::LAYOUT_NAMES,
+            finish::CAST_NAMES,
+        ];
+        let mut all: Vec<&'static str> = ops.iter().map(|n| n.1).collect();
+        all.extend(decode::message::known_features());
+        all.extend(resize::message::known_features());
+        all.extend(crop::message::known_features());
+        all.extend(pad::message::known_features());
+        all.extend(finish::message::known_features());
+        all
+    }
+}

@@ -7,6 +7,10 @@ use core::fmt;
 
 use crate::geometry::{Flip, Rotation};
 
+/// The ops' names in messages, and the features graph files using them list.
+pub(super) const FLIP_NAMES: (&str, &str) = ("Flip", "op.flip");
+pub(super) const ROTATE_NAMES: (&str, &str) = ("Rotate", "op.rotate");
+
 /// Describes `Op::Flip`.
 pub(super) fn describe_flip(f: &mut fmt::Formatter<'_>, axis: Flip) -> fmt::Result {
     write!(f, "Flip {axis:?}")
@@ -141,3 +145,43 @@ mod compiled {
 
 #[cfg(feature = "alloc")]
 pub(in crate::pipeline) use compiled::{compile, resolve};
+
+/// The ops in graph files (messages `Flip` and `Rotate`).
+#[cfg(feature = "graph")]
+pub(crate) mod message {
+    use crate::geometry::{Flip, Rotation};
+    use crate::graph::GraphError;
+    use crate::graph::convert::{At, from_pb, to_pb};
+    use crate::graph::proto as pb;
+
+    pub(crate) const FLIPS: [(Flip, pb::FlipAxis); 3] = [
+        (Flip::Horizontal, pb::FlipAxis::Horizontal),
+        (Flip::Vertical, pb::FlipAxis::Vertical),
+        (Flip::Both, pb::FlipAxis::Both),
+    ];
+    pub(crate) const ROTATIONS: [(Rotation, pb::Rotation); 3] = [
+        (Rotation::Cw90, pb::Rotation::Cw90),
+        (Rotation::Cw180, pb::Rotation::Cw180),
+        (Rotation::Cw270, pb::Rotation::Cw270),
+    ];
+
+    pub(crate) fn flip_to_message(axis: Flip) -> pb::Flip {
+        pb::Flip {
+            axis: to_pb(&FLIPS, axis) as i32,
+        }
+    }
+
+    pub(crate) fn flip_from_message(f: &pb::Flip, at: At) -> Result<Flip, GraphError> {
+        from_pb(&FLIPS, f.axis, "axis", at)
+    }
+
+    pub(crate) fn rotate_to_message(r: Rotation) -> pb::Rotate {
+        pb::Rotate {
+            rotation: to_pb(&ROTATIONS, r) as i32,
+        }
+    }
+
+    pub(crate) fn rotate_from_message(r: &pb::Rotate, at: At) -> Result<Rotation, GraphError> {
+        from_pb(&ROTATIONS, r.rotation, "rotation", at)
+    }
+}

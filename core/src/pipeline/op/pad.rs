@@ -5,6 +5,9 @@ use core::fmt;
 
 use crate::geometry::Placement;
 
+/// The op's name in messages, and the feature a graph file using it lists.
+pub(super) const NAMES: (&str, &str) = ("Pad", "op.pad");
+
 /// A padding step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Pad {
@@ -172,5 +175,93 @@ mod compiled {
             _ => px[0] = crate::color::luma601(r, g, b),
         }
         px
+    }
+}
+
+/// The op in graph files (message `Pad`).
+#[cfg(feature = "graph")]
+pub(crate) mod message {
+    use alloc::vec::Vec;
+
+    use super::{Pad, PadTo};
+    use crate::geometry::Placement;
+    use crate::graph::GraphError;
+    use crate::graph::convert::{At, from_pb, to_pb};
+    use crate::graph::proto as pb;
+
+    pub(crate) const PLACEMENTS: [(Placement, pb::Placement); 2] = [
+        (Placement::Center, pb::Placement::Center),
+        (Placement::TopLeft, pb::Placement::TopLeft),
+    ];
+    const BORDERS: &str = "pad.borders";
+    const CANVAS: &str = "pad.canvas";
+
+    impl Pad {
+        pub(crate) fn to_message(self) -> pb::Pad {
+            pb::Pad {
+                to: Some(match self.to {
+                    PadTo::Borders {
+                        left,
+                        top,
+                        right,
+                        bottom,
+                    } => pb::pad::To::Borders(pb::PadBorders {
+                        left,
+                        top,
+                        right,
+                        bottom,
+                    }),
+                    PadTo::Canvas {
+                        width,
+                        height,
+                        placement,
+                    } => pb::pad::To::Canvas(pb::PadCanvas {
+                        width,
+                        height,
+                        placement: to_pb(&PLACEMENTS, placement) as i32,
+                    }),
+                }),
+                fill: self.fill.iter().map(|&v| u32::from(v)).collect(),
+            }
+        }
+
+        pub(crate) fn from_message(p: &pb::Pad, at: At) -> Result<Pad, GraphError> {
+            let bad = |message: &str| GraphError::invalid(at, message.into());
+            let to = match p
+                .to
+                .as_ref()
+                .ok_or_else(|| bad("borders or canvas must be given"))?
+            {
+                pb::pad::To::Borders(b) => PadTo::Borders {
+                    left: b.left,
+                    top: b.top,
+                    right: b.right,
+                    bottom: b.bottom,
+                },
+                pb::pad::To::Canvas(c) => PadTo::Canvas {
+                    width: c.width,
+                    height: c.height,
+                    placement: from_pb(&PLACEMENTS, c.placement, "placement", at)?,
+                },
+            };
+            let fill = match p.fill[..] {
+                [r, g, b] if r < 256 && g < 256 && b < 256 => [r as u8, g as u8, b as u8],
+                _ => return Err(bad("fill must be three values in 0-255 (R, G, B)")),
+            };
+            Ok(Pad { to, fill })
+        }
+
+        /// The features a reader needs for this padding.
+        pub(crate) fn features(&self, out: &mut Vec<&'static str>) {
+            out.push(match self.to {
+                PadTo::Borders { .. } => BORDERS,
+                PadTo::Canvas { .. } => CANVAS,
+            });
+        }
+    }
+
+    /// Every feature a padding can need.
+    pub(crate) fn known_features() -> impl Iterator<Item = &'static str> {
+        [BORDERS, CANVAS].into_iter()
     }
 }

@@ -6,6 +6,9 @@ use core::fmt;
 use crate::resize::Resample;
 use crate::size::SizeRule;
 
+/// The op's name in messages, and the feature a graph file using it lists.
+pub(super) const NAMES: (&str, &str) = ("Resize", "op.resize");
+
 /// A resize step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Resize {
@@ -85,5 +88,210 @@ mod compiled {
             r.stored = r.read.format;
             Ok(())
         }
+    }
+}
+
+/// The op in graph files (message `Resize` and its size rules).
+#[cfg(feature = "graph")]
+pub(crate) mod message {
+    use alloc::vec::Vec;
+
+    use super::Resize;
+    use crate::graph::GraphError;
+    use crate::graph::convert::{At, feature, from_pb, to_pb};
+    use crate::graph::proto as pb;
+    use crate::resize::{Filter, Resample};
+    use crate::size::{Rounding, SizeRule};
+
+    pub(crate) const ROUNDINGS: [(Rounding, pb::Rounding, &str); 3] = [
+        (
+            Rounding::Truncate,
+            pb::Rounding::Truncate,
+            "rounding.truncate",
+        ),
+        (
+            Rounding::HalfEven,
+            pb::Rounding::HalfEven,
+            "rounding.half_even",
+        ),
+        (
+            Rounding::FloorF32,
+            pb::Rounding::FloorF32,
+            "rounding.floor_f32",
+        ),
+    ];
+    pub(crate) const RESAMPLES: [(Resample, (pb::ResampleFamily, pb::Filter), &str); 8] = {
+        use pb::Filter as F;
+        use pb::ResampleFamily::{Opencv as OpenCv, Pillow};
+        [
+            (
+                Resample::Pillow(Filter::Nearest),
+                (Pillow, F::Nearest),
+                "resample.pillow.nearest",
+            ),
+            (
+                Resample::Pillow(Filter::Box),
+                (Pillow, F::Box),
+                "resample.pillow.box",
+            ),
+            (
+                Resample::Pillow(Filter::Bilinear),
+                (Pillow, F::Bilinear),
+                "resample.pillow.bilinear",
+            ),
+            (
+                Resample::Pillow(Filter::Hamming),
+                (Pillow, F::Hamming),
+                "resample.pillow.hamming",
+            ),
+            (
+                Resample::Pillow(Filter::Bicubic),
+                (Pillow, F::Bicubic),
+                "resample.pillow.bicubic",
+            ),
+            (
+                Resample::Pillow(Filter::Lanczos3),
+                (Pillow, F::Lanczos),
+                "resample.pillow.lanczos",
+            ),
+            (
+                Resample::OpenCvLinear,
+                (OpenCv, F::Bilinear),
+                "resample.opencv.linear",
+            ),
+            (
+                Resample::OpenCvArea,
+                (OpenCv, F::Area),
+                "resample.opencv.area",
+            ),
+        ]
+    };
+    /// The size rules' features, in `SizeRule` declaration order.
+    const SIZE_RULES: [&str; 4] = [
+        "size.exact",
+        "size.shorter_side",
+        "size.longer_side",
+        "size.fit",
+    ];
+
+    impl Resize {
+        pub(crate) fn to_message(self) -> pb::Resize {
+            let (family, filter) = to_pb(&RESAMPLES, self.resample);
+            pb::Resize {
+                size: Some(size_to_pb(self.size)),
+                family: family as i32,
+                filter: filter as i32,
+            }
+        }
+
+        pub(crate) fn from_message(r: &pb::Resize, at: At) -> Result<Resize, GraphError> {
+            let bad = |message: &str| GraphError::invalid(at, message.into());
+            let pair = (
+                pb::ResampleFamily::try_from(r.family).unwrap_or(pb::ResampleFamily::Unspecified),
+                pb::Filter::try_from(r.filter).unwrap_or(pb::Filter::Unspecified),
+            );
+            if pair.0 == pb::ResampleFamily::Unspecified || pair.1 == pb::Filter::Unspecified {
+                return Err(bad("family and filter must both be given"));
+            }
+            let resample = RESAMPLES
+                .iter()
+                .find(|row| row.1 == pair)
+                .map(|row| row.0)
+                .ok_or_else(|| {
+                    bad("this filter is not available for this family (OpenCV: BILINEAR or AREA)")
+                })?;
+            let size = r
+                .size
+                .as_ref()
+                .ok_or_else(|| bad("the size rule is missing"))?;
+            Ok(Resize {
+                size: size_from_pb(size, at)?,
+                resample,
+            })
+        }
+
+        /// The features a reader needs for this resize.
+        pub(crate) fn features(&self, out: &mut Vec<&'static str>) {
+            out.push(feature(&RESAMPLES, self.resample));
+            let (rule, rounding) = match self.size {
+                SizeRule::Exact { .. } => (0, None),
+                SizeRule::ShorterSide { rounding, .. } => (1, Some(rounding)),
+                SizeRule::LongerSide { rounding, .. } => (2, Some(rounding)),
+                SizeRule::Fit { .. } => (3, Some(Rounding::HalfEven)),
+            };
+            out.push(SIZE_RULES[rule]);
+            out.extend(rounding.map(|r| feature(&ROUNDINGS, r)));
+        }
+    }
+
+    /// Every feature a resize can need.
+    pub(crate) fn known_features() -> impl Iterator<Item = &'static str> {
+        SIZE_RULES
+            .into_iter()
+            .chain(ROUNDINGS.iter().map(|r| r.2))
+            .chain(RESAMPLES.iter().map(|r| r.2))
+    }
+
+    fn size_to_pb(rule: SizeRule) -> pb::resize::Size {
+        use pb::resize::Size;
+        match rule {
+            SizeRule::Exact { width, height } => Size::Exact(pb::SizeExact { width, height }),
+            SizeRule::ShorterSide {
+                size,
+                max_size,
+                rounding,
+            } => Size::ShorterSide(pb::SizeShorterSide {
+                size,
+                max_size: max_size.unwrap_or(0),
+                rounding: to_pb(&ROUNDINGS, rounding) as i32,
+            }),
+            SizeRule::LongerSide { size, rounding } => Size::LongerSide(pb::SizeLongerSide {
+                size,
+                rounding: to_pb(&ROUNDINGS, rounding) as i32,
+            }),
+            SizeRule::Fit {
+                width,
+                height,
+                upscale,
+            } => Size::Fit(pb::SizeFit {
+                width,
+                height,
+                upscale,
+                rounding: pb::Rounding::HalfEven as i32,
+            }),
+        }
+    }
+
+    fn size_from_pb(size: &pb::resize::Size, at: At) -> Result<SizeRule, GraphError> {
+        use pb::resize::Size;
+        let rounding = |raw| from_pb(&ROUNDINGS, raw, "rounding", at);
+        Ok(match size {
+            Size::Exact(e) => SizeRule::Exact {
+                width: e.width,
+                height: e.height,
+            },
+            Size::ShorterSide(s) => SizeRule::ShorterSide {
+                size: s.size,
+                max_size: (s.max_size != 0).then_some(s.max_size),
+                rounding: rounding(s.rounding)?,
+            },
+            Size::LongerSide(s) => SizeRule::LongerSide {
+                size: s.size,
+                rounding: rounding(s.rounding)?,
+            },
+            Size::Fit(f) => {
+                if rounding(f.rounding)? != Rounding::HalfEven {
+                    return Err(GraphError::invalid(
+                        at,
+                        "a fit resize rounds half to even in this schema version".into(),
+                    ));
+                }
+                SizeRule::Fit {
+                    width: f.width,
+                    height: f.height,
+                    upscale: f.upscale,
+                }
+            }
+        })
     }
 }
