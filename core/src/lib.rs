@@ -77,6 +77,8 @@ pub mod npy;
 pub mod pipeline;
 pub mod resize;
 pub mod size;
+#[cfg(feature = "train")]
+pub mod train;
 
 pub use error::{DecodeErrorKind, Error, JpegErrorKind, Result};
 pub use format::{PixelFormat, PlaneGeometry};

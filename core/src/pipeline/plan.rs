@@ -6,13 +6,15 @@ use super::mapping::Geometry;
 use super::op::{Compiling, Decode, Step, op_error};
 use super::resolve::{Resolved, Shape, resolve};
 use super::{InputDesc, Pipeline};
-use crate::decode::{ImageDecoder, ImageFormat};
+use crate::decode::{ImageDecoder, ImageFormat, ImageInfo};
 use crate::finish::{ChannelOrder, Finisher};
 use crate::image::tight_len;
 use crate::jpeg::Scale;
 use crate::resize::{ResizeState, Spares};
 use crate::rows::RowReader;
-use crate::{DType, Error, ImageView, ImageViewMut, Layout, Limits, Rect, Result, TensorMut};
+use crate::{
+    DType, Error, ImageView, ImageViewMut, Layout, Limits, PixelFormat, Rect, Result, TensorMut,
+};
 
 /// One input to a plan.
 #[derive(Clone, Copy, Debug)]
@@ -32,6 +34,9 @@ pub struct Plan {
     decode: Option<Decode>,
     steps: Vec<Step>,
     finisher: Finisher,
+    /// The pixel format the finish pass reads.
+    #[cfg_attr(not(feature = "train"), allow(dead_code))]
+    finish_format: PixelFormat,
     limits: Limits,
     /// Resolved at compile time for pixel inputs.
     fixed: Option<Resolved>,
@@ -53,6 +58,9 @@ pub struct PlanState {
     buffers: Vec<Vec<u8>>,
     resize: ResizeState,
     line: Vec<u8>,
+    /// The steps of the last drawn op list (training plans), reused.
+    #[cfg_attr(not(feature = "train"), allow(dead_code))]
+    drawn: Vec<Step>,
 }
 
 /// How many resolved image sizes a [`PlanState`] keeps.
@@ -105,12 +113,13 @@ impl Plan {
             ));
         }
         let finisher = cx.finish.finisher(cx.format)?;
-        let (decode, steps) = (cx.decode, cx.steps);
+        let (decode, steps, finish_format) = (cx.decode, cx.steps, cx.format);
         let mut plan = Plan {
             input,
             decode,
             steps,
             finisher,
+            finish_format,
             limits: *limits,
             fixed: None,
         };
@@ -214,13 +223,50 @@ impl Plan {
         spares: &mut Spares,
         bytes: &[u8],
     ) -> Result<&'s Resolved> {
+        let info = self.read_header(decoder, bytes)?;
+        self.resolved_for(resolved, spares, &self.steps, info)
+    }
+
+    /// An encoded image's header, read by `state`'s decoder (see
+    /// [`Plan::read_header`]).
+    #[cfg_attr(not(feature = "train"), allow(dead_code))]
+    pub(crate) fn header(&self, state: &mut PlanState, bytes: &[u8]) -> Result<ImageInfo> {
+        self.read_header(&mut state.decoder, bytes)
+    }
+
+    /// The tensor shape the finish pass writes for a `w` x `h` image.
+    #[cfg_attr(not(feature = "train"), allow(dead_code))]
+    pub(crate) fn finish_shape(&self, w: u32, h: u32) -> [usize; 3] {
+        self.finisher.output_shape(w, h)
+    }
+
+    /// An encoded image's header, read by the state's decoder with the
+    /// plan's decode options at full scale (the size is the one after EXIF
+    /// orientation when the plan applies it).
+    fn read_header(&self, decoder: &mut Option<ImageDecoder>, bytes: &[u8]) -> Result<ImageInfo> {
         let d = self
             .decode
             .ok_or(op_error("plan: compiled without a Decode op"))?;
         // Full-scale options for the header; the resolved plan's (scale) to decode.
         let dec = decoder.get_or_insert_with(ImageDecoder::default);
         dec.set_options(d.options(Scale::Full, &self.limits));
-        let info = dec.read_info(bytes)?;
+        dec.read_info(bytes)
+    }
+
+    /// The plan resolved for `steps` on an image whose header is `info`: from
+    /// the cache, or built into the oldest entry's vectors and tables (a
+    /// folder of photos of every size, or a random crop per sample, builds no
+    /// garbage).
+    fn resolved_for<'s>(
+        &self,
+        resolved: &'s mut Vec<(ResolveKey, Vec<Step>, Resolved)>,
+        spares: &mut Spares,
+        steps: &[Step],
+        info: ImageInfo,
+    ) -> Result<&'s Resolved> {
+        let d = self
+            .decode
+            .ok_or(op_error("plan: compiled without a Decode op"))?;
         let key = ResolveKey {
             format: info.format,
             width: info.width,
@@ -232,36 +278,35 @@ impl Plan {
         };
         let found = resolved
             .iter()
-            .position(|(k, steps, _)| *k == key && *steps == self.steps);
+            .position(|(k, cached, _)| *k == key && cached == steps);
         match found {
             // Most recent last: a hit moves to the end (no allocation).
             Some(i) => resolved[i..].rotate_left(1),
             None => {
-                // The oldest entry's vectors and tables are refilled for the
-                // new size: a folder of photos of every size builds no garbage.
-                let (mut steps, mut r) = if resolved.len() >= RESOLVED_SIZES {
-                    let (_, steps, r) = resolved.remove(0);
-                    (steps, r)
+                let (mut cached, mut r) = if resolved.len() >= RESOLVED_SIZES {
+                    let (_, cached, r) = resolved.remove(0);
+                    (cached, r)
                 } else {
                     (Vec::new(), Resolved::empty())
                 };
-                steps.clear();
-                steps.extend_from_slice(&self.steps);
+                cached.clear();
+                cached.extend_from_slice(steps);
                 let shape = Shape {
                     format: d.format,
                     width: info.width,
                     height: info.height,
                 };
+                // A failed resolve drops the entry; the cache refills.
                 resolve(
                     self.decode,
-                    &self.steps,
+                    steps,
                     &self.limits,
                     shape,
                     Some(info),
                     &mut r,
                     spares,
                 )?;
-                resolved.push((key, steps, r));
+                resolved.push((key, cached, r));
             }
         }
         let (_, _, r) = resolved.last().expect("just resolved");
@@ -331,16 +376,7 @@ impl Plan {
         input: Input<'_>,
         out: TensorMut<'_>,
     ) -> Result<Geometry> {
-        let PlanState {
-            resolved,
-            decoder,
-            spares,
-            decoded,
-            buffers,
-            resize,
-            line,
-        } = state;
-        let (r, source): (&Resolved, ImageView<'_>) = match (input, &self.fixed) {
+        match (input, &self.fixed) {
             (Input::Pixels(view), Some(r)) => {
                 let want = (r.input.format, r.input.width, r.input.height);
                 let found = (view.format(), view.width(), view.height());
@@ -356,16 +392,85 @@ impl Plan {
                         found: (found.1, found.2),
                     });
                 }
-                (r, view)
+                self.execute(r, view, state, out)
             }
             (Input::Encoded(bytes), None) => {
-                let r = self.resolve_encoded(resolved, decoder, spares, bytes)?;
-                let dec = decoder.get_or_insert_with(ImageDecoder::default);
+                let info = self.read_header(&mut state.decoder, bytes)?;
+                self.run_encoded_steps(state, bytes, info, None, out)
+            }
+            (Input::Pixels(_), None) => {
+                Err(op_error("plan: compiled for encoded files, given pixels"))
+            }
+            (Input::Encoded(_), Some(_)) => Err(op_error(
+                "plan: compiled for pixel input, given encoded bytes",
+            )),
+        }
+    }
+
+    /// Runs encoded `bytes`, whose header [`Plan::read_header`] read as
+    /// `info`, through the pixel ops `ops` instead of the plan's own (a
+    /// training plan's ops, drawn for this sample), then the plan's finish
+    /// pass. The ops are compiled into the state's reused step list: no
+    /// allocation in steady state. They may not decode or finish, and must
+    /// leave the pixels in the format the plan's finish pass was built for.
+    #[cfg_attr(not(feature = "train"), allow(dead_code))]
+    pub(crate) fn run_encoded_ops(
+        &self,
+        state: &mut PlanState,
+        bytes: &[u8],
+        info: ImageInfo,
+        ops: &[super::Op],
+        out: TensorMut<'_>,
+    ) -> Result<Geometry> {
+        let d = self
+            .decode
+            .ok_or(op_error("plan: compiled without a Decode op"))?;
+        let mut cx = Compiling::new(InputDesc::Encoded);
+        cx.steps = core::mem::take(&mut state.drawn);
+        cx.steps.clear();
+        cx.format = d.format;
+        // Past position 0: a Decode among them is refused.
+        cx.index = 1;
+        let compiled = ops.iter().try_for_each(|op| op.compile(&mut cx));
+        let steps = cx.steps;
+        let result = compiled.and_then(|()| {
+            if cx.finish.started() {
+                return Err(op_error(
+                    "training plan: a drawn op list holds a finish op (Normalize, Layout, Cast)",
+                ));
+            }
+            if cx.format != self.finish_format {
+                return Err(op_error(
+                    "training plan: the drawn ops end in another pixel format than the finish pass takes",
+                ));
+            }
+            self.run_encoded_steps(state, bytes, info, Some(&steps), out)
+        });
+        state.drawn = steps;
+        result
+    }
+
+    /// Runs encoded `bytes`, whose header [`Plan::read_header`] read as
+    /// `info`, through `steps` (the plan's own when `None`).
+    fn run_encoded_steps(
+        &self,
+        state: &mut PlanState,
+        bytes: &[u8],
+        info: ImageInfo,
+        steps: Option<&[Step]>,
+        out: TensorMut<'_>,
+    ) -> Result<Geometry> {
+        let steps = steps.unwrap_or(&self.steps);
+        let mut resolved = core::mem::take(&mut state.resolved);
+        let result = self
+            .resolved_for(&mut resolved, &mut state.spares, steps, info)
+            .and_then(|r| {
+                let dec = state.decoder.get_or_insert_with(ImageDecoder::default);
                 let dp = r.decode.expect("plans for encoded input decode");
                 dec.set_options(dp.options);
                 let f = dp.options.format;
                 let len = tight_len(f, dp.region.width, dp.region.height).unwrap_or(u64::MAX);
-                let buf = crate::buffer::grow(decoded, self.limits.check_alloc(len)?)?;
+                let buf = crate::buffer::grow(&mut state.decoded, self.limits.check_alloc(len)?)?;
                 let mut view = ImageViewMut::new(f, dp.region.width, dp.region.height, buf)?;
                 if dp.region == Rect::new(0, 0, r.input.width, r.input.height) {
                     dec.decode_into(bytes, &mut view)?;
@@ -373,18 +478,30 @@ impl Plan {
                     dec.jpeg_mut()
                         .decode_region_into(bytes, dp.region, &mut view)?;
                 }
-                let view = ImageView::new(f, dp.region.width, dp.region.height, decoded)?;
-                (r, view)
-            }
-            (Input::Pixels(_), None) => {
-                return Err(op_error("plan: compiled for encoded files, given pixels"));
-            }
-            (Input::Encoded(_), Some(_)) => {
-                return Err(op_error(
-                    "plan: compiled for pixel input, given encoded bytes",
-                ));
-            }
-        };
+                let decoded = core::mem::take(&mut state.decoded);
+                let result = ImageView::new(f, dp.region.width, dp.region.height, &decoded)
+                    .and_then(|view| self.execute(r, view, state, out));
+                state.decoded = decoded;
+                result
+            });
+        state.resolved = resolved;
+        result
+    }
+
+    /// Runs the stages of `r` on `source`, then the finish pass into `out`.
+    fn execute(
+        &self,
+        r: &Resolved,
+        source: ImageView<'_>,
+        state: &mut PlanState,
+        out: TensorMut<'_>,
+    ) -> Result<Geometry> {
+        let PlanState {
+            buffers,
+            resize,
+            line,
+            ..
+        } = state;
         // The two slots intermediate images alternate in, grown once.
         if buffers.len() < 2 {
             buffers.resize_with(2, Vec::new);

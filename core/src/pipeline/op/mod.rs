@@ -221,6 +221,50 @@ mod compiled {
     }
 
     impl Op {
+        /// The size of the image this op makes of a `width` x `height` one
+        /// (finish ops, decoding and colour conversion keep it). An error
+        /// when the op does not apply (a crop larger than the image).
+        #[cfg_attr(not(feature = "train"), allow(dead_code))]
+        pub(crate) fn output_size(&self, (w, h): (u32, u32)) -> Result<(u32, u32)> {
+            let size = |r: crate::Rect| (r.width, r.height);
+            Ok(match self {
+                Op::Resize(r) => r.size.output_size(w, h)?,
+                Op::CenterCrop(c) => size(Crop::Center(*c).rect(w, h)?),
+                Op::Crop(r) => size(Crop::Rect(*r).rect(w, h)?),
+                Op::Pad(p) => {
+                    let (cw, ch, _) = p.layout(w, h)?;
+                    (cw, ch)
+                }
+                Op::Flip(f) => Transform::from_flip(*f).output_size(w, h),
+                Op::Rotate(r) => Transform::from_rotation(*r).output_size(w, h),
+                Op::Decode(_)
+                | Op::ConvertColor { .. }
+                | Op::Normalize(_)
+                | Op::Layout { .. }
+                | Op::Cast { .. } => (w, h),
+            })
+        }
+
+        /// The output size after this op when it is fixed whatever the
+        /// input, given the fixed size before it (if any).
+        #[cfg_attr(not(feature = "train"), allow(dead_code))]
+        pub(crate) fn fixed_size(&self, before: Option<(u32, u32)>) -> Result<Option<(u32, u32)>> {
+            Ok(match self {
+                Op::Resize(r) => r.fixed_size(),
+                Op::CenterCrop(c) => Some(Crop::Center(*c).size()),
+                Op::Crop(r) => Some(Crop::Rect(*r).size()),
+                Op::Pad(p) => p.fixed_size(before)?,
+                Op::Flip(_) | Op::Rotate(_) => {
+                    before.map(|(w, h)| self.output_size((w, h))).transpose()?
+                }
+                Op::Decode(_)
+                | Op::ConvertColor { .. }
+                | Op::Normalize(_)
+                | Op::Layout { .. }
+                | Op::Cast { .. } => before,
+            })
+        }
+
         /// Checks the op where it stands and records what the plan needs of it.
         pub(in crate::pipeline) fn compile(&self, cx: &mut Compiling<'_>) -> Result<()> {
             if !self.is_finish() && cx.finish.started() {

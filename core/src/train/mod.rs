@@ -1,0 +1,17 @@
+//! Training mode (feature `train`): the preprocessing a model is trained
+//! with, from the same ops and plans it runs with on the device.
+//!
+//! - [`SampleKey`] and [`Draws`]: counter-based randomness keyed by (seed,
+//!   epoch, sample index, op position), the same for any thread count.
+//! - [`Augment`]: the random ops (torchvision's `RandomResizedCrop`,
+//!   `RandomCrop`, flips, `RandomApply`, `RandomChoice`). Each becomes
+//!   ordinary ops per sample, fused by the plan compiler.
+//! - [`TrainPipeline`] / [`TrainPlan`]: decode, augment, finish.
+
+mod augment;
+mod plan;
+mod rng;
+
+pub use augment::{Augment, RandomCrop, RandomResizedCrop};
+pub use plan::{MAX_AUGMENTS, TrainPipeline, TrainPlan, TrainState};
+pub use rng::{Draws, SampleKey};

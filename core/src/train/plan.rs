@@ -1,0 +1,186 @@
+//! A training pipeline: decode, the augment list (drawn per sample), the
+//! finish pass. Compiled once; each sample draws its ops from its
+//! [`SampleKey`] and runs them through the inference plan's machinery.
+
+use alloc::vec::Vec;
+
+use super::SampleKey;
+use super::augment::{self, Augment};
+use crate::finish::{ChannelOrder, Normalize};
+use crate::pipeline::{Decode, Geometry, InputDesc, Op, Pipeline, Plan, PlanState};
+use crate::{DType, Error, Layout, Limits, Quantization, Result, TensorMut};
+
+/// The most positions (ops, nested ones counted) an augment list holds.
+pub const MAX_AUGMENTS: u32 = 1024;
+
+/// What a training pipeline does: decode, augment, finish.
+///
+/// ```
+/// use tensorprep::train::{SampleKey, TrainPipeline, TrainState};
+/// use tensorprep::TensorMut;
+///
+/// // torchvision's ImageNet training transform.
+/// let plan = TrainPipeline::imagenet_train().compile()?;
+/// assert_eq!(plan.output_shape(), Some([3, 224, 224]));
+/// let jpeg = std::fs::read("../tests/fixtures/sample.jpg").unwrap();
+/// let mut state = TrainState::new();
+/// let mut tensor = vec![0f32; 3 * 224 * 224];
+/// plan.run(&mut state, SampleKey::new(7, 0, 0), &jpeg, TensorMut::F32(&mut tensor))?;
+/// # Ok::<(), tensorprep::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct TrainPipeline {
+    /// How files are decoded.
+    pub decode: Decode,
+    /// The pixel steps, fixed and random, in order.
+    pub augments: Vec<Augment>,
+    /// The finish pass: normalize, layout and cast.
+    pub finish: [Op; 3],
+}
+
+impl TrainPipeline {
+    /// A pipeline of `augments` between `decode` and `finish`
+    /// ([`Op::finish`]).
+    pub fn new(decode: Decode, augments: Vec<Augment>, finish: [Op; 3]) -> TrainPipeline {
+        TrainPipeline {
+            decode,
+            augments,
+            finish,
+        }
+    }
+
+    /// torchvision's ImageNet training transform: `RandomResizedCrop(224)`
+    /// (Pillow bilinear), `RandomHorizontalFlip(0.5)`, `ToTensor`,
+    /// `Normalize(ImageNet)`, CHW float32.
+    pub fn imagenet_train() -> TrainPipeline {
+        let eval = Pipeline::imagenet_eval();
+        let ops = eval.ops();
+        let decode = match ops[0] {
+            Op::Decode(d) => d,
+            _ => unreachable!("the eval preset starts with its decode"),
+        };
+        TrainPipeline::new(
+            decode,
+            alloc::vec![
+                Augment::RandomResizedCrop(super::RandomResizedCrop::new(224, 224)),
+                Augment::RandomFlip {
+                    axis: crate::geometry::Flip::Horizontal,
+                    p: 0.5,
+                },
+            ],
+            Op::finish(
+                Normalize::IMAGENET,
+                Layout::Chw,
+                ChannelOrder::Rgb,
+                DType::F32,
+                Quantization::IDENTITY,
+            ),
+        )
+    }
+
+    /// Compiles with the default [`Limits`].
+    pub fn compile(&self) -> Result<TrainPlan> {
+        self.compile_with_limits(&Limits::DEFAULT)
+    }
+
+    /// Checks every op and builds the finish pass once.
+    pub fn compile_with_limits(&self, limits: &Limits) -> Result<TrainPlan> {
+        self.augments.iter().try_for_each(Augment::check)?;
+        let positions: u32 = self.augments.iter().map(Augment::positions).sum();
+        if positions > MAX_AUGMENTS {
+            return Err(Error::InvalidParameter {
+                name: "training pipeline: more than MAX_AUGMENTS ops",
+            });
+        }
+        let mut ops = alloc::vec![Op::Decode(self.decode)];
+        ops.extend_from_slice(&self.finish);
+        let base = Pipeline::from_ops(&ops)?.compile_with_limits(InputDesc::Encoded, limits)?;
+        Ok(TrainPlan {
+            base,
+            augments: self.augments.clone(),
+            output: augment::fixed_size(&self.augments, None),
+        })
+    }
+}
+
+/// A compiled training pipeline. Immutable and `Send + Sync`: each worker
+/// runs it with its own [`TrainState`].
+#[derive(Clone, Debug)]
+pub struct TrainPlan {
+    /// Decode and finish; the drawn pixel ops run through it.
+    base: Plan,
+    augments: Vec<Augment>,
+    /// The output size when every draw gives the same.
+    output: Option<(u32, u32)>,
+}
+
+/// One worker's scratch: the plan state (decoder, buffers, resolved plans)
+/// and the drawn op list, reused from sample to sample.
+#[derive(Debug, Default)]
+pub struct TrainState {
+    plan: PlanState,
+    ops: Vec<Op>,
+}
+
+impl TrainState {
+    /// Empty scratch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl TrainPlan {
+    /// The output tensor's shape when it is the same for every sample (a
+    /// pipeline ending in a fixed size, as batches need).
+    pub fn output_shape(&self) -> Option<[usize; 3]> {
+        self.output.map(|(w, h)| self.base.finish_shape(w, h))
+    }
+
+    /// The output element type.
+    pub fn dtype(&self) -> DType {
+        self.base.dtype()
+    }
+
+    /// The ops drawn for the sample `key` on the encoded image `bytes`
+    /// (its header is read): what [`TrainPlan::run`] runs.
+    pub fn draw<'s>(
+        &self,
+        state: &'s mut TrainState,
+        key: SampleKey,
+        bytes: &[u8],
+    ) -> Result<&'s [Op]> {
+        let info = self.base.header(&mut state.plan, bytes)?;
+        self.draw_for(state, key, (info.width, info.height))?;
+        Ok(&state.ops)
+    }
+
+    /// Draws the ops for `key` on an image of `size` into the state's list.
+    fn draw_for(&self, state: &mut TrainState, key: SampleKey, size: (u32, u32)) -> Result<()> {
+        state.ops.clear();
+        augment::draw(&self.augments, key, 0, size, &mut state.ops).map(drop)
+    }
+
+    /// Decodes, augments and finishes one sample into `out`. The draws come
+    /// from `key` alone: the same key gives the same tensor on any thread.
+    /// No allocation in steady state beyond the decoder's own.
+    pub fn run(
+        &self,
+        state: &mut TrainState,
+        key: SampleKey,
+        bytes: &[u8],
+        out: TensorMut<'_>,
+    ) -> Result<Geometry> {
+        let info = self.base.header(&mut state.plan, bytes)?;
+        self.draw_for(state, key, (info.width, info.height))?;
+        self.base
+            .run_encoded_ops(&mut state.plan, bytes, info, &state.ops, out)
+    }
+}
+
+// The compiled plan is shared between worker threads.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<TrainPlan>();
+    assert_send_sync::<TrainState>();
+};

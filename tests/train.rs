@@ -1,0 +1,288 @@
+//! Training mode: per-sample draws become ordinary ops whose pixels are
+//! Pillow's for the drawn parameters, the same key gives the same tensor on
+//! any thread, and a random crop per sample allocates nothing in steady
+//! state beyond the decoder's own.
+
+use tensorprep::decode::ImageDecoder;
+use tensorprep::finish::{ChannelOrder, Normalize};
+use tensorprep::geometry::Flip;
+use tensorprep::jpeg::{Backend, DecodeOptions};
+use tensorprep::pipeline::{Decode, Op, Resize};
+use tensorprep::resize::{Filter, Resample};
+use tensorprep::size::SizeRule;
+use tensorprep::train::{
+    Augment, Draws, RandomCrop, RandomResizedCrop, SampleKey, TrainPipeline, TrainState,
+};
+use tensorprep::{DType, Image, ImageViewMut, Layout, PixelFormat, Quantization, Rect, TensorMut};
+use tensorprep_tests::{CountingAllocator, allocations, read, read_png};
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+/// The pixels as they are: u8 HWC RGB.
+fn raw_u8() -> [Op; 3] {
+    Op::finish(
+        Normalize::RAW,
+        Layout::Hwc,
+        ChannelOrder::Rgb,
+        DType::U8,
+        Quantization::IDENTITY,
+    )
+}
+
+fn pipeline(augments: Vec<Augment>, finish: [Op; 3]) -> TrainPipeline {
+    TrainPipeline::new(Decode::exact(Backend::Zune), augments, finish)
+}
+
+/// For the boxes `make_train_fixtures.py` drew the way torchvision's
+/// `get_params` draws them, the training plan's crop and resize give
+/// exactly Pillow's `img.crop(box).resize(size, filter)` (PNG sources:
+/// decoding is exact on every build).
+#[test]
+fn a_drawn_box_gives_pillow_s_pixels() {
+    let boxes = std::fs::read_to_string(tensorprep_tests::fixture("train/rrc_boxes.txt")).unwrap();
+    let mut checked = 0;
+    for line in boxes.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let n = |i: usize| f[i].parse::<u32>().unwrap();
+        let (rect, out) = (Rect::new(n(1), n(2), n(3), n(4)), (n(5), n(6)));
+        let filter = match f[7] {
+            "bilinear" => Filter::Bilinear,
+            _ => Filter::Bicubic,
+        };
+        let plan = pipeline(
+            vec![
+                Augment::Op(Op::Crop(rect)),
+                Augment::Op(Op::Resize(Resize {
+                    size: SizeRule::Exact {
+                        width: out.0,
+                        height: out.1,
+                    },
+                    resample: Resample::Pillow(filter),
+                })),
+            ],
+            raw_u8(),
+        )
+        .compile()
+        .unwrap();
+        let want = read_png(f[8]);
+        let mut got = vec![0u8; (out.0 * out.1 * 3) as usize];
+        plan.run(
+            &mut TrainState::new(),
+            SampleKey::new(0, 0, 0),
+            &read(f[0]),
+            TensorMut::U8(&mut got),
+        )
+        .unwrap();
+        assert_eq!(got, want.as_bytes(), "{line}");
+        checked += 1;
+    }
+    assert_eq!(checked, 8);
+}
+
+/// RandomResizedCrop's boxes follow torchvision's `get_params`: inside the
+/// image, area share within `scale` and ratio within `ratio` (up to the
+/// rounding of the sides), placed anywhere; a tiny image falls back to the
+/// centred box.
+#[test]
+fn random_resized_crop_boxes_keep_torchvision_s_bounds() {
+    let rrc = RandomResizedCrop::new(224, 224);
+    let (w, h) = (451u32, 300u32);
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for index in 0..2000 {
+        let r = rrc.draw_box(&mut Draws::new(SampleKey::new(3, 0, index), 0), (w, h));
+        assert!(r.width > 0 && r.height > 0 && r.x + r.width <= w && r.y + r.height <= h);
+        let share = f64::from(r.width * r.height) / f64::from(w * h);
+        // Rounding each side moves the area by at most a side's length.
+        let slack = f64::from(r.width + r.height + 1) / f64::from(w * h);
+        assert!(share <= 1.0 + slack && share >= 0.08 - slack, "{r:?}");
+        let ratio = f64::from(r.width) / f64::from(r.height);
+        let tol = 1.0 / f64::from(r.width.min(r.height)) + 1e-9;
+        assert!(
+            ratio >= 0.75 * (1.0 - tol) - tol && ratio <= 4.0 / 3.0 * (1.0 + tol) + tol,
+            "{r:?}"
+        );
+        xs.push(r.x);
+        ys.push(r.y);
+    }
+    // Placed across the image, not only at the origin or the centre.
+    assert!(xs.iter().max().unwrap() > &150 && ys.iter().max().unwrap() > &100);
+    assert!(xs.iter().filter(|&&x| x == 0).count() < 400);
+    // Too thin for any ratio in range: the fallback, centred and clamped.
+    let r = rrc.draw_box(&mut Draws::new(SampleKey::new(3, 0, 0), 0), (400, 10));
+    assert_eq!(r, Rect::new(193, 0, 13, 10));
+}
+
+/// The same seed gives the same tensors whatever the thread count and the
+/// order the samples are taken in; another epoch or seed draws anew.
+#[test]
+fn draws_do_not_depend_on_threads_or_order() {
+    let plan = TrainPipeline::imagenet_train().compile().unwrap();
+    let len = plan.output_shape().unwrap().iter().product::<usize>();
+    let photos = [read("sample.jpg"), read("sklearn_china.jpg")];
+    let run = |key: SampleKey, state: &mut TrainState| {
+        let mut t = vec![0f32; len];
+        plan.run(
+            state,
+            key,
+            &photos[key.index as usize % 2],
+            TensorMut::F32(&mut t),
+        )
+        .unwrap();
+        t
+    };
+    let keys: Vec<SampleKey> = (0..24).map(|i| SampleKey::new(9, 1, i)).collect();
+    let mut state = TrainState::new();
+    let serial: Vec<Vec<f32>> = keys.iter().map(|&k| run(k, &mut state)).collect();
+    // Four threads, each taking every fourth sample, in reverse order.
+    let parallel: Vec<(u64, Vec<f32>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                let keys = &keys;
+                let run = &run;
+                s.spawn(move || {
+                    let mut state = TrainState::new();
+                    keys.iter()
+                        .rev()
+                        .filter(|k| k.index % 4 == t)
+                        .map(|&k| (k.index, run(k, &mut state)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    for (index, t) in parallel {
+        assert!(t == serial[index as usize], "sample {index}");
+    }
+    // Different epochs and seeds draw different crops.
+    let other_epoch = run(SampleKey::new(9, 2, 0), &mut state);
+    let other_seed = run(SampleKey::new(10, 1, 0), &mut state);
+    assert!(other_epoch != serial[0] && other_seed != serial[0]);
+}
+
+/// A random crop per sample misses the resolved-plan cache every time: the
+/// resolution refills the oldest entry's vectors and tables, so after the
+/// warm-up a pass allocates exactly what decoding the same files does.
+#[test]
+fn a_random_crop_per_sample_allocates_only_inside_the_decoder() {
+    let plan = pipeline(
+        vec![
+            Augment::RandomResizedCrop(RandomResizedCrop::new(96, 80)),
+            Augment::RandomFlip {
+                axis: Flip::Horizontal,
+                p: 0.5,
+            },
+            Augment::RandomApply {
+                p: 0.5,
+                ops: vec![Augment::RandomCrop({
+                    let mut c = RandomCrop::new(96, 80);
+                    c.padding = [4; 4];
+                    c
+                })],
+            },
+        ],
+        Op::finish(
+            Normalize::IMAGENET,
+            Layout::Chw,
+            ChannelOrder::Rgb,
+            DType::F32,
+            Quantization::IDENTITY,
+        ),
+    )
+    .compile()
+    .unwrap();
+    assert_eq!(plan.output_shape(), Some([3, 80, 96]));
+    let photos = [read("sample.jpg"), read("sklearn_china.jpg")];
+    let mut state = TrainState::new();
+    let mut tensor = vec![0f32; 3 * 80 * 96];
+    let mut pass = |epoch: u32, state: &mut TrainState| {
+        allocations(|| {
+            for index in 0..40u64 {
+                let key = SampleKey::new(5, epoch, index);
+                plan.run(
+                    state,
+                    key,
+                    &photos[index as usize % 2],
+                    TensorMut::F32(&mut tensor),
+                )
+                .unwrap();
+            }
+        })
+    };
+    pass(0, &mut state);
+    pass(1, &mut state);
+    let planned = pass(2, &mut state);
+    let mut decoder = ImageDecoder::new(DecodeOptions::default());
+    let mut image = Image::new(PixelFormat::Rgb8, 640, 427).unwrap();
+    let mut decode_all = || {
+        for index in 0..40 {
+            let p = &photos[index % 2];
+            let info = decoder.read_info(p).unwrap();
+            let len = (info.width * info.height * 3) as usize;
+            let mut view = ImageViewMut::new(
+                PixelFormat::Rgb8,
+                info.width,
+                info.height,
+                &mut image.as_bytes_mut()[..len],
+            )
+            .unwrap();
+            decoder.decode_into(p, &mut view).unwrap();
+        }
+    };
+    decode_all();
+    let decoding = allocations(decode_all);
+    assert_eq!(
+        planned, decoding,
+        "40 random crops: {planned} allocations through the plan, {decoding} in decoding alone"
+    );
+}
+
+/// Bad augment parameters and ops that do not belong are refused by name.
+#[test]
+fn bad_augments_are_refused() {
+    let refused = |augments: Vec<Augment>| {
+        pipeline(augments, raw_u8())
+            .compile()
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(
+        refused(vec![Augment::RandomFlip {
+            axis: Flip::Horizontal,
+            p: 1.5
+        }])
+        .contains("RandomFlip")
+    );
+    let mut rrc = RandomResizedCrop::new(8, 8);
+    rrc.scale = (0.5, 0.1);
+    assert!(refused(vec![Augment::RandomResizedCrop(rrc)]).contains("RandomResizedCrop"));
+    assert!(refused(vec![Augment::Op(raw_u8()[0])]).contains("finish ops"));
+    assert!(
+        refused(vec![Augment::RandomChoice {
+            weights: vec![],
+            ops: vec![]
+        }])
+        .contains("RandomChoice")
+    );
+    // A crop larger than a padded image is an error for that sample, not a panic.
+    let plan = pipeline(
+        vec![Augment::RandomCrop(RandomCrop::new(1000, 10))],
+        raw_u8(),
+    )
+    .compile()
+    .unwrap();
+    let mut out = vec![0u8; 1000 * 10 * 3];
+    assert!(
+        plan.run(
+            &mut TrainState::new(),
+            SampleKey::new(0, 0, 0),
+            &read("sample.jpg"),
+            TensorMut::U8(&mut out)
+        )
+        .is_err()
+    );
+}
