@@ -363,8 +363,8 @@ fn photos_of_many_sizes() -> Vec<Vec<u8>> {
 
 #[test]
 fn a_folder_of_many_sizes_resolves_plans_without_garbage() {
-    use tensorprep::decode::ImageDecoder;
     use tensorprep::pipeline::{Input, InputDesc, Pipeline, PlanState};
+    use tensorprep_tests::decoding_allocations;
     let photos = photos_of_many_sizes();
     for pipeline in [
         Pipeline::imagenet_eval(),
@@ -388,25 +388,8 @@ fn a_folder_of_many_sizes_resolves_plans_without_garbage() {
         pass(&mut state);
         let planned = pass(&mut state);
         // The decoder's own allocations on the same files (zune-png inflates
-        // into buffers of its own), with one reused output buffer.
-        let mut decoder = ImageDecoder::new(DecodeOptions::default());
-        let mut image = Image::new(PixelFormat::Rgb8, 400, 400).unwrap();
-        let mut decode_all = || {
-            for p in &photos {
-                let info = decoder.read_info(p).unwrap();
-                let len = (info.width * info.height * 3) as usize;
-                let mut view = ImageViewMut::new(
-                    PixelFormat::Rgb8,
-                    info.width,
-                    info.height,
-                    &mut image.as_bytes_mut()[..len],
-                )
-                .unwrap();
-                decoder.decode_into(p, &mut view).unwrap();
-            }
-        };
-        decode_all(); // warm-up, as for the plan
-        let decoding = allocations(decode_all);
+        // into buffers of its own).
+        let decoding = decoding_allocations(photos.iter().map(Vec::as_slice));
         println!(
             "{} sizes: {planned} allocations through the plan, {decoding} in decoding alone",
             photos.len()

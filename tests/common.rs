@@ -265,3 +265,34 @@ pub fn allocations(f: impl FnOnce()) -> usize {
     f();
     ALLOCATIONS.with(std::cell::Cell::get) - before
 }
+
+/// The allocations that decoding `files` in turn makes in steady state (the
+/// decoder's own: zune-jpeg's and zune-png's buffers), with one reused
+/// output image: what a plan running the same files may not exceed (with
+/// [`CountingAllocator`] installed).
+pub fn decoding_allocations<'a>(files: impl Iterator<Item = &'a [u8]> + Clone) -> usize {
+    use tensorprep::ImageViewMut;
+    use tensorprep::decode::ImageDecoder;
+    use tensorprep::jpeg::DecodeOptions;
+    let mut decoder = ImageDecoder::new(DecodeOptions::default());
+    let mut image = Vec::new();
+    let mut decode_all = || {
+        for p in files.clone() {
+            let info = decoder.read_info(p).unwrap();
+            let len = (info.width * info.height * 3) as usize;
+            if image.len() < len {
+                image.resize(len, 0);
+            }
+            let mut view = ImageViewMut::new(
+                PixelFormat::Rgb8,
+                info.width,
+                info.height,
+                &mut image[..len],
+            )
+            .unwrap();
+            decoder.decode_into(p, &mut view).unwrap();
+        }
+    };
+    decode_all(); // warm-up, as for the plan
+    allocations(decode_all)
+}

@@ -3,18 +3,17 @@
 //! any thread, and a random crop per sample allocates nothing in steady
 //! state beyond the decoder's own.
 
-use tensorprep::decode::ImageDecoder;
 use tensorprep::finish::{ChannelOrder, Normalize};
 use tensorprep::geometry::Flip;
-use tensorprep::jpeg::{Backend, DecodeOptions};
+use tensorprep::jpeg::Backend;
 use tensorprep::pipeline::{Decode, Op, Resize};
 use tensorprep::resize::{Filter, Resample};
 use tensorprep::size::SizeRule;
 use tensorprep::train::{
     Augment, Draws, RandomCrop, RandomResizedCrop, SampleKey, TrainPipeline, TrainState,
 };
-use tensorprep::{DType, Image, ImageViewMut, Layout, PixelFormat, Quantization, Rect, TensorMut};
-use tensorprep_tests::{CountingAllocator, allocations, read, read_png};
+use tensorprep::{DType, Layout, Quantization, Rect, TensorMut};
+use tensorprep_tests::{CountingAllocator, allocations, decoding_allocations, read, read_png};
 
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
@@ -216,25 +215,7 @@ fn a_random_crop_per_sample_allocates_only_inside_the_decoder() {
     pass(0, &mut state);
     pass(1, &mut state);
     let planned = pass(2, &mut state);
-    let mut decoder = ImageDecoder::new(DecodeOptions::default());
-    let mut image = Image::new(PixelFormat::Rgb8, 640, 427).unwrap();
-    let mut decode_all = || {
-        for index in 0..40 {
-            let p = &photos[index % 2];
-            let info = decoder.read_info(p).unwrap();
-            let len = (info.width * info.height * 3) as usize;
-            let mut view = ImageViewMut::new(
-                PixelFormat::Rgb8,
-                info.width,
-                info.height,
-                &mut image.as_bytes_mut()[..len],
-            )
-            .unwrap();
-            decoder.decode_into(p, &mut view).unwrap();
-        }
-    };
-    decode_all();
-    let decoding = allocations(decode_all);
+    let decoding = decoding_allocations((0..40).map(|i| photos[i % 2].as_slice()));
     assert_eq!(
         planned, decoding,
         "40 random crops: {planned} allocations through the plan, {decoding} in decoding alone"

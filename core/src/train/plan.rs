@@ -6,9 +6,8 @@ use alloc::vec::Vec;
 
 use super::SampleKey;
 use super::augment::{self, Augment};
-use crate::finish::{ChannelOrder, Normalize};
 use crate::pipeline::{Decode, Geometry, InputDesc, Op, Pipeline, Plan, PlanState};
-use crate::{DType, Error, Layout, Limits, Quantization, Result, TensorMut};
+use crate::{DType, Error, Limits, Result, TensorMut};
 
 /// The most positions (ops, nested ones counted) an augment list holds.
 pub const MAX_AUGMENTS: u32 = 1024;
@@ -54,12 +53,14 @@ impl TrainPipeline {
     /// (Pillow bilinear), `RandomHorizontalFlip(0.5)`, `ToTensor`,
     /// `Normalize(ImageNet)`, CHW float32.
     pub fn imagenet_train() -> TrainPipeline {
+        // The eval preset's decode and finish: one definition of each.
         let eval = Pipeline::imagenet_eval();
         let ops = eval.ops();
         let decode = match ops[0] {
             Op::Decode(d) => d,
             _ => unreachable!("the eval preset starts with its decode"),
         };
+        let finish = [ops[ops.len() - 3], ops[ops.len() - 2], ops[ops.len() - 1]];
         TrainPipeline::new(
             decode,
             alloc::vec![
@@ -69,13 +70,7 @@ impl TrainPipeline {
                     p: 0.5,
                 },
             ],
-            Op::finish(
-                Normalize::IMAGENET,
-                Layout::Chw,
-                ChannelOrder::Rgb,
-                DType::F32,
-                Quantization::IDENTITY,
-            ),
+            finish,
         )
     }
 
