@@ -7,8 +7,10 @@
 //!   `RandomCrop`, flips, `RandomApply`, `RandomChoice`). Each becomes
 //!   ordinary ops per sample, fused by the plan compiler.
 //! - [`TrainPipeline`] / [`TrainPlan`]: decode, augment, finish.
+//! - [`data`]: datasets (MXNet RecordIO, closures).
 
 mod augment;
+pub mod data;
 mod plan;
 mod rng;
 

@@ -1,0 +1,87 @@
+//! What can go wrong reading a dataset.
+
+use alloc::string::String;
+use core::fmt;
+
+/// A dataset could not be read: every case names the file and where.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DataError {
+    /// The file could not be opened or read.
+    Io {
+        /// The file.
+        path: String,
+        /// What the system said.
+        error: std::io::Error,
+    },
+    /// The file's structure is broken at `offset` (a bad magic number, a
+    /// length past the end, a bad checksum, a malformed header or index).
+    Corrupt {
+        /// The format ("RecordIO", "RecordIO index", ...).
+        format: &'static str,
+        /// The file.
+        path: String,
+        /// The byte offset (or, for text indexes, the line) of the problem.
+        offset: u64,
+        /// What is wrong.
+        what: String,
+    },
+    /// A sample index past the end.
+    OutOfRange {
+        /// The index asked for.
+        index: usize,
+        /// The number of samples.
+        len: usize,
+    },
+}
+
+impl DataError {
+    pub(crate) fn io(path: &std::path::Path, error: std::io::Error) -> DataError {
+        DataError::Io {
+            path: path.display().to_string(),
+            error,
+        }
+    }
+
+    pub(crate) fn corrupt(
+        format: &'static str,
+        path: &std::path::Path,
+        offset: u64,
+        what: impl Into<String>,
+    ) -> DataError {
+        DataError::Corrupt {
+            format,
+            path: path.display().to_string(),
+            offset,
+            what: what.into(),
+        }
+    }
+}
+
+impl fmt::Display for DataError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DataError::Io { path, error } => write!(f, "{path}: {error}"),
+            DataError::Corrupt {
+                format,
+                path,
+                offset,
+                what,
+            } => write!(f, "{path}: not a valid {format} file at {offset}: {what}"),
+            DataError::OutOfRange { index, len } => {
+                write!(f, "sample {index} asked of a dataset of {len}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for DataError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DataError::Io { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+use alloc::string::ToString;

@@ -1,0 +1,178 @@
+//! MXNet RecordIO: files written by MXNet's own `im2rec` and
+//! `MXIndexedRecordIO` (made by `fixtures/make_recordio_fixtures.py`) read
+//! back exactly, our writer reproduces them byte for byte, parts split a
+//! file with every record in exactly one, and broken files are typed errors.
+
+use std::path::PathBuf;
+
+use tensorprep::train::data::recordio::{RecordIoDataset, RecordIoWriter, pack_image};
+use tensorprep::train::data::{DataError, Dataset, Sample};
+use tensorprep_tests::{fixture, read};
+
+/// The `.lst` lines: (index, label, path).
+fn list() -> Vec<(u64, f32, String)> {
+    std::fs::read_to_string(fixture("records/folder.lst"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn im2rec_records_read_back_as_the_original_files() {
+    let data = RecordIoDataset::open(fixture("records/folder.rec")).unwrap();
+    let list = list();
+    assert_eq!(data.len(), 6);
+    let mut sample = Sample::default();
+    for (i, (index, label, path)) in list.iter().enumerate() {
+        data.read(i, &mut sample).unwrap();
+        assert_eq!(
+            sample.bytes,
+            read(&format!("records/folder/{path}")),
+            "{path}"
+        );
+        assert_eq!(sample.labels, [*label]);
+        assert_eq!(sample.id, *index);
+    }
+    // Without the index, one walk over the headers finds the same records.
+    let scanned = std::env::temp_dir().join(format!("tp-noidx-{}.rec", std::process::id()));
+    std::fs::copy(fixture("records/folder.rec"), &scanned).unwrap();
+    let walked = RecordIoDataset::open(&scanned).unwrap();
+    assert_eq!(walked.offsets(), data.offsets());
+    std::fs::remove_file(&scanned).unwrap();
+}
+
+#[test]
+fn our_writer_makes_mxnet_s_bytes() {
+    // im2rec's file, from its list.
+    let mut rec = RecordIoWriter::new(Vec::new());
+    let mut record = Vec::new();
+    let mut idx = String::new();
+    for (index, label, path) in list() {
+        pack_image(
+            &[label],
+            index,
+            &read(&format!("records/folder/{path}")),
+            &mut record,
+        );
+        let at = rec.write_record(&record).unwrap();
+        idx.push_str(&format!("{index}\t{at}\n"));
+    }
+    assert!(rec.into_inner() == read("records/folder.rec"));
+    assert_eq!(idx, String::from_utf8(read("records/folder.idx")).unwrap());
+    // Multi-label headers and payloads holding the magic (written in parts).
+    let multi = RecordIoDataset::open(fixture("records/multi.rec")).unwrap();
+    let want: [(&[f32], &[u8]); 3] = [
+        (&[1.5, 2.5], b"abcd\x0a\x23\xd7\xceefgh\x0a\x23\xd7\xceij"),
+        (&[7.0, 8.0, 9.0], b"\x0a\x23\xd7\xcetail"),
+        (&[3.0], b"no magic here, 27 bytes.."),
+    ];
+    let mut rec = RecordIoWriter::new(Vec::new());
+    let mut sample = Sample::default();
+    for (i, (labels, payload)) in want.iter().enumerate() {
+        multi.read(i, &mut sample).unwrap();
+        assert_eq!(
+            (sample.labels.as_slice(), sample.bytes.as_slice()),
+            (*labels, *payload)
+        );
+        assert_eq!(sample.id, 100 + i as u64);
+        pack_image(labels, 100 + i as u64, payload, &mut record);
+        rec.write_record(&record).unwrap();
+    }
+    assert!(rec.into_inner() == read("records/multi.rec"));
+}
+
+/// dmlc's `InputSplit`: byte ranges resynchronised on the magic give every
+/// record to exactly one part, in order, for any part count.
+#[test]
+fn parts_hold_every_record_once() {
+    for file in ["records/folder.rec", "records/multi.rec"] {
+        let all = RecordIoDataset::open(fixture(file)).unwrap();
+        for parts in 1..=8 {
+            let mut offsets = Vec::new();
+            for part in 0..parts {
+                let p = RecordIoDataset::open_part(fixture(file), parts, part).unwrap();
+                offsets.extend_from_slice(p.offsets());
+            }
+            assert_eq!(offsets, all.offsets(), "{file} in {parts} parts");
+        }
+    }
+}
+
+fn scratch(name: &str, bytes: &[u8]) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("tp-rec-{}-{name}.rec", std::process::id()));
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// Truncated, mutated and crafted files: typed errors naming the file and
+/// the offset; a length the file cannot hold allocates nothing for it.
+#[test]
+fn broken_record_files_are_typed_errors() {
+    let good = read("records/multi.rec");
+    // Every cut: the walk or the read says where the file is broken.
+    for cut in 1..good.len() {
+        let p = scratch("cut", &good[..cut]);
+        if let Ok(d) = RecordIoDataset::open(&p) {
+            let mut s = Sample::default();
+            for i in 0..d.len() {
+                let _ = d.read(i, &mut s);
+            }
+        }
+        std::fs::remove_file(&p).unwrap();
+    }
+    let p = scratch("cut-mid", &good[..good.len() - 6]);
+    let err = RecordIoDataset::open(&p).unwrap_err();
+    assert!(matches!(err, DataError::Corrupt { .. }), "{err}");
+    assert!(
+        err.to_string().contains("past the end of the file"),
+        "{err}"
+    );
+    // A bad magic, and a length of 2^29 - 1 in a 40-byte file.
+    let mut bad = good.clone();
+    bad[0] ^= 1;
+    let p = scratch("magic", &bad);
+    let err = RecordIoDataset::open_with_index(&p, fixture("records/multi.idx"))
+        .map(|d| d.read(0, &mut Sample::default()))
+        .unwrap()
+        .unwrap_err();
+    assert!(err.to_string().contains("magic"), "{err}");
+    let mut huge = 0xced7_230au32.to_le_bytes().to_vec();
+    huge.extend_from_slice(&((1u32 << 29) - 1).to_le_bytes());
+    huge.extend_from_slice(&[0; 32]);
+    let p = scratch("huge", &huge);
+    let err = RecordIoDataset::open(&p).unwrap_err();
+    assert!(
+        err.to_string().contains("536870911 bytes runs past"),
+        "{err}"
+    );
+    // An index pointing past the file, and a label count past the record.
+    let idx = std::env::temp_dir().join(format!("tp-rec-{}.idx", std::process::id()));
+    std::fs::write(&idx, "0\t0\n1\t4096\n").unwrap();
+    let err = RecordIoDataset::open_with_index(fixture("records/multi.rec"), &idx).unwrap_err();
+    assert!(err.to_string().contains("offset 4096"), "{err}");
+    let mut record = Vec::new();
+    pack_image(&[1.0, 2.0], 1, b"x", &mut record);
+    record[0] = 200; // 200 labels claimed
+    let mut rec = RecordIoWriter::new(Vec::new());
+    rec.write_record(&record).unwrap();
+    let p = scratch("labels", &rec.into_inner());
+    let err = RecordIoDataset::open(&p)
+        .unwrap()
+        .read(0, &mut Sample::default())
+        .unwrap_err();
+    assert!(err.to_string().contains("label count"), "{err}");
+    assert!(matches!(
+        RecordIoDataset::open(&p)
+            .unwrap()
+            .read(5, &mut Sample::default()),
+        Err(DataError::OutOfRange { index: 5, len: 1 })
+    ));
+}
