@@ -7,6 +7,7 @@
 
 mod error;
 pub mod recordio;
+pub mod tfrecord;
 
 use alloc::vec::Vec;
 
@@ -71,5 +72,30 @@ where
             return Err(DataError::OutOfRange { index, len: self.0 });
         }
         (self.1)(index, sample)
+    }
+}
+
+/// Reads `buf.len()` bytes of `file` at `offset` without moving a shared
+/// cursor: worker threads read one file at once.
+pub(crate) fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        let mut done = 0;
+        while done < buf.len() {
+            let n = std::os::windows::fs::FileExt::seek_read(
+                file,
+                &mut buf[done..],
+                offset + done as u64,
+            )?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            done += n;
+        }
+        Ok(())
     }
 }

@@ -18,7 +18,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::{DataError, Dataset, Sample};
+use super::{DataError, Dataset, Sample, read_at};
 
 /// The magic number that starts every record (part).
 pub const MAGIC: u32 = 0xced7_230a;
@@ -123,30 +123,6 @@ pub fn pack_image(labels: &[f32], id: u64, image: &[u8], out: &mut Vec<u8>) {
 /// padded to 4.
 fn part_bytes(len: u32) -> u64 {
     8 + u64::from(len).div_ceil(4) * 4
-}
-
-/// Reads `buf.len()` bytes of `file` at `offset`.
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
-    }
-    #[cfg(windows)]
-    {
-        let mut done = 0;
-        while done < buf.len() {
-            let n = std::os::windows::fs::FileExt::seek_read(
-                file,
-                &mut buf[done..],
-                offset + done as u64,
-            )?;
-            if n == 0 {
-                return Err(io::ErrorKind::UnexpectedEof.into());
-            }
-            done += n;
-        }
-        Ok(())
-    }
 }
 
 /// An open `.rec` file: its length, for every bound check.

@@ -1,0 +1,390 @@
+//! TFRecord files of `tf.train.Example`s, as TensorFlow writes them.
+//!
+//! - A record is its length (`u64`), the masked CRC-32C of those 8 bytes
+//!   (`u32`), the data, and the masked CRC-32C of the data (`u32`), all
+//!   little-endian. Masking: `((crc >> 15) | (crc << 17)) + 0xa282ead8`.
+//! - An `Example` holds a map from feature names to a bytes, float or int64
+//!   list; repeated numbers may be packed or not. The image and label keys
+//!   are configurable ([`Keys`]), `image/encoded` and `image/class/label` by
+//!   default.
+//! - An index is one walk over the record headers, or DALI's
+//!   `tfrecord2idx` file (`offset size` per line).
+//!
+//! Reading parses the example in place (prost's wire primitives, no
+//! decoding into owned maps): no allocation per sample in steady state.
+//! A checksum that does not match is an error, never a skipped record.
+
+use alloc::vec::Vec;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::{DataError, Dataset, Sample, read_at};
+use crate::graph::wire::{self, Value};
+
+const FORMAT: &str = "TFRecord";
+const MASK_DELTA: u32 = 0xa282_ead8;
+
+/// The largest record read (1 GiB): a length beyond it is refused before
+/// anything is allocated, as is one past the end of the file.
+pub const MAX_RECORD_BYTES: u64 = 1 << 30;
+
+/// TFRecord's masked CRC-32C of `data`.
+///
+/// ```
+/// use tensorprep::train::data::tfrecord::masked_crc32c;
+///
+/// // The masked checksum of an empty record's length field (as Python's crc32c computes it).
+/// assert_eq!(masked_crc32c(&0u64.to_le_bytes()), 0x0798_0329);
+/// ```
+pub fn masked_crc32c(data: &[u8]) -> u32 {
+    let crc = crc32c::crc32c(data);
+    crc.rotate_right(15).wrapping_add(MASK_DELTA)
+}
+
+/// The feature names an image example is read by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Keys<'a> {
+    /// The encoded image (a bytes list; its first value).
+    pub image: &'a str,
+    /// The label(s): an int64 or a float list.
+    pub label: &'a str,
+}
+
+impl Keys<'static> {
+    /// `image/encoded` and `image/class/label`: the names TensorFlow's
+    /// ImageNet conversion scripts and most datasets use.
+    pub const CONVENTIONAL: Keys<'static> = Keys {
+        image: "image/encoded",
+        label: "image/class/label",
+    };
+}
+
+/// A feature's values, for writing.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Feature<'a> {
+    /// A bytes list.
+    Bytes(&'a [&'a [u8]]),
+    /// A float list (written packed).
+    Float(&'a [f32]),
+    /// An int64 list (written packed).
+    Int64(&'a [i64]),
+}
+
+/// Serializes a `tf.train.Example` of `features`, in the order given (as
+/// TensorFlow's Python writer orders a dict), into `out` (cleared first).
+pub fn encode_example(features: &[(&str, Feature<'_>)], out: &mut Vec<u8>) {
+    let varint = |v: u64, out: &mut Vec<u8>| prost::encoding::encode_varint(v, out);
+    let mut feats = Vec::new();
+    for (name, feature) in features {
+        let mut list = Vec::new();
+        let kind = match feature {
+            Feature::Bytes(values) => {
+                for v in *values {
+                    wire::put_bytes(&mut list, 1, v);
+                }
+                1
+            }
+            Feature::Float(values) => {
+                let packed: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+                wire::put_bytes(&mut list, 1, &packed);
+                2
+            }
+            Feature::Int64(values) => {
+                let mut packed = Vec::new();
+                for &v in *values {
+                    varint(v as u64, &mut packed);
+                }
+                wire::put_bytes(&mut list, 1, &packed);
+                3
+            }
+        };
+        let mut feature_msg = Vec::new();
+        wire::put_bytes(&mut feature_msg, kind, &list);
+        let mut entry = Vec::new();
+        wire::put_bytes(&mut entry, 1, name.as_bytes());
+        wire::put_bytes(&mut entry, 2, &feature_msg);
+        wire::put_bytes(&mut feats, 1, &entry);
+    }
+    out.clear();
+    wire::put_bytes(out, 1, &feats);
+}
+
+/// Writes TFRecord framing around each record.
+///
+/// ```
+/// use tensorprep::train::data::tfrecord::{Feature, TfRecordWriter, encode_example};
+///
+/// let mut example = Vec::new();
+/// encode_example(&[("image/encoded", Feature::Bytes(&[b"\xff\xd8..."])),
+///                  ("image/class/label", Feature::Int64(&[3]))], &mut example);
+/// let mut writer = TfRecordWriter::new(Vec::new());
+/// assert_eq!(writer.write_record(&example)?, 0);
+/// assert_eq!(writer.into_inner().len(), 16 + example.len());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct TfRecordWriter<W: Write> {
+    out: W,
+    position: u64,
+}
+
+impl<W: Write> TfRecordWriter<W> {
+    /// A writer appending to `out`.
+    pub fn new(out: W) -> Self {
+        TfRecordWriter { out, position: 0 }
+    }
+
+    /// The writer's output.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
+    /// Writes one record; returns the offset it starts at.
+    pub fn write_record(&mut self, data: &[u8]) -> io::Result<u64> {
+        let start = self.position;
+        let len = (data.len() as u64).to_le_bytes();
+        self.out.write_all(&len)?;
+        self.out.write_all(&masked_crc32c(&len).to_le_bytes())?;
+        self.out.write_all(data)?;
+        self.out.write_all(&masked_crc32c(data).to_le_bytes())?;
+        self.position += 16 + data.len() as u64;
+        Ok(start)
+    }
+}
+
+/// A TFRecord file of image examples as a dataset, by index.
+#[derive(Debug)]
+pub struct TfRecordDataset {
+    path: PathBuf,
+    file: File,
+    len: u64,
+    /// Each record's offset and data length.
+    records: Vec<(u64, u64)>,
+    image: alloc::string::String,
+    label: alloc::string::String,
+}
+
+impl TfRecordDataset {
+    /// Opens `path`, indexing it by one walk over the record headers (each
+    /// length's checksum verified), reading examples by `keys`.
+    pub fn open(path: impl AsRef<Path>, keys: Keys<'_>) -> Result<TfRecordDataset, DataError> {
+        let mut d = TfRecordDataset::new(path.as_ref(), keys)?;
+        let mut at = 0u64;
+        while at < d.len {
+            let n = d.header(at)?;
+            d.records.push((at, n));
+            at += 16 + n;
+        }
+        Ok(d)
+    }
+
+    /// Opens `path` with DALI's `tfrecord2idx` index `index` (lines
+    /// `offset size`); each entry is checked against its record's header.
+    pub fn open_with_index(
+        path: impl AsRef<Path>,
+        index: impl AsRef<Path>,
+        keys: Keys<'_>,
+    ) -> Result<TfRecordDataset, DataError> {
+        let mut d = TfRecordDataset::new(path.as_ref(), keys)?;
+        let index = index.as_ref();
+        let text = std::fs::read_to_string(index).map_err(|e| DataError::io(index, e))?;
+        for (line, l) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let bad =
+                |what: &str| DataError::corrupt("TFRecord index", index, line as u64 + 1, what);
+            let mut f = l.split_whitespace().map(str::parse::<u64>);
+            let (Some(Ok(offset)), Some(Ok(size))) = (f.next(), f.next()) else {
+                return Err(bad("not `offset size`"));
+            };
+            let n = d.header(offset)?;
+            if size != 16 + n {
+                return Err(bad("the size differs from the record's own length"));
+            }
+            d.records.push((offset, n));
+        }
+        Ok(d)
+    }
+
+    fn new(path: &Path, keys: Keys<'_>) -> Result<TfRecordDataset, DataError> {
+        let file = File::open(path).map_err(|e| DataError::io(path, e))?;
+        let len = file.metadata().map_err(|e| DataError::io(path, e))?.len();
+        Ok(TfRecordDataset {
+            path: path.to_path_buf(),
+            file,
+            len,
+            records: Vec::new(),
+            image: keys.image.into(),
+            label: keys.label.into(),
+        })
+    }
+
+    fn bad(&self, offset: u64, what: impl Into<alloc::string::String>) -> DataError {
+        DataError::corrupt(FORMAT, &self.path, offset, what)
+    }
+
+    /// The data length of the record at `offset`, its checksum verified and
+    /// the whole record inside the file.
+    fn header(&self, offset: u64) -> Result<u64, DataError> {
+        if offset.checked_add(12).is_none_or(|e| e > self.len) {
+            return Err(self.bad(offset, "a record header runs past the end of the file"));
+        }
+        let mut h = [0u8; 12];
+        read_at(&self.file, &mut h, offset).map_err(|e| DataError::io(&self.path, e))?;
+        let len_bytes: [u8; 8] = h[..8].try_into().expect("8 bytes");
+        let crc = u32::from_le_bytes(h[8..].try_into().expect("4 bytes"));
+        if masked_crc32c(&len_bytes) != crc {
+            return Err(self.bad(offset, "the length's checksum does not match"));
+        }
+        let n = u64::from_le_bytes(len_bytes);
+        if n > MAX_RECORD_BYTES || offset + 16 + n > self.len {
+            return Err(self.bad(
+                offset,
+                alloc::format!("a record of {n} bytes runs past the end of the file"),
+            ));
+        }
+        Ok(n)
+    }
+
+    /// Each record's offset and data length, in order.
+    pub fn records(&self) -> &[(u64, u64)] {
+        &self.records
+    }
+}
+
+/// Where the image's bytes lie in an example, and its labels (appended to
+/// `labels`).
+fn find(
+    example: &[u8],
+    keys: (&str, &str),
+    labels: &mut Vec<f32>,
+) -> Result<(usize, usize), &'static str> {
+    let malformed = |_| "a malformed tf.train.Example";
+    let mut image = None;
+    let mut found_label = false;
+    let base = example.as_ptr() as usize;
+    for field in wire::fields(example) {
+        let field = field.map_err(malformed)?;
+        let (1, Value::Bytes(features)) = (field.number, field.value) else {
+            continue;
+        };
+        for entry in wire::fields(features) {
+            let entry = entry.map_err(malformed)?;
+            let (1, Value::Bytes(entry)) = (entry.number, entry.value) else {
+                continue;
+            };
+            let (mut name, mut feature) = (&[][..], &[][..]);
+            for kv in wire::fields(entry) {
+                match kv.map_err(malformed)? {
+                    f if f.number == 1 => name = bytes_of(f.value)?,
+                    f if f.number == 2 => feature = bytes_of(f.value)?,
+                    _ => {}
+                }
+            }
+            if name == keys.0.as_bytes() {
+                image = first_bytes(feature)?.map(|b| {
+                    let start = b.as_ptr() as usize - base;
+                    (start, start + b.len())
+                });
+            } else if name == keys.1.as_bytes() {
+                numbers(feature, labels)?;
+                found_label = true;
+            }
+        }
+    }
+    if !found_label {
+        return Err("no label feature");
+    }
+    image.ok_or("no image feature")
+}
+
+fn bytes_of(v: Value<'_>) -> Result<&[u8], &'static str> {
+    match v {
+        Value::Bytes(b) => Ok(b),
+        _ => Err("a malformed tf.train.Example"),
+    }
+}
+
+/// The first value of a bytes list feature.
+fn first_bytes(feature: &[u8]) -> Result<Option<&[u8]>, &'static str> {
+    for f in wire::fields(feature) {
+        let f = f.map_err(|_| "a malformed feature")?;
+        if let (1, Value::Bytes(list)) = (f.number, f.value) {
+            for v in wire::fields(list) {
+                let v = v.map_err(|_| "a malformed bytes list")?;
+                if v.number == 1 {
+                    return bytes_of(v.value).map(Some);
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The values of a float or int64 list feature, packed or not, as floats.
+fn numbers(feature: &[u8], out: &mut Vec<f32>) -> Result<(), &'static str> {
+    let bad = |_| "a malformed number list";
+    for f in wire::fields(feature) {
+        let f = f.map_err(bad)?;
+        let list = match (f.number, f.value) {
+            (2 | 3, Value::Bytes(list)) => list,
+            _ => continue,
+        };
+        for v in wire::fields(list) {
+            match (f.number, v.map_err(bad)?.value) {
+                (2, Value::Fixed32(x)) => out.push(f32::from_bits(x)),
+                (2, Value::Bytes(packed)) if packed.len() % 4 == 0 => out.extend(
+                    packed
+                        .chunks_exact(4)
+                        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                ),
+                (3, Value::Varint(x)) => out.push(x as i64 as f32),
+                (3, Value::Bytes(mut packed)) => {
+                    while !packed.is_empty() {
+                        let x = prost::encoding::decode_varint(&mut packed)
+                            .map_err(|_| "a malformed int64 list")?;
+                        out.push(x as i64 as f32);
+                    }
+                }
+                _ => return Err("a malformed number list"),
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Dataset for TfRecordDataset {
+    fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
+        let (offset, n) = *self.records.get(index).ok_or(DataError::OutOfRange {
+            index,
+            len: self.records.len(),
+        })?;
+        let bytes = &mut sample.bytes;
+        bytes.clear();
+        bytes
+            .try_reserve(n as usize + 4)
+            .map_err(|_| self.bad(offset, "no memory for the record"))?;
+        bytes.resize(n as usize + 4, 0);
+        read_at(&self.file, bytes, offset + 12).map_err(|e| DataError::io(&self.path, e))?;
+        let crc = u32::from_le_bytes(bytes[n as usize..].try_into().expect("4 bytes"));
+        bytes.truncate(n as usize);
+        if masked_crc32c(bytes) != crc {
+            return Err(self.bad(offset, "the data's checksum does not match"));
+        }
+        sample.labels.clear();
+        let (start, end) = find(bytes, (&self.image, &self.label), &mut sample.labels)
+            .map_err(|what| self.bad(offset, what))?;
+        sample.id = index as u64;
+        // The image moves to the front of the same buffer: no allocation.
+        bytes.copy_within(start..end, 0);
+        bytes.truncate(end - start);
+        Ok(())
+    }
+}
