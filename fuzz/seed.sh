@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 f=tests/fixtures
 c=fuzz/corpus
-mkdir -p "$c/decode" "$c/graph" "$c/import" "$c/onnx" "$c/c_api"
+mkdir -p "$c/decode" "$c/graph" "$c/import" "$c/onnx" "$c/c_api" "$c/records"
 seed() { # seed TARGET PREFIX-BYTE FILE
     local name
     name="$(basename "$3")"
@@ -37,4 +37,6 @@ for g in "$tmp"/*.tpp; do
     seed "$c/c_api" 00 "$g"
 done
 rm -r "$tmp"
-echo "seeded: $(for t in decode graph import onnx c_api; do printf '%s %s  ' "$t" "$(ls "$c/$t" | wc -l)"; done)"
+for r in "$f"/records/*.rec; do seed "$c/records" 00 "$r"; done
+for r in "$f"/records/*.tfrecord; do seed "$c/records" 01 "$r"; done
+echo "seeded: $(for t in decode graph import onnx c_api records; do printf '%s %s  ' "$t" "$(ls "$c/$t" | wc -l)"; done)"

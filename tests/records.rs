@@ -176,3 +176,62 @@ fn broken_record_files_are_typed_errors() {
         Err(DataError::OutOfRange { index: 5, len: 1 })
     ));
 }
+
+/// torchvision's `ImageFolder` order: classes sorted (label = position),
+/// each class's folders walked in sorted order, files sorted, image
+/// extensions only (any case).
+#[test]
+fn an_image_folder_lists_like_torchvision() {
+    use tensorprep::train::data::folder::FolderDataset;
+    let root = std::env::temp_dir().join(format!("tp-folder-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for (path, bytes) in [
+        ("b_dog/2.png", &b"png"[..]),
+        ("b_dog/1.JPG", b"jpg"),
+        ("a_cat/z.webp", b"webp"),
+        ("a_cat/sub/a.jpeg", b"jpeg"),
+        ("a_cat/notes.txt", b"text"),
+        ("a_cat/m.jpg", b"m"),
+    ] {
+        let p = root.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+    std::fs::write(root.join("stray.jpg"), b"not in a class").unwrap();
+    let d = FolderDataset::open(&root).unwrap();
+    assert_eq!(d.classes(), ["a_cat", "b_dog"]);
+    let names: Vec<String> = d
+        .files()
+        .iter()
+        .map(|(p, l)| format!("{l} {}", p.strip_prefix(&root).unwrap().display()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "0 a_cat/m.jpg",
+            "0 a_cat/z.webp",
+            "0 a_cat/sub/a.jpeg",
+            "1 b_dog/1.JPG",
+            "1 b_dog/2.png"
+        ]
+    );
+    let mut s = Sample::default();
+    d.read(2, &mut s).unwrap();
+    assert_eq!(
+        (s.bytes.as_slice(), s.labels.as_slice()),
+        (&b"jpeg"[..], &[0.0][..])
+    );
+    // The fixtures' folder gives im2rec's images with its labels.
+    let folder = FolderDataset::open(fixture("records/folder")).unwrap();
+    assert_eq!(folder.len(), 6);
+    for (path, label) in folder.files() {
+        let name = path
+            .strip_prefix(fixture("records/folder"))
+            .unwrap()
+            .display()
+            .to_string();
+        let (_, want, _) = list().into_iter().find(|(_, _, p)| *p == name).unwrap();
+        assert_eq!(*label as f32, want, "{name}");
+    }
+    std::fs::remove_dir_all(&root).unwrap();
+}

@@ -6,6 +6,7 @@
 //! before anything is allocated for it.
 
 mod error;
+pub mod folder;
 pub mod recordio;
 pub mod tfrecord;
 
