@@ -39,4 +39,5 @@ done
 rm -r "$tmp"
 for r in "$f"/records/*.rec; do seed "$c/records" 00 "$r"; done
 for r in "$f"/records/*.tfrecord; do seed "$c/records" 01 "$r"; done
+for r in "$f"/records/*.tar; do seed "$c/records" 02 "$r"; done
 echo "seeded: $(for t in decode graph import onnx c_api records; do printf '%s %s  ' "$t" "$(ls "$c/$t" | wc -l)"; done)"

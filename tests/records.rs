@@ -235,3 +235,36 @@ fn an_image_folder_lists_like_torchvision() {
     }
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// Shards written by the `webdataset` package (ShardWriter) read back as
+/// its own reader yields them: members grouped by key, the image and the
+/// `cls` label of each, an extra `json` member ignored.
+#[test]
+fn webdataset_shards_read_back() {
+    use tensorprep::train::data::webdataset::{WebDataset, WebKeys};
+    let pattern = format!("{}/shard-{{0..1}}.tar", fixture("records").display());
+    let d = WebDataset::open(&pattern, WebKeys::CONVENTIONAL).unwrap();
+    assert_eq!(d.len(), 6);
+    let mut s = Sample::default();
+    for (i, (_, label, path)) in list().iter().enumerate() {
+        d.read(i, &mut s).unwrap();
+        assert_eq!(d.keys()[i], format!("sample{i:04}"));
+        assert_eq!(s.bytes, read(&format!("records/folder/{path}")), "{path}");
+        assert_eq!(s.labels, [*label]);
+    }
+    // A shard cut inside a member, and a pattern naming no file: errors.
+    let cut = std::env::temp_dir().join(format!("tp-wds-{}.tar", std::process::id()));
+    let bytes = read("records/shard-0.tar");
+    for at in [700, 1500, 3000] {
+        std::fs::write(&cut, &bytes[..at]).unwrap();
+        assert!(
+            WebDataset::open(cut.to_str().unwrap(), WebKeys::CONVENTIONAL).is_err(),
+            "cut at {at}"
+        );
+    }
+    std::fs::remove_file(&cut).unwrap();
+    assert!(matches!(
+        WebDataset::open("/nonexistent/shard-{0..3}.tar", WebKeys::CONVENTIONAL),
+        Err(DataError::Io { .. })
+    ));
+}

@@ -1,12 +1,13 @@
 //! The record readers on arbitrary files: the first byte picks MXNet
-//! RecordIO (walked, read, split into parts) or TFRecord (walked, read with
-//! the conventional keys and with others). Every outcome is a sample or a
+//! RecordIO (walked, read, split into parts), TFRecord (walked, read with
+//! the conventional keys and with others) or a WebDataset tar shard. Every outcome is a sample or a
 //! typed error; nothing panics, nothing allocates past what the file holds.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use tensorprep::train::data::recordio::RecordIoDataset;
 use tensorprep::train::data::tfrecord::{Keys, TfRecordDataset};
+use tensorprep::train::data::webdataset::{WebDataset, WebKeys};
 use tensorprep::train::data::{Dataset, Sample};
 
 fn read_all(d: &dyn Dataset) {
@@ -24,7 +25,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let path = std::env::temp_dir().join(format!("tp-fuzz-records-{}", std::process::id()));
     std::fs::write(&path, rest).unwrap();
-    if which % 2 == 0 {
+    if which % 3 == 2 {
+        if let Ok(d) = WebDataset::open(path.to_str().unwrap(), WebKeys::CONVENTIONAL) {
+            read_all(&d);
+        }
+    } else if which % 3 == 0 {
         if let Ok(d) = RecordIoDataset::open(&path) {
             read_all(&d);
         }

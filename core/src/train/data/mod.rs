@@ -9,6 +9,7 @@ mod error;
 pub mod folder;
 pub mod recordio;
 pub mod tfrecord;
+pub mod webdataset;
 
 use alloc::vec::Vec;
 
