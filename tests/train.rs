@@ -267,3 +267,87 @@ fn bad_augments_are_refused() {
         .is_err()
     );
 }
+
+/// 10,002 samples over 3 shards: each sample exactly once per epoch, every
+/// epoch a new order, and the same order for the same (seed, epoch).
+#[test]
+fn shards_visit_every_sample_once_per_epoch() {
+    use tensorprep::train::{Order, Shard, epoch_indices};
+    let len = 10_002;
+    let mut previous = Vec::new();
+    for epoch in 0..3 {
+        let mut seen = vec![0u8; len];
+        let mut order = Vec::new();
+        for index in 0..3 {
+            let shard = Shard {
+                count: 3,
+                index,
+                drop_last: false,
+            };
+            let mut mine = Vec::new();
+            epoch_indices(Order::Shuffled { seed: 11 }, shard, epoch, len, &mut mine);
+            assert_eq!(mine.len(), 3334);
+            for &i in &mine {
+                seen[i as usize] += 1;
+            }
+            order.extend(mine);
+        }
+        assert!(seen.iter().all(|&c| c == 1), "epoch {epoch}");
+        assert_ne!(order, previous, "each epoch draws a new order");
+        let mut again = Vec::new();
+        epoch_indices(
+            Order::Shuffled { seed: 11 },
+            Shard {
+                count: 3,
+                index: 0,
+                drop_last: false,
+            },
+            epoch,
+            len,
+            &mut again,
+        );
+        assert_eq!(again[..], order[..3334]);
+        previous = order;
+    }
+}
+
+/// PyTorch's `DistributedSampler`: an uneven epoch is padded with its
+/// first indices, or cut with `drop_last`; launchers' variables name the shard.
+#[test]
+fn padding_drop_last_and_launcher_variables() {
+    use tensorprep::train::{Order, Shard, epoch_indices};
+    let take = |index, drop_last| {
+        let mut v = Vec::new();
+        let shard = Shard {
+            count: 4,
+            index,
+            drop_last,
+        };
+        epoch_indices(Order::Sequential, shard, 0, 10, &mut v);
+        v
+    };
+    // 10 padded to 12 with 0, 1; shards take positions r, r + 4, r + 8.
+    assert_eq!(take(0, false), [0, 4, 8]);
+    assert_eq!(take(2, false), [2, 6, 0]);
+    assert_eq!(take(3, false), [3, 7, 1]);
+    // Cut to 8.
+    assert_eq!(take(3, true), [3, 7]);
+    let vars = |pairs: &'static [(&'static str, &'static str)]| {
+        move |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    };
+    let shard = Shard::from_vars(vars(&[("RANK", "2"), ("WORLD_SIZE", "8")]), false).unwrap();
+    assert_eq!((shard.index, shard.count), (2, 8));
+    let shard = Shard::from_vars(
+        vars(&[("OMPI_COMM_WORLD_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "2")]),
+        true,
+    )
+    .unwrap();
+    assert_eq!((shard.index, shard.count, shard.drop_last), (1, 2, true));
+    assert_eq!(Shard::from_vars(vars(&[]), false).unwrap(), Shard::ALL);
+    assert!(Shard::from_vars(vars(&[("RANK", "8"), ("WORLD_SIZE", "8")]), false).is_err());
+}

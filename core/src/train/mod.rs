@@ -7,13 +7,18 @@
 //!   `RandomCrop`, flips, `RandomApply`, `RandomChoice`). Each becomes
 //!   ordinary ops per sample, fused by the plan compiler.
 //! - [`TrainPipeline`] / [`TrainPlan`]: decode, augment, finish.
-//! - [`data`]: datasets (MXNet RecordIO, closures).
+//! - [`data`]: datasets (image folders, MXNet RecordIO, TFRecord, WebDataset,
+//!   closures).
+//! - [`Order`], [`Shard`], [`epoch_indices`]: each epoch's order and each
+//!   process's part of it (`DistributedSampler` semantics).
 
 mod augment;
 pub mod data;
 mod plan;
 mod rng;
+mod sampler;
 
 pub use augment::{Augment, RandomCrop, RandomResizedCrop};
 pub use plan::{MAX_AUGMENTS, TrainPipeline, TrainPlan, TrainState};
 pub use rng::{Draws, SampleKey};
+pub use sampler::{Order, Shard, epoch_indices, permutation};

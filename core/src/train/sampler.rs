@@ -1,0 +1,169 @@
+//! Which samples an epoch visits, in which order, on which shard.
+//!
+//! - [`Order`]: sequential, or one seeded permutation per (seed, epoch),
+//!   drawn by the same keyed generator as the augmentations (so an epoch's
+//!   order needs no saved state: resume recomputes it).
+//! - [`Shard`]: this process's part when several train together, with
+//!   PyTorch's `DistributedSampler` semantics: the epoch's order is padded
+//!   (by repeating its start) to a multiple of the shard count, or cut to
+//!   one (`drop_last`), and shard `r` takes positions `r, r + n, r + 2n, ...`.
+//!   [`Shard::from_env`] reads the rank and world size that torchrun, MPI and
+//!   Horovod launchers set.
+
+use alloc::vec::Vec;
+
+use super::{Draws, SampleKey};
+
+/// The op position the permutation draws from (augmentations use 0 up to
+/// `MAX_AUGMENTS`).
+const PERMUTATION: u16 = u16::MAX;
+
+/// An epoch's order of the dataset's indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Order {
+    /// 0, 1, 2, ...
+    Sequential,
+    /// A permutation per (seed, epoch).
+    Shuffled {
+        /// The run's seed.
+        seed: u64,
+    },
+}
+
+/// One process's part of each epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// Number of shards (processes training together).
+    pub count: u32,
+    /// This process's shard, `0..count`.
+    pub index: u32,
+    /// Cut each epoch to a multiple of `count` instead of padding it.
+    pub drop_last: bool,
+}
+
+impl Shard {
+    /// The whole dataset in one shard.
+    pub const ALL: Shard = Shard {
+        count: 1,
+        index: 0,
+        drop_last: false,
+    };
+
+    /// The shard the launcher assigned: `RANK` and `WORLD_SIZE` (torchrun,
+    /// `torch.distributed.launch`), else `OMPI_COMM_WORLD_RANK` and
+    /// `OMPI_COMM_WORLD_SIZE` (Open MPI), else `PMI_RANK` and `PMI_SIZE`
+    /// (MPICH, Intel MPI), else `HOROVOD_RANK` and `HOROVOD_SIZE`; a single
+    /// shard when none is set. An inconsistent pair is an error naming it.
+    pub fn from_env(drop_last: bool) -> Result<Shard, crate::Error> {
+        Shard::from_vars(|name| std::env::var(name).ok(), drop_last)
+    }
+
+    /// [`Shard::from_env`] over any variable lookup (for tests and embedding).
+    pub fn from_vars(
+        var: impl Fn(&str) -> Option<alloc::string::String>,
+        drop_last: bool,
+    ) -> Result<Shard, crate::Error> {
+        const PAIRS: [(&str, &str); 4] = [
+            ("RANK", "WORLD_SIZE"),
+            ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+            ("PMI_RANK", "PMI_SIZE"),
+            ("HOROVOD_RANK", "HOROVOD_SIZE"),
+        ];
+        for (rank, size) in PAIRS {
+            let (Some(r), Some(s)) = (var(rank), var(size)) else {
+                continue;
+            };
+            let (Ok(index), Ok(count)) = (r.trim().parse::<u32>(), s.trim().parse::<u32>()) else {
+                return Err(crate::Error::InvalidParameter {
+                    name: "shard: the launcher's rank or world size is not a number",
+                });
+            };
+            if count == 0 || index >= count {
+                return Err(crate::Error::InvalidParameter {
+                    name: "shard: the launcher's rank is not below its world size",
+                });
+            }
+            return Ok(Shard {
+                count,
+                index,
+                drop_last,
+            });
+        }
+        Ok(Shard {
+            drop_last,
+            ..Shard::ALL
+        })
+    }
+
+    /// Samples this shard visits per epoch of a dataset of `len`.
+    pub fn samples(&self, len: usize) -> usize {
+        let n = self.count.max(1) as usize;
+        if self.drop_last {
+            len / n
+        } else {
+            len.div_ceil(n)
+        }
+    }
+}
+
+/// The indices shard `shard` visits in `epoch` of a dataset of `len`, in
+/// order, into `out` (cleared first; reused from epoch to epoch).
+///
+/// ```
+/// use tensorprep::train::{Order, Shard, epoch_indices};
+///
+/// let mut mine = Vec::new();
+/// let shard = Shard { count: 3, index: 1, drop_last: false };
+/// epoch_indices(Order::Sequential, shard, 0, 7, &mut mine);
+/// // 7 padded to 9 (0..7 then 0, 1); shard 1 takes positions 1, 4, 7.
+/// assert_eq!(mine, [1, 4, 0]);
+/// ```
+pub fn epoch_indices(order: Order, shard: Shard, epoch: u32, len: usize, out: &mut Vec<u64>) {
+    out.clear();
+    let n = shard.count.max(1) as usize;
+    let per = shard.samples(len);
+    let total = per * n;
+    if len == 0 || total == 0 {
+        return;
+    }
+    // Position p of the padded epoch is position p % len of its order:
+    // padding repeats the order from its start.
+    let positions = (0..per).map(|k| (shard.index as usize + k * n) % len);
+    match order {
+        Order::Sequential => out.extend(positions.map(|p| p as u64)),
+        Order::Shuffled { seed } => {
+            let perm = permutation(seed, epoch, len);
+            out.extend(positions.map(|p| perm[p]));
+        }
+    }
+}
+
+/// The permutation of `0..len` for (seed, epoch): Fisher-Yates, each swap
+/// drawn from position `i`'s own keyed stream.
+pub fn permutation(seed: u64, epoch: u32, len: usize) -> Vec<u64> {
+    let mut perm: Vec<u64> = (0..len as u64).collect();
+    for i in (1..len).rev() {
+        let mut d = Draws::new(SampleKey::new(seed, epoch, i as u64), PERMUTATION);
+        let j = below(&mut d, i as u64 + 1);
+        perm.swap(i, j as usize);
+    }
+    perm
+}
+
+/// A uniform integer below `n` (up to 2^64) from two words when needed.
+fn below(d: &mut Draws, n: u64) -> u64 {
+    match u32::try_from(n) {
+        Ok(n) => u64::from(d.below(n)),
+        Err(_) => {
+            // Rejection on 64-bit values.
+            let zone = u64::MAX - u64::MAX % n;
+            loop {
+                let v = u64::from(d.next_u32()) << 32 | u64::from(d.next_u32());
+                if v < zone {
+                    return v % n;
+                }
+            }
+        }
+    }
+}
