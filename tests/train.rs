@@ -351,3 +351,175 @@ fn padding_drop_last_and_launcher_variables() {
     assert_eq!(Shard::from_vars(vars(&[]), false).unwrap(), Shard::ALL);
     assert!(Shard::from_vars(vars(&[("RANK", "8"), ("WORLD_SIZE", "8")]), false).is_err());
 }
+
+mod loader {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tensorprep::Tensor;
+    use tensorprep::train::data::{DataError, Dataset, Sample};
+    use tensorprep::train::{
+        Augment, LoadError, Loader, LoaderConfig, OnError, RandomResizedCrop, TrainPipeline,
+        TrainPlan,
+    };
+
+    /// 40 samples alternating two photos, label = index.
+    fn dataset() -> Arc<dyn Dataset> {
+        let photos = [
+            tensorprep_tests::read("sample.jpg"),
+            tensorprep_tests::read("sklearn_china.jpg"),
+        ];
+        Arc::new((40usize, move |i: usize, s: &mut Sample| {
+            s.bytes.clear();
+            s.bytes.extend_from_slice(&photos[i % 2]);
+            s.labels.clear();
+            s.labels.push(i as f32);
+            s.id = i as u64;
+            Ok::<(), DataError>(())
+        }))
+    }
+
+    fn plan() -> Arc<TrainPlan> {
+        let mut p = TrainPipeline::imagenet_train();
+        p.augments[0] = Augment::RandomResizedCrop(RandomResizedCrop::new(32, 24));
+        Arc::new(p.compile().unwrap())
+    }
+
+    fn floats(t: &Tensor) -> Vec<f32> {
+        match t {
+            Tensor::F32(v) => v.clone(),
+            _ => unreachable!("a float plan"),
+        }
+    }
+
+    /// (tensor, labels) of every batch of an epoch.
+    fn epoch(workers: usize, skip: u64) -> Vec<(Vec<f32>, Vec<f32>)> {
+        let config = LoaderConfig::new(6, workers, 42);
+        let mut loader = Loader::new(dataset(), plan(), config).unwrap();
+        assert_eq!(loader.batches(), 7, "40 samples in batches of 6");
+        for _ in 0..skip {
+            loader.next().unwrap().unwrap();
+        }
+        loader
+            .map(|b| {
+                let b = b.unwrap();
+                let n = b.len();
+                (
+                    floats(b.tensor())[..n * 3 * 24 * 32].to_vec(),
+                    b.labels().to_vec(),
+                )
+            })
+            .collect()
+    }
+
+    /// The same batches, in the same order, for 1, 2 and 4 workers; every
+    /// sample once.
+    #[test]
+    fn batches_do_not_depend_on_the_worker_count() {
+        let one = epoch(1, 0);
+        assert_eq!(one.len(), 7);
+        let mut labels: Vec<f32> = one.iter().flat_map(|b| b.1.clone()).collect();
+        labels.sort_by(f32::total_cmp);
+        assert_eq!(labels, (0..40).map(|i| i as f32).collect::<Vec<_>>());
+        for workers in [2, 4] {
+            assert!(epoch(workers, 0) == one, "{workers} workers");
+        }
+    }
+
+    /// A loader resumed from its state continues with the very next batch,
+    /// byte for byte, with another worker count.
+    #[test]
+    fn resume_continues_exactly_with_other_workers() {
+        let whole = epoch(2, 0);
+        let mut loader = Loader::new(dataset(), plan(), LoaderConfig::new(6, 2, 42)).unwrap();
+        for _ in 0..3 {
+            drop(loader.next().unwrap().unwrap());
+        }
+        let state = loader.state();
+        drop(loader);
+        assert_eq!(state.batches, 3);
+        let resumed =
+            Loader::resume(dataset(), plan(), LoaderConfig::new(6, 3, 42), state).unwrap();
+        let rest: Vec<_> = resumed
+            .map(|b| {
+                let b = b.unwrap();
+                let n = b.len();
+                (
+                    floats(b.tensor())[..n * 3 * 24 * 32].to_vec(),
+                    b.labels().to_vec(),
+                )
+            })
+            .collect();
+        assert!(rest == whole[3..]);
+        // Another seed or dataset is refused.
+        assert!(Loader::resume(dataset(), plan(), LoaderConfig::new(6, 3, 43), state).is_err());
+        // The next epoch draws anew.
+        let loader = Loader::new(dataset(), plan(), LoaderConfig::new(6, 2, 42)).unwrap();
+        let next: Vec<_> = loader
+            .next_epoch()
+            .unwrap()
+            .map(|b| b.unwrap().labels().to_vec())
+            .collect();
+        assert_ne!(next, whole.iter().map(|b| b.1.clone()).collect::<Vec<_>>());
+    }
+
+    /// A panicking sample ends the epoch with an error naming it; skipping
+    /// leaves it out and counts it; a dropped loader stops its workers.
+    #[test]
+    fn errors_name_the_sample_and_drop_stops_the_workers() {
+        let reads = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&reads);
+        let photo = tensorprep_tests::read("sample.jpg");
+        let flaky: Arc<dyn Dataset> = Arc::new((40usize, move |i: usize, s: &mut Sample| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            if i == 7 {
+                panic!("sample seven is cursed");
+            }
+            s.bytes.clear();
+            s.bytes.extend_from_slice(&photo);
+            s.labels.clear();
+            s.labels.push(i as f32);
+            Ok::<(), DataError>(())
+        }));
+        let mut config = LoaderConfig::new(4, 2, 1);
+        config.order = tensorprep::train::Order::Sequential;
+        let results: Vec<_> = Loader::new(Arc::clone(&flaky), plan(), config)
+            .unwrap()
+            .collect();
+        let err = results.last().unwrap().as_ref().unwrap_err();
+        assert!(
+            matches!(err, LoadError::Panic { index: 7, .. }) && err.to_string().contains("cursed"),
+            "{err}"
+        );
+        assert_eq!(
+            results.len(),
+            2,
+            "batch 0 delivered, batch 1 holds sample 7"
+        );
+        config.on_error = OnError::Skip;
+        let batches: Vec<_> = Loader::new(Arc::clone(&flaky), plan(), config)
+            .unwrap()
+            .map(|b| b.unwrap())
+            .map(|b| (b.len(), b.skipped()))
+            .collect();
+        assert_eq!(batches.iter().map(|b| b.0).sum::<usize>(), 39);
+        assert_eq!(batches[1], (3, 1));
+        // Dropped after one batch: no read happens once the drop returns.
+        let mut loader =
+            Loader::new(Arc::clone(&flaky), plan(), LoaderConfig::new(2, 2, 1)).unwrap();
+        drop(loader.next());
+        drop(loader);
+        let after = reads.load(Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(
+            reads.load(Ordering::SeqCst),
+            after,
+            "every worker was joined"
+        );
+        // Holding every buffer is an error, not a hang.
+        let mut loader = Loader::new(dataset(), plan(), LoaderConfig::new(2, 1, 1)).unwrap();
+        let held: Vec<_> = (&mut loader).take(3).map(|b| b.unwrap()).collect();
+        assert_eq!(held.len(), 3);
+        assert!(matches!(loader.next(), Some(Err(LoadError::Config(_)))));
+    }
+}

@@ -14,11 +14,13 @@
 
 mod augment;
 pub mod data;
+mod loader;
 mod plan;
 mod rng;
 mod sampler;
 
 pub use augment::{Augment, RandomCrop, RandomResizedCrop};
+pub use loader::{Batch, LoadError, Loader, LoaderConfig, LoaderState, OnError};
 pub use plan::{MAX_AUGMENTS, TrainPipeline, TrainPlan, TrainState};
 pub use rng::{Draws, SampleKey};
 pub use sampler::{Order, Shard, epoch_indices, permutation};
