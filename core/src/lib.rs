@@ -87,7 +87,7 @@ pub use image::Image;
 pub use image::{ImageView, ImageViewMut, Limits, Plane, PlaneMut, Rect};
 #[cfg(feature = "alloc")]
 pub use tensor::Tensor;
-pub use tensor::{DType, Layout, Quantization, TensorMut};
+pub use tensor::{DType, Fnv1a64, Layout, Quantization, TensorMut};
 
 /// The version of this crate, as written in its manifest.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

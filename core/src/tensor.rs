@@ -201,3 +201,64 @@ impl Tensor {
         }
     }
 }
+
+/// FNV-1a 64, fed bytes in pieces: the checksum `verify` and the training
+/// benchmark print over tensors (elements as little-endian bytes).
+///
+/// ```
+/// use tensorprep::Fnv1a64;
+///
+/// let mut h = Fnv1a64::new();
+/// h.update(b"a");
+/// assert_eq!(h.finish(), 0xaf63dc4c8601ec8c); // FNV-1a 64 of "a"
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fnv1a64(u64);
+
+impl Default for Fnv1a64 {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Fnv1a64 {
+    /// The empty input's hash.
+    pub const fn new() -> Fnv1a64 {
+        Fnv1a64(0xcbf2_9ce4_8422_2325)
+    }
+
+    /// Feeds `bytes`.
+    pub fn update(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    /// Feeds `values` as little-endian float32 bytes.
+    pub fn update_f32(&mut self, values: &[f32]) {
+        for v in values {
+            self.update(&v.to_le_bytes());
+        }
+    }
+
+    /// Feeds `len` elements of `tensor` from element `start`.
+    #[cfg(feature = "alloc")]
+    pub fn update_elements(&mut self, tensor: &Tensor, start: usize, len: usize) {
+        let end = start + len;
+        match tensor {
+            Tensor::F32(v) => self.update_f32(&v[start..end]),
+            Tensor::F16(v) => v[start..end]
+                .iter()
+                .for_each(|x| self.update(&x.to_le_bytes())),
+            Tensor::U8(v) => self.update(&v[start..end]),
+            Tensor::I8(v) => v[start..end]
+                .iter()
+                .for_each(|x| self.update(&x.to_le_bytes())),
+        }
+    }
+
+    /// The hash so far.
+    pub const fn finish(&self) -> u64 {
+        self.0
+    }
+}

@@ -148,19 +148,9 @@ const SAMPLES: usize = 64;
 
 /// FNV-1a 64 over the elements as little-endian bytes.
 pub(crate) fn fnv1a64(tensor: &Tensor) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
-        for &b in bytes {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    };
-    match tensor {
-        Tensor::F32(v) => v.iter().for_each(|x| eat(&x.to_le_bytes())),
-        Tensor::F16(v) => v.iter().for_each(|x| eat(&x.to_le_bytes())),
-        Tensor::U8(v) => eat(v),
-        Tensor::I8(v) => v.iter().for_each(|x| eat(&x.to_le_bytes())),
-    }
-    h
+    let mut h = crate::Fnv1a64::new();
+    h.update_elements(tensor, 0, tensor.len());
+    h.finish()
 }
 
 fn value(tensor: &Tensor, i: usize) -> Option<f32> {

@@ -31,6 +31,7 @@ mod bench;
 mod graphs;
 mod inputs;
 mod run;
+mod train;
 
 #[derive(Parser)]
 #[command(
@@ -59,6 +60,12 @@ enum Command {
     Embed(graphs::EmbedArgs),
     /// Take the graph out of an ONNX model into a graph file.
     Extract(graphs::ExtractArgs),
+    /// Measure the training loader: images/s over the timed epochs, and a
+    /// checksum of every batch it delivered.
+    TrainBench(train::TrainBenchArgs),
+    /// Pack an image folder into record files, or list a record file.
+    #[command(subcommand)]
+    Records(train::RecordsCommand),
     /// List the built-in presets (and, with --torchvision, the torchvision weights names).
     Presets {
         /// List the torchvision weights names `convert --from torchvision:NAME` knows.
@@ -139,6 +146,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Bench(args) => bench::bench(&args),
+        Command::TrainBench(args) => train::train_bench(&args),
+        Command::Records(command) => train::records(&command),
         Command::Convert(args) => graphs::convert(&args),
         Command::Inspect(args) => graphs::inspect(&args),
         Command::Verify(args) => graphs::verify(&args),

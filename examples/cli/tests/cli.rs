@@ -974,3 +974,81 @@ fn allocation_failure_is_an_error_not_an_abort() {
     assert!(stderr.contains("could not allocate"), "{stderr}");
     assert!(!out.exists());
 }
+
+/// `train-bench` prints one checksum for a folder and the `.rec` and
+/// `.tfrecord` packed from it, for any worker count, and ends with the
+/// `images/s:` line; `records ls` lists what `records pack` wrote.
+#[test]
+fn train_bench_checksums_agree_across_data_forms_and_workers() {
+    let dir = scratch("train-bench");
+    let folder = fixture("records/folder");
+    let rec = dir.join("f.rec");
+    let tfr = dir.join("f.tfrecord");
+    run_ok(&[
+        "records",
+        "pack",
+        folder.as_str(),
+        "-o",
+        rec.to_str().unwrap(),
+    ]);
+    run_ok(&[
+        "records",
+        "pack",
+        folder.as_str(),
+        "-o",
+        tfr.to_str().unwrap(),
+    ]);
+    assert!(dir.join("f.idx").is_file() && dir.join("f.lst").is_file());
+    let mut checksums = Vec::new();
+    for data in [
+        folder.as_str(),
+        rec.to_str().unwrap(),
+        tfr.to_str().unwrap(),
+    ] {
+        for workers in ["1", "2"] {
+            let o = run_ok(&[
+                "train-bench",
+                data,
+                "--workers",
+                workers,
+                "--batch",
+                "4",
+                "--seed",
+                "9",
+                "--checksum",
+                "--decoder",
+                "zune-jpeg",
+            ]);
+            let stdout = String::from_utf8(o.stdout).unwrap();
+            let lines: Vec<&str> = stdout.lines().collect();
+            assert!(lines.last().unwrap().starts_with("images/s: "), "{stdout}");
+            let sum = lines
+                .iter()
+                .find_map(|l| l.strip_prefix("checksum: "))
+                .unwrap()
+                .to_owned();
+            assert_eq!(sum.len(), 16, "{stdout}");
+            checksums.push(sum);
+        }
+    }
+    assert!(checksums.windows(2).all(|w| w[0] == w[1]), "{checksums:?}");
+    // Another seed, another checksum.
+    let o = run_ok(&[
+        "train-bench",
+        folder.as_str(),
+        "--batch",
+        "4",
+        "--seed",
+        "10",
+        "--checksum",
+        "--decoder",
+        "zune-jpeg",
+    ]);
+    assert!(!String::from_utf8(o.stdout).unwrap().contains(&checksums[0]));
+    let o = run_ok(&["records", "ls", rec.to_str().unwrap()]);
+    let listing = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(listing.lines().count(), 6);
+    assert!(listing.starts_with("0\tid 0\tlabels 0\t"), "{listing}");
+    let o = tensorprep(&["train-bench", folder.as_str(), "--fast-decode"]);
+    assert!(!o.status.success() && stderr_of(&o).contains("--fast-decode"));
+}

@@ -1,0 +1,272 @@
+//! The training commands: `train-bench` (the loader's throughput, and a
+//! checksum of everything it delivers) and `records` (pack a folder into
+//! RecordIO or TFRecord, list a record file).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::{Args, Subcommand};
+use tensorprep::Fnv1a64;
+use tensorprep::pipeline::DecodeScaling;
+use tensorprep::train::data::folder::FolderDataset;
+use tensorprep::train::data::recordio::{RecordIoDataset, RecordIoWriter, pack_image};
+use tensorprep::train::data::tfrecord::{
+    Feature, Keys, TfRecordDataset, TfRecordWriter, encode_example,
+};
+use tensorprep::train::data::webdataset::{WebDataset, WebKeys};
+use tensorprep::train::data::{Dataset, Sample};
+use tensorprep::train::{Loader, LoaderConfig, TrainPipeline};
+
+use crate::atomic::{self, ReadOnly};
+use crate::{Decoder, backend, default_backend};
+
+#[derive(Args)]
+pub(crate) struct TrainBenchArgs {
+    /// The training pipeline: `imagenet-train` (RandomResizedCrop 224,
+    /// RandomHorizontalFlip, ToTensor, Normalize(ImageNet), CHW float32).
+    #[arg(long, default_value = "imagenet-train")]
+    preset: String,
+    /// An image folder (a sub-folder per class), a `.rec` (its `.idx`
+    /// beside it), a `.tfrecord`, or WebDataset `.tar` shards (braces allowed).
+    data: String,
+    /// Worker threads.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Samples per batch.
+    #[arg(long, default_value_t = 64)]
+    batch: usize,
+    /// Epochs timed.
+    #[arg(long, default_value_t = 1)]
+    epochs: u32,
+    /// Epochs run before the timed ones (not counted).
+    #[arg(long, default_value_t = 0)]
+    warmup_epochs: u32,
+    /// The draws' seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// The JPEG decoder [default: libjpeg-turbo when this build has it].
+    #[arg(long, value_enum)]
+    decoder: Option<Decoder>,
+    /// DCT-scaled decoding (libjpeg-turbo): not yet available in training mode.
+    #[arg(long)]
+    fast_decode: bool,
+    /// Print `checksum: <16 hex digits>` over every delivered batch's tensor
+    /// bytes and labels (little-endian float32), in delivery order.
+    #[arg(long)]
+    checksum: bool,
+}
+
+/// A dataset from what `DATA` names.
+fn open(data: &str) -> Result<Arc<dyn Dataset>, String> {
+    let path = Path::new(data);
+    let named = |e: &dyn std::fmt::Display| format!("{data}: {e}");
+    if path.is_dir() {
+        return Ok(Arc::new(FolderDataset::open(path).map_err(|e| named(&e))?));
+    }
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    match ext {
+        "rec" => Ok(Arc::new(
+            RecordIoDataset::open(path).map_err(|e| named(&e))?,
+        )),
+        "tfrecord" => Ok(Arc::new(
+            TfRecordDataset::open(path, Keys::CONVENTIONAL).map_err(|e| named(&e))?,
+        )),
+        "tar" => Ok(Arc::new(
+            WebDataset::open(data, WebKeys::CONVENTIONAL).map_err(|e| named(&e))?,
+        )),
+        _ => Err(format!(
+            "{data}: not a folder, .rec, .tfrecord or .tar (WebDataset) file"
+        )),
+    }
+}
+
+pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
+    if args.preset != "imagenet-train" {
+        return Err(format!(
+            "unknown training preset `{}` (known: imagenet-train)",
+            args.preset
+        ));
+    }
+    let mut pipeline = TrainPipeline::imagenet_train();
+    pipeline.decode.backend = match args.decoder {
+        Some(d) => backend(d)?,
+        None => default_backend(),
+    };
+    if args.fast_decode {
+        // The drawn crop comes first, and fast decoding needs to know the
+        // resize's scale from the crop: not built yet.
+        return Err(
+            "--fast-decode is not available in training mode yet (the exact mode is)".to_owned(),
+        );
+    }
+    debug_assert_eq!(pipeline.decode.scaling, DecodeScaling::Exact);
+    let plan = Arc::new(pipeline.compile().map_err(|e| e.to_string())?);
+    let data = open(&args.data)?;
+    if data.is_empty() {
+        return Err(format!("{}: no samples", args.data));
+    }
+    let config = LoaderConfig::new(args.batch.max(1), args.workers.clamp(1, 1024), args.seed);
+    let sample_len: usize = plan.output_shape().map(|s| s.iter().product()).unwrap_or(0);
+    let mut hash = Fnv1a64::new();
+    let mut loader =
+        Loader::new(Arc::clone(&data), Arc::clone(&plan), config).map_err(|e| e.to_string())?;
+    let (mut images, mut timed) = (0u64, 0.0f64);
+    for epoch in 0..args.warmup_epochs + args.epochs {
+        let start = Instant::now();
+        let mut count = 0u64;
+        for batch in &mut loader {
+            let batch = batch.map_err(|e| e.to_string())?;
+            if args.checksum {
+                hash.update_elements(batch.tensor(), 0, batch.len() * sample_len);
+                hash.update_f32(batch.labels());
+            }
+            count += batch.len() as u64;
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        let timed_epoch = epoch >= args.warmup_epochs;
+        eprintln!(
+            "epoch {epoch}{}: {count} images in {seconds:.2} s",
+            if timed_epoch { "" } else { " (warm-up)" }
+        );
+        if timed_epoch {
+            images += count;
+            timed += seconds;
+        }
+        if epoch + 1 < args.warmup_epochs + args.epochs {
+            loader = loader.next_epoch().map_err(|e| e.to_string())?;
+        }
+    }
+    if args.checksum {
+        println!("checksum: {:016x}", hash.finish());
+    }
+    println!("images/s: {:.1}", images as f64 / timed.max(1e-9));
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Subcommand)]
+pub(crate) enum RecordsCommand {
+    /// Pack an image folder (a sub-folder per class) into a `.rec` (with its
+    /// `.idx` and `.lst`, as im2rec writes them) or a `.tfrecord`.
+    Pack {
+        /// The image folder.
+        dir: PathBuf,
+        /// The file to write: `.rec` or `.tfrecord`.
+        #[arg(short, long)]
+        out: PathBuf,
+        /// Replace read-only outputs.
+        #[arg(long)]
+        force: bool,
+    },
+    /// One line per record: position, id, labels, byte length, sha256.
+    Ls {
+        /// A `.rec`, `.tfrecord` or WebDataset `.tar`.
+        file: String,
+        /// JSON lines instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub(crate) fn records(command: &RecordsCommand) -> Result<ExitCode, String> {
+    match command {
+        RecordsCommand::Pack { dir, out, force } => pack(dir, out, ReadOnly::forced(*force)),
+        RecordsCommand::Ls { file, json } => ls(file, *json),
+    }
+}
+
+fn pack(dir: &Path, out: &Path, read_only: ReadOnly) -> Result<ExitCode, String> {
+    let folder = FolderDataset::open(dir).map_err(|e| e.to_string())?;
+    let ext = out.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let mut sample = Sample::default();
+    let mut record = Vec::new();
+    match ext {
+        "rec" => {
+            let (mut idx, mut lst) = (String::new(), String::new());
+            atomic::write(out, read_only, |w| {
+                let mut rec = RecordIoWriter::new(w);
+                for (i, (path, label)) in folder.files().iter().enumerate() {
+                    folder.read(i, &mut sample).map_err(std::io::Error::other)?;
+                    pack_image(&[*label as f32], i as u64, &sample.bytes, &mut record);
+                    let at = rec.write_record(&record)?;
+                    idx.push_str(&format!("{i}\t{at}\n"));
+                    let name = path.strip_prefix(dir).unwrap_or(path);
+                    lst.push_str(&format!("{i}\t{:.6}\t{}\n", *label as f32, name.display()));
+                }
+                Ok(())
+            })?;
+            atomic::write_bytes(&out.with_extension("idx"), read_only, idx.as_bytes())?;
+            atomic::write_bytes(&out.with_extension("lst"), read_only, lst.as_bytes())?;
+        }
+        "tfrecord" => {
+            atomic::write(out, read_only, |w| {
+                let mut tf = TfRecordWriter::new(w);
+                for (i, (_, label)) in folder.files().iter().enumerate() {
+                    folder.read(i, &mut sample).map_err(std::io::Error::other)?;
+                    encode_example(
+                        &[
+                            ("image/encoded", Feature::Bytes(&[&sample.bytes])),
+                            ("image/class/label", Feature::Int64(&[i64::from(*label)])),
+                        ],
+                        &mut record,
+                    );
+                    tf.write_record(&record)?;
+                }
+                Ok(())
+            })?;
+        }
+        _ => return Err(format!("{}: write a .rec or a .tfrecord", out.display())),
+    }
+    eprintln!(
+        "wrote {} ({} images, {} classes)",
+        out.display(),
+        folder.len(),
+        folder.classes().len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ls(file: &str, json: bool) -> Result<ExitCode, String> {
+    use std::io::Write;
+    let data = open(file)?;
+    let mut sample = Sample::default();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut line = |i: usize, sample: &Sample| -> std::io::Result<()> {
+        let digest = sha256(&sample.bytes);
+        let labels: Vec<String> = sample.labels.iter().map(|l| format!("{l}")).collect();
+        if json {
+            writeln!(
+                out,
+                "{{\"position\": {i}, \"id\": {}, \"labels\": [{}], \"bytes\": {}, \"sha256\": \"{digest}\"}}",
+                sample.id,
+                labels.join(", "),
+                sample.bytes.len()
+            )
+        } else {
+            writeln!(
+                out,
+                "{i}\tid {}\tlabels {}\t{} bytes\tsha256 {digest}",
+                sample.id,
+                labels.join(","),
+                sample.bytes.len()
+            )
+        }
+    };
+    for i in 0..data.len() {
+        data.read(i, &mut sample).map_err(|e| e.to_string())?;
+        match line(i, &sample) {
+            Ok(()) => {}
+            // `records ls FILE | head`: the reader has what it wanted.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
+            Err(e) => return Err(format!("standard output: {e}")),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(bytes);
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
