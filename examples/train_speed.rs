@@ -1,0 +1,259 @@
+//! The training loader's speed, as ratios against references measured in the
+//! same run: torchvision's ImageNet training transform (`imagenet-train`)
+//! over 2,000 ImageNet-like photos (long side 500, made once from the
+//! bundled photos into `target/train-speed/`), from an image folder and
+//! from a `.rec`, with 1 and 2 workers; beside the same per-image work in a
+//! single-threaded loop, and on bytes already in memory with as many
+//! threads; and beside PyTorch's DataLoader (torchvision PIL transforms, 2
+//! workers) and MindSpore's `RandomCropDecodeResize` pipeline (2 workers)
+//! when Python has them.
+//!
+//! ```text
+//! cargo run --release --example train_speed [-- --images N]
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tensorprep::train::data::folder::FolderDataset;
+use tensorprep::train::data::recordio::{RecordIoDataset, RecordIoWriter, pack_image};
+use tensorprep::train::data::{Dataset, Sample};
+use tensorprep::train::{Loader, LoaderConfig, SampleKey, TrainPipeline, TrainPlan, TrainState};
+use tensorprep::{TensorMut, jpeg};
+
+const CLASSES: usize = 10;
+
+/// Makes (once) `n` photos of long side 500 from the bundled ones: crops at
+/// varied places and sizes, resized (Pillow bilinear), JPEG quality 90.
+fn make_photos(root: &Path, n: usize) -> PathBuf {
+    let dir = root.join(format!("folder-{n}"));
+    if dir.join("done").is_file() {
+        return dir;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let sources: Vec<tensorprep::Image> = [
+        "lxqt_butterfly_kenneth_wimer.jpg",
+        "sklearn_china.jpg",
+        "sample.jpg",
+        "exif_orient6_grace_hopper.jpg",
+    ]
+    .iter()
+    .map(|name| {
+        let bytes = std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../tests/fixtures")
+                .join(name),
+        )
+        .unwrap();
+        jpeg::decode_jpeg(&bytes, &jpeg::DecodeOptions::default()).unwrap()
+    })
+    .collect();
+    for i in 0..n {
+        let src = &sources[i % sources.len()];
+        let (w, h) = (src.width(), src.height());
+        // A crop of 60-100% of each side, placed by the index.
+        let cw = w * (60 + (i * 7 % 41) as u32) / 100;
+        let ch = h * (60 + (i * 13 % 41) as u32) / 100;
+        let (x, y) = (
+            (w - cw) * (i as u32 % 5) / 4,
+            (h - ch) * (i as u32 / 5 % 5) / 4,
+        );
+        let crop = src
+            .view()
+            .crop(tensorprep::Rect::new(x, y, cw, ch))
+            .unwrap();
+        let scale = 500.0 / cw.max(ch) as f64;
+        let (ow, oh) = (
+            (cw as f64 * scale).round() as u32,
+            (ch as f64 * scale).round() as u32,
+        );
+        let mut out = tensorprep::Image::new(tensorprep::PixelFormat::Rgb8, ow, oh).unwrap();
+        tensorprep::resize::resize(
+            &crop,
+            &mut out.view_mut(),
+            tensorprep::resize::Resample::Pillow(tensorprep::resize::Filter::Bilinear),
+        )
+        .unwrap();
+        let mut jpeg_bytes = Vec::new();
+        let mut encoder = jpeg_encoder::Encoder::new(&mut jpeg_bytes, 90);
+        encoder.set_sampling_factor(jpeg_encoder::SamplingFactor::F_2_2);
+        encoder
+            .encode(
+                out.as_bytes(),
+                ow as u16,
+                oh as u16,
+                jpeg_encoder::ColorType::Rgb,
+            )
+            .unwrap();
+        let class = dir.join(format!("class{:02}", i % CLASSES));
+        std::fs::create_dir_all(&class).unwrap();
+        std::fs::write(class.join(format!("{i:05}.jpg")), jpeg_bytes).unwrap();
+    }
+    std::fs::write(dir.join("done"), b"").unwrap();
+    dir
+}
+
+/// Packs the folder into a `.rec` (once).
+fn pack(folder: &FolderDataset, path: &Path) {
+    if path.is_file() {
+        return;
+    }
+    let mut rec = RecordIoWriter::new(std::io::BufWriter::new(
+        std::fs::File::create(path).unwrap(),
+    ));
+    let (mut sample, mut record) = (Sample::default(), Vec::new());
+    for i in 0..folder.len() {
+        folder.read(i, &mut sample).unwrap();
+        pack_image(&sample.labels, i as u64, &sample.bytes, &mut record);
+        rec.write_record(&record).unwrap();
+    }
+}
+
+/// Images per second of one epoch of the loader.
+fn loader_rate(data: Arc<dyn Dataset>, plan: &Arc<TrainPlan>, workers: usize) -> f64 {
+    let config = LoaderConfig::new(64, workers, 1);
+    let start = Instant::now();
+    let mut n = 0;
+    for batch in Loader::new(data, Arc::clone(plan), config).unwrap() {
+        n += batch.unwrap().len();
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Images per second of the same per-image work on bytes in memory, on
+/// `threads` threads taking every `threads`-th image.
+fn memory_rate(images: &[Vec<u8>], plan: &TrainPlan, threads: usize) -> f64 {
+    let len: usize = plan.output_shape().unwrap().iter().product();
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            s.spawn(move || {
+                let mut state = TrainState::new();
+                let mut out = vec![0f32; len];
+                for (i, bytes) in images.iter().enumerate().skip(t).step_by(threads) {
+                    plan.run(
+                        &mut state,
+                        SampleKey::new(1, 0, i as u64),
+                        bytes,
+                        TensorMut::F32(&mut out),
+                    )
+                    .unwrap();
+                }
+            });
+        }
+    });
+    images.len() as f64 / start.elapsed().as_secs_f64()
+}
+
+/// PyTorch's DataLoader and MindSpore's pipeline over the folder, when
+/// Python has them: images/s, or why not.
+fn python_rate(folder: &Path, which: &str) -> Result<f64, String> {
+    let script = match which {
+        "pytorch" => {
+            "import sys, time, torch, torchvision.transforms as T, torchvision.datasets as D\n\
+             t = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(),\n\
+                            T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])\n\
+             d = torch.utils.data.DataLoader(D.ImageFolder(sys.argv[1], t), batch_size=64, num_workers=2, shuffle=True)\n\
+             s = time.time(); n = sum(len(x) for x, _ in d); print(n / (time.time() - s))\n"
+        }
+        _ => {
+            "import sys, time, mindspore.dataset as ds, mindspore.dataset.vision as V\n\
+             d = ds.ImageFolderDataset(sys.argv[1], num_parallel_workers=2, shuffle=True)\n\
+             d = d.map([V.RandomCropDecodeResize(224), V.RandomHorizontalFlip(),\n\
+                        V.Normalize([123.675, 116.28, 103.53], [58.395, 57.12, 57.375]), V.HWC2CHW()],\n\
+                       input_columns='image', num_parallel_workers=2).batch(64)\n\
+             s = time.time(); n = sum(x[0].shape[0] for x in d.create_tuple_iterator()); print(n / (time.time() - s))\n"
+        }
+    };
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(folder)
+        .output()
+        .map_err(|e| format!("no python3: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().last().unwrap_or("failed").to_owned();
+        return Err(last);
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .map_err(|_| "no rate printed".to_owned())
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut n = 2000;
+    while let Some(a) = args.next() {
+        if a == "--images" {
+            n = args
+                .next()
+                .and_then(|v| v.parse().ok())
+                .expect("--images N");
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/train-speed");
+    std::fs::create_dir_all(&root).unwrap();
+    let dir = make_photos(&root, n);
+    let folder = Arc::new(FolderDataset::open(&dir).unwrap());
+    let rec_path = root.join(format!("folder-{n}.rec"));
+    pack(&folder, &rec_path);
+    let rec: Arc<dyn Dataset> = Arc::new(RecordIoDataset::open(&rec_path).unwrap());
+    let images: Vec<Vec<u8>> = folder
+        .files()
+        .iter()
+        .map(|(p, _)| std::fs::read(p).unwrap())
+        .collect();
+    let mut pipeline = TrainPipeline::imagenet_train();
+    pipeline.decode.backend = jpeg::Backend::available().next_back().unwrap_or_default();
+    let plan = Arc::new(pipeline.compile().unwrap());
+    println!(
+        "{n} photos (long side 500), imagenet-train, decoder {}, exact mode",
+        pipeline.decode.backend.name()
+    );
+    let single = memory_rate(&images, &plan, 1);
+    let memory2 = memory_rate(&images, &plan, 2);
+    let folder1 = loader_rate(folder.clone(), &plan, 1);
+    let folder2 = loader_rate(folder.clone(), &plan, 2);
+    let rec1 = loader_rate(Arc::clone(&rec), &plan, 1);
+    let rec2 = loader_rate(Arc::clone(&rec), &plan, 2);
+    println!("single-threaded loop, bytes in memory: {single:8.1} images/s");
+    println!("2 threads, bytes in memory:            {memory2:8.1} images/s");
+    println!("loader, folder, 1 worker:              {folder1:8.1} images/s");
+    println!("loader, folder, 2 workers:             {folder2:8.1} images/s");
+    println!("loader, .rec, 1 worker:                {rec1:8.1} images/s");
+    println!("loader, .rec, 2 workers:               {rec2:8.1} images/s");
+    println!(
+        "2 workers / 1 worker (folder):         {:8.2}x (target 1.8x)",
+        folder2 / folder1
+    );
+    println!(
+        "loader / memory, 2 threads (folder):   {:8.2}x (target 0.85x)",
+        folder2 / memory2
+    );
+    println!(
+        "loader / memory, 2 threads (.rec):     {:8.2}x",
+        rec2 / memory2
+    );
+    let mut best_peer: Option<f64> = None;
+    for (name, which) in [
+        ("PyTorch DataLoader (2 workers)", "pytorch"),
+        ("MindSpore (2 workers)", "mindspore"),
+    ] {
+        match python_rate(&dir, which) {
+            Ok(rate) => {
+                println!("{name}: {rate:8.1} images/s");
+                best_peer = Some(best_peer.map_or(rate, |b| b.max(rate)));
+            }
+            Err(why) => println!("{name}: not measured ({why})"),
+        }
+    }
+    if let Some(peer) = best_peer {
+        println!(
+            "loader (2 workers) / faster peer:      {:8.2}x (target 2x)",
+            folder2 / peer
+        );
+    }
+}
