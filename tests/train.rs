@@ -523,3 +523,88 @@ mod loader {
         assert!(matches!(loader.next(), Some(Err(LoadError::Config(_)))));
     }
 }
+
+mod shards {
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+
+    use tensorprep::train::data::{DataError, Dataset, Sample};
+    use tensorprep::train::{Loader, LoaderConfig, LoaderState, Shard, TrainPipeline};
+
+    fn dataset() -> Arc<dyn Dataset> {
+        let photo = tensorprep_tests::read("sample.jpg");
+        Arc::new((48usize, move |i: usize, s: &mut Sample| {
+            s.bytes.clear();
+            s.bytes.extend_from_slice(&photo);
+            s.labels.clear();
+            s.labels.push(i as f32);
+            Ok::<(), DataError>(())
+        }))
+    }
+
+    /// Each step's sample set over `count` shards of `batch`, from step
+    /// `from` (resumed from `state` when given).
+    fn steps(count: u32, batch: usize, state: Option<LoaderState>) -> Vec<BTreeSet<u64>> {
+        let mut p = TrainPipeline::imagenet_train();
+        p.augments.truncate(0);
+        p.augments.push(tensorprep::train::Augment::Op(
+            tensorprep::pipeline::Op::Resize(tensorprep::pipeline::Resize {
+                size: tensorprep::size::SizeRule::Exact {
+                    width: 8,
+                    height: 8,
+                },
+                resample: tensorprep::resize::Resample::Pillow(tensorprep::resize::Filter::Box),
+            }),
+        ));
+        let plan = Arc::new(p.compile().unwrap());
+        let mut per_step: Vec<BTreeSet<u64>> = Vec::new();
+        for index in 0..count {
+            let mut config = LoaderConfig::new(batch, 2, 3);
+            config.shard = Shard {
+                count,
+                index,
+                drop_last: false,
+            };
+            let loader = match state {
+                Some(s) => Loader::resume(dataset(), Arc::clone(&plan), config, s).unwrap(),
+                None => Loader::new(dataset(), Arc::clone(&plan), config).unwrap(),
+            };
+            for (k, b) in loader.enumerate() {
+                if per_step.len() <= k {
+                    per_step.push(BTreeSet::new());
+                }
+                per_step[k].extend(b.unwrap().indices().iter().copied());
+            }
+        }
+        per_step
+    }
+
+    /// Two shards of 4, checkpointed after 2 steps, resumed as four shards
+    /// of 2: every later step covers the same samples, and the epoch holds
+    /// every sample once.
+    #[test]
+    fn resume_with_another_shard_count_keeps_each_step_s_samples() {
+        let whole = steps(2, 4, None);
+        assert_eq!(whole.len(), 6);
+        let state = LoaderState {
+            seed: 3,
+            epoch: 0,
+            batches: 2,
+            global_batch: 8,
+            dataset_len: 48,
+        };
+        let rest = steps(4, 2, Some(state));
+        assert_eq!(rest, whole[2..]);
+        let all: BTreeSet<u64> = whole[..2].iter().chain(&rest).flatten().copied().collect();
+        assert_eq!(all.len(), 48);
+        // Another global batch is refused.
+        let mut config = LoaderConfig::new(3, 1, 3);
+        config.shard = Shard {
+            count: 4,
+            index: 0,
+            drop_last: false,
+        };
+        let p = Arc::new(TrainPipeline::imagenet_train().compile().unwrap());
+        assert!(Loader::resume(dataset(), p, config, state).is_err());
+    }
+}

@@ -16,8 +16,10 @@
 //!   with a [`LoadError`] naming the sample; [`OnError::Skip`] counts and
 //!   skips it instead (the batch is then short).
 //! - **Exact resume**: [`Loader::state`] is (seed, epoch, batches delivered,
-//!   shard, dataset length); [`Loader::resume`] continues with the very next
-//!   batch, with any worker count.
+//!   global batch, dataset length); [`Loader::resume`] continues with the
+//!   very next batch, with any worker count, and with another shard count
+//!   that keeps the global batch (each step covers the same stretch of the
+//!   epoch's order: shard `r` of `n` takes positions `r + n * j`).
 //! - **Shutdown**: dropping the loader stops and joins every worker promptly.
 
 use alloc::string::String;
@@ -82,6 +84,11 @@ impl LoaderConfig {
         }
     }
 
+    /// Samples per step over all shards.
+    fn global_batch(&self) -> u64 {
+        self.batch_size as u64 * u64::from(self.shard.count.max(1))
+    }
+
     fn seed(&self) -> u64 {
         match self.order {
             Order::Shuffled { seed } => seed,
@@ -98,10 +105,12 @@ pub struct LoaderState {
     pub seed: u64,
     /// The epoch being delivered.
     pub epoch: u32,
-    /// Batches of it already delivered.
+    /// Batches of it already delivered (by each shard: training steps).
     pub batches: u64,
-    /// The shard.
-    pub shard: Shard,
+    /// Samples per step over all shards (batch size x shard count). A
+    /// resume may change the shard count and the batch size if it keeps
+    /// this: each step covers the same stretch of the epoch's order.
+    pub global_batch: u64,
     /// The dataset's length (a different dataset is refused on resume).
     pub dataset_len: u64,
 }
@@ -296,7 +305,7 @@ impl Loader {
             seed: config.seed(),
             epoch: 0,
             batches: 0,
-            shard: config.shard,
+            global_batch: config.global_batch(),
             dataset_len: dataset.len() as u64,
         };
         Loader::resume(dataset, plan, config, state)
@@ -316,8 +325,13 @@ impl Loader {
                 "the state is for a dataset of another length",
             ));
         }
-        if state.seed != config.seed() || state.shard != config.shard {
-            return Err(LoadError::Config("the state is for another seed or shard"));
+        if state.seed != config.seed() {
+            return Err(LoadError::Config("the state is for another seed"));
+        }
+        if state.global_batch != config.global_batch() {
+            return Err(LoadError::Config(
+                "the state is for another global batch (batch size x shard count)",
+            ));
         }
         if config.batch_size == 0 || config.workers == 0 || config.workers > 1024 {
             return Err(LoadError::Config(
@@ -402,7 +416,7 @@ impl Loader {
             seed: self.shared.config.seed(),
             epoch: self.shared.epoch,
             batches: self.delivered,
-            shard: self.shared.config.shard,
+            global_batch: self.shared.config.global_batch(),
             dataset_len: self.shared.dataset.len() as u64,
         }
     }
