@@ -65,6 +65,8 @@ mod testing;
 
 pub mod color;
 pub mod decode;
+#[cfg(feature = "std")]
+mod files;
 pub mod finish;
 pub mod geometry;
 #[cfg(feature = "graph")]

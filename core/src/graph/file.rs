@@ -19,28 +19,10 @@ fn io(path: &Path, error: std::io::Error) -> GraphError {
     }
 }
 
-/// Reads a whole file of at most `limit` bytes, refusing larger ones before
-/// reading them.
-/// Refuses what is not a regular file before opening it: a FIFO would block
-/// the open, a device (`/dev/zero`) never end.
-fn regular(path: &Path) -> Result<(), GraphError> {
-    let meta = std::fs::metadata(path).map_err(|e| io(path, e))?;
-    if meta.is_file() {
-        return Ok(());
-    }
-    Err(io(
-        path,
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file (a directory, device or FIFO): refused",
-        ),
-    ))
-}
-
+/// Reads a whole regular file of at most `limit` bytes, refusing larger
+/// ones before reading them.
 pub(crate) fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, GraphError> {
-    regular(path)?;
-    let file = File::open(path).map_err(|e| io(path, e))?;
-    let len = file.metadata().map_err(|e| io(path, e))?.len();
+    let (file, len) = crate::files::open_regular(path).map_err(|e| io(path, e))?;
     if len > limit {
         return Err(GraphError::TooLarge { bytes: len, limit });
     }
@@ -239,9 +221,7 @@ fn read_payload(
 }
 
 fn open_model(path: &Path) -> Result<(BufReader<File>, u64), GraphError> {
-    regular(path)?;
-    let file = File::open(path).map_err(|e| io(path, e))?;
-    let len = file.metadata().map_err(|e| io(path, e))?.len();
+    let (file, len) = crate::files::open_regular(path).map_err(|e| io(path, e))?;
     Ok((BufReader::new(file), len))
 }
 

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use super::data::{DataError, Dataset, Sample};
 use super::{Order, SampleKey, Shard, TrainPlan, TrainState, epoch_indices};
-use crate::{DType, Tensor, TensorMut};
+use crate::{Tensor, TensorMut};
 
 /// What to do with a sample that cannot be read or decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -628,5 +628,4 @@ const _: () = {
     const fn assert_send<T: Send>() {}
     assert_send::<Loader>();
     assert_send::<Batch>();
-    let _ = DType::F32;
 };

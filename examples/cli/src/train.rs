@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use clap::{Args, Subcommand};
 use tensorprep::Fnv1a64;
-use tensorprep::pipeline::DecodeScaling;
 use tensorprep::train::data::folder::FolderDataset;
 use tensorprep::train::data::recordio::{RecordIoDataset, RecordIoWriter, pack_image};
 use tensorprep::train::data::tfrecord::{
@@ -101,7 +100,6 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
             "--fast-decode is not available in training mode yet (the exact mode is)".to_owned(),
         );
     }
-    debug_assert_eq!(pipeline.decode.scaling, DecodeScaling::Exact);
     let plan = Arc::new(pipeline.compile().map_err(|e| e.to_string())?);
     let data = open(&args.data)?;
     if data.is_empty() {

@@ -109,7 +109,7 @@ impl Dataset for FolderDataset {
             index,
             len: self.files.len(),
         })?;
-        let file = std::fs::File::open(path).map_err(|e| DataError::io(path, e))?;
+        let (file, _) = super::open_file(path)?;
         sample.bytes.clear();
         // Read capped whatever the file claims to be (it may have changed).
         file.take(MAX_FILE_BYTES + 1)

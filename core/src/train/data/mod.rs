@@ -77,6 +77,54 @@ where
     }
 }
 
+/// Opens a data file; what is not a regular file is refused before opening.
+pub(crate) fn open_file(path: &std::path::Path) -> Result<(std::fs::File, u64), DataError> {
+    crate::files::open_regular(path).map_err(|e| DataError::io(path, e))
+}
+
+/// Appends `len` bytes of `file` from `offset` to `out`, reserving the room
+/// fallibly first (the caller has checked that the file holds them).
+pub(crate) fn append_at(
+    file: &std::fs::File,
+    path: &std::path::Path,
+    format: &'static str,
+    offset: u64,
+    len: u64,
+    out: &mut Vec<u8>,
+) -> Result<(), DataError> {
+    let at = out.len();
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|&n| out.try_reserve(n).is_ok())
+        .ok_or_else(|| DataError::corrupt(format, path, offset, "no memory for the record"))?;
+    out.resize(at + len, 0);
+    read_at(file, &mut out[at..], offset).map_err(|e| DataError::io(path, e))
+}
+
+/// Reads a text index of at most `cap` bytes (what the data file it
+/// indexes can need: a larger one is refused before it is read whole).
+pub(crate) fn read_index(
+    path: &std::path::Path,
+    format: &'static str,
+    cap: u64,
+) -> Result<alloc::string::String, DataError> {
+    use std::io::Read;
+    let (file, _) = open_file(path)?;
+    let mut text = alloc::string::String::new();
+    file.take(cap + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| DataError::io(path, e))?;
+    if text.len() as u64 > cap {
+        return Err(DataError::corrupt(
+            format,
+            path,
+            0,
+            alloc::format!("larger than its data file can need ({cap} bytes)"),
+        ));
+    }
+    Ok(text)
+}
+
 /// Reads `buf.len()` bytes of `file` at `offset` without moving a shared
 /// cursor: worker threads read one file at once.
 pub(crate) fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {

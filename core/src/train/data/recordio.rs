@@ -18,7 +18,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::{DataError, Dataset, Sample, read_at};
+use super::{DataError, Dataset, Sample, append_at, open_file, read_at, read_index};
 
 /// The magic number that starts every record (part).
 pub const MAGIC: u32 = 0xced7_230a;
@@ -135,18 +135,11 @@ struct RecFile {
 
 impl RecFile {
     fn open(path: &Path) -> Result<RecFile, DataError> {
-        let file = File::open(path).map_err(|e| DataError::io(path, e))?;
-        let meta = file.metadata().map_err(|e| DataError::io(path, e))?;
-        if !meta.is_file() {
-            return Err(DataError::io(
-                path,
-                io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
-            ));
-        }
+        let (file, len) = open_file(path)?;
         Ok(RecFile {
             path: path.to_path_buf(),
             file,
-            len: meta.len(),
+            len,
         })
     }
 
@@ -201,12 +194,14 @@ impl RecFile {
                     },
                 ));
             }
-            let at = out.len();
-            out.try_reserve(len as usize)
-                .map_err(|_| self.bad(offset, "no memory for the record"))?;
-            out.resize(at + len as usize, 0);
-            read_at(&self.file, &mut out[at..], offset + 8)
-                .map_err(|e| DataError::io(&self.path, e))?;
+            append_at(
+                &self.file,
+                &self.path,
+                FORMAT,
+                offset + 8,
+                u64::from(len),
+                out,
+            )?;
             offset += part_bytes(len);
             if matches!(cflag, 0 | 3) {
                 return Ok(offset);
@@ -295,7 +290,8 @@ impl RecordIoDataset {
     ) -> Result<RecordIoDataset, DataError> {
         let (rec, idx) = (rec.as_ref(), idx.as_ref());
         let file = RecFile::open(rec)?;
-        let text = read_index(idx, file.len)?;
+        // A line per record of at least 8 bytes, at most 41 characters a line.
+        let text = read_index(idx, "RecordIO index", (file.len / 8 + 1) * 41)?;
         let mut offsets = Vec::new();
         for (line, l) in text.lines().enumerate() {
             let l = l.trim();
@@ -410,25 +406,4 @@ impl Dataset for RecordIoDataset {
         sample.bytes.drain(..labels_end as usize);
         Ok(())
     }
-}
-
-/// Reads a text index, refusing one larger than its `.rec` could need (a
-/// line per record of at least 8 bytes, at most 41 characters a line).
-fn read_index(path: &Path, rec_len: u64) -> Result<alloc::string::String, DataError> {
-    use std::io::Read;
-    let cap = (rec_len / 8 + 1) * 41;
-    let file = File::open(path).map_err(|e| DataError::io(path, e))?;
-    let mut text = alloc::string::String::new();
-    file.take(cap + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| DataError::io(path, e))?;
-    if text.len() as u64 > cap {
-        return Err(DataError::corrupt(
-            "RecordIO index",
-            path,
-            0,
-            alloc::format!("larger than a {rec_len}-byte record file can need"),
-        ));
-    }
-    Ok(text)
 }

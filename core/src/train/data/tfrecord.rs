@@ -19,7 +19,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::{DataError, Dataset, Sample, read_at};
+use super::{DataError, Dataset, Sample, append_at, open_file, read_at, read_index};
 use crate::graph::wire::{self, Value};
 
 const FORMAT: &str = "TFRecord";
@@ -188,7 +188,9 @@ impl TfRecordDataset {
     ) -> Result<TfRecordDataset, DataError> {
         let mut d = TfRecordDataset::new(path.as_ref(), keys)?;
         let index = index.as_ref();
-        let text = std::fs::read_to_string(index).map_err(|e| DataError::io(index, e))?;
+        // A line per record of at least 16 bytes: two numbers of at most
+        // 20 digits, a space and a newline.
+        let text = read_index(index, "TFRecord index", (d.len / 16 + 1) * 42)?;
         for (line, l) in text
             .lines()
             .enumerate()
@@ -210,8 +212,7 @@ impl TfRecordDataset {
     }
 
     fn new(path: &Path, keys: Keys<'_>) -> Result<TfRecordDataset, DataError> {
-        let file = File::open(path).map_err(|e| DataError::io(path, e))?;
-        let len = file.metadata().map_err(|e| DataError::io(path, e))?.len();
+        let (file, len) = open_file(path)?;
         Ok(TfRecordDataset {
             path: path.to_path_buf(),
             file,
@@ -368,11 +369,8 @@ impl Dataset for TfRecordDataset {
         })?;
         let bytes = &mut sample.bytes;
         bytes.clear();
-        bytes
-            .try_reserve(n as usize + 4)
-            .map_err(|_| self.bad(offset, "no memory for the record"))?;
-        bytes.resize(n as usize + 4, 0);
-        read_at(&self.file, bytes, offset + 12).map_err(|e| DataError::io(&self.path, e))?;
+        // The data and its checksum.
+        append_at(&self.file, &self.path, FORMAT, offset + 12, n + 4, bytes)?;
         let crc = u32::from_le_bytes(bytes[n as usize..].try_into().expect("4 bytes"));
         bytes.truncate(n as usize);
         if masked_crc32c(bytes) != crc {

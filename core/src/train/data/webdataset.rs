@@ -16,7 +16,7 @@ use alloc::vec::Vec;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use super::{DataError, Dataset, Sample, read_at};
+use super::{DataError, Dataset, Sample, append_at, open_file, read_at};
 
 const FORMAT: &str = "WebDataset tar";
 
@@ -141,8 +141,8 @@ impl WebDataset {
         };
         for (i, path) in expand_braces(pattern)?.into_iter().enumerate() {
             let path = PathBuf::from(path);
-            let file = File::open(&path).map_err(|e| DataError::io(&path, e))?;
-            d.index(i as u32, &path, &file, keys)?;
+            let (file, len) = open_file(&path)?;
+            d.index(i as u32, &path, &file, len, keys)?;
             d.shards.push((path, file));
         }
         Ok(d)
@@ -153,9 +153,9 @@ impl WebDataset {
         shard: u32,
         path: &Path,
         file: &File,
+        len: u64,
         keys: WebKeys<'_>,
     ) -> Result<(), DataError> {
-        let len = file.metadata().map_err(|e| DataError::io(path, e))?.len();
         let bad = |offset: u64, what: &str| DataError::corrupt(FORMAT, path, offset, what);
         let mut archive = tar::Archive::new(file);
         let entries = archive.entries().map_err(|e| DataError::io(path, e))?;
@@ -224,10 +224,7 @@ impl WebDataset {
     fn read_member(&self, m: Member, out: &mut Vec<u8>) -> Result<(), DataError> {
         let (path, file) = &self.shards[m.shard as usize];
         out.clear();
-        out.try_reserve(m.len as usize)
-            .map_err(|_| DataError::corrupt(FORMAT, path, m.offset, "no memory for the member"))?;
-        out.resize(m.len as usize, 0);
-        read_at(file, out, m.offset).map_err(|e| DataError::io(path, e))
+        append_at(file, path, FORMAT, m.offset, m.len, out)
     }
 }
 
