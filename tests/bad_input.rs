@@ -584,26 +584,9 @@ fn jpegs_with_too_many_scans_are_refused() {
 /// plan is resolved, naming it.
 #[test]
 fn a_plan_s_buffers_have_one_budget() {
-    use tensorprep::geometry::Flip;
-    use tensorprep::pipeline::{CenterCrop, CropRounding, InputDesc, Op, Pipeline, Resize};
+    use tensorprep::pipeline::InputDesc;
     use tensorprep::resize::{Filter, Resample};
-    use tensorprep::size::SizeRule;
-    let eval = Pipeline::imagenet_eval();
-    let mut ops = vec![Op::Resize(Resize {
-        size: SizeRule::Exact {
-            width: 4000,
-            height: 4000,
-        },
-        resample: Resample::Pillow(Filter::Nearest),
-    })];
-    ops.extend(std::iter::repeat_n(Op::Flip(Flip::Horizontal), 26));
-    ops.push(Op::CenterCrop(CenterCrop {
-        width: 224,
-        height: 224,
-        rounding: CropRounding::HalfEven,
-    }));
-    ops.extend_from_slice(&eval.ops()[3..]);
-    let pipeline = Pipeline::from_ops(&ops).unwrap();
+    let pipeline = tensorprep_tests::flip_bomb(false, 4000, Resample::Pillow(Filter::Nearest));
     let input = InputDesc::pixels(PixelFormat::Rgb8, 64, 64);
     // Each image is 48 MB: two slots, 96 MB, whatever the number of flips.
     let limits = |mb: u64| Limits {

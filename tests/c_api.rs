@@ -358,32 +358,15 @@ fn the_library_exports_exactly_what_the_header_declares() {
 /// a message; the process goes on and the same state runs a small plan.
 #[test]
 fn allocation_failure_is_a_result_code_not_an_abort() {
-    use tensorprep::geometry::Flip;
-    use tensorprep::pipeline::{CenterCrop, CropRounding, Op, Resize};
     use tensorprep::resize::{Filter, Resample};
-    use tensorprep::size::SizeRule;
     let exe = compile(&["tests/c/out_of_memory.c"], "out_of_memory", false);
-    let eval = Pipeline::imagenet_eval();
-    let mut ops = vec![
-        eval.ops()[0],
-        Op::Resize(Resize {
-            size: SizeRule::Exact {
-                width: 11000,
-                height: 11000,
-            },
-            resample: Resample::Pillow(Filter::Bilinear),
-        }),
-    ];
-    ops.extend(std::iter::repeat_n(Op::Flip(Flip::Horizontal), 26));
-    ops.push(Op::CenterCrop(CenterCrop {
-        width: 224,
-        height: 224,
-        rounding: CropRounding::HalfEven,
-    }));
-    ops.extend_from_slice(&eval.ops()[3..]);
-    let bomb = Graph::new(Pipeline::from_ops(&ops).unwrap())
-        .unwrap()
-        .with_decoder(tensorprep::jpeg::Backend::Zune);
+    let bomb = Graph::new(tensorprep_tests::flip_bomb(
+        true,
+        11000,
+        Resample::Pillow(Filter::Bilinear),
+    ))
+    .unwrap()
+    .with_decoder(tensorprep::jpeg::Backend::Zune);
     let path = scratch().join("bomb.tpp");
     bomb.save(&path).unwrap();
     let out = run(

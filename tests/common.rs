@@ -296,3 +296,50 @@ pub fn decoding_allocations<'a>(files: impl Iterator<Item = &'a [u8]> + Clone) -
     decode_all(); // warm-up, as for the plan
     allocations(decode_all)
 }
+
+/// The graph issue 14 was filed with: a resize to `side` x `side`, 26
+/// horizontal flips, a 224 centre crop and the ImageNet finish, after the
+/// eval preset's decode when `decode`. Each buffer passes the per-buffer
+/// limit; only a total budget (or the system) stops it.
+pub fn flip_bomb(
+    decode: bool,
+    side: u32,
+    resample: tensorprep::resize::Resample,
+) -> tensorprep::pipeline::Pipeline {
+    use tensorprep::geometry::Flip;
+    use tensorprep::pipeline::{CenterCrop, CropRounding, Op, Pipeline, Resize};
+    use tensorprep::size::SizeRule;
+    let eval = Pipeline::imagenet_eval();
+    let mut ops: Vec<Op> = eval.ops()[..usize::from(decode)].to_vec();
+    ops.push(Op::Resize(Resize {
+        size: SizeRule::Exact {
+            width: side,
+            height: side,
+        },
+        resample,
+    }));
+    ops.extend(std::iter::repeat_n(Op::Flip(Flip::Horizontal), 26));
+    ops.push(Op::CenterCrop(CenterCrop {
+        width: 224,
+        height: 224,
+        rounding: CropRounding::HalfEven,
+    }));
+    ops.extend_from_slice(&eval.ops()[3..]);
+    Pipeline::from_ops(&ops).unwrap()
+}
+
+/// `records/folder.lst` (written by MXNet's im2rec): (index, label, path).
+pub fn folder_list() -> Vec<(u64, f32, String)> {
+    fs::read_to_string(fixture("records/folder.lst"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].to_owned(),
+            )
+        })
+        .collect()
+}

@@ -7,28 +7,12 @@ use std::path::PathBuf;
 
 use tensorprep::train::data::recordio::{RecordIoDataset, RecordIoWriter, pack_image};
 use tensorprep::train::data::{DataError, Dataset, Sample};
-use tensorprep_tests::{fixture, read};
-
-/// The `.lst` lines: (index, label, path).
-fn list() -> Vec<(u64, f32, String)> {
-    std::fs::read_to_string(fixture("records/folder.lst"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            (
-                f[0].parse().unwrap(),
-                f[1].parse().unwrap(),
-                f[2].to_owned(),
-            )
-        })
-        .collect()
-}
+use tensorprep_tests::{fixture, folder_list, read};
 
 #[test]
 fn im2rec_records_read_back_as_the_original_files() {
     let data = RecordIoDataset::open(fixture("records/folder.rec")).unwrap();
-    let list = list();
+    let list = folder_list();
     assert_eq!(data.len(), 6);
     let mut sample = Sample::default();
     for (i, (index, label, path)) in list.iter().enumerate() {
@@ -55,7 +39,7 @@ fn our_writer_makes_mxnet_s_bytes() {
     let mut rec = RecordIoWriter::new(Vec::new());
     let mut record = Vec::new();
     let mut idx = String::new();
-    for (index, label, path) in list() {
+    for (index, label, path) in folder_list() {
         pack_image(
             &[label],
             index,
@@ -230,7 +214,10 @@ fn an_image_folder_lists_like_torchvision() {
             .unwrap()
             .display()
             .to_string();
-        let (_, want, _) = list().into_iter().find(|(_, _, p)| *p == name).unwrap();
+        let (_, want, _) = folder_list()
+            .into_iter()
+            .find(|(_, _, p)| *p == name)
+            .unwrap();
         assert_eq!(*label as f32, want, "{name}");
     }
     std::fs::remove_dir_all(&root).unwrap();
@@ -246,7 +233,7 @@ fn webdataset_shards_read_back() {
     let d = WebDataset::open(&pattern, WebKeys::CONVENTIONAL).unwrap();
     assert_eq!(d.len(), 6);
     let mut s = Sample::default();
-    for (i, (_, label, path)) in list().iter().enumerate() {
+    for (i, (_, label, path)) in folder_list().iter().enumerate() {
         d.read(i, &mut s).unwrap();
         assert_eq!(d.keys()[i], format!("sample{i:04}"));
         assert_eq!(s.bytes, read(&format!("records/folder/{path}")), "{path}");

@@ -7,19 +7,7 @@ use tensorprep::train::data::tfrecord::{
     Feature, Keys, TfRecordDataset, TfRecordWriter, encode_example,
 };
 use tensorprep::train::data::{DataError, Dataset, Sample};
-use tensorprep_tests::{fixture, read};
-
-/// `records/folder.lst`: (label, path) in order.
-fn list() -> Vec<(f32, String)> {
-    std::fs::read_to_string(fixture("records/folder.lst"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            (f[1].parse().unwrap(), f[2].to_owned())
-        })
-        .collect()
-}
+use tensorprep_tests::{fixture, folder_list, read};
 
 #[test]
 fn examples_read_back_as_the_original_files() {
@@ -33,7 +21,7 @@ fn examples_read_back_as_the_original_files() {
     .unwrap();
     assert_eq!(walked.records(), indexed.records());
     let mut sample = Sample::default();
-    for (i, (label, path)) in list().iter().enumerate() {
+    for (i, (_, label, path)) in folder_list().iter().enumerate() {
         indexed.read(i, &mut sample).unwrap();
         assert_eq!(
             sample.bytes,
@@ -63,7 +51,7 @@ fn examples_read_back_as_the_original_files() {
 fn our_writer_makes_the_reference_bytes() {
     let mut w = TfRecordWriter::new(Vec::new());
     let mut example = Vec::new();
-    for (label, path) in list() {
+    for (_, label, path) in folder_list() {
         let image = read(&format!("records/folder/{path}"));
         encode_example(
             &[

@@ -924,35 +924,12 @@ fn embed_streams_the_model_and_keeps_its_mode() {
 /// the allocation, never an abort, and writes nothing.
 #[test]
 fn allocation_failure_is_an_error_not_an_abort() {
-    use tensorprep::geometry::Flip;
     use tensorprep::graph::Graph;
-    use tensorprep::pipeline::{CenterCrop, CropRounding, Op, Resize};
     use tensorprep::resize::{Filter, Resample};
-    use tensorprep::size::SizeRule;
     let dir = scratch("oom");
-    let eval = Pipeline::imagenet_eval();
-    let mut ops = vec![
-        eval.ops()[0],
-        Op::Resize(Resize {
-            size: SizeRule::Exact {
-                width: 11000,
-                height: 11000,
-            },
-            resample: Resample::Pillow(Filter::Bilinear),
-        }),
-    ];
-    ops.extend(std::iter::repeat_n(Op::Flip(Flip::Horizontal), 26));
-    ops.push(Op::CenterCrop(CenterCrop {
-        width: 224,
-        height: 224,
-        rounding: CropRounding::HalfEven,
-    }));
-    ops.extend_from_slice(&eval.ops()[3..]);
     let graph = dir.join("bomb.tpp");
-    Graph::new(Pipeline::from_ops(&ops).unwrap())
-        .unwrap()
-        .save(&graph)
-        .unwrap();
+    let bomb = tensorprep_tests::flip_bomb(true, 11000, Resample::Pillow(Filter::Bilinear));
+    Graph::new(bomb).unwrap().save(&graph).unwrap();
     let out = dir.join("x.npy");
     let o = tensorprep_within(
         700,
