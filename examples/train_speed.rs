@@ -9,7 +9,7 @@
 //! when Python has them.
 //!
 //! ```text
-//! cargo run --release --example train_speed [-- --images N]
+//! cargo run --release --example train_speed [-- --images N] [--rounds R]
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -112,7 +112,8 @@ fn pack(folder: &FolderDataset, path: &Path) {
 
 /// Images per second of one epoch of the loader.
 fn loader_rate(data: Arc<dyn Dataset>, plan: &Arc<TrainPlan>, workers: usize) -> f64 {
-    let config = LoaderConfig::new(64, workers, 1);
+    let mut config = LoaderConfig::new(64, workers, 1);
+    config.epochs = Some(1);
     let start = Instant::now();
     let mut n = 0;
     for batch in Loader::new(data, Arc::clone(plan), config).unwrap() {
@@ -185,13 +186,18 @@ fn python_rate(folder: &Path, which: &str) -> Result<f64, String> {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let mut n = 2000;
+    let (mut n, mut rounds) = (2000, 3);
     while let Some(a) = args.next() {
-        if a == "--images" {
-            n = args
-                .next()
+        let mut value = || -> usize {
+            args.next()
                 .and_then(|v| v.parse().ok())
-                .expect("--images N");
+                .filter(|&v| v > 0)
+                .unwrap_or_else(|| panic!("{a} takes a positive number"))
+        };
+        match a.as_str() {
+            "--images" => n = value(),
+            "--rounds" => rounds = value(),
+            _ => panic!("unknown argument {a} (--images N, --rounds R)"),
         }
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/train-speed");
@@ -210,15 +216,24 @@ fn main() {
     pipeline.decode.backend = jpeg::Backend::available().next_back().unwrap_or_default();
     let plan = Arc::new(pipeline.compile().unwrap());
     println!(
-        "{n} photos (long side 500), imagenet-train, decoder {}, exact mode",
+        "{n} photos (long side 500), imagenet-train, decoder {}, exact mode, median of {rounds} runs",
         pipeline.decode.backend.name()
     );
-    let single = memory_rate(&images, &plan, 1);
-    let memory2 = memory_rate(&images, &plan, 2);
-    let folder1 = loader_rate(folder.clone(), &plan, 1);
-    let folder2 = loader_rate(folder.clone(), &plan, 2);
-    let rec1 = loader_rate(Arc::clone(&rec), &plan, 1);
-    let rec2 = loader_rate(Arc::clone(&rec), &plan, 2);
+    // Each figure is the median of `rounds` runs, the runs interleaved so
+    // that the machine's slow moments spread over all of them.
+    let mut runs: [Vec<f64>; 6] = Default::default();
+    for _ in 0..rounds {
+        runs[0].push(memory_rate(&images, &plan, 1));
+        runs[1].push(memory_rate(&images, &plan, 2));
+        runs[2].push(loader_rate(folder.clone(), &plan, 1));
+        runs[3].push(loader_rate(folder.clone(), &plan, 2));
+        runs[4].push(loader_rate(Arc::clone(&rec), &plan, 1));
+        runs[5].push(loader_rate(Arc::clone(&rec), &plan, 2));
+    }
+    let [single, memory2, folder1, folder2, rec1, rec2] = runs.map(|mut r| {
+        r.sort_by(f64::total_cmp);
+        r[r.len() / 2]
+    });
     println!("single-threaded loop, bytes in memory: {single:8.1} images/s");
     println!("2 threads, bytes in memory:            {memory2:8.1} images/s");
     println!("loader, folder, 1 worker:              {folder1:8.1} images/s");

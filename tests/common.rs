@@ -192,8 +192,22 @@ thread_local! {
     static ALLOCATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
+/// Every thread's allocations: for code that allocates on threads of its
+/// own (the training loader), measured in a test binary of one test.
+static ALL_ALLOCATIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 fn counted() {
     let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+    ALL_ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Allocations made on every thread while `f` runs (with
+/// [`CountingAllocator`] installed; only meaningful when nothing else runs:
+/// a test binary holding one test).
+pub fn process_allocations(f: impl FnOnce()) -> usize {
+    let before = ALL_ALLOCATIONS.load(std::sync::atomic::Ordering::SeqCst);
+    f();
+    ALL_ALLOCATIONS.load(std::sync::atomic::Ordering::SeqCst) - before
 }
 
 // SAFETY: forwards to the system allocator unchanged; it only counts calls.

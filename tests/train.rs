@@ -392,14 +392,10 @@ mod loader {
         }
     }
 
-    /// (tensor, labels) of every batch of an epoch.
-    fn epoch(workers: usize, skip: u64) -> Vec<(Vec<f32>, Vec<f32>)> {
-        let config = LoaderConfig::new(6, workers, 42);
-        let mut loader = Loader::new(dataset(), plan(), config).unwrap();
-        assert_eq!(loader.batches(), 7, "40 samples in batches of 6");
-        for _ in 0..skip {
-            loader.next().unwrap().unwrap();
-        }
+    type Batches = Vec<(Vec<f32>, Vec<f32>)>;
+
+    /// (tensor, labels) of every remaining batch of the loader's epoch.
+    fn rest(loader: &mut Loader) -> Batches {
         loader
             .map(|b| {
                 let b = b.unwrap();
@@ -412,25 +408,131 @@ mod loader {
             .collect()
     }
 
-    /// The same batches, in the same order, for 1, 2 and 4 workers; every
-    /// sample once.
+    /// Epoch 0's batches with a configuration's stage threads.
+    fn epoch_with(workers: usize, read: usize, collate: usize) -> Batches {
+        let mut config = LoaderConfig::new(6, workers, 42);
+        config.read_workers = read;
+        config.collate_workers = collate;
+        config.depth = collate + 2;
+        let mut loader = Loader::new(dataset(), plan(), config).unwrap();
+        assert_eq!(loader.batches(), 7, "40 samples in batches of 6");
+        rest(&mut loader)
+    }
+
+    fn epoch(workers: usize) -> Batches {
+        epoch_with(workers, 1, 1)
+    }
+
+    /// The same batches, in the same order, for 1, 2 and 4 decode threads
+    /// and for several read and collate threads; every sample once.
     #[test]
     fn batches_do_not_depend_on_the_worker_count() {
-        let one = epoch(1, 0);
+        let one = epoch(1);
         assert_eq!(one.len(), 7);
         let mut labels: Vec<f32> = one.iter().flat_map(|b| b.1.clone()).collect();
         labels.sort_by(f32::total_cmp);
         assert_eq!(labels, (0..40).map(|i| i as f32).collect::<Vec<_>>());
         for workers in [2, 4] {
-            assert!(epoch(workers, 0) == one, "{workers} workers");
+            assert!(epoch(workers) == one, "{workers} workers");
         }
+        assert!(epoch_with(3, 3, 2) == one, "3 read and 2 collate threads");
+        assert!(epoch_with(2, 2, 4) == one, "4 collate threads");
+    }
+
+    /// Unordered, batches come out as they are done: every sample still
+    /// comes exactly once, with its own label and tensor.
+    #[test]
+    fn unordered_batches_hold_every_sample_once() {
+        let mut config = LoaderConfig::new(6, 3, 42);
+        config.ordered = false;
+        config.epochs = Some(1);
+        let mut loader = Loader::new(dataset(), plan(), config).unwrap();
+        let ordered = epoch(1);
+        let mut by_label = std::collections::BTreeMap::new();
+        for (tensor, labels) in &ordered {
+            for (i, l) in labels.iter().enumerate() {
+                by_label.insert(l.to_bits(), tensor[i * 2304..(i + 1) * 2304].to_vec());
+            }
+        }
+        let mut seen = 0;
+        for (tensor, labels) in rest(&mut loader) {
+            for (i, l) in labels.iter().enumerate() {
+                assert!(by_label[&l.to_bits()] == tensor[i * 2304..(i + 1) * 2304]);
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, 40);
+    }
+
+    /// The threads run on from epoch to epoch: each epoch equals a fresh
+    /// loader resumed at its start; past the configured epochs is an error.
+    #[test]
+    fn epochs_follow_one_another_on_the_same_threads() {
+        let mut config = LoaderConfig::new(6, 2, 42);
+        config.epochs = Some(3);
+        let mut loader = Loader::new(dataset(), plan(), config).unwrap();
+        let mut epochs = vec![rest(&mut loader)];
+        for e in 1..3 {
+            loader = loader.next_epoch().unwrap();
+            assert_eq!(loader.epoch(), e);
+            epochs.push(rest(&mut loader));
+        }
+        assert!(matches!(loader.next_epoch(), Err(LoadError::Config(_))));
+        assert!(epochs[0] == epoch(2));
+        assert!(epochs[1] != epochs[0] && epochs[2] != epochs[1]);
+        let mut state = Loader::new(dataset(), plan(), config).unwrap().state();
+        state.epoch = 2;
+        let mut fresh = Loader::resume(dataset(), plan(), config, state).unwrap();
+        assert!(rest(&mut fresh) == epochs[2]);
+        // A state saved at an epoch's end resumes at the next one's start.
+        state.epoch = 1;
+        state.batches = 7;
+        let mut fresh = Loader::resume(dataset(), plan(), config, state).unwrap();
+        assert_eq!(fresh.epoch(), 2);
+        assert!(rest(&mut fresh) == epochs[2]);
+    }
+
+    /// Each stage runs on threads named for it (`top -H` shows them).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn stages_run_on_named_threads() {
+        let mut config = LoaderConfig::new(6, 2, 42);
+        config.read_workers = 2;
+        let loader = Loader::new(dataset(), plan(), config).unwrap();
+        let names = || -> Vec<String> {
+            std::fs::read_dir("/proc/self/task")
+                .unwrap()
+                .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                .map(|n| n.trim().to_string())
+                .collect()
+        };
+        let want = [
+            "tp-read-0",
+            "tp-read-1",
+            "tp-decode-0",
+            "tp-decode-1",
+            "tp-collate-0",
+        ];
+        // A thread names itself once it runs: wait for the last to start.
+        let mut seen = names();
+        for _ in 0..200 {
+            if want.iter().all(|w| seen.iter().any(|n| n == w)) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            seen = names();
+        }
+        for w in want {
+            assert!(seen.iter().any(|n| n == w), "{w} in {seen:?}");
+        }
+        drop(loader);
     }
 
     /// A loader resumed from its state continues with the very next batch,
     /// byte for byte, with another worker count.
     #[test]
     fn resume_continues_exactly_with_other_workers() {
-        let whole = epoch(2, 0);
+        let whole = epoch(2);
         let mut loader = Loader::new(dataset(), plan(), LoaderConfig::new(6, 2, 42)).unwrap();
         for _ in 0..3 {
             drop(loader.next().unwrap().unwrap());
@@ -440,17 +542,8 @@ mod loader {
         assert_eq!(state.batches, 3);
         let resumed =
             Loader::resume(dataset(), plan(), LoaderConfig::new(6, 3, 42), state).unwrap();
-        let rest: Vec<_> = resumed
-            .map(|b| {
-                let b = b.unwrap();
-                let n = b.len();
-                (
-                    floats(b.tensor())[..n * 3 * 24 * 32].to_vec(),
-                    b.labels().to_vec(),
-                )
-            })
-            .collect();
-        assert!(rest == whole[3..]);
+        let mut resumed = resumed;
+        assert!(rest(&mut resumed) == whole[3..]);
         // Another seed or dataset is refused.
         assert!(Loader::resume(dataset(), plan(), LoaderConfig::new(6, 3, 43), state).is_err());
         // The next epoch draws anew.

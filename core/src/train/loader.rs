@@ -1,17 +1,26 @@
 //! The loader: batches of a training plan's tensors from a dataset, made by
-//! worker threads, delivered in order, memory bounded, resumable exactly.
+//! three stages of worker threads, delivered in order, memory bounded,
+//! resumable exactly.
 //!
-//! - **Workers** take whole batches (the next batch number from a shared
-//!   counter), read each sample, decode and augment it straight into its
-//!   place in a batch buffer (no collate copy), and hand the batch on.
-//! - **Bounded**: `depth` batch buffers circulate. A worker waits for a free
-//!   one; a [`Batch`] handed out returns its buffer when dropped. Nothing is
-//!   allocated per batch in steady state beyond the decoder's own.
-//! - **Ordered**: batches come out in order (the consumer holds early ones;
-//!   at most `depth` exist); [`LoaderConfig::ordered`]` = false` hands them
-//!   out as they finish.
+//! - **Stages**, each on its own named threads with its own parallelism,
+//!   joined by bounded queues that keep the stream's order:
+//!   **read** (`tp-read-N`: the dataset's bytes and labels, into recycled
+//!   samples), **decode + augment** (`tp-decode-N`: the plan, straight into
+//!   the sample's slot of its batch buffer: no copy) and **collate**
+//!   (`tp-collate-N`: a batch whose samples are all done is made whole,
+//!   skipped samples' holes closed, and handed on in order).
+//! - **Across epochs**: the threads run from epoch to epoch (the next
+//!   epoch's first samples are read while this one's last batches are
+//!   consumed) until [`LoaderConfig::epochs`] or the loader is dropped.
+//! - **Bounded**: the read queue holds at most [`LoaderConfig::prefetch`]
+//!   samples and `depth` batch buffers circulate; a [`Batch`] handed out
+//!   returns its buffer when dropped. Nothing is allocated per batch in
+//!   steady state beyond the decoder's own.
+//! - **Ordered**: batches hold the epoch's samples in order and come out in
+//!   order ([`LoaderConfig::ordered`]` = false` hands out each batch as soon
+//!   as it is done instead).
 //! - **Same output for any worker count**: every draw is keyed by (seed,
-//!   epoch, sample index), so batches do not depend on who made them.
+//!   epoch, sample index), so tensors do not depend on who made them.
 //! - **Errors**: a sample that fails (or a worker that panics) ends the epoch
 //!   with a [`LoadError`] naming the sample; [`OnError::Skip`] counts and
 //!   skips it instead (the batch is then short).
@@ -20,19 +29,19 @@
 //!   very next batch, with any worker count, and with another shard count
 //!   that keeps the global batch (each step covers the same stretch of the
 //!   epoch's order: shard `r` of `n` takes positions `r + n * j`).
-//! - **Shutdown**: dropping the loader stops and joins every worker promptly.
+//! - **Shutdown**: dropping the loader stops and joins every thread promptly
+//!   (a thread finishes the sample it is on).
 
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use super::data::{DataError, Dataset, Sample};
+use super::stage::{Pool, Queue, lock};
 use super::{Order, SampleKey, Shard, TrainPlan, TrainState, epoch_indices};
 use crate::{Tensor, TensorMut};
 
@@ -52,9 +61,16 @@ pub enum OnError {
 pub struct LoaderConfig {
     /// Samples per batch (per shard).
     pub batch_size: usize,
-    /// Worker threads.
+    /// Decode + augment threads (the heavy stage).
     pub workers: usize,
-    /// Batch buffers in circulation (the memory bound), at least `workers + 1`.
+    /// Read threads (raise for slow or remote storage).
+    pub read_workers: usize,
+    /// Collate threads.
+    pub collate_workers: usize,
+    /// Read samples waiting for a decode thread (read ahead).
+    pub prefetch: usize,
+    /// Batch buffers in circulation (the memory bound), at least
+    /// `collate_workers + 1`: one being filled, the rest ready or held.
     pub depth: usize,
     /// Each epoch's order.
     pub order: Order,
@@ -62,25 +78,36 @@ pub struct LoaderConfig {
     pub shard: Shard,
     /// Leave out a last batch shorter than `batch_size`.
     pub drop_last_batch: bool,
-    /// Deliver batches in order (default) or as they are done.
+    /// Deliver batches in order (default), or each as soon as it is done
+    /// (a slow sample then holds up its own batch only; which batch comes
+    /// next depends on timing, so resume is exact only when ordered).
     pub ordered: bool,
     /// Failing samples.
     pub on_error: OnError,
+    /// Epochs the stream runs (counted from 0; threads stop after the last
+    /// instead of reading ahead into one nobody asks for); `None`: until
+    /// the loader is dropped.
+    pub epochs: Option<u32>,
 }
 
 impl LoaderConfig {
-    /// `batch_size` samples per batch, `workers` threads, shuffled by
-    /// `seed`, one shard, ordered, failing on errors.
+    /// `batch_size` samples per batch, `workers` decode threads (one read
+    /// and one collate thread), shuffled by `seed`, one shard, ordered,
+    /// failing on errors, no last epoch.
     pub fn new(batch_size: usize, workers: usize, seed: u64) -> LoaderConfig {
         LoaderConfig {
             batch_size,
             workers,
-            depth: workers + 2,
+            read_workers: 1,
+            collate_workers: 1,
+            prefetch: 2 * workers + 2,
+            depth: 3,
             order: Order::Shuffled { seed },
             shard: Shard::ALL,
             drop_last_batch: false,
             ordered: true,
             on_error: OnError::Fail,
+            epochs: None,
         }
     }
 
@@ -94,6 +121,27 @@ impl LoaderConfig {
             Order::Shuffled { seed } => seed,
             Order::Sequential => 0,
         }
+    }
+
+    fn check(&self) -> Result<(), LoadError> {
+        let threads = |n: usize| (1..=1024).contains(&n);
+        if self.batch_size == 0 || self.batch_size > 1 << 20 {
+            return Err(LoadError::Config("batch size must be 1 to 2^20"));
+        }
+        if !threads(self.workers) || !threads(self.read_workers) || !threads(self.collate_workers) {
+            return Err(LoadError::Config(
+                "each stage needs 1 to 1024 threads (workers, read_workers, collate_workers)",
+            ));
+        }
+        if self.prefetch == 0 || self.prefetch > 1 << 16 {
+            return Err(LoadError::Config("prefetch must be 1 to 65536 samples"));
+        }
+        if self.depth <= self.collate_workers || self.depth > 4096 {
+            return Err(LoadError::Config(
+                "depth must exceed collate_workers and be at most 4096 batches",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -161,15 +209,25 @@ impl std::error::Error for LoadError {}
 
 /// One batch: the tensors of its samples, their labels and indices. Its
 /// buffer returns to the loader when it is dropped.
-#[derive(Debug)]
 pub struct Batch {
     /// The epoch.
     pub epoch: u32,
     /// The batch's number within the epoch (for this shard).
     pub number: u64,
     buffers: Option<Buffers>,
-    home: SyncSender<Buffers>,
+    home: Arc<Pool<Buffers>>,
     held: Arc<AtomicUsize>,
+}
+
+impl fmt::Debug for Batch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Batch")
+            .field("epoch", &self.epoch)
+            .field("number", &self.number)
+            .field("len", &self.len())
+            .field("skipped", &self.skipped())
+            .finish()
+    }
 }
 
 /// A batch's storage, recycled.
@@ -186,6 +244,7 @@ struct Buffers {
 impl Batch {
     /// The batch's tensor: `len()` samples of the plan's output shape, one
     /// after the other (N x C x H x W for a CHW plan), in its element type.
+    /// A short batch's tensor is longer than its samples: the rest is stale.
     pub fn tensor(&self) -> &Tensor {
         &self.buffers().tensor
     }
@@ -226,30 +285,131 @@ impl Drop for Batch {
     fn drop(&mut self) {
         if let Some(b) = self.buffers.take() {
             self.held.fetch_sub(1, Ordering::SeqCst);
-            // The loader may be gone: the buffer is then freed.
-            let _ = self.home.try_send(b);
+            self.home.put(b);
         }
     }
 }
 
-/// What workers share.
+/// A read sample on its way to the decoders.
+struct Read {
+    epoch: u32,
+    index: u64,
+    sample: Result<Sample, LoadError>,
+}
+
+/// A collated batch on its way to the consumer.
+struct Collated {
+    epoch: u32,
+    number: u64,
+    buffers: Result<Buffers, (LoadError, Buffers)>,
+}
+
+/// Where the stream starts and how epochs divide it.
+#[derive(Clone, Copy)]
+struct Layout {
+    /// The epoch of stream item 0.
+    epoch: u32,
+    /// The epoch position of stream item 0.
+    position: u64,
+    /// Positions used per epoch (a dropped last batch's are not).
+    per_epoch: u64,
+    /// Batches per epoch.
+    batches: u64,
+    batch_size: u64,
+    /// The first epoch not run.
+    end: Option<u32>,
+}
+
+impl Layout {
+    /// (epoch, position) of stream item `n`, `None` past the last epoch.
+    fn item(&self, n: u64) -> Option<(u32, u64)> {
+        if self.per_epoch == 0 {
+            return None;
+        }
+        let at = self.position + n;
+        let epoch = u64::from(self.epoch) + at / self.per_epoch;
+        let epoch = u32::try_from(epoch).ok()?;
+        self.end.is_none_or(|end| epoch < end).then_some(())?;
+        Some((epoch, at % self.per_epoch))
+    }
+
+    /// (stream batch, slot in it) of stream item `n`.
+    fn slot(&self, n: u64) -> (u64, usize) {
+        let at = self.position + n;
+        let (epochs, position) = (at / self.per_epoch, at % self.per_epoch);
+        let batch = epochs * self.batches + position / self.batch_size;
+        (
+            batch - self.position / self.batch_size,
+            (position % self.batch_size) as usize,
+        )
+    }
+
+    /// (epoch, number, samples) of stream batch `n`.
+    fn batch(&self, n: u64) -> Option<(u32, u64, usize)> {
+        if self.batches == 0 {
+            return None;
+        }
+        let first = self.position / self.batch_size + n;
+        let epoch = u32::try_from(u64::from(self.epoch) + first / self.batches).ok()?;
+        self.end.is_none_or(|end| epoch < end).then_some(())?;
+        let number = first % self.batches;
+        let start = number * self.batch_size;
+        let len = self.batch_size.min(self.per_epoch - start);
+        Some((epoch, number, len as usize))
+    }
+}
+
+/// What the stages share.
 struct Shared {
     dataset: Arc<dyn Dataset>,
     plan: Arc<TrainPlan>,
     config: LoaderConfig,
     sample_len: usize,
-    epoch: u32,
-    indices: Vec<u64>,
-    batches: u64,
-    next: AtomicUsize,
+    layout: Layout,
+    /// The last epochs' orders (readers fetch one when they cross into it).
+    orders: Mutex<Vec<(u32, Arc<Vec<u64>>)>>,
+    /// The next stream item to read.
+    next_read: AtomicU64,
+    /// Batches whose samples are being decoded (at most `depth`).
+    open: Mutex<Vec<Open>>,
     stop: AtomicBool,
-    free: Mutex<Receiver<Buffers>>,
+    read: Queue<Read>,
+    /// Batches whose samples are all done, to collate.
+    assembled: Queue<Open>,
+    collated: Queue<Collated>,
+    samples: Pool<Sample>,
+    buffers: Arc<Pool<Buffers>>,
 }
 
-type Done = (u64, Result<Buffers, (LoadError, Buffers)>);
+impl Shared {
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
 
-/// Batches of one epoch, made by worker threads (an iterator of
-/// `Result<Batch, LoadError>`); the next epoch is [`Loader::next_epoch`].
+    /// The indices of `epoch`'s positions for this shard.
+    fn order(&self, epoch: u32) -> Arc<Vec<u64>> {
+        let mut orders = self.orders.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, o)) = orders.iter().find(|(e, _)| *e == epoch) {
+            return Arc::clone(o);
+        }
+        let mut indices = Vec::new();
+        let c = &self.config;
+        epoch_indices(c.order, c.shard, epoch, self.dataset.len(), &mut indices);
+        let o = Arc::new(indices);
+        if orders.len() >= 2 {
+            orders.remove(0);
+        }
+        orders.push((epoch, Arc::clone(&o)));
+        o
+    }
+}
+
+/// A stage's thread body.
+type Stage = fn(&Shared);
+
+/// Batches of one epoch at a time (an iterator of `Result<Batch,
+/// LoadError>`); [`Loader::next_epoch`] moves on to the next, whose first
+/// samples are already on their way.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -259,37 +419,43 @@ type Done = (u64, Result<Buffers, (LoadError, Buffers)>);
 /// // im2rec's six images, torchvision's ImageNet training transform.
 /// let data = Arc::new(RecordIoDataset::open("../tests/fixtures/records/folder.rec")?);
 /// let plan = Arc::new(TrainPipeline::imagenet_train().compile()?);
-/// let mut samples = 0;
-/// for batch in Loader::new(data, plan, LoaderConfig::new(4, 2, 7))? {
-///     let batch = batch?;
-///     assert_eq!(batch.tensor().len(), 4 * 3 * 224 * 224); // N x C x H x W
-///     samples += batch.len();
+/// let mut config = LoaderConfig::new(4, 2, 7);
+/// config.epochs = Some(2);
+/// let mut loader = Loader::new(data, plan, config)?;
+/// for epoch in 0..2 {
+///     let mut samples = 0;
+///     for batch in &mut loader {
+///         let batch = batch?;
+///         assert_eq!(batch.epoch, epoch);
+///         assert_eq!(batch.tensor().len(), 4 * 3 * 224 * 224); // N x C x H x W
+///         samples += batch.len();
+///     }
+///     assert_eq!(samples, 6);
+///     if epoch == 0 {
+///         loader = loader.next_epoch()?;
+///     }
 /// }
-/// assert_eq!(samples, 6);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Loader {
     shared: Arc<Shared>,
-    workers: Vec<JoinHandle<()>>,
-    done: Receiver<Done>,
-    home: SyncSender<Buffers>,
-    /// Batches finished early, waiting for their turn (ordered mode): a
-    /// ring, batch `n` in slot `n % len` (at most `depth` are ever ahead).
-    waiting: Vec<Option<Result<Buffers, (LoadError, Buffers)>>>,
+    threads: Vec<JoinHandle<()>>,
+    epoch: u32,
     delivered: u64,
     /// Batches handed out and not yet dropped.
     held: Arc<AtomicUsize>,
-    depth: usize,
+    /// Unordered: the next epoch's batches done before this one's last.
+    ahead: Vec<Collated>,
     failed: bool,
 }
 
 impl fmt::Debug for Loader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Loader")
-            .field("epoch", &self.shared.epoch)
+            .field("epoch", &self.epoch)
             .field("delivered", &self.delivered)
-            .field("batches", &self.shared.batches)
-            .field("workers", &self.workers.len())
+            .field("batches", &self.shared.layout.batches)
+            .field("threads", &self.threads.len())
             .finish()
     }
 }
@@ -333,135 +499,178 @@ impl Loader {
                 "the state is for another global batch (batch size x shard count)",
             ));
         }
-        if config.batch_size == 0 || config.workers == 0 || config.workers > 1024 {
-            return Err(LoadError::Config(
-                "batch size and workers (1 to 1024) must be positive",
-            ));
-        }
+        config.check()?;
         let shape = plan.output_shape().ok_or(LoadError::Config(
             "batches need a plan whose output size is fixed",
         ))?;
         let sample_len = shape.iter().product::<usize>();
-        let depth = config.depth.max(config.workers + 1);
-        if depth > 4096 {
-            return Err(LoadError::Config("depth above 4096 batches"));
-        }
-        let mut indices = Vec::new();
-        epoch_indices(
-            config.order,
-            config.shard,
-            state.epoch,
-            dataset.len(),
-            &mut indices,
-        );
+        let b = config.batch_size as u64;
+        let samples = config.shard.samples(dataset.len()) as u64;
         let batches = if config.drop_last_batch {
-            indices.len() / config.batch_size
+            samples / b
         } else {
-            indices.len().div_ceil(config.batch_size)
-        } as u64;
-        let (home, free) = mpsc::sync_channel(depth);
-        for _ in 0..depth {
+            samples.div_ceil(b)
+        };
+        let per_epoch = if config.drop_last_batch {
+            batches * b
+        } else {
+            samples
+        };
+        // A state at an epoch's end continues with the next epoch's start.
+        let (epoch, done) = match batches {
+            0 => (state.epoch, 0),
+            n => (
+                u32::try_from(u64::from(state.epoch) + state.batches / n)
+                    .map_err(|_| LoadError::Config("the state's epoch is past 2^32"))?,
+                state.batches % n,
+            ),
+        };
+        let layout = Layout {
+            epoch,
+            position: done * b,
+            per_epoch,
+            batches,
+            batch_size: b,
+            end: config.epochs,
+        };
+        // Read samples in flight: the read queue's, one per read and per
+        // decode thread.
+        let reading = config.prefetch + config.read_workers + config.workers;
+        let buffers = Arc::new(Pool::new(config.depth));
+        for _ in 0..config.depth {
             let tensor = Tensor::try_zeros(plan.dtype(), sample_len * config.batch_size)
                 .map_err(|_| LoadError::Config("no memory for the batch buffers"))?;
-            let b = Buffers {
+            buffers.put(Buffers {
                 tensor,
                 labels: Vec::with_capacity(config.batch_size),
                 indices: Vec::with_capacity(config.batch_size),
                 len: 0,
                 skipped: 0,
-            };
-            home.try_send(b).expect("room for every buffer");
+            });
         }
+        let samples = Pool::new(reading);
+        (0..reading).for_each(|_| samples.put(Sample::default()));
         let shared = Arc::new(Shared {
             dataset,
             plan,
             config,
             sample_len,
-            epoch: state.epoch,
-            indices,
-            batches,
-            next: AtomicUsize::new(state.batches as usize),
+            layout,
+            orders: Mutex::new(Vec::with_capacity(2)),
+            next_read: AtomicU64::new(0),
+            open: Mutex::new(Vec::with_capacity(config.depth)),
             stop: AtomicBool::new(false),
-            free: Mutex::new(free),
+            read: Queue::new(config.prefetch, true),
+            assembled: Queue::new(config.depth, config.ordered),
+            collated: Queue::new(config.depth, config.ordered),
+            samples,
+            buffers,
         });
-        let (done_tx, done) = mpsc::sync_channel(depth);
-        let mut workers = Vec::with_capacity(config.workers);
-        for w in 0..config.workers {
-            let shared = Arc::clone(&shared);
-            let done_tx = done_tx.clone();
-            let handle = std::thread::Builder::new()
-                .name(alloc::format!("tensorprep-loader-{w}"))
-                .spawn(move || work(&shared, &done_tx))
-                .map_err(|_| LoadError::Config("cannot start a worker thread"))?;
-            workers.push(handle);
-        }
-        let mut waiting = Vec::new();
-        waiting.resize_with(depth, || None);
-        Ok(Loader {
+        let mut loader = Loader {
             shared,
-            workers,
-            done,
-            home,
-            waiting,
-            delivered: state.batches,
+            threads: Vec::new(),
+            epoch,
+            delivered: done,
             held: Arc::new(AtomicUsize::new(0)),
-            depth,
+            ahead: Vec::with_capacity(config.depth),
             failed: false,
-        })
+        };
+        let stages: [(&str, usize, Stage); 3] = [
+            ("read", config.read_workers, read_stage),
+            ("decode", config.workers, decode_stage),
+            ("collate", config.collate_workers, collate_stage),
+        ];
+        for (name, count, stage) in stages {
+            for i in 0..count {
+                let shared = Arc::clone(&loader.shared);
+                let handle = std::thread::Builder::new()
+                    .name(alloc::format!("tp-{name}-{i}"))
+                    .spawn(move || stage(&shared))
+                    // The threads started so far are joined by the drop.
+                    .map_err(|_| LoadError::Config("cannot start a worker thread"))?;
+                loader.threads.push(handle);
+            }
+        }
+        Ok(loader)
     }
 
     /// Where the loader is: the batches delivered so far.
     pub fn state(&self) -> LoaderState {
         LoaderState {
             seed: self.shared.config.seed(),
-            epoch: self.shared.epoch,
+            epoch: self.epoch,
             batches: self.delivered,
             global_batch: self.shared.config.global_batch(),
             dataset_len: self.shared.dataset.len() as u64,
         }
     }
 
-    /// Batches in the epoch (for this shard).
+    /// Batches in an epoch (for this shard).
     pub fn batches(&self) -> u64 {
-        self.shared.batches
+        self.shared.layout.batches
     }
 
-    /// A loader for the next epoch, its workers started (this one's joined).
-    pub fn next_epoch(self) -> Result<Loader, LoadError> {
+    /// The epoch being delivered.
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// What waits between the stages: read samples, batches done and not
+    /// collated, collated batches not taken: where the stream is starved
+    /// or backed up.
+    pub fn occupancy(&self) -> [usize; 3] {
+        let s = &self.shared;
+        [
+            s.read.occupancy(),
+            s.assembled.occupancy(),
+            s.collated.occupancy(),
+        ]
+    }
+
+    /// The loader moved on to the next epoch. After a whole epoch the
+    /// threads go on (its first batches are already under way); after a
+    /// partial or failed one they are restarted at the next epoch's start.
+    pub fn next_epoch(mut self) -> Result<Loader, LoadError> {
+        let epoch = self
+            .epoch
+            .checked_add(1)
+            .ok_or(LoadError::Config("no epoch after 2^32 - 1"))?;
+        if self.shared.config.epochs.is_some_and(|end| epoch >= end) {
+            return Err(LoadError::Config("past the configured epochs"));
+        }
+        if !self.failed && self.delivered == self.shared.layout.batches {
+            self.epoch = epoch;
+            self.delivered = 0;
+            return Ok(self);
+        }
         let (dataset, plan, config) = (
             Arc::clone(&self.shared.dataset),
             Arc::clone(&self.shared.plan),
             self.shared.config,
         );
         let mut state = self.state();
-        state.epoch += 1;
+        state.epoch = epoch;
         state.batches = 0;
         drop(self);
         Loader::resume(dataset, plan, config, state)
     }
+}
 
-    fn deliver(
-        &mut self,
-        number: u64,
-        result: Result<Buffers, (LoadError, Buffers)>,
-    ) -> Result<Batch, LoadError> {
-        self.delivered += 1;
-        match result {
-            Ok(buffers) => {
-                self.held.fetch_add(1, Ordering::SeqCst);
-                Ok(Batch {
-                    epoch: self.shared.epoch,
-                    number,
-                    buffers: Some(buffers),
-                    home: self.home.clone(),
-                    held: Arc::clone(&self.held),
-                })
+impl Loader {
+    /// The next collated batch of this epoch: the next in order, or
+    /// (unordered) the first done, a later epoch's set aside meanwhile.
+    fn next_collated(&mut self) -> Option<Collated> {
+        if let Some(at) = self.ahead.iter().position(|c| c.epoch == self.epoch) {
+            return Some(self.ahead.swap_remove(at));
+        }
+        loop {
+            let (_, c) = self.shared.collated.take()?;
+            if c.epoch == self.epoch {
+                debug_assert!(!self.shared.config.ordered || c.number == self.delivered);
+                return Some(c);
             }
-            Err((error, buffers)) => {
-                let _ = self.home.try_send(buffers);
-                self.failed = true;
-                Err(error)
-            }
+            // At most `depth` batches exist: the room is reserved.
+            self.ahead.push(c);
         }
     }
 }
@@ -470,156 +679,342 @@ impl Iterator for Loader {
     type Item = Result<Batch, LoadError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.delivered >= self.shared.batches {
+        if self.failed || self.delivered >= self.shared.layout.batches {
             return None;
         }
-        if self.held.load(Ordering::SeqCst) >= self.depth {
+        if self.held.load(Ordering::SeqCst) >= self.shared.config.depth {
             self.failed = true;
             return Some(Err(LoadError::Config(
                 "every batch buffer is held by the caller: drop batches before asking for more (or raise depth)",
             )));
         }
-        let ring = self.waiting.len() as u64;
-        loop {
-            if self.shared.config.ordered {
-                let slot = (self.delivered % ring) as usize;
-                if let Some(result) = self.waiting[slot].take() {
-                    let number = self.delivered;
-                    return Some(self.deliver(number, result));
-                }
+        let c = self.next_collated()?;
+        self.delivered += 1;
+        match c.buffers {
+            Ok(buffers) => {
+                self.held.fetch_add(1, Ordering::SeqCst);
+                Some(Ok(Batch {
+                    epoch: c.epoch,
+                    number: c.number,
+                    buffers: Some(buffers),
+                    home: Arc::clone(&self.shared.buffers),
+                    held: Arc::clone(&self.held),
+                }))
             }
-            let (number, result) = self.done.recv().ok()?;
-            if !self.shared.config.ordered {
-                return Some(self.deliver(number, result));
+            Err((error, buffers)) => {
+                self.shared.buffers.put(buffers);
+                self.failed = true;
+                Some(Err(error))
             }
-            self.waiting[(number % ring) as usize] = Some(result);
         }
     }
 }
 
 impl Drop for Loader {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        // Workers blocked on a full result queue wake when it is drained.
-        while self.done.try_recv().is_ok() {}
-        for w in self.workers.drain(..) {
-            // Drain again: a worker may have sent while others were joined.
-            while self.done.try_recv().is_ok() {}
-            let _ = w.join();
+        let s = &self.shared;
+        s.stop.store(true, Ordering::SeqCst);
+        s.read.close();
+        s.assembled.close();
+        s.collated.close();
+        s.buffers.close();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
         }
     }
 }
 
-/// A worker: takes batch numbers until none is left or the loader stops.
-fn work(shared: &Shared, done: &SyncSender<Done>) {
-    let mut state = TrainState::new();
-    let mut sample = Sample::default();
-    loop {
-        // A free buffer first, then a batch number: the smallest batch not
-        // yet made always goes to a worker that can make it (so ordered
-        // delivery never waits on a batch whose worker waits for a buffer).
-        let mut buffers = loop {
-            if shared.stop.load(Ordering::SeqCst) {
-                return;
-            }
-            let free = shared.free.lock().unwrap_or_else(|e| e.into_inner());
-            match free.recv_timeout(Duration::from_millis(5)) {
-                Ok(b) => break b,
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => return,
+/// The message of a caught panic.
+fn panic_message(panic: &(dyn core::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| String::from(*s))
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+/// Runs `f`, turning a panic into [`LoadError::Panic`] for `index`.
+fn guard<T>(index: u64, f: impl FnOnce() -> Result<T, LoadError>) -> Result<T, LoadError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        Err(LoadError::Panic {
+            index,
+            message: panic_message(&*panic),
+        })
+    })
+}
+
+/// Read: stream items in turn, each sample's bytes and labels.
+fn read_stage(s: &Shared) {
+    let mut order: Option<(u32, Arc<Vec<u64>>)> = None;
+    while !s.stopped() {
+        let n = s.next_read.fetch_add(1, Ordering::SeqCst);
+        let Some((epoch, position)) = s.layout.item(n) else {
+            return;
+        };
+        if order.as_ref().is_none_or(|(e, _)| *e != epoch) {
+            order = Some((epoch, s.order(epoch)));
+        }
+        let index = order.as_ref().expect("fetched above").1[position as usize];
+        let mut sample = s.samples.try_take().unwrap_or_default();
+        let sample = match guard(index, || {
+            s.dataset
+                .read(index as usize, &mut sample)
+                .map_err(|error| LoadError::Read { index, error })
+        }) {
+            Ok(()) => Ok(sample),
+            Err(e) => {
+                s.samples.put(sample);
+                Err(e)
             }
         };
-        let number = shared.next.fetch_add(1, Ordering::SeqCst) as u64;
-        if number >= shared.batches || shared.stop.load(Ordering::SeqCst) {
+        if !s.read.put(
+            n,
+            Read {
+                epoch,
+                index,
+                sample,
+            },
+        ) {
             return;
         }
-        let result = fill(shared, number, &mut buffers, &mut state, &mut sample);
-        let item = match result {
-            Ok(()) => (number, Ok(buffers)),
-            Err(e) => (number, Err((e, buffers))),
+    }
+}
+
+/// Decode + augment: each read sample through the plan, straight into its
+/// slot of its batch's buffer.
+fn decode_stage(s: &Shared) {
+    let mut state = TrainState::new();
+    while let Some((n, read)) = s.read.take() {
+        let Read {
+            epoch,
+            index,
+            sample,
+        } = read;
+        let (batch, slot) = s.layout.slot(n);
+        let Some(base) = s.open_batch(batch) else {
+            return;
         };
-        // Waits while the queue is full; the consumer gone ends the worker.
-        let mut item = Some(item);
-        loop {
-            match done.try_send(item.take().expect("held")) {
-                Ok(()) => break,
-                Err(mpsc::TrySendError::Full(back)) => {
-                    if shared.stop.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    item = Some(back);
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                Err(mpsc::TrySendError::Disconnected(_)) => return,
+        let mut label = f32::NAN;
+        let done = sample.and_then(|sample| {
+            label = sample.labels.first().copied().unwrap_or(f32::NAN);
+            let key = SampleKey::new(s.config.seed(), epoch, index);
+            // SAFETY: `base` points at the tensor of the open batch `batch`,
+            // which stays open (its buffer neither dropped nor reallocated)
+            // until this sample is finished below; `slot` is this stream
+            // item's alone, and `(slot + 1) * sample_len` is within the
+            // tensor (a batch holds `batch_size` samples); nothing else
+            // refers to these elements until the batch is finished.
+            let out = unsafe { base.slice(slot * s.sample_len, s.sample_len) };
+            let done = guard(index, || {
+                s.plan
+                    .run(&mut state, key, &sample.bytes, out)
+                    .map(drop)
+                    .map_err(|error| LoadError::Decode { index, error })
+            });
+            s.samples.put(sample);
+            if matches!(done, Err(LoadError::Panic { .. })) {
+                state = TrainState::new(); // its scratch may be half-written
             }
-        }
-    }
-}
-
-/// Makes batch `number` into `b`.
-fn fill(
-    shared: &Shared,
-    number: u64,
-    b: &mut Buffers,
-    state: &mut TrainState,
-    sample: &mut Sample,
-) -> Result<(), LoadError> {
-    let size = shared.config.batch_size;
-    let start = number as usize * size;
-    let end = (start + size).min(shared.indices.len());
-    b.labels.clear();
-    b.indices.clear();
-    b.len = 0;
-    b.skipped = 0;
-    for &index in &shared.indices[start..end] {
-        // A dropped loader stops between samples, not at the batch's end.
-        if shared.stop.load(Ordering::SeqCst) {
-            return Err(LoadError::Config("stopped"));
-        }
-        let key = SampleKey::new(shared.config.seed(), shared.epoch, index);
-        let at = b.len * shared.sample_len;
-        let out = slice(&mut b.tensor, at, shared.sample_len);
-        let one = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            shared
-                .dataset
-                .read(index as usize, sample)
-                .map_err(|error| LoadError::Read { index, error })?;
-            shared
-                .plan
-                .run(state, key, &sample.bytes, out)
-                .map_err(|error| LoadError::Decode { index, error })?;
-            Ok::<(), LoadError>(())
-        }))
-        .unwrap_or_else(|panic| {
-            *state = TrainState::new(); // its scratch may be half-written
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| String::from(*s))
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            Err(LoadError::Panic { index, message })
+            done
         });
-        match one {
-            Ok(()) => {
-                b.labels
-                    .push(sample.labels.first().copied().unwrap_or(f32::NAN));
-                b.indices.push(index);
-                b.len += 1;
-            }
-            Err(_) if shared.config.on_error == OnError::Skip => b.skipped += 1,
-            Err(e) => return Err(e),
+        if !s.finish_sample(batch, slot, index, label, done) {
+            return;
         }
     }
-    Ok(())
 }
 
-/// Sample `len` elements from element `at` of the batch tensor.
-fn slice(t: &mut Tensor, at: usize, len: usize) -> TensorMut<'_> {
-    match t {
-        Tensor::F32(v) => TensorMut::F32(&mut v[at..at + len]),
-        Tensor::F16(v) => TensorMut::F16(&mut v[at..at + len]),
-        Tensor::U8(v) => TensorMut::U8(&mut v[at..at + len]),
-        Tensor::I8(v) => TensorMut::I8(&mut v[at..at + len]),
+/// Collate: finished batches in turn, made whole (skipped samples' holes
+/// closed) and handed to the consumer.
+fn collate_stage(s: &Shared) {
+    while let Some((n, open)) = s.assembled.take() {
+        let Open {
+            epoch,
+            number,
+            len,
+            mut buffers,
+            failed,
+            ..
+        } = open;
+        let buffers = match failed {
+            Some(e) if s.config.on_error == OnError::Fail => Err((e, buffers)),
+            _ => {
+                buffers.close_holes(len, s.sample_len);
+                Ok(buffers)
+            }
+        };
+        if !s.collated.put(
+            n,
+            Collated {
+                epoch,
+                number,
+                buffers,
+            },
+        ) {
+            return;
+        }
+    }
+}
+
+impl Buffers {
+    /// Moves the filled samples of a batch of `len` slots together, in slot
+    /// order (a failed sample's slot keeps the index `u64::MAX`), and
+    /// counts the holes.
+    fn close_holes(&mut self, len: usize, sample_len: usize) {
+        let mut filled = 0;
+        for slot in 0..len {
+            if self.indices[slot] == u64::MAX {
+                continue;
+            }
+            if filled != slot {
+                let (from, to) = (slot * sample_len, filled * sample_len);
+                match &mut self.tensor {
+                    Tensor::F32(v) => v.copy_within(from..from + sample_len, to),
+                    Tensor::F16(v) => v.copy_within(from..from + sample_len, to),
+                    Tensor::U8(v) => v.copy_within(from..from + sample_len, to),
+                    Tensor::I8(v) => v.copy_within(from..from + sample_len, to),
+                }
+                self.indices[filled] = self.indices[slot];
+                self.labels[filled] = self.labels[slot];
+            }
+            filled += 1;
+        }
+        self.indices.truncate(filled);
+        self.labels.truncate(filled);
+        self.skipped = len - filled;
+        self.len = filled;
+    }
+}
+
+/// The start of a batch buffer's tensor, for writing samples into their
+/// slots from the decode threads.
+#[derive(Clone, Copy)]
+enum Base {
+    F32(*mut f32),
+    F16(*mut half::f16),
+    U8(*mut u8),
+    I8(*mut i8),
+}
+
+// SAFETY: a `Base` is only dereferenced through `Base::slice`, whose
+// callers hold the open batch's exclusive claim on the slot (see there).
+unsafe impl Send for Base {}
+
+impl Base {
+    fn of(t: &mut Tensor) -> Base {
+        match t {
+            Tensor::F32(v) => Base::F32(v.as_mut_ptr()),
+            Tensor::F16(v) => Base::F16(v.as_mut_ptr()),
+            Tensor::U8(v) => Base::U8(v.as_mut_ptr()),
+            Tensor::I8(v) => Base::I8(v.as_mut_ptr()),
+        }
+    }
+
+    /// Elements `at..at + len` of the tensor.
+    ///
+    /// # Safety
+    /// The tensor `self` came from is alive and not reallocated while the
+    /// slice lives, `at + len` is within it, and no other reference to those
+    /// elements exists meanwhile.
+    unsafe fn slice<'a>(self, at: usize, len: usize) -> TensorMut<'a> {
+        use core::slice::from_raw_parts_mut as part;
+        // SAFETY: as the caller guarantees.
+        unsafe {
+            match self {
+                Base::F32(p) => TensorMut::F32(part(p.add(at), len)),
+                Base::F16(p) => TensorMut::F16(part(p.add(at), len)),
+                Base::U8(p) => TensorMut::U8(part(p.add(at), len)),
+                Base::I8(p) => TensorMut::I8(part(p.add(at), len)),
+            }
+        }
+    }
+}
+
+/// A batch whose samples are being decoded into its buffer.
+struct Open {
+    /// The stream batch number.
+    batch: u64,
+    epoch: u32,
+    number: u64,
+    /// Samples (slots) in the batch.
+    len: usize,
+    /// Slots not finished yet.
+    remaining: usize,
+    buffers: Buffers,
+    base: Base,
+    /// The first failed sample's error.
+    failed: Option<LoadError>,
+}
+
+impl Shared {
+    /// The slot base of stream batch `batch`, opening it (with a free batch
+    /// buffer, waited for) if this is its first sample; `None` once stopped.
+    fn open_batch(&self, batch: u64) -> Option<Base> {
+        let mut spare = None;
+        loop {
+            {
+                let mut open = lock(&self.open);
+                if let Some(o) = open.iter().find(|o| o.batch == batch) {
+                    if let Some(b) = spare {
+                        self.buffers.put(b);
+                    }
+                    return Some(o.base);
+                }
+                if let Some(mut buffers) = spare.take() {
+                    let (epoch, number, len) = self.layout.batch(batch)?;
+                    buffers.labels.clear();
+                    buffers.labels.resize(len, f32::NAN);
+                    buffers.indices.clear();
+                    buffers.indices.resize(len, u64::MAX);
+                    let base = Base::of(&mut buffers.tensor);
+                    open.push(Open {
+                        batch,
+                        epoch,
+                        number,
+                        len,
+                        remaining: len,
+                        buffers,
+                        base,
+                        failed: None,
+                    });
+                    return Some(base);
+                }
+            }
+            // Waited for outside the lock: the batches before this one
+            // finish meanwhile, and the consumer frees their buffers.
+            spare = Some(self.buffers.take()?);
+        }
+    }
+
+    /// Records slot `slot` of stream batch `batch` as finished; the last
+    /// sample of a batch sends it on to collate. `false` once stopped.
+    fn finish_sample(
+        &self,
+        batch: u64,
+        slot: usize,
+        index: u64,
+        label: f32,
+        done: Result<(), LoadError>,
+    ) -> bool {
+        let finished = {
+            let mut open = lock(&self.open);
+            let at = open
+                .iter()
+                .position(|o| o.batch == batch)
+                .expect("a batch stays open until its last sample finishes");
+            let o = &mut open[at];
+            match done {
+                Ok(()) => {
+                    o.buffers.labels[slot] = label;
+                    o.buffers.indices[slot] = index;
+                }
+                Err(e) => {
+                    o.failed.get_or_insert(e);
+                }
+            }
+            o.remaining -= 1;
+            (o.remaining == 0).then(|| open.swap_remove(at))
+        };
+        finished.is_none_or(|o| self.assembled.put(batch, o))
     }
 }
 
@@ -629,3 +1024,44 @@ const _: () = {
     assert_send::<Loader>();
     assert_send::<Batch>();
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stream items and batches map onto epochs, from a resumed position,
+    /// up to the last epoch.
+    #[test]
+    fn the_stream_divides_into_epochs() {
+        // 10 samples in batches of 4: 3 batches (4, 4, 2); resumed after
+        // batch 1 of epoch 2; 4 epochs in all.
+        let l = Layout {
+            epoch: 2,
+            position: 4,
+            per_epoch: 10,
+            batches: 3,
+            batch_size: 4,
+            end: Some(4),
+        };
+        assert_eq!(l.item(0), Some((2, 4)));
+        assert_eq!(l.item(5), Some((2, 9)));
+        assert_eq!(l.item(6), Some((3, 0)));
+        assert_eq!(l.item(15), Some((3, 9)));
+        assert_eq!(l.item(16), None);
+        assert_eq!(l.slot(0), (0, 0));
+        assert_eq!(l.slot(5), (1, 1));
+        assert_eq!(l.slot(6), (2, 0));
+        assert_eq!(l.slot(15), (4, 1));
+        assert_eq!(l.batch(0), Some((2, 1, 4)));
+        assert_eq!(l.batch(1), Some((2, 2, 2)));
+        assert_eq!(l.batch(2), Some((3, 0, 4)));
+        assert_eq!(l.batch(4), Some((3, 2, 2)));
+        assert_eq!(l.batch(5), None);
+        let empty = Layout {
+            per_epoch: 0,
+            batches: 0,
+            ..l
+        };
+        assert_eq!((empty.item(0), empty.batch(0)), (None, None));
+    }
+}

@@ -18,6 +18,7 @@ mod loader;
 mod plan;
 mod rng;
 mod sampler;
+mod stage;
 
 pub use augment::{Augment, RandomCrop, RandomResizedCrop};
 pub use loader::{Batch, LoadError, Loader, LoaderConfig, LoaderState, OnError};

@@ -105,13 +105,15 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
     if data.is_empty() {
         return Err(format!("{}: no samples", args.data));
     }
-    let config = LoaderConfig::new(args.batch.max(1), args.workers.clamp(1, 1024), args.seed);
+    let mut config = LoaderConfig::new(args.batch.max(1), args.workers.clamp(1, 1024), args.seed);
+    let epochs = args.warmup_epochs.saturating_add(args.epochs);
+    config.epochs = Some(epochs);
     let sample_len: usize = plan.output_shape().map(|s| s.iter().product()).unwrap_or(0);
     let mut hash = Fnv1a64::new();
     let mut loader =
         Loader::new(Arc::clone(&data), Arc::clone(&plan), config).map_err(|e| e.to_string())?;
     let (mut images, mut timed) = (0u64, 0.0f64);
-    for epoch in 0..args.warmup_epochs + args.epochs {
+    for epoch in 0..epochs {
         let start = Instant::now();
         let mut count = 0u64;
         for batch in &mut loader {
@@ -132,7 +134,7 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
             images += count;
             timed += seconds;
         }
-        if epoch + 1 < args.warmup_epochs + args.epochs {
+        if epoch + 1 < epochs {
             loader = loader.next_epoch().map_err(|e| e.to_string())?;
         }
     }
