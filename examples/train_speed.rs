@@ -1,5 +1,6 @@
 //! The training loader's speed, as ratios against references measured in the
-//! same run: torchvision's ImageNet training transform (`imagenet-train`)
+//! same run, each in steady state (a warm-up epoch first, the median of a
+//! few runs): torchvision's ImageNet training transform (`imagenet-train`)
 //! over 2,000 ImageNet-like photos (long side 500, made once from the
 //! bundled photos into `target/train-speed/`), from an image folder and
 //! from a `.rec`, with 1 and 2 workers; beside the same per-image work in a
@@ -9,7 +10,9 @@
 //! when Python has them.
 //!
 //! ```text
-//! cargo run --release --example train_speed [-- --images N] [--rounds R]
+//! cargo run --release --example train_speed [--features turbojpeg] [-- --images N] [--rounds R]
+//!     [--long-side PX]
+//!     [--torch-python PATH] [--mindspore-python PATH]
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -24,10 +27,15 @@ use tensorprep::{TensorMut, jpeg};
 
 const CLASSES: usize = 10;
 
-/// Makes (once) `n` photos of long side 500 from the bundled ones: crops at
+/// Makes (once) `n` photos of long side `side` from the bundled ones: crops at
 /// varied places and sizes, resized (Pillow bilinear), JPEG quality 90.
-fn make_photos(root: &Path, n: usize) -> PathBuf {
-    let dir = root.join(format!("folder-{n}"));
+fn make_photos(root: &Path, n: usize, side: u32) -> PathBuf {
+    let name = if side == 500 {
+        format!("folder-{n}")
+    } else {
+        format!("folder-{n}-{side}")
+    };
+    let dir = root.join(name);
     if dir.join("done").is_file() {
         return dir;
     }
@@ -63,7 +71,7 @@ fn make_photos(root: &Path, n: usize) -> PathBuf {
             .view()
             .crop(tensorprep::Rect::new(x, y, cw, ch))
             .unwrap();
-        let scale = 500.0 / cw.max(ch) as f64;
+        let scale = f64::from(side) / cw.max(ch) as f64;
         let (ow, oh) = (
             (cw as f64 * scale).round() as u32,
             (ch as f64 * scale).round() as u32,
@@ -110,46 +118,63 @@ fn pack(folder: &FolderDataset, path: &Path) {
     }
 }
 
-/// Images per second of one epoch of the loader.
+/// Images per second of the loader in steady state: its second epoch (the
+/// first warms it up: threads started, batch buffers touched), timed from
+/// the end of the first.
 fn loader_rate(data: Arc<dyn Dataset>, plan: &Arc<TrainPlan>, workers: usize) -> f64 {
     let mut config = LoaderConfig::new(64, workers, 1);
-    config.epochs = Some(1);
+    config.epochs = Some(2);
+    let mut loader = Loader::new(data, Arc::clone(plan), config).unwrap();
+    for batch in &mut loader {
+        batch.unwrap();
+    }
+    let mut loader = loader.next_epoch().unwrap();
     let start = Instant::now();
     let mut n = 0;
-    for batch in Loader::new(data, Arc::clone(plan), config).unwrap() {
+    for batch in &mut loader {
         n += batch.unwrap().len();
     }
     n as f64 / start.elapsed().as_secs_f64()
 }
 
 /// Images per second of the same per-image work on bytes in memory, on
-/// `threads` threads taking every `threads`-th image.
+/// `threads` threads taking every `threads`-th image: a second pass, timed
+/// after a first that warms up as the loader's first epoch does.
 fn memory_rate(images: &[Vec<u8>], plan: &TrainPlan, threads: usize) -> f64 {
     let len: usize = plan.output_shape().unwrap().iter().product();
-    let start = Instant::now();
+    let warm = std::sync::Barrier::new(threads + 1);
+    let mut start = Instant::now();
     std::thread::scope(|s| {
         for t in 0..threads {
+            let warm = &warm;
             s.spawn(move || {
                 let mut state = TrainState::new();
                 let mut out = vec![0f32; len];
-                for (i, bytes) in images.iter().enumerate().skip(t).step_by(threads) {
-                    plan.run(
-                        &mut state,
-                        SampleKey::new(1, 0, i as u64),
-                        bytes,
-                        TensorMut::F32(&mut out),
-                    )
-                    .unwrap();
+                for pass in 0..2u32 {
+                    if pass == 1 {
+                        warm.wait();
+                    }
+                    for (i, bytes) in images.iter().enumerate().skip(t).step_by(threads) {
+                        plan.run(
+                            &mut state,
+                            SampleKey::new(1, pass, i as u64),
+                            bytes,
+                            TensorMut::F32(&mut out),
+                        )
+                        .unwrap();
+                    }
                 }
             });
         }
+        warm.wait();
+        start = Instant::now();
     });
     images.len() as f64 / start.elapsed().as_secs_f64()
 }
 
 /// PyTorch's DataLoader and MindSpore's pipeline over the folder, when
 /// Python has them: images/s, or why not.
-fn python_rate(folder: &Path, which: &str) -> Result<f64, String> {
+fn python_rate(python: &str, folder: &Path, which: &str) -> Result<f64, String> {
     let script = match which {
         "pytorch" => {
             "import sys, time, torch, torchvision.transforms as T, torchvision.datasets as D\n\
@@ -167,12 +192,12 @@ fn python_rate(folder: &Path, which: &str) -> Result<f64, String> {
              s = time.time(); n = sum(x[0].shape[0] for x in d.create_tuple_iterator()); print(n / (time.time() - s))\n"
         }
     };
-    let out = std::process::Command::new("python3")
+    let out = std::process::Command::new(python)
         .arg("-c")
         .arg(script)
         .arg(folder)
         .output()
-        .map_err(|e| format!("no python3: {e}"))?;
+        .map_err(|e| format!("no {python}: {e}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let last = err.lines().last().unwrap_or("failed").to_owned();
@@ -186,25 +211,33 @@ fn python_rate(folder: &Path, which: &str) -> Result<f64, String> {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let (mut n, mut rounds) = (2000, 3);
+    let (mut n, mut rounds, mut side) = (2000, 3, 500u32);
+    let mut pythons = ["python3".to_owned(), "python3".to_owned()];
     while let Some(a) = args.next() {
+        let mut text = || args.next().unwrap_or_else(|| panic!("{a} takes a value"));
         let mut value = || -> usize {
-            args.next()
-                .and_then(|v| v.parse().ok())
+            text()
+                .parse()
+                .ok()
                 .filter(|&v| v > 0)
                 .unwrap_or_else(|| panic!("{a} takes a positive number"))
         };
         match a.as_str() {
             "--images" => n = value(),
             "--rounds" => rounds = value(),
-            _ => panic!("unknown argument {a} (--images N, --rounds R)"),
+            "--long-side" => side = u32::try_from(value().min(4000)).unwrap_or(500),
+            "--torch-python" => pythons[0] = text(),
+            "--mindspore-python" => pythons[1] = text(),
+            _ => panic!(
+                "unknown argument {a} (--images N, --rounds R, --long-side PX, --torch-python PATH, --mindspore-python PATH)"
+            ),
         }
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/train-speed");
     std::fs::create_dir_all(&root).unwrap();
-    let dir = make_photos(&root, n);
+    let dir = make_photos(&root, n, side);
     let folder = Arc::new(FolderDataset::open(&dir).unwrap());
-    let rec_path = root.join(format!("folder-{n}.rec"));
+    let rec_path = dir.with_extension("rec");
     pack(&folder, &rec_path);
     let rec: Arc<dyn Dataset> = Arc::new(RecordIoDataset::open(&rec_path).unwrap());
     let images: Vec<Vec<u8>> = folder
@@ -216,13 +249,25 @@ fn main() {
     pipeline.decode.backend = jpeg::Backend::available().next_back().unwrap_or_default();
     let plan = Arc::new(pipeline.compile().unwrap());
     println!(
-        "{n} photos (long side 500), imagenet-train, decoder {}, exact mode, median of {rounds} runs",
+        "{n} photos (long side {side}), imagenet-train, decoder {}, exact mode, median of {rounds} runs",
         pipeline.decode.backend.name()
     );
     // Each figure is the median of `rounds` runs, the runs interleaved so
     // that the machine's slow moments spread over all of them.
-    let mut runs: [Vec<f64>; 6] = Default::default();
+    // The same bytes in memory as a dataset: the loader without file reads.
+    let shared = Arc::new(images.clone());
+    let labels: Vec<f32> = (0..images.len()).map(|i| (i % CLASSES) as f32).collect();
+    let in_memory: Arc<dyn Dataset> = Arc::new((images.len(), move |i: usize, s: &mut Sample| {
+        s.bytes.clear();
+        s.bytes.extend_from_slice(&shared[i]);
+        s.labels.clear();
+        s.labels.push(labels[i]);
+        s.id = i as u64;
+        Ok(())
+    }));
+    let mut runs: [Vec<f64>; 7] = Default::default();
     for _ in 0..rounds {
+        runs[6].push(loader_rate(Arc::clone(&in_memory), &plan, 2));
         runs[0].push(memory_rate(&images, &plan, 1));
         runs[1].push(memory_rate(&images, &plan, 2));
         runs[2].push(loader_rate(folder.clone(), &plan, 1));
@@ -230,12 +275,13 @@ fn main() {
         runs[4].push(loader_rate(Arc::clone(&rec), &plan, 1));
         runs[5].push(loader_rate(Arc::clone(&rec), &plan, 2));
     }
-    let [single, memory2, folder1, folder2, rec1, rec2] = runs.map(|mut r| {
+    let [single, memory2, folder1, folder2, rec1, rec2, loaded2] = runs.map(|mut r| {
         r.sort_by(f64::total_cmp);
         r[r.len() / 2]
     });
     println!("single-threaded loop, bytes in memory: {single:8.1} images/s");
     println!("2 threads, bytes in memory:            {memory2:8.1} images/s");
+    println!("loader, bytes in memory, 2 workers:    {loaded2:8.1} images/s");
     println!("loader, folder, 1 worker:              {folder1:8.1} images/s");
     println!("loader, folder, 2 workers:             {folder2:8.1} images/s");
     println!("loader, .rec, 1 worker:                {rec1:8.1} images/s");
@@ -252,12 +298,43 @@ fn main() {
         "loader / memory, 2 threads (.rec):     {:8.2}x",
         rec2 / memory2
     );
+    println!(
+        "loader / memory, 2 threads (no files): {:8.2}x",
+        loaded2 / memory2
+    );
+    if pipeline.decode.backend == jpeg::Backend::LibjpegTurbo {
+        // Fast mode: each drawn crop decoded at the DCT scale it allows.
+        let mut fast = pipeline.clone();
+        fast.decode.scaling = tensorprep::pipeline::DecodeScaling::Fast;
+        let fast = Arc::new(fast.compile().unwrap());
+        let mut runs: [Vec<f64>; 3] = Default::default();
+        for _ in 0..rounds {
+            runs[0].push(memory_rate(&images, &fast, 2));
+            runs[1].push(loader_rate(folder.clone(), &fast, 1));
+            runs[2].push(loader_rate(folder.clone(), &fast, 2));
+        }
+        let [memory, one, two] = runs.map(|mut r| {
+            r.sort_by(f64::total_cmp);
+            r[r.len() / 2]
+        });
+        println!("fast mode, 2 threads, bytes in memory: {memory:8.1} images/s");
+        println!("fast mode, loader, folder, 1 worker:   {one:8.1} images/s");
+        println!("fast mode, loader, folder, 2 workers:  {two:8.1} images/s");
+        println!(
+            "fast mode: 2 workers / 1 worker:       {:8.2}x; loader / memory {:.2}x; fast / exact {:.2}x",
+            two / one,
+            two / memory,
+            two / folder2
+        );
+    } else {
+        println!("fast mode: not measured (needs libjpeg-turbo: --features turbojpeg)");
+    }
     let mut best_peer: Option<f64> = None;
-    for (name, which) in [
-        ("PyTorch DataLoader (2 workers)", "pytorch"),
-        ("MindSpore (2 workers)", "mindspore"),
+    for (name, which, python) in [
+        ("PyTorch DataLoader (2 workers)", "pytorch", &pythons[0]),
+        ("MindSpore (2 workers)", "mindspore", &pythons[1]),
     ] {
-        match python_rate(&dir, which) {
+        match python_rate(python, &dir, which) {
             Ok(rate) => {
                 println!("{name}: {rate:8.1} images/s");
                 best_peer = Some(best_peer.map_or(rate, |b| b.max(rate)));

@@ -79,6 +79,101 @@ fn a_drawn_box_gives_pillow_s_pixels() {
     assert_eq!(checked, 8);
 }
 
+/// Fast (DCT-scaled) mode follows the drawn box: for the boxes
+/// `make_train_fixtures.py` drew on JPEGs, decoding at the scale the box
+/// allows (not the whole image's) and resizing the scaled box gives exactly
+/// Pillow's `draft` + `resize(size, filter, box)`; only the region the box
+/// needs is decoded.
+#[test]
+#[cfg_attr(
+    not(feature = "turbojpeg"),
+    ignore = "needs libjpeg-turbo: cargo test -p tensorprep-tests --features turbojpeg"
+)]
+fn fast_mode_decodes_at_the_scale_of_the_drawn_box() {
+    use tensorprep::pipeline::DecodeScaling;
+    let boxes = std::fs::read_to_string(tensorprep_tests::fixture("train/fast_boxes.txt")).unwrap();
+    let mut scales = Vec::new();
+    for line in boxes.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let n = |i: usize| f[i].parse::<u32>().unwrap();
+        let (rect, out) = (Rect::new(n(1), n(2), n(3), n(4)), (n(5), n(6)));
+        let filter = match f[7] {
+            "bilinear" => Filter::Bilinear,
+            _ => Filter::Bicubic,
+        };
+        let mut decode = Decode::exact(Backend::LibjpegTurbo);
+        decode.scaling = DecodeScaling::Fast;
+        let plan = TrainPipeline::new(
+            decode,
+            vec![
+                Augment::Op(Op::Crop(rect)),
+                Augment::Op(Op::Resize(Resize {
+                    size: SizeRule::Exact {
+                        width: out.0,
+                        height: out.1,
+                    },
+                    resample: Resample::Pillow(filter),
+                })),
+            ],
+            raw_u8(),
+        )
+        .compile()
+        .unwrap();
+        let want = read_png(f[9]);
+        let mut got = vec![0u8; (out.0 * out.1 * 3) as usize];
+        let geometry = plan
+            .run(
+                &mut TrainState::new(),
+                SampleKey::new(0, 0, 0),
+                &read(f[0]),
+                TensorMut::U8(&mut got),
+            )
+            .unwrap();
+        assert_eq!(got, want.as_bytes(), "{line}");
+        // The box's corners land on the output's corners.
+        let (x0, y0) = geometry
+            .to_output
+            .point((f64::from(rect.x), f64::from(rect.y)));
+        let (x1, y1) = geometry.to_output.point((
+            f64::from(rect.x + rect.width),
+            f64::from(rect.y + rect.height),
+        ));
+        let near = |a: f64, b: u32| (a - f64::from(b)).abs() < 1e-3;
+        assert!(
+            near(x0, 0) && near(y0, 0) && near(x1, out.0) && near(y1, out.1),
+            "{line}"
+        );
+        scales.push(n(8));
+    }
+    scales.sort();
+    scales.dedup();
+    assert_eq!(scales, [2, 4, 8], "every reduction is covered");
+    // Exact mode or zune-jpeg: fast mode is refused by name.
+    let mut zune = Decode::exact(Backend::Zune);
+    zune.scaling = DecodeScaling::Fast;
+    let err = TrainPipeline::new(zune, vec![], raw_u8())
+        .compile()
+        .unwrap_err();
+    assert!(err.to_string().contains("libjpeg-turbo"), "{err}");
+    let mut flip_first = TrainPipeline::imagenet_train();
+    flip_first.decode = decode_fast();
+    flip_first.augments.reverse();
+    let err = flip_first.compile().unwrap_err();
+    assert!(err.to_string().contains("RandomResizedCrop"), "{err}");
+}
+
+#[cfg(feature = "turbojpeg")]
+fn decode_fast() -> Decode {
+    let mut d = Decode::exact(Backend::LibjpegTurbo);
+    d.scaling = tensorprep::pipeline::DecodeScaling::Fast;
+    d
+}
+
+#[cfg(not(feature = "turbojpeg"))]
+fn decode_fast() -> Decode {
+    unreachable!("the fast-mode test is ignored without libjpeg-turbo")
+}
+
 /// RandomResizedCrop's boxes follow torchvision's `get_params`: inside the
 /// image, area share within `scale` and ratio within `ratio` (up to the
 /// rounding of the sides), placed anywhere; a tiny image falls back to the

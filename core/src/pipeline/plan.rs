@@ -414,6 +414,17 @@ impl Plan {
     /// allocation in steady state. They may not decode or finish, and must
     /// leave the pixels in the format the plan's finish pass was built for.
     #[cfg_attr(not(feature = "train"), allow(dead_code))]
+    /// The plan decoding in fast (DCT-scaled) mode: for training plans, whose
+    /// resize is drawn per sample (compiled exact, then switched, since the
+    /// compile-time check wants the resize in the plan).
+    #[cfg(feature = "train")]
+    pub(crate) fn decode_scaling(mut self, scaling: super::DecodeScaling) -> Plan {
+        if let Some(d) = &mut self.decode {
+            d.scaling = scaling;
+        }
+        self
+    }
+
     pub(crate) fn run_encoded_ops(
         &self,
         state: &mut PlanState,

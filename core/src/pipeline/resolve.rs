@@ -106,8 +106,13 @@ pub(super) struct Resolver<'a> {
     /// Input coordinates to output coordinates so far.
     pub(super) map: Affine,
     /// The full-size image the first resize's size rule sees, when decoding
-    /// is reduced.
+    /// is reduced (after the crops before that resize, their size).
     pub(super) logical: Option<(u32, u32)>,
+    /// Reduced decoding: the decoded size over the full size, per axis.
+    pub(super) reduced: Option<(f64, f64)>,
+    /// Reduced decoding: the crops before the first resize, in full-size
+    /// coordinates (the resize reads them as a fractional box).
+    pub(super) crop: Option<Rect>,
     steps: &'a [Step],
     next: usize,
     buffers: Vec<Shape>,
@@ -202,6 +207,13 @@ pub(super) fn resolve(
         map,
         // The size rules see the full-size image even when decoding is reduced.
         logical: Some((shape.width, shape.height)).filter(|_| input != shape),
+        reduced: (input != shape).then(|| {
+            (
+                f64::from(input.width) / f64::from(shape.width),
+                f64::from(input.height) / f64::from(shape.height),
+            )
+        }),
+        crop: None,
         steps,
         next: 0,
         buffers,
@@ -288,14 +300,23 @@ fn plan_decode(
     info: ImageInfo,
 ) -> Result<(Option<DecodePlan>, Shape, Affine)> {
     let mut scale = Scale::Full;
-    // DCT scaling is JPEG's: other formats always decode at full size.
-    let first_geometric = steps.iter().find(|s| !matches!(s, Step::Convert(_)));
+    // DCT scaling is JPEG's: other formats always decode at full size. The
+    // scale follows what the first resize reads: after crops (a training
+    // crop), the crop, not the whole image.
+    let mut geometric = steps.iter().filter(|s| !matches!(s, Step::Convert(_)));
+    let mut read = (shape.width, shape.height);
+    let mut next = geometric.next();
+    while let Some(Step::Crop(c)) = next {
+        let rect = c.rect(read.0, read.1)?;
+        read = (rect.width, rect.height);
+        next = geometric.next();
+    }
     if d.scaling == DecodeScaling::Fast
         && info.format == ImageFormat::Jpeg
-        && let Some(Step::Resize(r)) = first_geometric
+        && let Some(Step::Resize(r)) = next
     {
-        let target = r.size.output_size(shape.width, shape.height)?;
-        scale = Scale::for_target((info.stored_width, info.stored_height), target);
+        let target = r.size.output_size(read.0, read.1)?;
+        scale = Scale::for_target(read, target);
     }
     let options = d.options(scale, limits);
     let (w, h) = if scale == Scale::Full {

@@ -6,7 +6,8 @@ use alloc::vec::Vec;
 
 use super::SampleKey;
 use super::augment::{self, Augment};
-use crate::pipeline::{Decode, Geometry, InputDesc, Op, Pipeline, Plan, PlanState};
+use crate::jpeg::Backend;
+use crate::pipeline::{Decode, DecodeScaling, Geometry, InputDesc, Op, Pipeline, Plan, PlanState};
 use crate::{DType, Error, Limits, Result, TensorMut};
 
 /// The most positions (ops, nested ones counted) an augment list holds.
@@ -88,9 +89,36 @@ impl TrainPipeline {
                 name: "training pipeline: more than MAX_AUGMENTS ops",
             });
         }
-        let mut ops = alloc::vec![Op::Decode(self.decode)];
+        let fast = self.decode.scaling == DecodeScaling::Fast;
+        if fast {
+            if self.decode.backend != Backend::LibjpegTurbo {
+                return Err(Error::InvalidParameter {
+                    name: "training pipeline: fast (DCT-scaled) decoding needs the libjpeg-turbo backend",
+                });
+            }
+            // The decode's scale follows the first drawn crop and resize.
+            let resizes_first = match self.augments.first() {
+                Some(Augment::RandomResizedCrop(_)) => true,
+                Some(Augment::Op(op)) => {
+                    matches!(op, Op::Resize(_) | Op::Crop(_) | Op::CenterCrop(_))
+                }
+                _ => false,
+            };
+            if !resizes_first {
+                return Err(Error::InvalidParameter {
+                    name: "training pipeline: fast decoding needs the augments to start with RandomResizedCrop, a crop or a Resize",
+                });
+            }
+        }
+        let exact = Decode {
+            scaling: DecodeScaling::Exact,
+            ..self.decode
+        };
+        let mut ops = alloc::vec![Op::Decode(exact)];
         ops.extend_from_slice(&self.finish);
-        let base = Pipeline::from_ops(&ops)?.compile_with_limits(InputDesc::Encoded, limits)?;
+        let base = Pipeline::from_ops(&ops)?
+            .compile_with_limits(InputDesc::Encoded, limits)?
+            .decode_scaling(self.decode.scaling);
         Ok(TrainPlan {
             base,
             augments: self.augments.clone(),

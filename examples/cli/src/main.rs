@@ -176,6 +176,20 @@ fn default_backend() -> Backend {
     Backend::available().next_back().unwrap_or_default()
 }
 
+/// `--fast-decode` runs on libjpeg-turbo only: an error saying how to get it.
+pub(crate) fn fast_decode_needs(backend: Backend) -> Result<(), String> {
+    if backend == Backend::LibjpegTurbo {
+        return Ok(());
+    }
+    Err(if Backend::LibjpegTurbo.is_available() {
+        "--fast-decode needs the libjpeg-turbo decoder: add --decoder libjpeg-turbo".to_owned()
+    } else {
+        "--fast-decode needs the libjpeg-turbo decoder, which this build lacks; rebuild with \
+         `cargo build --release -p tensorprep-cli --features libjpeg-turbo` (needs cmake and nasm)"
+            .to_owned()
+    })
+}
+
 fn backend(decoder: Decoder) -> Result<Backend, String> {
     match decoder {
         Decoder::ZuneJpeg => Ok(Backend::Zune),
@@ -250,14 +264,8 @@ fn plan(args: &PipelineArgs) -> Result<(Plan, Backend, Option<Plan>), String> {
         (None, Some(w)) => w,
         (None, None) => default_backend(),
     };
-    if args.fast_decode && backend != Backend::LibjpegTurbo {
-        return Err(if Backend::LibjpegTurbo.is_available() {
-            "--fast-decode needs the libjpeg-turbo decoder: add --decoder libjpeg-turbo".to_owned()
-        } else {
-            "--fast-decode needs the libjpeg-turbo decoder, which this build lacks; rebuild with \
-             `cargo build --release -p tensorprep-cli --features libjpeg-turbo` (needs cmake and nasm)"
-                .to_owned()
-        });
+    if args.fast_decode {
+        fast_decode_needs(backend)?;
     }
     pipeline.map_decode(|d| {
         d.backend = backend;

@@ -142,6 +142,22 @@ mod compiled {
 
         /// Narrows what the next reader reads.
         pub(in crate::pipeline) fn resolve(&self, r: &mut Resolver<'_>) -> Result<()> {
+            if let (Some((sx, sy)), Some((w, h))) = (r.reduced, r.logical) {
+                // Reduced decoding, before the first resize: the crop is
+                // taken in full-size coordinates and read by the resize as
+                // a fractional box of the reduced image.
+                let rect = self.rect(w, h)?;
+                let origin = r.crop.map_or((0, 0), |c| (c.x, c.y));
+                r.crop = Some(offset(Rect::new(origin.0, origin.1, w, h), rect));
+                r.logical = Some((rect.width, rect.height));
+                r.map = r.map.then(&Affine::scale_translate(
+                    1.0,
+                    1.0,
+                    -f64::from(rect.x) * sx,
+                    -f64::from(rect.y) * sy,
+                ));
+                return Ok(());
+            }
             let (w, h) = r.size();
             let rect = self.rect(w, h)?;
             r.read.region = offset(r.read.region, rect);

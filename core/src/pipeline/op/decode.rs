@@ -96,13 +96,17 @@ mod compile {
                         "Decode: fast (DCT-scaled) decoding needs the libjpeg-turbo backend",
                     ));
                 }
-                let next = cx
-                    .rest
-                    .iter()
-                    .find(|op| !matches!(op, Op::ConvertColor { .. }));
+                // Colour conversions and crops may come first: the scale
+                // follows what the resize reads.
+                let next = cx.rest.iter().find(|op| {
+                    !matches!(
+                        op,
+                        Op::ConvertColor { .. } | Op::Crop(_) | Op::CenterCrop(_)
+                    )
+                });
                 if !matches!(next, Some(Op::Resize(_))) {
                     return Err(op_error(
-                        "Decode: fast decoding needs a Resize right after it (it decodes at the resize's scale)",
+                        "Decode: fast decoding needs a Resize right after it, or after crops (it decodes at the resize's scale)",
                     ));
                 }
             }

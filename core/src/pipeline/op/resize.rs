@@ -60,9 +60,24 @@ mod compiled {
             while let Some(crop) = r.next_crop() {
                 window = offset(window, crop.rect(window.width, window.height)?);
             }
+            // Reduced decoding after crops: the crops' box in the reduced
+            // image (the crops already moved the map to its corner).
+            let (source, read) = match (r.crop.take(), r.reduced) {
+                (Some(c), Some((sx, sy))) => {
+                    let at = |v: u32, s: f64, end: u32| (f64::from(v) * s).min(f64::from(end));
+                    let b = SourceBox {
+                        x0: at(c.x, sx, w) as f32,
+                        y0: at(c.y, sy, h) as f32,
+                        x1: at(c.x + c.width, sx, w) as f32,
+                        y1: at(c.y + c.height, sy, h) as f32,
+                    };
+                    (b, (f64::from(b.x1 - b.x0), f64::from(b.y1 - b.y0)))
+                }
+                _ => (SourceBox::full(w, h), (f64::from(w), f64::from(h))),
+            };
             let plan = ResizePlan::windowed_reusing(
                 (w, h),
-                SourceBox::full(w, h),
+                source,
                 full,
                 window,
                 self.resample,
@@ -70,8 +85,8 @@ mod compiled {
                 r.spares,
             )?;
             r.map = r.map.then(&Affine::scale_translate(
-                f64::from(full.0) / f64::from(w),
-                f64::from(full.1) / f64::from(h),
+                f64::from(full.0) / read.0,
+                f64::from(full.1) / read.1,
                 -f64::from(window.x),
                 -f64::from(window.y),
             ));
