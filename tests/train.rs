@@ -380,7 +380,7 @@ fn shards_visit_every_sample_once_per_epoch() {
                 drop_last: false,
             };
             let mut mine = Vec::new();
-            epoch_indices(Order::Shuffled { seed: 11 }, shard, epoch, len, &mut mine);
+            epoch_indices(&Order::Shuffled { seed: 11 }, shard, epoch, len, &mut mine);
             assert_eq!(mine.len(), 3334);
             for &i in &mine {
                 seen[i as usize] += 1;
@@ -391,7 +391,7 @@ fn shards_visit_every_sample_once_per_epoch() {
         assert_ne!(order, previous, "each epoch draws a new order");
         let mut again = Vec::new();
         epoch_indices(
-            Order::Shuffled { seed: 11 },
+            &Order::Shuffled { seed: 11 },
             Shard {
                 count: 3,
                 index: 0,
@@ -403,6 +403,64 @@ fn shards_visit_every_sample_once_per_epoch() {
         );
         assert_eq!(again[..], order[..3334]);
         previous = order;
+    }
+}
+
+/// PyTorch's `WeightedRandomSampler`: with replacement each index's share
+/// of the draws is its weight's share (zero never comes); without
+/// replacement each index comes at most once and the first drawn follows
+/// the weights; one (seed, epoch) gives one order; bad weights are refused.
+#[test]
+fn weighted_order_follows_the_weights() {
+    use tensorprep::train::{Order, Shard, Weighted, epoch_indices};
+    let weights = vec![1.0, 2.0, 3.0, 4.0, 0.0, 10.0];
+    let total: f64 = weights.iter().sum();
+    // Within 5 standard deviations of n * p for each index.
+    let near = |count: usize, n: usize, p: f64| {
+        let (n, sd) = (n as f64, (n as f64 * p * (1.0 - p)).sqrt());
+        (count as f64 - n * p).abs() <= 5.0 * sd.max(1.0)
+    };
+    let n = 200_000;
+    let order = Order::Weighted(Weighted::new(3, weights.clone(), n, true).unwrap());
+    let mut drawn = Vec::new();
+    epoch_indices(&order, Shard::ALL, 0, 6, &mut drawn);
+    assert_eq!(drawn.len(), n);
+    for (i, w) in weights.iter().enumerate() {
+        let count = drawn.iter().filter(|&&d| d == i as u64).count();
+        assert!(near(count, n, w / total), "index {i}: {count} of {n}");
+    }
+    let mut again = Vec::new();
+    epoch_indices(&order, Shard::ALL, 0, 6, &mut again);
+    assert_eq!(again, drawn);
+    epoch_indices(&order, Shard::ALL, 1, 6, &mut again);
+    assert_ne!(again, drawn, "each epoch draws anew");
+    // Without replacement: the 5 positive weights once each.
+    let order = Order::Weighted(Weighted::new(3, weights.clone(), 5, false).unwrap());
+    let mut firsts = [0usize; 6];
+    let epochs = 20_000;
+    for epoch in 0..epochs {
+        epoch_indices(&order, Shard::ALL, epoch, 6, &mut drawn);
+        let mut sorted = drawn.clone();
+        sorted.sort();
+        assert_eq!(sorted, [0, 1, 2, 3, 5]);
+        firsts[drawn[0] as usize] += 1;
+    }
+    for (i, w) in weights.iter().enumerate() {
+        assert!(
+            near(firsts[i], epochs as usize, w / total),
+            "first {i}: {}",
+            firsts[i]
+        );
+    }
+    // Refused by name.
+    for (w, samples, replacement) in [
+        (vec![1.0, -1.0], 1, true),
+        (vec![0.0, 0.0], 1, true),
+        (vec![1.0, f64::NAN], 1, true),
+        (vec![1.0, 0.0, 2.0], 3, false),
+    ] {
+        let err = Weighted::new(0, w, samples, replacement).unwrap_err();
+        assert!(err.to_string().contains("weighted sampler"), "{err}");
     }
 }
 
@@ -418,7 +476,7 @@ fn padding_drop_last_and_launcher_variables() {
             index,
             drop_last,
         };
-        epoch_indices(Order::Sequential, shard, 0, 10, &mut v);
+        epoch_indices(&Order::Sequential, shard, 0, 10, &mut v);
         v
     };
     // 10 padded to 12 with 0, 1; shards take positions r, r + 4, r + 8.
@@ -509,7 +567,7 @@ mod loader {
         config.read_workers = read;
         config.collate_workers = collate;
         config.depth = collate + 2;
-        let mut loader = Loader::new(dataset(), plan(), config).unwrap();
+        let mut loader = Loader::new(dataset(), plan(), config.clone()).unwrap();
         assert_eq!(loader.batches(), 7, "40 samples in batches of 6");
         rest(&mut loader)
     }
@@ -541,7 +599,7 @@ mod loader {
         let mut config = LoaderConfig::new(6, 3, 42);
         config.ordered = false;
         config.epochs = Some(1);
-        let mut loader = Loader::new(dataset(), plan(), config).unwrap();
+        let mut loader = Loader::new(dataset(), plan(), config.clone()).unwrap();
         let ordered = epoch(1);
         let mut by_label = std::collections::BTreeMap::new();
         for (tensor, labels) in &ordered {
@@ -565,7 +623,7 @@ mod loader {
     fn epochs_follow_one_another_on_the_same_threads() {
         let mut config = LoaderConfig::new(6, 2, 42);
         config.epochs = Some(3);
-        let mut loader = Loader::new(dataset(), plan(), config).unwrap();
+        let mut loader = Loader::new(dataset(), plan(), config.clone()).unwrap();
         let mut epochs = vec![rest(&mut loader)];
         for e in 1..3 {
             loader = loader.next_epoch().unwrap();
@@ -575,16 +633,87 @@ mod loader {
         assert!(matches!(loader.next_epoch(), Err(LoadError::Config(_))));
         assert!(epochs[0] == epoch(2));
         assert!(epochs[1] != epochs[0] && epochs[2] != epochs[1]);
-        let mut state = Loader::new(dataset(), plan(), config).unwrap().state();
+        let mut state = Loader::new(dataset(), plan(), config.clone())
+            .unwrap()
+            .state();
         state.epoch = 2;
-        let mut fresh = Loader::resume(dataset(), plan(), config, state).unwrap();
+        let mut fresh = Loader::resume(dataset(), plan(), config.clone(), state).unwrap();
         assert!(rest(&mut fresh) == epochs[2]);
         // A state saved at an epoch's end resumes at the next one's start.
         state.epoch = 1;
         state.batches = 7;
-        let mut fresh = Loader::resume(dataset(), plan(), config, state).unwrap();
+        let mut fresh = Loader::resume(dataset(), plan(), config.clone(), state).unwrap();
         assert_eq!(fresh.epoch(), 2);
         assert!(rest(&mut fresh) == epochs[2]);
+    }
+
+    /// A weighted order runs through the loader: its epoch is the drawn
+    /// count, zero-weight samples never come; weights not one per sample
+    /// are refused.
+    #[test]
+    fn weighted_sampling_through_the_loader() {
+        use tensorprep::train::{Order, Weighted};
+        let weights: Vec<f64> = (0..40u32)
+            .map(|i| f64::from(!i.is_multiple_of(4)))
+            .collect();
+        let mut config = LoaderConfig::new(6, 2, 42);
+        config.order = Order::Weighted(Weighted::new(42, weights, 50, true).unwrap());
+        let mut loader = Loader::new(dataset(), plan(), config.clone()).unwrap();
+        assert_eq!(loader.batches(), 9);
+        let labels: Vec<f32> = rest(&mut loader).into_iter().flat_map(|b| b.1).collect();
+        assert_eq!(labels.len(), 50);
+        assert!(
+            labels.iter().all(|l| !(*l as u32).is_multiple_of(4)),
+            "{labels:?}"
+        );
+        config.order = Order::Weighted(Weighted::new(42, vec![1.0; 39], 50, true).unwrap());
+        assert!(matches!(
+            Loader::new(dataset(), plan(), config),
+            Err(LoadError::Config(_))
+        ));
+    }
+
+    /// Batches of 2 samples from 3 decode threads and 3 buffers, resumed
+    /// mid-epoch, thousands of times: every batch arrives. (Buffers once went
+    /// to a later batch while an earlier one waited, or to a thread whose
+    /// batch another had opened, and the ordered stream stalled for good,
+    /// about once in a thousand loaders.) A stall fails the test instead
+    /// of hanging it.
+    #[test]
+    fn small_batches_never_stall() {
+        const ROUNDS: u64 = 3000;
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut p = TrainPipeline::imagenet_train();
+            p.augments[0] = Augment::RandomResizedCrop(RandomResizedCrop::new(8, 8));
+            let plan = Arc::new(p.compile().unwrap());
+            // A tiny image: many loaders in little time.
+            let tiny = tensorprep_tests::read("src_sample_small_gray.png");
+            let data: Arc<dyn Dataset> = Arc::new((40usize, move |_: usize, s: &mut Sample| {
+                s.bytes.clear();
+                s.bytes.extend_from_slice(&tiny);
+                s.labels.clear();
+                s.labels.push(0.0);
+                Ok::<(), DataError>(())
+            }));
+            let mut samples = 0;
+            for round in 0..ROUNDS {
+                let mut config = LoaderConfig::new(2, 3, round);
+                config.depth = 3;
+                config.prefetch = 6;
+                let mut state = Loader::new(Arc::clone(&data), Arc::clone(&plan), config.clone())
+                    .unwrap()
+                    .state();
+                state.batches = round % 20;
+                let loader =
+                    Loader::resume(Arc::clone(&data), Arc::clone(&plan), config, state).unwrap();
+                samples += loader.map(|b| b.unwrap().len()).sum::<usize>();
+            }
+            let _ = done.send(samples);
+        });
+        let want: usize = (0..ROUNDS).map(|r| 40 - 2 * (r % 20) as usize).sum();
+        let got = finished.recv_timeout(std::time::Duration::from_secs(120));
+        assert_eq!(got, Ok(want), "the loader stalled");
     }
 
     /// Each stage runs on threads named for it (`top -H` shows them).
@@ -593,7 +722,7 @@ mod loader {
     fn stages_run_on_named_threads() {
         let mut config = LoaderConfig::new(6, 2, 42);
         config.read_workers = 2;
-        let loader = Loader::new(dataset(), plan(), config).unwrap();
+        let loader = Loader::new(dataset(), plan(), config.clone()).unwrap();
         let names = || -> Vec<String> {
             std::fs::read_dir("/proc/self/task")
                 .unwrap()
@@ -671,7 +800,7 @@ mod loader {
         }));
         let mut config = LoaderConfig::new(4, 2, 1);
         config.order = tensorprep::train::Order::Sequential;
-        let results: Vec<_> = Loader::new(Arc::clone(&flaky), plan(), config)
+        let results: Vec<_> = Loader::new(Arc::clone(&flaky), plan(), config.clone())
             .unwrap()
             .collect();
         let err = results.last().unwrap().as_ref().unwrap_err();
@@ -685,7 +814,7 @@ mod loader {
             "batch 0 delivered, batch 1 holds sample 7"
         );
         config.on_error = OnError::Skip;
-        let batches: Vec<_> = Loader::new(Arc::clone(&flaky), plan(), config)
+        let batches: Vec<_> = Loader::new(Arc::clone(&flaky), plan(), config.clone())
             .unwrap()
             .map(|b| b.unwrap())
             .map(|b| (b.len(), b.skipped()))
@@ -754,8 +883,8 @@ mod shards {
                 drop_last: false,
             };
             let loader = match state {
-                Some(s) => Loader::resume(dataset(), Arc::clone(&plan), config, s).unwrap(),
-                None => Loader::new(dataset(), Arc::clone(&plan), config).unwrap(),
+                Some(s) => Loader::resume(dataset(), Arc::clone(&plan), config.clone(), s).unwrap(),
+                None => Loader::new(dataset(), Arc::clone(&plan), config.clone()).unwrap(),
             };
             for (k, b) in loader.enumerate() {
                 if per_step.len() <= k {
@@ -793,6 +922,6 @@ mod shards {
             drop_last: false,
         };
         let p = Arc::new(TrainPipeline::imagenet_train().compile().unwrap());
-        assert!(Loader::resume(dataset(), p, config, state).is_err());
+        assert!(Loader::resume(dataset(), p, config.clone(), state).is_err());
     }
 }

@@ -36,8 +36,8 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use super::data::{DataError, Dataset, Sample};
@@ -56,7 +56,7 @@ pub enum OnError {
 }
 
 /// How a loader runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct LoaderConfig {
     /// Samples per batch (per shard).
@@ -117,10 +117,7 @@ impl LoaderConfig {
     }
 
     fn seed(&self) -> u64 {
-        match self.order {
-            Order::Shuffled { seed } => seed,
-            Order::Sequential => 0,
-        }
+        self.order.seed()
     }
 
     fn check(&self) -> Result<(), LoadError> {
@@ -371,7 +368,9 @@ struct Shared {
     /// The next stream item to read.
     next_read: AtomicU64,
     /// Batches whose samples are being decoded (at most `depth`).
-    open: Mutex<Vec<Open>>,
+    open: Mutex<OpenBatches>,
+    /// Signalled when a batch opens (or the opening thread gives up).
+    opened: Condvar,
     stop: AtomicBool,
     read: Queue<Read>,
     /// Batches whose samples are all done, to collate.
@@ -394,7 +393,7 @@ impl Shared {
         }
         let mut indices = Vec::new();
         let c = &self.config;
-        epoch_indices(c.order, c.shard, epoch, self.dataset.len(), &mut indices);
+        epoch_indices(&c.order, c.shard, epoch, self.dataset.len(), &mut indices);
         let o = Arc::new(indices);
         if orders.len() >= 2 {
             orders.remove(0);
@@ -505,7 +504,14 @@ impl Loader {
         ))?;
         let sample_len = shape.iter().product::<usize>();
         let b = config.batch_size as u64;
-        let samples = config.shard.samples(dataset.len()) as u64;
+        if let Order::Weighted(w) = &config.order
+            && w.weights.len() != dataset.len()
+        {
+            return Err(LoadError::Config(
+                "the sampler's weights are not one per dataset sample",
+            ));
+        }
+        let samples = config.shard.samples(config.order.epoch_len(dataset.len())) as u64;
         let batches = if config.drop_last_batch {
             samples / b
         } else {
@@ -553,12 +559,17 @@ impl Loader {
         let shared = Arc::new(Shared {
             dataset,
             plan,
-            config,
+            config: config.clone(),
             sample_len,
             layout,
             orders: Mutex::new(Vec::with_capacity(2)),
             next_read: AtomicU64::new(0),
-            open: Mutex::new(Vec::with_capacity(config.depth)),
+            open: Mutex::new(OpenBatches {
+                list: Vec::with_capacity(config.depth),
+                next: 0,
+                opening: false,
+            }),
+            opened: Condvar::new(),
             stop: AtomicBool::new(false),
             read: Queue::new(config.prefetch, true),
             assembled: Queue::new(config.depth, config.ordered),
@@ -646,7 +657,7 @@ impl Loader {
         let (dataset, plan, config) = (
             Arc::clone(&self.shared.dataset),
             Arc::clone(&self.shared.plan),
-            self.shared.config,
+            self.shared.config.clone(),
         );
         let mut state = self.state();
         state.epoch = epoch;
@@ -718,6 +729,9 @@ impl Drop for Loader {
         s.assembled.close();
         s.collated.close();
         s.buffers.close();
+        // Threads waiting for their batch to open see the stop.
+        drop(lock(&s.open));
+        s.opened.notify_all();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -929,6 +943,14 @@ impl Base {
     }
 }
 
+/// The batches being filled, and the next stream batch to open.
+struct OpenBatches {
+    list: Vec<Open>,
+    next: u64,
+    /// A thread is waiting for a buffer to open `next`.
+    opening: bool,
+}
+
 /// A batch whose samples are being decoded into its buffer.
 struct Open {
     /// The stream batch number.
@@ -946,42 +968,61 @@ struct Open {
 }
 
 impl Shared {
-    /// The slot base of stream batch `batch`, opening it (with a free batch
-    /// buffer, waited for) if this is its first sample; `None` once stopped.
+    /// The slot base of stream batch `batch`, opening the batches up to it
+    /// if they are not open yet; `None` once stopped.
+    ///
+    /// Batches are opened in order, each with a free batch buffer, by one
+    /// thread at a time (the others wait for their batch to open): so the
+    /// earliest batch always gets the next free buffer. (A later batch
+    /// taking the last buffer while an earlier one waits would stall the
+    /// ordered collate for good; so would a thread waiting for a buffer
+    /// for a batch another thread has opened meanwhile.)
     fn open_batch(&self, batch: u64) -> Option<Base> {
-        let mut spare = None;
+        let mut open = lock(&self.open);
         loop {
-            {
-                let mut open = lock(&self.open);
-                if let Some(o) = open.iter().find(|o| o.batch == batch) {
-                    if let Some(b) = spare {
-                        self.buffers.put(b);
-                    }
-                    return Some(o.base);
-                }
-                if let Some(mut buffers) = spare.take() {
-                    let (epoch, number, len) = self.layout.batch(batch)?;
-                    buffers.labels.clear();
-                    buffers.labels.resize(len, f32::NAN);
-                    buffers.indices.clear();
-                    buffers.indices.resize(len, u64::MAX);
-                    let base = Base::of(&mut buffers.tensor);
-                    open.push(Open {
-                        batch,
-                        epoch,
-                        number,
-                        len,
-                        remaining: len,
-                        buffers,
-                        base,
-                        failed: None,
-                    });
-                    return Some(base);
-                }
+            if self.stopped() {
+                return None;
             }
-            // Waited for outside the lock: the batches before this one
-            // finish meanwhile, and the consumer frees their buffers.
-            spare = Some(self.buffers.take()?);
+            if batch < open.next {
+                // Open until its last sample is finished, and this thread
+                // holds one of its samples.
+                return open.list.iter().find(|o| o.batch == batch).map(|o| o.base);
+            }
+            if open.opening {
+                open = self.opened.wait(open).unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            // This thread opens the next batch: it waits for a buffer
+            // outside the lock (the open batches finish meanwhile, and the
+            // consumer frees their buffers).
+            open.opening = true;
+            drop(open);
+            let buffers = self.buffers.take();
+            open = lock(&self.open);
+            open.opening = false;
+            self.opened.notify_all();
+            let mut buffers = buffers?;
+            let next = open.next;
+            let Some((epoch, number, len)) = self.layout.batch(next) else {
+                self.buffers.put(buffers);
+                return None;
+            };
+            buffers.labels.clear();
+            buffers.labels.resize(len, f32::NAN);
+            buffers.indices.clear();
+            buffers.indices.resize(len, u64::MAX);
+            let base = Base::of(&mut buffers.tensor);
+            open.list.push(Open {
+                batch: next,
+                epoch,
+                number,
+                len,
+                remaining: len,
+                buffers,
+                base,
+                failed: None,
+            });
+            open.next += 1;
         }
     }
 
@@ -998,10 +1039,11 @@ impl Shared {
         let finished = {
             let mut open = lock(&self.open);
             let at = open
+                .list
                 .iter()
                 .position(|o| o.batch == batch)
                 .expect("a batch stays open until its last sample finishes");
-            let o = &mut open[at];
+            let o = &mut open.list[at];
             match done {
                 Ok(()) => {
                     o.buffers.labels[slot] = label;
@@ -1012,7 +1054,7 @@ impl Shared {
                 }
             }
             o.remaining -= 1;
-            (o.remaining == 0).then(|| open.swap_remove(at))
+            (o.remaining == 0).then(|| open.list.swap_remove(at))
         };
         finished.is_none_or(|o| self.assembled.put(batch, o))
     }

@@ -24,4 +24,4 @@ pub use augment::{Augment, RandomCrop, RandomResizedCrop};
 pub use loader::{Batch, LoadError, Loader, LoaderConfig, LoaderState, OnError};
 pub use plan::{MAX_AUGMENTS, TrainPipeline, TrainPlan, TrainState};
 pub use rng::{Draws, SampleKey};
-pub use sampler::{Order, Shard, epoch_indices, permutation};
+pub use sampler::{Order, Shard, Weighted, epoch_indices, permutation};

@@ -107,6 +107,13 @@ impl Draws {
         (self.next_u32() >> 8) as f32 * (1.0 / 16_777_216.0)
     }
 
+    /// A float in `[0, 1)` with 53 random bits (two words).
+    pub fn unit_f64(&mut self) -> f64 {
+        let hi = u64::from(self.next_u32()) << 21;
+        let lo = u64::from(self.next_u32() >> 11);
+        (hi | lo) as f64 * (1.0 / 9_007_199_254_740_992.0)
+    }
+
     /// `torch.empty(1).uniform_(lo, hi).item()`: a float32 uniform in
     /// `[lo, hi)`, widened to f64 as Python sees it.
     pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {

@@ -10,6 +10,7 @@
 //!   [`Shard::from_env`] reads the rank and world size that torchrun, MPI and
 //!   Horovod launchers set.
 
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use super::{Draws, SampleKey};
@@ -19,7 +20,7 @@ use super::{Draws, SampleKey};
 const PERMUTATION: u16 = u16::MAX;
 
 /// An epoch's order of the dataset's indices.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Order {
     /// 0, 1, 2, ...
@@ -29,6 +30,131 @@ pub enum Order {
         /// The run's seed.
         seed: u64,
     },
+    /// Indices drawn by weight per (seed, epoch): PyTorch's
+    /// `WeightedRandomSampler`.
+    Weighted(Weighted),
+}
+
+impl Order {
+    /// The seed the order (and the loader's draws) come from; 0 when
+    /// sequential.
+    pub fn seed(&self) -> u64 {
+        match self {
+            Order::Sequential => 0,
+            Order::Shuffled { seed } => *seed,
+            Order::Weighted(w) => w.seed,
+        }
+    }
+
+    /// Indices per epoch (before sharding) over a dataset of `len`.
+    pub fn epoch_len(&self, len: usize) -> usize {
+        match self {
+            Order::Weighted(w) => w.samples,
+            _ => len,
+        }
+    }
+}
+
+/// PyTorch's `WeightedRandomSampler(weights, num_samples, replacement)`:
+/// each epoch draws `samples` indices, index `i` with probability
+/// `weights[i] / sum(weights)`; without replacement, each index at most
+/// once (in the order drawn: Efraimidis and Spirakis' keys `u^(1/w)`,
+/// largest first).
+///
+/// ```
+/// use tensorprep::train::{Order, Shard, Weighted, epoch_indices};
+///
+/// // Class-balanced sampling: the rare sample 2 weighs as much as the rest.
+/// let order = Order::Weighted(Weighted::new(7, vec![1.0, 1.0, 2.0], 1000, true)?);
+/// let mut drawn = Vec::new();
+/// epoch_indices(&order, Shard::ALL, 0, 3, &mut drawn);
+/// let twos = drawn.iter().filter(|&&i| i == 2).count();
+/// assert!((400..600).contains(&twos), "{twos}");
+/// # Ok::<(), tensorprep::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Weighted {
+    /// The run's seed.
+    pub seed: u64,
+    /// One weight per dataset index: finite, not negative, some positive.
+    pub weights: Arc<[f64]>,
+    /// Indices drawn per epoch.
+    pub samples: usize,
+    /// Draw with replacement (an index may come several times per epoch).
+    pub replacement: bool,
+}
+
+impl Weighted {
+    /// Checked weights: finite, not negative, some positive, and without
+    /// replacement at least `samples` of them positive.
+    pub fn new(
+        seed: u64,
+        weights: impl Into<Arc<[f64]>>,
+        samples: usize,
+        replacement: bool,
+    ) -> Result<Weighted, crate::Error> {
+        let weights = weights.into();
+        let bad = |name| Err(crate::Error::InvalidParameter { name });
+        if weights.iter().any(|w| !w.is_finite() || *w < 0.0) {
+            return bad("weighted sampler: a weight is negative or not finite");
+        }
+        let positive = weights.iter().filter(|w| **w > 0.0).count();
+        if positive == 0 {
+            return bad("weighted sampler: every weight is zero");
+        }
+        if !replacement && samples > positive {
+            return bad(
+                "weighted sampler: more samples than positive weights, without replacement",
+            );
+        }
+        if weights.iter().sum::<f64>().is_infinite() {
+            return bad("weighted sampler: the weights' sum overflows");
+        }
+        Ok(Weighted {
+            seed,
+            weights,
+            samples,
+            replacement,
+        })
+    }
+
+    /// The epoch's draws, in order.
+    fn draw(&self, epoch: u32) -> Vec<u64> {
+        let w = &self.weights;
+        let key = |i: usize| Draws::new(SampleKey::new(self.seed, epoch, i as u64), PERMUTATION);
+        if self.replacement {
+            let mut sums = Vec::with_capacity(w.len());
+            let mut total = 0.0;
+            for x in w.iter() {
+                total += x;
+                sums.push(total);
+            }
+            // The last index that can be drawn (rounding may reach the top).
+            let last = w.iter().rposition(|x| *x > 0.0).unwrap_or(0);
+            (0..self.samples)
+                .map(|i| {
+                    let u = key(i).unit_f64() * total;
+                    sums.partition_point(|&c| c <= u).min(last) as u64
+                })
+                .collect()
+        } else {
+            // Keys ln(u) / w, largest first: the order of drawing without
+            // replacement by weight.
+            let mut keys: Vec<(f64, u64)> = w
+                .iter()
+                .enumerate()
+                .filter(|(_, x)| **x > 0.0)
+                .map(|(i, x)| {
+                    let u = key(i).unit_f64().max(f64::MIN_POSITIVE);
+                    (u.ln() / x, i as u64)
+                })
+                .collect();
+            keys.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            keys.truncate(self.samples);
+            keys.into_iter().map(|(_, i)| i).collect()
+        }
+    }
 }
 
 /// One process's part of each epoch.
@@ -108,19 +234,22 @@ impl Shard {
 }
 
 /// The indices shard `shard` visits in `epoch` of a dataset of `len`, in
-/// order, into `out` (cleared first; reused from epoch to epoch).
+/// order, into `out` (cleared first; reused from epoch to epoch). The
+/// epoch's order has [`Order::epoch_len`] entries; it is padded or cut for
+/// the shards as PyTorch's `DistributedSampler` does.
 ///
 /// ```
 /// use tensorprep::train::{Order, Shard, epoch_indices};
 ///
 /// let mut mine = Vec::new();
 /// let shard = Shard { count: 3, index: 1, drop_last: false };
-/// epoch_indices(Order::Sequential, shard, 0, 7, &mut mine);
+/// epoch_indices(&Order::Sequential, shard, 0, 7, &mut mine);
 /// // 7 padded to 9 (0..7 then 0, 1); shard 1 takes positions 1, 4, 7.
 /// assert_eq!(mine, [1, 4, 0]);
 /// ```
-pub fn epoch_indices(order: Order, shard: Shard, epoch: u32, len: usize, out: &mut Vec<u64>) {
+pub fn epoch_indices(order: &Order, shard: Shard, epoch: u32, len: usize, out: &mut Vec<u64>) {
     out.clear();
+    let len = order.epoch_len(len);
     let n = shard.count.max(1) as usize;
     let per = shard.samples(len);
     let total = per * n;
@@ -133,8 +262,12 @@ pub fn epoch_indices(order: Order, shard: Shard, epoch: u32, len: usize, out: &m
     match order {
         Order::Sequential => out.extend(positions.map(|p| p as u64)),
         Order::Shuffled { seed } => {
-            let perm = permutation(seed, epoch, len);
+            let perm = permutation(*seed, epoch, len);
             out.extend(positions.map(|p| perm[p]));
+        }
+        Order::Weighted(w) => {
+            let drawn = w.draw(epoch);
+            out.extend(positions.map(|p| drawn[p]));
         }
     }
 }
