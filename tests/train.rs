@@ -925,3 +925,168 @@ mod shards {
         assert!(Loader::resume(dataset(), p, config.clone(), state).is_err());
     }
 }
+
+/// Datasets made from others keep random access and map indices right.
+mod combine {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tensorprep::train::data::combine::{Cache, Concat, Filter, InMemory, Range, Zip};
+    use tensorprep::train::data::{DataError, Dataset, Sample};
+
+    /// `n` samples whose bytes are `[base + i]` and label `base + i`.
+    fn numbered(base: u8, n: usize) -> Arc<dyn Dataset> {
+        Arc::new(InMemory::new(
+            (0..n)
+                .map(|i| Sample {
+                    bytes: vec![base + i as u8],
+                    labels: vec![f32::from(base + i as u8)],
+                    id: i as u64,
+                })
+                .collect(),
+        ))
+    }
+
+    fn all(d: &dyn Dataset) -> Vec<(u8, Vec<f32>)> {
+        let mut s = Sample::default();
+        (0..d.len())
+            .map(|i| {
+                d.read(i, &mut s).unwrap();
+                (s.bytes[0], s.labels.clone())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ranges_concat_zip_and_filter_map_indices() {
+        let a = numbered(0, 5);
+        let b = numbered(100, 3);
+        let take = Range::take(Arc::clone(&a), 2);
+        let skip = Range::skip(Arc::clone(&a), 3);
+        assert_eq!(all(&take).iter().map(|s| s.0).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(all(&skip).iter().map(|s| s.0).collect::<Vec<_>>(), [3, 4]);
+        assert!(Range::new(Arc::clone(&a), 2..6).is_err());
+        // An empty part in the middle is stepped over.
+        let empty = numbered(50, 0);
+        let c = Concat::new(vec![Arc::clone(&a), empty, Arc::clone(&b)]).unwrap();
+        let bytes: Vec<u8> = all(&c).iter().map(|s| s.0).collect();
+        assert_eq!(bytes, [0, 1, 2, 3, 4, 100, 101, 102]);
+        let mut s = Sample::default();
+        assert!(matches!(
+            c.read(8, &mut s),
+            Err(DataError::OutOfRange { index: 8, len: 8 })
+        ));
+        // Zip: the first's bytes, both labels; unequal lengths refused.
+        let first: Arc<dyn Dataset> = Arc::new(Range::take(Arc::clone(&a), 3));
+        let z = Zip::new(first, Arc::clone(&b)).unwrap();
+        assert_eq!(all(&z)[2], (2, vec![2.0, 102.0]));
+        let err = Zip::new(Arc::clone(&a), Arc::clone(&b)).err().unwrap();
+        assert!(err.to_string().contains("5 and 3"), "{err}");
+        // Filter by what is read, and by index.
+        let f = Filter::new(Arc::new(c), |s: &Sample| s.bytes[0].is_multiple_of(2)).unwrap();
+        assert_eq!(
+            all(&f).iter().map(|s| s.0).collect::<Vec<_>>(),
+            [0, 2, 4, 100, 102]
+        );
+        let f = Filter::by_index(a, |i| i > 2);
+        assert_eq!(all(&f).iter().map(|s| s.0).collect::<Vec<_>>(), [3, 4]);
+    }
+
+    /// A cache reads each sample from its dataset once while its budget
+    /// lasts, then passes reads through; what it returns is what the
+    /// dataset holds.
+    #[test]
+    fn a_cache_reads_once_within_its_budget() {
+        let reads = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&reads);
+        let inner: Arc<dyn Dataset> = Arc::new((10usize, move |i: usize, s: &mut Sample| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            s.bytes.clear();
+            s.bytes.resize(1000, i as u8);
+            s.labels.clear();
+            s.labels.push(i as f32);
+            Ok::<(), DataError>(())
+        }));
+        let want = all(inner.as_ref());
+        reads.store(0, Ordering::SeqCst);
+        let cache = Cache::new(Arc::clone(&inner), 1_000_000);
+        assert_eq!(all(&cache), want);
+        assert_eq!(all(&cache), want);
+        assert_eq!(reads.load(Ordering::SeqCst), 10, "each sample read once");
+        assert!(cache.bytes() >= 10_000);
+        // A budget of about 4 samples: 4 cached, the rest read each time.
+        reads.store(0, Ordering::SeqCst);
+        let small = Cache::new(inner, 4_500);
+        assert_eq!(all(&small), want);
+        assert_eq!(all(&small), want);
+        assert!(small.bytes() <= 4_500);
+        assert_eq!(reads.load(Ordering::SeqCst), 10 + 6);
+    }
+}
+
+/// Autotune stays within its budget, and what it chooses delivers the same
+/// batches as any other configuration.
+mod tuning {
+    use std::sync::Arc;
+
+    use tensorprep::train::data::{DataError, Dataset, Sample};
+    use tensorprep::train::{
+        Augment, Budget, LoadError, Loader, LoaderConfig, RandomResizedCrop, TrainPipeline,
+        autotune,
+    };
+
+    #[test]
+    fn autotune_keeps_to_its_budget() {
+        let photo = tensorprep_tests::read("sample.jpg");
+        let data: Arc<dyn Dataset> = Arc::new((24usize, move |i: usize, s: &mut Sample| {
+            s.bytes.clear();
+            s.bytes.extend_from_slice(&photo);
+            s.labels.clear();
+            s.labels.push(i as f32);
+            Ok::<(), DataError>(())
+        }));
+        let mut p = TrainPipeline::imagenet_train();
+        p.augments[0] = Augment::RandomResizedCrop(RandomResizedCrop::new(64, 64));
+        let plan = Arc::new(p.compile().unwrap());
+        let base = LoaderConfig::new(4, 1, 5);
+        let run = |config: LoaderConfig| -> Vec<Vec<f32>> {
+            Loader::new(Arc::clone(&data), Arc::clone(&plan), config)
+                .unwrap()
+                .map(|b| b.unwrap().labels().to_vec())
+                .collect()
+        };
+        let want = run(base.clone());
+        for cpus in [1, 2, 3] {
+            let budget = Budget::new(cpus, 64 << 20);
+            let tuned =
+                autotune(Arc::clone(&data), Arc::clone(&plan), base.clone(), budget).unwrap();
+            let c = &tuned.config;
+            assert!(c.workers >= 1 && c.workers <= cpus, "{tuned}");
+            assert!(c.read_workers >= 1 && c.read_workers <= 4 * cpus, "{tuned}");
+            assert!(tuned.memory <= 64 << 20, "{tuned}");
+            assert_eq!((c.batch_size, c.order.seed()), (4, 5), "the base's kept");
+            assert!(
+                tuned
+                    .to_string()
+                    .contains(&format!("--workers {}", c.workers))
+            );
+            assert_eq!(run(tuned.config.clone()), want, "{tuned}");
+        }
+        // Two batches of 4 64x64 float samples (400 kB) and one decode
+        // thread's images (1.2 MB for this photo): less is refused, a tight
+        // budget cuts read-ahead and batch buffers.
+        let err = autotune(
+            Arc::clone(&data),
+            Arc::clone(&plan),
+            base.clone(),
+            Budget::new(2, 100_000),
+        )
+        .unwrap_err();
+        assert!(matches!(err, LoadError::Config(m) if m.contains("memory budget")));
+        let tight = autotune(data, plan, base, Budget::new(2, 2_500_000)).unwrap();
+        assert!(
+            tight.memory <= 2_500_000 && tight.config.depth == 2,
+            "{tight}"
+        );
+    }
+}

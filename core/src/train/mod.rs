@@ -8,11 +8,17 @@
 //!   ordinary ops per sample, fused by the plan compiler.
 //! - [`TrainPipeline`] / [`TrainPlan`]: decode, augment, finish.
 //! - [`data`]: datasets (image folders, MXNet RecordIO, TFRecord, WebDataset,
-//!   closures).
-//! - [`Order`], [`Shard`], [`epoch_indices`]: each epoch's order and each
-//!   process's part of it (`DistributedSampler` semantics).
+//!   closures, samples in memory) and datasets made of others
+//!   ([`data::combine`]: range, concat, zip, filter, cache).
+//! - [`Order`], [`Shard`], [`epoch_indices`]: each epoch's order (sequential,
+//!   shuffled, weighted) and each process's part of it (`DistributedSampler`
+//!   semantics).
+//! - [`Loader`]: read, decode + augment and collate stages on their own
+//!   threads, ordered, bounded, resumable; [`autotune`] picks its threads and
+//!   buffers within a CPU and a memory budget.
 
 mod augment;
+mod autotune;
 pub mod data;
 mod loader;
 mod plan;
@@ -21,6 +27,7 @@ mod sampler;
 mod stage;
 
 pub use augment::{Augment, RandomCrop, RandomResizedCrop};
+pub use autotune::{Budget, Tuned, autotune};
 pub use loader::{Batch, LoadError, Loader, LoaderConfig, LoaderState, OnError};
 pub use plan::{MAX_AUGMENTS, TrainPipeline, TrainPlan, TrainState};
 pub use rng::{Draws, SampleKey};

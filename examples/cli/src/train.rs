@@ -17,7 +17,7 @@ use tensorprep::train::data::tfrecord::{
 };
 use tensorprep::train::data::webdataset::{WebDataset, WebKeys};
 use tensorprep::train::data::{Dataset, Sample};
-use tensorprep::train::{Loader, LoaderConfig, TrainPipeline};
+use tensorprep::train::{Budget, Loader, LoaderConfig, TrainPipeline, autotune};
 
 use crate::atomic::{self, ReadOnly};
 use crate::{Decoder, backend, default_backend, fast_decode_needs};
@@ -31,9 +31,31 @@ pub(crate) struct TrainBenchArgs {
     /// An image folder (a sub-folder per class), a `.rec` (its `.idx`
     /// beside it), a `.tfrecord`, or WebDataset `.tar` shards (braces allowed).
     data: String,
-    /// Worker threads.
+    /// Decode + augment threads.
     #[arg(long, default_value_t = 2)]
     workers: usize,
+    /// Read threads (more for slow or remote storage).
+    #[arg(long, default_value_t = 1)]
+    read_workers: usize,
+    /// Collate threads.
+    #[arg(long, default_value_t = 1)]
+    collate_workers: usize,
+    /// Read samples queued ahead of the decode threads [default: 2 x workers + 2].
+    #[arg(long)]
+    prefetch: Option<usize>,
+    /// Batch buffers in circulation (the memory bound).
+    #[arg(long, default_value_t = 3)]
+    depth: usize,
+    /// Choose the threads, read-ahead and buffers from measurements within
+    /// --cpu-budget and --memory-budget; prints the choice (as flags to pin it).
+    #[arg(long)]
+    autotune: bool,
+    /// Autotune's CPU cap [default: every CPU].
+    #[arg(long)]
+    cpu_budget: Option<usize>,
+    /// Autotune's memory cap, in MiB.
+    #[arg(long, default_value_t = 2048)]
+    memory_budget: u64,
     /// Samples per batch.
     #[arg(long, default_value_t = 64)]
     batch: usize,
@@ -107,8 +129,24 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
         return Err(format!("{}: no samples", args.data));
     }
     let mut config = LoaderConfig::new(args.batch.max(1), args.workers.clamp(1, 1024), args.seed);
+    config.read_workers = args.read_workers;
+    config.collate_workers = args.collate_workers;
+    if let Some(p) = args.prefetch {
+        config.prefetch = p;
+    }
+    config.depth = args.depth;
     let epochs = args.warmup_epochs.saturating_add(args.epochs);
     config.epochs = Some(epochs);
+    if args.autotune {
+        let budget = match args.cpu_budget {
+            Some(cpus) => Budget::new(cpus, args.memory_budget.saturating_mul(1 << 20)),
+            None => Budget::machine(args.memory_budget.saturating_mul(1 << 20)),
+        };
+        let tuned = autotune(Arc::clone(&data), Arc::clone(&plan), config, budget)
+            .map_err(|e| e.to_string())?;
+        eprintln!("autotune: {tuned}");
+        config = tuned.config;
+    }
     let sample_len: usize = plan.output_shape().map(|s| s.iter().product()).unwrap_or(0);
     let mut hash = Fnv1a64::new();
     let mut loader =

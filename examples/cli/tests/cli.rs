@@ -1026,6 +1026,29 @@ fn train_bench_checksums_agree_across_data_forms_and_workers() {
     let listing = String::from_utf8(o.stdout).unwrap();
     assert_eq!(listing.lines().count(), 6);
     assert!(listing.starts_with("0\tid 0\tlabels 0\t"), "{listing}");
+    // Autotune prints its choice as flags, and the batches stay the same.
+    let o = run_ok(&[
+        "train-bench",
+        folder.as_str(),
+        "--batch",
+        "4",
+        "--seed",
+        "9",
+        "--checksum",
+        "--decoder",
+        "zune-jpeg",
+        "--autotune",
+        "--cpu-budget",
+        "2",
+        "--memory-budget",
+        "256",
+    ]);
+    assert!(
+        stderr_of(&o).contains("autotune: --workers "),
+        "{}",
+        stderr_of(&o)
+    );
+    assert!(String::from_utf8(o.stdout).unwrap().contains(&checksums[0]));
     // Fast mode: the same checksum for any worker count where this build
     // has libjpeg-turbo; elsewhere an error naming what it needs.
     let fast = |workers: &str| {

@@ -26,6 +26,12 @@ pub enum DataError {
         /// What is wrong.
         what: String,
     },
+    /// Datasets that do not fit together (a zip of unequal lengths, a range
+    /// outside its dataset).
+    Invalid {
+        /// What does not fit.
+        what: String,
+    },
     /// A sample index past the end.
     OutOfRange {
         /// The index asked for.
@@ -68,6 +74,7 @@ impl fmt::Display for DataError {
                 offset,
                 what,
             } => write!(f, "{path}: not a valid {format} file at {offset}: {what}"),
+            DataError::Invalid { what } => write!(f, "dataset: {what}"),
             DataError::OutOfRange { index, len } => {
                 write!(f, "sample {index} asked of a dataset of {len}")
             }

@@ -5,6 +5,7 @@
 //! Every length a file states is checked against the bytes the file holds
 //! before anything is allocated for it.
 
+pub mod combine;
 mod error;
 pub mod folder;
 pub mod recordio;
