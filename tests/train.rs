@@ -716,6 +716,66 @@ mod loader {
         assert_eq!(got, Ok(want), "the loader stalled");
     }
 
+    /// A per-batch function runs on every collated batch (it sees the
+    /// batch's samples and may change them); its error or panic fails that
+    /// batch, naming it.
+    #[test]
+    fn a_per_batch_function_sees_and_changes_each_batch() {
+        use tensorprep::train::{BatchMut, PerBatch};
+        let mut config = LoaderConfig::new(6, 2, 42);
+        config.per_batch = Some(PerBatch::new(|b: &mut BatchMut<'_>| {
+            assert_eq!(b.labels.len(), b.len);
+            for (l, i) in b.labels.iter_mut().zip(b.indices) {
+                *l = 1000.0 + *i as f32;
+            }
+            if let Tensor::F32(t) = b.tensor {
+                t[..3 * 24 * 32].fill(0.0);
+            }
+            Ok(())
+        }));
+        let mut loader = Loader::new(dataset(), plan(), config.clone()).unwrap();
+        let plain = epoch(2);
+        for (k, (tensor, labels)) in rest(&mut loader).into_iter().enumerate() {
+            let sample = 3 * 24 * 32;
+            assert!(tensor[..sample].iter().all(|v| *v == 0.0));
+            assert!(tensor[sample..] == plain[k].0[sample..]);
+            // The dataset's label is the index: the function rewrote it.
+            let want: Vec<f32> = plain[k].1.iter().map(|l| 1000.0 + l).collect();
+            assert_eq!(labels, want);
+        }
+        for failing in [
+            PerBatch::new(|b: &mut BatchMut<'_>| {
+                if b.number == 2 {
+                    Err("no batch two".into())
+                } else {
+                    Ok(())
+                }
+            }),
+            PerBatch::new(|b: &mut BatchMut<'_>| {
+                assert!(b.number != 2, "no batch two");
+                Ok(())
+            }),
+        ] {
+            config.per_batch = Some(failing);
+            let results: Vec<_> = Loader::new(dataset(), plan(), config.clone())
+                .unwrap()
+                .collect();
+            assert_eq!(results.len(), 3);
+            let err = results[2].as_ref().unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    LoadError::PerBatch {
+                        epoch: 0,
+                        number: 2,
+                        ..
+                    }
+                ) && err.to_string().contains("no batch two"),
+                "{err}"
+            );
+        }
+    }
+
     /// Each stage runs on threads named for it (`top -H` shows them).
     #[cfg(target_os = "linux")]
     #[test]

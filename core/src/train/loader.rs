@@ -88,6 +88,65 @@ pub struct LoaderConfig {
     /// instead of reading ahead into one nobody asks for); `None`: until
     /// the loader is dropped.
     pub epochs: Option<u32>,
+    /// Run on each batch by the collate threads once its samples are in
+    /// (MindSpore's `per_batch_map`: batch-level ops such as Mixup).
+    pub per_batch: Option<PerBatch>,
+}
+
+/// A function run on every collated batch ([`LoaderConfig::per_batch`]);
+/// an `Err` (or a panic) fails the batch with [`LoadError::PerBatch`].
+///
+/// ```
+/// use tensorprep::train::{BatchMut, LoaderConfig, PerBatch};
+///
+/// // One-hot labels are the caller's; here: shift every label by one.
+/// let mut config = LoaderConfig::new(8, 2, 0);
+/// config.per_batch = Some(PerBatch::new(|b: &mut BatchMut<'_>| {
+///     b.labels.iter_mut().for_each(|l| *l += 1.0);
+///     Ok(())
+/// }));
+/// ```
+#[derive(Clone)]
+#[allow(clippy::type_complexity)]
+pub struct PerBatch(Arc<dyn Fn(&mut BatchMut<'_>) -> Result<(), String> + Send + Sync>);
+
+impl PerBatch {
+    /// Wraps `f`.
+    pub fn new(
+        f: impl Fn(&mut BatchMut<'_>) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        PerBatch(Arc::new(f))
+    }
+}
+
+impl fmt::Debug for PerBatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PerBatch(..)")
+    }
+}
+
+impl PartialEq for PerBatch {
+    /// The same function (not merely an equal one).
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// A collated batch as a [`PerBatch`] function sees it.
+#[non_exhaustive]
+pub struct BatchMut<'a> {
+    /// The epoch.
+    pub epoch: u32,
+    /// The batch's number within the epoch.
+    pub number: u64,
+    /// The samples in the batch (the tensor holds `len` samples first).
+    pub len: usize,
+    /// The batch tensor (N x sample shape, room for a full batch).
+    pub tensor: &'a mut Tensor,
+    /// Each sample's first label.
+    pub labels: &'a mut [f32],
+    /// Each sample's index in the dataset.
+    pub indices: &'a [u64],
 }
 
 impl LoaderConfig {
@@ -108,6 +167,7 @@ impl LoaderConfig {
             ordered: true,
             on_error: OnError::Fail,
             epochs: None,
+            per_batch: None,
         }
     }
 
@@ -185,6 +245,15 @@ pub enum LoadError {
         /// The panic's message.
         message: String,
     },
+    /// The per-batch function failed (or panicked) on a batch.
+    PerBatch {
+        /// The batch's epoch.
+        epoch: u32,
+        /// The batch's number within the epoch.
+        number: u64,
+        /// What it said.
+        message: String,
+    },
     /// The configuration or the resume state does not fit.
     Config(&'static str),
 }
@@ -197,6 +266,14 @@ impl fmt::Display for LoadError {
             LoadError::Panic { index, message } => {
                 write!(f, "sample {index}: a worker panicked: {message}")
             }
+            LoadError::PerBatch {
+                epoch,
+                number,
+                message,
+            } => write!(
+                f,
+                "epoch {epoch}, batch {number}: the per-batch function failed: {message}"
+            ),
             LoadError::Config(what) => write!(f, "loader: {what}"),
         }
     }
@@ -853,7 +930,13 @@ fn collate_stage(s: &Shared) {
             Some(e) if s.config.on_error == OnError::Fail => Err((e, buffers)),
             _ => {
                 buffers.close_holes(len, s.sample_len);
-                Ok(buffers)
+                match &s.config.per_batch {
+                    None => Ok(buffers),
+                    Some(f) => match per_batch(f, epoch, number, &mut buffers) {
+                        Ok(()) => Ok(buffers),
+                        Err(e) => Err((e, buffers)),
+                    },
+                }
             }
         };
         if !s.collated.put(
@@ -867,6 +950,26 @@ fn collate_stage(s: &Shared) {
             return;
         }
     }
+}
+
+/// Runs a batch's [`PerBatch`] function, a panic caught as an error.
+fn per_batch(f: &PerBatch, epoch: u32, number: u64, b: &mut Buffers) -> Result<(), LoadError> {
+    let failed = |message| LoadError::PerBatch {
+        epoch,
+        number,
+        message,
+    };
+    let mut view = BatchMut {
+        epoch,
+        number,
+        len: b.len,
+        tensor: &mut b.tensor,
+        labels: &mut b.labels,
+        indices: &b.indices,
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (f.0)(&mut view)))
+        .map_err(|panic| failed(panic_message(&*panic)))?
+        .map_err(failed)
 }
 
 impl Buffers {

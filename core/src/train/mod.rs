@@ -28,7 +28,9 @@ mod stage;
 
 pub use augment::{Augment, RandomCrop, RandomResizedCrop};
 pub use autotune::{Budget, Tuned, autotune};
-pub use loader::{Batch, LoadError, Loader, LoaderConfig, LoaderState, OnError};
+pub use loader::{
+    Batch, BatchMut, LoadError, Loader, LoaderConfig, LoaderState, OnError, PerBatch,
+};
 pub use plan::{MAX_AUGMENTS, TrainPipeline, TrainPlan, TrainState};
 pub use rng::{Draws, SampleKey};
 pub use sampler::{Order, Shard, Weighted, epoch_indices, permutation};
