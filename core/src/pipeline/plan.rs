@@ -407,13 +407,6 @@ impl Plan {
         }
     }
 
-    /// Runs encoded `bytes`, whose header [`Plan::read_header`] read as
-    /// `info`, through the pixel ops `ops` instead of the plan's own (a
-    /// training plan's ops, drawn for this sample), then the plan's finish
-    /// pass. The ops are compiled into the state's reused step list: no
-    /// allocation in steady state. They may not decode or finish, and must
-    /// leave the pixels in the format the plan's finish pass was built for.
-    #[cfg_attr(not(feature = "train"), allow(dead_code))]
     /// The plan decoding in fast (DCT-scaled) mode: for training plans, whose
     /// resize is drawn per sample (compiled exact, then switched, since the
     /// compile-time check wants the resize in the plan).
@@ -425,6 +418,13 @@ impl Plan {
         self
     }
 
+    /// Runs encoded `bytes`, whose header [`Plan::read_header`] read as
+    /// `info`, through the pixel ops `ops` instead of the plan's own (a
+    /// training plan's ops, drawn for this sample), then the plan's finish
+    /// pass. The ops are compiled into the state's reused step list: no
+    /// allocation in steady state. They may not decode or finish, and must
+    /// leave the pixels in the format the plan's finish pass was built for.
+    #[cfg_attr(not(feature = "train"), allow(dead_code))]
     pub(crate) fn run_encoded_ops(
         &self,
         state: &mut PlanState,
