@@ -776,6 +776,87 @@ mod loader {
         }
     }
 
+    /// A plan whose output size varies: each batch is padded with zeros to
+    /// its largest sample, each sample's pixels where they would be alone;
+    /// a sample past max_shape is an error naming it; without max_shape
+    /// the loader is refused.
+    #[test]
+    fn batches_of_varying_sizes_are_padded_to_their_largest() {
+        use tensorprep::train::{SampleKey, TrainState};
+        // No crop or resize: the tensors keep the photos' sizes (300 x 451
+        // and 427 x 640).
+        let mut p = TrainPipeline::imagenet_train();
+        p.augments.remove(0);
+        let plan = Arc::new(p.compile().unwrap());
+        assert_eq!(plan.output_shape(), None);
+        let mut config = LoaderConfig::new(3, 2, 42);
+        config.order = tensorprep::train::Order::Sequential;
+        assert!(matches!(
+            Loader::new(dataset(), Arc::clone(&plan), config.clone()),
+            Err(LoadError::Config(_))
+        ));
+        config.max_shape = Some([3, 427, 640]);
+        let photos = [
+            tensorprep_tests::read("sample.jpg"),
+            tensorprep_tests::read("sklearn_china.jpg"),
+        ];
+        let alone = |i: u64| {
+            let mut out = vec![0f32; 3 * 427 * 640];
+            let shape = plan
+                .run_any_size(
+                    &mut TrainState::new(),
+                    // A sequential order draws from seed 0.
+                    SampleKey::new(0, 0, i),
+                    &photos[i as usize % 2],
+                    tensorprep::TensorMut::F32(&mut out),
+                )
+                .unwrap();
+            out.truncate(shape.iter().product());
+            (shape, out)
+        };
+        let mut loader = Loader::new(dataset(), Arc::clone(&plan), config.clone()).unwrap();
+        let batch = loader.next().unwrap().unwrap();
+        assert_eq!(batch.shape(), [3, 3, 427, 640]);
+        assert_eq!(
+            batch.sample_shapes(),
+            [[3, 300, 451], [3, 427, 640], [3, 300, 451]]
+        );
+        let t = floats(batch.tensor());
+        let per = 3 * 427 * 640;
+        for (k, i) in batch.indices().iter().enumerate() {
+            let (shape, want) = alone(*i);
+            let sample = &t[k * per..(k + 1) * per];
+            for c in 0..3 {
+                for y in 0..427 {
+                    let row = &sample[(c * 427 + y) * 640..(c * 427 + y + 1) * 640];
+                    if y < shape[1] {
+                        let at = (c * shape[1] + y) * shape[2];
+                        assert!(
+                            row[..shape[2]] == want[at..at + shape[2]],
+                            "sample {i} row {y}"
+                        );
+                        assert!(row[shape[2]..].iter().all(|v| *v == 0.0));
+                    } else {
+                        assert!(row.iter().all(|v| *v == 0.0));
+                    }
+                }
+            }
+        }
+        drop(batch);
+        // A batch of the small photo only is padded to it alone.
+        config.order = tensorprep::train::Order::Sequential;
+        config.batch_size = 1;
+        let mut loader = Loader::new(dataset(), Arc::clone(&plan), config.clone()).unwrap();
+        assert_eq!(loader.next().unwrap().unwrap().shape(), [1, 3, 300, 451]);
+        // Too small a max_shape: an error naming the sample.
+        config.max_shape = Some([3, 300, 451]);
+        let err = Loader::new(dataset(), plan, config)
+            .unwrap()
+            .find_map(|b| b.err())
+            .unwrap();
+        assert!(matches!(err, LoadError::Decode { index: 1, .. }), "{err}");
+    }
+
     /// Each stage runs on threads named for it (`top -H` shows them).
     #[cfg(target_os = "linux")]
     #[test]

@@ -91,6 +91,11 @@ pub struct LoaderConfig {
     /// Run on each batch by the collate threads once its samples are in
     /// (MindSpore's `per_batch_map`: batch-level ops such as Mixup).
     pub per_batch: Option<PerBatch>,
+    /// For a plan whose output size varies (no final crop or resize): the
+    /// largest sample shape accepted (a larger sample is an error naming
+    /// it). Each batch is padded with zeros to its largest sample, its
+    /// shape [`Batch::shape`], each sample's own [`Batch::sample_shapes`].
+    pub max_shape: Option<[usize; 3]>,
 }
 
 /// A function run on every collated batch ([`LoaderConfig::per_batch`]);
@@ -168,6 +173,7 @@ impl LoaderConfig {
             on_error: OnError::Fail,
             epochs: None,
             per_batch: None,
+            max_shape: None,
         }
     }
 
@@ -310,15 +316,19 @@ struct Buffers {
     tensor: Tensor,
     labels: Vec<f32>,
     indices: Vec<u64>,
+    /// Each sample's shape.
+    shapes: Vec<[usize; 3]>,
+    /// The batch's: samples, then the (largest) sample shape.
+    shape: [usize; 4],
     /// Samples filled (a batch with skipped samples, or the last, is short).
     len: usize,
     skipped: usize,
 }
 
 impl Batch {
-    /// The batch's tensor: `len()` samples of the plan's output shape, one
-    /// after the other (N x C x H x W for a CHW plan), in its element type.
-    /// A short batch's tensor is longer than its samples: the rest is stale.
+    /// The batch's tensor: [`Batch::shape`] (N x C x H x W for a CHW plan),
+    /// in the plan's element type. A short batch's tensor is longer than its
+    /// samples: the rest is stale.
     pub fn tensor(&self) -> &Tensor {
         &self.buffers().tensor
     }
@@ -341,6 +351,18 @@ impl Batch {
     /// Each sample's index in the dataset.
     pub fn indices(&self) -> &[u64] {
         &self.buffers().indices
+    }
+
+    /// The tensor's shape: samples, then the sample shape (for a plan
+    /// whose output size varies, the batch's largest, the others padded
+    /// with zeros).
+    pub fn shape(&self) -> [usize; 4] {
+        self.buffers().shape
+    }
+
+    /// Each sample's own shape (before padding).
+    pub fn sample_shapes(&self) -> &[[usize; 3]] {
+        &self.buffers().shapes
     }
 
     /// Samples left out of this batch ([`OnError::Skip`]).
@@ -438,7 +460,12 @@ struct Shared {
     dataset: Arc<dyn Dataset>,
     plan: Arc<TrainPlan>,
     config: LoaderConfig,
+    /// Elements per batch slot: the sample shape's, or `max_shape`'s.
     sample_len: usize,
+    /// The sample shape, or `max_shape`.
+    shape: [usize; 3],
+    /// The plan's output size varies: batches are padded.
+    variable: bool,
     layout: Layout,
     /// The last epochs' orders (readers fetch one when they cross into it).
     orders: Mutex<Vec<(u32, Arc<Vec<u64>>)>>,
@@ -576,10 +603,20 @@ impl Loader {
             ));
         }
         config.check()?;
-        let shape = plan.output_shape().ok_or(LoadError::Config(
-            "batches need a plan whose output size is fixed",
-        ))?;
-        let sample_len = shape.iter().product::<usize>();
+        let (shape, variable) = match (plan.output_shape(), config.max_shape) {
+            (Some(shape), _) => (shape, false),
+            (None, Some(max)) => (max, true),
+            (None, None) => {
+                return Err(LoadError::Config(
+                    "the plan's output size varies: set max_shape (batches are then padded to their largest sample)",
+                ));
+            }
+        };
+        let sample_len = shape
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .filter(|&n| n > 0 && n <= 1 << 31)
+            .ok_or(LoadError::Config("max_shape must hold 1 to 2^31 elements"))?;
         let b = config.batch_size as u64;
         if let Order::Weighted(w) = &config.order
             && w.weights.len() != dataset.len()
@@ -627,6 +664,8 @@ impl Loader {
                 tensor,
                 labels: Vec::with_capacity(config.batch_size),
                 indices: Vec::with_capacity(config.batch_size),
+                shapes: Vec::with_capacity(config.batch_size),
+                shape: [0, shape[0], shape[1], shape[2]],
                 len: 0,
                 skipped: 0,
             });
@@ -638,6 +677,8 @@ impl Loader {
             plan,
             config: config.clone(),
             sample_len,
+            shape,
+            variable,
             layout,
             orders: Mutex::new(Vec::with_capacity(2)),
             next_read: AtomicU64::new(0),
@@ -886,7 +927,7 @@ fn decode_stage(s: &Shared) {
             return;
         };
         let mut label = f32::NAN;
-        let done = sample.and_then(|sample| {
+        let done: Result<[usize; 3], LoadError> = sample.and_then(|sample| {
             label = sample.labels.first().copied().unwrap_or(f32::NAN);
             let key = SampleKey::new(s.config.seed(), epoch, index);
             // SAFETY: `base` points at the tensor of the open batch `batch`,
@@ -897,10 +938,14 @@ fn decode_stage(s: &Shared) {
             // refers to these elements until the batch is finished.
             let out = unsafe { base.slice(slot * s.sample_len, s.sample_len) };
             let done = guard(index, || {
-                s.plan
-                    .run(&mut state, key, &sample.bytes, out)
-                    .map(drop)
-                    .map_err(|error| LoadError::Decode { index, error })
+                let shape = if s.variable {
+                    s.plan.run_any_size(&mut state, key, &sample.bytes, out)
+                } else {
+                    s.plan
+                        .run(&mut state, key, &sample.bytes, out)
+                        .map(|_| s.shape)
+                };
+                shape.map_err(|error| LoadError::Decode { index, error })
             });
             s.samples.put(sample);
             if matches!(done, Err(LoadError::Panic { .. })) {
@@ -917,6 +962,8 @@ fn decode_stage(s: &Shared) {
 /// Collate: finished batches in turn, made whole (skipped samples' holes
 /// closed) and handed to the consumer.
 fn collate_stage(s: &Shared) {
+    // Padding's scratch: one sample, made on the first padded batch.
+    let mut scratch: Option<Tensor> = None;
     while let Some((n, open)) = s.assembled.take() {
         let Open {
             epoch,
@@ -930,12 +977,19 @@ fn collate_stage(s: &Shared) {
             Some(e) if s.config.on_error == OnError::Fail => Err((e, buffers)),
             _ => {
                 buffers.close_holes(len, s.sample_len);
-                match &s.config.per_batch {
-                    None => Ok(buffers),
-                    Some(f) => match per_batch(f, epoch, number, &mut buffers) {
-                        Ok(()) => Ok(buffers),
-                        Err(e) => Err((e, buffers)),
-                    },
+                let padded = if s.variable {
+                    buffers.pad(s.sample_len, &mut scratch)
+                } else {
+                    buffers.shape = [buffers.len, s.shape[0], s.shape[1], s.shape[2]];
+                    Ok(())
+                };
+                let mapped = padded.and_then(|()| match &s.config.per_batch {
+                    None => Ok(()),
+                    Some(f) => per_batch(f, epoch, number, &mut buffers),
+                });
+                match mapped {
+                    Ok(()) => Ok(buffers),
+                    Err(e) => Err((e, buffers)),
                 }
             }
         };
@@ -973,6 +1027,43 @@ fn per_batch(f: &PerBatch, epoch: u32, number: u64, b: &mut Buffers) -> Result<(
 }
 
 impl Buffers {
+    /// Pads a batch of samples of varying shapes (each at the start of its
+    /// slot of `stride` elements) to its largest, zeros around each, the
+    /// samples then one after the other; sets the batch's shape.
+    fn pad(&mut self, stride: usize, scratch: &mut Option<Tensor>) -> Result<(), LoadError> {
+        let mut max = [0usize; 3];
+        for s in &self.shapes {
+            for (m, d) in max.iter_mut().zip(s) {
+                *m = (*m).max(*d);
+            }
+        }
+        self.shape = [self.len, max[0], max[1], max[2]];
+        let padded = max.iter().product::<usize>();
+        if scratch.is_none() {
+            let t = Tensor::try_zeros(self.tensor.dtype(), stride)
+                .map_err(|_| LoadError::Config("no memory for padding"))?;
+            *scratch = Some(t);
+        }
+        let scratch = scratch.as_mut().expect("made above");
+        // Sample i moves from slot i to [i * padded, (i + 1) * padded),
+        // which ends before slot i + 1 starts: in order, through the
+        // scratch, nothing is overwritten before it is read.
+        for (i, shape) in self.shapes.iter().enumerate() {
+            macro_rules! each {
+                ($($v:ident),*) => {
+                    match (&mut self.tensor, &mut *scratch) {
+                        $((Tensor::$v(t), Tensor::$v(tmp)) => {
+                            pad_one(t, tmp, i * stride, i * padded, *shape, max)
+                        })*
+                        _ => unreachable!("the scratch has the batch's element type"),
+                    }
+                };
+            }
+            each!(F32, F16, U8, I8);
+        }
+        Ok(())
+    }
+
     /// Moves the filled samples of a batch of `len` slots together, in slot
     /// order (a failed sample's slot keeps the index `u64::MAX`), and
     /// counts the holes.
@@ -992,13 +1083,39 @@ impl Buffers {
                 }
                 self.indices[filled] = self.indices[slot];
                 self.labels[filled] = self.labels[slot];
+                self.shapes[filled] = self.shapes[slot];
             }
             filled += 1;
         }
         self.indices.truncate(filled);
         self.labels.truncate(filled);
+        self.shapes.truncate(filled);
         self.skipped = len - filled;
         self.len = filled;
+    }
+}
+
+/// Moves the sample of `shape` at `from` (its elements in a row) to `to`,
+/// laid out in `max` with zeros around it, through `tmp`.
+fn pad_one<T: Copy + Default>(
+    t: &mut [T],
+    tmp: &mut [T],
+    from: usize,
+    to: usize,
+    shape: [usize; 3],
+    max: [usize; 3],
+) {
+    let len = shape.iter().product::<usize>();
+    tmp[..len].copy_from_slice(&t[from..from + len]);
+    let padded = max.iter().product::<usize>();
+    t[to..to + padded].fill(T::default());
+    let row = shape[2];
+    for a in 0..shape[0] {
+        for b in 0..shape[1] {
+            let src = (a * shape[1] + b) * row;
+            let dst = to + (a * max[1] + b) * max[2];
+            t[dst..dst + row].copy_from_slice(&tmp[src..src + row]);
+        }
     }
 }
 
@@ -1114,6 +1231,8 @@ impl Shared {
             buffers.labels.resize(len, f32::NAN);
             buffers.indices.clear();
             buffers.indices.resize(len, u64::MAX);
+            buffers.shapes.clear();
+            buffers.shapes.resize(len, [0; 3]);
             let base = Base::of(&mut buffers.tensor);
             open.list.push(Open {
                 batch: next,
@@ -1137,7 +1256,7 @@ impl Shared {
         slot: usize,
         index: u64,
         label: f32,
-        done: Result<(), LoadError>,
+        done: Result<[usize; 3], LoadError>,
     ) -> bool {
         let finished = {
             let mut open = lock(&self.open);
@@ -1148,9 +1267,10 @@ impl Shared {
                 .expect("a batch stays open until its last sample finishes");
             let o = &mut open.list[at];
             match done {
-                Ok(()) => {
+                Ok(shape) => {
                     o.buffers.labels[slot] = label;
                     o.buffers.indices[slot] = index;
+                    o.buffers.shapes[slot] = shape;
                 }
                 Err(e) => {
                     o.failed.get_or_insert(e);

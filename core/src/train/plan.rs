@@ -178,10 +178,16 @@ impl TrainPlan {
         Ok(&state.ops)
     }
 
-    /// Draws the ops for `key` on an image of `size` into the state's list.
-    fn draw_for(&self, state: &mut TrainState, key: SampleKey, size: (u32, u32)) -> Result<()> {
+    /// Draws the ops for `key` on an image of `size` into the state's list;
+    /// returns the size they leave.
+    fn draw_for(
+        &self,
+        state: &mut TrainState,
+        key: SampleKey,
+        size: (u32, u32),
+    ) -> Result<(u32, u32)> {
         state.ops.clear();
-        augment::draw(&self.augments, key, 0, size, &mut state.ops).map(drop)
+        augment::draw(&self.augments, key, 0, size, &mut state.ops)
     }
 
     /// Decodes, augments and finishes one sample into `out`. The draws come
@@ -198,6 +204,53 @@ impl TrainPlan {
         self.draw_for(state, key, (info.width, info.height))?;
         self.base
             .run_encoded_ops(&mut state.plan, bytes, info, &state.ops, out)
+    }
+
+    /// [`TrainPlan::run`] for a pipeline whose output size varies: writes
+    /// the sample's tensor at the start of `out` (at least as long) and
+    /// returns its shape.
+    ///
+    /// ```
+    /// use tensorprep::train::{SampleKey, TrainPipeline, TrainState};
+    /// use tensorprep::TensorMut;
+    ///
+    /// // No crop: the tensor is the photo's size.
+    /// let mut pipeline = TrainPipeline::imagenet_train();
+    /// pipeline.augments.remove(0);
+    /// let plan = pipeline.compile()?;
+    /// assert_eq!(plan.output_shape(), None);
+    /// let jpeg = std::fs::read("../tests/fixtures/sample.jpg").unwrap();
+    /// let mut room = vec![0f32; 3 * 512 * 512];
+    /// let shape = plan.run_any_size(&mut TrainState::new(), SampleKey::new(1, 0, 0), &jpeg,
+    ///                               TensorMut::F32(&mut room))?;
+    /// assert_eq!(shape, [3, 300, 451]);
+    /// # Ok::<(), tensorprep::Error>(())
+    /// ```
+    pub fn run_any_size(
+        &self,
+        state: &mut TrainState,
+        key: SampleKey,
+        bytes: &[u8],
+        out: TensorMut<'_>,
+    ) -> Result<[usize; 3]> {
+        let info = self.base.header(&mut state.plan, bytes)?;
+        let (w, h) = self.draw_for(state, key, (info.width, info.height))?;
+        let shape = self.base.finish_shape(w, h);
+        let len = shape.iter().product::<usize>();
+        if len > out.len() {
+            return Err(Error::InvalidParameter {
+                name: "training plan: the sample is larger than its buffer (the loader's max_shape)",
+            });
+        }
+        let out = match out {
+            TensorMut::F32(v) => TensorMut::F32(&mut v[..len]),
+            TensorMut::F16(v) => TensorMut::F16(&mut v[..len]),
+            TensorMut::U8(v) => TensorMut::U8(&mut v[..len]),
+            TensorMut::I8(v) => TensorMut::I8(&mut v[..len]),
+        };
+        self.base
+            .run_encoded_ops(&mut state.plan, bytes, info, &state.ops, out)?;
+        Ok(shape)
     }
 }
 
