@@ -220,7 +220,18 @@ fn an_image_folder_lists_like_torchvision() {
             .unwrap();
         assert_eq!(*label as f32, want, "{name}");
     }
-    std::fs::remove_dir_all(&root).unwrap();
+    // The fingerprint follows the names and classes, not the folder's place.
+    let moved = root.with_extension("moved");
+    let _ = std::fs::remove_dir_all(&moved);
+    std::fs::rename(&root, &moved).unwrap();
+    let there = FolderDataset::open(&moved).unwrap();
+    assert_eq!(there.fingerprint(), d.fingerprint());
+    std::fs::rename(moved.join("b_dog/2.png"), moved.join("b_dog/3.png")).unwrap();
+    let renamed = FolderDataset::open(&moved).unwrap();
+    assert_eq!(renamed.len(), d.len());
+    assert_ne!(renamed.fingerprint(), d.fingerprint());
+    assert_ne!(folder.fingerprint(), d.fingerprint());
+    std::fs::remove_dir_all(&moved).unwrap();
 }
 
 /// Shards written by the `webdataset` package (ShardWriter) read back as

@@ -921,6 +921,25 @@ mod loader {
         assert_ne!(next, whole.iter().map(|b| b.1.clone()).collect::<Vec<_>>());
     }
 
+    /// A state resumes only on its dataset: one of the same length with
+    /// other samples is refused by its fingerprint; the state's bytes
+    /// round-trip.
+    #[test]
+    fn a_state_is_for_its_dataset_only() {
+        use tensorprep::train::LoaderState;
+        use tensorprep::train::data::combine::InMemory;
+        let mut loader = Loader::new(dataset(), plan(), LoaderConfig::new(6, 2, 42)).unwrap();
+        drop(loader.next());
+        let state = LoaderState::from_bytes(&loader.state().to_bytes()).unwrap();
+        assert_eq!(state, loader.state());
+        drop(loader);
+        let other: Arc<dyn Dataset> = Arc::new(InMemory::new(vec![Sample::default(); 40]));
+        assert_eq!(other.len(), dataset().len());
+        let err = Loader::resume(other, plan(), LoaderConfig::new(6, 2, 42), state).unwrap_err();
+        assert!(err.to_string().contains("fingerprint"), "{err}");
+        assert!(Loader::resume(dataset(), plan(), LoaderConfig::new(6, 2, 42), state).is_ok());
+    }
+
     /// A panicking sample ends the epoch with an error naming it; skipping
     /// leaves it out and counts it; a dropped loader stops its workers.
     #[test]
@@ -1050,6 +1069,7 @@ mod shards {
             batches: 2,
             global_batch: 8,
             dataset_len: 48,
+            fingerprint: dataset().fingerprint(),
         };
         let rest = steps(4, 2, Some(state));
         assert_eq!(rest, whole[2..]);

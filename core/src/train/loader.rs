@@ -25,7 +25,7 @@
 //!   with a [`LoadError`] naming the sample; [`OnError::Skip`] counts and
 //!   skips it instead (the batch is then short).
 //! - **Exact resume**: [`Loader::state`] is (seed, epoch, batches delivered,
-//!   global batch, dataset length); [`Loader::resume`] continues with the
+//!   global batch, dataset length and fingerprint); [`Loader::resume`] continues with the
 //!   very next batch, with any worker count, and with another shard count
 //!   that keeps the global batch (each step covers the same stretch of the
 //!   epoch's order: shard `r` of `n` takes positions `r + n * j`).
@@ -209,7 +209,17 @@ impl LoaderConfig {
 }
 
 /// Where a loader is: enough to continue exactly (small, `Copy`; store it
-/// with the model's checkpoint).
+/// with the model's checkpoint, as [`LoaderState::to_bytes`] or its fields).
+///
+/// ```
+/// use tensorprep::train::LoaderState;
+///
+/// let state = LoaderState { seed: 7, epoch: 3, batches: 120, global_batch: 256,
+///                           dataset_len: 1_281_167, fingerprint: 0x1234 };
+/// let saved = state.to_bytes();
+/// assert_eq!(LoaderState::from_bytes(&saved), Some(state));
+/// assert_eq!(LoaderState::from_bytes(&saved[..10]), None);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoaderState {
     /// The draws' seed.
@@ -224,6 +234,55 @@ pub struct LoaderState {
     pub global_batch: u64,
     /// The dataset's length (a different dataset is refused on resume).
     pub dataset_len: u64,
+    /// The dataset's [`Dataset::fingerprint`] (another dataset of the same
+    /// length is refused on resume too).
+    pub fingerprint: u64,
+}
+
+impl LoaderState {
+    /// The bytes [`LoaderState::to_bytes`] writes.
+    pub const BYTES: usize = 48;
+    const MAGIC: [u8; 4] = *b"TPL1";
+
+    /// A fixed little-endian layout: a 4-byte tag, then the fields.
+    pub fn to_bytes(&self) -> [u8; LoaderState::BYTES] {
+        let mut b = [0u8; LoaderState::BYTES];
+        b[..4].copy_from_slice(&LoaderState::MAGIC);
+        b[4..8].copy_from_slice(&self.epoch.to_le_bytes());
+        for (i, v) in [
+            self.seed,
+            self.batches,
+            self.global_batch,
+            self.dataset_len,
+            self.fingerprint,
+        ]
+        .iter()
+        .enumerate()
+        {
+            b[8 + 8 * i..16 + 8 * i].copy_from_slice(&v.to_le_bytes());
+        }
+        b
+    }
+
+    /// Reads what [`LoaderState::to_bytes`] wrote (`None` for anything else).
+    pub fn from_bytes(b: &[u8]) -> Option<LoaderState> {
+        if b.len() != LoaderState::BYTES || b[..4] != LoaderState::MAGIC {
+            return None;
+        }
+        let word = |i: usize| {
+            Some(u64::from_le_bytes(
+                b[8 + 8 * i..16 + 8 * i].try_into().ok()?,
+            ))
+        };
+        Some(LoaderState {
+            epoch: u32::from_le_bytes(b[4..8].try_into().ok()?),
+            seed: word(0)?,
+            batches: word(1)?,
+            global_batch: word(2)?,
+            dataset_len: word(3)?,
+            fingerprint: word(4)?,
+        })
+    }
 }
 
 /// A sample that failed, or a loader that cannot run.
@@ -466,6 +525,8 @@ struct Shared {
     shape: [usize; 3],
     /// The plan's output size varies: batches are padded.
     variable: bool,
+    /// The dataset's fingerprint (computed once).
+    fingerprint: u64,
     layout: Layout,
     /// The last epochs' orders (readers fetch one when they cross into it).
     orders: Mutex<Vec<(u32, Arc<Vec<u64>>)>>,
@@ -576,6 +637,7 @@ impl Loader {
             batches: 0,
             global_batch: config.global_batch(),
             dataset_len: dataset.len() as u64,
+            fingerprint: dataset.fingerprint(),
         };
         Loader::resume(dataset, plan, config, state)
     }
@@ -592,6 +654,12 @@ impl Loader {
         if state.dataset_len != dataset.len() as u64 {
             return Err(LoadError::Config(
                 "the state is for a dataset of another length",
+            ));
+        }
+        let fingerprint = dataset.fingerprint();
+        if state.fingerprint != fingerprint {
+            return Err(LoadError::Config(
+                "the state is for another dataset (its fingerprint differs)",
             ));
         }
         if state.seed != config.seed() {
@@ -679,6 +747,7 @@ impl Loader {
             sample_len,
             shape,
             variable,
+            fingerprint,
             layout,
             orders: Mutex::new(Vec::with_capacity(2)),
             next_read: AtomicU64::new(0),
@@ -731,6 +800,7 @@ impl Loader {
             batches: self.delivered,
             global_batch: self.shared.config.global_batch(),
             dataset_len: self.shared.dataset.len() as u64,
+            fingerprint: self.shared.fingerprint,
         }
     }
 

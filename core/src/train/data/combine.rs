@@ -48,6 +48,19 @@ impl InMemory {
 }
 
 impl Dataset for InMemory {
+    /// Every sample's bytes, labels and id.
+    fn fingerprint(&self) -> u64 {
+        let mut h = crate::Fnv1a64::new();
+        h.update(b"memory");
+        for s in &self.samples {
+            h.update(&(s.bytes.len() as u64).to_le_bytes());
+            h.update(&s.bytes);
+            h.update_f32(&s.labels);
+            h.update(&s.id.to_le_bytes());
+        }
+        h.finish()
+    }
+
     fn len(&self) -> usize {
         self.samples.len()
     }
@@ -105,6 +118,11 @@ impl Range {
 }
 
 impl Dataset for Range {
+    fn fingerprint(&self) -> u64 {
+        let (start, end) = (self.span.start as u64, self.span.end as u64);
+        super::fingerprint_of("range", [self.inner.fingerprint(), start, end].into_iter())
+    }
+
     fn len(&self) -> usize {
         self.span.len()
     }
@@ -141,6 +159,10 @@ impl Concat {
 }
 
 impl Dataset for Concat {
+    fn fingerprint(&self) -> u64 {
+        super::fingerprint_of("concat", self.parts.iter().map(|p| p.fingerprint()))
+    }
+
     fn len(&self) -> usize {
         self.starts.last().copied().unwrap_or(0)
     }
@@ -186,6 +208,11 @@ impl Zip {
 }
 
 impl Dataset for Zip {
+    fn fingerprint(&self) -> u64 {
+        let parts = [self.first.fingerprint(), self.second.fingerprint()];
+        super::fingerprint_of("zip", parts.into_iter())
+    }
+
     fn len(&self) -> usize {
         self.first.len()
     }
@@ -235,6 +262,14 @@ impl Filter {
 }
 
 impl Dataset for Filter {
+    fn fingerprint(&self) -> u64 {
+        let kept = self.kept.iter().map(|&i| i as u64);
+        super::fingerprint_of(
+            "filter",
+            core::iter::once(self.inner.fingerprint()).chain(kept),
+        )
+    }
+
     fn len(&self) -> usize {
         self.kept.len()
     }
@@ -281,6 +316,10 @@ fn footprint(s: &Sample) -> u64 {
 }
 
 impl Dataset for Cache {
+    fn fingerprint(&self) -> u64 {
+        self.inner.fingerprint()
+    }
+
     fn len(&self) -> usize {
         self.inner.len()
     }

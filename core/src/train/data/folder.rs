@@ -100,6 +100,25 @@ fn has_image_extension(path: &Path) -> bool {
 }
 
 impl Dataset for FolderDataset {
+    /// The classes, and each file's name and class (not where the folder is).
+    fn fingerprint(&self) -> u64 {
+        let mut h = crate::Fnv1a64::new();
+        h.update(b"folder");
+        for c in &self.classes {
+            h.update(c.as_bytes());
+            h.update(&[0]);
+        }
+        for (path, label) in &self.files {
+            let name = path
+                .file_name()
+                .map(|n| n.as_encoded_bytes())
+                .unwrap_or(&[]);
+            h.update(name);
+            h.update(&label.to_le_bytes());
+        }
+        h.finish()
+    }
+
     fn len(&self) -> usize {
         self.files.len()
     }

@@ -59,6 +59,28 @@ pub trait Dataset: Send + Sync {
 
     /// Reads sample `index` into `sample`, reusing its buffers.
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError>;
+
+    /// A hash of what the dataset holds, cheap to compute (its layout: the
+    /// files' records, names and labels; not every byte), so that a
+    /// [`LoaderState`](crate::train::LoaderState) resumes only on the
+    /// dataset it was saved from, wherever that lies on disk. The default
+    /// knows only the length.
+    fn fingerprint(&self) -> u64 {
+        let mut h = crate::Fnv1a64::new();
+        h.update(&(self.len() as u64).to_le_bytes());
+        h.finish()
+    }
+}
+
+/// Hashes `values` (as little-endian u64s) after a name: the fingerprints'
+/// one way of mixing.
+pub(crate) fn fingerprint_of(name: &str, values: impl Iterator<Item = u64>) -> u64 {
+    let mut h = crate::Fnv1a64::new();
+    h.update(name.as_bytes());
+    for v in values {
+        h.update(&v.to_le_bytes());
+    }
+    h.finish()
 }
 
 /// A length and a function reading sample `i`: a dataset from a closure.

@@ -369,6 +369,11 @@ impl RecordIoDataset {
 }
 
 impl Dataset for RecordIoDataset {
+    /// The records' offsets.
+    fn fingerprint(&self) -> u64 {
+        super::fingerprint_of("recordio", self.offsets.iter().copied())
+    }
+
     fn len(&self) -> usize {
         self.offsets.len()
     }

@@ -358,6 +358,14 @@ fn numbers(feature: &[u8], out: &mut Vec<f32>) -> Result<(), &'static str> {
 }
 
 impl Dataset for TfRecordDataset {
+    /// The records' offsets and lengths, and the keys read.
+    fn fingerprint(&self) -> u64 {
+        let keys = super::fingerprint_of(&self.image, core::iter::empty())
+            ^ super::fingerprint_of(&self.label, core::iter::empty()).rotate_left(1);
+        let records = self.records.iter().flat_map(|&(o, l)| [o, l]);
+        super::fingerprint_of("tfrecord", core::iter::once(keys).chain(records))
+    }
+
     fn len(&self) -> usize {
         self.records.len()
     }

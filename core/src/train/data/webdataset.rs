@@ -229,6 +229,16 @@ impl WebDataset {
 }
 
 impl Dataset for WebDataset {
+    /// Each sample's members (shard, offset, length).
+    fn fingerprint(&self) -> u64 {
+        let member = |m: &Member| [u64::from(m.shard), m.offset, m.len];
+        let values = self.samples.iter().flat_map(|s| {
+            let label = s.label.as_ref().map_or([u64::MAX; 3], member);
+            member(&s.image).into_iter().chain(label)
+        });
+        super::fingerprint_of("webdataset", values)
+    }
+
     fn len(&self) -> usize {
         self.samples.len()
     }
