@@ -11,6 +11,7 @@ use tensorprep::train::data::webdataset::{WebDataset, WebKeys};
 use tensorprep::train::data::{Dataset, Sample};
 
 fn read_all(d: &dyn Dataset) {
+    let _ = d.fingerprint();
     let mut s = Sample::default();
     for i in 0..d.len() {
         if d.read(i, &mut s).is_ok() {

@@ -91,6 +91,10 @@ pub struct LoaderConfig {
     /// Run on each batch by the collate threads once its samples are in
     /// (MindSpore's `per_batch_map`: batch-level ops such as Mixup).
     pub per_batch: Option<PerBatch>,
+    /// Called (on a read thread) when the loader starts reading an epoch
+    /// (or resumes in one): MindSpore's epoch-begin callback. The step
+    /// callback is [`LoaderConfig::per_batch`], which sees every batch.
+    pub on_epoch: Option<OnEpoch>,
     /// For a plan whose output size varies (no final crop or resize): the
     /// largest sample shape accepted (a larger sample is an error naming
     /// it). Each batch is padded with zeros to its largest sample, its
@@ -137,6 +141,42 @@ impl PartialEq for PerBatch {
     }
 }
 
+/// A function called with each epoch's number as the loader starts reading
+/// it ([`LoaderConfig::on_epoch`]).
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use tensorprep::train::{LoaderConfig, OnEpoch};
+///
+/// let started = Arc::new(AtomicU32::new(0));
+/// let seen = Arc::clone(&started);
+/// let mut config = LoaderConfig::new(8, 2, 0);
+/// config.on_epoch = Some(OnEpoch::new(move |epoch| seen.store(epoch, Ordering::SeqCst)));
+/// ```
+#[derive(Clone)]
+pub struct OnEpoch(Arc<dyn Fn(u32) + Send + Sync>);
+
+impl OnEpoch {
+    /// Wraps `f`.
+    pub fn new(f: impl Fn(u32) + Send + Sync + 'static) -> Self {
+        OnEpoch(Arc::new(f))
+    }
+}
+
+impl fmt::Debug for OnEpoch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OnEpoch(..)")
+    }
+}
+
+impl PartialEq for OnEpoch {
+    /// The same function (not merely an equal one).
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 /// A collated batch as a [`PerBatch`] function sees it.
 #[non_exhaustive]
 pub struct BatchMut<'a> {
@@ -173,6 +213,7 @@ impl LoaderConfig {
             on_error: OnError::Fail,
             epochs: None,
             per_batch: None,
+            on_epoch: None,
             max_shape: None,
         }
     }
@@ -957,11 +998,22 @@ fn read_stage(s: &Shared) {
             order = Some((epoch, s.order(epoch)));
         }
         let index = order.as_ref().expect("fetched above").1[position as usize];
+        // The one item that starts an epoch (or the resumed stream) calls
+        // the epoch callback; its panic fails that sample.
+        let hook = match &s.config.on_epoch {
+            Some(hook) if position == 0 || n == 0 => guard(index, || {
+                (hook.0)(epoch);
+                Ok(())
+            }),
+            _ => Ok(()),
+        };
         let mut sample = s.samples.try_take().unwrap_or_default();
-        let sample = match guard(index, || {
-            s.dataset
-                .read(index as usize, &mut sample)
-                .map_err(|error| LoadError::Read { index, error })
+        let sample = match hook.and_then(|()| {
+            guard(index, || {
+                s.dataset
+                    .read(index as usize, &mut sample)
+                    .map_err(|error| LoadError::Read { index, error })
+            })
         }) {
             Ok(()) => Ok(sample),
             Err(e) => {

@@ -29,7 +29,7 @@ mod stage;
 pub use augment::{Augment, RandomCrop, RandomResizedCrop};
 pub use autotune::{Budget, Tuned, autotune};
 pub use loader::{
-    Batch, BatchMut, LoadError, Loader, LoaderConfig, LoaderState, OnError, PerBatch,
+    Batch, BatchMut, LoadError, Loader, LoaderConfig, LoaderState, OnEpoch, OnError, PerBatch,
 };
 pub use plan::{MAX_AUGMENTS, TrainPipeline, TrainPlan, TrainState};
 pub use rng::{Draws, SampleKey};
