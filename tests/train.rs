@@ -33,6 +33,34 @@ fn pipeline(augments: Vec<Augment>, finish: [Op; 3]) -> TrainPipeline {
     TrainPipeline::new(Decode::exact(Backend::Zune), augments, finish)
 }
 
+/// A fixture line of `make_train_fixtures.py`: its fields, and the plan
+/// that crops its box and resizes it to its size with its filter, decoding
+/// with `decode`.
+fn box_plan(
+    line: &str,
+    decode: Decode,
+) -> (Vec<&str>, Rect, (u32, u32), tensorprep::train::TrainPlan) {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let n = |i: usize| f[i].parse::<u32>().unwrap();
+    let (rect, out) = (Rect::new(n(1), n(2), n(3), n(4)), (n(5), n(6)));
+    let filter = match f[7] {
+        "bilinear" => Filter::Bilinear,
+        _ => Filter::Bicubic,
+    };
+    let resize = Resize {
+        size: SizeRule::Exact {
+            width: out.0,
+            height: out.1,
+        },
+        resample: Resample::Pillow(filter),
+    };
+    let augments = vec![Augment::Op(Op::Crop(rect)), Augment::Op(Op::Resize(resize))];
+    let plan = TrainPipeline::new(decode, augments, raw_u8())
+        .compile()
+        .unwrap();
+    (f, rect, out, plan)
+}
+
 /// For the boxes `make_train_fixtures.py` drew the way torchvision's
 /// `get_params` draws them, the training plan's crop and resize give
 /// exactly Pillow's `img.crop(box).resize(size, filter)` (PNG sources:
@@ -42,28 +70,7 @@ fn a_drawn_box_gives_pillow_s_pixels() {
     let boxes = std::fs::read_to_string(tensorprep_tests::fixture("train/rrc_boxes.txt")).unwrap();
     let mut checked = 0;
     for line in boxes.lines().filter(|l| !l.starts_with('#')) {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let n = |i: usize| f[i].parse::<u32>().unwrap();
-        let (rect, out) = (Rect::new(n(1), n(2), n(3), n(4)), (n(5), n(6)));
-        let filter = match f[7] {
-            "bilinear" => Filter::Bilinear,
-            _ => Filter::Bicubic,
-        };
-        let plan = pipeline(
-            vec![
-                Augment::Op(Op::Crop(rect)),
-                Augment::Op(Op::Resize(Resize {
-                    size: SizeRule::Exact {
-                        width: out.0,
-                        height: out.1,
-                    },
-                    resample: Resample::Pillow(filter),
-                })),
-            ],
-            raw_u8(),
-        )
-        .compile()
-        .unwrap();
+        let (f, _, out, plan) = box_plan(line, Decode::exact(Backend::Zune));
         let want = read_png(f[8]);
         let mut got = vec![0u8; (out.0 * out.1 * 3) as usize];
         plan.run(
@@ -94,31 +101,7 @@ fn fast_mode_decodes_at_the_scale_of_the_drawn_box() {
     let boxes = std::fs::read_to_string(tensorprep_tests::fixture("train/fast_boxes.txt")).unwrap();
     let mut scales = Vec::new();
     for line in boxes.lines().filter(|l| !l.starts_with('#')) {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let n = |i: usize| f[i].parse::<u32>().unwrap();
-        let (rect, out) = (Rect::new(n(1), n(2), n(3), n(4)), (n(5), n(6)));
-        let filter = match f[7] {
-            "bilinear" => Filter::Bilinear,
-            _ => Filter::Bicubic,
-        };
-        let mut decode = Decode::exact(Backend::LibjpegTurbo);
-        decode.scaling = DecodeScaling::Fast;
-        let plan = TrainPipeline::new(
-            decode,
-            vec![
-                Augment::Op(Op::Crop(rect)),
-                Augment::Op(Op::Resize(Resize {
-                    size: SizeRule::Exact {
-                        width: out.0,
-                        height: out.1,
-                    },
-                    resample: Resample::Pillow(filter),
-                })),
-            ],
-            raw_u8(),
-        )
-        .compile()
-        .unwrap();
+        let (f, rect, out, plan) = box_plan(line, decode_fast());
         let want = read_png(f[9]);
         let mut got = vec![0u8; (out.0 * out.1 * 3) as usize];
         let geometry = plan
@@ -143,7 +126,7 @@ fn fast_mode_decodes_at_the_scale_of_the_drawn_box() {
             near(x0, 0) && near(y0, 0) && near(x1, out.0) && near(y1, out.1),
             "{line}"
         );
-        scales.push(n(8));
+        scales.push(f[8].parse::<u32>().unwrap());
     }
     scales.sort();
     scales.dedup();
