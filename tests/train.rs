@@ -363,7 +363,7 @@ fn shards_visit_every_sample_once_per_epoch() {
                 drop_last: false,
             };
             let mut mine = Vec::new();
-            epoch_indices(&Order::Shuffled { seed: 11 }, shard, epoch, len, &mut mine);
+            epoch_indices(&Order::Shuffled, 11, shard, epoch, len, &mut mine);
             assert_eq!(mine.len(), 3334);
             for &i in &mine {
                 seen[i as usize] += 1;
@@ -374,7 +374,8 @@ fn shards_visit_every_sample_once_per_epoch() {
         assert_ne!(order, previous, "each epoch draws a new order");
         let mut again = Vec::new();
         epoch_indices(
-            &Order::Shuffled { seed: 11 },
+            &Order::Shuffled,
+            11,
             Shard {
                 count: 3,
                 index: 0,
@@ -404,25 +405,25 @@ fn weighted_order_follows_the_weights() {
         (count as f64 - n * p).abs() <= 5.0 * sd.max(1.0)
     };
     let n = 200_000;
-    let order = Order::Weighted(Weighted::new(3, weights.clone(), n, true).unwrap());
+    let order = Order::Weighted(Weighted::new(weights.clone(), n, true).unwrap());
     let mut drawn = Vec::new();
-    epoch_indices(&order, Shard::ALL, 0, 6, &mut drawn);
+    epoch_indices(&order, 3, Shard::ALL, 0, 6, &mut drawn);
     assert_eq!(drawn.len(), n);
     for (i, w) in weights.iter().enumerate() {
         let count = drawn.iter().filter(|&&d| d == i as u64).count();
         assert!(near(count, n, w / total), "index {i}: {count} of {n}");
     }
     let mut again = Vec::new();
-    epoch_indices(&order, Shard::ALL, 0, 6, &mut again);
+    epoch_indices(&order, 3, Shard::ALL, 0, 6, &mut again);
     assert_eq!(again, drawn);
-    epoch_indices(&order, Shard::ALL, 1, 6, &mut again);
+    epoch_indices(&order, 3, Shard::ALL, 1, 6, &mut again);
     assert_ne!(again, drawn, "each epoch draws anew");
     // Without replacement: the 5 positive weights once each.
-    let order = Order::Weighted(Weighted::new(3, weights.clone(), 5, false).unwrap());
+    let order = Order::Weighted(Weighted::new(weights.clone(), 5, false).unwrap());
     let mut firsts = [0usize; 6];
     let epochs = 20_000;
     for epoch in 0..epochs {
-        epoch_indices(&order, Shard::ALL, epoch, 6, &mut drawn);
+        epoch_indices(&order, 3, Shard::ALL, epoch, 6, &mut drawn);
         let mut sorted = drawn.clone();
         sorted.sort();
         assert_eq!(sorted, [0, 1, 2, 3, 5]);
@@ -442,7 +443,7 @@ fn weighted_order_follows_the_weights() {
         (vec![1.0, f64::NAN], 1, true),
         (vec![1.0, 0.0, 2.0], 3, false),
     ] {
-        let err = Weighted::new(0, w, samples, replacement).unwrap_err();
+        let err = Weighted::new(w, samples, replacement).unwrap_err();
         assert!(err.to_string().contains("weighted sampler"), "{err}");
     }
 }
@@ -459,7 +460,7 @@ fn padding_drop_last_and_launcher_variables() {
             index,
             drop_last,
         };
-        epoch_indices(&Order::Sequential, shard, 0, 10, &mut v);
+        epoch_indices(&Order::Sequential, 0, shard, 0, 10, &mut v);
         v
     };
     // 10 padded to 12 with 0, 1; shards take positions r, r + 4, r + 8.
@@ -640,7 +641,7 @@ mod loader {
             .map(|i| f64::from(!i.is_multiple_of(4)))
             .collect();
         let mut config = LoaderConfig::new(6, 2, 42);
-        config.order = Order::Weighted(Weighted::new(42, weights, 50, true).unwrap());
+        config.order = Order::Weighted(Weighted::new(weights, 50, true).unwrap());
         let mut loader = Loader::new(dataset(), plan(), config.clone()).unwrap();
         assert_eq!(loader.batches(), 9);
         let labels: Vec<f32> = rest(&mut loader).into_iter().flat_map(|b| b.1).collect();
@@ -649,7 +650,7 @@ mod loader {
             labels.iter().all(|l| !(*l as u32).is_multiple_of(4)),
             "{labels:?}"
         );
-        config.order = Order::Weighted(Weighted::new(42, vec![1.0; 39], 50, true).unwrap());
+        config.order = Order::Weighted(Weighted::new(vec![1.0; 39], 50, true).unwrap());
         assert!(matches!(
             Loader::new(dataset(), plan(), config),
             Err(LoadError::Config(_))
@@ -788,8 +789,7 @@ mod loader {
             let shape = plan
                 .run_any_size(
                     &mut TrainState::new(),
-                    // A sequential order draws from seed 0.
-                    SampleKey::new(0, 0, i),
+                    SampleKey::new(42, 0, i),
                     &photos[i as usize % 2],
                     tensorprep::TensorMut::F32(&mut out),
                 )
@@ -880,6 +880,25 @@ mod loader {
                 && err.to_string().contains("no epoch one"),
             "{err}"
         );
+    }
+
+    /// One seed for the order and the draws: a sequential order keeps the
+    /// samples in place and still draws its crops from the run's seed.
+    #[test]
+    fn a_sequential_order_draws_from_the_run_s_seed() {
+        let run = |seed: u64| {
+            let mut config = LoaderConfig::new(6, 2, seed);
+            config.order = tensorprep::train::Order::Sequential;
+            rest(&mut Loader::new(dataset(), plan(), config).unwrap())
+        };
+        let (one, two) = (run(1), run(2));
+        assert_eq!(one[0].1, [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+        assert_eq!(
+            one.iter().map(|b| &b.1).collect::<Vec<_>>(),
+            two.iter().map(|b| &b.1).collect::<Vec<_>>()
+        );
+        assert!(one[0].0 != two[0].0, "other crops for another seed");
+        assert!(run(1) == one);
     }
 
     /// Each stage runs on threads named for it (`top -H` shows them).
@@ -1250,7 +1269,7 @@ mod tuning {
             assert!(c.workers >= 1 && c.workers <= cpus, "{tuned}");
             assert!(c.read_workers >= 1 && c.read_workers <= 4 * cpus, "{tuned}");
             assert!(tuned.memory <= 64 << 20, "{tuned}");
-            assert_eq!((c.batch_size, c.order.seed()), (4, 5), "the base's kept");
+            assert_eq!((c.batch_size, c.seed), (4, 5), "the base's kept");
             assert!(
                 tuned
                     .to_string()

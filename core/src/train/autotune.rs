@@ -179,7 +179,7 @@ pub fn autotune(
     if dataset.is_empty() {
         return Err(LoadError::Config("autotune: the dataset is empty"));
     }
-    let costs = measure(dataset.as_ref(), &plan, base.order.seed())?;
+    let costs = measure(dataset.as_ref(), &plan, base.seed)?;
     let shape = plan.output_shape().ok_or(LoadError::Config(
         "batches need a plan whose output size is fixed",
     ))?;

@@ -72,6 +72,9 @@ pub struct LoaderConfig {
     /// Batch buffers in circulation (the memory bound), at least
     /// `collate_workers + 1`: one being filled, the rest ready or held.
     pub depth: usize,
+    /// The run's seed: each epoch's order and every augmentation draw come
+    /// from it (with the epoch and the sample index).
+    pub seed: u64,
     /// Each epoch's order.
     pub order: Order,
     /// This process's shard.
@@ -206,7 +209,8 @@ impl LoaderConfig {
             collate_workers: 1,
             prefetch: 2 * workers + 2,
             depth: 3,
-            order: Order::Shuffled { seed },
+            seed,
+            order: Order::Shuffled,
             shard: Shard::ALL,
             drop_last_batch: false,
             ordered: true,
@@ -221,10 +225,6 @@ impl LoaderConfig {
     /// Samples per step over all shards.
     fn global_batch(&self) -> u64 {
         self.batch_size as u64 * u64::from(self.shard.count.max(1))
-    }
-
-    fn seed(&self) -> u64 {
-        self.order.seed()
     }
 
     fn check(&self) -> Result<(), LoadError> {
@@ -599,7 +599,14 @@ impl Shared {
         }
         let mut indices = Vec::new();
         let c = &self.config;
-        epoch_indices(&c.order, c.shard, epoch, self.dataset.len(), &mut indices);
+        epoch_indices(
+            &c.order,
+            c.seed,
+            c.shard,
+            epoch,
+            self.dataset.len(),
+            &mut indices,
+        );
         let o = Arc::new(indices);
         if orders.len() >= 2 {
             orders.remove(0);
@@ -673,7 +680,7 @@ impl Loader {
         config: LoaderConfig,
     ) -> Result<Loader, LoadError> {
         let state = LoaderState {
-            seed: config.seed(),
+            seed: config.seed,
             epoch: 0,
             batches: 0,
             global_batch: config.global_batch(),
@@ -703,7 +710,7 @@ impl Loader {
                 "the state is for another dataset (its fingerprint differs)",
             ));
         }
-        if state.seed != config.seed() {
+        if state.seed != config.seed {
             return Err(LoadError::Config("the state is for another seed"));
         }
         if state.global_batch != config.global_batch() {
@@ -836,7 +843,7 @@ impl Loader {
     /// Where the loader is: the batches delivered so far.
     pub fn state(&self) -> LoaderState {
         LoaderState {
-            seed: self.shared.config.seed(),
+            seed: self.shared.config.seed,
             epoch: self.epoch,
             batches: self.delivered,
             global_batch: self.shared.config.global_batch(),
@@ -1051,7 +1058,7 @@ fn decode_stage(s: &Shared) {
         let mut label = f32::NAN;
         let done: Result<[usize; 3], LoadError> = sample.and_then(|sample| {
             label = sample.labels.first().copied().unwrap_or(f32::NAN);
-            let key = SampleKey::new(s.config.seed(), epoch, index);
+            let key = SampleKey::new(s.config.seed, epoch, index);
             // SAFETY: `base` points at the tensor of the open batch `batch`,
             // which stays open (its buffer neither dropped nor reallocated)
             // until this sample is finished below; `slot` is this stream

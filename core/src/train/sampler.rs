@@ -19,33 +19,22 @@ use super::{Draws, SampleKey};
 /// `MAX_AUGMENTS`).
 const PERMUTATION: u16 = u16::MAX;
 
-/// An epoch's order of the dataset's indices.
+/// An epoch's order of the dataset's indices. The seed is the run's (the
+/// loader's [`LoaderConfig::seed`](crate::train::LoaderConfig), which the
+/// augmentations draw from too).
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Order {
     /// 0, 1, 2, ...
     Sequential,
     /// A permutation per (seed, epoch).
-    Shuffled {
-        /// The run's seed.
-        seed: u64,
-    },
+    Shuffled,
     /// Indices drawn by weight per (seed, epoch): PyTorch's
     /// `WeightedRandomSampler`.
     Weighted(Weighted),
 }
 
 impl Order {
-    /// The seed the order (and the loader's draws) come from; 0 when
-    /// sequential.
-    pub fn seed(&self) -> u64 {
-        match self {
-            Order::Sequential => 0,
-            Order::Shuffled { seed } => *seed,
-            Order::Weighted(w) => w.seed,
-        }
-    }
-
     /// Indices per epoch (before sharding) over a dataset of `len`.
     pub fn epoch_len(&self, len: usize) -> usize {
         match self {
@@ -65,9 +54,9 @@ impl Order {
 /// use tensorprep::train::{Order, Shard, Weighted, epoch_indices};
 ///
 /// // Class-balanced sampling: the rare sample 2 weighs as much as the rest.
-/// let order = Order::Weighted(Weighted::new(7, vec![1.0, 1.0, 2.0], 1000, true)?);
+/// let order = Order::Weighted(Weighted::new(vec![1.0, 1.0, 2.0], 1000, true)?);
 /// let mut drawn = Vec::new();
-/// epoch_indices(&order, Shard::ALL, 0, 3, &mut drawn);
+/// epoch_indices(&order, 7, Shard::ALL, 0, 3, &mut drawn);
 /// let twos = drawn.iter().filter(|&&i| i == 2).count();
 /// assert!((400..600).contains(&twos), "{twos}");
 /// # Ok::<(), tensorprep::Error>(())
@@ -75,8 +64,6 @@ impl Order {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Weighted {
-    /// The run's seed.
-    pub seed: u64,
     /// One weight per dataset index: finite, not negative, some positive.
     pub weights: Arc<[f64]>,
     /// Indices drawn per epoch.
@@ -89,7 +76,6 @@ impl Weighted {
     /// Checked weights: finite, not negative, some positive, and without
     /// replacement at least `samples` of them positive.
     pub fn new(
-        seed: u64,
         weights: impl Into<Arc<[f64]>>,
         samples: usize,
         replacement: bool,
@@ -112,7 +98,6 @@ impl Weighted {
             return bad("weighted sampler: the weights' sum overflows");
         }
         Ok(Weighted {
-            seed,
             weights,
             samples,
             replacement,
@@ -120,9 +105,9 @@ impl Weighted {
     }
 
     /// The epoch's draws, in order.
-    fn draw(&self, epoch: u32) -> Vec<u64> {
+    fn draw(&self, seed: u64, epoch: u32) -> Vec<u64> {
         let w = &self.weights;
-        let key = |i: usize| Draws::new(SampleKey::new(self.seed, epoch, i as u64), PERMUTATION);
+        let key = |i: usize| Draws::new(SampleKey::new(seed, epoch, i as u64), PERMUTATION);
         if self.replacement {
             let mut sums = Vec::with_capacity(w.len());
             let mut total = 0.0;
@@ -234,7 +219,8 @@ impl Shard {
 }
 
 /// The indices shard `shard` visits in `epoch` of a dataset of `len`, in
-/// order, into `out` (cleared first; reused from epoch to epoch). The
+/// the order `order` draws from `seed`, into `out` (cleared first; reused
+/// from epoch to epoch). The
 /// epoch's order has [`Order::epoch_len`] entries; it is padded or cut for
 /// the shards as PyTorch's `DistributedSampler` does.
 ///
@@ -243,11 +229,18 @@ impl Shard {
 ///
 /// let mut mine = Vec::new();
 /// let shard = Shard { count: 3, index: 1, drop_last: false };
-/// epoch_indices(&Order::Sequential, shard, 0, 7, &mut mine);
+/// epoch_indices(&Order::Sequential, 0, shard, 0, 7, &mut mine);
 /// // 7 padded to 9 (0..7 then 0, 1); shard 1 takes positions 1, 4, 7.
 /// assert_eq!(mine, [1, 4, 0]);
 /// ```
-pub fn epoch_indices(order: &Order, shard: Shard, epoch: u32, len: usize, out: &mut Vec<u64>) {
+pub fn epoch_indices(
+    order: &Order,
+    seed: u64,
+    shard: Shard,
+    epoch: u32,
+    len: usize,
+    out: &mut Vec<u64>,
+) {
     out.clear();
     let len = order.epoch_len(len);
     let n = shard.count.max(1) as usize;
@@ -261,12 +254,12 @@ pub fn epoch_indices(order: &Order, shard: Shard, epoch: u32, len: usize, out: &
     let positions = (0..per).map(|k| (shard.index as usize + k * n) % len);
     match order {
         Order::Sequential => out.extend(positions.map(|p| p as u64)),
-        Order::Shuffled { seed } => {
-            let perm = permutation(*seed, epoch, len);
+        Order::Shuffled => {
+            let perm = permutation(seed, epoch, len);
             out.extend(positions.map(|p| perm[p]));
         }
         Order::Weighted(w) => {
-            let drawn = w.draw(epoch);
+            let drawn = w.draw(seed, epoch);
             out.extend(positions.map(|p| drawn[p]));
         }
     }
