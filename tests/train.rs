@@ -615,6 +615,22 @@ mod loader {
             epochs.push(rest(&mut loader));
         }
         assert!(matches!(loader.next_epoch(), Err(LoadError::Config(_))));
+        // A loader with no epoch to run (or resumed past its last) ends at
+        // once instead of waiting for batches that never come.
+        let mut none = config.clone();
+        none.epochs = Some(0);
+        assert!(
+            Loader::new(dataset(), plan(), none)
+                .unwrap()
+                .next()
+                .is_none()
+        );
+        let mut past = Loader::new(dataset(), plan(), config.clone())
+            .unwrap()
+            .state();
+        past.epoch = 3;
+        let mut resumed = Loader::resume(dataset(), plan(), config.clone(), past).unwrap();
+        assert!(resumed.next().is_none());
         assert!(epochs[0] == epoch(2));
         assert!(epochs[1] != epochs[0] && epochs[2] != epochs[1]);
         let mut state = Loader::new(dataset(), plan(), config.clone())

@@ -926,7 +926,14 @@ impl Iterator for Loader {
     type Item = Result<Batch, LoadError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.delivered >= self.shared.layout.batches {
+        // Past the configured epochs (a state resumed there, `Some(0)`):
+        // the stream has nothing for this epoch.
+        let past = self
+            .shared
+            .config
+            .epochs
+            .is_some_and(|end| self.epoch >= end);
+        if self.failed || past || self.delivered >= self.shared.layout.batches {
             return None;
         }
         if self.held.load(Ordering::SeqCst) >= self.shared.config.depth {
