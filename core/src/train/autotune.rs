@@ -5,9 +5,9 @@
 //! 1. **Costs**: a few samples spread over the dataset are read and run
 //!    through the plan on the calling thread: the time per sample of each
 //!    stage, the encoded size, the decoded size.
-//! 2. **Threads**: decode threads fill the CPU budget, less the share reading
-//!    takes; read threads keep them fed (reads that wait on storage use
-//!    little CPU: at most 4 per CPU of the budget).
+//! 2. **Threads**: decode threads fill the CPU budget; read threads keep
+//!    them fed (reads mostly wait on storage: at most 4 per CPU of the
+//!    budget).
 //! 3. **Memory**: batch buffers, read-ahead samples and each decode thread's
 //!    images are counted; read-ahead, then batch buffers, then decode
 //!    threads are cut until the total fits the budget, or it is an error
@@ -186,14 +186,9 @@ pub fn autotune(
     let sample_bytes = (shape.iter().product::<usize>() * plan.dtype().size()) as u64;
     let (read, decode) = (costs.read.max(1e-9), costs.decode.max(1e-9));
     let cpus = budget.cpus;
-    // Decode threads: the budget, less reading's share when it is more
-    // than a thread's worth of slack.
-    let read_share = read / (read + decode);
-    let mut workers = if read_share * cpus as f64 <= 0.5 {
-        cpus
-    } else {
-        (cpus - (read_share * cpus as f64).round() as usize).max(1)
-    };
+    // Decode threads: the budget (the CPU-bound stage). Reading mostly
+    // waits on storage; a reader busy on the CPU only shares it.
+    let mut workers = cpus;
     let readers_for =
         |workers: usize| ((workers as f64 * read / decode).ceil() as usize).clamp(1, 4 * cpus);
     let mut config = base;
@@ -253,8 +248,11 @@ fn starved(
     let mut loader = Loader::new(Arc::clone(dataset), Arc::clone(plan), trial)?;
     let start = Instant::now();
     let (mut filled, mut samples) = (0usize, 0usize);
+    // Sampled while the epoch goes on (at its end the queue empties
+    // whatever the readers' pace; a dataset of a few batches says nothing).
+    let enough = loader.batches().min(8).saturating_sub(1);
     let mut batches = 0;
-    while batches < 8 && start.elapsed() < Duration::from_secs(1) {
+    while batches < enough && start.elapsed() < Duration::from_secs(1) {
         match loader.next() {
             Some(batch) => drop(batch?),
             None => break,
@@ -263,6 +261,6 @@ fn starved(
         filled += loader.occupancy()[0];
         samples += 1;
     }
-    // Mostly empty: under a quarter full on average.
-    Ok(samples > 0 && filled * 4 < samples * config.prefetch)
+    // Mostly empty: under a quarter full on average, over at least 3 batches.
+    Ok(samples >= 3 && filled * 4 < samples * config.prefetch)
 }
