@@ -66,7 +66,7 @@ mod testing;
 pub mod color;
 pub mod decode;
 #[cfg(feature = "std")]
-mod files;
+pub mod files;
 pub mod finish;
 pub mod geometry;
 #[cfg(feature = "graph")]

@@ -22,21 +22,12 @@ fn io(path: &Path, error: std::io::Error) -> GraphError {
 /// Reads a whole regular file of at most `limit` bytes, refusing larger
 /// ones before reading them.
 pub(crate) fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, GraphError> {
-    let (file, len) = crate::files::open_regular(path).map_err(|e| io(path, e))?;
-    if len > limit {
-        return Err(GraphError::TooLarge { bytes: len, limit });
-    }
-    let mut bytes = Vec::with_capacity(len as usize);
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| io(path, e))?;
-    if bytes.len() as u64 > limit {
-        return Err(GraphError::TooLarge {
-            bytes: bytes.len() as u64,
-            limit,
-        });
-    }
-    Ok(bytes)
+    crate::files::read_capped(path, limit).map_err(|e| match e {
+        crate::files::ReadError::TooLarge { bytes, limit, .. } => {
+            GraphError::TooLarge { bytes, limit }
+        }
+        crate::files::ReadError::Io(e) => io(path, e),
+    })
 }
 
 /// The sidecar graph file of a model: `model.onnx` → `model.tpp`.

@@ -20,32 +20,12 @@ pub(crate) struct InputFile {
 /// its length is.
 pub(crate) const MAX_INPUT_BYTES: u64 = 1 << 30;
 
-/// Reads a regular file, at most `limit` bytes (errors do not repeat the path): devices (`/dev/zero`),
-/// FIFOs and directories are refused before they are opened (a FIFO would
-/// block, a device never end), and the read stops at the cap whatever the
-/// length `stat` reported.
+/// Reads a regular file, at most `limit` bytes (errors do not repeat the
+/// path): `tensorprep::files::read_capped`, which refuses devices, FIFOs and
+/// directories before opening them and stops at the cap whatever `stat`
+/// says.
 pub(crate) fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("not a regular file (a directory, device or FIFO): refused".to_owned());
-    }
-    if meta.len() > limit {
-        return Err(format!(
-            "{} bytes is more than the {limit}-byte limit",
-            meta.len()
-        ));
-    }
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut bytes = Vec::new();
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > limit {
-        return Err(format!(
-            "more than the {limit}-byte limit (the file grew while it was read)"
-        ));
-    }
-    Ok(bytes)
+    tensorprep::files::read_capped(path, limit).map_err(|e| e.to_string())
 }
 
 /// The file name without its last extension, then `.npy`: `photo.v1.jpg`
