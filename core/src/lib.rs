@@ -63,6 +63,7 @@ mod tensor;
 #[cfg(all(test, feature = "alloc"))]
 mod testing;
 
+pub mod adjust;
 pub mod color;
 pub mod decode;
 #[cfg(feature = "std")]

@@ -1,0 +1,165 @@
+//! Point adjustments of 8-bit images as Pillow computes them (the PIL path
+//! of torchvision's `invert`, `posterize`, `solarize` and
+//! `adjust_brightness`): each output byte is a function of the input byte
+//! alone, applied through one 256-entry table to every channel of the gray
+//! and RGB/BGR formats. Caller-provided destinations, no allocation.
+//!
+//! ```
+//! use tensorprep::adjust::{Point, point};
+//! use tensorprep::{ImageView, ImageViewMut, PixelFormat};
+//!
+//! let src = [0u8, 100, 200, 255];
+//! let mut out = [0u8; 4];
+//! let view = ImageView::new(PixelFormat::Gray8, 4, 1, &src)?;
+//! let mut dst = ImageViewMut::new(PixelFormat::Gray8, 4, 1, &mut out)?;
+//! point(&view, &mut dst, Point::Solarize { threshold: 128 })?;
+//! assert_eq!(out, [0, 100, 55, 0]);
+//! # Ok::<(), tensorprep::Error>(())
+//! ```
+
+use crate::{Error, ImageView, ImageViewMut, PixelFormat, Result};
+
+/// A point adjustment.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Point {
+    /// `255 - v` (`ImageOps.invert`).
+    Invert,
+    /// Keeps the top `bits` bits, 1 to 8 (`ImageOps.posterize`).
+    Posterize {
+        /// Bits kept.
+        bits: u8,
+    },
+    /// `255 - v` for `v >= threshold` (`ImageOps.solarize`).
+    Solarize {
+        /// The first value inverted.
+        threshold: u8,
+    },
+    /// `ImageEnhance.Brightness(img).enhance(factor)`: Pillow's blend with
+    /// black, `v * factor` in float32, truncated, clipped to 0..=255.
+    Brightness {
+        /// 0 gives black, 1 the image; finite and not negative.
+        factor: f32,
+    },
+}
+
+impl Point {
+    /// The table: output byte for each input byte.
+    pub fn table(self) -> Result<[u8; 256]> {
+        let mut t = [0u8; 256];
+        match self {
+            Point::Invert => t
+                .iter_mut()
+                .enumerate()
+                .for_each(|(v, o)| *o = 255 - v as u8),
+            Point::Posterize { bits } => {
+                if !(1..=8).contains(&bits) {
+                    return Err(Error::InvalidParameter {
+                        name: "posterize: bits must be 1 to 8",
+                    });
+                }
+                let mask = !((1u16 << (8 - bits)) - 1) as u8;
+                t.iter_mut()
+                    .enumerate()
+                    .for_each(|(v, o)| *o = v as u8 & mask);
+            }
+            Point::Solarize { threshold } => t.iter_mut().enumerate().for_each(|(v, o)| {
+                let v = v as u8;
+                *o = if v < threshold { v } else { 255 - v };
+            }),
+            Point::Brightness { factor } => {
+                if !factor.is_finite() || factor < 0.0 {
+                    return Err(Error::InvalidParameter {
+                        name: "brightness: the factor must be finite and not negative",
+                    });
+                }
+                t.iter_mut()
+                    .enumerate()
+                    .for_each(|(v, o)| *o = blend(0, v as u8, factor));
+            }
+        }
+        Ok(t)
+    }
+}
+
+/// Pillow's `ImagingBlend` for one byte: `a + alpha * (b - a)` in float32,
+/// truncated toward zero; outside `[0, 1]` clipped to 0..=255 first.
+pub(crate) fn blend(a: u8, b: u8, alpha: f32) -> u8 {
+    let v = f32::from(a) + alpha * (f32::from(b) - f32::from(a));
+    if v <= 0.0 {
+        0
+    } else if v >= 255.0 {
+        255
+    } else {
+        v as u8
+    }
+}
+
+/// Applies `adjustment` to `src`, writing `dst` (same format and size;
+/// Gray8, Rgb8 or Bgr8).
+pub fn point(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, adjustment: Point) -> Result<()> {
+    let table = adjustment.table()?;
+    apply_table(src, dst, &table)
+}
+
+/// Maps every byte of `src` through `table` into `dst` (same format and
+/// size; Gray8, Rgb8 or Bgr8).
+pub fn apply_table(
+    src: &ImageView<'_>,
+    dst: &mut ImageViewMut<'_>,
+    table: &[u8; 256],
+) -> Result<()> {
+    let format = src.format();
+    if !matches!(
+        format,
+        PixelFormat::Gray8 | PixelFormat::Rgb8 | PixelFormat::Bgr8
+    ) {
+        return Err(Error::UnsupportedFormat {
+            op: "point adjustment",
+            format,
+        });
+    }
+    if dst.format() != format {
+        return Err(Error::FormatMismatch {
+            expected: format,
+            found: dst.format(),
+        });
+    }
+    if (dst.width(), dst.height()) != (src.width(), src.height()) {
+        return Err(Error::SizeMismatch {
+            expected: (src.width(), src.height()),
+            found: (dst.width(), dst.height()),
+        });
+    }
+    for y in 0..src.height() {
+        for (o, &v) in dst.row_mut(y).iter_mut().zip(src.row(y)) {
+            *o = table[usize::from(v)];
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tables at their edges: posterize 8 and brightness 1 are the
+    /// identity, posterize 1 keeps the top bit, solarize 0 inverts all.
+    #[test]
+    fn tables_at_their_edges() {
+        let id: [u8; 256] = core::array::from_fn(|v| v as u8);
+        assert_eq!(Point::Posterize { bits: 8 }.table().unwrap(), id);
+        assert_eq!(Point::Brightness { factor: 1.0 }.table().unwrap(), id);
+        let top = Point::Posterize { bits: 1 }.table().unwrap();
+        assert_eq!((top[127], top[128], top[255]), (0, 128, 128));
+        assert_eq!(
+            Point::Solarize { threshold: 0 }.table().unwrap(),
+            Point::Invert.table().unwrap()
+        );
+        assert!(Point::Posterize { bits: 0 }.table().is_err());
+        assert!(Point::Brightness { factor: f32::NAN }.table().is_err());
+        // Extrapolation clips: 200 * 2 is 255, 100 * 1.5 is 150.
+        let b = Point::Brightness { factor: 1.5 }.table().unwrap();
+        assert_eq!((b[100], b[200]), (150, 255));
+    }
+}
