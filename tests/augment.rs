@@ -3,7 +3,7 @@
 //! 0.20.1 and Pillow 13.0.0, for each op tensorprep has so far; 0 differing
 //! bytes.
 
-use tensorprep::adjust::{Point, point};
+use tensorprep::adjust::{Point, autocontrast, equalize, point};
 use tensorprep::{Image, ImageViewMut};
 use tensorprep_tests::read_png;
 
@@ -85,6 +85,38 @@ fn point_adjustments_equal_torchvision() {
     }
     // 1 invert, 5 posterize, 5 solarize, 5 brightness cases, RGB and gray.
     assert_eq!(checked, 32);
+}
+
+/// autocontrast and equalize (`ImageOps`, per channel from its histogram)
+/// on RGB and gray, and on an image whose histogram needs their special
+/// cases (one value: left as it is): torchvision's bytes.
+#[test]
+fn histogram_adjustments_equal_torchvision() {
+    let mut checked = 0;
+    for case in cases() {
+        let op: fn(&tensorprep::ImageView<'_>, &mut ImageViewMut<'_>) -> tensorprep::Result<()> =
+            match case.op.as_str() {
+                "autocontrast" => autocontrast,
+                "equalize" => equalize,
+                _ => continue,
+            };
+        let src = read_png(&format!("augment/src_{}.png", case.mode));
+        let want = read_png(&case.output);
+        let mut got = Image::new(src.format(), src.width(), src.height()).unwrap();
+        op(&src.view(), &mut got.view_mut()).unwrap();
+        assert!(got.as_bytes() == want.as_bytes(), "{}", case.output);
+        checked += 1;
+    }
+    assert_eq!(checked, 4);
+    // A flat image: both leave it unchanged.
+    let flat = vec![77u8; 12];
+    let view = tensorprep::ImageView::new(tensorprep::PixelFormat::Rgb8, 2, 2, &flat).unwrap();
+    for op in [autocontrast, equalize] {
+        let mut out = vec![0u8; 12];
+        let mut dst = ImageViewMut::new(tensorprep::PixelFormat::Rgb8, 2, 2, &mut out).unwrap();
+        op(&view, &mut dst).unwrap();
+        assert_eq!(out, flat);
+    }
 }
 
 /// Formats without a per-byte meaning, and mismatched buffers, are refused.

@@ -1,8 +1,9 @@
 //! Point adjustments of 8-bit images as Pillow computes them (the PIL path
-//! of torchvision's `invert`, `posterize`, `solarize` and
-//! `adjust_brightness`): each output byte is a function of the input byte
-//! alone, applied through one 256-entry table to every channel of the gray
-//! and RGB/BGR formats. Caller-provided destinations, no allocation.
+//! of torchvision's `invert`, `posterize`, `solarize`, `adjust_brightness`,
+//! `autocontrast` and `equalize`): each output byte is a function of the
+//! input byte and its channel's histogram, applied through 256-entry
+//! tables to the gray and RGB/BGR formats. Caller-provided destinations, no
+//! allocation.
 //!
 //! ```
 //! use tensorprep::adjust::{Point, point};
@@ -109,16 +110,28 @@ pub fn apply_table(
     dst: &mut ImageViewMut<'_>,
     table: &[u8; 256],
 ) -> Result<()> {
-    let format = src.format();
-    if !matches!(
-        format,
-        PixelFormat::Gray8 | PixelFormat::Rgb8 | PixelFormat::Bgr8
-    ) {
-        return Err(Error::UnsupportedFormat {
-            op: "point adjustment",
-            format,
-        });
+    channels(src, &*dst)?;
+    for y in 0..src.height() {
+        for (o, &v) in dst.row_mut(y).iter_mut().zip(src.row(y)) {
+            *o = table[usize::from(v)];
+        }
     }
+    Ok(())
+}
+
+/// The channels of a format the adjustments take (1 or 3), or why not.
+fn channels(src: &ImageView<'_>, dst: &ImageViewMut<'_>) -> Result<usize> {
+    let format = src.format();
+    let channels = match format {
+        PixelFormat::Gray8 => 1,
+        PixelFormat::Rgb8 | PixelFormat::Bgr8 => 3,
+        _ => {
+            return Err(Error::UnsupportedFormat {
+                op: "point adjustment",
+                format,
+            });
+        }
+    };
     if dst.format() != format {
         return Err(Error::FormatMismatch {
             expected: format,
@@ -131,11 +144,86 @@ pub fn apply_table(
             found: (dst.width(), dst.height()),
         });
     }
+    Ok(channels)
+}
+
+/// Each channel's histogram (`Image.histogram()`, band by band).
+fn histograms(src: &ImageView<'_>, channels: usize) -> [[u64; 256]; 3] {
+    let mut h = [[0u64; 256]; 3];
     for y in 0..src.height() {
-        for (o, &v) in dst.row_mut(y).iter_mut().zip(src.row(y)) {
-            *o = table[usize::from(v)];
+        for px in src.row(y).chunks_exact(channels) {
+            for (c, &v) in px.iter().enumerate() {
+                h[c][usize::from(v)] += 1;
+            }
         }
     }
+    h
+}
+
+/// Maps channel `c` of every pixel through `tables[c]`.
+fn apply_per_channel(
+    src: &ImageView<'_>,
+    dst: &mut ImageViewMut<'_>,
+    tables: &[[u8; 256]; 3],
+    channels: usize,
+) {
+    for y in 0..src.height() {
+        let out = dst.row_mut(y);
+        for (o, i) in out
+            .chunks_exact_mut(channels)
+            .zip(src.row(y).chunks_exact(channels))
+        {
+            for c in 0..channels {
+                o[c] = tables[c][usize::from(i[c])];
+            }
+        }
+    }
+}
+
+/// `ImageOps.autocontrast(image)` (torchvision's PIL `autocontrast`): each
+/// channel stretched from its lowest to its highest value present,
+/// `int(v * scale + offset)` in double precision, clipped.
+pub fn autocontrast(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>) -> Result<()> {
+    let channels = channels(src, dst)?;
+    let tables = histograms(src, channels).map(|h| {
+        let lo = h.iter().position(|&n| n > 0).unwrap_or(0);
+        let hi = h.iter().rposition(|&n| n > 0).unwrap_or(0);
+        let mut t: [u8; 256] = core::array::from_fn(|v| v as u8);
+        if hi > lo {
+            let scale = 255.0 / (hi - lo) as f64;
+            let offset = -(lo as f64) * scale;
+            for (v, o) in t.iter_mut().enumerate() {
+                // Python's int() truncates toward zero; then clipped.
+                *o = ((v as f64 * scale + offset) as i64).clamp(0, 255) as u8;
+            }
+        }
+        t
+    });
+    apply_per_channel(src, dst, &tables, channels);
+    Ok(())
+}
+
+/// `ImageOps.equalize(image)` (torchvision's PIL `equalize`): each
+/// channel's cumulative histogram in steps of `(count - last bin) / 255`,
+/// in integers as Pillow computes it.
+pub fn equalize(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>) -> Result<()> {
+    let channels = channels(src, dst)?;
+    let tables = histograms(src, channels).map(|h| {
+        let mut t: [u8; 256] = core::array::from_fn(|v| v as u8);
+        let used = h.iter().filter(|&&n| n > 0).count();
+        let last = h.iter().rev().copied().find(|&n| n > 0).unwrap_or(0);
+        let step = (h.iter().sum::<u64>() - last) / 255;
+        if used > 1 && step > 0 {
+            let mut n = step / 2;
+            for (v, o) in t.iter_mut().enumerate() {
+                // Pillow clips a table's entries to 8 bits.
+                *o = (n / step).min(255) as u8;
+                n += h[v];
+            }
+        }
+        t
+    });
+    apply_per_channel(src, dst, &tables, channels);
     Ok(())
 }
 
