@@ -58,6 +58,25 @@ pub fn read_png(name: &str) -> Image {
     Image::from_vec(format, info.width, info.height, buf).expect("PNG buffer matches its size")
 }
 
+/// `len` samples cycling through the encoded `photos` (sample `i` is
+/// `photos[i % photos.len()]`), each labelled and numbered `i`: the
+/// training loader's tests' dataset in memory.
+#[cfg(feature = "train")]
+pub fn photo_dataset(
+    photos: Vec<Vec<u8>>,
+    len: usize,
+) -> std::sync::Arc<dyn tensorprep::train::data::Dataset> {
+    use tensorprep::train::data::{DataError, Sample};
+    std::sync::Arc::new((len, move |i: usize, s: &mut Sample| {
+        s.bytes.clear();
+        s.bytes.extend_from_slice(&photos[i % photos.len()]);
+        s.labels.clear();
+        s.labels.push(i as f32);
+        s.id = i as u64;
+        Ok::<(), DataError>(())
+    }))
+}
+
 /// A little-endian float32 `.npy` fixture: shape and values.
 pub fn read_npy_f32(name: &str) -> (Vec<usize>, Vec<f32>) {
     let bytes = read(name);

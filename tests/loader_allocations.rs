@@ -7,7 +7,6 @@ use std::sync::Arc;
 use tensorprep::pipeline::{Op, Resize};
 use tensorprep::resize::{Filter, Resample};
 use tensorprep::size::SizeRule;
-use tensorprep::train::data::{DataError, Dataset, Sample};
 use tensorprep::train::{Augment, Loader, LoaderConfig, TrainPipeline};
 use tensorprep_tests::{CountingAllocator, decoding_allocations, process_allocations, read};
 
@@ -17,15 +16,8 @@ static GLOBAL: CountingAllocator = CountingAllocator;
 /// Runs `epochs` epochs of 40 samples in batches of 2 (20 batches each),
 /// through 2 read, 2 decode and 2 collate threads; the allocations of the
 /// whole run, start and shutdown included.
-fn run(epochs: u32, photo: &Arc<Vec<u8>>) -> usize {
-    let photo = Arc::clone(photo);
-    let dataset: Arc<dyn Dataset> = Arc::new((40usize, move |i: usize, s: &mut Sample| {
-        s.bytes.clear();
-        s.bytes.extend_from_slice(&photo);
-        s.labels.clear();
-        s.labels.push(i as f32);
-        Ok::<(), DataError>(())
-    }));
+fn run(epochs: u32, photo: &[u8]) -> usize {
+    let dataset = tensorprep_tests::photo_dataset(vec![photo.to_vec()], 40);
     // A fixed resize and a random flip: the workers' plan caches settle
     // after the first samples (random crop sizes would keep growing their
     // tables now and then, which the single-thread test in train.rs covers).
@@ -57,7 +49,7 @@ fn run(epochs: u32, photo: &Arc<Vec<u8>>) -> usize {
 /// allocations for 80 samples plus each epoch's order, nothing per batch.
 #[test]
 fn batches_allocate_nothing_beyond_the_decoder_in_steady_state() {
-    let photo = Arc::new(read("sample.jpg"));
+    let photo = read("sample.jpg");
     let two = run(2, &photo);
     let four = run(4, &photo);
     let decoding = decoding_allocations(std::iter::repeat_n(photo.as_slice(), 80));

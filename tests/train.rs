@@ -33,13 +33,20 @@ fn pipeline(augments: Vec<Augment>, finish: [Op; 3]) -> TrainPipeline {
     TrainPipeline::new(Decode::exact(Backend::Zune), augments, finish)
 }
 
-/// A fixture line of `make_train_fixtures.py`: its fields, and the plan
-/// that crops its box and resizes it to its size with its filter, decoding
-/// with `decode`.
-fn box_plan(
+/// A fixture line of `make_train_fixtures.py`: its fields, its box, its
+/// output size, and the output (RGB) of the plan that crops the box and
+/// resizes it to that size with the line's filter, decoding with `decode`,
+/// with the geometry of the run.
+fn run_box(
     line: &str,
     decode: Decode,
-) -> (Vec<&str>, Rect, (u32, u32), tensorprep::train::TrainPlan) {
+) -> (
+    Vec<&str>,
+    Rect,
+    (u32, u32),
+    Vec<u8>,
+    tensorprep::pipeline::Geometry,
+) {
     let f: Vec<&str> = line.split_whitespace().collect();
     let n = |i: usize| f[i].parse::<u32>().unwrap();
     let (rect, out) = (Rect::new(n(1), n(2), n(3), n(4)), (n(5), n(6)));
@@ -58,7 +65,16 @@ fn box_plan(
     let plan = TrainPipeline::new(decode, augments, raw_u8())
         .compile()
         .unwrap();
-    (f, rect, out, plan)
+    let mut got = vec![0u8; (out.0 * out.1 * 3) as usize];
+    let geometry = plan
+        .run(
+            &mut TrainState::new(),
+            SampleKey::new(0, 0, 0),
+            &read(f[0]),
+            TensorMut::U8(&mut got),
+        )
+        .unwrap();
+    (f, rect, out, got, geometry)
 }
 
 /// For the boxes `make_train_fixtures.py` drew the way torchvision's
@@ -70,17 +86,8 @@ fn a_drawn_box_gives_pillow_s_pixels() {
     let boxes = std::fs::read_to_string(tensorprep_tests::fixture("train/rrc_boxes.txt")).unwrap();
     let mut checked = 0;
     for line in boxes.lines().filter(|l| !l.starts_with('#')) {
-        let (f, _, out, plan) = box_plan(line, Decode::exact(Backend::Zune));
-        let want = read_png(f[8]);
-        let mut got = vec![0u8; (out.0 * out.1 * 3) as usize];
-        plan.run(
-            &mut TrainState::new(),
-            SampleKey::new(0, 0, 0),
-            &read(f[0]),
-            TensorMut::U8(&mut got),
-        )
-        .unwrap();
-        assert_eq!(got, want.as_bytes(), "{line}");
+        let (f, _, _, got, _) = run_box(line, Decode::exact(Backend::Zune));
+        assert_eq!(got, read_png(f[8]).as_bytes(), "{line}");
         checked += 1;
     }
     assert_eq!(checked, 8);
@@ -101,18 +108,8 @@ fn fast_mode_decodes_at_the_scale_of_the_drawn_box() {
     let boxes = std::fs::read_to_string(tensorprep_tests::fixture("train/fast_boxes.txt")).unwrap();
     let mut scales = Vec::new();
     for line in boxes.lines().filter(|l| !l.starts_with('#')) {
-        let (f, rect, out, plan) = box_plan(line, decode_fast());
-        let want = read_png(f[9]);
-        let mut got = vec![0u8; (out.0 * out.1 * 3) as usize];
-        let geometry = plan
-            .run(
-                &mut TrainState::new(),
-                SampleKey::new(0, 0, 0),
-                &read(f[0]),
-                TensorMut::U8(&mut got),
-            )
-            .unwrap();
-        assert_eq!(got, want.as_bytes(), "{line}");
+        let (f, rect, out, got, geometry) = run_box(line, decode_fast());
+        assert_eq!(got, read_png(f[9]).as_bytes(), "{line}");
         // The box's corners land on the output's corners.
         let (x0, y0) = geometry
             .to_output
@@ -502,18 +499,11 @@ mod loader {
 
     /// 40 samples alternating two photos, label = index.
     fn dataset() -> Arc<dyn Dataset> {
-        let photos = [
+        let photos = vec![
             tensorprep_tests::read("sample.jpg"),
             tensorprep_tests::read("sklearn_china.jpg"),
         ];
-        Arc::new((40usize, move |i: usize, s: &mut Sample| {
-            s.bytes.clear();
-            s.bytes.extend_from_slice(&photos[i % 2]);
-            s.labels.clear();
-            s.labels.push(i as f32);
-            s.id = i as u64;
-            Ok::<(), DataError>(())
-        }))
+        tensorprep_tests::photo_dataset(photos, 40)
     }
 
     fn plan() -> Arc<TrainPlan> {
@@ -689,13 +679,7 @@ mod loader {
             let plan = Arc::new(p.compile().unwrap());
             // A tiny image: many loaders in little time.
             let tiny = tensorprep_tests::read("src_sample_small_gray.png");
-            let data: Arc<dyn Dataset> = Arc::new((40usize, move |_: usize, s: &mut Sample| {
-                s.bytes.clear();
-                s.bytes.extend_from_slice(&tiny);
-                s.labels.clear();
-                s.labels.push(0.0);
-                Ok::<(), DataError>(())
-            }));
+            let data = tensorprep_tests::photo_dataset(vec![tiny], 40);
             let mut samples = 0;
             for round in 0..ROUNDS {
                 let mut config = LoaderConfig::new(2, 3, round);
@@ -1065,18 +1049,11 @@ mod shards {
     use std::collections::BTreeSet;
     use std::sync::Arc;
 
-    use tensorprep::train::data::{DataError, Dataset, Sample};
+    use tensorprep::train::data::Dataset;
     use tensorprep::train::{Loader, LoaderConfig, LoaderState, Shard, TrainPipeline};
 
     fn dataset() -> Arc<dyn Dataset> {
-        let photo = tensorprep_tests::read("sample.jpg");
-        Arc::new((48usize, move |i: usize, s: &mut Sample| {
-            s.bytes.clear();
-            s.bytes.extend_from_slice(&photo);
-            s.labels.clear();
-            s.labels.push(i as f32);
-            Ok::<(), DataError>(())
-        }))
+        tensorprep_tests::photo_dataset(vec![tensorprep_tests::read("sample.jpg")], 48)
     }
 
     /// Each step's sample set over `count` shards of `batch`, from step
@@ -1250,7 +1227,6 @@ mod combine {
 mod tuning {
     use std::sync::Arc;
 
-    use tensorprep::train::data::{DataError, Dataset, Sample};
     use tensorprep::train::{
         Augment, Budget, LoadError, Loader, LoaderConfig, RandomResizedCrop, TrainPipeline,
         autotune,
@@ -1258,14 +1234,7 @@ mod tuning {
 
     #[test]
     fn autotune_keeps_to_its_budget() {
-        let photo = tensorprep_tests::read("sample.jpg");
-        let data: Arc<dyn Dataset> = Arc::new((24usize, move |i: usize, s: &mut Sample| {
-            s.bytes.clear();
-            s.bytes.extend_from_slice(&photo);
-            s.labels.clear();
-            s.labels.push(i as f32);
-            Ok::<(), DataError>(())
-        }));
+        let data = tensorprep_tests::photo_dataset(vec![tensorprep_tests::read("sample.jpg")], 24);
         let mut p = TrainPipeline::imagenet_train();
         p.augments[0] = Augment::RandomResizedCrop(RandomResizedCrop::new(64, 64));
         let plan = Arc::new(p.compile().unwrap());

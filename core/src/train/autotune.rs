@@ -104,13 +104,17 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
-fn measure(dataset: &dyn Dataset, plan: &TrainPlan, seed: u64) -> Result<Costs, LoadError> {
+/// Runs a few samples spread over `dataset` through `plan` (whose output
+/// holds `sample_len` elements) on this thread.
+fn measure(
+    dataset: &dyn Dataset,
+    plan: &TrainPlan,
+    seed: u64,
+    sample_len: usize,
+) -> Result<Costs, LoadError> {
     let len = dataset.len();
     let count = len.min(16);
-    let shape = plan.output_shape().ok_or(LoadError::Config(
-        "batches need a plan whose output size is fixed",
-    ))?;
-    let mut out = Tensor::try_zeros(plan.dtype(), shape.iter().product())
+    let mut out = Tensor::try_zeros(plan.dtype(), sample_len)
         .map_err(|_| LoadError::Config("no memory for a sample"))?;
     let (mut reads, mut decodes) = (Vec::new(), Vec::new());
     let (mut encoded, mut decoded) = (0u64, 0u64);
@@ -179,11 +183,12 @@ pub fn autotune(
     if dataset.is_empty() {
         return Err(LoadError::Config("autotune: the dataset is empty"));
     }
-    let costs = measure(dataset.as_ref(), &plan, base.seed)?;
     let shape = plan.output_shape().ok_or(LoadError::Config(
         "batches need a plan whose output size is fixed",
     ))?;
-    let sample_bytes = (shape.iter().product::<usize>() * plan.dtype().size()) as u64;
+    let sample_len = shape.iter().product::<usize>();
+    let costs = measure(dataset.as_ref(), &plan, base.seed, sample_len)?;
+    let sample_bytes = (sample_len * plan.dtype().size()) as u64;
     let (read, decode) = (costs.read.max(1e-9), costs.decode.max(1e-9));
     let cpus = budget.cpus;
     // Decode threads: the budget (the CPU-bound stage). Reading mostly

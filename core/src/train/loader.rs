@@ -679,15 +679,16 @@ impl Loader {
         plan: Arc<TrainPlan>,
         config: LoaderConfig,
     ) -> Result<Loader, LoadError> {
+        let fingerprint = dataset.fingerprint();
         let state = LoaderState {
             seed: config.seed,
             epoch: 0,
             batches: 0,
             global_batch: config.global_batch(),
             dataset_len: dataset.len() as u64,
-            fingerprint: dataset.fingerprint(),
+            fingerprint,
         };
-        Loader::resume(dataset, plan, config, state)
+        Loader::start(dataset, plan, config, state, fingerprint)
     }
 
     /// A loader continuing at `state` (saved by [`Loader::state`]): the
@@ -699,12 +700,25 @@ impl Loader {
         config: LoaderConfig,
         state: LoaderState,
     ) -> Result<Loader, LoadError> {
+        let fingerprint = dataset.fingerprint();
+        Loader::start(dataset, plan, config, state, fingerprint)
+    }
+
+    /// [`Loader::resume`] with the dataset's fingerprint already taken (it
+    /// reads the whole index, or every sample of one in memory: once per
+    /// loader).
+    fn start(
+        dataset: Arc<dyn Dataset>,
+        plan: Arc<TrainPlan>,
+        config: LoaderConfig,
+        state: LoaderState,
+        fingerprint: u64,
+    ) -> Result<Loader, LoadError> {
         if state.dataset_len != dataset.len() as u64 {
             return Err(LoadError::Config(
                 "the state is for a dataset of another length",
             ));
         }
-        let fingerprint = dataset.fingerprint();
         if state.fingerprint != fingerprint {
             return Err(LoadError::Config(
                 "the state is for another dataset (its fingerprint differs)",
@@ -899,7 +913,7 @@ impl Loader {
         state.epoch = epoch;
         state.batches = 0;
         drop(self);
-        Loader::resume(dataset, plan, config, state)
+        Loader::start(dataset, plan, config, state, state.fingerprint)
     }
 }
 

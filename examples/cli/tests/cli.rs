@@ -952,6 +952,14 @@ fn allocation_failure_is_an_error_not_an_abort() {
     assert!(!out.exists());
 }
 
+/// The `checksum: ` line of a `train-bench --checksum` run.
+fn checksum_of(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("checksum: ").map(str::to_owned))
+        .expect("a checksum line")
+}
+
 /// `train-bench` prints one checksum for a folder and the `.rec` and
 /// `.tfrecord` packed from it, for any worker count, and ends with the
 /// `images/s:` line; `records ls` lists what `records pack` wrote.
@@ -976,6 +984,22 @@ fn train_bench_checksums_agree_across_data_forms_and_workers() {
         tfr.to_str().unwrap(),
     ]);
     assert!(dir.join("f.idx").is_file() && dir.join("f.lst").is_file());
+    // Batches of 4, zune-jpeg, seed `seed`, with a checksum, then `extra`.
+    let bench = |data: &str, seed: &str, extra: &[&str]| {
+        let mut args = vec![
+            "train-bench",
+            data,
+            "--batch",
+            "4",
+            "--seed",
+            seed,
+            "--checksum",
+            "--decoder",
+            "zune-jpeg",
+        ];
+        args.extend_from_slice(extra);
+        run_ok(&args)
+    };
     let mut checksums = Vec::new();
     for data in [
         folder.as_str(),
@@ -983,72 +1007,39 @@ fn train_bench_checksums_agree_across_data_forms_and_workers() {
         tfr.to_str().unwrap(),
     ] {
         for workers in ["1", "2"] {
-            let o = run_ok(&[
-                "train-bench",
-                data,
-                "--workers",
-                workers,
-                "--batch",
-                "4",
-                "--seed",
-                "9",
-                "--checksum",
-                "--decoder",
-                "zune-jpeg",
-            ]);
-            let stdout = String::from_utf8(o.stdout).unwrap();
-            let lines: Vec<&str> = stdout.lines().collect();
-            assert!(lines.last().unwrap().starts_with("images/s: "), "{stdout}");
-            let sum = lines
-                .iter()
-                .find_map(|l| l.strip_prefix("checksum: "))
-                .unwrap()
-                .to_owned();
+            let o = bench(data, "9", &["--workers", workers]);
+            let stdout = String::from_utf8_lossy(&o.stdout);
+            assert!(
+                stdout.lines().last().unwrap().starts_with("images/s: "),
+                "{stdout}"
+            );
+            let sum = checksum_of(&o);
             assert_eq!(sum.len(), 16, "{stdout}");
             checksums.push(sum);
         }
     }
     assert!(checksums.windows(2).all(|w| w[0] == w[1]), "{checksums:?}");
     // Another seed, another checksum.
-    let o = run_ok(&[
-        "train-bench",
-        folder.as_str(),
-        "--batch",
-        "4",
-        "--seed",
-        "10",
-        "--checksum",
-        "--decoder",
-        "zune-jpeg",
-    ]);
-    assert!(!String::from_utf8(o.stdout).unwrap().contains(&checksums[0]));
+    assert_ne!(
+        checksum_of(&bench(folder.as_str(), "10", &[])),
+        checksums[0]
+    );
     let o = run_ok(&["records", "ls", rec.to_str().unwrap()]);
     let listing = String::from_utf8(o.stdout).unwrap();
     assert_eq!(listing.lines().count(), 6);
     assert!(listing.starts_with("0\tid 0\tlabels 0\t"), "{listing}");
     // Autotune prints its choice as flags, and the batches stay the same.
-    let o = run_ok(&[
-        "train-bench",
+    let o = bench(
         folder.as_str(),
-        "--batch",
-        "4",
-        "--seed",
         "9",
-        "--checksum",
-        "--decoder",
-        "zune-jpeg",
-        "--autotune",
-        "--cpu-budget",
-        "2",
-        "--memory-budget",
-        "256",
-    ]);
+        &["--autotune", "--cpu-budget", "2", "--memory-budget", "256"],
+    );
     assert!(
         stderr_of(&o).contains("autotune: --workers "),
         "{}",
         stderr_of(&o)
     );
-    assert!(String::from_utf8(o.stdout).unwrap().contains(&checksums[0]));
+    assert_eq!(checksum_of(&o), checksums[0]);
     // Fast mode: the same checksum for any worker count where this build
     // has libjpeg-turbo; elsewhere an error naming what it needs.
     let fast = |workers: &str| {
@@ -1065,14 +1056,11 @@ fn train_bench_checksums_agree_across_data_forms_and_workers() {
     };
     let one = fast("1");
     if one.status.success() {
-        let sum = |o: std::process::Output| {
-            String::from_utf8(o.stdout)
-                .unwrap()
-                .lines()
-                .find_map(|l| l.strip_prefix("checksum: ").map(str::to_owned))
-                .expect("a checksum line")
-        };
-        assert_eq!(sum(one), sum(fast("2")), "fast mode, 1 and 2 workers");
+        assert_eq!(
+            checksum_of(&one),
+            checksum_of(&fast("2")),
+            "fast mode, 1 and 2 workers"
+        );
     } else {
         assert!(
             stderr_of(&one).contains("libjpeg-turbo"),
