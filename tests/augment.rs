@@ -3,8 +3,11 @@
 //! 0.20.1 and Pillow 13.0.0, for each op tensorprep has so far; 0 differing
 //! bytes.
 
-use tensorprep::adjust::{Point, autocontrast, equalize, point};
-use tensorprep::{Image, ImageViewMut};
+use tensorprep::adjust::{
+    GaussianKernel, Point, autocontrast, contrast, equalize, gaussian_blur, grayscale, hue, point,
+    saturation, sharpness,
+};
+use tensorprep::{Image, ImageView, ImageViewMut};
 use tensorprep_tests::read_png;
 
 /// One line of `augment/cases.txt`: op, input mode, output, parameters.
@@ -16,6 +19,30 @@ struct Case {
 }
 
 impl Case {
+    /// A parameter parsed as a float32 (Python's float reaches Pillow's C
+    /// code as one).
+    fn f32(&self, key: &str) -> f32 {
+        self.param(key).parse::<f64>().unwrap() as f32
+    }
+
+    /// Runs `op` on the case's input; the output bytes and the reference's.
+    fn run(
+        &self,
+        op: impl FnOnce(&ImageView<'_>, &mut ImageViewMut<'_>) -> tensorprep::Result<()>,
+    ) -> (Vec<u8>, Vec<u8>) {
+        let src = read_png(&format!("augment/src_{}.png", self.mode));
+        let want = read_png(&self.output);
+        let mut got = Image::new(src.format(), src.width(), src.height()).unwrap();
+        op(&src.view(), &mut got.view_mut()).unwrap();
+        assert_eq!(
+            got.as_bytes().len(),
+            want.as_bytes().len(),
+            "{}",
+            self.output
+        );
+        (got.as_bytes().to_vec(), want.as_bytes().to_vec())
+    }
+
     fn param(&self, key: &str) -> &str {
         &self
             .params
@@ -138,4 +165,114 @@ fn point_adjustments_refuse_what_they_cannot_do() {
     let mut dst = ImageViewMut::new(tensorprep::PixelFormat::Nv21, 32, 24, &mut dst).unwrap();
     let err = point(&view, &mut dst, Point::Invert).unwrap_err();
     assert!(err.to_string().contains("point adjustment"), "{err}");
+}
+
+/// Bytes that differ, and the largest difference in levels.
+fn differences(got: &[u8], want: &[u8]) -> (usize, u8) {
+    got.iter()
+        .zip(want)
+        .filter(|(a, b)| a != b)
+        .fold((0, 0), |(n, m), (a, b)| (n + 1, m.max(a.abs_diff(*b))))
+}
+
+/// One colour enhancement with its parameters from a case's line.
+fn enhance(case: &Case, op: &str, src: &ImageView<'_>, dst: &mut ImageViewMut<'_>) {
+    let key = match op {
+        "color_jitter" => unreachable!(),
+        _ if case.op == "color_jitter" => op,
+        _ => "factor",
+    };
+    match op {
+        "brightness" => point(
+            src,
+            dst,
+            Point::Brightness {
+                factor: case.f32(key),
+            },
+        ),
+        "contrast" => contrast(src, dst, case.f32(key)),
+        "saturation" => saturation(src, dst, case.f32(key)),
+        "hue" => hue(src, dst, case.f32(key)),
+        "sharpness" => sharpness(src, dst, case.f32(key)),
+        _ => unreachable!("{op}"),
+    }
+    .unwrap();
+}
+
+/// contrast (mean gray), saturation (blend with luma), hue (Pillow's HSV
+/// round trip), sharpness (`SMOOTH` and a blend) and gray conversion at
+/// drawn factors and at their edges, on RGB and gray: torchvision's bytes.
+#[test]
+fn colour_enhancements_equal_torchvision() {
+    let mut checked = 0;
+    for case in cases() {
+        let (got, want) = match case.op.as_str() {
+            op @ ("contrast" | "saturation" | "hue" | "sharpness") => case.run(|s, d| {
+                enhance(&case, op, s, d);
+                Ok(())
+            }),
+            "grayscale" => case.run(grayscale),
+            _ => continue,
+        };
+        assert_eq!(differences(&got, &want), (0, 0), "{}", case.output);
+        checked += 1;
+    }
+    // 5 contrast, 5 saturation, 6 hue, 4 sharpness on RGB and gray; 1 gray.
+    assert_eq!(checked, 41);
+}
+
+/// ColorJitter: the four enhancements in the drawn permutation's order.
+#[test]
+fn color_jitter_equals_torchvision() {
+    let names = ["brightness", "contrast", "saturation", "hue"];
+    let mut checked = 0;
+    for case in cases().iter().filter(|c| c.op == "color_jitter") {
+        let (got, want) = case.run(|src, dst| {
+            let mut img = Image::new(src.format(), src.width(), src.height())?;
+            let mut before = img.clone();
+            for y in 0..src.height() {
+                img.view_mut().row_mut(y).copy_from_slice(src.row(y));
+            }
+            for i in case.param("order").split(',') {
+                std::mem::swap(&mut img, &mut before);
+                let op = names[i.parse::<usize>().unwrap()];
+                enhance(case, op, &before.view(), &mut img.view_mut());
+            }
+            for y in 0..src.height() {
+                dst.row_mut(y).copy_from_slice(img.view().row(y));
+            }
+            Ok(())
+        });
+        assert_eq!(differences(&got, &want), (0, 0), "{}", case.output);
+        checked += 1;
+    }
+    assert_eq!(checked, 8);
+}
+
+/// GaussianBlur with drawn sigmas at 3, 5 and 9 taps: torch convolves in
+/// float32 in its own order, so a sum a rounding step from .5 may round the
+/// other way; at most one level apart, on under 1% of the bytes.
+#[test]
+fn gaussian_blur_is_within_one_level_of_torchvision() {
+    let mut checked = 0;
+    let (mut differing, mut total) = (0, 0);
+    for case in cases().iter().filter(|c| c.op == "gaussian_blur") {
+        let kernel =
+            GaussianKernel::new(case.param("kernel").parse().unwrap(), case.f32("sigma")).unwrap();
+        let (got, want) = case.run(|src, dst| {
+            let mut scratch = vec![0f32; src.width() as usize * 3];
+            gaussian_blur(src, dst, &kernel, &mut scratch)
+        });
+        let (n, max) = differences(&got, &want);
+        assert!(max <= 1, "{}: {max} levels", case.output);
+        differing += n;
+        total += got.len();
+        checked += 1;
+    }
+    assert_eq!(checked, 6);
+    assert!(
+        differing * 100 < total,
+        "{differing} of {total} bytes differ"
+    );
+    eprintln!("gaussian blur: {differing} of {total} bytes differ by one level");
 }

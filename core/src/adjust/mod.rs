@@ -1,9 +1,13 @@
-//! Point adjustments of 8-bit images as Pillow computes them (the PIL path
-//! of torchvision's `invert`, `posterize`, `solarize`, `adjust_brightness`,
-//! `autocontrast` and `equalize`): each output byte is a function of the
-//! input byte and its channel's histogram, applied through 256-entry
-//! tables to the gray and RGB/BGR formats. Caller-provided destinations, no
-//! allocation.
+//! Adjustments of 8-bit gray, RGB and BGR images as Pillow computes them:
+//! the PIL path of torchvision's colour transforms, so a drawn parameter
+//! gives torchvision's bytes. Caller-provided destinations, no allocation.
+//!
+//! - point tables ([`Point`]): `invert`, `posterize`, `solarize`,
+//!   `adjust_brightness`;
+//! - from the image's histogram: [`autocontrast`], [`equalize`],
+//!   [`contrast`];
+//! - per pixel colour: [`saturation`], [`hue`], [`grayscale`];
+//! - neighbourhoods: [`sharpness`], [`gaussian_blur`] (within one level).
 //!
 //! ```
 //! use tensorprep::adjust::{Point, point};
@@ -17,6 +21,14 @@
 //! assert_eq!(out, [0, 100, 55, 0]);
 //! # Ok::<(), tensorprep::Error>(())
 //! ```
+
+mod color;
+mod filter;
+mod histogram;
+
+pub use color::{grayscale, hue, saturation};
+pub use filter::{GaussianKernel, MAX_GAUSSIAN_TAPS, gaussian_blur, sharpness};
+pub use histogram::{autocontrast, contrast, equalize};
 
 use crate::{Error, ImageView, ImageViewMut, PixelFormat, Result};
 
@@ -110,7 +122,7 @@ pub fn apply_table(
     dst: &mut ImageViewMut<'_>,
     table: &[u8; 256],
 ) -> Result<()> {
-    channels(src, &*dst)?;
+    channels(src, &*dst, "point adjustment")?;
     for y in 0..src.height() {
         for (o, &v) in dst.row_mut(y).iter_mut().zip(src.row(y)) {
             *o = table[usize::from(v)];
@@ -119,18 +131,49 @@ pub fn apply_table(
     Ok(())
 }
 
-/// The channels of a format the adjustments take (1 or 3), or why not.
-fn channels(src: &ImageView<'_>, dst: &ImageViewMut<'_>) -> Result<usize> {
+/// How a format the adjustments take lays out its channels.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Channels {
+    /// Bytes per pixel: 1 or 3.
+    pub(crate) count: usize,
+    /// Where red, green and blue sit (all 0 for gray).
+    pub(crate) rgb: [usize; 3],
+}
+
+impl Channels {
+    /// Pillow's `convert("L")` of one pixel.
+    #[inline(always)]
+    pub(crate) fn luma(self, px: &[u8]) -> u8 {
+        if self.count == 1 {
+            px[0]
+        } else {
+            crate::color::luma601(px[self.rgb[0]], px[self.rgb[1]], px[self.rgb[2]])
+        }
+    }
+}
+
+/// The channels of `src`'s format (Gray8, Rgb8 or Bgr8) for the adjustment
+/// `op`, once `dst` is checked to have the same format and size.
+pub(crate) fn channels(
+    src: &ImageView<'_>,
+    dst: &ImageViewMut<'_>,
+    op: &'static str,
+) -> Result<Channels> {
     let format = src.format();
     let channels = match format {
-        PixelFormat::Gray8 => 1,
-        PixelFormat::Rgb8 | PixelFormat::Bgr8 => 3,
-        _ => {
-            return Err(Error::UnsupportedFormat {
-                op: "point adjustment",
-                format,
-            });
-        }
+        PixelFormat::Gray8 => Channels {
+            count: 1,
+            rgb: [0; 3],
+        },
+        PixelFormat::Rgb8 => Channels {
+            count: 3,
+            rgb: [0, 1, 2],
+        },
+        PixelFormat::Bgr8 => Channels {
+            count: 3,
+            rgb: [2, 1, 0],
+        },
+        _ => return Err(Error::UnsupportedFormat { op, format }),
     };
     if dst.format() != format {
         return Err(Error::FormatMismatch {
@@ -147,84 +190,29 @@ fn channels(src: &ImageView<'_>, dst: &ImageViewMut<'_>) -> Result<usize> {
     Ok(channels)
 }
 
-/// Each channel's histogram (`Image.histogram()`, band by band).
-fn histograms(src: &ImageView<'_>, channels: usize) -> [[u64; 256]; 3] {
-    let mut h = [[0u64; 256]; 3];
-    for y in 0..src.height() {
-        for px in src.row(y).chunks_exact(channels) {
-            for (c, &v) in px.iter().enumerate() {
-                h[c][usize::from(v)] += 1;
-            }
-        }
-    }
-    h
-}
-
 /// Maps channel `c` of every pixel through `tables[c]`.
-fn apply_per_channel(
+pub(crate) fn apply_per_channel(
     src: &ImageView<'_>,
     dst: &mut ImageViewMut<'_>,
     tables: &[[u8; 256]; 3],
-    channels: usize,
+    channels: Channels,
 ) {
+    let n = channels.count;
     for y in 0..src.height() {
         let out = dst.row_mut(y);
-        for (o, i) in out
-            .chunks_exact_mut(channels)
-            .zip(src.row(y).chunks_exact(channels))
-        {
-            for c in 0..channels {
+        for (o, i) in out.chunks_exact_mut(n).zip(src.row(y).chunks_exact(n)) {
+            for c in 0..n {
                 o[c] = tables[c][usize::from(i[c])];
             }
         }
     }
 }
 
-/// `ImageOps.autocontrast(image)` (torchvision's PIL `autocontrast`): each
-/// channel stretched from its lowest to its highest value present,
-/// `int(v * scale + offset)` in double precision, clipped.
-pub fn autocontrast(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>) -> Result<()> {
-    let channels = channels(src, dst)?;
-    let tables = histograms(src, channels).map(|h| {
-        let lo = h.iter().position(|&n| n > 0).unwrap_or(0);
-        let hi = h.iter().rposition(|&n| n > 0).unwrap_or(0);
-        let mut t: [u8; 256] = core::array::from_fn(|v| v as u8);
-        if hi > lo {
-            let scale = 255.0 / (hi - lo) as f64;
-            let offset = -(lo as f64) * scale;
-            for (v, o) in t.iter_mut().enumerate() {
-                // Python's int() truncates toward zero; then clipped.
-                *o = ((v as f64 * scale + offset) as i64).clamp(0, 255) as u8;
-            }
-        }
-        t
-    });
-    apply_per_channel(src, dst, &tables, channels);
-    Ok(())
-}
-
-/// `ImageOps.equalize(image)` (torchvision's PIL `equalize`): each
-/// channel's cumulative histogram in steps of `(count - last bin) / 255`,
-/// in integers as Pillow computes it.
-pub fn equalize(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>) -> Result<()> {
-    let channels = channels(src, dst)?;
-    let tables = histograms(src, channels).map(|h| {
-        let mut t: [u8; 256] = core::array::from_fn(|v| v as u8);
-        let used = h.iter().filter(|&&n| n > 0).count();
-        let last = h.iter().rev().copied().find(|&n| n > 0).unwrap_or(0);
-        let step = (h.iter().sum::<u64>() - last) / 255;
-        if used > 1 && step > 0 {
-            let mut n = step / 2;
-            for (v, o) in t.iter_mut().enumerate() {
-                // Pillow clips a table's entries to 8 bits.
-                *o = (n / step).min(255) as u8;
-                n += h[v];
-            }
-        }
-        t
-    });
-    apply_per_channel(src, dst, &tables, channels);
-    Ok(())
+/// Copies `src` into `dst` (checked to match).
+pub(crate) fn copy(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>) {
+    for y in 0..src.height() {
+        dst.row_mut(y).copy_from_slice(src.row(y));
+    }
 }
 
 #[cfg(test)]
