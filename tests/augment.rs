@@ -7,6 +7,7 @@ use tensorprep::adjust::{
     GaussianKernel, Point, autocontrast, contrast, equalize, gaussian_blur, grayscale, hue, point,
     saturation, sharpness,
 };
+use tensorprep::warp::{Interpolation, Warp, warp};
 use tensorprep::{Image, ImageView, ImageViewMut};
 use tensorprep_tests::read_png;
 
@@ -41,6 +42,10 @@ impl Case {
             self.output
         );
         (got.as_bytes().to_vec(), want.as_bytes().to_vec())
+    }
+
+    fn f64(&self, key: &str) -> f64 {
+        self.param(key).parse().unwrap()
     }
 
     fn param(&self, key: &str) -> &str {
@@ -275,4 +280,107 @@ fn gaussian_blur_is_within_one_level_of_torchvision() {
         "{differing} of {total} bytes differ"
     );
     eprintln!("gaussian blur: {differing} of {total} bytes differ by one level");
+}
+
+impl Case {
+    /// A comma-separated list parameter as floats.
+    fn floats(&self, key: &str) -> Vec<f64> {
+        self.param(key)
+            .split(',')
+            .map(|v| v.parse().unwrap())
+            .collect()
+    }
+
+    fn interpolation(&self) -> Interpolation {
+        match self.param("interpolation") {
+            "nearest" => Interpolation::Nearest,
+            "bilinear" => Interpolation::Bilinear,
+            other => panic!("{other}"),
+        }
+    }
+
+    /// The fill torchvision gave Pillow: the listed colour (its first value
+    /// for gray), or black.
+    fn fill(&self) -> [u8; 3] {
+        match self.params.iter().any(|(k, _)| k == "fill") {
+            true => {
+                let f = self.floats("fill");
+                if self.mode == "gray" {
+                    [f[0] as u8; 3]
+                } else {
+                    [f[0] as u8, f[1] as u8, f[2] as u8]
+                }
+            }
+            false => [0; 3],
+        }
+    }
+
+    /// Warps the case's input through `matrix` into an image of `size`; the
+    /// bytes and the reference's (whose size must be the same).
+    fn run_warp(&self, matrix: &Warp, size: (u32, u32)) -> (Vec<u8>, Vec<u8>) {
+        let src = read_png(&format!("augment/src_{}.png", self.mode));
+        let want = read_png(&self.output);
+        assert_eq!(size, (want.width(), want.height()), "{}", self.output);
+        let mut got = Image::new(src.format(), size.0, size.1).unwrap();
+        warp(
+            &src.view(),
+            &mut got.view_mut(),
+            matrix,
+            self.interpolation(),
+            self.fill(),
+        )
+        .unwrap();
+        (got.as_bytes().to_vec(), want.as_bytes().to_vec())
+    }
+}
+
+/// RandomRotation's drawn angles (nearest and bilinear, expand, a centre,
+/// a fill), RandomAffine's drawn angle, translation, scale and shear, and
+/// RandomPerspective's drawn corners, on RGB and gray: Pillow's bytes.
+#[test]
+fn warps_equal_torchvision() {
+    let mut checked = 0;
+    for case in cases() {
+        let size = (32, 24);
+        let (got, want) = match case.op.as_str() {
+            "rotate" => {
+                let center = case
+                    .params
+                    .iter()
+                    .any(|(k, _)| k == "center")
+                    .then(|| case.floats("center"))
+                    .map(|c| (c[0], c[1]));
+                let expand = case.param("expand") == "1";
+                let (m, out) = Warp::rotate(case.f64("angle"), center, expand, size).unwrap();
+                case.run_warp(&m, out)
+            }
+            "affine" => {
+                let t = case.floats("translate");
+                let shear = case.floats("shear");
+                let m = Warp::affine(
+                    case.f64("angle"),
+                    (t[0], t[1]),
+                    case.f64("scale"),
+                    (shear[0], shear[1]),
+                    None,
+                    size,
+                )
+                .unwrap();
+                case.run_warp(&m, size)
+            }
+            "perspective" => {
+                let corners = |key| {
+                    let v = case.floats(key);
+                    std::array::from_fn(|i| (v[2 * i], v[2 * i + 1]))
+                };
+                let m = Warp::perspective(corners("start"), corners("end")).unwrap();
+                case.run_warp(&m, size)
+            }
+            _ => continue,
+        };
+        assert_eq!(differences(&got, &want), (0, 0), "{}", case.output);
+        checked += 1;
+    }
+    // 6 rotations, 6 affine, 4 perspective, on RGB and gray.
+    assert_eq!(checked, 32);
 }

@@ -82,6 +82,7 @@ pub mod resize;
 pub mod size;
 #[cfg(feature = "train")]
 pub mod train;
+pub mod warp;
 
 pub use error::{DecodeErrorKind, Error, JpegErrorKind, Result};
 pub use format::{PixelFormat, PlaneGeometry};

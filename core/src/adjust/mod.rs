@@ -38,7 +38,8 @@ use crate::{Error, ImageView, ImageViewMut, PixelFormat, Result};
 pub enum Point {
     /// `255 - v` (`ImageOps.invert`).
     Invert,
-    /// Keeps the top `bits` bits, 1 to 8 (`ImageOps.posterize`).
+    /// Keeps the top `bits` bits, 0 to 8 (`ImageOps.posterize`; 0 gives
+    /// black, as AugMix's lowest bins ask).
     Posterize {
         /// Bits kept.
         bits: u8,
@@ -66,12 +67,12 @@ impl Point {
                 .enumerate()
                 .for_each(|(v, o)| *o = 255 - v as u8),
             Point::Posterize { bits } => {
-                if !(1..=8).contains(&bits) {
+                if bits > 8 {
                     return Err(Error::InvalidParameter {
-                        name: "posterize: bits must be 1 to 8",
+                        name: "posterize: bits must be 0 to 8",
                     });
                 }
-                let mask = !((1u16 << (8 - bits)) - 1) as u8;
+                let mask = (0xff00u16 >> bits) as u8;
                 t.iter_mut()
                     .enumerate()
                     .for_each(|(v, o)| *o = v as u8 & mask);
@@ -152,6 +153,25 @@ impl Channels {
     }
 }
 
+/// The channels of `format` (Gray8, Rgb8 or Bgr8) for the op `op`.
+pub(crate) fn channels_of(format: PixelFormat, op: &'static str) -> Result<Channels> {
+    match format {
+        PixelFormat::Gray8 => Ok(Channels {
+            count: 1,
+            rgb: [0; 3],
+        }),
+        PixelFormat::Rgb8 => Ok(Channels {
+            count: 3,
+            rgb: [0, 1, 2],
+        }),
+        PixelFormat::Bgr8 => Ok(Channels {
+            count: 3,
+            rgb: [2, 1, 0],
+        }),
+        _ => Err(Error::UnsupportedFormat { op, format }),
+    }
+}
+
 /// The channels of `src`'s format (Gray8, Rgb8 or Bgr8) for the adjustment
 /// `op`, once `dst` is checked to have the same format and size.
 pub(crate) fn channels(
@@ -160,21 +180,7 @@ pub(crate) fn channels(
     op: &'static str,
 ) -> Result<Channels> {
     let format = src.format();
-    let channels = match format {
-        PixelFormat::Gray8 => Channels {
-            count: 1,
-            rgb: [0; 3],
-        },
-        PixelFormat::Rgb8 => Channels {
-            count: 3,
-            rgb: [0, 1, 2],
-        },
-        PixelFormat::Bgr8 => Channels {
-            count: 3,
-            rgb: [2, 1, 0],
-        },
-        _ => return Err(Error::UnsupportedFormat { op, format }),
-    };
+    let channels = channels_of(format, op)?;
     if dst.format() != format {
         return Err(Error::FormatMismatch {
             expected: format,
@@ -232,7 +238,8 @@ mod tests {
             Point::Solarize { threshold: 0 }.table().unwrap(),
             Point::Invert.table().unwrap()
         );
-        assert!(Point::Posterize { bits: 0 }.table().is_err());
+        assert!(Point::Posterize { bits: 9 }.table().is_err());
+        assert_eq!(Point::Posterize { bits: 0 }.table().unwrap(), [0; 256]);
         assert!(Point::Brightness { factor: f32::NAN }.table().is_err());
         // Extrapolation clips: 200 * 2 is 255, 100 * 1.5 is 150.
         let b = Point::Brightness { factor: 1.5 }.table().unwrap();
