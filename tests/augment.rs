@@ -266,7 +266,7 @@ fn gaussian_blur_is_within_one_level_of_torchvision() {
             GaussianKernel::new(case.param("kernel").parse().unwrap(), case.f32("sigma")).unwrap();
         let (got, want) = case.run(|src, dst| {
             let mut scratch = vec![0f32; src.width() as usize * 3];
-            gaussian_blur(src, dst, &kernel, &mut scratch)
+            gaussian_blur(src, dst, &kernel, &kernel, &mut scratch)
         });
         let (n, max) = differences(&got, &want);
         assert!(max <= 1, "{}: {max} levels", case.output);
@@ -383,4 +383,89 @@ fn warps_equal_torchvision() {
     }
     // 6 rotations, 6 affine, 4 perspective, on RGB and gray.
     assert_eq!(checked, 32);
+}
+
+/// Every op of RandAugment's space at bins 0, 10 and 30 with its drawn
+/// sign, as torchvision's `_apply_op` applies it (nearest, black fill) on
+/// RGB and gray: the same bytes.
+#[cfg(feature = "train")]
+#[test]
+fn policy_ops_equal_torchvision() {
+    use tensorprep::train::PolicyOp;
+    let mut checked = 0;
+    for case in cases().iter().filter(|c| c.op == "policy_op") {
+        let op = match case.param("name") {
+            "Identity" => PolicyOp::Identity,
+            "ShearX" => PolicyOp::ShearX,
+            "ShearY" => PolicyOp::ShearY,
+            "TranslateX" => PolicyOp::TranslateX,
+            "TranslateY" => PolicyOp::TranslateY,
+            "Rotate" => PolicyOp::Rotate,
+            "Brightness" => PolicyOp::Brightness,
+            "Color" => PolicyOp::Color,
+            "Contrast" => PolicyOp::Contrast,
+            "Sharpness" => PolicyOp::Sharpness,
+            "Posterize" => PolicyOp::Posterize,
+            "Solarize" => PolicyOp::Solarize,
+            "AutoContrast" => PolicyOp::AutoContrast,
+            "Equalize" => PolicyOp::Equalize,
+            other => panic!("{other}"),
+        };
+        let pixel = op
+            .pixel(
+                case.f64("magnitude"),
+                (32, 24),
+                Interpolation::Nearest,
+                [0; 3],
+            )
+            .unwrap();
+        let (got, want) = case.run(|src, dst| match pixel {
+            Some(p) => p.apply(src, dst, &mut Vec::new()),
+            None => {
+                for y in 0..src.height() {
+                    dst.row_mut(y).copy_from_slice(src.row(y));
+                }
+                Ok(())
+            }
+        });
+        assert_eq!(differences(&got, &want), (0, 0), "{}", case.output);
+        checked += 1;
+    }
+    assert_eq!(checked, 72);
+}
+
+/// The magnitude bins torchvision's spaces give at the fixtures' bins (on
+/// the fixtures' 32x24 image), where its linspace and ours agree.
+#[cfg(feature = "train")]
+#[test]
+fn policy_bins_equal_torchvision() {
+    use tensorprep::train::{PolicyOp, SPACE_OPS, Space};
+    let mut checked = 0;
+    for case in cases()
+        .iter()
+        .filter(|c| c.op == "policy_op" && c.mode == "rgb")
+    {
+        let op = SPACE_OPS
+            .iter()
+            .copied()
+            .find(|op| format!("{op:?}") == case.param("name"))
+            .unwrap();
+        let bin: u32 = case.param("bin").parse().unwrap();
+        let want = case.f64("magnitude").abs();
+        let got = Space::Standard.magnitude(op, bin, 31, (32, 24));
+        assert_eq!(got, want, "{op:?} bin {bin}");
+        assert_eq!(
+            op.signed(),
+            !matches!(
+                op,
+                PolicyOp::Identity
+                    | PolicyOp::Posterize
+                    | PolicyOp::Solarize
+                    | PolicyOp::AutoContrast
+                    | PolicyOp::Equalize
+            )
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 36);
 }

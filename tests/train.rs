@@ -1280,3 +1280,204 @@ mod tuning {
         );
     }
 }
+
+/// Adjustments run between the fused passes: a plan op before (decoded and
+/// resized into the 8-bit image), the adjustment, and plan ops after it
+/// (through the finish pass) give what the plain plan's pixels give with
+/// the adjustment applied eagerly; the warp's output size carries on.
+#[test]
+fn adjustments_run_between_fused_passes() {
+    use tensorprep::adjust::{Point, point};
+    use tensorprep::pipeline::{Pipeline, PlanState};
+    use tensorprep::{Image, ImageView, PixelFormat};
+    let resize = Op::Resize(Resize {
+        size: SizeRule::Exact {
+            width: 64,
+            height: 48,
+        },
+        resample: Resample::Pillow(Filter::Bilinear),
+    });
+    let jpeg = read("sample.jpg");
+    let key = SampleKey::new(3, 0, 0);
+    // Resize, invert, flip, crop: two plan ops after the adjustment.
+    let plan = pipeline(
+        vec![
+            Augment::Op(resize),
+            Augment::random_invert(1.0),
+            Augment::Op(Op::Flip(Flip::Horizontal)),
+            Augment::Op(Op::Crop(Rect::new(4, 2, 40, 30))),
+        ],
+        raw_u8(),
+    )
+    .compile()
+    .unwrap();
+    assert_eq!(plan.output_shape(), Some([30, 40, 3]));
+    let mut got = vec![0u8; 30 * 40 * 3];
+    plan.run(&mut TrainState::new(), key, &jpeg, TensorMut::U8(&mut got))
+        .unwrap();
+    // The plain plan: resize, flip, crop; inverted after.
+    let reference = Pipeline::from_ops(&[
+        Op::Decode(Decode::exact(Backend::Zune)),
+        resize,
+        Op::Flip(Flip::Horizontal),
+        Op::Crop(Rect::new(4, 2, 40, 30)),
+    ])
+    .unwrap();
+    let mut ops = reference.ops().to_vec();
+    ops.extend(raw_u8());
+    let mut want = vec![0u8; 30 * 40 * 3];
+    Pipeline::from_ops(&ops)
+        .unwrap()
+        .compile(tensorprep::pipeline::InputDesc::Encoded)
+        .unwrap()
+        .run(
+            &mut PlanState::new(),
+            tensorprep::pipeline::Input::Encoded(&jpeg),
+            TensorMut::U8(&mut want),
+        )
+        .unwrap();
+    let plain = ImageView::new(PixelFormat::Rgb8, 40, 30, &want).unwrap();
+    let mut inverted = Image::new(PixelFormat::Rgb8, 40, 30).unwrap();
+    point(&plain, &mut inverted.view_mut(), Point::Invert).unwrap();
+    assert!(got == inverted.as_bytes(), "invert between passes");
+
+    // Two adjustments back to back, then the finish pass alone.
+    let plan = pipeline(
+        vec![
+            Augment::Op(resize),
+            Augment::random_invert(1.0),
+            Augment::random_invert(1.0),
+        ],
+        raw_u8(),
+    )
+    .compile()
+    .unwrap();
+    let mut twice = vec![0u8; 64 * 48 * 3];
+    plan.run(
+        &mut TrainState::new(),
+        key,
+        &jpeg,
+        TensorMut::U8(&mut twice),
+    )
+    .unwrap();
+    let resized = pipeline(vec![Augment::Op(resize)], raw_u8())
+        .compile()
+        .unwrap();
+    let mut once = vec![0u8; 64 * 48 * 3];
+    resized
+        .run(&mut TrainState::new(), key, &jpeg, TensorMut::U8(&mut once))
+        .unwrap();
+    assert!(twice == once, "inverting twice is the identity");
+
+    // An expanding rotation changes the size the next ops see.
+    let mut rotation = tensorprep::train::RandomRotation::new(30.0, 30.0);
+    rotation.expand = true;
+    let plan = pipeline(
+        vec![Augment::Op(resize), Augment::RandomRotation(rotation)],
+        raw_u8(),
+    )
+    .compile()
+    .unwrap();
+    assert_eq!(plan.output_shape(), None);
+    let mut room = vec![0u8; 100 * 100 * 3];
+    let shape = plan
+        .run_any_size(&mut TrainState::new(), key, &jpeg, TensorMut::U8(&mut room))
+        .unwrap();
+    // Pillow 13's Image.new("RGB", (64, 48)).rotate(30, expand=True).size
+    // is (80, 74).
+    assert_eq!(shape, [74, 80, 3]);
+}
+
+/// torchvision's "ImageNet train with AutoAugment" recipe, and a pipeline
+/// with every colour and warp op: the same key gives the same tensor, and
+/// steady state allocates nothing beyond the decoder's own.
+#[test]
+fn augmentations_allocate_only_inside_the_decoder() {
+    use tensorprep::train::{
+        AutoAugmentPolicy, ColorJitter, GaussianBlur, RandomAffine, RandomPerspective,
+        RandomRotation,
+    };
+    let finish = Op::finish(
+        Normalize::IMAGENET,
+        Layout::Chw,
+        ChannelOrder::Rgb,
+        DType::F32,
+        Quantization::IDENTITY,
+    );
+    let mut affine = RandomAffine::new(-10.0, 10.0);
+    affine.translate = Some((0.1, 0.1));
+    affine.scale = Some((0.9, 1.1));
+    affine.shear = Some([-5.0, 5.0, 0.0, 0.0]);
+    let pipelines = [
+        vec![
+            Augment::RandomResizedCrop(RandomResizedCrop::new(96, 80)),
+            Augment::RandomFlip {
+                axis: Flip::Horizontal,
+                p: 0.5,
+            },
+            Augment::auto_augment(AutoAugmentPolicy::ImageNet),
+        ],
+        vec![
+            Augment::RandomResizedCrop(RandomResizedCrop::new(96, 80)),
+            Augment::RandomOrder(vec![
+                Augment::ColorJitter(ColorJitter::new(0.4, 0.4, 0.4, 0.1)),
+                Augment::random_grayscale(0.2),
+                Augment::RandomApply {
+                    p: 0.5,
+                    ops: vec![Augment::GaussianBlur(GaussianBlur::new(9, 9))],
+                },
+            ]),
+            Augment::RandomRotation(RandomRotation::new(-20.0, 20.0)),
+            Augment::RandomAffine(affine),
+            Augment::RandomPerspective(RandomPerspective::new(0.3, 0.5)),
+            Augment::rand_augment(2, 9),
+            Augment::trivial_augment_wide(),
+            Augment::random_solarize(128.0, 0.3),
+            Augment::random_posterize(4, 0.3),
+            Augment::random_adjust_sharpness(2.0, 0.3),
+            Augment::random_autocontrast(0.3),
+            Augment::random_equalize(0.3),
+        ],
+    ];
+    let photos = [read("sample.jpg"), read("sklearn_china.jpg")];
+    for augments in pipelines {
+        let plan = pipeline(augments, finish).compile().unwrap();
+        assert_eq!(plan.output_shape(), Some([3, 80, 96]));
+        let mut state = TrainState::new();
+        let mut tensor = vec![0f32; 3 * 80 * 96];
+        let mut again = vec![0f32; 3 * 80 * 96];
+        let key = SampleKey::new(9, 0, 4);
+        plan.run(&mut state, key, &photos[0], TensorMut::F32(&mut tensor))
+            .unwrap();
+        plan.run(
+            &mut TrainState::new(),
+            key,
+            &photos[0],
+            TensorMut::F32(&mut again),
+        )
+        .unwrap();
+        assert!(tensor == again, "one key, one tensor");
+        let mut pass = |epoch: u32, state: &mut TrainState| {
+            allocations(|| {
+                for index in 0..40u64 {
+                    let key = SampleKey::new(5, epoch, index);
+                    plan.run(
+                        state,
+                        key,
+                        &photos[index as usize % 2],
+                        TensorMut::F32(&mut tensor),
+                    )
+                    .unwrap();
+                }
+            })
+        };
+        pass(0, &mut state);
+        pass(1, &mut state);
+        let planned = pass(2, &mut state);
+        let decoding = decoding_allocations((0..40).map(|i| photos[i % 2].as_slice()));
+        assert_eq!(
+            planned, decoding,
+            "40 augmented samples: {planned} allocations through the plan, {decoding} in decoding alone"
+        );
+    }
+}

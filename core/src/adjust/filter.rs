@@ -127,11 +127,11 @@ fn reflect(i: isize, n: usize) -> usize {
     r as usize
 }
 
-/// torchvision's `gaussian_blur(image, [size, size], [sigma, sigma])` on
-/// 8-bit pixels: reflect padding, the kernel in float32, rounded half to
-/// even. `scratch` holds one row of float32 values (at least `width *
-/// channels`). The kernel's half must be shorter than each side of the
-/// image, as torch's reflect padding requires.
+/// torchvision's `gaussian_blur(image, kernel_size, sigma)` on 8-bit
+/// pixels: `across` along rows, `down` along columns, reflect padding, the
+/// kernels in float32, rounded half to even. `scratch` holds one row of
+/// float32 values (at least `width * channels`). Each kernel's half must be
+/// shorter than its side of the image, as torch's reflect padding requires.
 ///
 /// torch convolves with the 2-D kernel in an order of its backend's
 /// choosing; this runs it as two 1-D passes. A sum within a rounding step
@@ -149,19 +149,25 @@ fn reflect(i: isize, n: usize) -> usize {
 /// // A 1-pixel-high image has no room for a vertical kernel.
 /// let kernel = GaussianKernel::new(3, 1.0)?;
 /// let mut dst = ImageViewMut::new(PixelFormat::Gray8, 5, 1, &mut out)?;
-/// assert!(gaussian_blur(&view, &mut dst, &kernel, &mut scratch).is_err());
+/// assert!(gaussian_blur(&view, &mut dst, &kernel, &kernel, &mut scratch).is_err());
+/// // A 3x1 kernel blurs along the row only.
+/// let one = GaussianKernel::new(1, 1.0)?;
+/// let mut dst = ImageViewMut::new(PixelFormat::Gray8, 5, 1, &mut out)?;
+/// gaussian_blur(&view, &mut dst, &kernel, &one, &mut scratch)?;
+/// assert_eq!(out, [0, 25, 41, 25, 0]);
 /// # Ok::<(), tensorprep::Error>(())
 /// ```
 pub fn gaussian_blur(
     src: &ImageView<'_>,
     dst: &mut ImageViewMut<'_>,
-    kernel: &GaussianKernel,
+    across: &GaussianKernel,
+    down: &GaussianKernel,
     scratch: &mut [f32],
 ) -> Result<()> {
     let channels = channels(src, dst, "gaussian blur")?;
     let (w, h) = (src.width() as usize, src.height() as usize);
-    let half = kernel.size / 2;
-    if half >= w || half >= h {
+    let (half_x, half_y) = (across.size / 2, down.size / 2);
+    if half_x >= w || half_y >= h {
         return Err(Error::InvalidParameter {
             name: "gaussian blur: the kernel's half must be shorter than each side of the image",
         });
@@ -171,12 +177,11 @@ pub fn gaussian_blur(
     let column = scratch.get_mut(..row_len).ok_or(Error::InvalidParameter {
         name: "gaussian blur: the scratch row is shorter than width * channels",
     })?;
-    let taps = kernel.taps();
     for y in 0..h {
         // Vertical pass into the scratch row.
         column.fill(0.0);
-        for (k, &t) in taps.iter().enumerate() {
-            let sy = reflect(y as isize + k as isize - half as isize, h);
+        for (k, &t) in down.taps().iter().enumerate() {
+            let sy = reflect(y as isize + k as isize - half_y as isize, h);
             for (c, &v) in column.iter_mut().zip(src.row(sy as u32)) {
                 *c += f32::from(v) * t;
             }
@@ -186,8 +191,8 @@ pub fn gaussian_blur(
         for x in 0..w {
             for ch in 0..n {
                 let mut s = 0f32;
-                for (k, &t) in taps.iter().enumerate() {
-                    let sx = reflect(x as isize + k as isize - half as isize, w);
+                for (k, &t) in across.taps().iter().enumerate() {
+                    let sx = reflect(x as isize + k as isize - half_x as isize, w);
                     s += column[sx * n + ch] * t;
                 }
                 out[x * n + ch] = libm::rintf(s).clamp(0.0, 255.0) as u8;

@@ -61,6 +61,10 @@ pub struct PlanState {
     /// The steps of the last drawn op list (training plans), reused.
     #[cfg_attr(not(feature = "train"), allow(dead_code))]
     drawn: Vec<Step>,
+    /// Training plans: the plan last resolved for pixels between drawn
+    /// adjustments, with its input shape and steps.
+    #[cfg(feature = "train")]
+    pixels: Option<(Shape, Vec<Step>, Resolved)>,
 }
 
 /// How many resolved image sizes a [`PlanState`] keeps.
@@ -407,6 +411,18 @@ impl Plan {
         }
     }
 
+    /// The decode's pixel format (plans for encoded input).
+    #[cfg(feature = "train")]
+    pub(crate) fn decode_format(&self) -> Option<PixelFormat> {
+        self.decode.map(|d| d.format)
+    }
+
+    /// The limits the plan was compiled with.
+    #[cfg(feature = "train")]
+    pub(crate) fn limits(&self) -> Limits {
+        self.limits
+    }
+
     /// The plan decoding in fast (DCT-scaled) mode: for training plans, whose
     /// resize is drawn per sample (compiled exact, then switched, since the
     /// compile-time check wants the resize in the plan).
@@ -416,6 +432,98 @@ impl Plan {
             d.scaling = scaling;
         }
         self
+    }
+
+    /// Compiles the drawn `ops` for an input of `input` into the state's
+    /// reused step list; they may not decode or finish, and must leave the
+    /// pixels in the format the finish pass takes.
+    #[cfg_attr(not(feature = "train"), allow(dead_code))]
+    fn compile_drawn(
+        &self,
+        state: &mut PlanState,
+        input: InputDesc,
+        format: PixelFormat,
+        ops: &[super::Op],
+    ) -> Result<Vec<Step>> {
+        let mut cx = Compiling::new(input);
+        cx.steps = core::mem::take(&mut state.drawn);
+        cx.steps.clear();
+        cx.format = format;
+        // Past position 0: a Decode among them is refused.
+        cx.index = 1;
+        let compiled = ops.iter().try_for_each(|op| op.compile(&mut cx));
+        let steps = cx.steps;
+        let checked = compiled.and_then(|()| {
+            if cx.finish.started() {
+                return Err(op_error(
+                    "training plan: a drawn op list holds a finish op (Normalize, Layout, Cast)",
+                ));
+            }
+            if cx.format != self.finish_format {
+                return Err(op_error(
+                    "training plan: the drawn ops end in another pixel format than the finish pass takes",
+                ));
+            }
+            Ok(())
+        });
+        match checked {
+            Ok(()) => Ok(steps),
+            Err(e) => {
+                state.drawn = steps;
+                Err(e)
+            }
+        }
+    }
+
+    /// Runs the 8-bit image `source` (a training plan's, between drawn
+    /// adjustments) through `ops`, then the finish pass. The plan resolved
+    /// for its shape is kept in the state: no allocation while the shape and
+    /// the ops repeat.
+    #[cfg(feature = "train")]
+    pub(crate) fn run_pixels_ops(
+        &self,
+        state: &mut PlanState,
+        source: ImageView<'_>,
+        ops: &[super::Op],
+        out: TensorMut<'_>,
+    ) -> Result<Geometry> {
+        let shape = Shape {
+            format: source.format(),
+            width: source.width(),
+            height: source.height(),
+        };
+        let input = InputDesc::pixels(shape.format, shape.width, shape.height);
+        let steps = self.compile_drawn(state, input, shape.format, ops)?;
+        let mut cache = state.pixels.take();
+        let hit = matches!(&cache, Some((s, cached, _)) if *s == shape && *cached == steps);
+        let resolved = if hit {
+            Ok(())
+        } else {
+            let (mut cached, mut r) = cache
+                .take()
+                .map_or_else(|| (Vec::new(), Resolved::empty()), |(_, c, r)| (c, r));
+            cached.clear();
+            cached.extend_from_slice(&steps);
+            let done = resolve(
+                None,
+                &steps,
+                &self.limits,
+                shape,
+                None,
+                &mut r,
+                &mut state.spares,
+            );
+            cache = Some((shape, cached, r));
+            done
+        };
+        let result = resolved.and_then(|()| {
+            let (_, _, r) = cache.as_ref().expect("resolved above");
+            self.execute(r, source, state, out)
+        });
+        // A failed resolve is not kept.
+        state.pixels = if result.is_ok() || hit { cache } else { None };
+        state.drawn = steps;
+        result
     }
 
     /// Runs encoded `bytes`, whose header [`Plan::read_header`] read as
@@ -436,27 +544,8 @@ impl Plan {
         let d = self
             .decode
             .ok_or(op_error("plan: compiled without a Decode op"))?;
-        let mut cx = Compiling::new(InputDesc::Encoded);
-        cx.steps = core::mem::take(&mut state.drawn);
-        cx.steps.clear();
-        cx.format = d.format;
-        // Past position 0: a Decode among them is refused.
-        cx.index = 1;
-        let compiled = ops.iter().try_for_each(|op| op.compile(&mut cx));
-        let steps = cx.steps;
-        let result = compiled.and_then(|()| {
-            if cx.finish.started() {
-                return Err(op_error(
-                    "training plan: a drawn op list holds a finish op (Normalize, Layout, Cast)",
-                ));
-            }
-            if cx.format != self.finish_format {
-                return Err(op_error(
-                    "training plan: the drawn ops end in another pixel format than the finish pass takes",
-                ));
-            }
-            self.run_encoded_steps(state, bytes, info, Some(&steps), out)
-        });
+        let steps = self.compile_drawn(state, InputDesc::Encoded, d.format, ops)?;
+        let result = self.run_encoded_steps(state, bytes, info, Some(&steps), out);
         state.drawn = steps;
         result
     }

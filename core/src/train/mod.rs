@@ -26,7 +26,10 @@ mod rng;
 mod sampler;
 mod stage;
 
-pub use augment::{Augment, RandomCrop, RandomResizedCrop};
+pub use augment::{
+    Augment, AutoAugmentPolicy, ColorJitter, Drawn, GaussianBlur, PixelOp, PolicyOp, RandomAffine,
+    RandomCrop, RandomPerspective, RandomResizedCrop, RandomRotation, SPACE_OPS, Space,
+};
 pub use autotune::{Budget, Tuned, autotune};
 pub use loader::{
     Batch, BatchMut, LoadError, Loader, LoaderConfig, LoaderState, OnEpoch, OnError, PerBatch,

@@ -5,10 +5,14 @@
 use alloc::vec::Vec;
 
 use super::SampleKey;
-use super::augment::{self, Augment};
+use super::augment::{self, Augment, Drawn};
+use crate::finish::{ChannelOrder, Normalize};
 use crate::jpeg::Backend;
 use crate::pipeline::{Decode, DecodeScaling, Geometry, InputDesc, Op, Pipeline, Plan, PlanState};
-use crate::{DType, Error, Limits, Result, TensorMut};
+use crate::{
+    DType, Error, ImageView, ImageViewMut, Layout, Limits, PixelFormat, Quantization, Result,
+    TensorMut,
+};
 
 /// The most positions (ops, nested ones counted) an augment list holds.
 pub const MAX_AUGMENTS: u32 = 1024;
@@ -114,13 +118,41 @@ impl TrainPipeline {
             scaling: DecodeScaling::Exact,
             ..self.decode
         };
-        let mut ops = alloc::vec![Op::Decode(exact)];
-        ops.extend_from_slice(&self.finish);
-        let base = Pipeline::from_ops(&ops)?
-            .compile_with_limits(InputDesc::Encoded, limits)?
-            .decode_scaling(self.decode.scaling);
+        let compile = |finish: &[Op]| -> Result<Plan> {
+            let mut ops = alloc::vec![Op::Decode(exact)];
+            ops.extend_from_slice(finish);
+            Ok(Pipeline::from_ops(&ops)?
+                .compile_with_limits(InputDesc::Encoded, limits)?
+                .decode_scaling(self.decode.scaling))
+        };
+        let base = compile(&self.finish)?;
+        // Adjustments and warps run on the decoded 8-bit image, in the
+        // decode's own format: a finish pass that writes it as it is.
+        let image = if self.augments.iter().any(Augment::has_pixel_ops) {
+            let order = match self.decode.format {
+                PixelFormat::Rgb8 => ChannelOrder::Rgb,
+                PixelFormat::Bgr8 => ChannelOrder::Bgr,
+                PixelFormat::Gray8 => ChannelOrder::Gray,
+                _ => {
+                    return Err(Error::InvalidParameter {
+                        name: "training pipeline: colour adjustments and warps need Decode to Rgb8, Bgr8 or Gray8",
+                    });
+                }
+            };
+            let raw = Op::finish(
+                Normalize::RAW,
+                Layout::Hwc,
+                order,
+                DType::U8,
+                Quantization::IDENTITY,
+            );
+            Some(compile(&raw)?)
+        } else {
+            None
+        };
         Ok(TrainPlan {
             base,
+            image,
             augments: self.augments.clone(),
             output: augment::fixed_size(&self.augments, None),
         })
@@ -133,17 +165,24 @@ impl TrainPipeline {
 pub struct TrainPlan {
     /// Decode and finish; the drawn pixel ops run through it.
     base: Plan,
+    /// Decode to the 8-bit image, when adjustments or warps may be drawn.
+    image: Option<Plan>,
     augments: Vec<Augment>,
     /// The output size when every draw gives the same.
     output: Option<(u32, u32)>,
 }
 
-/// One worker's scratch: the plan state (decoder, buffers, resolved plans)
-/// and the drawn op list, reused from sample to sample.
+/// One worker's scratch: the plan state (decoder, buffers, resolved plans),
+/// the drawn op list, and the images adjustments run between, reused from
+/// sample to sample.
 #[derive(Debug, Default)]
 pub struct TrainState {
     plan: PlanState,
+    drawn: Vec<Drawn>,
+    /// One run of plan ops, taken from `drawn`.
     ops: Vec<Op>,
+    images: [Vec<u8>; 2],
+    scratch: Vec<f32>,
 }
 
 impl TrainState {
@@ -172,10 +211,10 @@ impl TrainPlan {
         state: &'s mut TrainState,
         key: SampleKey,
         bytes: &[u8],
-    ) -> Result<&'s [Op]> {
+    ) -> Result<&'s [Drawn]> {
         let info = self.base.header(&mut state.plan, bytes)?;
         self.draw_for(state, key, (info.width, info.height))?;
-        Ok(&state.ops)
+        Ok(&state.drawn)
     }
 
     /// Draws the ops for `key` on an image of `size` into the state's list;
@@ -186,8 +225,102 @@ impl TrainPlan {
         key: SampleKey,
         size: (u32, u32),
     ) -> Result<(u32, u32)> {
-        state.ops.clear();
-        augment::draw(&self.augments, key, 0, size, &mut state.ops)
+        state.drawn.clear();
+        augment::draw(&self.augments, key, 0, size, &mut state.drawn)
+    }
+
+    /// Runs the drawn list on encoded `bytes` (header `info`) into `out`.
+    /// Plan ops alone are one fused run. Otherwise the ops before the first
+    /// adjustment decode into an 8-bit image; each adjustment or warp maps
+    /// one image to the next; runs of plan ops between them go through the
+    /// image plan, the last run (possibly empty) through the finish pass.
+    /// The geometry is then the last pass's.
+    fn run_drawn(
+        &self,
+        state: &mut TrainState,
+        bytes: &[u8],
+        info: crate::decode::ImageInfo,
+        out: TensorMut<'_>,
+    ) -> Result<Geometry> {
+        let TrainState {
+            plan,
+            drawn,
+            ops,
+            images,
+            scratch,
+        } = state;
+        let plan_ops = |ds: &[Drawn], ops: &mut Vec<Op>| {
+            ops.clear();
+            ops.extend(ds.iter().map_while(|d| match d {
+                Drawn::Op(op) => Some(*op),
+                Drawn::Pixel(_) => None,
+            }));
+        };
+        let Some(first) = drawn.iter().position(|d| matches!(d, Drawn::Pixel(_))) else {
+            plan_ops(drawn, ops);
+            return self.base.run_encoded_ops(plan, bytes, info, ops, out);
+        };
+        let image_plan = self.image.as_ref().ok_or(Error::InvalidParameter {
+            name: "training plan: an adjustment was drawn but the plan has no image pass",
+        })?;
+        let format = self.image_format();
+        let mut size = (info.width, info.height);
+        plan_ops(&drawn[..first], ops);
+        for op in ops.iter() {
+            size = op.output_size(size)?;
+        }
+        let mut cur = 0;
+        let len = image_len(format, size, &self.limits())?;
+        crate::buffer::grow(&mut images[cur], len)?;
+        image_plan.run_encoded_ops(
+            plan,
+            bytes,
+            info,
+            ops,
+            TensorMut::U8(&mut images[cur][..len]),
+        )?;
+        let mut i = first;
+        loop {
+            // The next run of plan ops, then the adjustment that ends it.
+            plan_ops(&drawn[i..], ops);
+            i += ops.len();
+            let [a, b] = images;
+            let (src, dst) = if cur == 0 { (&*a, b) } else { (&*b, a) };
+            let src_len = image_len(format, size, &self.limits())?;
+            let view = ImageView::new(format, size.0, size.1, &src[..src_len])?;
+            let Some(&Drawn::Pixel(pixel)) = drawn.get(i) else {
+                return self.base.run_pixels_ops(plan, view, ops, out);
+            };
+            if !ops.is_empty() {
+                let mut after = size;
+                for op in ops.iter() {
+                    after = op.output_size(after)?;
+                }
+                let len = image_len(format, after, &self.limits())?;
+                crate::buffer::grow(dst, len)?;
+                image_plan.run_pixels_ops(plan, view, ops, TensorMut::U8(&mut dst[..len]))?;
+                size = after;
+                cur = 1 - cur;
+                continue;
+            }
+            let after = pixel.output_size(size);
+            let len = image_len(format, after, &self.limits())?;
+            crate::buffer::grow(dst, len)?;
+            let mut target = ImageViewMut::new(format, after.0, after.1, &mut dst[..len])?;
+            pixel.apply(&view, &mut target, scratch)?;
+            size = after;
+            cur = 1 - cur;
+            i += 1;
+        }
+    }
+
+    /// The 8-bit image format adjustments run on: the decode's.
+    fn image_format(&self) -> PixelFormat {
+        self.base.decode_format().unwrap_or(PixelFormat::Rgb8)
+    }
+
+    fn limits(&self) -> Limits {
+        self.base.limits()
     }
 
     /// Decodes, augments and finishes one sample into `out`. The draws come
@@ -202,8 +335,7 @@ impl TrainPlan {
     ) -> Result<Geometry> {
         let info = self.base.header(&mut state.plan, bytes)?;
         self.draw_for(state, key, (info.width, info.height))?;
-        self.base
-            .run_encoded_ops(&mut state.plan, bytes, info, &state.ops, out)
+        self.run_drawn(state, bytes, info, out)
     }
 
     /// [`TrainPlan::run`] for a pipeline whose output size varies: writes
@@ -248,10 +380,17 @@ impl TrainPlan {
             TensorMut::U8(v) => TensorMut::U8(&mut v[..len]),
             TensorMut::I8(v) => TensorMut::I8(&mut v[..len]),
         };
-        self.base
-            .run_encoded_ops(&mut state.plan, bytes, info, &state.ops, out)?;
+        self.run_drawn(state, bytes, info, out)?;
         Ok(shape)
     }
+}
+
+/// Bytes of a packed `format` image of `size`, within the limits.
+fn image_len(format: PixelFormat, size: (u32, u32), limits: &Limits) -> Result<usize> {
+    limits.check_pixels(u64::from(size.0), u64::from(size.1))?;
+    let bpp = format.bytes_per_pixel().unwrap_or(3) as u64;
+    let len = u64::from(size.0) * u64::from(size.1) * bpp;
+    limits.check_alloc(len)
 }
 
 // The compiled plan is shared between worker threads.

@@ -71,7 +71,7 @@ impl RandomCrop {
         &self,
         d: &mut Draws,
         size: (u32, u32),
-        ops: &mut Vec<Op>,
+        ops: &mut Vec<super::Drawn>,
     ) -> Result<(u32, u32)> {
         let [left, top, right, bottom] = self.padding_for(size);
         let (mut w, mut h) = size;
@@ -86,7 +86,7 @@ impl RandomCrop {
                 fill: self.fill,
             });
             (w, h) = pad.output_size(size)?;
-            ops.push(pad);
+            ops.push(super::Drawn::Op(pad));
         }
         if w < self.width || h < self.height {
             return Err(Error::RectOutOfBounds {
@@ -100,7 +100,12 @@ impl RandomCrop {
         } else {
             (d.below(h - self.height + 1), d.below(w - self.width + 1))
         };
-        ops.push(Op::Crop(Rect::new(x, y, self.width, self.height)));
+        ops.push(super::Drawn::Op(Op::Crop(Rect::new(
+            x,
+            y,
+            self.width,
+            self.height,
+        ))));
         Ok((self.width, self.height))
     }
 }

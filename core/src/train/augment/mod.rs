@@ -7,19 +7,41 @@
 //! Each op's module holds its parameters, its check, its draw and its
 //! description; this module holds the list's shape (positions, nesting).
 
+mod color;
 mod crop;
+mod geometric;
+mod pixel;
+mod policy;
 mod resized_crop;
 
 use alloc::vec::Vec;
 use core::fmt;
 
+pub use color::{ColorJitter, GaussianBlur};
 pub use crop::RandomCrop;
+pub use geometric::{RandomAffine, RandomPerspective, RandomRotation};
+pub use pixel::PixelOp;
+pub use policy::{AutoAugmentPolicy, PolicyOp, SPACE_OPS, Space};
 pub use resized_crop::RandomResizedCrop;
 
 use super::{Draws, SampleKey};
+use crate::adjust::Point;
 use crate::geometry::Flip;
 use crate::pipeline::Op;
+use crate::warp::Interpolation;
 use crate::{Error, Result};
+
+/// What one op of a training pipeline becomes for one sample: an op the
+/// plan compiler fuses (crop, resize, flip, pad), or a colour adjustment or
+/// warp run on the 8-bit image between fused passes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Drawn {
+    /// A plan op.
+    Op(Op),
+    /// An adjustment or warp with its drawn parameters.
+    Pixel(PixelOp),
+}
 
 /// One step of a training pipeline's pixel part: a fixed op, or a random one.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,6 +76,171 @@ pub enum Augment {
         /// The choices.
         ops: Vec<Augment>,
     },
+    /// `RandomOrder(ops)`: all of `ops`, in a random order.
+    RandomOrder(Vec<Augment>),
+    /// One adjustment with probability `p`: `RandomInvert(p)`,
+    /// `RandomPosterize(bits, p)`, `RandomSolarize(threshold, p)`,
+    /// `RandomAdjustSharpness(factor, p)`, `RandomAutocontrast(p)`,
+    /// `RandomEqualize(p)`, `RandomGrayscale(p)` (see the constructors
+    /// [`Augment::random_invert`] and its neighbours); with `p` 1, the
+    /// plain transform (`Grayscale(3)`, ...).
+    Pixel {
+        /// The adjustment (not a warp: those have their random ops).
+        op: PixelOp,
+        /// Its probability.
+        p: f64,
+    },
+    /// `ColorJitter`.
+    ColorJitter(ColorJitter),
+    /// `GaussianBlur` (always applied; wrap it in `RandomApply` for a
+    /// probability, as SimCLR's recipe does).
+    GaussianBlur(GaussianBlur),
+    /// `RandomRotation`.
+    RandomRotation(RandomRotation),
+    /// `RandomAffine`.
+    RandomAffine(RandomAffine),
+    /// `RandomPerspective`.
+    RandomPerspective(RandomPerspective),
+    /// `AutoAugment(policy, interpolation, fill)`: one of the policy's 25
+    /// sub-policies, each of its two ops with its probability.
+    AutoAugment {
+        /// ImageNet, CIFAR-10 or SVHN.
+        policy: AutoAugmentPolicy,
+        /// For the geometric ops (torchvision's default: nearest).
+        interpolation: Interpolation,
+        /// Fill for the geometric ops (R, G, B).
+        fill: [u8; 3],
+    },
+    /// `RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation,
+    /// fill)`: `num_ops` ops drawn from the space, each at bin `magnitude`.
+    RandAugment {
+        /// Ops per sample (torchvision: 2).
+        num_ops: u32,
+        /// The bin used (torchvision: 9).
+        magnitude: u32,
+        /// Bins in each op's range (torchvision: 31).
+        num_magnitude_bins: u32,
+        /// For the geometric ops.
+        interpolation: Interpolation,
+        /// Fill for the geometric ops (R, G, B).
+        fill: [u8; 3],
+    },
+    /// `TrivialAugmentWide(num_magnitude_bins, interpolation, fill)`: one
+    /// op, at a bin drawn uniformly.
+    TrivialAugmentWide {
+        /// Bins in each op's range (torchvision: 31).
+        num_magnitude_bins: u32,
+        /// For the geometric ops.
+        interpolation: Interpolation,
+        /// Fill for the geometric ops (R, G, B).
+        fill: [u8; 3],
+    },
+}
+
+impl Augment {
+    /// `RandomInvert(p)`.
+    pub const fn random_invert(p: f64) -> Augment {
+        Augment::Pixel {
+            op: PixelOp::Point(Point::Invert),
+            p,
+        }
+    }
+
+    /// `RandomPosterize(bits, p)`.
+    pub const fn random_posterize(bits: u8, p: f64) -> Augment {
+        Augment::Pixel {
+            op: PixelOp::Point(Point::Posterize { bits }),
+            p,
+        }
+    }
+
+    /// `RandomSolarize(threshold, p)`: values at or above `threshold`
+    /// inverted (a fractional threshold counts from the next integer).
+    pub fn random_solarize(threshold: f64, p: f64) -> Augment {
+        Augment::Pixel {
+            op: PixelOp::Point(Point::Solarize {
+                threshold: libm::ceil(threshold).clamp(0.0, 255.0) as u8,
+            }),
+            p,
+        }
+    }
+
+    /// `RandomAdjustSharpness(factor, p)`.
+    pub const fn random_adjust_sharpness(factor: f32, p: f64) -> Augment {
+        Augment::Pixel {
+            op: PixelOp::Sharpness(factor),
+            p,
+        }
+    }
+
+    /// `RandomAutocontrast(p)`.
+    pub const fn random_autocontrast(p: f64) -> Augment {
+        Augment::Pixel {
+            op: PixelOp::Autocontrast,
+            p,
+        }
+    }
+
+    /// `RandomEqualize(p)`.
+    pub const fn random_equalize(p: f64) -> Augment {
+        Augment::Pixel {
+            op: PixelOp::Equalize,
+            p,
+        }
+    }
+
+    /// `RandomGrayscale(p)` (three channels kept).
+    pub const fn random_grayscale(p: f64) -> Augment {
+        Augment::Pixel {
+            op: PixelOp::Grayscale,
+            p,
+        }
+    }
+
+    /// torchvision's `AutoAugment(policy)`: nearest, black fill.
+    pub const fn auto_augment(policy: AutoAugmentPolicy) -> Augment {
+        Augment::AutoAugment {
+            policy,
+            interpolation: Interpolation::Nearest,
+            fill: [0; 3],
+        }
+    }
+
+    /// torchvision's `RandAugment(num_ops, magnitude)`: 31 bins, nearest,
+    /// black fill.
+    pub const fn rand_augment(num_ops: u32, magnitude: u32) -> Augment {
+        Augment::RandAugment {
+            num_ops,
+            magnitude,
+            num_magnitude_bins: 31,
+            interpolation: Interpolation::Nearest,
+            fill: [0; 3],
+        }
+    }
+
+    /// torchvision's `TrivialAugmentWide()`: 31 bins, nearest, black fill.
+    pub const fn trivial_augment_wide() -> Augment {
+        Augment::TrivialAugmentWide {
+            num_magnitude_bins: 31,
+            interpolation: Interpolation::Nearest,
+            fill: [0; 3],
+        }
+    }
+}
+
+/// Appends the policy op `op` at `magnitude` (signed as drawn) to `ops`.
+fn push_policy_op(
+    op: PolicyOp,
+    magnitude: f64,
+    size: (u32, u32),
+    interpolation: Interpolation,
+    fill: [u8; 3],
+    ops: &mut Vec<Drawn>,
+) -> Result<()> {
+    if let Some(p) = op.pixel(magnitude, size, interpolation, fill)? {
+        ops.push(Drawn::Pixel(p));
+    }
+    Ok(())
 }
 
 fn invalid(name: &'static str) -> Error {
@@ -74,9 +261,9 @@ impl Augment {
     /// from the generator keyed by its own.
     pub(crate) fn positions(&self) -> u32 {
         1 + match self {
-            Augment::RandomApply { ops, .. } | Augment::RandomChoice { ops, .. } => {
-                ops.iter().map(Augment::positions).sum()
-            }
+            Augment::RandomApply { ops, .. }
+            | Augment::RandomChoice { ops, .. }
+            | Augment::RandomOrder(ops) => ops.iter().map(Augment::positions).sum(),
             _ => 0,
         }
     }
@@ -118,6 +305,64 @@ impl Augment {
                 }
                 ops.iter().try_for_each(Augment::check)
             }
+            Augment::RandomOrder(ops) => {
+                if ops.len() > 64 {
+                    return Err(invalid("RandomOrder: at most 64 ops"));
+                }
+                ops.iter().try_for_each(Augment::check)
+            }
+            Augment::Pixel { op, p } => {
+                if matches!(op, PixelOp::Warp { .. }) {
+                    return Err(invalid(
+                        "training pipeline: a warp is drawn by RandomRotation, RandomAffine or RandomPerspective",
+                    ));
+                }
+                probability(*p, "Random adjustment: p must be in 0..=1")
+            }
+            Augment::ColorJitter(j) => j.check(),
+            Augment::GaussianBlur(b) => b.check(),
+            Augment::RandomRotation(r) => r.check(),
+            Augment::RandomAffine(a) => a.check(),
+            Augment::RandomPerspective(p) => p.check(),
+            Augment::AutoAugment { .. } => Ok(()),
+            Augment::RandAugment {
+                magnitude,
+                num_magnitude_bins,
+                num_ops,
+                ..
+            } => {
+                if *num_magnitude_bins < 2 || magnitude >= num_magnitude_bins || *num_ops > 64 {
+                    return Err(invalid(
+                        "RandAugment: magnitude must be below num_magnitude_bins (at least 2), num_ops at most 64",
+                    ));
+                }
+                Ok(())
+            }
+            Augment::TrivialAugmentWide {
+                num_magnitude_bins, ..
+            } => {
+                if *num_magnitude_bins < 2 {
+                    return Err(invalid(
+                        "TrivialAugmentWide: num_magnitude_bins must be at least 2",
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether this op (or one nested in it) may draw an adjustment or a
+    /// warp: the plan then keeps the 8-bit image between passes.
+    pub(crate) fn has_pixel_ops(&self) -> bool {
+        match self {
+            Augment::Op(_)
+            | Augment::RandomResizedCrop(_)
+            | Augment::RandomCrop(_)
+            | Augment::RandomFlip { .. } => false,
+            Augment::RandomApply { ops, .. }
+            | Augment::RandomChoice { ops, .. }
+            | Augment::RandomOrder(ops) => ops.iter().any(Augment::has_pixel_ops),
+            _ => true,
         }
     }
 
@@ -140,6 +385,14 @@ impl Augment {
                     .then_some(first)
                     .flatten()
             }
+            // In any order, each op must keep the size.
+            Augment::RandomOrder(ops) => ops
+                .iter()
+                .all(|op| op.fixed_size(before) == before)
+                .then_some(before)
+                .flatten(),
+            Augment::RandomRotation(r) if r.expand => None,
+            _ => before,
         }
     }
 
@@ -150,19 +403,19 @@ impl Augment {
         key: SampleKey,
         position: u32,
         size: (u32, u32),
-        ops: &mut Vec<Op>,
+        ops: &mut Vec<Drawn>,
     ) -> Result<(u32, u32)> {
         let d = || Draws::new(key, position as u16);
         match self {
             Augment::Op(op) => {
-                ops.push(*op);
+                ops.push(Drawn::Op(*op));
                 op.output_size(size)
             }
             Augment::RandomResizedCrop(r) => Ok(r.draw(&mut d(), size, ops)),
             Augment::RandomCrop(c) => c.draw(&mut d(), size, ops),
             Augment::RandomFlip { axis, p } => {
                 if d().chance(*p) {
-                    ops.push(Op::Flip(*axis));
+                    ops.push(Drawn::Op(Op::Flip(*axis)));
                 }
                 Ok(size)
             }
@@ -191,6 +444,98 @@ impl Augment {
                     ops,
                 )
             }
+            Augment::RandomOrder(inner) => {
+                // torch.randperm's distribution by Fisher-Yates; each op
+                // keeps its own position, whatever its turn.
+                let mut d = d();
+                let mut starts = [0u32; 64];
+                let n = inner.len().min(64);
+                let mut order: [usize; 64] = core::array::from_fn(|i| i);
+                let mut at = position + 1;
+                for (i, op) in inner[..n].iter().enumerate() {
+                    starts[i] = at;
+                    at += op.positions();
+                }
+                for i in (1..n).rev() {
+                    order.swap(i, d.below(i as u32 + 1) as usize);
+                }
+                let mut size = size;
+                for &i in &order[..n] {
+                    size = inner[i].draw(key, starts[i], size, ops)?;
+                }
+                Ok(size)
+            }
+            Augment::Pixel { op, p } => {
+                if d().chance(*p) {
+                    ops.push(Drawn::Pixel(*op));
+                }
+                Ok(size)
+            }
+            Augment::ColorJitter(j) => {
+                j.draw(&mut d(), ops);
+                Ok(size)
+            }
+            Augment::GaussianBlur(b) => {
+                b.draw(&mut d(), ops);
+                Ok(size)
+            }
+            Augment::RandomRotation(r) => r.draw(&mut d(), size, ops),
+            Augment::RandomAffine(a) => a.draw(&mut d(), size, ops),
+            Augment::RandomPerspective(p) => p.draw(&mut d(), size, ops),
+            Augment::AutoAugment {
+                policy,
+                interpolation,
+                fill,
+            } => {
+                let mut d = d();
+                let sub = &policy.subpolicies()[d.below(25) as usize];
+                let probs = [d.unit_f32(), d.unit_f32()];
+                let signs = [d.below(2), d.below(2)];
+                for (i, &(op, p, bin)) in sub.iter().enumerate() {
+                    if f64::from(probs[i]) <= p {
+                        let mut m = bin.map_or(0.0, |b| Space::Standard.magnitude(op, b, 10, size));
+                        if op.signed() && signs[i] == 0 {
+                            m = -m;
+                        }
+                        push_policy_op(op, m, size, *interpolation, *fill, ops)?;
+                    }
+                }
+                Ok(size)
+            }
+            Augment::RandAugment {
+                num_ops,
+                magnitude,
+                num_magnitude_bins,
+                interpolation,
+                fill,
+            } => {
+                let mut d = d();
+                for _ in 0..*num_ops {
+                    let op = SPACE_OPS[d.below(SPACE_OPS.len() as u32) as usize];
+                    let mut m =
+                        Space::Standard.magnitude(op, *magnitude, *num_magnitude_bins, size);
+                    if op.signed() && d.below(2) == 1 {
+                        m = -m;
+                    }
+                    push_policy_op(op, m, size, *interpolation, *fill, ops)?;
+                }
+                Ok(size)
+            }
+            Augment::TrivialAugmentWide {
+                num_magnitude_bins,
+                interpolation,
+                fill,
+            } => {
+                let mut d = d();
+                let op = SPACE_OPS[d.below(SPACE_OPS.len() as u32) as usize];
+                let bin = d.below(*num_magnitude_bins);
+                let mut m = Space::Wide.magnitude(op, bin, *num_magnitude_bins, size);
+                if op.signed() && d.below(2) == 1 {
+                    m = -m;
+                }
+                push_policy_op(op, m, size, *interpolation, *fill, ops)?;
+                Ok(size)
+            }
         }
     }
 }
@@ -202,7 +547,7 @@ pub(crate) fn draw(
     key: SampleKey,
     mut position: u32,
     mut size: (u32, u32),
-    ops: &mut Vec<Op>,
+    ops: &mut Vec<Drawn>,
 ) -> Result<(u32, u32)> {
     for a in list {
         size = a.draw(key, position, size, ops)?;
@@ -236,6 +581,40 @@ impl fmt::Display for Augment {
                 list(f, ops)?;
                 f.write_str("]")
             }
+            Augment::RandomOrder(ops) => {
+                f.write_str("RandomOrder [")?;
+                list(f, ops)?;
+                f.write_str("]")
+            }
+            Augment::Pixel { op, p } => write!(f, "Random {op:?} p {p}"),
+            Augment::ColorJitter(j) => j.fmt(f),
+            Augment::GaussianBlur(b) => b.fmt(f),
+            Augment::RandomRotation(r) => r.fmt(f),
+            Augment::RandomAffine(a) => a.fmt(f),
+            Augment::RandomPerspective(p) => p.fmt(f),
+            Augment::AutoAugment {
+                policy,
+                interpolation,
+                fill,
+            } => write!(f, "AutoAugment {policy:?} {interpolation:?} fill {fill:?}"),
+            Augment::RandAugment {
+                num_ops,
+                magnitude,
+                num_magnitude_bins,
+                interpolation,
+                fill,
+            } => write!(
+                f,
+                "RandAugment ops {num_ops} magnitude {magnitude}/{num_magnitude_bins} {interpolation:?} fill {fill:?}"
+            ),
+            Augment::TrivialAugmentWide {
+                num_magnitude_bins,
+                interpolation,
+                fill,
+            } => write!(
+                f,
+                "TrivialAugmentWide bins {num_magnitude_bins} {interpolation:?} fill {fill:?}"
+            ),
         }
     }
 }

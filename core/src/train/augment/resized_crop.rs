@@ -101,15 +101,20 @@ impl RandomResizedCrop {
         Rect::new((width - w) / 2, (height - h) / 2, w, h)
     }
 
-    pub(super) fn draw(&self, d: &mut Draws, size: (u32, u32), ops: &mut Vec<Op>) -> (u32, u32) {
-        ops.push(Op::Crop(self.draw_box(d, size)));
-        ops.push(Op::Resize(Resize {
+    pub(super) fn draw(
+        &self,
+        d: &mut Draws,
+        size: (u32, u32),
+        ops: &mut Vec<super::Drawn>,
+    ) -> (u32, u32) {
+        ops.push(super::Drawn::Op(Op::Crop(self.draw_box(d, size))));
+        ops.push(super::Drawn::Op(Op::Resize(Resize {
             size: SizeRule::Exact {
                 width: self.width,
                 height: self.height,
             },
             resample: self.resample,
-        }));
+        })));
         (self.width, self.height)
     }
 }

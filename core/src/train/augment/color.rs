@@ -1,0 +1,162 @@
+//! torchvision's random colour transforms: `ColorJitter`, `GaussianBlur`,
+//! and the single adjustments applied with a probability (`RandomInvert`,
+//! `RandomPosterize`, `RandomSolarize`, `RandomAdjustSharpness`,
+//! `RandomAutocontrast`, `RandomEqualize`, `RandomGrayscale`).
+
+use alloc::vec::Vec;
+use core::fmt;
+
+use super::pixel::PixelOp;
+use super::{Drawn, invalid};
+use crate::Result;
+use crate::adjust::Point;
+use crate::train::Draws;
+
+/// `ColorJitter(brightness, contrast, saturation, hue)`: each factor drawn
+/// uniformly from its range, the four applied in a random order.
+///
+/// ```
+/// use tensorprep::train::ColorJitter;
+///
+/// // ColorJitter(0.4, 0.4, 0.4, 0.1), as timm and torchvision's recipes use.
+/// let j = ColorJitter::new(0.4, 0.4, 0.4, 0.1);
+/// assert_eq!(j.brightness, Some((0.6, 1.4)));
+/// assert_eq!(j.hue, Some((-0.1, 0.1)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ColorJitter {
+    /// Brightness factor range (`None`: left alone).
+    pub brightness: Option<(f64, f64)>,
+    /// Contrast factor range.
+    pub contrast: Option<(f64, f64)>,
+    /// Saturation factor range.
+    pub saturation: Option<(f64, f64)>,
+    /// Hue shift range, within `-0.5..=0.5`.
+    pub hue: Option<(f64, f64)>,
+}
+
+impl ColorJitter {
+    /// torchvision's single-value form: factors in `1 - v ..= 1 + v`
+    /// (floored at 0), hue in `-h ..= h`; 0 leaves that one alone.
+    pub fn new(brightness: f64, contrast: f64, saturation: f64, hue: f64) -> ColorJitter {
+        let factor = |v: f64| (v != 0.0).then_some(((1.0 - v).max(0.0), 1.0 + v));
+        ColorJitter {
+            brightness: factor(brightness),
+            contrast: factor(contrast),
+            saturation: factor(saturation),
+            hue: (hue != 0.0).then_some((-hue, hue)),
+        }
+    }
+
+    pub(super) fn check(&self) -> Result<()> {
+        let ok = |r: Option<(f64, f64)>, lo: f64, hi: f64| {
+            r.is_none_or(|(a, b)| a.is_finite() && b.is_finite() && lo <= a && a <= b && b <= hi)
+        };
+        let factors = [self.brightness, self.contrast, self.saturation];
+        if !factors.iter().all(|&r| ok(r, 0.0, f64::MAX)) {
+            return Err(invalid(
+                "ColorJitter: factor ranges must be finite, not negative, min <= max",
+            ));
+        }
+        if !ok(self.hue, -0.5, 0.5) {
+            return Err(invalid(
+                "ColorJitter: the hue range must be within -0.5..=0.5",
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn draw(&self, d: &mut Draws, ops: &mut Vec<Drawn>) {
+        // get_params' order: the permutation, then each factor.
+        let mut order = [0usize, 1, 2, 3];
+        for i in (1..4).rev() {
+            order.swap(i, d.below(i as u32 + 1) as usize);
+        }
+        let mut draw = |r: Option<(f64, f64)>| r.map(|(a, b)| d.uniform(a, b) as f32);
+        let b = draw(self.brightness);
+        let c = draw(self.contrast);
+        let s = draw(self.saturation);
+        let h = draw(self.hue);
+        for i in order {
+            let op = match i {
+                0 => b.map(|factor| PixelOp::Point(Point::Brightness { factor })),
+                1 => c.map(PixelOp::Contrast),
+                2 => s.map(PixelOp::Saturation),
+                _ => h.map(|h| PixelOp::Hue(h.clamp(-0.5, 0.5))),
+            };
+            ops.extend(op.map(Drawn::Pixel));
+        }
+    }
+}
+
+impl fmt::Display for ColorJitter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ColorJitter brightness {:?} contrast {:?} saturation {:?} hue {:?}",
+            self.brightness, self.contrast, self.saturation, self.hue
+        )
+    }
+}
+
+/// `GaussianBlur(kernel_size, sigma)`: sigma drawn uniformly from its
+/// range (torchvision's default 0.1 to 2.0).
+///
+/// ```
+/// use tensorprep::train::GaussianBlur;
+///
+/// // SimCLR's blur on 224-pixel crops.
+/// let b = GaussianBlur::new(23, 23);
+/// assert_eq!(b.sigma, (0.1, 2.0));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct GaussianBlur {
+    /// Taps along rows and along columns (odd).
+    pub kernel: (u16, u16),
+    /// The standard deviation's range.
+    pub sigma: (f64, f64),
+}
+
+impl GaussianBlur {
+    /// A `width` x `height` kernel, sigma in 0.1 to 2.0.
+    pub const fn new(width: u16, height: u16) -> GaussianBlur {
+        GaussianBlur {
+            kernel: (width, height),
+            sigma: (0.1, 2.0),
+        }
+    }
+
+    pub(super) fn check(&self) -> Result<()> {
+        let odd = |k: u16| k % 2 == 1 && usize::from(k) <= crate::adjust::MAX_GAUSSIAN_TAPS;
+        if !(odd(self.kernel.0) && odd(self.kernel.1)) {
+            return Err(invalid(
+                "GaussianBlur: kernel sizes must be odd and at most 255",
+            ));
+        }
+        let (a, b) = self.sigma;
+        if !(a.is_finite() && b.is_finite() && 0.0 < a && a <= b) {
+            return Err(invalid("GaussianBlur: sigma must be positive, min <= max"));
+        }
+        Ok(())
+    }
+
+    pub(super) fn draw(&self, d: &mut Draws, ops: &mut Vec<Drawn>) {
+        let sigma = d.uniform(self.sigma.0, self.sigma.1) as f32;
+        ops.push(Drawn::Pixel(PixelOp::GaussianBlur {
+            kernel: self.kernel,
+            sigma,
+        }));
+    }
+}
+
+impl fmt::Display for GaussianBlur {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "GaussianBlur kernel {:?} sigma {:?}",
+            self.kernel, self.sigma
+        )
+    }
+}

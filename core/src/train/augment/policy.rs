@@ -1,0 +1,329 @@
+//! torchvision's augmentation policies: the ops of their search spaces as
+//! `_apply_op` applies them, the magnitude bins of AutoAugment,
+//! RandAugment and TrivialAugmentWide, and AutoAugment's learned policies
+//! (ImageNet, CIFAR-10, SVHN).
+
+use core::f64::consts::PI;
+
+use super::pixel::PixelOp;
+use crate::Result;
+use crate::adjust::Point;
+use crate::warp::{Interpolation, Warp};
+
+/// One op of the policies' search spaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PolicyOp {
+    /// Leaves the image.
+    Identity,
+    /// Horizontal shear by `atan(magnitude)` about the top-left corner.
+    ShearX,
+    /// Vertical shear by `atan(magnitude)` about the top-left corner.
+    ShearY,
+    /// Horizontal shift by `int(magnitude)` pixels.
+    TranslateX,
+    /// Vertical shift by `int(magnitude)` pixels.
+    TranslateY,
+    /// Rotation by `magnitude` degrees about the centre.
+    Rotate,
+    /// `adjust_brightness(1 + magnitude)`.
+    Brightness,
+    /// `adjust_saturation(1 + magnitude)`.
+    Color,
+    /// `adjust_contrast(1 + magnitude)`.
+    Contrast,
+    /// `adjust_sharpness(1 + magnitude)`.
+    Sharpness,
+    /// `posterize(int(magnitude))`.
+    Posterize,
+    /// `solarize(magnitude)`: values at or above it inverted.
+    Solarize,
+    /// `autocontrast`.
+    AutoContrast,
+    /// `equalize`.
+    Equalize,
+    /// `invert`.
+    Invert,
+}
+
+use PolicyOp as P;
+
+/// The ops RandAugment and TrivialAugmentWide draw from, in torchvision's
+/// order.
+pub const SPACE_OPS: [PolicyOp; 14] = [
+    P::Identity,
+    P::ShearX,
+    P::ShearY,
+    P::TranslateX,
+    P::TranslateY,
+    P::Rotate,
+    P::Brightness,
+    P::Color,
+    P::Contrast,
+    P::Sharpness,
+    P::Posterize,
+    P::Solarize,
+    P::AutoContrast,
+    P::Equalize,
+];
+
+/// Python's `math.degrees`.
+fn degrees(radians: f64) -> f64 {
+    radians * (180.0 / PI)
+}
+
+/// Python's `math.atan` (the platform's libm, as std's).
+fn atan(x: f64) -> f64 {
+    x.atan()
+}
+
+impl PolicyOp {
+    /// Whether the op takes a magnitude, and whether a drawn sign flips it.
+    pub const fn signed(self) -> bool {
+        matches!(
+            self,
+            P::ShearX
+                | P::ShearY
+                | P::TranslateX
+                | P::TranslateY
+                | P::Rotate
+                | P::Brightness
+                | P::Color
+                | P::Contrast
+                | P::Sharpness
+        )
+    }
+
+    /// The op at `magnitude` on an image of `size`, as torchvision's
+    /// `_apply_op` applies it on a PIL image; `None` for the identity.
+    pub fn pixel(
+        self,
+        magnitude: f64,
+        size: (u32, u32),
+        interpolation: Interpolation,
+        fill: [u8; 3],
+    ) -> Result<Option<PixelOp>> {
+        let warp = |matrix| PixelOp::Warp {
+            matrix,
+            size,
+            interpolation,
+            fill,
+        };
+        let factor = (1.0 + magnitude) as f32;
+        let op = match self {
+            P::Identity => return Ok(None),
+            P::ShearX | P::ShearY => {
+                let s = degrees(atan(magnitude));
+                let shear = if self == P::ShearX {
+                    (s, 0.0)
+                } else {
+                    (0.0, s)
+                };
+                warp(Warp::affine(
+                    0.0,
+                    (0.0, 0.0),
+                    1.0,
+                    shear,
+                    Some((0.0, 0.0)),
+                    size,
+                )?)
+            }
+            P::TranslateX | P::TranslateY => {
+                // int(magnitude): truncated toward zero.
+                let t = libm::trunc(magnitude);
+                let t = if self == P::TranslateX {
+                    (t, 0.0)
+                } else {
+                    (0.0, t)
+                };
+                warp(Warp::affine(0.0, t, 1.0, (0.0, 0.0), None, size)?)
+            }
+            P::Rotate => warp(Warp::rotate(magnitude, None, false, size)?.0),
+            P::Brightness => PixelOp::Point(Point::Brightness { factor }),
+            P::Color => PixelOp::Saturation(factor),
+            P::Contrast => PixelOp::Contrast(factor),
+            P::Sharpness => PixelOp::Sharpness(factor),
+            P::Posterize => PixelOp::Point(Point::Posterize {
+                bits: magnitude.clamp(0.0, 8.0) as u8,
+            }),
+            // Pillow inverts v >= threshold: the first integer at or above
+            // a fractional threshold.
+            P::Solarize => PixelOp::Point(Point::Solarize {
+                threshold: libm::ceil(magnitude).clamp(0.0, 255.0) as u8,
+            }),
+            P::AutoContrast => PixelOp::Autocontrast,
+            P::Equalize => PixelOp::Equalize,
+            P::Invert => PixelOp::Point(Point::Invert),
+        };
+        Ok(Some(op))
+    }
+}
+
+/// Which policy's magnitude bins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Space {
+    /// AutoAugment's and RandAugment's (`_augmentation_space` of either).
+    Standard,
+    /// TrivialAugmentWide's wider ranges.
+    Wide,
+}
+
+/// `torch.linspace(start, end, steps)` in float32, element `i`, as its
+/// serial loop computes it (torch's vectorized loop can differ in the last
+/// bit of a few elements).
+fn linspace(start: f32, end: f32, steps: u32, i: u32) -> f32 {
+    if steps <= 1 {
+        return start;
+    }
+    let step = (end - start) / (steps - 1) as f32;
+    if i < steps / 2 {
+        start + step * i as f32
+    } else {
+        end - step * (steps - i - 1) as f32
+    }
+}
+
+impl Space {
+    /// The magnitude of `op` at `bin` of `bins` on an image of `size`
+    /// (before the drawn sign); 0 for ops without one.
+    pub fn magnitude(self, op: PolicyOp, bin: u32, bins: u32, size: (u32, u32)) -> f64 {
+        let wide = self == Space::Wide;
+        let line = |end: f64| f64::from(linspace(0.0, end as f32, bins, bin));
+        match op {
+            P::ShearX | P::ShearY => line(if wide { 0.99 } else { 0.3 }),
+            P::TranslateX | P::TranslateY => {
+                let side = if op == P::TranslateX { size.0 } else { size.1 };
+                line(if wide {
+                    32.0
+                } else {
+                    150.0 / 331.0 * f64::from(side)
+                })
+            }
+            P::Rotate => line(if wide { 135.0 } else { 30.0 }),
+            P::Brightness | P::Color | P::Contrast | P::Sharpness => {
+                line(if wide { 0.99 } else { 0.9 })
+            }
+            P::Posterize => {
+                // 8 - round(i / ((bins - 1) / k)) in float32, half to even.
+                let k = if wide { 6.0 } else { 4.0 };
+                let step = ((bins.max(2) - 1) as f64 / k) as f32;
+                8.0 - f64::from(libm::rintf(bin as f32 / step))
+            }
+            P::Solarize => f64::from(linspace(255.0, 0.0, bins, bin)),
+            P::Identity | P::AutoContrast | P::Equalize | P::Invert => 0.0,
+        }
+    }
+}
+
+/// One of AutoAugment's learned policies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AutoAugmentPolicy {
+    /// Learned on ImageNet.
+    ImageNet,
+    /// Learned on CIFAR-10.
+    Cifar10,
+    /// Learned on SVHN.
+    Svhn,
+}
+
+/// Two ops, each with its probability and magnitude bin (of 10).
+pub(super) type Subpolicy = [(PolicyOp, f64, Option<u32>); 2];
+
+impl AutoAugmentPolicy {
+    /// The policy's 25 sub-policies.
+    pub(super) fn subpolicies(self) -> &'static [Subpolicy; 25] {
+        match self {
+            AutoAugmentPolicy::ImageNet => &IMAGENET,
+            AutoAugmentPolicy::Cifar10 => &CIFAR10,
+            AutoAugmentPolicy::Svhn => &SVHN,
+        }
+    }
+}
+
+// The sub-policies of Cubuk et al., "AutoAugment" (2019), appendix, in
+// torchvision's order.
+const IMAGENET: [Subpolicy; 25] = [
+    [(P::Posterize, 0.4, Some(8)), (P::Rotate, 0.6, Some(9))],
+    [(P::Solarize, 0.6, Some(5)), (P::AutoContrast, 0.6, None)],
+    [(P::Equalize, 0.8, None), (P::Equalize, 0.6, None)],
+    [(P::Posterize, 0.6, Some(7)), (P::Posterize, 0.6, Some(6))],
+    [(P::Equalize, 0.4, None), (P::Solarize, 0.2, Some(4))],
+    [(P::Equalize, 0.4, None), (P::Rotate, 0.8, Some(8))],
+    [(P::Solarize, 0.6, Some(3)), (P::Equalize, 0.6, None)],
+    [(P::Posterize, 0.8, Some(5)), (P::Equalize, 1.0, None)],
+    [(P::Rotate, 0.2, Some(3)), (P::Solarize, 0.6, Some(8))],
+    [(P::Equalize, 0.6, None), (P::Posterize, 0.4, Some(6))],
+    [(P::Rotate, 0.8, Some(8)), (P::Color, 0.4, Some(0))],
+    [(P::Rotate, 0.4, Some(9)), (P::Equalize, 0.6, None)],
+    [(P::Equalize, 0.0, None), (P::Equalize, 0.8, None)],
+    [(P::Invert, 0.6, None), (P::Equalize, 1.0, None)],
+    [(P::Color, 0.6, Some(4)), (P::Contrast, 1.0, Some(8))],
+    [(P::Rotate, 0.8, Some(8)), (P::Color, 1.0, Some(2))],
+    [(P::Color, 0.8, Some(8)), (P::Solarize, 0.8, Some(7))],
+    [(P::Sharpness, 0.4, Some(7)), (P::Invert, 0.6, None)],
+    [(P::ShearX, 0.6, Some(5)), (P::Equalize, 1.0, None)],
+    [(P::Color, 0.4, Some(0)), (P::Equalize, 0.6, None)],
+    [(P::Equalize, 0.4, None), (P::Solarize, 0.2, Some(4))],
+    [(P::Solarize, 0.6, Some(5)), (P::AutoContrast, 0.6, None)],
+    [(P::Invert, 0.6, None), (P::Equalize, 1.0, None)],
+    [(P::Color, 0.6, Some(4)), (P::Contrast, 1.0, Some(8))],
+    [(P::Equalize, 0.8, None), (P::Equalize, 0.6, None)],
+];
+
+const CIFAR10: [Subpolicy; 25] = [
+    [(P::Invert, 0.1, None), (P::Contrast, 0.2, Some(6))],
+    [(P::Rotate, 0.7, Some(2)), (P::TranslateX, 0.3, Some(9))],
+    [(P::Sharpness, 0.8, Some(1)), (P::Sharpness, 0.9, Some(3))],
+    [(P::ShearY, 0.5, Some(8)), (P::TranslateY, 0.7, Some(9))],
+    [(P::AutoContrast, 0.5, None), (P::Equalize, 0.9, None)],
+    [(P::ShearY, 0.2, Some(7)), (P::Posterize, 0.3, Some(7))],
+    [(P::Color, 0.4, Some(3)), (P::Brightness, 0.6, Some(7))],
+    [(P::Sharpness, 0.3, Some(9)), (P::Brightness, 0.7, Some(9))],
+    [(P::Equalize, 0.6, None), (P::Equalize, 0.5, None)],
+    [(P::Contrast, 0.6, Some(7)), (P::Sharpness, 0.6, Some(5))],
+    [(P::Color, 0.7, Some(7)), (P::TranslateX, 0.5, Some(8))],
+    [(P::Equalize, 0.3, None), (P::AutoContrast, 0.4, None)],
+    [(P::TranslateY, 0.4, Some(3)), (P::Sharpness, 0.2, Some(6))],
+    [(P::Brightness, 0.9, Some(6)), (P::Color, 0.2, Some(8))],
+    [(P::Solarize, 0.5, Some(2)), (P::Invert, 0.0, None)],
+    [(P::Equalize, 0.2, None), (P::AutoContrast, 0.6, None)],
+    [(P::Equalize, 0.2, None), (P::Equalize, 0.6, None)],
+    [(P::Color, 0.9, Some(9)), (P::Equalize, 0.6, None)],
+    [(P::AutoContrast, 0.8, None), (P::Solarize, 0.2, Some(8))],
+    [(P::Brightness, 0.1, Some(3)), (P::Color, 0.7, Some(0))],
+    [(P::Solarize, 0.4, Some(5)), (P::AutoContrast, 0.9, None)],
+    [(P::TranslateY, 0.9, Some(9)), (P::TranslateY, 0.7, Some(9))],
+    [(P::AutoContrast, 0.9, None), (P::Solarize, 0.8, Some(3))],
+    [(P::Equalize, 0.8, None), (P::Invert, 0.1, None)],
+    [(P::TranslateY, 0.7, Some(9)), (P::AutoContrast, 0.9, None)],
+];
+
+const SVHN: [Subpolicy; 25] = [
+    [(P::ShearX, 0.9, Some(4)), (P::Invert, 0.2, None)],
+    [(P::ShearY, 0.9, Some(8)), (P::Invert, 0.7, None)],
+    [(P::Equalize, 0.6, None), (P::Solarize, 0.6, Some(6))],
+    [(P::Invert, 0.9, None), (P::Equalize, 0.6, None)],
+    [(P::Equalize, 0.6, None), (P::Rotate, 0.9, Some(3))],
+    [(P::ShearX, 0.9, Some(4)), (P::AutoContrast, 0.8, None)],
+    [(P::ShearY, 0.9, Some(8)), (P::Invert, 0.4, None)],
+    [(P::ShearY, 0.9, Some(5)), (P::Solarize, 0.2, Some(6))],
+    [(P::Invert, 0.9, None), (P::AutoContrast, 0.8, None)],
+    [(P::Equalize, 0.6, None), (P::Rotate, 0.9, Some(3))],
+    [(P::ShearX, 0.9, Some(4)), (P::Solarize, 0.3, Some(3))],
+    [(P::ShearY, 0.8, Some(8)), (P::Invert, 0.7, None)],
+    [(P::Equalize, 0.9, None), (P::TranslateY, 0.6, Some(6))],
+    [(P::Invert, 0.9, None), (P::Equalize, 0.6, None)],
+    [(P::Contrast, 0.3, Some(3)), (P::Rotate, 0.8, Some(4))],
+    [(P::Invert, 0.8, None), (P::TranslateY, 0.0, Some(2))],
+    [(P::ShearY, 0.7, Some(6)), (P::Solarize, 0.4, Some(8))],
+    [(P::Invert, 0.6, None), (P::Rotate, 0.8, Some(4))],
+    [(P::ShearY, 0.3, Some(7)), (P::TranslateX, 0.9, Some(3))],
+    [(P::ShearX, 0.1, Some(6)), (P::Invert, 0.6, None)],
+    [(P::Solarize, 0.7, Some(2)), (P::TranslateY, 0.6, Some(7))],
+    [(P::ShearY, 0.8, Some(4)), (P::Invert, 0.8, None)],
+    [(P::ShearX, 0.7, Some(9)), (P::TranslateY, 0.8, Some(3))],
+    [(P::ShearY, 0.8, Some(5)), (P::AutoContrast, 0.7, None)],
+    [(P::ShearX, 0.7, Some(2)), (P::Invert, 0.1, None)],
+];
