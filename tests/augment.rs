@@ -469,3 +469,42 @@ fn policy_bins_equal_torchvision() {
     }
     assert_eq!(checked, 36);
 }
+
+/// RandomErasing's fill on the image tensor (uint8, HWC from the PNG):
+/// torchvision's `F.erase` with constant values, on RGB and gray.
+#[cfg(feature = "train")]
+#[test]
+fn erase_equals_torchvision() {
+    use tensorprep::train::erase;
+    use tensorprep::{Layout, Rect, TensorMut};
+    let mut checked = 0;
+    for case in cases().iter().filter(|c| c.op == "erase") {
+        let p = |k| case.param(k).parse::<u32>().unwrap();
+        let rect = Rect::new(p("j"), p("i"), p("w"), p("h"));
+        let value = case.floats("value");
+        let (got, want) = case.run(|src, dst| {
+            for y in 0..src.height() {
+                dst.row_mut(y).copy_from_slice(src.row(y));
+            }
+            let c = src.format().bytes_per_pixel().unwrap();
+            let shape = [src.height() as usize, src.width() as usize, c];
+            let mut t = vec![0u8; shape.iter().product()];
+            for y in 0..src.height() as usize {
+                let row = shape[1] * c;
+                t[y * row..(y + 1) * row].copy_from_slice(src.row(y as u32));
+            }
+            erase(TensorMut::U8(&mut t), shape, Layout::Hwc, rect, &mut |ch| {
+                value[ch] as f32
+            })?;
+            for y in 0..src.height() as usize {
+                let row = shape[1] * c;
+                dst.row_mut(y as u32)
+                    .copy_from_slice(&t[y * row..(y + 1) * row]);
+            }
+            Ok(())
+        });
+        assert_eq!(differences(&got, &want), (0, 0), "{}", case.output);
+        checked += 1;
+    }
+    assert_eq!(checked, 6);
+}

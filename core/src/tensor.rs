@@ -78,6 +78,16 @@ pub enum TensorMut<'a> {
 }
 
 impl TensorMut<'_> {
+    /// A shorter borrow of the same elements, to pass on and use again after.
+    pub fn reborrow(&mut self) -> TensorMut<'_> {
+        match self {
+            TensorMut::F32(v) => TensorMut::F32(v),
+            TensorMut::F16(v) => TensorMut::F16(v),
+            TensorMut::U8(v) => TensorMut::U8(v),
+            TensorMut::I8(v) => TensorMut::I8(v),
+        }
+    }
+
     /// The element type.
     pub fn dtype(&self) -> DType {
         match self {

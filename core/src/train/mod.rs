@@ -20,6 +20,7 @@
 mod augment;
 mod autotune;
 pub mod data;
+mod erase;
 mod loader;
 mod plan;
 mod rng;
@@ -28,9 +29,10 @@ mod stage;
 
 pub use augment::{
     Augment, AutoAugmentPolicy, ColorJitter, Drawn, GaussianBlur, PixelOp, PolicyOp, RandomAffine,
-    RandomCrop, RandomPerspective, RandomResizedCrop, RandomRotation, SPACE_OPS, Space,
+    RandomCrop, RandomPerspective, RandomResizedCrop, RandomRotation, SPACE_OPS, Space, Subpolicy,
 };
 pub use autotune::{Budget, Tuned, autotune};
+pub use erase::{EraseValue, RandomErasing, erase};
 pub use loader::{
     Batch, BatchMut, LoadError, Loader, LoaderConfig, LoaderState, OnEpoch, OnError, PerBatch,
 };

@@ -41,6 +41,9 @@ pub struct TrainPipeline {
     pub augments: Vec<Augment>,
     /// The finish pass: normalize, layout and cast.
     pub finish: [Op; 3],
+    /// `RandomErasing` on the finished tensor, in order (torchvision's
+    /// recipes erase after `Normalize`).
+    pub erasing: Vec<super::RandomErasing>,
 }
 
 impl TrainPipeline {
@@ -51,6 +54,7 @@ impl TrainPipeline {
             decode,
             augments,
             finish,
+            erasing: Vec::new(),
         }
     }
 
@@ -87,8 +91,13 @@ impl TrainPipeline {
     /// Checks every op and builds the finish pass once.
     pub fn compile_with_limits(&self, limits: &Limits) -> Result<TrainPlan> {
         self.augments.iter().try_for_each(Augment::check)?;
+        self.erasing
+            .iter()
+            .try_for_each(super::RandomErasing::check)?;
         let positions: u32 = self.augments.iter().map(Augment::positions).sum();
-        if positions > MAX_AUGMENTS {
+        if positions.saturating_add(self.erasing.len().min(MAX_AUGMENTS as usize) as u32)
+            > MAX_AUGMENTS
+        {
             return Err(Error::InvalidParameter {
                 name: "training pipeline: more than MAX_AUGMENTS ops",
             });
@@ -153,6 +162,8 @@ impl TrainPipeline {
         Ok(TrainPlan {
             base,
             image,
+            erasing: self.erasing.clone(),
+            erase_position: positions,
             augments: self.augments.clone(),
             output: augment::fixed_size(&self.augments, None),
         })
@@ -167,6 +178,9 @@ pub struct TrainPlan {
     base: Plan,
     /// Decode to the 8-bit image, when adjustments or warps may be drawn.
     image: Option<Plan>,
+    erasing: Vec<super::RandomErasing>,
+    /// The op position of the first erasing (after every augment's).
+    erase_position: u32,
     augments: Vec<Augment>,
     /// The output size when every draw gives the same.
     output: Option<(u32, u32)>,
@@ -334,8 +348,21 @@ impl TrainPlan {
         out: TensorMut<'_>,
     ) -> Result<Geometry> {
         let info = self.base.header(&mut state.plan, bytes)?;
-        self.draw_for(state, key, (info.width, info.height))?;
-        self.run_drawn(state, bytes, info, out)
+        let (w, h) = self.draw_for(state, key, (info.width, info.height))?;
+        let mut out = out;
+        let geometry = self.run_drawn(state, bytes, info, out.reborrow())?;
+        self.erase(key, self.base.finish_shape(w, h), out)?;
+        Ok(geometry)
+    }
+
+    /// Runs the erasing ops on the finished tensor `out` of `shape`.
+    fn erase(&self, key: SampleKey, shape: [usize; 3], mut out: TensorMut<'_>) -> Result<()> {
+        let layout = self.base.layout().0;
+        for (k, e) in self.erasing.iter().enumerate() {
+            let mut d = super::Draws::new(key, (self.erase_position + k as u32) as u16);
+            e.apply(&mut d, out.reborrow(), shape, layout)?;
+        }
+        Ok(())
     }
 
     /// [`TrainPlan::run`] for a pipeline whose output size varies: writes
@@ -374,13 +401,14 @@ impl TrainPlan {
                 name: "training plan: the sample is larger than its buffer (the loader's max_shape)",
             });
         }
-        let out = match out {
+        let mut out = match out {
             TensorMut::F32(v) => TensorMut::F32(&mut v[..len]),
             TensorMut::F16(v) => TensorMut::F16(&mut v[..len]),
             TensorMut::U8(v) => TensorMut::U8(&mut v[..len]),
             TensorMut::I8(v) => TensorMut::I8(&mut v[..len]),
         };
-        self.run_drawn(state, bytes, info, out)?;
+        self.run_drawn(state, bytes, info, out.reborrow())?;
+        self.erase(key, shape, out)?;
         Ok(shape)
     }
 }

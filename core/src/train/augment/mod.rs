@@ -21,7 +21,7 @@ pub use color::{ColorJitter, GaussianBlur};
 pub use crop::RandomCrop;
 pub use geometric::{RandomAffine, RandomPerspective, RandomRotation};
 pub use pixel::PixelOp;
-pub use policy::{AutoAugmentPolicy, PolicyOp, SPACE_OPS, Space};
+pub use policy::{AutoAugmentPolicy, PolicyOp, SPACE_OPS, Space, Subpolicy};
 pub use resized_crop::RandomResizedCrop;
 
 use super::{Draws, SampleKey};

@@ -229,11 +229,18 @@ pub enum AutoAugmentPolicy {
 }
 
 /// Two ops, each with its probability and magnitude bin (of 10).
-pub(super) type Subpolicy = [(PolicyOp, f64, Option<u32>); 2];
+pub type Subpolicy = [(PolicyOp, f64, Option<u32>); 2];
 
 impl AutoAugmentPolicy {
-    /// The policy's 25 sub-policies.
-    pub(super) fn subpolicies(self) -> &'static [Subpolicy; 25] {
+    /// The policy's 25 sub-policies (torchvision's table).
+    ///
+    /// ```
+    /// use tensorprep::train::{AutoAugmentPolicy, PolicyOp};
+    ///
+    /// let first = AutoAugmentPolicy::ImageNet.subpolicies()[0];
+    /// assert_eq!(first[0], (PolicyOp::Posterize, 0.4, Some(8)));
+    /// ```
+    pub fn subpolicies(self) -> &'static [Subpolicy; 25] {
         match self {
             AutoAugmentPolicy::ImageNet => &IMAGENET,
             AutoAugmentPolicy::Cifar10 => &CIFAR10,
