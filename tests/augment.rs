@@ -508,3 +508,102 @@ fn erase_equals_torchvision() {
     }
     assert_eq!(checked, 6);
 }
+
+/// timm's draws for one case, replayed in order.
+#[cfg(feature = "train")]
+struct Replay {
+    rand: std::collections::VecDeque<f64>,
+    beta: std::collections::VecDeque<f64>,
+    randint: std::collections::VecDeque<f64>,
+}
+
+#[cfg(feature = "train")]
+impl tensorprep::train::MixDraws for Replay {
+    fn rand(&mut self) -> f64 {
+        self.rand.pop_front().expect("timm drew another rand")
+    }
+    fn beta(&mut self, _alpha: f64) -> f64 {
+        self.beta.pop_front().expect("timm drew another beta")
+    }
+    fn randint(&mut self, lo: i64, hi: i64) -> i64 {
+        let v = self.randint.pop_front().expect("timm drew another randint") as i64;
+        assert!(
+            (lo..hi.max(lo + 1)).contains(&v),
+            "randint {v} outside {lo}..{hi}"
+        );
+        v
+    }
+}
+
+/// Mixup and CutMix in timm's modes batch, pair and elem (mixup, CutMix,
+/// both with a switch; label smoothing): with timm's draws replayed, the
+/// mixed batch and the soft targets equal timm's float32 values exactly,
+/// and every draw timm made is used.
+#[cfg(feature = "train")]
+#[test]
+fn mixup_and_cutmix_equal_timm() {
+    use tensorprep::train::{BatchShape, MixMode, MixScratch, Mixup};
+    let read_f32 = |name: &str| tensorprep_tests::read_f32_le(&format!("mixup/{name}"));
+    let input = read_f32("input_x.bin");
+    let labels = [0.0f32, 3.0, 1.0, 2.0];
+    let shape = BatchShape {
+        n: 4,
+        channels: 3,
+        height: 8,
+        width: 12,
+        layout: tensorprep::Layout::Chw,
+    };
+    let text = std::fs::read_to_string(tensorprep_tests::fixture("mixup/cases.txt")).unwrap();
+    let mut scratch = MixScratch::default();
+    let mut checked = 0;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let mut m = Mixup::new(f[2].parse().unwrap(), f[3].parse().unwrap(), 5);
+        m.switch_prob = f[4].parse().unwrap();
+        m.label_smoothing = f[5].parse().unwrap();
+        m.mode = match f[1] {
+            "batch" => MixMode::Batch,
+            "pair" => MixMode::Pair,
+            _ => MixMode::Elem,
+        };
+        let mut replay = Replay {
+            rand: Default::default(),
+            beta: Default::default(),
+            randint: Default::default(),
+        };
+        for draw in f[6].trim_start_matches("draws=").split(';') {
+            let (kind, values) = draw.split_once(':').unwrap();
+            let values = values.split(',').map(|v| v.parse::<f64>().unwrap());
+            match kind {
+                "rand" => replay.rand.extend(values),
+                "beta" => replay.beta.extend(values),
+                _ => replay.randint.extend(values),
+            }
+        }
+        let mut x = input.clone();
+        let mut targets = vec![0f32; 4 * 5];
+        m.apply(
+            &mut replay,
+            &mut x,
+            shape,
+            &labels,
+            &mut targets,
+            &mut scratch,
+        )
+        .unwrap();
+        let (want_x, want_y) = (
+            read_f32(&format!("{}_x.bin", f[0])),
+            read_f32(&format!("{}_y.bin", f[0])),
+        );
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&x), bits(&want_x), "case {}: batch", f[0]);
+        assert_eq!(bits(&targets), bits(&want_y), "case {}: targets", f[0]);
+        assert!(
+            replay.rand.is_empty() && replay.beta.is_empty() && replay.randint.is_empty(),
+            "case {}: draws left",
+            f[0]
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 10);
+}

@@ -400,3 +400,59 @@ fn erasing_boxes() {
         "area share mean {mean_share}"
     );
 }
+
+/// The keyed Beta draws Mixup makes: mean 1/2 and variance 1 / (4 (2a + 1))
+/// for Beta(a, a), at a below and above 1; the same batch key mixes the
+/// same way.
+#[test]
+fn mixup_beta_draws() {
+    use tensorprep::train::{BatchShape, MixDraws, MixMode, MixScratch, Mixup};
+    for alpha in [0.2, 0.8, 1.0, 2.5] {
+        let v: Vec<f64> = (0..N)
+            .map(|i| Draws::new(SampleKey::new(1, 0, i), 0).beta(alpha))
+            .collect();
+        let (mean, var) = moments(&v);
+        let want = 1.0 / (4.0 * (2.0 * alpha + 1.0));
+        assert!(v.iter().all(|b| (0.0..=1.0).contains(b)));
+        assert!(
+            (mean - 0.5).abs() < 5.0 * (want / N as f64).sqrt(),
+            "Beta({alpha}) mean {mean}"
+        );
+        assert!(
+            (var / want - 1.0).abs() < 0.05,
+            "Beta({alpha}) variance {var}, want {want}"
+        );
+    }
+    let mut m = Mixup::new(0.8, 1.0, 10);
+    m.mode = MixMode::Elem;
+    let shape = BatchShape {
+        n: 8,
+        channels: 3,
+        height: 16,
+        width: 16,
+        layout: tensorprep::Layout::Hwc,
+    };
+    let x0: Vec<f32> = (0..8 * 3 * 16 * 16).map(|i| (i % 251) as f32).collect();
+    let labels: Vec<f32> = (0..8).map(|i| (i % 10) as f32).collect();
+    let run = |batch: u64| {
+        let (mut x, mut t) = (x0.clone(), vec![0f32; 80]);
+        m.apply_keyed(
+            4,
+            1,
+            batch,
+            &mut x,
+            shape,
+            &labels,
+            &mut t,
+            &mut MixScratch::default(),
+        )
+        .unwrap();
+        (x, t)
+    };
+    assert_eq!(run(3), run(3));
+    assert_ne!(run(3), run(4));
+    // Soft targets sum to 1 per row.
+    for row in run(3).1.chunks(10) {
+        assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+    }
+}

@@ -22,6 +22,7 @@ mod autotune;
 pub mod data;
 mod erase;
 mod loader;
+mod mix;
 mod plan;
 mod rng;
 mod sampler;
@@ -36,6 +37,7 @@ pub use erase::{EraseValue, RandomErasing, erase};
 pub use loader::{
     Batch, BatchMut, LoadError, Loader, LoaderConfig, LoaderState, OnEpoch, OnError, PerBatch,
 };
+pub use mix::{BatchShape, MixDraws, MixMode, MixScratch, Mixup};
 pub use plan::{MAX_AUGMENTS, TrainPipeline, TrainPlan, TrainState};
 pub use rng::{Draws, SampleKey};
 pub use sampler::{Order, Shard, Weighted, epoch_indices, permutation};
