@@ -456,3 +456,22 @@ fn mixup_beta_draws() {
         assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-5);
     }
 }
+
+/// MindSpore's RandomSelectSubpolicy: a sub-policy drawn uniformly, each of
+/// its ops with its own probability.
+#[test]
+fn select_subpolicy_shares() {
+    let drawn = draws(vec![Augment::RandomSelectSubpolicy(vec![
+        vec![(Augment::random_invert(1.0), 1.0)],
+        vec![
+            (Augment::random_equalize(1.0), 0.5),
+            (Augment::random_grayscale(1.0), 1.0),
+        ],
+    ])]);
+    let count = |f: fn(&Drawn) -> bool| drawn.iter().flatten().filter(|d| f(d)).count();
+    let n = drawn.len();
+    assert_share(count(|d| matches!(d, Drawn::Pixel(PixelOp::Point(Point::Invert)))), n, 0.5, "first");
+    assert_share(count(|d| matches!(d, Drawn::Pixel(PixelOp::Equalize))), n, 0.25, "equalize");
+    assert_share(count(|d| matches!(d, Drawn::Pixel(PixelOp::Grayscale))), n, 0.5, "grayscale");
+    assert!(drawn.iter().all(|d| d.len() <= 2));
+}

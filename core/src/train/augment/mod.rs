@@ -78,6 +78,9 @@ pub enum Augment {
     },
     /// `RandomOrder(ops)`: all of `ops`, in a random order.
     RandomOrder(Vec<Augment>),
+    /// MindSpore's `RandomSelectSubpolicy(policy)`: one sub-policy drawn
+    /// uniformly, then each of its ops with its own probability.
+    RandomSelectSubpolicy(Vec<Vec<(Augment, f64)>>),
     /// One adjustment with probability `p`: `RandomInvert(p)`,
     /// `RandomPosterize(bits, p)`, `RandomSolarize(threshold, p)`,
     /// `RandomAdjustSharpness(factor, p)`, `RandomAutocontrast(p)`,
@@ -264,6 +267,11 @@ impl Augment {
             Augment::RandomApply { ops, .. }
             | Augment::RandomChoice { ops, .. }
             | Augment::RandomOrder(ops) => ops.iter().map(Augment::positions).sum(),
+            Augment::RandomSelectSubpolicy(policy) => policy
+                .iter()
+                .flatten()
+                .map(|(op, _)| op.positions())
+                .sum(),
             _ => 0,
         }
     }
@@ -304,6 +312,15 @@ impl Augment {
                     ));
                 }
                 ops.iter().try_for_each(Augment::check)
+            }
+            Augment::RandomSelectSubpolicy(policy) => {
+                if policy.is_empty() {
+                    return Err(invalid("RandomSelectSubpolicy: no sub-policies"));
+                }
+                policy.iter().flatten().try_for_each(|(op, p)| {
+                    probability(*p, "RandomSelectSubpolicy: each probability must be in 0..=1")?;
+                    op.check()
+                })
             }
             Augment::RandomOrder(ops) => {
                 if ops.len() > 64 {
@@ -362,6 +379,9 @@ impl Augment {
             Augment::RandomApply { ops, .. }
             | Augment::RandomChoice { ops, .. }
             | Augment::RandomOrder(ops) => ops.iter().any(Augment::has_pixel_ops),
+            Augment::RandomSelectSubpolicy(policy) => {
+                policy.iter().flatten().any(|(op, _)| op.has_pixel_ops())
+            }
             _ => true,
         }
     }
@@ -389,6 +409,12 @@ impl Augment {
             Augment::RandomOrder(ops) => ops
                 .iter()
                 .all(|op| op.fixed_size(before) == before)
+                .then_some(before)
+                .flatten(),
+            Augment::RandomSelectSubpolicy(policy) => policy
+                .iter()
+                .flatten()
+                .all(|(op, _)| op.fixed_size(before) == before)
                 .then_some(before)
                 .flatten(),
             Augment::RandomRotation(r) if r.expand => None,
@@ -462,6 +488,22 @@ impl Augment {
                 let mut size = size;
                 for &i in &order[..n] {
                     size = inner[i].draw(key, starts[i], size, ops)?;
+                }
+                Ok(size)
+            }
+            Augment::RandomSelectSubpolicy(policy) => {
+                let mut d = d();
+                let chosen = d.below(policy.len() as u32) as usize;
+                let mut at = position + 1;
+                for sub in &policy[..chosen] {
+                    at += sub.iter().map(|(op, _)| op.positions()).sum::<u32>();
+                }
+                let mut size = size;
+                for (op, p) in &policy[chosen] {
+                    if d.chance(*p) {
+                        size = op.draw(key, at, size, ops)?;
+                    }
+                    at += op.positions();
                 }
                 Ok(size)
             }
@@ -584,6 +626,20 @@ impl fmt::Display for Augment {
             Augment::RandomOrder(ops) => {
                 f.write_str("RandomOrder [")?;
                 list(f, ops)?;
+                f.write_str("]")
+            }
+            Augment::RandomSelectSubpolicy(policy) => {
+                f.write_str("RandomSelectSubpolicy [")?;
+                for (i, sub) in policy.iter().enumerate() {
+                    f.write_str(if i > 0 { "; [" } else { "[" })?;
+                    for (k, (op, p)) in sub.iter().enumerate() {
+                        if k > 0 {
+                            f.write_str(", ")?;
+                        }
+                        write!(f, "{op} p {p}")?;
+                    }
+                    f.write_str("]")?;
+                }
                 f.write_str("]")
             }
             Augment::Pixel { op, p } => write!(f, "Random {op:?} p {p}"),
