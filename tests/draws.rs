@@ -470,8 +470,23 @@ fn select_subpolicy_shares() {
     ])]);
     let count = |f: fn(&Drawn) -> bool| drawn.iter().flatten().filter(|d| f(d)).count();
     let n = drawn.len();
-    assert_share(count(|d| matches!(d, Drawn::Pixel(PixelOp::Point(Point::Invert)))), n, 0.5, "first");
-    assert_share(count(|d| matches!(d, Drawn::Pixel(PixelOp::Equalize))), n, 0.25, "equalize");
-    assert_share(count(|d| matches!(d, Drawn::Pixel(PixelOp::Grayscale))), n, 0.5, "grayscale");
+    assert_share(
+        count(|d| matches!(d, Drawn::Pixel(PixelOp::Point(Point::Invert)))),
+        n,
+        0.5,
+        "first",
+    );
+    assert_share(
+        count(|d| matches!(d, Drawn::Pixel(PixelOp::Equalize))),
+        n,
+        0.25,
+        "equalize",
+    );
+    assert_share(
+        count(|d| matches!(d, Drawn::Pixel(PixelOp::Grayscale))),
+        n,
+        0.5,
+        "grayscale",
+    );
     assert!(drawn.iter().all(|d| d.len() <= 2));
 }

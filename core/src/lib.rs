@@ -58,6 +58,7 @@ mod buffer;
 mod error;
 mod format;
 mod image;
+mod math;
 mod rows;
 mod tensor;
 #[cfg(all(test, feature = "alloc"))]

@@ -33,15 +33,18 @@ pub fn saturation(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, factor: f32) 
         copy(src, dst);
         return Ok(());
     }
+    let [r, g, b] = channels.rgb;
+    // Blocks of 64 pixels: their lumas, tripled, then one flat blend the
+    // compiler vectorizes.
+    let mut gray = [0u8; 192];
     for y in 0..src.height() {
-        for (o, i) in dst
-            .row_mut(y)
-            .chunks_exact_mut(3)
-            .zip(src.row(y).chunks_exact(3))
-        {
-            let l = channels.luma(i);
-            for c in 0..3 {
-                o[c] = blend(l, i[c], factor);
+        for (o, i) in dst.row_mut(y).chunks_mut(192).zip(src.row(y).chunks(192)) {
+            for (l, px) in gray.chunks_exact_mut(3).zip(i.chunks_exact(3)) {
+                let v = crate::color::luma601(px[r], px[g], px[b]);
+                (l[0], l[1], l[2]) = (v, v, v);
+            }
+            for ((o, &v), &l) in o.iter_mut().zip(i).zip(&gray) {
+                *o = blend(l, v, factor);
             }
         }
     }
@@ -121,7 +124,9 @@ fn rgb_to_hsv(r: u8, g: u8, b: u8) -> (u8, u8, u8) {
     } else {
         (4.0 + f64::from(gc) - f64::from(rc)) as f32
     };
-    let h = libm::fmod(f64::from(h) / 6.0 + 1.0, 1.0) as f32;
+    // fmod(y, 1) of a y in [0, 2): y - 1 is exact there (Sterbenz).
+    let y = f64::from(h) / 6.0 + 1.0;
+    let h = (if y >= 1.0 { y - 1.0 } else { y }) as f32;
     let byte = |v: f32| ((f64::from(v) * 255.0) as i32).clamp(0, 255) as u8;
     (byte(h), byte(s), max)
 }
@@ -132,7 +137,8 @@ fn hsv_to_rgb(h: u8, s: u8, v: u8) -> (u8, u8, u8) {
         return (v, v, v);
     }
     let h6 = f64::from(h) * 6.0 / 255.0;
-    let i = libm::floor(h6) as i32;
+    // h6 >= 0: truncation is the floor.
+    let i = h6 as i32;
     let f = (h6 - f64::from(i as f32)) as f32;
     let fs = (f64::from(s) / 255.0) as f32;
     let v64 = f64::from(v);
@@ -150,9 +156,9 @@ fn hsv_to_rgb(h: u8, s: u8, v: u8) -> (u8, u8, u8) {
     }
 }
 
-/// C's `round`: half away from zero (`libm`, for `no_std`).
+/// C's `round`: half away from zero.
 fn round_half_away(x: f64) -> f64 {
-    libm::round(x)
+    crate::math::round(x)
 }
 
 /// `convert("L")` kept in the image's format (torchvision's PIL
@@ -172,14 +178,19 @@ fn round_half_away(x: f64) -> f64 {
 /// ```
 pub fn grayscale(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>) -> Result<()> {
     let channels = channels(src, dst, "grayscale")?;
-    let n = channels.count;
+    if channels.count == 1 {
+        copy(src, dst);
+        return Ok(());
+    }
+    let [r, g, b] = channels.rgb;
     for y in 0..src.height() {
         for (o, i) in dst
             .row_mut(y)
-            .chunks_exact_mut(n)
-            .zip(src.row(y).chunks_exact(n))
+            .chunks_exact_mut(3)
+            .zip(src.row(y).chunks_exact(3))
         {
-            o.fill(channels.luma(i));
+            let l = crate::color::luma601(i[r], i[g], i[b]);
+            o.copy_from_slice(&[l, l, l]);
         }
     }
     Ok(())

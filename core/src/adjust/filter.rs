@@ -195,7 +195,7 @@ pub fn gaussian_blur(
                     let sx = reflect(x as isize + k as isize - half_x as isize, w);
                     s += column[sx * n + ch] * t;
                 }
-                out[x * n + ch] = libm::rintf(s).clamp(0.0, 255.0) as u8;
+                out[x * n + ch] = crate::math::rintf(s).clamp(0.0, 255.0) as u8;
             }
         }
     }

@@ -78,7 +78,7 @@ fn coord(v: f64) -> i64 {
 #[inline(always)]
 fn floor(v: f64) -> i64 {
     if v < 0.0 {
-        libm::floor(v) as i64
+        crate::math::floor(v) as i64
     } else {
         v as i64
     }
@@ -143,25 +143,68 @@ fn perspective_point(a: &[f64; 8], x: usize, y: usize) -> (f64, f64) {
     )
 }
 
+/// The source's pixels, addressed directly (no per-pixel row lookup).
+struct Source<'a> {
+    data: &'a [u8],
+    stride: usize,
+    w: i64,
+    h: i64,
+    n: usize,
+}
+
+impl<'a> Source<'a> {
+    fn new(src: &ImageView<'a>, n: usize) -> Source<'a> {
+        let plane = src.plane(0);
+        Source {
+            data: plane.data,
+            stride: plane.stride,
+            w: i64::from(src.width()),
+            h: i64::from(src.height()),
+            n,
+        }
+    }
+
+    /// The pixel at `(x, y)`, inside the image.
+    #[inline(always)]
+    fn at(&self, x: i64, y: i64) -> &'a [u8] {
+        let start = y as usize * self.stride + x as usize * self.n;
+        &self.data[start..start + self.n]
+    }
+
+    #[inline(always)]
+    fn inside(&self, x: i64, y: i64) -> bool {
+        x >= 0 && y >= 0 && x < self.w && y < self.h
+    }
+}
+
+/// Copies one pixel (1 or 3 bytes; fixed-size copies, not a `memcpy`).
+#[inline(always)]
+fn copy_px(out: &mut [u8], px: &[u8]) {
+    match (out, px) {
+        ([o0, o1, o2], [p0, p1, p2]) => (*o0, *o1, *o2) = (*p0, *p1, *p2),
+        ([o0], [p0]) => *o0 = *p0,
+        (out, px) => out.copy_from_slice(px),
+    }
+}
+
 /// A filter of Pillow's generic transform: writes the pixel read at
 /// `(x, y)` into `out`, or returns false when it falls outside.
-type Filter = fn(&ImageView<'_>, usize, f64, f64, &mut [u8]) -> bool;
+type Filter = fn(&Source<'_>, f64, f64, &mut [u8]) -> bool;
 
 /// Pillow's `nearest_filter8` / `nearest_filter32`.
-fn nearest(src: &ImageView<'_>, n: usize, x: f64, y: f64, out: &mut [u8]) -> bool {
+fn nearest(src: &Source<'_>, x: f64, y: f64, out: &mut [u8]) -> bool {
     let (x, y) = (coord(x), coord(y));
-    if x < 0 || y < 0 || x >= i64::from(src.width()) || y >= i64::from(src.height()) {
+    if !src.inside(x, y) {
         return false;
     }
-    let x = x as usize * n;
-    out.copy_from_slice(&src.row(y as u32)[x..x + n]);
+    copy_px(out, src.at(x, y));
     true
 }
 
 /// Pillow's `bilinear_filter8` / `bilinear_filter32RGB`: the position's
 /// 2x2 neighbourhood in double precision, edges clamped, truncated.
-fn bilinear(src: &ImageView<'_>, n: usize, x: f64, y: f64, out: &mut [u8]) -> bool {
-    let (w, h) = (i64::from(src.width()), i64::from(src.height()));
+fn bilinear(src: &Source<'_>, x: f64, y: f64, out: &mut [u8]) -> bool {
+    let (w, h) = (src.w, src.h);
     // Pillow compares the unshifted position against the size.
     if !(x >= 0.0 && y >= 0.0 && x < w as f64 && y < h as f64) {
         return false;
@@ -169,15 +212,15 @@ fn bilinear(src: &ImageView<'_>, n: usize, x: f64, y: f64, out: &mut [u8]) -> bo
     let (x, y) = (x - 0.5, y - 0.5);
     let (xi, yi) = (floor(x), floor(y));
     let (dx, dy) = (x - xi as f64, y - yi as f64);
-    let x0 = xi.clamp(0, w - 1) as usize * n;
-    let x1 = (xi + 1).clamp(0, w - 1) as usize * n;
-    let top = src.row(yi.clamp(0, h - 1) as u32);
-    let below = (yi + 1 >= 0 && yi + 1 < h).then(|| src.row((yi + 1) as u32));
+    let (x0, x1) = (xi.clamp(0, w - 1), (xi + 1).clamp(0, w - 1));
+    let y0 = yi.clamp(0, h - 1);
+    let (a, b) = (src.at(x0, y0), src.at(x1, y0));
+    let below = (yi + 1 >= 0 && yi + 1 < h).then(|| (src.at(x0, yi + 1), src.at(x1, yi + 1)));
     let lerp = |a: f64, b: f64, d: f64| a + (b - a) * d;
     for (c, o) in out.iter_mut().enumerate() {
-        let v1 = lerp(f64::from(top[x0 + c]), f64::from(top[x1 + c]), dx);
+        let v1 = lerp(f64::from(a[c]), f64::from(b[c]), dx);
         let v2 = match below {
-            Some(r) => lerp(f64::from(r[x0 + c]), f64::from(r[x1 + c]), dx),
+            Some((c0, c1)) => lerp(f64::from(c0[c]), f64::from(c1[c]), dx),
             None => v1,
         };
         *o = lerp(v1, v2, dy) as u8;
@@ -195,12 +238,13 @@ fn generic(
     filter: Filter,
     point: impl Fn(usize, usize) -> (f64, f64),
 ) {
+    let source = Source::new(src, n);
     for y in 0..dst.height() as usize {
         let row = dst.row_mut(y as u32);
         for (x, out) in row.chunks_exact_mut(n).enumerate() {
             let (sx, sy) = point(x, y);
-            if !filter(src, n, sx, sy, out) {
-                out.copy_from_slice(fill);
+            if !filter(&source, sx, sy, out) {
+                copy_px(out, fill);
             }
         }
     }
@@ -216,15 +260,13 @@ fn affine_nearest(
     fill: &[u8],
     n: usize,
 ) {
-    let (sw, sh) = (i64::from(src.width()), i64::from(src.height()));
+    let source = Source::new(src, n);
     let (w, h) = (dst.width() as usize, dst.height() as usize);
-    let put = |dst: &mut ImageViewMut<'_>, x: usize, y: usize, sx: i64, sy: i64| {
-        let out = &mut dst.row_mut(y as u32)[x * n..(x + 1) * n];
-        if sx >= 0 && sx < sw && sy >= 0 && sy < sh {
-            let s = sx as usize * n;
-            out.copy_from_slice(&src.row(sy as u32)[s..s + n]);
+    let put = |out: &mut [u8], sx: i64, sy: i64| {
+        if source.inside(sx, sy) {
+            copy_px(out, source.at(sx, sy));
         } else {
-            out.copy_from_slice(fill);
+            copy_px(out, fill);
         }
     };
     if a[1] == 0.0 && a[3] == 0.0 {
@@ -233,8 +275,8 @@ fn affine_nearest(
         for y in 0..h {
             let sy = coord(yo);
             let mut xo = a[2] + a[0] * 0.5;
-            for x in 0..w {
-                put(dst, x, y, coord(xo), sy);
+            for out in dst.row_mut(y as u32).chunks_exact_mut(n) {
+                put(out, coord(xo), sy);
                 xo += a[0];
             }
             yo += a[4];
@@ -254,8 +296,8 @@ fn affine_nearest(
         let mut a5 = fix(a[5] + a[3] * 0.5 + a[4] * 0.5);
         for y in 0..h {
             let (mut xx, mut yy) = (a2, a5);
-            for x in 0..w {
-                put(dst, x, y, i64::from(xx >> 16), i64::from(yy >> 16));
+            for out in dst.row_mut(y as u32).chunks_exact_mut(n) {
+                put(out, i64::from(xx >> 16), i64::from(yy >> 16));
                 xx = xx.wrapping_add(a0);
                 yy = yy.wrapping_add(a3);
             }
@@ -269,8 +311,8 @@ fn affine_nearest(
     let mut yo = a[5] + a[4] * 0.5 + a[3] * 0.5;
     for y in 0..h {
         let (mut xx, mut yy) = (xo, yo);
-        for x in 0..w {
-            put(dst, x, y, coord(xx), coord(yy));
+        for out in dst.row_mut(y as u32).chunks_exact_mut(n) {
+            put(out, coord(xx), coord(yy));
             xx += a[0];
             yy += a[3];
         }

@@ -267,11 +267,9 @@ impl Augment {
             Augment::RandomApply { ops, .. }
             | Augment::RandomChoice { ops, .. }
             | Augment::RandomOrder(ops) => ops.iter().map(Augment::positions).sum(),
-            Augment::RandomSelectSubpolicy(policy) => policy
-                .iter()
-                .flatten()
-                .map(|(op, _)| op.positions())
-                .sum(),
+            Augment::RandomSelectSubpolicy(policy) => {
+                policy.iter().flatten().map(|(op, _)| op.positions()).sum()
+            }
             _ => 0,
         }
     }
@@ -318,7 +316,10 @@ impl Augment {
                     return Err(invalid("RandomSelectSubpolicy: no sub-policies"));
                 }
                 policy.iter().flatten().try_for_each(|(op, p)| {
-                    probability(*p, "RandomSelectSubpolicy: each probability must be in 0..=1")?;
+                    probability(
+                        *p,
+                        "RandomSelectSubpolicy: each probability must be in 0..=1",
+                    )?;
                     op.check()
                 })
             }
