@@ -490,3 +490,45 @@ fn select_subpolicy_shares() {
     );
     assert!(drawn.iter().all(|d| d.len() <= 2));
 }
+
+/// AugMix: the original's weight is Beta(alpha, alpha) (uniform for 1),
+/// each chain has 1 to 3 ops (equally often), and the weights sum to 1.
+#[test]
+fn augmix_draws() {
+    use tensorprep::train::{AugMix, AugMixStep};
+    let drawn = draws(vec![Augment::AugMix(AugMix::new())]);
+    let mut originals = vec![];
+    let mut depths = [0usize; 4];
+    for d in &drawn {
+        let Drawn::AugMix(AugMixStep::Start { weight }) = d[0] else {
+            panic!("{d:?}")
+        };
+        assert_eq!(d.last(), Some(&Drawn::AugMix(AugMixStep::End)));
+        originals.push(f64::from(weight));
+        let mut total = f64::from(weight);
+        let mut chains = 0;
+        let mut ops = 0;
+        for step in &d[1..d.len() - 1] {
+            match step {
+                Drawn::AugMix(AugMixStep::Chain) => {
+                    chains += 1;
+                    ops = 0;
+                }
+                Drawn::AugMix(AugMixStep::Add { weight }) => {
+                    total += f64::from(*weight);
+                    // Identity-free space: every op draws a pixel op.
+                    depths[ops] += 1;
+                }
+                Drawn::Pixel(_) => ops += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(chains, 3);
+        assert!((total - 1.0).abs() < 1e-5, "weights sum to {total}");
+    }
+    assert_uniform(&originals, 0.0, 1.0, "AugMix original weight");
+    assert_eq!(depths[0], 0);
+    for (k, &count) in depths.iter().enumerate().skip(1) {
+        assert_share(count, 3 * drawn.len(), 1.0 / 3.0, &format!("chains of {k}"));
+    }
+}

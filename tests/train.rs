@@ -1432,6 +1432,7 @@ fn augmentations_allocate_only_inside_the_decoder() {
             Augment::RandomPerspective(RandomPerspective::new(0.3, 0.5)),
             Augment::rand_augment(2, 9),
             Augment::trivial_augment_wide(),
+            Augment::AugMix(tensorprep::train::AugMix::new()),
             Augment::random_solarize(128.0, 0.3),
             Augment::random_posterize(4, 0.3),
             Augment::random_adjust_sharpness(2.0, 0.3),

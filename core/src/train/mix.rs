@@ -94,7 +94,7 @@ fn normal(d: &mut Draws) -> f64 {
 }
 
 /// A `Gamma(shape, 1)` value (Marsaglia and Tsang; shapes below 1 boosted).
-fn gamma(d: &mut Draws, shape: f64) -> f64 {
+pub(crate) fn gamma(d: &mut Draws, shape: f64) -> f64 {
     if shape < 1.0 {
         let u = 1.0 - d.unit_f64();
         return gamma(d, shape + 1.0) * libm::pow(u, 1.0 / shape);

@@ -29,8 +29,9 @@ mod sampler;
 mod stage;
 
 pub use augment::{
-    Augment, AutoAugmentPolicy, ColorJitter, Drawn, GaussianBlur, PixelOp, PolicyOp, RandomAffine,
-    RandomCrop, RandomPerspective, RandomResizedCrop, RandomRotation, SPACE_OPS, Space, Subpolicy,
+    AugMix, AugMixStep, Augment, AutoAugmentPolicy, ColorJitter, Drawn, GaussianBlur, PixelOp,
+    PolicyOp, RandomAffine, RandomCrop, RandomPerspective, RandomResizedCrop, RandomRotation,
+    SPACE_OPS, Space, Subpolicy,
 };
 pub use autotune::{Budget, Tuned, autotune};
 pub use erase::{EraseValue, RandomErasing, erase};

@@ -197,6 +197,8 @@ pub struct TrainState {
     ops: Vec<Op>,
     images: [Vec<u8>; 2],
     scratch: Vec<f32>,
+    /// AugMix's original image and float mixture.
+    mixing: augment::Mixing,
 }
 
 impl TrainState {
@@ -262,15 +264,16 @@ impl TrainPlan {
             ops,
             images,
             scratch,
+            mixing,
         } = state;
         let plan_ops = |ds: &[Drawn], ops: &mut Vec<Op>| {
             ops.clear();
             ops.extend(ds.iter().map_while(|d| match d {
                 Drawn::Op(op) => Some(*op),
-                Drawn::Pixel(_) => None,
+                _ => None,
             }));
         };
-        let Some(first) = drawn.iter().position(|d| matches!(d, Drawn::Pixel(_))) else {
+        let Some(first) = drawn.iter().position(|d| !matches!(d, Drawn::Op(_))) else {
             plan_ops(drawn, ops);
             return self.base.run_encoded_ops(plan, bytes, info, ops, out);
         };
@@ -295,14 +298,22 @@ impl TrainPlan {
         )?;
         let mut i = first;
         loop {
-            // The next run of plan ops, then the adjustment that ends it.
+            // The next run of plan ops, then the step that ends it.
             plan_ops(&drawn[i..], ops);
+            let next = drawn.get(i + ops.len()).copied();
+            if let (true, Some(Drawn::AugMix(step))) = (ops.is_empty(), next) {
+                // In place on the current image.
+                let len = image_len(format, size, &self.limits())?;
+                step.run(&mut images[cur][..len], mixing)?;
+                i += 1;
+                continue;
+            }
             i += ops.len();
             let [a, b] = images;
             let (src, dst) = if cur == 0 { (&*a, b) } else { (&*b, a) };
             let src_len = image_len(format, size, &self.limits())?;
             let view = ImageView::new(format, size.0, size.1, &src[..src_len])?;
-            let Some(&Drawn::Pixel(pixel)) = drawn.get(i) else {
+            let Some(next) = next else {
                 return self.base.run_pixels_ops(plan, view, ops, out);
             };
             if !ops.is_empty() {
@@ -317,6 +328,9 @@ impl TrainPlan {
                 cur = 1 - cur;
                 continue;
             }
+            let Drawn::Pixel(pixel) = next else {
+                unreachable!("plan ops and AugMix steps are taken above")
+            };
             let after = pixel.output_size(size);
             let len = image_len(format, after, &self.limits())?;
             crate::buffer::grow(dst, len)?;

@@ -7,6 +7,7 @@
 //! Each op's module holds its parameters, its check, its draw and its
 //! description; this module holds the list's shape (positions, nesting).
 
+mod augmix;
 mod color;
 mod crop;
 mod geometric;
@@ -17,6 +18,8 @@ mod resized_crop;
 use alloc::vec::Vec;
 use core::fmt;
 
+pub(crate) use augmix::Mixing;
+pub use augmix::{AugMix, AugMixStep};
 pub use color::{ColorJitter, GaussianBlur};
 pub use crop::RandomCrop;
 pub use geometric::{RandomAffine, RandomPerspective, RandomRotation};
@@ -41,6 +44,8 @@ pub enum Drawn {
     Op(Op),
     /// An adjustment or warp with its drawn parameters.
     Pixel(PixelOp),
+    /// A step of AugMix's mixing.
+    AugMix(AugMixStep),
 }
 
 /// One step of a training pipeline's pixel part: a fixed op, or a random one.
@@ -128,6 +133,8 @@ pub enum Augment {
         /// Fill for the geometric ops (R, G, B).
         fill: [u8; 3],
     },
+    /// `AugMix`.
+    AugMix(AugMix),
     /// `TrivialAugmentWide(num_magnitude_bins, interpolation, fill)`: one
     /// op, at a bin drawn uniformly.
     TrivialAugmentWide {
@@ -338,6 +345,7 @@ impl Augment {
                 probability(*p, "Random adjustment: p must be in 0..=1")
             }
             Augment::ColorJitter(j) => j.check(),
+            Augment::AugMix(a) => a.check(),
             Augment::GaussianBlur(b) => b.check(),
             Augment::RandomRotation(r) => r.check(),
             Augment::RandomAffine(a) => a.check(),
@@ -518,6 +526,10 @@ impl Augment {
                 j.draw(&mut d(), ops);
                 Ok(size)
             }
+            Augment::AugMix(a) => {
+                a.draw(&mut d(), size, ops)?;
+                Ok(size)
+            }
             Augment::GaussianBlur(b) => {
                 b.draw(&mut d(), ops);
                 Ok(size)
@@ -645,6 +657,7 @@ impl fmt::Display for Augment {
             }
             Augment::Pixel { op, p } => write!(f, "Random {op:?} p {p}"),
             Augment::ColorJitter(j) => j.fmt(f),
+            Augment::AugMix(a) => a.fmt(f),
             Augment::GaussianBlur(b) => b.fmt(f),
             Augment::RandomRotation(r) => r.fmt(f),
             Augment::RandomAffine(a) => a.fmt(f),

@@ -167,6 +167,8 @@ pub enum Space {
     Standard,
     /// TrivialAugmentWide's wider ranges.
     Wide,
+    /// AugMix's: translation to a third of the side, posterize 4 bits down.
+    AugMix,
 }
 
 /// `torch.linspace(start, end, steps)` in float32, element `i`, as its
@@ -205,10 +207,14 @@ impl Space {
                 line(if wide { 0.99 } else { 0.9 })
             }
             P::Posterize => {
-                // 8 - round(i / ((bins - 1) / k)) in float32, half to even.
-                let k = if wide { 6.0 } else { 4.0 };
+                // top - round(i / ((bins - 1) / k)) in float32, half to even.
+                let (top, k) = match self {
+                    Space::Wide => (8.0, 6.0),
+                    Space::AugMix => (4.0, 4.0),
+                    Space::Standard => (8.0, 4.0),
+                };
                 let step = ((bins.max(2) - 1) as f64 / k) as f32;
-                8.0 - f64::from(libm::rintf(bin as f32 / step))
+                top - f64::from(libm::rintf(bin as f32 / step))
             }
             P::Solarize => f64::from(linspace(255.0, 0.0, bins, bin)),
             P::Identity | P::AutoContrast | P::Equalize | P::Invert => 0.0,
