@@ -270,8 +270,17 @@ fn a_random_crop_per_sample_allocates_only_inside_the_decoder() {
     .compile()
     .unwrap();
     assert_eq!(plan.output_shape(), Some([3, 80, 96]));
+    assert_decoder_allocations_only(&plan, TrainState::new(), "random crops");
+}
+
+/// 40 samples of two photos through `plan` (f32, 3x80x96) after two warm-up
+/// passes allocate exactly what decoding them alone does.
+fn assert_decoder_allocations_only(
+    plan: &tensorprep::train::TrainPlan,
+    mut state: TrainState,
+    what: &str,
+) {
     let photos = [read("sample.jpg"), read("sklearn_china.jpg")];
-    let mut state = TrainState::new();
     let mut tensor = vec![0f32; 3 * 80 * 96];
     let mut pass = |epoch: u32, state: &mut TrainState| {
         allocations(|| {
@@ -293,7 +302,7 @@ fn a_random_crop_per_sample_allocates_only_inside_the_decoder() {
     let decoding = decoding_allocations((0..40).map(|i| photos[i % 2].as_slice()));
     assert_eq!(
         planned, decoding,
-        "40 random crops: {planned} allocations through the plan, {decoding} in decoding alone"
+        "40 samples, {what}: {planned} allocations through the plan, {decoding} in decoding alone"
     );
 }
 
@@ -1458,27 +1467,6 @@ fn augmentations_allocate_only_inside_the_decoder() {
         )
         .unwrap();
         assert!(tensor == again, "one key, one tensor");
-        let mut pass = |epoch: u32, state: &mut TrainState| {
-            allocations(|| {
-                for index in 0..40u64 {
-                    let key = SampleKey::new(5, epoch, index);
-                    plan.run(
-                        state,
-                        key,
-                        &photos[index as usize % 2],
-                        TensorMut::F32(&mut tensor),
-                    )
-                    .unwrap();
-                }
-            })
-        };
-        pass(0, &mut state);
-        pass(1, &mut state);
-        let planned = pass(2, &mut state);
-        let decoding = decoding_allocations((0..40).map(|i| photos[i % 2].as_slice()));
-        assert_eq!(
-            planned, decoding,
-            "40 augmented samples: {planned} allocations through the plan, {decoding} in decoding alone"
-        );
+        assert_decoder_allocations_only(&plan, state, "augmented");
     }
 }

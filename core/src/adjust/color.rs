@@ -80,18 +80,10 @@ pub fn hue(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, factor: f32) -> Resu
         return Ok(());
     }
     let shift = hue_shift(factor);
-    let [r, g, b] = channels.rgb;
-    for y in 0..src.height() {
-        for (o, i) in dst
-            .row_mut(y)
-            .chunks_exact_mut(3)
-            .zip(src.row(y).chunks_exact(3))
-        {
-            let (h, s, v) = rgb_to_hsv(i[r], i[g], i[b]);
-            let rgb = hsv_to_rgb(h.wrapping_add(shift), s, v);
-            (o[r], o[g], o[b]) = rgb;
-        }
-    }
+    per_rgb_pixel(src, dst, channels.rgb, |r, g, b| {
+        let (h, s, v) = rgb_to_hsv(r, g, b);
+        hsv_to_rgb(h.wrapping_add(shift), s, v)
+    });
     Ok(())
 }
 
@@ -182,16 +174,29 @@ pub fn grayscale(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>) -> Result<()> 
         copy(src, dst);
         return Ok(());
     }
-    let [r, g, b] = channels.rgb;
+    per_rgb_pixel(src, dst, channels.rgb, |r, g, b| {
+        let l = crate::color::luma601(r, g, b);
+        (l, l, l)
+    });
+    Ok(())
+}
+
+/// Maps each pixel of a 3-channel `src` (red, green and blue at `rgb`)
+/// through `f` into `dst`.
+#[inline(always)]
+fn per_rgb_pixel(
+    src: &ImageView<'_>,
+    dst: &mut ImageViewMut<'_>,
+    [r, g, b]: [usize; 3],
+    f: impl Fn(u8, u8, u8) -> (u8, u8, u8),
+) {
     for y in 0..src.height() {
         for (o, i) in dst
             .row_mut(y)
             .chunks_exact_mut(3)
             .zip(src.row(y).chunks_exact(3))
         {
-            let l = crate::color::luma601(i[r], i[g], i[b]);
-            o.copy_from_slice(&[l, l, l]);
+            (o[r], o[g], o[b]) = f(i[r], i[g], i[b]);
         }
     }
-    Ok(())
 }

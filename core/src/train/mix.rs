@@ -351,17 +351,21 @@ impl Mixup {
         Ok(())
     }
 
+    /// Whether CutMix is on, and its Beta parameter (1 with `cutmix_minmax`,
+    /// as timm sets it).
+    fn cutmix(&self) -> (bool, f64) {
+        match self.cutmix_minmax {
+            Some(_) => (true, 1.0),
+            None => (self.cutmix_alpha > 0.0, self.cutmix_alpha),
+        }
+    }
+
     /// `_params_per_batch`: lambda (1 when not mixing) and CutMix or not.
     fn params_per_batch(&self, d: &mut dyn MixDraws) -> (f64, bool) {
         if d.rand() >= self.prob {
             return (1.0, false);
         }
-        let cut_on = self.cutmix_alpha > 0.0 || self.cutmix_minmax.is_some();
-        let cut_alpha = if self.cutmix_minmax.is_some() {
-            1.0
-        } else {
-            self.cutmix_alpha
-        };
+        let (cut_on, cut_alpha) = self.cutmix();
         if self.mixup_alpha > 0.0 && cut_on {
             let cut = d.rand() < self.switch_prob;
             let alpha = if cut { cut_alpha } else { self.mixup_alpha };
@@ -379,12 +383,7 @@ impl Mixup {
         s.cut.clear();
         s.cut_beta.clear();
         s.mix_beta.clear();
-        let cut_on = self.cutmix_alpha > 0.0 || self.cutmix_minmax.is_some();
-        let cut_alpha = if self.cutmix_minmax.is_some() {
-            1.0
-        } else {
-            self.cutmix_alpha
-        };
+        let (cut_on, cut_alpha) = self.cutmix();
         if self.mixup_alpha > 0.0 && cut_on {
             s.cut
                 .extend((0..count).map(|_| d.rand() < self.switch_prob));

@@ -11,6 +11,16 @@ use crate::Result;
 use crate::train::Draws;
 use crate::warp::{Interpolation, Warp};
 
+/// The drawn warp into an image of `size`.
+fn warp(matrix: Warp, size: (u32, u32), interpolation: Interpolation, fill: [u8; 3]) -> Drawn {
+    Drawn::Pixel(PixelOp::Warp {
+        matrix,
+        size,
+        interpolation,
+        fill,
+    })
+}
+
 /// `RandomRotation(degrees, interpolation, expand, center, fill)`.
 ///
 /// ```
@@ -65,12 +75,7 @@ impl RandomRotation {
     ) -> Result<(u32, u32)> {
         let angle = d.uniform(self.degrees.0, self.degrees.1);
         let (matrix, out) = Warp::rotate(angle, self.center, self.expand, size)?;
-        ops.push(Drawn::Pixel(PixelOp::Warp {
-            matrix,
-            size: out,
-            interpolation: self.interpolation,
-            fill: self.fill,
-        }));
+        ops.push(warp(matrix, out, self.interpolation, self.fill));
         Ok(out)
     }
 }
@@ -193,12 +198,7 @@ impl RandomAffine {
             None => (0.0, 0.0),
         };
         let matrix = Warp::affine(angle, translate, scale, shear, self.center, size)?;
-        ops.push(Drawn::Pixel(PixelOp::Warp {
-            matrix,
-            size,
-            interpolation: self.interpolation,
-            fill: self.fill,
-        }));
+        ops.push(warp(matrix, size, self.interpolation, self.fill));
         Ok(size)
     }
 }
@@ -286,12 +286,7 @@ impl RandomPerspective {
         let Ok(matrix) = Warp::perspective(start, [tl, tr, br, bl]) else {
             return Ok(size);
         };
-        ops.push(Drawn::Pixel(PixelOp::Warp {
-            matrix,
-            size,
-            interpolation: self.interpolation,
-            fill: self.fill,
-        }));
+        ops.push(warp(matrix, size, self.interpolation, self.fill));
         Ok(size)
     }
 }

@@ -238,15 +238,22 @@ impl Augment {
     }
 }
 
-/// Appends the policy op `op` at `magnitude` (signed as drawn) to `ops`.
+/// Appends the policy op `op` at `magnitude` to `ops`, negated when the op
+/// is signed and `negate` was drawn.
 fn push_policy_op(
     op: PolicyOp,
     magnitude: f64,
+    negate: bool,
     size: (u32, u32),
     interpolation: Interpolation,
     fill: [u8; 3],
     ops: &mut Vec<Drawn>,
 ) -> Result<()> {
+    let magnitude = if op.signed() && negate {
+        -magnitude
+    } else {
+        magnitude
+    };
     if let Some(p) = op.pixel(magnitude, size, interpolation, fill)? {
         ops.push(Drawn::Pixel(p));
     }
@@ -548,11 +555,8 @@ impl Augment {
                 let signs = [d.below(2), d.below(2)];
                 for (i, &(op, p, bin)) in sub.iter().enumerate() {
                     if f64::from(probs[i]) <= p {
-                        let mut m = bin.map_or(0.0, |b| Space::Standard.magnitude(op, b, 10, size));
-                        if op.signed() && signs[i] == 0 {
-                            m = -m;
-                        }
-                        push_policy_op(op, m, size, *interpolation, *fill, ops)?;
+                        let m = bin.map_or(0.0, |b| Space::Standard.magnitude(op, b, 10, size));
+                        push_policy_op(op, m, signs[i] == 0, size, *interpolation, *fill, ops)?;
                     }
                 }
                 Ok(size)
@@ -567,12 +571,9 @@ impl Augment {
                 let mut d = d();
                 for _ in 0..*num_ops {
                     let op = SPACE_OPS[d.below(SPACE_OPS.len() as u32) as usize];
-                    let mut m =
-                        Space::Standard.magnitude(op, *magnitude, *num_magnitude_bins, size);
-                    if op.signed() && d.below(2) == 1 {
-                        m = -m;
-                    }
-                    push_policy_op(op, m, size, *interpolation, *fill, ops)?;
+                    let m = Space::Standard.magnitude(op, *magnitude, *num_magnitude_bins, size);
+                    let negate = op.signed() && d.below(2) == 1;
+                    push_policy_op(op, m, negate, size, *interpolation, *fill, ops)?;
                 }
                 Ok(size)
             }
@@ -584,11 +585,9 @@ impl Augment {
                 let mut d = d();
                 let op = SPACE_OPS[d.below(SPACE_OPS.len() as u32) as usize];
                 let bin = d.below(*num_magnitude_bins);
-                let mut m = Space::Wide.magnitude(op, bin, *num_magnitude_bins, size);
-                if op.signed() && d.below(2) == 1 {
-                    m = -m;
-                }
-                push_policy_op(op, m, size, *interpolation, *fill, ops)?;
+                let m = Space::Wide.magnitude(op, bin, *num_magnitude_bins, size);
+                let negate = op.signed() && d.below(2) == 1;
+                push_policy_op(op, m, negate, size, *interpolation, *fill, ops)?;
                 Ok(size)
             }
         }
