@@ -575,6 +575,45 @@ mod loader {
         assert!(epoch_with(2, 2, 4) == one, "4 collate threads");
     }
 
+    /// A pipeline with colour, warp, policy and erasing draws: the same
+    /// batches for 1 and 3 decode threads, and a loader resumed after 3
+    /// batches gives the same rest of the epoch.
+    #[test]
+    fn augmented_batches_do_not_depend_on_threads_and_survive_resume() {
+        use tensorprep::train::{AutoAugmentPolicy, ColorJitter, RandomErasing, RandomRotation};
+        let augmented = || {
+            let mut p = TrainPipeline::imagenet_train();
+            p.augments[0] = Augment::RandomResizedCrop(RandomResizedCrop::new(32, 24));
+            p.augments.extend([
+                Augment::auto_augment(AutoAugmentPolicy::ImageNet),
+                Augment::ColorJitter(ColorJitter::new(0.4, 0.4, 0.4, 0.1)),
+                Augment::RandomRotation(RandomRotation::new(-15.0, 15.0)),
+                Augment::AugMix(tensorprep::train::AugMix::new()),
+            ]);
+            p.erasing.push(RandomErasing::new(0.5));
+            Arc::new(p.compile().unwrap())
+        };
+        let run = |workers: usize| {
+            let config = LoaderConfig::new(6, workers, 42);
+            let mut loader = Loader::new(dataset(), augmented(), config).unwrap();
+            rest(&mut loader)
+        };
+        let one = run(1);
+        assert_eq!(one.len(), 7);
+        assert!(run(3) == one, "3 workers");
+        // Not the plain pipeline's batches: the augmentations ran.
+        assert!(epoch(1) != one);
+        let config = LoaderConfig::new(6, 2, 42);
+        let mut loader = Loader::new(dataset(), augmented(), config.clone()).unwrap();
+        for _ in 0..3 {
+            loader.next().unwrap().unwrap();
+        }
+        let state = loader.state();
+        drop(loader);
+        let mut resumed = Loader::resume(dataset(), augmented(), config, state).unwrap();
+        assert!(rest(&mut resumed) == one[3..], "resumed after 3 batches");
+    }
+
     /// Unordered, batches come out as they are done: every sample still
     /// comes exactly once, with its own label and tensor.
     #[test]
