@@ -83,6 +83,62 @@ impl TrainPipeline {
         )
     }
 
+    /// The training presets' names, for [`TrainPipeline::preset`].
+    pub const PRESETS: [&'static str; 5] = [
+        "imagenet-train",
+        "imagenet-autoaugment",
+        "imagenet-randaugment",
+        "imagenet-trivialaugment",
+        "imagenet-augmix",
+    ];
+
+    /// A training preset by name: `imagenet-train` ([`Self::imagenet_train`]),
+    /// or torchvision's classification reference recipe
+    /// (`ClassificationPresetTrain`) with its `--auto-augment` choice:
+    /// `imagenet-autoaugment` (AutoAugment, ImageNet policy),
+    /// `imagenet-randaugment` (RandAugment, magnitude 9),
+    /// `imagenet-trivialaugment` (TrivialAugmentWide) or `imagenet-augmix`
+    /// (AugMix, severity 3), each after the crop and flip, with the
+    /// reference's bilinear interpolation.
+    ///
+    /// ```
+    /// use tensorprep::train::TrainPipeline;
+    ///
+    /// let p = TrainPipeline::preset("imagenet-trivialaugment").unwrap();
+    /// assert_eq!(p.augments.len(), 3);
+    /// assert_eq!(p.compile()?.output_shape(), Some([3, 224, 224]));
+    /// assert!(TrainPipeline::preset("nope").is_none());
+    /// # Ok::<(), tensorprep::Error>(())
+    /// ```
+    pub fn preset(name: &str) -> Option<TrainPipeline> {
+        use crate::warp::Interpolation::Bilinear;
+        let policy = match name {
+            "imagenet-train" => return Some(Self::imagenet_train()),
+            "imagenet-autoaugment" => Augment::AutoAugment {
+                policy: super::AutoAugmentPolicy::ImageNet,
+                interpolation: Bilinear,
+                fill: [0; 3],
+            },
+            "imagenet-randaugment" => Augment::RandAugment {
+                num_ops: 2,
+                magnitude: 9,
+                num_magnitude_bins: 31,
+                interpolation: Bilinear,
+                fill: [0; 3],
+            },
+            "imagenet-trivialaugment" => Augment::TrivialAugmentWide {
+                num_magnitude_bins: 31,
+                interpolation: Bilinear,
+                fill: [0; 3],
+            },
+            "imagenet-augmix" => Augment::AugMix(super::AugMix::new()),
+            _ => return None,
+        };
+        let mut p = Self::imagenet_train();
+        p.augments.push(policy);
+        Some(p)
+    }
+
     /// Compiles with the default [`Limits`].
     pub fn compile(&self) -> Result<TrainPlan> {
         self.compile_with_limits(&Limits::DEFAULT)

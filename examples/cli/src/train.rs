@@ -25,7 +25,9 @@ use crate::{Decoder, backend, default_backend, fast_decode_needs};
 #[derive(Args)]
 pub(crate) struct TrainBenchArgs {
     /// The training pipeline: `imagenet-train` (RandomResizedCrop 224,
-    /// RandomHorizontalFlip, ToTensor, Normalize(ImageNet), CHW float32).
+    /// RandomHorizontalFlip, ToTensor, Normalize(ImageNet), CHW float32), or
+    /// it with torchvision's reference policies: `imagenet-autoaugment`,
+    /// `imagenet-randaugment`, `imagenet-trivialaugment`, `imagenet-augmix`.
     #[arg(long, default_value = "imagenet-train")]
     preset: String,
     /// An image folder (a sub-folder per class), a `.rec` (its `.idx`
@@ -107,13 +109,13 @@ fn open(data: &str) -> Result<Arc<dyn Dataset>, String> {
 }
 
 pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
-    if args.preset != "imagenet-train" {
-        return Err(format!(
-            "unknown training preset `{}` (known: imagenet-train)",
-            args.preset
-        ));
-    }
-    let mut pipeline = TrainPipeline::imagenet_train();
+    let mut pipeline = TrainPipeline::preset(&args.preset).ok_or_else(|| {
+        format!(
+            "unknown training preset `{}` (known: {})",
+            args.preset,
+            TrainPipeline::PRESETS.join(", ")
+        )
+    })?;
     pipeline.decode.backend = match args.decoder {
         Some(d) => backend(d)?,
         None => default_backend(),

@@ -1040,6 +1040,24 @@ fn train_bench_checksums_agree_across_data_forms_and_workers() {
         stderr_of(&o)
     );
     assert_eq!(checksum_of(&o), checksums[0]);
+    // The policy presets: one checksum for 1 and 2 workers, not the plain
+    // preset's; an unknown preset is named with the known ones.
+    for preset in ["imagenet-autoaugment", "imagenet-augmix"] {
+        let sums: Vec<String> = ["1", "2"]
+            .iter()
+            .map(|w| {
+                checksum_of(&bench(
+                    folder.as_str(),
+                    "9",
+                    &["--preset", preset, "--workers", w],
+                ))
+            })
+            .collect();
+        assert_eq!(sums[0], sums[1], "{preset}");
+        assert_ne!(sums[0], checksums[0], "{preset}");
+    }
+    let o = tensorprep(&["train-bench", folder.as_str(), "--preset", "nope"]);
+    assert!(!o.status.success() && stderr_of(&o).contains("imagenet-randaugment"));
     // Fast mode: the same checksum for any worker count where this build
     // has libjpeg-turbo; elsewhere an error naming what it needs.
     let fast = |workers: &str| {
