@@ -607,3 +607,47 @@ fn mixup_and_cutmix_equal_timm() {
     }
     assert_eq!(checked, 10);
 }
+
+/// Every magnitude bin of AutoAugment, RandAugment, TrivialAugmentWide and
+/// AugMix (`make_policy_bins.py`: torch 2.5.1's float32 `linspace` and
+/// posterize formula) at the fixtures' size, and the translations at a
+/// photo's: the same values.
+#[cfg(feature = "train")]
+#[test]
+fn policy_bins_equal_torchvision_everywhere() {
+    use tensorprep::train::{PolicyOp, Space};
+    let text = std::fs::read_to_string(tensorprep_tests::fixture("augment/bins.txt")).unwrap();
+    let mut checked = 0;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (space, bins) = match f[0] {
+            "autoaugment" => (Space::Standard, 10),
+            "randaugment" => (Space::Standard, 31),
+            "trivialaugmentwide" => (Space::Wide, 31),
+            "augmix" => (Space::AugMix, 10),
+            other => panic!("{other}"),
+        };
+        let size = (f[1].parse().unwrap(), f[2].parse().unwrap());
+        let op = [
+            PolicyOp::ShearX,
+            PolicyOp::ShearY,
+            PolicyOp::TranslateX,
+            PolicyOp::TranslateY,
+            PolicyOp::Rotate,
+            PolicyOp::Brightness,
+            PolicyOp::Color,
+            PolicyOp::Contrast,
+            PolicyOp::Sharpness,
+            PolicyOp::Posterize,
+            PolicyOp::Solarize,
+        ]
+        .into_iter()
+        .find(|op| format!("{op:?}") == f[3])
+        .unwrap_or_else(|| panic!("{}", f[3]));
+        let bin: u32 = f[4].parse().unwrap();
+        let want: f64 = f[5].parse().unwrap();
+        assert_eq!(space.magnitude(op, bin, bins, size), want, "{line}");
+        checked += 1;
+    }
+    assert_eq!(checked, 1066);
+}

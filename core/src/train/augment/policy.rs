@@ -171,18 +171,19 @@ pub enum Space {
     AugMix,
 }
 
-/// `torch.linspace(start, end, steps)` in float32, element `i`, as its
-/// serial loop computes it (torch's vectorized loop can differ in the last
-/// bit of a few elements).
+/// `torch.linspace(start, end, steps)` in float32, element `i`, as torch's
+/// CPU kernel computes it: `start + step * i` up to half way, `end - step *
+/// (steps - 1 - i)` after, each a fused multiply-add (its build contracts
+/// them).
 fn linspace(start: f32, end: f32, steps: u32, i: u32) -> f32 {
     if steps <= 1 {
         return start;
     }
     let step = (end - start) / (steps - 1) as f32;
     if i < steps / 2 {
-        start + step * i as f32
+        step.mul_add(i as f32, start)
     } else {
-        end - step * (steps - i - 1) as f32
+        (-step).mul_add((steps - i - 1) as f32, end)
     }
 }
 
@@ -195,11 +196,11 @@ impl Space {
         match op {
             P::ShearX | P::ShearY => line(if wide { 0.99 } else { 0.3 }),
             P::TranslateX | P::TranslateY => {
-                let side = if op == P::TranslateX { size.0 } else { size.1 };
-                line(if wide {
-                    32.0
-                } else {
-                    150.0 / 331.0 * f64::from(side)
+                let side = f64::from(if op == P::TranslateX { size.0 } else { size.1 });
+                line(match self {
+                    Space::Wide => 32.0,
+                    Space::AugMix => side / 3.0,
+                    Space::Standard => 150.0 / 331.0 * side,
                 })
             }
             P::Rotate => line(if wide { 135.0 } else { 30.0 }),
