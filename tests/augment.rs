@@ -385,32 +385,27 @@ fn warps_equal_torchvision() {
     assert_eq!(checked, 32);
 }
 
+/// A policy op by torchvision's name.
+#[cfg(feature = "train")]
+fn policy_op(name: &str) -> tensorprep::train::PolicyOp {
+    use tensorprep::train::{PolicyOp, SPACE_OPS};
+    SPACE_OPS
+        .iter()
+        .chain(&[PolicyOp::Invert])
+        .copied()
+        .find(|op| format!("{op:?}") == name)
+        .unwrap_or_else(|| panic!("no policy op {name}"))
+}
+
 /// Every op of RandAugment's space at bins 0, 10 and 30 with its drawn
 /// sign, as torchvision's `_apply_op` applies it (nearest, black fill) on
 /// RGB and gray: the same bytes.
 #[cfg(feature = "train")]
 #[test]
 fn policy_ops_equal_torchvision() {
-    use tensorprep::train::PolicyOp;
     let mut checked = 0;
     for case in cases().iter().filter(|c| c.op == "policy_op") {
-        let op = match case.param("name") {
-            "Identity" => PolicyOp::Identity,
-            "ShearX" => PolicyOp::ShearX,
-            "ShearY" => PolicyOp::ShearY,
-            "TranslateX" => PolicyOp::TranslateX,
-            "TranslateY" => PolicyOp::TranslateY,
-            "Rotate" => PolicyOp::Rotate,
-            "Brightness" => PolicyOp::Brightness,
-            "Color" => PolicyOp::Color,
-            "Contrast" => PolicyOp::Contrast,
-            "Sharpness" => PolicyOp::Sharpness,
-            "Posterize" => PolicyOp::Posterize,
-            "Solarize" => PolicyOp::Solarize,
-            "AutoContrast" => PolicyOp::AutoContrast,
-            "Equalize" => PolicyOp::Equalize,
-            other => panic!("{other}"),
-        };
+        let op = policy_op(case.param("name"));
         let pixel = op
             .pixel(
                 case.f64("magnitude"),
@@ -434,22 +429,18 @@ fn policy_ops_equal_torchvision() {
     assert_eq!(checked, 72);
 }
 
-/// The magnitude bins torchvision's spaces give at the fixtures' bins (on
-/// the fixtures' 32x24 image), where its linspace and ours agree.
+/// The magnitude each policy_op fixture case used (RandAugment's bins 0, 10
+/// and 30 on the fixtures' 32x24 image), and which ops take a sign.
 #[cfg(feature = "train")]
 #[test]
 fn policy_bins_equal_torchvision() {
-    use tensorprep::train::{PolicyOp, SPACE_OPS, Space};
+    use tensorprep::train::{PolicyOp, Space};
     let mut checked = 0;
     for case in cases()
         .iter()
         .filter(|c| c.op == "policy_op" && c.mode == "rgb")
     {
-        let op = SPACE_OPS
-            .iter()
-            .copied()
-            .find(|op| format!("{op:?}") == case.param("name"))
-            .unwrap();
+        let op = policy_op(case.param("name"));
         let bin: u32 = case.param("bin").parse().unwrap();
         let want = case.f64("magnitude").abs();
         let got = Space::Standard.magnitude(op, bin, 31, (32, 24));
@@ -615,7 +606,7 @@ fn mixup_and_cutmix_equal_timm() {
 #[cfg(feature = "train")]
 #[test]
 fn policy_bins_equal_torchvision_everywhere() {
-    use tensorprep::train::{PolicyOp, Space};
+    use tensorprep::train::Space;
     let text = std::fs::read_to_string(tensorprep_tests::fixture("augment/bins.txt")).unwrap();
     let mut checked = 0;
     for line in text.lines().filter(|l| !l.starts_with('#')) {
@@ -628,22 +619,7 @@ fn policy_bins_equal_torchvision_everywhere() {
             other => panic!("{other}"),
         };
         let size = (f[1].parse().unwrap(), f[2].parse().unwrap());
-        let op = [
-            PolicyOp::ShearX,
-            PolicyOp::ShearY,
-            PolicyOp::TranslateX,
-            PolicyOp::TranslateY,
-            PolicyOp::Rotate,
-            PolicyOp::Brightness,
-            PolicyOp::Color,
-            PolicyOp::Contrast,
-            PolicyOp::Sharpness,
-            PolicyOp::Posterize,
-            PolicyOp::Solarize,
-        ]
-        .into_iter()
-        .find(|op| format!("{op:?}") == f[3])
-        .unwrap_or_else(|| panic!("{}", f[3]));
+        let op = policy_op(f[3]);
         let bin: u32 = f[4].parse().unwrap();
         let want: f64 = f[5].parse().unwrap();
         assert_eq!(space.magnitude(op, bin, bins, size), want, "{line}");

@@ -436,10 +436,9 @@ fn mixup_beta_draws() {
     let labels: Vec<f32> = (0..8).map(|i| (i % 10) as f32).collect();
     let run = |batch: u64| {
         let (mut x, mut t) = (x0.clone(), vec![0f32; 80]);
-        m.apply_keyed(
-            4,
-            1,
-            batch,
+        let mut d = Mixup::batch_draws(4, 1, batch);
+        m.apply(
+            &mut d,
             &mut x,
             shape,
             &labels,

@@ -58,6 +58,21 @@ pub enum Point {
 }
 
 impl Point {
+    /// `ImageOps.solarize` with a fractional threshold (as torchvision's
+    /// policies pass it): `i < threshold` holds for the bytes below its
+    /// ceiling, so the first inverted value is the ceiling (255 at most).
+    ///
+    /// ```
+    /// use tensorprep::adjust::Point;
+    ///
+    /// assert_eq!(Point::solarize_from(127.5), Point::Solarize { threshold: 128 });
+    /// ```
+    pub fn solarize_from(threshold: f64) -> Point {
+        Point::Solarize {
+            threshold: libm::ceil(threshold).clamp(0.0, 255.0) as u8,
+        }
+    }
+
     /// The table: output byte for each input byte.
     pub fn table(self) -> Result<[u8; 256]> {
         let mut t = [0u8; 256];

@@ -111,10 +111,7 @@ impl RandomErasing {
         if !d.chance(self.p) {
             return Ok(());
         }
-        let (_, h, w) = match layout {
-            Layout::Chw => (shape[0], shape[1], shape[2]),
-            Layout::Hwc => (shape[2], shape[0], shape[1]),
-        };
+        let (_, h, w) = chw(shape, layout);
         let Some(rect) = self.draw_box(d, w as u32, h as u32) else {
             return Ok(());
         };
@@ -127,11 +124,18 @@ impl RandomErasing {
     }
 }
 
-/// A standard normal value (Box-Muller on two 24-bit uniforms).
+/// A standard normal value from 24-bit uniforms.
 fn normal(d: &mut Draws) -> f32 {
     let u1 = 1.0 - f64::from(d.unit_f32());
-    let u2 = f64::from(d.unit_f32());
-    (libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(2.0 * core::f64::consts::PI * u2)) as f32
+    super::rng::box_muller(u1, f64::from(d.unit_f32())) as f32
+}
+
+/// Channels, height and width of a tensor of `shape` in `layout`.
+fn chw(shape: [usize; 3], layout: Layout) -> (usize, usize, usize) {
+    match layout {
+        Layout::Chw => (shape[0], shape[1], shape[2]),
+        Layout::Hwc => (shape[2], shape[0], shape[1]),
+    }
 }
 
 /// torchvision's `F.erase(img, i, j, h, w, v)` on a tensor of `shape` in
@@ -156,10 +160,7 @@ pub fn erase(
     rect: Rect,
     fill: &mut dyn FnMut(usize) -> f32,
 ) -> Result<()> {
-    let (c, h, w) = match layout {
-        Layout::Chw => (shape[0], shape[1], shape[2]),
-        Layout::Hwc => (shape[2], shape[0], shape[1]),
-    };
+    let (c, h, w) = chw(shape, layout);
     let (x0, y0) = (rect.x as usize, rect.y as usize);
     let (x1, y1) = (x0 + rect.width as usize, y0 + rect.height as usize);
     if x1 > w || y1 > h || out.len() != c * h * w {

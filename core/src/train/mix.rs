@@ -73,9 +73,7 @@ impl MixDraws for Draws {
     }
 
     fn beta(&mut self, alpha: f64) -> f64 {
-        let x = gamma(self, alpha);
-        let y = gamma(self, alpha);
-        if x + y > 0.0 { x / (x + y) } else { 0.5 }
+        beta_pair(self, alpha).0
     }
 
     fn randint(&mut self, lo: i64, hi: i64) -> i64 {
@@ -86,11 +84,23 @@ impl MixDraws for Draws {
     }
 }
 
-/// A standard normal value (Box-Muller).
+/// `Dirichlet([alpha, alpha])` from two gammas: `(x / (x + y), y / (x +
+/// y))`, the first a `Beta(alpha, alpha)` value (halves when both are 0).
+pub(crate) fn beta_pair(d: &mut Draws, alpha: f64) -> (f64, f64) {
+    let x = gamma(d, alpha);
+    let y = gamma(d, alpha);
+    let total = x + y;
+    if total > 0.0 {
+        (x / total, y / total)
+    } else {
+        (0.5, 0.5)
+    }
+}
+
+/// A standard normal value from 53-bit uniforms.
 fn normal(d: &mut Draws) -> f64 {
     let u1 = 1.0 - d.unit_f64();
-    let u2 = d.unit_f64();
-    libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(2.0 * core::f64::consts::PI * u2)
+    crate::train::rng::box_muller(u1, d.unit_f64())
 }
 
 /// A `Gamma(shape, 1)` value (Marsaglia and Tsang; shapes below 1 boosted).
@@ -485,23 +495,12 @@ impl Mixup {
         }
     }
 
-    /// Mixes a batch with draws keyed by (seed, epoch, batch number): the
-    /// same batch mixes the same way for any worker count and after resume.
-    #[allow(clippy::too_many_arguments)]
-    pub fn apply_keyed(
-        &self,
-        seed: u64,
-        epoch: u32,
-        batch: u64,
-        x: &mut [f32],
-        shape: BatchShape,
-        labels: &[f32],
-        targets: &mut [f32],
-        scratch: &mut MixScratch,
-    ) -> Result<()> {
+    /// The draws for batch `batch` of `epoch` under `seed`, to pass to
+    /// [`Mixup::apply`]: the same batch mixes the same way for any worker
+    /// count and after resume.
+    pub fn batch_draws(seed: u64, epoch: u32, batch: u64) -> Draws {
         // The batch number in the sample-index slot, under an op position
         // no sample's augments use.
-        let mut d = Draws::new(SampleKey::new(seed, epoch, batch), u16::MAX);
-        self.apply(&mut d, x, shape, labels, targets, scratch)
+        Draws::new(SampleKey::new(seed, epoch, batch), u16::MAX)
     }
 }

@@ -157,6 +157,12 @@ impl Draws {
     }
 }
 
+/// Box-Muller: a standard normal value from `u1` in `(0, 1]` and `u2` in
+/// `[0, 1)`.
+pub(crate) fn box_muller(u1: f64, u2: f64) -> f64 {
+    libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(2.0 * core::f64::consts::PI * u2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,10 +12,10 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::policy::{PolicyOp, Space};
-use super::{Drawn, invalid};
+use super::{Drawn, invalid, push_policy_op};
 use crate::Result;
 use crate::train::Draws;
-use crate::train::mix::gamma;
+use crate::train::mix::{beta_pair, gamma};
 use crate::warp::Interpolation;
 
 /// `AugMix(severity=3, mixture_width=3, chain_depth=-1, alpha=1.0,
@@ -94,13 +94,7 @@ impl AugMix {
 
     pub(super) fn draw(&self, d: &mut Draws, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<()> {
         // m = Dirichlet([alpha, alpha]); weights = Dirichlet(alpha * width) * m[1].
-        let (g0, g1) = (gamma(d, self.alpha), gamma(d, self.alpha));
-        let total = g0 + g1;
-        let (m0, m1) = if total > 0.0 {
-            (g0 / total, g1 / total)
-        } else {
-            (0.5, 0.5)
-        };
+        let (m0, m1) = beta_pair(d, self.alpha);
         let width = self.mixture_width as usize;
         let mut weights = [0f64; 16];
         for w in &mut weights[..width] {
@@ -124,13 +118,9 @@ impl AugMix {
             for _ in 0..depth {
                 let op = space[d.below(space.len() as u32) as usize];
                 let bin = d.below(self.severity);
-                let mut m = Space::AugMix.magnitude(op, bin, 10, size);
-                if op.signed() && d.below(2) == 1 {
-                    m = -m;
-                }
-                if let Some(p) = op.pixel(m, size, self.interpolation, self.fill)? {
-                    ops.push(Drawn::Pixel(p));
-                }
+                let m = Space::AugMix.magnitude(op, bin, 10, size);
+                let negate = op.signed() && d.below(2) == 1;
+                push_policy_op(op, m, negate, size, self.interpolation, self.fill, ops)?;
             }
             // torch: combined weights in float32.
             let combined = (weight as f32) * (m1 as f32);

@@ -11,6 +11,11 @@ use crate::Result;
 use crate::train::Draws;
 use crate::warp::{Interpolation, Warp};
 
+/// A finite range, `min <= max`.
+fn ordered((a, b): (f64, f64)) -> bool {
+    a.is_finite() && b.is_finite() && a <= b
+}
+
 /// The drawn warp into an image of `size`.
 fn warp(matrix: Warp, size: (u32, u32), interpolation: Interpolation, fill: [u8; 3]) -> Drawn {
     Drawn::Pixel(PixelOp::Warp {
@@ -58,8 +63,7 @@ impl RandomRotation {
     }
 
     pub(super) fn check(&self) -> Result<()> {
-        let (a, b) = self.degrees;
-        if !(a.is_finite() && b.is_finite() && a <= b) {
+        if !ordered(self.degrees) {
             return Err(invalid(
                 "RandomRotation: degrees must be finite, min <= max",
             ));
@@ -137,8 +141,7 @@ impl RandomAffine {
     }
 
     pub(super) fn check(&self) -> Result<()> {
-        let range = |(a, b): (f64, f64)| a.is_finite() && b.is_finite() && a <= b;
-        if !range(self.degrees) {
+        if !ordered(self.degrees) {
             return Err(invalid("RandomAffine: degrees must be finite, min <= max"));
         }
         if let Some((x, y)) = self.translate
@@ -149,12 +152,12 @@ impl RandomAffine {
             ));
         }
         if let Some(s) = self.scale
-            && !(range(s) && s.0 > 0.0)
+            && !(ordered(s) && s.0 > 0.0)
         {
             return Err(invalid("RandomAffine: scale must be positive, min <= max"));
         }
         if let Some(s) = self.shear
-            && !(range((s[0], s[1])) && range((s[2], s[3])))
+            && !(ordered((s[0], s[1])) && ordered((s[2], s[3])))
         {
             return Err(invalid(
                 "RandomAffine: shear ranges must be finite, min <= max",

@@ -168,9 +168,7 @@ impl Augment {
     /// inverted (a fractional threshold counts from the next integer).
     pub fn random_solarize(threshold: f64, p: f64) -> Augment {
         Augment::Pixel {
-            op: PixelOp::Point(Point::Solarize {
-                threshold: libm::ceil(threshold).clamp(0.0, 255.0) as u8,
-            }),
+            op: PixelOp::Point(Point::solarize_from(threshold)),
             p,
         }
     }

@@ -146,11 +146,7 @@ impl PolicyOp {
             P::Posterize => PixelOp::Point(Point::Posterize {
                 bits: magnitude.clamp(0.0, 8.0) as u8,
             }),
-            // Pillow inverts v >= threshold: the first integer at or above
-            // a fractional threshold.
-            P::Solarize => PixelOp::Point(Point::Solarize {
-                threshold: libm::ceil(magnitude).clamp(0.0, 255.0) as u8,
-            }),
+            P::Solarize => PixelOp::Point(Point::solarize_from(magnitude)),
             P::AutoContrast => PixelOp::Autocontrast,
             P::Equalize => PixelOp::Equalize,
             P::Invert => PixelOp::Point(Point::Invert),
