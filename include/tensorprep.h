@@ -299,6 +299,8 @@ typedef uint32_t tp_result;
  * Pixel formats. The YUV 4:2:0 formats have chroma at half width and height
  * (rounded up): NV12 is a Y plane then interleaved U,V; NV21 a Y plane then
  * interleaved V,U (Android's camera default); I420 three planes Y, U, V.
+ * YUYV, UYVY (YUV 4:2:2) and RGB565 are one plane each. The camera formats
+ * (YUV, RGB565) are inputs: they are converted when the plan first reads them.
  */
 enum tp_pixel_format
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -344,6 +346,28 @@ enum tp_pixel_format
      * bytes each. Strides and lengths as for NV12.
      */
     TP_PIXEL_FORMAT_I420 = 8,
+    /**
+     * YUV 4:2:2 in one plane (YUY2, Linux webcams): each pair of pixels is 4
+     * bytes Y0 U Y1 V sharing one U,V pair. Plane 0 is H rows of
+     * 4 * ((W + 1) / 2) bytes (an odd width uses the first pixel of the last pair).
+     */
+    TP_PIXEL_FORMAT_YUYV = 9,
+    /**
+     * YUV 4:2:2 in one plane: each pair of pixels is 4 bytes U Y0 V Y1.
+     * Sizes as for YUYV.
+     */
+    TP_PIXEL_FORMAT_UYVY = 10,
+    /**
+     * RGB565, 16 bits per pixel (red in the top 5 bits, green 6, blue the low
+     * 5), each pixel's word stored low byte first (Android `RGB_565`, V4L2
+     * `RGBP`, OpenCV's BGR565). Plane 0 is H rows of 2 * W bytes.
+     */
+    TP_PIXEL_FORMAT_RGB565_LE = 11,
+    /**
+     * RGB565 with each pixel's word stored high byte first (most SPI camera
+     * modules and displays). Sizes as for RGB565_LE.
+     */
+    TP_PIXEL_FORMAT_RGB565_BE = 12,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

@@ -90,6 +90,9 @@ fn mutated_graph_files_never_panic() {
     let (mut ok, mut err) = (0, 0);
     for _ in 0..3000 {
         let m = mutate(&mut rng, &bytes);
+        if m == bytes {
+            continue; // a byte overwritten with its own value: no mutation
+        }
         match Graph::decode(&m) {
             Ok(_) => ok += 1,
             Err(_) => err += 1,

@@ -266,7 +266,28 @@ fn random_fused_pipelines_equal_the_eager_ops_bit_for_bit() {
     let rgb = read_png("src_china_small_rgb.png");
     let rgba = read_png("src_china_rgba.png");
     let gray = read_png("src_sample_small_gray.png");
+    // Camera frames: NV21, YUV 4:2:2 in both orders, RGB565 in both byte orders.
     let nv21 = read("frame_128x96.nv21");
+    let yuyv = read("camera/frame_128x96.yuyv");
+    let uyvy: Vec<u8> = yuyv.chunks_exact(2).flat_map(|p| [p[1], p[0]]).collect();
+    let rgb565: Vec<u8> = rgb
+        .as_bytes()
+        .chunks_exact(3)
+        .flat_map(|p| {
+            let v =
+                (u16::from(p[0]) >> 3) << 11 | (u16::from(p[1]) >> 2) << 5 | u16::from(p[2]) >> 3;
+            v.to_le_bytes()
+        })
+        .collect();
+    let rgb565_be: Vec<u8> = rgb565.chunks_exact(2).flat_map(|p| [p[1], p[0]]).collect();
+    let (rw, rh) = (rgb.width(), rgb.height());
+    let cameras = [
+        ImageView::new(PixelFormat::Nv21, 128, 96, &nv21).unwrap(),
+        ImageView::new(PixelFormat::Yuyv, 128, 96, &yuyv).unwrap(),
+        ImageView::new(PixelFormat::Uyvy, 128, 96, &uyvy).unwrap(),
+        ImageView::new(PixelFormat::Rgb565Le, rw, rh, &rgb565).unwrap(),
+        ImageView::new(PixelFormat::Rgb565Be, rw, rh, &rgb565_be).unwrap(),
+    ];
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let (mut compared, mut refused) = (0, 0);
     let mut state = PlanState::new();
@@ -277,7 +298,7 @@ fn random_fused_pipelines_equal_the_eager_ops_bit_for_bit() {
             2 => (rgba.view(), None),
             3 => (gray.view(), None),
             _ => (
-                ImageView::new(PixelFormat::Nv21, 128, 96, &nv21).unwrap(),
+                cameras[rng.below(cameras.len())],
                 Some(Op::ConvertColor {
                     to: rng.pick(&[PixelFormat::Rgb8, PixelFormat::Bgr8, PixelFormat::Gray8]),
                     range: rng.pick(&[YuvRange::Full, YuvRange::Limited]),

@@ -51,6 +51,14 @@ pub enum Error {
         /// Bytes asked for.
         bytes: u64,
     },
+    /// The caller's memory for a plan built without an allocator
+    /// ([`crate::arena::Arena`]) is smaller than the plan needs.
+    ArenaTooSmall {
+        /// Bytes needed up to and including the request that failed.
+        needed: u64,
+        /// Bytes of the arena.
+        available: u64,
+    },
     /// A row stride is smaller than the bytes of one row.
     StrideTooSmall {
         /// Index of the plane (0 for packed formats).
@@ -123,7 +131,8 @@ pub enum Error {
         /// Image height.
         height: u32,
     },
-    /// A crop of a 4:2:0 image must start on even coordinates.
+    /// A crop of a chroma-subsampled image must start on a chroma sample: even
+    /// coordinates for YUV 4:2:0, an even column for YUV 4:2:2.
     UnalignedCrop {
         /// The rectangle.
         rect: crate::Rect,
@@ -243,6 +252,11 @@ impl fmt::Display for Error {
                 "the plan needs {bytes} bytes of image buffers for this input (the decoded \
                  image and the intermediate ones alive at once), more than the limit of {limit}"
             ),
+            Error::ArenaTooSmall { needed, available } => write!(
+                f,
+                "the arena holds {available} bytes but the plan needs at least {needed} \
+                 (ask the plan's bytes_needed for the exact size)"
+            ),
             Error::OutOfMemory { bytes } => {
                 write!(f, "the system could not allocate {bytes} bytes")
             }
@@ -293,7 +307,8 @@ impl fmt::Display for Error {
             ),
             Error::UnalignedCrop { rect } => write!(
                 f,
-                "crop at ({}, {}) of a 4:2:0 image must start at even coordinates",
+                "crop at ({}, {}) of a chroma-subsampled image must start on a chroma sample \
+                 (even x and y for YUV 4:2:0, even x for YUV 4:2:2)",
                 rect.x, rect.y
             ),
             Error::InvalidParameter { name } => write!(f, "invalid parameter: {name}"),

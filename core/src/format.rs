@@ -2,11 +2,23 @@
 
 /// How the pixels of an image are laid out in memory.
 ///
-/// Packed formats hold one interleaved plane. The camera formats are 8-bit
-/// YUV 4:2:0 with chroma at half width and half height (rounded up):
-/// `Nv12` (Y plane, then interleaved U,V), `Nv21` (Y, then interleaved V,U —
-/// Android's camera default) and `I420` (Y, U, V planes). Each plane has its
-/// own row stride, as Android `YUV_420_888` and iOS `CVPixelBuffer` deliver them.
+/// The 8-bit formats (`Gray8`, `Rgb8`, `Bgr8`, `Rgba8`, `Bgra8`) hold one
+/// interleaved plane with a byte per channel: every op works in them.
+///
+/// The camera formats are inputs, converted to one of those as they are first
+/// read ([`crate::color`] gives the equations):
+/// - 8-bit YUV 4:2:0 with chroma at half width and half height (rounded up):
+///   `Nv12` (Y plane, then interleaved U,V), `Nv21` (Y, then interleaved V,U —
+///   Android's camera default) and `I420` (Y, U, V planes). Each plane has its
+///   own row stride, as Android `YUV_420_888` and iOS `CVPixelBuffer` deliver them.
+/// - 8-bit YUV 4:2:2 in one plane, two pixels per 4-byte group sharing one U,V
+///   pair (chroma at half width, rounded up): `Yuyv` (Y0 U Y1 V, also called
+///   YUY2: Linux webcams, V4L2 `YUYV`) and `Uyvy` (U Y0 V Y1).
+/// - RGB565, 16 bits per pixel with red in the top 5 bits, green in the middle
+///   6 and blue in the low 5 (the display and camera format of microcontroller
+///   boards): `Rgb565Le` stores each pixel's 16-bit word little-endian (low byte
+///   first: Android `RGB_565`, V4L2 `RGBP`, OpenCV's `BGR565`), `Rgb565Be`
+///   big-endian (high byte first, as most SPI camera modules and LCDs send it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum PixelFormat {
@@ -26,11 +38,19 @@ pub enum PixelFormat {
     Nv21,
     /// YUV 4:2:0, three planes Y, U, V.
     I420,
+    /// YUV 4:2:2 in one plane: bytes Y0 U Y1 V per pair of pixels (YUY2).
+    Yuyv,
+    /// YUV 4:2:2 in one plane: bytes U Y0 V Y1 per pair of pixels.
+    Uyvy,
+    /// RGB565, each 16-bit pixel stored low byte first.
+    Rgb565Le,
+    /// RGB565, each 16-bit pixel stored high byte first.
+    Rgb565Be,
 }
 
 impl PixelFormat {
     /// Every format, in declaration order.
-    pub const ALL: [PixelFormat; 8] = [
+    pub const ALL: [PixelFormat; 12] = [
         PixelFormat::Gray8,
         PixelFormat::Rgb8,
         PixelFormat::Bgr8,
@@ -39,21 +59,53 @@ impl PixelFormat {
         PixelFormat::Nv12,
         PixelFormat::Nv21,
         PixelFormat::I420,
+        PixelFormat::Yuyv,
+        PixelFormat::Uyvy,
+        PixelFormat::Rgb565Le,
+        PixelFormat::Rgb565Be,
     ];
 
-    /// Bytes per pixel of a packed (single-plane, interleaved) format, `None` for YUV 4:2:0.
+    /// Bytes per pixel of an 8-bit interleaved format (the formats ops work in);
+    /// `None` for the camera formats (YUV, RGB565), which are converted when read.
     pub const fn bytes_per_pixel(self) -> Option<usize> {
         match self {
             PixelFormat::Gray8 => Some(1),
             PixelFormat::Rgb8 | PixelFormat::Bgr8 => Some(3),
             PixelFormat::Rgba8 | PixelFormat::Bgra8 => Some(4),
-            PixelFormat::Nv12 | PixelFormat::Nv21 | PixelFormat::I420 => None,
+            _ => None,
         }
     }
 
-    /// Whether the format is packed (one interleaved plane).
+    /// Whether the format is packed: one interleaved plane (the 8-bit formats,
+    /// YUV 4:2:2 and RGB565).
     pub const fn is_packed(self) -> bool {
-        self.bytes_per_pixel().is_some()
+        self.plane_count() == 1
+    }
+
+    /// Whether the format is one of the camera formats converted when read
+    /// (YUV 4:2:0, YUV 4:2:2, RGB565) rather than an 8-bit working format.
+    pub const fn is_camera(self) -> bool {
+        self.bytes_per_pixel().is_none()
+    }
+
+    /// Pixels per chroma sample horizontally and vertically: `(2, 2)` for
+    /// YUV 4:2:0, `(2, 1)` for YUV 4:2:2, `(1, 1)` otherwise. Crops of a
+    /// subsampled image start on multiples of these.
+    pub const fn chroma_subsampling(self) -> (u32, u32) {
+        match self {
+            PixelFormat::Nv12 | PixelFormat::Nv21 | PixelFormat::I420 => (2, 2),
+            PixelFormat::Yuyv | PixelFormat::Uyvy => (2, 1),
+            _ => (1, 1),
+        }
+    }
+
+    /// Pixels one element of plane `index` covers horizontally and vertically.
+    pub(crate) const fn element_pixels(self, index: usize) -> (usize, usize) {
+        match (self, index) {
+            (PixelFormat::Yuyv | PixelFormat::Uyvy, _) => (2, 1),
+            (PixelFormat::Nv12 | PixelFormat::Nv21 | PixelFormat::I420, 1 | 2) => (2, 2),
+            _ => (1, 1),
+        }
     }
 
     /// Number of planes.
@@ -108,6 +160,8 @@ impl PixelFormat {
             (PixelFormat::Nv12 | PixelFormat::Nv21 | PixelFormat::I420, 0) => (1, w, h),
             (PixelFormat::Nv12 | PixelFormat::Nv21, 1) => (2, cw, ch),
             (PixelFormat::I420, 1 | 2) => (1, cw, ch),
+            (PixelFormat::Yuyv | PixelFormat::Uyvy, 0) => (4, cw, h),
+            (PixelFormat::Rgb565Le | PixelFormat::Rgb565Be, 0) => (2, w, h),
             (_, 0) => match self.bytes_per_pixel() {
                 Some(bpp) => (bpp, w, h),
                 None => return None,

@@ -289,6 +289,13 @@ pub fn transform(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, t: Transform) 
             name: "flipping or rotating 4:2:0 images needs even width and height",
         });
     }
+    // A YUV 4:2:2 pixel pair shares its chroma: only a vertical flip keeps pairs whole.
+    if src.format().chroma_subsampling() == (2, 1) && (t.transpose || t.flip_x) {
+        return Err(Error::UnsupportedFormat {
+            op: "mirroring or turning a YUV 4:2:2 image (convert it first)",
+            format: src.format(),
+        });
+    }
     for plane in 0..src.format().plane_count() {
         let Some(g) = src
             .format()

@@ -171,7 +171,8 @@ fn crop_offsets(
     strides: [usize; 3],
 ) -> Result<[usize; 3]> {
     rect.check(width, height)?;
-    if format.is_yuv420() && (!rect.x.is_multiple_of(2) || !rect.y.is_multiple_of(2)) {
+    let (sx, sy) = format.chroma_subsampling();
+    if !rect.x.is_multiple_of(sx) || !rect.y.is_multiple_of(sy) {
         return Err(Error::UnalignedCrop { rect });
     }
     let mut offsets = [0; 3];
@@ -184,13 +185,9 @@ fn crop_offsets(
         let bpe = format
             .plane_geometry(i, width, height)
             .map_or(0, |g| g.bytes_per_element);
-        // Chroma planes of 4:2:0 formats are subsampled by two in both directions.
-        let (x, y) = if i == 0 {
-            (rect.x as usize, rect.y as usize)
-        } else {
-            (rect.x as usize / 2, rect.y as usize / 2)
-        };
-        *offset = y * stride + x * bpe;
+        // Subsampled planes (and YUV 4:2:2's pixel pairs) hold fewer elements.
+        let (ex, ey) = format.element_pixels(i);
+        *offset = rect.y as usize / ey * stride + rect.x as usize / ex * bpe;
     }
     Ok(offsets)
 }

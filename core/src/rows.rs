@@ -65,7 +65,7 @@ mod reader {
     /// formats agree, otherwise converted row by row on first read.
     #[derive(Clone, Copy, Debug)]
     pub(crate) struct RowReader<'a> {
-        /// The region, widened to even coordinates for 4:2:0 sources.
+        /// The region, widened to start on a chroma sample for subsampled sources.
         view: ImageView<'a>,
         /// Byte offset of the region's first pixel in a converted row.
         x: usize,
@@ -92,12 +92,10 @@ mod reader {
             } else {
                 Some(RowConverter::new(src.format(), format, range)?)
             };
-            // A 4:2:0 view must start on even coordinates; the odd pixel is skipped after converting.
-            let (dx, dy) = if src.format().is_yuv420() {
-                (region.x % 2, region.y % 2)
-            } else {
-                (0, 0)
-            };
+            // A subsampled view must start on a chroma sample; the pixels before
+            // the region are skipped after converting.
+            let (sx, sy) = src.format().chroma_subsampling();
+            let (dx, dy) = (region.x % sx, region.y % sy);
             let view = src.crop(Rect::new(
                 region.x - dx,
                 region.y - dy,

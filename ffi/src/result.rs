@@ -64,12 +64,15 @@ pub enum tp_result {
     SizeMismatch = 109,
     /// A rectangle does not lie inside the image.
     RectOutOfBounds = 110,
-    /// A crop of a 4:2:0 image must start on even coordinates.
+    /// A crop of a chroma-subsampled image must start on a chroma sample
+    /// (even x and y for YUV 4:2:0, even x for YUV 4:2:2).
     UnalignedCrop = 111,
     /// The system could not provide memory the limits allow; nothing was aborted.
     OutOfMemory = 112,
     /// The buffers a plan needs for one input total more than the limit.
     PlanTooLarge = 113,
+    /// The memory given for a plan built without an allocator is too small.
+    ArenaTooSmall = 114,
 
     /// The data ends before the image does.
     JpegTruncated = 200,
@@ -149,6 +152,7 @@ pub(crate) const RESULTS: &[(tp_result, &CStr)] = {
         (UnalignedCrop, c"TP_RESULT_UNALIGNED_CROP"),
         (OutOfMemory, c"TP_RESULT_OUT_OF_MEMORY"),
         (PlanTooLarge, c"TP_RESULT_PLAN_TOO_LARGE"),
+        (ArenaTooSmall, c"TP_RESULT_ARENA_TOO_SMALL"),
         (JpegTruncated, c"TP_RESULT_JPEG_TRUNCATED"),
         (JpegCorrupt, c"TP_RESULT_JPEG_CORRUPT"),
         (JpegUnsupported, c"TP_RESULT_JPEG_UNSUPPORTED"),
@@ -226,6 +230,7 @@ fn code_of(e: &Error) -> tp_result {
         Error::UnalignedCrop { .. } => R::UnalignedCrop,
         Error::OutOfMemory { .. } => R::OutOfMemory,
         Error::PlanTooLarge { .. } => R::PlanTooLarge,
+        Error::ArenaTooSmall { .. } => R::ArenaTooSmall,
         Error::InvalidParameter { .. } => R::InvalidParameter,
         Error::Jpeg { kind } => match kind {
             JpegErrorKind::Truncated => R::JpegTruncated,

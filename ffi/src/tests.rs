@@ -354,3 +354,94 @@ fn a_run_state_used_by_two_calls_at_once_refuses_the_second() {
         tp_plan_free(plan);
     }
 }
+
+/// The camera formats of boards and webcams go through the C API as NV21
+/// does: one plane, and the same tensor as the Rust plan gives.
+#[test]
+fn board_and_webcam_formats_run_through_the_c_api() {
+    use tensorprep::PixelFormat;
+    use tensorprep::pipeline::{Input, InputDesc, Pipeline, PlanState};
+    let bytes: Vec<u8> = (0..W as usize * H as usize * 2)
+        .map(|i| (i * 7 % 251) as u8)
+        .collect();
+    let state = new_state();
+    for (c, format) in [
+        (tp_pixel_format::Yuyv, PixelFormat::Yuyv),
+        (tp_pixel_format::Uyvy, PixelFormat::Uyvy),
+        (tp_pixel_format::Rgb565Le, PixelFormat::Rgb565Le),
+        (tp_pixel_format::Rgb565Be, PixelFormat::Rgb565Be),
+    ] {
+        let input = tp_input_desc {
+            kind: tp_input_kind::Pixels as u32,
+            format: c as u32,
+            width: W,
+            height: H,
+        };
+        let plan = plan_ex(
+            input,
+            tp_plan_options_ex {
+                struct_size: size_of::<tp_plan_options_ex>(),
+                ..tp_plan_options_ex::default()
+            },
+        );
+        let img = tp_image {
+            format: c as u32,
+            width: W,
+            height: H,
+            planes: [
+                tp_plane {
+                    data: bytes.as_ptr(),
+                    len: bytes.len(),
+                    stride: 0,
+                },
+                tp_plane {
+                    data: ptr::null(),
+                    len: 0,
+                    stride: 0,
+                },
+                tp_plane {
+                    data: ptr::null(),
+                    len: 0,
+                    stride: 0,
+                },
+            ],
+        };
+        let mut got = vec![0f32; 3 * 224 * 224];
+        // SAFETY: live handles, freed once; `img` points into `bytes`.
+        unsafe {
+            run(plan, state, &img, &mut got);
+            let short = tp_image {
+                planes: [
+                    tp_plane {
+                        len: bytes.len() - 1,
+                        ..img.planes[0]
+                    },
+                    img.planes[1],
+                    img.planes[2],
+                ],
+                ..img
+            };
+            assert_eq!(
+                try_run(plan, state, &short, &mut got.clone()),
+                tp_result::BufferTooSmall,
+                "{format:?}: a short plane is an error"
+            );
+            tp_plan_free(plan);
+        }
+        let rust = tensorprep::graph::Graph::new(Pipeline::imagenet_eval())
+            .unwrap()
+            .compile(InputDesc::pixels(format, W, H))
+            .unwrap();
+        let src = tensorprep::ImageView::new(format, W, H, &bytes).unwrap();
+        let mut want = vec![0f32; 3 * 224 * 224];
+        rust.run(
+            &mut PlanState::new(),
+            Input::Pixels(src),
+            tensorprep::TensorMut::F32(&mut want),
+        )
+        .unwrap();
+        assert!(got == want, "{format:?}");
+    }
+    // SAFETY: a live state, freed once.
+    unsafe { tp_run_state_free(state) };
+}

@@ -15,6 +15,8 @@ use crate::result::{Failure, Result};
 /// Pixel formats. The YUV 4:2:0 formats have chroma at half width and height
 /// (rounded up): NV12 is a Y plane then interleaved U,V; NV21 a Y plane then
 /// interleaved V,U (Android's camera default); I420 three planes Y, U, V.
+/// YUYV, UYVY (YUV 4:2:2) and RGB565 are one plane each. The camera formats
+/// (YUV, RGB565) are inputs: they are converted when the plan first reads them.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum tp_pixel_format {
@@ -41,9 +43,23 @@ pub enum tp_pixel_format {
     /// bytes (Y); planes 1 (U) and 2 (V) are (H + 1) / 2 rows of (W + 1) / 2
     /// bytes each. Strides and lengths as for NV12.
     I420 = 8,
+    /// YUV 4:2:2 in one plane (YUY2, Linux webcams): each pair of pixels is 4
+    /// bytes Y0 U Y1 V sharing one U,V pair. Plane 0 is H rows of
+    /// 4 * ((W + 1) / 2) bytes (an odd width uses the first pixel of the last pair).
+    Yuyv = 9,
+    /// YUV 4:2:2 in one plane: each pair of pixels is 4 bytes U Y0 V Y1.
+    /// Sizes as for YUYV.
+    Uyvy = 10,
+    /// RGB565, 16 bits per pixel (red in the top 5 bits, green 6, blue the low
+    /// 5), each pixel's word stored low byte first (Android `RGB_565`, V4L2
+    /// `RGBP`, OpenCV's BGR565). Plane 0 is H rows of 2 * W bytes.
+    Rgb565Le = 11,
+    /// RGB565 with each pixel's word stored high byte first (most SPI camera
+    /// modules and displays). Sizes as for RGB565_LE.
+    Rgb565Be = 12,
 }
 
-pub(crate) const PIXEL_FORMATS: [(u32, PixelFormat); 8] = {
+pub(crate) const PIXEL_FORMATS: [(u32, PixelFormat); 12] = {
     use tp_pixel_format as F;
     [
         (F::Gray8 as u32, PixelFormat::Gray8),
@@ -54,6 +70,10 @@ pub(crate) const PIXEL_FORMATS: [(u32, PixelFormat); 8] = {
         (F::Nv12 as u32, PixelFormat::Nv12),
         (F::Nv21 as u32, PixelFormat::Nv21),
         (F::I420 as u32, PixelFormat::I420),
+        (F::Yuyv as u32, PixelFormat::Yuyv),
+        (F::Uyvy as u32, PixelFormat::Uyvy),
+        (F::Rgb565Le as u32, PixelFormat::Rgb565Le),
+        (F::Rgb565Be as u32, PixelFormat::Rgb565Be),
     ]
 };
 

@@ -5,12 +5,25 @@
 //! - To gray: Pillow's ITU-R 601-2 luma in 16-bit fixed point,
 //!   `L = (19595 R + 38470 G + 7471 B + 32768) >> 16`, identical to `convert("L")`.
 //! - From gray: the value is repeated into R, G and B.
-//! - From YUV 4:2:0: BT.601, with each chroma sample shared by its 2x2 block of
-//!   pixels (nearest-neighbour chroma, as Android and OpenCV do). Full range
-//!   (JFIF; the Android camera default) in 16-bit fixed point rounded to
-//!   nearest; limited "video" range (Y 16-235) with exactly OpenCV's integer
-//!   arithmetic for `COLOR_YUV2RGB_NV21` and its siblings (20-bit coefficients,
-//!   Y below 16 treated as 16), so the bytes are OpenCV's.
+//! - From YUV (4:2:0: NV12, NV21, I420; 4:2:2: YUYV, UYVY): BT.601, each chroma
+//!   sample shared by the pixels it covers (2x2 for 4:2:0, 2x1 for 4:2:2:
+//!   nearest-neighbour chroma, as Android, V4L2 and OpenCV do). With
+//!   `u = U - 128`, `v = V - 128`:
+//!   - full range (JFIF; the Android camera default), in 16-bit fixed point
+//!     rounded to nearest: `R = Y + 1.402 v`, `G = Y - 0.344136 u - 0.714136 v`,
+//!     `B = Y + 1.772 u`;
+//!   - limited "video" range (Y 16-235; webcams, OpenCV's `YUV2RGB` codes), with
+//!     `y = max(Y - 16, 0)`: `R = 1.164 y + 1.596 v`, `G = 1.164 y - 0.391 u - 0.813 v`,
+//!     `B = 1.164 y + 2.018 u`, in exactly OpenCV's integer arithmetic
+//!     (20-bit coefficients) for `COLOR_YUV2RGB_NV21`, `COLOR_YUV2RGB_YUYV`,
+//!     `COLOR_YUV2RGB_UYVY` and their siblings, so the bytes are OpenCV's.
+//!
+//!   To gray, a YUV source gives its luma term alone (`Y`, or `1.164 y` in
+//!   limited range), clamped to 0..=255.
+//! - From RGB565 (both byte orders): each channel's bits moved to the top of
+//!   its byte, `R = r5 << 3`, `G = g6 << 2`, `B = b5 << 3` (white is 248, 252,
+//!   248), as OpenCV's `COLOR_BGR5652RGB` gives them byte for byte; to gray,
+//!   Pillow's luma of those.
 //!
 //! ```
 //! use tensorprep::color::{convert_color, YuvRange};
@@ -172,6 +185,10 @@ impl RowConverter {
             PixelFormat::Nv12 => with_layout!(to, D => yuv420_row::<D, NV12>),
             PixelFormat::Nv21 => with_layout!(to, D => yuv420_row::<D, NV21>),
             PixelFormat::I420 => with_layout!(to, D => yuv420_row::<D, I420>),
+            PixelFormat::Yuyv => with_layout!(to, D => yuv422_row::<D, YUYV>),
+            PixelFormat::Uyvy => with_layout!(to, D => yuv422_row::<D, UYVY>),
+            PixelFormat::Rgb565Le => with_layout!(to, D => rgb565_row::<D, false>),
+            PixelFormat::Rgb565Be => with_layout!(to, D => rgb565_row::<D, true>),
             f => with_layout!(f, S => with_layout!(to, D => packed_row::<S, D>)),
         };
         let gather: GatherFn = match from {
@@ -179,6 +196,10 @@ impl RowConverter {
             PixelFormat::Nv12 => with_layout!(to, D => yuv420_gather::<D, NV12>),
             PixelFormat::Nv21 => with_layout!(to, D => yuv420_gather::<D, NV21>),
             PixelFormat::I420 => with_layout!(to, D => yuv420_gather::<D, I420>),
+            PixelFormat::Yuyv => with_layout!(to, D => yuv422_gather::<D, YUYV>),
+            PixelFormat::Uyvy => with_layout!(to, D => yuv422_gather::<D, UYVY>),
+            PixelFormat::Rgb565Le => with_layout!(to, D => rgb565_gather::<D, false>),
+            PixelFormat::Rgb565Be => with_layout!(to, D => rgb565_gather::<D, true>),
             f => with_layout!(f, S => with_layout!(to, D => packed_gather::<S, D>)),
         };
         Ok(RowConverter {
@@ -609,6 +630,119 @@ fn yuv_row<D: PackedLayout>(
             m.clamp8(l + cg),
             m.clamp8(l + cb),
         );
+    }
+}
+
+/// Stores one pixel of luma term `l` (from [`YuvMatrix::luma`]) and chroma
+/// terms `c` (from [`YuvMatrix::chroma`]); gray keeps the luma alone.
+#[inline(always)]
+fn store_yuv<D: PackedLayout>(px: &mut [u8], l: i32, c: (i32, i32, i32), m: &YuvMatrix) {
+    if D::BPP == 1 {
+        px[0] = m.clamp8(l);
+    } else {
+        D::store(px, m.clamp8(l + c.0), m.clamp8(l + c.1), m.clamp8(l + c.2));
+    }
+}
+
+/// Byte positions of Y0, U, Y1, V in a YUV 4:2:2 group, as const parameters.
+const YUYV: u8 = 0;
+const UYVY: u8 = 1;
+
+/// Y0, U, Y1, V of one 4-byte group of a YUV 4:2:2 row.
+#[inline(always)]
+fn yuv422_group<const ORDER: u8>(g: &[u8]) -> [u8; 4] {
+    if ORDER == YUYV {
+        [g[0], g[1], g[2], g[3]]
+    } else {
+        [g[1], g[0], g[3], g[2]]
+    }
+}
+
+/// Row `y` of a YUV 4:2:2 image; each group's U,V pair serves its two pixels
+/// (an odd width uses the first pixel of the last group).
+fn yuv422_row<D: PackedLayout, const ORDER: u8>(
+    src: &ImageView<'_>,
+    y: usize,
+    out: &mut [u8],
+    m: &YuvMatrix,
+) {
+    for (o, g) in out
+        .chunks_mut(2 * D::BPP)
+        .zip(src.plane_row(0, y).chunks_exact(4))
+    {
+        let [y0, u, y1, v] = yuv422_group::<ORDER>(g);
+        let c = m.chroma(u, v);
+        let (p0, p1) = o.split_at_mut(D::BPP);
+        store_yuv::<D>(p0, m.luma(y0), c, m);
+        if !p1.is_empty() {
+            store_yuv::<D>(p1, m.luma(y1), c, m);
+        }
+    }
+}
+
+fn yuv422_gather<D: PackedLayout, const ORDER: u8>(
+    src: &ImageView<'_>,
+    y: usize,
+    cols: &[u32],
+    offset: usize,
+    out: &mut [u8],
+    _: &mut [u8],
+    m: &YuvMatrix,
+) {
+    let row = src.plane_row(0, y);
+    for (px, &x) in out.chunks_exact_mut(D::BPP).zip(cols) {
+        let x = offset + x as usize;
+        let [y0, u, y1, v] = yuv422_group::<ORDER>(&row[x / 2 * 4..][..4]);
+        let l = if x.is_multiple_of(2) { y0 } else { y1 };
+        store_yuv::<D>(px, m.luma(l), m.chroma(u, v), m);
+    }
+}
+
+/// Red, green and blue of one RGB565 pixel (`BE`: high byte first), each
+/// channel's bits shifted to the top of its byte as OpenCV's `cvtColor` does:
+/// `R = (p >> 8) & 0xF8`, `G = (p >> 3) & 0xFC`, `B = (p << 3) & 0xF8`.
+#[inline(always)]
+fn rgb565<const BE: bool>(px: &[u8]) -> (u8, u8, u8) {
+    let p = if BE {
+        u16::from_be_bytes([px[0], px[1]])
+    } else {
+        u16::from_le_bytes([px[0], px[1]])
+    };
+    (
+        (p >> 8) as u8 & 0xF8,
+        (p >> 3) as u8 & 0xFC,
+        (p << 3) as u8 & 0xF8,
+    )
+}
+
+fn rgb565_row<D: PackedLayout, const BE: bool>(
+    src: &ImageView<'_>,
+    y: usize,
+    out: &mut [u8],
+    _: &YuvMatrix,
+) {
+    for (dp, sp) in out
+        .chunks_exact_mut(D::BPP)
+        .zip(src.plane_row(0, y).chunks_exact(2))
+    {
+        let (r, g, b) = rgb565::<BE>(sp);
+        D::store(dp, r, g, b);
+    }
+}
+
+fn rgb565_gather<D: PackedLayout, const BE: bool>(
+    src: &ImageView<'_>,
+    y: usize,
+    cols: &[u32],
+    offset: usize,
+    out: &mut [u8],
+    _: &mut [u8],
+    _: &YuvMatrix,
+) {
+    let row = src.plane_row(0, y);
+    for (dp, &x) in out.chunks_exact_mut(D::BPP).zip(cols) {
+        let (r, g, b) = rgb565::<BE>(&row[(offset + x as usize) * 2..][..2]);
+        D::store(dp, r, g, b);
     }
 }
 

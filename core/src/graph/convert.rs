@@ -21,7 +21,7 @@ use crate::{DType, Layout, PixelFormat};
 /// Where a value sits, for error messages: the op (index and name), if any.
 pub(crate) type At = Option<(usize, &'static str)>;
 
-pub(crate) const PIXEL_FORMATS: [(PixelFormat, pb::PixelFormat); 8] = [
+pub(crate) const PIXEL_FORMATS: [(PixelFormat, pb::PixelFormat); 12] = [
     (PixelFormat::Gray8, pb::PixelFormat::Gray8),
     (PixelFormat::Rgb8, pb::PixelFormat::Rgb8),
     (PixelFormat::Bgr8, pb::PixelFormat::Bgr8),
@@ -30,6 +30,10 @@ pub(crate) const PIXEL_FORMATS: [(PixelFormat, pb::PixelFormat); 8] = [
     (PixelFormat::Nv12, pb::PixelFormat::Nv12),
     (PixelFormat::Nv21, pb::PixelFormat::Nv21),
     (PixelFormat::I420, pb::PixelFormat::I420),
+    (PixelFormat::Yuyv, pb::PixelFormat::Yuyv),
+    (PixelFormat::Uyvy, pb::PixelFormat::Uyvy),
+    (PixelFormat::Rgb565Le, pb::PixelFormat::Rgb565Le),
+    (PixelFormat::Rgb565Be, pb::PixelFormat::Rgb565Be),
 ];
 pub(crate) const YUV_RANGES: [(YuvRange, pb::YuvRange); 2] = [
     (YuvRange::Full, pb::YuvRange::Full),

@@ -379,6 +379,14 @@ pub enum PixelFormat {
     Nv21 = 7,
     /// YUV 4:2:0, three planes.
     I420 = 8,
+    /// YUV 4:2:2, one plane: Y0 U Y1 V per pixel pair (YUY2, Linux webcams).
+    Yuyv = 9,
+    /// YUV 4:2:2, one plane: U Y0 V Y1 per pixel pair.
+    Uyvy = 10,
+    /// RGB565 (red in the top 5 bits), each 16-bit pixel low byte first.
+    Rgb565Le = 11,
+    /// RGB565, each 16-bit pixel high byte first.
+    Rgb565Be = 12,
 }
 impl PixelFormat {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -396,6 +404,10 @@ impl PixelFormat {
             Self::Nv12 => "PIXEL_FORMAT_NV12",
             Self::Nv21 => "PIXEL_FORMAT_NV21",
             Self::I420 => "PIXEL_FORMAT_I420",
+            Self::Yuyv => "PIXEL_FORMAT_YUYV",
+            Self::Uyvy => "PIXEL_FORMAT_UYVY",
+            Self::Rgb565Le => "PIXEL_FORMAT_RGB565_LE",
+            Self::Rgb565Be => "PIXEL_FORMAT_RGB565_BE",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -410,6 +422,10 @@ impl PixelFormat {
             "PIXEL_FORMAT_NV12" => Some(Self::Nv12),
             "PIXEL_FORMAT_NV21" => Some(Self::Nv21),
             "PIXEL_FORMAT_I420" => Some(Self::I420),
+            "PIXEL_FORMAT_YUYV" => Some(Self::Yuyv),
+            "PIXEL_FORMAT_UYVY" => Some(Self::Uyvy),
+            "PIXEL_FORMAT_RGB565_LE" => Some(Self::Rgb565Le),
+            "PIXEL_FORMAT_RGB565_BE" => Some(Self::Rgb565Be),
             _ => None,
         }
     }

@@ -52,8 +52,9 @@ mod compiled {
         let (w, h) = r.size();
         r.map = r.map.then(&map(t, w, h));
         let (tw, th) = t.output_size(w, h);
-        if r.stored.is_yuv420() && r.read.format != r.stored {
-            // 4:2:0 regions may start on odd pixels: convert while moving.
+        if r.stored.chroma_subsampling() != (1, 1) && r.read.format != r.stored {
+            // Subsampled regions may start between chroma samples, and YUV 4:2:2
+            // cannot be turned in place: convert while moving.
             let out = Shape {
                 format: r.read.format,
                 width: tw,
