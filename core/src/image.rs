@@ -523,7 +523,6 @@ impl<'a> ImageViewMut<'a> {
     }
 
     /// The bytes of plane `index` (from the first pixel; rows `stride` apart).
-    #[cfg(feature = "alloc")]
     pub(crate) fn plane_data_mut(&mut self, index: usize) -> &mut [u8] {
         match self.planes.get_mut(index) {
             Some(p) => p.data,

@@ -65,6 +65,7 @@ mod tensor;
 mod testing;
 
 pub mod adjust;
+pub mod arena;
 pub mod color;
 pub mod decode;
 #[cfg(feature = "std")]

@@ -9,7 +9,6 @@
 use crate::ImageView;
 
 /// Rows of a plane: row `i` is `data[i * stride..][..len]`.
-#[cfg(feature = "alloc")]
 #[derive(Clone, Copy)]
 pub(crate) struct Rows<'a> {
     pub(crate) data: &'a [u8],
@@ -17,7 +16,6 @@ pub(crate) struct Rows<'a> {
     pub(crate) len: usize,
 }
 
-#[cfg(feature = "alloc")]
 impl<'a> Rows<'a> {
     /// The rows from `y` on.
     #[inline(always)]
@@ -49,14 +47,11 @@ impl RowSource for ImageView<'_> {
     }
 }
 
-#[cfg(feature = "alloc")]
 pub(crate) use reader::{RowReader, premultiply, unpremultiply};
 
-#[cfg(feature = "alloc")]
 mod reader {
-    use alloc::vec::Vec;
-
     use super::{RowSource, Rows};
+    use crate::arena::Scratch;
     use crate::color::{RowConverter, YuvRange};
     use crate::image::packed_bpp;
     use crate::{ImageView, PixelFormat, Rect, Result};
@@ -125,20 +120,24 @@ mod reader {
         }
 
         /// Whether rows are read in place (no conversion).
+        #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
         pub(crate) fn is_direct(&self) -> bool {
             self.convert.is_none()
         }
 
         /// The pixels of region row `y` at region columns `cols`, converted to
         /// the working format into `scratch` (only those pixels are converted).
+        #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
         pub(crate) fn gather<'s>(
             &'s self,
             y: usize,
             cols: &[u32],
-            scratch: &'s mut Vec<u8>,
+            scratch: &'s mut impl Scratch,
         ) -> &'s [u8] {
             let n = cols.len();
-            let (out, planes) = grow(scratch, self.gather_scratch(n)).split_at_mut(n * self.bpp);
+            let (out, planes) = scratch
+                .grow(self.gather_scratch(n))
+                .split_at_mut(n * self.bpp);
             // The view starts one pixel early for a 4:2:0 region at an odd column.
             let dx = self.x / self.bpp;
             match &self.convert {
@@ -156,13 +155,31 @@ mod reader {
         /// The scratch bytes [`RowReader::rows`] fills for `count` rows (none
         /// when the rows are read in place).
         pub(crate) fn rows_scratch(&self, count: usize, premultiplied: bool) -> usize {
-            if self.convert.is_none() && !premultiplied {
-                return 0;
-            }
-            count * self.view.width() as usize * self.bpp
+            rows_scratch(
+                self.convert.is_some(),
+                premultiplied,
+                self.view.width(),
+                self.bpp,
+                count,
+            )
+        }
+
+        /// [`RowReader::rows_scratch`] of a reader over `region` of a
+        /// `from` image read as `to`, known before there are pixels.
+        pub(crate) fn rows_scratch_for(
+            from: PixelFormat,
+            region: Rect,
+            to: PixelFormat,
+            count: usize,
+            premultiplied: bool,
+        ) -> Result<usize> {
+            let bpp = packed_bpp("reading rows (the working format)", to)?;
+            let width = region.width + region.x % from.chroma_subsampling().0;
+            Ok(rows_scratch(from != to, premultiplied, width, bpp, count))
         }
 
         /// The scratch bytes [`RowReader::gather`] fills for `n` columns.
+        #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
         pub(crate) fn gather_scratch(&self, n: usize) -> usize {
             n * (self.bpp + 3)
         }
@@ -180,7 +197,7 @@ mod reader {
             first: usize,
             count: usize,
             premultiplied: bool,
-            scratch: &'s mut Vec<u8>,
+            scratch: &'s mut impl Scratch,
         ) -> Rows<'s> {
             let len = self.width as usize * self.bpp;
             if self.convert.is_none() && !premultiplied {
@@ -192,7 +209,7 @@ mod reader {
                 };
             }
             let row_len = self.view.width() as usize * self.bpp;
-            let out = grow(scratch, self.rows_scratch(count, premultiplied));
+            let out = scratch.grow(self.rows_scratch(count, premultiplied));
             for (i, o) in out.chunks_exact_mut(row_len).enumerate() {
                 let y = self.y + first + i;
                 match (&self.convert, premultiplied) {
@@ -223,7 +240,11 @@ mod reader {
         }
 
         /// A [`RowSource`] over the region, converting through `scratch`.
-        pub(crate) fn source<'s>(&'s self, scratch: &'s mut Vec<u8>) -> ReaderSource<'s, 'a> {
+        #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
+        pub(crate) fn source<'s, B: Scratch>(
+            &'s self,
+            scratch: &'s mut B,
+        ) -> ReaderSource<'s, 'a, B> {
             ReaderSource {
                 reader: self,
                 scratch,
@@ -232,24 +253,33 @@ mod reader {
     }
 
     /// A [`RowReader`] and the scratch its conversions go through.
-    pub(crate) struct ReaderSource<'s, 'a> {
+    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
+    pub(crate) struct ReaderSource<'s, 'a, B: Scratch> {
         reader: &'s RowReader<'a>,
-        scratch: &'s mut Vec<u8>,
+        scratch: &'s mut B,
     }
 
-    impl RowSource for ReaderSource<'_, '_> {
+    impl<B: Scratch> RowSource for ReaderSource<'_, '_, B> {
         #[inline]
         fn row(&mut self, y: usize) -> &[u8] {
             self.reader.rows(y, 1, false, self.scratch).row(0)
         }
     }
 
-    /// Grows a scratch vector to `len` without zero-filling what it already holds.
-    pub(crate) fn grow(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
-        if buf.len() < len {
-            buf.resize(len, 0);
+    /// The bytes of scratch `count` rows read through a reader take: none when
+    /// they are read in place, else `width` pixels of the region's view
+    /// (widened to its first chroma sample) of `bpp` bytes each.
+    pub(crate) fn rows_scratch(
+        convert: bool,
+        premultiplied: bool,
+        width: u32,
+        bpp: usize,
+        count: usize,
+    ) -> usize {
+        if !convert && !premultiplied {
+            return 0;
         }
-        &mut buf[..len]
+        count * width as usize * bpp
     }
 
     /// Pillow's `RGBA -> RGBa`: `c * a / 255` rounded by its shift formula.
@@ -274,6 +304,3 @@ mod reader {
         }
     }
 }
-
-#[cfg(feature = "alloc")]
-pub(crate) use reader::grow;

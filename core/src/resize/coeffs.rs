@@ -2,10 +2,11 @@
 //! `precompute_coeffs` and `normalize_coeffs_8bpc`), reproduced operation for
 //! operation in `f64` so that the fixed-point weights are identical.
 
-use alloc::vec::Vec;
-
 use super::Filter;
-use crate::{Error, Limits, Result};
+#[cfg(feature = "alloc")]
+use crate::arena::Heap;
+use crate::arena::{Footprint, Storage, Tables};
+use crate::{Limits, Result};
 
 /// Fractional bits of the fixed-point weights: 32 - 8 (pixel) - 2 (headroom).
 pub(super) const PRECISION_BITS: u32 = 22;
@@ -91,22 +92,47 @@ fn sinc(x: f64) -> f64 {
 
 /// The weights of one axis: for each output index, the first source index, the
 /// number of taps and `ksize` fixed-point weights (unused ones zero).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Axis {
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Axis<S: Storage> {
     pub(super) ksize: usize,
     /// `(first source index, taps)` per output index.
-    pub(super) bounds: Vec<(u32, u32)>,
+    pub(super) bounds: S::Table<(u32, u32)>,
     /// `out * ksize` weights, then [`TAIL_PAD`] zeros.
-    pub(super) weights: Vec<i32>,
+    pub(super) weights: S::Table<i32>,
     /// The weights again, as `vpmaddwd` operands: per output, `ksize.div_ceil(2)`
     /// pairs of taps, each as `[hi, lo]` where a 32-bit word holds the two taps'
     /// 16-bit halves of `w = 256 * hi + lo` (`hi` = `w >> 8`, `lo` = `w & 255`).
     /// Only the x86 kernels use them.
     #[cfg(target_arch = "x86_64")]
-    pub(super) pairs: Vec<[i32; 2]>,
+    pub(super) pairs: S::Table<[i32; 2]>,
 }
 
-impl Axis {
+/// An axis's tables as the kernels read them, whatever holds them.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Taps<'t> {
+    ksize: usize,
+    pub(super) bounds: &'t [(u32, u32)],
+    weights: &'t [i32],
+    #[cfg(target_arch = "x86_64")]
+    pairs: &'t [[i32; 2]],
+}
+
+impl<S: Storage> Axis<S> {
+    /// The tables, borrowed for the kernels.
+    #[inline(always)]
+    pub(super) fn taps(&self) -> Taps<'_> {
+        Taps {
+            ksize: self.ksize,
+            bounds: &self.bounds,
+            weights: &self.weights,
+            #[cfg(target_arch = "x86_64")]
+            pairs: &self.pairs,
+        }
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl Axis<Heap> {
     /// Coefficients mapping source interval `[in0, in1)` of an axis of `in_size`
     /// pixels onto `out_size` pixels.
     #[cfg(test)]
@@ -117,99 +143,24 @@ impl Axis {
         out_size: u32,
         filter: Filter,
         limits: &Limits,
-    ) -> Result<Axis> {
-        Self::window(
-            in_size,
-            in0,
-            in1,
-            out_size,
-            0..out_size,
-            filter,
-            limits,
-            None,
-        )
+    ) -> Result<Axis<Heap>> {
+        AxisShape::new(in_size, in0, in1, out_size, 0..out_size, filter, limits)?
+            .build(0, &mut crate::arena::Pools::default())
     }
 
-    /// The weights of outputs `window` (a sub-range of `0..out_size`) only:
-    /// exactly those of the full axis, so resizing then cropping costs only
-    /// the cropped part.
-    /// `reuse`: an axis no longer needed, whose tables are refilled (no
-    /// allocation when they are large enough).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn window(
-        in_size: u32,
-        in0: f32,
-        in1: f32,
-        out_size: u32,
-        window: core::ops::Range<u32>,
-        filter: Filter,
-        limits: &Limits,
-        reuse: Option<Axis>,
-    ) -> Result<Axis> {
-        let outputs = window.len() as u32;
-        // Pillow subtracts in single precision, then widens.
-        let scale = f64::from(in1 - in0) / f64::from(out_size);
-        let filterscale = if scale < 1.0 { 1.0 } else { scale };
-        let support = filter.support() * filterscale;
-        let ksize = libm::ceil(support) as usize * 2 + 1;
-        let count = ksize as u64 * u64::from(outputs) + TAIL_PAD as u64;
-        // Our i32 table, its vpmaddwd split (x86) and the f64 row being normalized.
-        limits.check_alloc(count * 8 + ksize as u64 * 8)?;
+    /// Gives the tables up for reuse.
+    pub(super) fn into_pools(self, pools: &mut crate::arena::Pools) {
+        pools.give(self.bounds);
+        pools.give(self.weights);
         #[cfg(target_arch = "x86_64")]
-        let (mut weights, mut bounds, mut pairs) =
-            reuse.map_or_else(Default::default, |a| (a.weights, a.bounds, a.pairs));
-        #[cfg(not(target_arch = "x86_64"))]
-        let (mut weights, mut bounds) =
-            reuse.map_or_else(Default::default, |a| (a.weights, a.bounds));
-        weights.clear();
-        bounds.clear();
-        // Not exact: a reused table grows by doubling, so tables passed from
-        // size to size soon fit every size of a folder.
-        weights
-            .try_reserve(count as usize)
-            .and_then(|()| bounds.try_reserve(outputs as usize))
-            .map_err(|_| Error::OutOfMemory { bytes: count * 4 })?;
-        let inv_filterscale = 1.0 / filterscale;
-        for xx in window {
-            let center = f64::from(in0) + (f64::from(xx) + 0.5) * scale;
-            // C's (int) truncates toward zero.
-            let xmin = ((center - support + 0.5) as i32).max(0);
-            let xmax = ((center + support + 0.5) as i32).min(in_size as i32);
-            // Never more than ksize (it cannot be, by construction; Pillow would overrun).
-            let taps = ((xmax - xmin).max(0) as usize).min(ksize);
-            // The same weight twice (it is deterministic): once for the sum,
-            // once to normalize and store; no row buffer.
-            let weight = |x: usize| {
-                filter.weight((f64::from(x as i32 + xmin) - center + 0.5) * inv_filterscale)
-            };
-            let ww: f64 = (0..taps).map(weight).sum();
-            let one = f64::from(1u32 << PRECISION_BITS);
-            weights.extend((0..taps).map(|x| {
-                let w = if ww != 0.0 { weight(x) / ww } else { weight(x) };
-                if w < 0.0 {
-                    (-0.5 + w * one) as i32
-                } else {
-                    (0.5 + w * one) as i32
-                }
-            }));
-            weights.extend(core::iter::repeat_n(0, ksize - taps));
-            bounds.push((xmin as u32, taps as u32));
-        }
-        weights.extend([0; TAIL_PAD]);
-        #[cfg(target_arch = "x86_64")]
-        madd_pairs(&weights[..ksize * outputs as usize], ksize, &mut pairs);
-        Ok(Axis {
-            ksize,
-            bounds,
-            weights,
-            #[cfg(target_arch = "x86_64")]
-            pairs,
-        })
+        pools.give(self.pairs);
     }
+}
 
+impl<'t> Taps<'t> {
     /// Output index `i`: first source index and its fixed-point weights.
     #[inline(always)]
-    pub(super) fn taps(&self, i: usize) -> (usize, &[i32]) {
+    pub(super) fn at(&self, i: usize) -> (usize, &'t [i32]) {
         let (start, len) = self.bounds[i];
         let k = &self.weights[i * self.ksize..];
         (start as usize, &k[..len as usize])
@@ -218,49 +169,187 @@ impl Axis {
     /// Output index `i`: the `vpmaddwd` pairs covering its taps (see [`Axis::pairs`]).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    pub(super) fn tap_pairs(&self, i: usize) -> &[[i32; 2]] {
+    pub(super) fn pairs_at(&self, i: usize) -> &'t [[i32; 2]] {
         let half = self.ksize.div_ceil(2);
         &self.pairs[i * half..][..(self.bounds[i].1 as usize).div_ceil(2)]
     }
 
+    /// Number of output indices.
+    #[inline(always)]
+    pub(super) fn outputs(&self) -> usize {
+        self.bounds.len()
+    }
+}
+
+/// What one axis's tables will hold, computed before any memory is taken: the
+/// sizes (for an arena's `bytes_needed`), the source span read, and the
+/// filling itself, so that heap and arena plans get the same numbers.
+#[derive(Clone, Debug)]
+pub(super) struct AxisShape {
+    in_size: u32,
+    in0: f32,
+    scale: f64,
+    support: f64,
+    filterscale: f64,
+    ksize: usize,
+    window: core::ops::Range<u32>,
+    filter: Filter,
+}
+
+impl AxisShape {
+    /// The weights of outputs `window` (a sub-range of `0..out_size`) only:
+    /// exactly those of the full axis, so resizing then cropping costs only
+    /// the cropped part.
+    pub(super) fn new(
+        in_size: u32,
+        in0: f32,
+        in1: f32,
+        out_size: u32,
+        window: core::ops::Range<u32>,
+        filter: Filter,
+        limits: &Limits,
+    ) -> Result<AxisShape> {
+        // Pillow subtracts in single precision, then widens.
+        let scale = f64::from(in1 - in0) / f64::from(out_size);
+        let filterscale = if scale < 1.0 { 1.0 } else { scale };
+        let support = filter.support() * filterscale;
+        let ksize = libm::ceil(support) as usize * 2 + 1;
+        let shape = AxisShape {
+            in_size,
+            in0,
+            scale,
+            support,
+            filterscale,
+            ksize,
+            window,
+            filter,
+        };
+        // Our i32 table, its vpmaddwd split (x86) and the f64 row being normalized.
+        limits.check_alloc(shape.weights_len() as u64 * 8 + ksize as u64 * 8)?;
+        Ok(shape)
+    }
+
+    fn outputs(&self) -> usize {
+        self.window.len()
+    }
+
+    fn weights_len(&self) -> usize {
+        self.ksize * self.outputs() + TAIL_PAD
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn pairs_len(&self) -> usize {
+        self.ksize.div_ceil(2) * self.outputs()
+    }
+
+    /// Output `xx`'s centre, first source index and number of taps.
+    #[inline]
+    fn bound(&self, xx: u32) -> (f64, i32, usize) {
+        let center = f64::from(self.in0) + (f64::from(xx) + 0.5) * self.scale;
+        // C's (int) truncates toward zero.
+        let xmin = ((center - self.support + 0.5) as i32).max(0);
+        let xmax = ((center + self.support + 0.5) as i32).min(self.in_size as i32);
+        // Never more than ksize (it cannot be, by construction; Pillow would overrun).
+        let taps = ((xmax - xmin).max(0) as usize).min(self.ksize);
+        (center, xmin, taps)
+    }
+
     /// Source indices `[first, last)` read by any output index (empty at 0 if none).
     pub(super) fn span(&self) -> (usize, usize) {
-        let taps = self.bounds.iter().filter(|b| b.1 > 0);
-        let first = taps.clone().map(|b| b.0 as usize).min().unwrap_or(0);
-        let last = taps.map(|b| (b.0 + b.1) as usize).max().unwrap_or(0);
+        let (mut first, mut last) = (usize::MAX, 0);
+        for xx in self.window.clone() {
+            let (_, xmin, taps) = self.bound(xx);
+            if taps > 0 {
+                first = first.min(xmin as usize);
+                last = last.max(xmin as usize + taps);
+            }
+        }
+        if first == usize::MAX {
+            return (0, 0);
+        }
         (first, last.max(first))
     }
 
-    /// Makes every start relative to source index `by` (for reading a region
-    /// that starts there).
-    pub(super) fn shift(&mut self, by: usize) {
-        for b in &mut self.bounds {
-            b.0 = b.0.saturating_sub(by as u32);
-        }
+    /// Adds the tables' sizes to an arena footprint.
+    pub(super) fn footprint(&self, f: &mut Footprint) -> Result<()> {
+        f.add::<(u32, u32)>(self.outputs())?;
+        f.add::<i32>(self.weights_len())?;
+        #[cfg(target_arch = "x86_64")]
+        f.add::<[i32; 2]>(self.pairs_len())?;
+        Ok(())
+    }
+
+    /// The tables, with every first index made relative to source index
+    /// `shift` (for reading a region that starts there).
+    pub(super) fn build<S: Storage>(
+        &self,
+        shift: usize,
+        tables: &mut impl Tables<S>,
+    ) -> Result<Axis<S>> {
+        let ksize = self.ksize;
+        let inv_filterscale = 1.0 / self.filterscale;
+        let one = f64::from(1u32 << PRECISION_BITS);
+        let bounds = tables.table(self.outputs(), |b: &mut [(u32, u32)]| {
+            for (b, xx) in b.iter_mut().zip(self.window.clone()) {
+                let (_, xmin, taps) = self.bound(xx);
+                *b = ((xmin as u32).saturating_sub(shift as u32), taps as u32);
+            }
+        })?;
+        let weights = tables.table(self.weights_len(), |w: &mut [i32]| {
+            for (k, xx) in w.chunks_exact_mut(ksize).zip(self.window.clone()) {
+                let (center, xmin, taps) = self.bound(xx);
+                // The same weight twice (it is deterministic): once for the sum,
+                // once to normalize and store; no row buffer.
+                let weight = |x: usize| {
+                    self.filter
+                        .weight((f64::from(x as i32 + xmin) - center + 0.5) * inv_filterscale)
+                };
+                let ww: f64 = (0..taps).map(weight).sum();
+                for (x, k) in k[..taps].iter_mut().enumerate() {
+                    let w = if ww != 0.0 { weight(x) / ww } else { weight(x) };
+                    *k = if w < 0.0 {
+                        (-0.5 + w * one) as i32
+                    } else {
+                        (0.5 + w * one) as i32
+                    };
+                }
+            }
+        })?;
+        #[cfg(target_arch = "x86_64")]
+        let pairs = tables.table(self.pairs_len(), |p| {
+            madd_pairs(&weights[..ksize * self.outputs()], ksize, p)
+        })?;
+        Ok(Axis {
+            ksize,
+            bounds,
+            weights,
+            #[cfg(target_arch = "x86_64")]
+            pairs,
+        })
     }
 }
 
 /// The weights as `vpmaddwd` operands, per output `ksize.div_ceil(2)` pairs of
 /// `[hi, lo]` words (see [`Axis::pairs`]).
 #[cfg(target_arch = "x86_64")]
-fn madd_pairs(weights: &[i32], ksize: usize, out: &mut Vec<[i32; 2]>) {
+fn madd_pairs(weights: &[i32], ksize: usize, out: &mut [[i32; 2]]) {
     let half = ksize.div_ceil(2);
     let word = |a: i32, b: i32| (a & 0xffff) | (b << 16);
-    out.clear();
-    out.extend(weights.chunks_exact(ksize).flat_map(|k| {
-        (0..half).map(move |j| {
+    for (o, k) in out.chunks_exact_mut(half).zip(weights.chunks_exact(ksize)) {
+        for (j, o) in o.iter_mut().enumerate() {
             let w0 = k[2 * j];
             let w1 = k.get(2 * j + 1).copied().unwrap_or(0);
-            [word(w0 >> 8, w1 >> 8), word(w0 & 0xff, w1 & 0xff)]
-        })
-    }));
+            *o = [word(w0 >> 8, w1 >> 8), word(w0 & 0xff, w1 & 0xff)];
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
 
-    fn axis(in_size: u32, out: u32, f: Filter) -> Axis {
+    fn axis(in_size: u32, out: u32, f: Filter) -> Axis<Heap> {
         Axis::new(in_size, 0.0, in_size as f32, out, f, &Limits::DEFAULT).unwrap()
     }
 
@@ -276,7 +365,7 @@ mod tests {
             for (i, o) in [(100, 37), (37, 100), (640, 224), (5, 1), (1, 9)] {
                 let a = axis(i, o, f);
                 for x in 0..o as usize {
-                    let (start, k) = a.taps(x);
+                    let (start, k) = a.taps().at(x);
                     assert!(start + k.len() <= i as usize);
                     let s: i32 = k.iter().sum();
                     // Each weight is rounded on its own: the sum is one within half a unit per tap.

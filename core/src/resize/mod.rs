@@ -34,21 +34,17 @@
 //! # Ok::<(), tensorprep::Error>(())
 //! ```
 
-#[cfg(feature = "alloc")]
 mod coeffs;
-#[cfg(feature = "alloc")]
 mod kernels;
 #[cfg(feature = "alloc")]
 mod opencv;
-#[cfg(feature = "alloc")]
 mod pillow;
-#[cfg(feature = "alloc")]
 mod plan;
 
-#[cfg(feature = "alloc")]
 pub use kernels::Simd;
 #[cfg(feature = "alloc")]
 pub(crate) use plan::Spares;
+pub use plan::{ArenaResizePlan, ArenaResizeState, ResizePlanIn, ResizeStateIn, resize_in};
 #[cfg(feature = "alloc")]
 pub use plan::{ResizePlan, ResizeState, Resizer, resize, resize_by_rule, resize_owned};
 
@@ -143,7 +139,6 @@ impl SourceBox {
     }
 
     /// Checks that the box is finite, ordered and inside `width` x `height`.
-    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     pub(crate) fn check(&self, width: u32, height: u32) -> Result<()> {
         let ok = [self.x0, self.y0, self.x1, self.y1]
             .iter()

@@ -82,7 +82,7 @@ impl OpenCvPlan {
 
 /// Rows reused between calls: two horizontally resized rows (linear) or the
 /// row buffer and sums (area).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(super) struct OpenCvState {
     /// A source row converted to the working format, when it needs converting.
     line: Vec<u8>,

@@ -9,17 +9,15 @@
 //! taller than wide). RGBA is resampled premultiplied (`RGBa`) and divided back,
 //! with Pillow's rounding in both directions.
 
-use alloc::vec::Vec;
-
-use super::SourceBox;
-use super::coeffs::Axis;
+use super::coeffs::{Axis, AxisShape};
 use super::kernels::{self, Simd};
-use super::{Filter, ResizeState};
-use crate::rows::{RowReader, Rows, grow, premultiply, unpremultiply};
+use super::{Filter, ResizeStateIn, SourceBox};
+use crate::arena::{Footprint, Scratch, Storage, Tables};
+use crate::rows::{RowReader, Rows, premultiply, unpremultiply};
 use crate::{ImageViewMut, Limits, Rect, Result};
 
 #[derive(Clone, Debug, PartialEq)]
-pub(super) enum PillowPlan {
+pub(super) enum PillowPlan<S: Storage> {
     /// Output pixel `(x, y)` is region pixel `(x, y)`. With `roundtrip`, RGBA
     /// goes through Pillow's premultiply and back (it crops the `RGBa` image
     /// unless nothing changes at all).
@@ -29,32 +27,57 @@ pub(super) enum PillowPlan {
     /// Region column and row per output column and row; `u32::MAX` is outside
     /// the source and stays 0, as in Pillow.
     Nearest {
-        xs: Vec<u32>,
-        ys: Vec<u32>,
+        xs: S::Table<u32>,
+        ys: S::Table<u32>,
     },
-    Convolve(Convolve),
+    Convolve(Convolve<S>),
 }
 
 /// The two convolution passes, each `None` where Pillow skips it (the region is
 /// then already the right columns or rows). Starts count from the region's origin.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct Convolve {
-    h: Option<Axis>,
-    v: Option<Axis>,
+pub(super) struct Convolve<S: Storage> {
+    h: Option<Axis<S>>,
+    v: Option<Axis<S>>,
     vertical_first: bool,
 }
 
-/// The region `[start, end)` an axis reads, or `fallback` when the pass is skipped.
-fn extent(axis: Option<&Axis>, fallback: (usize, usize)) -> (usize, usize) {
-    axis.map_or(fallback, Axis::span)
+/// Which passes a plan runs: all its scratch depends on.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Passes {
+    convolve: bool,
+    h: bool,
+    v: bool,
+    vertical_first: bool,
 }
 
-impl PillowPlan {
+/// A Pillow plan before its tables are filled: what they will hold, their
+/// sizes and the source region read. Heap and arena plans are built from it.
+#[derive(Clone, Debug)]
+pub(super) struct PillowShape {
+    kind: ShapeKind,
+    region: Rect,
+}
+
+#[derive(Clone, Debug)]
+enum ShapeKind {
+    Copy {
+        roundtrip: bool,
+    },
+    Nearest {
+        x: NearestAxis,
+        y: NearestAxis,
+    },
+    Convolve {
+        h: Option<AxisShape>,
+        v: Option<AxisShape>,
+        vertical_first: bool,
+    },
+}
+
+impl PillowShape {
     /// The plan for outputs `window` of the full `(dw, dh)` result, and the
     /// source region it reads.
-    ///
-    /// `spare`: the tables of a plan no longer needed, refilled instead of
-    /// allocating new ones.
     pub(super) fn new(
         (sw, sh): (u32, u32),
         bx: SourceBox,
@@ -62,8 +85,7 @@ impl PillowPlan {
         window: Rect,
         filter: Filter,
         limits: &Limits,
-        spare: &mut Spare,
-    ) -> Result<(PillowPlan, Rect)> {
+    ) -> Result<PillowShape> {
         let (wx, wy) = (
             window.x..window.x + window.width,
             window.y..window.y + window.height,
@@ -80,21 +102,19 @@ impl PillowPlan {
                 window.height,
             );
             let roundtrip = (sw, sh) != (dw, dh);
-            return Ok((PillowPlan::Copy { roundtrip }, region));
+            let kind = ShapeKind::Copy { roundtrip };
+            return Ok(PillowShape { kind, region });
         }
         if filter == Filter::Nearest {
-            let mut xs = spare.positions.pop().unwrap_or_default();
-            let mut ys = spare.positions.pop().unwrap_or_default();
-            nearest_positions(bx.x0, bx.x1, dw, sw, wx, &mut xs)?;
-            nearest_positions(bx.y0, bx.y1, dh, sh, wy, &mut ys)?;
-            let (x0, x1) = relative(&mut xs);
-            let (y0, y1) = relative(&mut ys);
+            let x = NearestAxis::new(bx.x0, bx.x1, dw, sw, wx);
+            let y = NearestAxis::new(bx.y0, bx.y1, dh, sh, wy);
+            let ((x0, x1), (y0, y1)) = (x.span(), y.span());
             let region = Rect::new(x0, y0, x1 - x0, y1 - y0);
-            return Ok((PillowPlan::Nearest { xs, ys }, region));
+            let kind = ShapeKind::Nearest { x, y };
+            return Ok(PillowShape { kind, region });
         }
-        let axis = |size, b0, b1, out, range, reuse| {
-            Axis::window(size, b0, b1, out, range, filter, limits, reuse)
-        };
+        let axis =
+            |size, b0, b1, out, range| AxisShape::new(size, b0, b1, out, range, filter, limits);
         // Python's resize splits images more than 100 times taller than wide into
         // a vertical-only call, then a horizontal-only one, each possibly a crop.
         let vertical_first = sh > sw.saturating_mul(100) && dh < sh;
@@ -107,40 +127,111 @@ impl PillowPlan {
                 dh != sh || bx.y0 != 0.0 || bx.y1 != dh as f32,
             )
         };
-        let mut h = if need_h {
-            Some(axis(sw, bx.x0, bx.x1, dw, wx.clone(), spare.axes.pop())?)
-        } else {
-            None
-        };
-        let mut v = if need_v {
-            Some(axis(sh, bx.y0, bx.y1, dh, wy.clone(), spare.axes.pop())?)
-        } else {
-            None
-        };
+        let h = need_h
+            .then(|| axis(sw, bx.x0, bx.x1, dw, wx.clone()))
+            .transpose()?;
+        let v = need_v
+            .then(|| axis(sh, bx.y0, bx.y1, dh, wy.clone()))
+            .transpose()?;
         // A skipped pass reads the window's own columns (rows) from the box's origin.
         let from = |b0: f32, w: &core::ops::Range<u32>| {
             let start = b0 as usize + w.start as usize;
             (start, start + w.len())
         };
-        let (x0, x1) = extent(h.as_ref(), from(bx.x0, &wx));
-        let (y0, y1) = extent(v.as_ref(), from(bx.y0, &wy));
-        if let Some(h) = &mut h {
-            h.shift(x0);
-        }
-        if let Some(v) = &mut v {
-            v.shift(y0);
-        }
+        let (x0, x1) = h.as_ref().map_or(from(bx.x0, &wx), AxisShape::span);
+        let (y0, y1) = v.as_ref().map_or(from(bx.y0, &wy), AxisShape::span);
         let region = Rect::new(x0 as u32, y0 as u32, (x1 - x0) as u32, (y1 - y0) as u32);
-        let plan = PillowPlan::Convolve(Convolve {
+        let kind = ShapeKind::Convolve {
             h,
             v,
             vertical_first,
-        });
-        Ok((plan, region))
+        };
+        Ok(PillowShape { kind, region })
+    }
+
+    /// The source region the plan reads.
+    pub(super) fn region(&self) -> Rect {
+        self.region
+    }
+
+    /// The passes the plan runs.
+    pub(super) fn passes(&self) -> Passes {
+        match &self.kind {
+            ShapeKind::Convolve {
+                h,
+                v,
+                vertical_first,
+            } => Passes::convolve(h.is_some(), v.is_some(), *vertical_first),
+            _ => Passes::ONE_ROW,
+        }
+    }
+
+    /// Adds the tables' sizes to an arena footprint.
+    pub(super) fn footprint(&self, f: &mut Footprint) -> Result<()> {
+        match &self.kind {
+            ShapeKind::Copy { .. } => Ok(()),
+            ShapeKind::Nearest { x, y } => {
+                f.add::<u32>(x.window.len())?;
+                f.add::<u32>(y.window.len())
+            }
+            ShapeKind::Convolve { h, v, .. } => {
+                for a in [h, v].into_iter().flatten() {
+                    a.footprint(f)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The plan, its tables filled from `tables`; starts count from the region's origin.
+    pub(super) fn build<S: Storage>(&self, tables: &mut impl Tables<S>) -> Result<PillowPlan<S>> {
+        let (x0, y0) = (self.region.x, self.region.y);
+        Ok(match &self.kind {
+            ShapeKind::Copy { roundtrip } => PillowPlan::Copy {
+                roundtrip: *roundtrip,
+            },
+            ShapeKind::Nearest { x, y } => PillowPlan::Nearest {
+                xs: x.build(x0, tables)?,
+                ys: y.build(y0, tables)?,
+            },
+            ShapeKind::Convolve {
+                h,
+                v,
+                vertical_first,
+            } => PillowPlan::Convolve(Convolve {
+                h: h.as_ref()
+                    .map(|a| a.build(x0 as usize, tables))
+                    .transpose()?,
+                v: v.as_ref()
+                    .map(|a| a.build(y0 as usize, tables))
+                    .transpose()?,
+                vertical_first: *vertical_first,
+            }),
+        })
+    }
+}
+
+impl Passes {
+    /// A copy or nearest sampling: one row at a time, no other scratch.
+    const ONE_ROW: Passes = Passes {
+        convolve: false,
+        h: false,
+        v: false,
+        vertical_first: false,
+    };
+
+    fn convolve(h: bool, v: bool, vertical_first: bool) -> Passes {
+        Passes {
+            convolve: true,
+            h,
+            v,
+            vertical_first,
+        }
     }
 
     /// The most scratch a run can need for a `region` read and an `out` written
     /// (4 bytes per pixel, the widest format).
+    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     pub(super) fn scratch_bytes(&self, region: Rect, out: (u32, u32)) -> u64 {
         let row = u64::from(region.width) * 4;
         self.scratch(region, out, 4, |rows| row * rows as u64)
@@ -161,29 +252,45 @@ impl PillowPlan {
     ) -> [u64; 3] {
         let (rw, rh) = (u64::from(region.width), u64::from(region.height));
         let (dw, dh) = (u64::from(dw), u64::from(dh));
-        let PillowPlan::Convolve(c) = self else {
+        if !self.convolve {
             return [0, rows_scratch(1), 0]; // one row at a time
-        };
-        let between = match (c.vertical_first, &c.h, &c.v) {
-            (true, _, Some(_)) => dh * rw * bpp,
-            (false, Some(_), Some(_)) => rh * dw * bpp,
+        }
+        let between = match (self.vertical_first, self.h, self.v) {
+            (true, _, true) => dh * rw * bpp,
+            (false, true, true) => rh * dw * bpp,
             _ => 0,
         };
-        // Blocks of eight rows, or the whole region at once.
-        let rows = rows_scratch(rh.max(dh).max(8) as usize);
-        let block = if c.h.is_some() {
-            8 * bpp * (rw + dw) + 32
-        } else {
-            0
+        // The rows read through the reader at once: the whole region for a
+        // vertical pass over the source (the rows the window needs if it is
+        // skipped), else blocks of eight for the horizontal pass.
+        let at_once = match (self.vertical_first, self.h, self.v) {
+            (true, _, true) | (false, false, true) => rh,
+            (true, _, false) => dh,
+            (false, true, _) => 8.min(rh),
+            (false, false, false) => 1,
         };
+        let rows = rows_scratch(at_once as usize);
+        let block = if self.h { 8 * bpp * (rw + dw) + 32 } else { 0 };
         [between, rows, block]
+    }
+}
+
+impl<S: Storage> PillowPlan<S> {
+    /// The passes the plan runs.
+    pub(super) fn passes(&self) -> Passes {
+        match self {
+            PillowPlan::Convolve(c) => {
+                Passes::convolve(c.h.is_some(), c.v.is_some(), c.vertical_first)
+            }
+            _ => Passes::ONE_ROW,
+        }
     }
 
     /// Resizes the plan's region, read through `input`, into `dst`.
     pub(super) fn run(
         &self,
         simd: Simd,
-        state: &mut ResizeState,
+        state: &mut ResizeStateIn<S>,
         input: &RowReader<'_>,
         dst: &mut ImageViewMut<'_>,
         alpha: bool,
@@ -204,13 +311,13 @@ impl PillowPlan {
                 }
             }
             PillowPlan::Nearest { xs, ys } => {
-                for (d, &sy) in dst.plane_rows_mut(0).zip(ys) {
+                for (d, &sy) in dst.plane_rows_mut(0).zip(ys.iter()) {
                     if sy == u32::MAX {
                         d.fill(0);
                         continue;
                     }
                     let row = input.rows(sy as usize, 1, false, scratch).row(0);
-                    for (o, &sx) in d.chunks_exact_mut(bpp).zip(xs) {
+                    for (o, &sx) in d.chunks_exact_mut(bpp).zip(xs.iter()) {
                         if sx == u32::MAX {
                             o.fill(0);
                         } else {
@@ -224,82 +331,87 @@ impl PillowPlan {
     }
 }
 
-/// `ImagingScaleAffine`'s source index per output index in `window`: positions
+/// `ImagingScaleAffine`'s source index per output index in a window: positions
 /// accumulated in `f64` from `box0 + step / 2`, truncated, out-of-range ones marked.
-fn nearest_positions(
+#[derive(Clone, Debug)]
+struct NearestAxis {
     b0: f32,
-    b1: f32,
-    out: u32,
+    step: f64,
     in_size: u32,
     window: core::ops::Range<u32>,
-    into: &mut Vec<u32>,
-) -> Result<()> {
-    let step = f64::from(b1 - b0) / f64::from(out);
-    let mut pos = f64::from(b0) + step * 0.5;
-    into.clear();
-    crate::buffer::reserve(into, window.len())?;
-    into.extend(
-        (0..window.end)
-            .map(|_| {
+}
+
+impl NearestAxis {
+    fn new(b0: f32, b1: f32, out: u32, in_size: u32, window: core::ops::Range<u32>) -> Self {
+        let step = f64::from(b1 - b0) / f64::from(out);
+        NearestAxis {
+            b0,
+            step,
+            in_size,
+            window,
+        }
+    }
+
+    /// The source index of every output index in the window (`u32::MAX` outside).
+    fn positions(&self) -> impl Iterator<Item = u32> + Clone + '_ {
+        let mut pos = f64::from(self.b0) + self.step * 0.5;
+        (0..self.window.end)
+            .map(move |_| {
                 let i = if pos < 0.0 { -1 } else { pos as i64 };
-                pos += step;
-                if (0..i64::from(in_size)).contains(&i) {
+                pos += self.step;
+                if (0..i64::from(self.in_size)).contains(&i) {
                     i as u32
                 } else {
                     u32::MAX
                 }
             })
-            .skip(window.start as usize),
-    );
-    Ok(())
+            .skip(self.window.start as usize)
+    }
+
+    /// The range the valid positions span (`0..1` if every one is outside the source).
+    fn span(&self) -> (u32, u32) {
+        let valid = self.positions().filter(|&p| p != u32::MAX);
+        let first = valid.clone().min().unwrap_or(0);
+        let last = valid.max().map_or(first + 1, |p| p + 1);
+        (first, last)
+    }
+
+    /// The positions relative to `first`.
+    fn build<S: Storage>(&self, first: u32, tables: &mut impl Tables<S>) -> Result<S::Table<u32>> {
+        tables.table(self.window.len(), |t: &mut [u32]| {
+            for (t, p) in t.iter_mut().zip(self.positions()) {
+                *t = if p == u32::MAX { p } else { p - first };
+            }
+        })
+    }
 }
 
-/// The tables of Pillow plans no longer needed, for the next ones to refill:
-/// a few of each kind, so that plans without tables (a size already right)
-/// passing through a cache do not make the next ones allocate.
-#[derive(Debug, Default)]
-pub(super) struct Spare {
-    positions: heapless::Vec<Vec<u32>, 8>,
-    axes: heapless::Vec<Axis, 8>,
-}
-
-impl PillowPlan {
-    /// Gives the plan's tables up for reuse (beyond the pool's room they are freed).
-    pub(super) fn into_spare(self, spare: &mut Spare) {
+#[cfg(feature = "alloc")]
+impl PillowPlan<crate::arena::Heap> {
+    /// Gives the plan's tables up for reuse (beyond the pools' room they are freed).
+    pub(super) fn into_pools(self, pools: &mut crate::arena::Pools) {
         match self {
             PillowPlan::Copy { .. } => {}
             PillowPlan::Nearest { xs, ys } => {
-                let _ = spare.positions.push(xs);
-                let _ = spare.positions.push(ys);
+                pools.give(xs);
+                pools.give(ys);
             }
             PillowPlan::Convolve(c) => {
                 for axis in [c.h, c.v].into_iter().flatten() {
-                    let _ = spare.axes.push(axis);
+                    axis.into_pools(pools);
                 }
             }
         }
     }
 }
 
-/// Makes positions relative to the smallest one; returns the range they span
-/// (`0..1` if every one is outside the source).
-fn relative(positions: &mut [u32]) -> (u32, u32) {
-    let valid = positions.iter().filter(|&&p| p != u32::MAX);
-    let first = valid.clone().min().copied().unwrap_or(0);
-    let last = valid.max().map_or(first + 1, |&p| p + 1);
-    for p in positions.iter_mut().filter(|p| **p != u32::MAX) {
-        *p -= first;
-    }
-    (first, last)
-}
-
 /// Where the horizontal pass reads: the source through its reader (converted or
 /// premultiplied per block of rows when needed), or rows already in memory.
-enum HInput<'r, 'a> {
+enum HInput<'r, 'a, B: Scratch> {
     Reader {
         reader: &'r RowReader<'a>,
         premultiplied: bool,
-        scratch: &'r mut Vec<u8>,
+        scratch: &'r mut B,
     },
     Rows(Rows<'r>),
 }
@@ -307,17 +419,17 @@ enum HInput<'r, 'a> {
 /// The horizontal pass of `count` input rows into `out`, rows `stride` apart,
 /// eight rows per kernel call.
 #[allow(clippy::too_many_arguments)]
-fn h_pass(
+fn h_pass<B: Scratch>(
     simd: Simd,
     bpp: usize,
-    h: &Axis,
-    mut input: HInput<'_, '_>,
+    h: &super::coeffs::Taps<'_>,
+    mut input: HInput<'_, '_, B>,
     count: usize,
     out: &mut [u8],
     stride: usize,
-    block: &mut Vec<u8>,
+    block: &mut impl Scratch,
 ) {
-    let row_len = h.bounds.len() * bpp;
+    let row_len = h.outputs() * bpp;
     for y0 in (0..count).step_by(8) {
         let m = 8.min(count - y0);
         let rows = match &mut input {
@@ -325,7 +437,7 @@ fn h_pass(
                 reader,
                 premultiplied,
                 scratch,
-            } => reader.rows(y0, m, *premultiplied, scratch),
+            } => reader.rows(y0, m, *premultiplied, *scratch),
             HInput::Rows(r) => r.from(y0),
         };
         let o = &mut out[y0 * stride..(y0 + m - 1) * stride + row_len];
@@ -333,11 +445,11 @@ fn h_pass(
     }
 }
 
-impl Convolve {
+impl<S: Storage> Convolve<S> {
     fn run(
         &self,
         simd: Simd,
-        state: &mut ResizeState,
+        state: &mut ResizeStateIn<S>,
         input: &RowReader<'_>,
         dst: &mut ImageViewMut<'_>,
         alpha: bool,
@@ -346,7 +458,7 @@ impl Convolve {
         let (rw, rh) = input.size();
         let (rw, rh) = (rw as usize, rh as usize);
         let (dw, dh) = (dst.width() as usize, dst.height() as usize);
-        let ResizeState {
+        let ResizeStateIn {
             between,
             premultiplied,
             block,
@@ -359,9 +471,9 @@ impl Convolve {
                 Some(v) => {
                     let src = input.rows(0, rh, alpha, premultiplied);
                     let len = rw * bpp;
-                    let out = grow(between, dh * len);
+                    let out = between.grow(dh * len);
                     for (y, o) in out.chunks_exact_mut(len).enumerate() {
-                        let (start, k) = v.taps(y);
+                        let (start, k) = v.taps().at(y);
                         kernels::v_row(simd, &src, start, k, o);
                     }
                     Rows {
@@ -375,7 +487,16 @@ impl Convolve {
             match &self.h {
                 Some(h) => {
                     let out = dst.plane_data_mut(0);
-                    h_pass(simd, bpp, h, HInput::Rows(mid), dh, out, stride, block);
+                    h_pass::<S::Scratch>(
+                        simd,
+                        bpp,
+                        &h.taps(),
+                        HInput::Rows(mid),
+                        dh,
+                        out,
+                        stride,
+                        block,
+                    );
                 }
                 None => {
                     for (y, d) in dst.plane_rows_mut(0).enumerate() {
@@ -394,20 +515,20 @@ impl Convolve {
                 (Some(h), None) => {
                     // Straight into the output.
                     let out = dst.plane_data_mut(0);
-                    h_pass(simd, bpp, h, reader, dh, out, stride, block);
+                    h_pass(simd, bpp, &h.taps(), reader, dh, out, stride, block);
                 }
                 (Some(h), Some(v)) => {
                     // Horizontal pass over the region's rows, then vertical.
                     let mid_len = dw * bpp;
-                    let out = grow(between, rh * mid_len);
-                    h_pass(simd, bpp, h, reader, rh, out, mid_len, block);
+                    let out = between.grow(rh * mid_len);
+                    h_pass(simd, bpp, &h.taps(), reader, rh, out, mid_len, block);
                     let mid = Rows {
                         data: out,
                         stride: mid_len,
                         len: mid_len,
                     };
                     for (y, d) in dst.plane_rows_mut(0).enumerate() {
-                        let (start, k) = v.taps(y);
+                        let (start, k) = v.taps().at(y);
                         kernels::v_row(simd, &mid, start, k, d);
                     }
                 }
@@ -417,7 +538,7 @@ impl Convolve {
                     for (y, d) in dst.plane_rows_mut(0).enumerate() {
                         match v {
                             Some(v) => {
-                                let (start, k) = v.taps(y);
+                                let (start, k) = v.taps().at(y);
                                 kernels::v_row(simd, &src, start, k, d);
                             }
                             None => d.copy_from_slice(src.row(y)),

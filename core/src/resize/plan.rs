@@ -1,48 +1,62 @@
 //! Resize plans, their scratch state, and the eager resizer.
 
-use super::{Filter, Resample, SourceBox, kernels::Simd, opencv, pillow};
+#[cfg(feature = "alloc")]
+use super::opencv;
+use super::pillow::{self, PillowShape};
+use super::{Filter, Resample, SourceBox, kernels::Simd};
+use crate::arena::{Arena, Borrowed, Footprint, Scratch, Storage};
+#[cfg(feature = "alloc")]
+use crate::arena::{Heap, Pools};
 use crate::color::YuvRange;
+#[cfg(feature = "alloc")]
 use crate::geometry::{Placement, fill_border};
 use crate::image::packed_bpp;
 use crate::rows::RowReader;
+#[cfg(feature = "alloc")]
 use crate::size::SizeRule;
-use crate::{Error, ImageView, ImageViewMut, Limits, Rect, Result};
+use crate::{Error, ImageView, ImageViewMut, Limits, PixelFormat, Rect, Result};
 
 #[derive(Clone, Debug, PartialEq)]
-enum Method {
-    Pillow(pillow::PillowPlan),
-    OpenCv(opencv::OpenCvPlan),
+enum Method<S: Storage> {
+    Pillow(pillow::PillowPlan<S>),
+    /// Heap only: arena plans refuse the OpenCV methods for now.
+    #[cfg(feature = "alloc")]
+    OpenCv(S::Heaped<opencv::OpenCvPlan>),
 }
 
 /// The tables of resize plans no longer needed, refilled by the next plans
 /// built ([`ResizePlan::windowed_reusing`]): one set per resampler family.
+#[cfg(feature = "alloc")]
 #[derive(Debug, Default)]
 pub(crate) struct Spares {
-    pillow: pillow::Spare,
+    pillow: Pools,
     opencv: opencv::Spare,
 }
 
+#[cfg(feature = "alloc")]
 impl ResizePlan {
     /// Gives the plan's tables up for the next plan to refill.
     pub(crate) fn recycle(self, spares: &mut Spares) {
         match self.method {
-            Method::Pillow(p) => p.into_spare(&mut spares.pillow),
+            Method::Pillow(p) => p.into_pools(&mut spares.pillow),
             Method::OpenCv(o) => o.into_spare(&mut spares.opencv),
         }
     }
 }
 
 /// Everything a resize of one source size to one destination size needs that
-/// does not depend on the pixels: the coefficient tables, computed once.
+/// does not depend on the pixels: the coefficient tables, computed once, kept
+/// in `S` (see [`ResizePlan`] for the heap and [`ArenaResizePlan`] for
+/// caller memory).
 ///
 /// Immutable and `Send + Sync`: share one plan between threads, give each
-/// thread its own [`ResizeState`].
+/// thread its own [`ResizeStateIn`].
 ///
 /// A plan can compute just a window of its result ([`ResizePlan::windowed`]):
 /// resizing then cropping costs only the cropped pixels and reads only the
-/// source region they need ([`ResizePlan::input_region`]).
+/// source region they need ([`ResizePlanIn::input_region`]).
 #[derive(Clone, Debug, PartialEq)]
-pub struct ResizePlan {
+pub struct ResizePlanIn<S: Storage> {
     src: (u32, u32),
     full: (u32, u32),
     window: Rect,
@@ -50,9 +64,34 @@ pub struct ResizePlan {
     source_box: SourceBox,
     resample: Resample,
     simd: Simd,
-    method: Method,
+    method: Method<S>,
 }
 
+/// A resize plan whose tables are on the heap.
+#[cfg(feature = "alloc")]
+pub type ResizePlan = ResizePlanIn<Heap>;
+
+/// A resize plan whose tables live in caller memory (an [`Arena`]): for
+/// builds without an allocator. Pillow's filters only, so far.
+pub type ArenaResizePlan<'a> = ResizePlanIn<Borrowed<'a>>;
+
+/// The checks every plan makes of its sizes, before any table is computed.
+fn check_sizes(
+    src: (u32, u32),
+    source_box: SourceBox,
+    full: (u32, u32),
+    window: Rect,
+    limits: &Limits,
+) -> Result<()> {
+    crate::image::check_dimensions(u64::from(src.0), u64::from(src.1))?;
+    crate::image::check_dimensions(u64::from(full.0), u64::from(full.1))?;
+    crate::image::check_dimensions(u64::from(window.width), u64::from(window.height))?;
+    window.check(full.0, full.1)?;
+    limits.check_pixels(u64::from(window.width), u64::from(window.height))?;
+    source_box.check(src.0, src.1)
+}
+
+#[cfg(feature = "alloc")]
 impl ResizePlan {
     /// A plan resizing whole `src` (width, height) images to `dst` (width, height).
     pub fn new(src: (u32, u32), dst: (u32, u32), resample: Resample) -> Result<ResizePlan> {
@@ -135,27 +174,15 @@ impl ResizePlan {
         limits: &Limits,
         spares: &mut Spares,
     ) -> Result<ResizePlan> {
-        crate::image::check_dimensions(u64::from(src.0), u64::from(src.1))?;
-        crate::image::check_dimensions(u64::from(full.0), u64::from(full.1))?;
-        crate::image::check_dimensions(u64::from(window.width), u64::from(window.height))?;
-        window.check(full.0, full.1)?;
-        limits.check_pixels(u64::from(window.width), u64::from(window.height))?;
-        source_box.check(src.0, src.1)?;
+        check_sizes(src, source_box, full, window, limits)?;
         let out = (window.width, window.height);
         let (method, region) = match resample {
             Resample::Pillow(filter) => {
-                let (plan, region) = pillow::PillowPlan::new(
-                    src,
-                    source_box,
-                    full,
-                    window,
-                    filter,
-                    limits,
-                    &mut spares.pillow,
-                )?;
+                let shape = PillowShape::new(src, source_box, full, window, filter, limits)?;
+                let region = shape.region();
                 // The scratch a run will grow to, refused now rather than when running.
-                limits.check_alloc(plan.scratch_bytes(region, out))?;
-                (Method::Pillow(plan), region)
+                limits.check_alloc(shape.passes().scratch_bytes(region, out))?;
+                (Method::Pillow(shape.build(&mut spares.pillow)?), region)
             }
             Resample::OpenCvLinear | Resample::OpenCvArea => {
                 let b = source_box;
@@ -194,10 +221,210 @@ impl ResizePlan {
             method,
         })
     }
+}
 
+/// An arena plan's shape: its Pillow tables and the scratch a run needs for
+/// one source format read as one destination format.
+struct ArenaShape {
+    pillow: PillowShape,
+    /// Bytes of `between`, `premultiplied` and `block`.
+    scratch: [usize; 3],
+}
+
+impl ArenaShape {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        src_format: PixelFormat,
+        src: (u32, u32),
+        source_box: SourceBox,
+        full: (u32, u32),
+        window: Rect,
+        dst_format: PixelFormat,
+        resample: Resample,
+        limits: &Limits,
+    ) -> Result<ArenaShape> {
+        check_sizes(src, source_box, full, window, limits)?;
+        let Resample::Pillow(filter) = resample else {
+            return Err(Error::InvalidParameter {
+                name: "resize in caller memory: Pillow's filters only (the OpenCV methods need alloc)",
+            });
+        };
+        let bpp = packed_bpp("resize destination", dst_format)?;
+        let pillow = PillowShape::new(src, source_box, full, window, filter, limits)?;
+        let region = pillow.region();
+        let alpha = alpha(dst_format, resample);
+        // Fails only for a destination that is not a packed format, checked above.
+        let rows = |n| {
+            RowReader::rows_scratch_for(src_format, region, dst_format, n, alpha).unwrap_or(0)
+                as u64
+        };
+        let sizes =
+            pillow
+                .passes()
+                .scratch(region, (window.width, window.height), bpp as u64, rows);
+        let mut scratch = [0usize; 3];
+        for (s, bytes) in scratch.iter_mut().zip(sizes) {
+            *s = usize::try_from(bytes).map_err(|_| Error::AllocationTooLarge {
+                bytes,
+                limit: usize::MAX as u64,
+            })?;
+        }
+        Ok(ArenaShape { pillow, scratch })
+    }
+
+    fn footprint(&self) -> Result<usize> {
+        let mut f = Footprint::default();
+        self.pillow.footprint(&mut f)?;
+        for s in self.scratch {
+            f.add::<u8>(s)?;
+        }
+        Ok(f.total())
+    }
+}
+
+impl<'a> ArenaResizePlan<'a> {
+    /// The bytes of caller memory [`ArenaResizePlan::new_in`] takes for the
+    /// same arguments (alignment slack included): the plan's tables and the
+    /// scratch of one state.
+    pub fn bytes_needed(
+        src_format: PixelFormat,
+        src: (u32, u32),
+        dst_format: PixelFormat,
+        dst: (u32, u32),
+        resample: Resample,
+    ) -> Result<usize> {
+        let window = Rect::new(0, 0, dst.0, dst.1);
+        let full = SourceBox::full(src.0, src.1);
+        Self::windowed_bytes_needed(src_format, src, full, dst, window, dst_format, resample)
+    }
+
+    /// [`ArenaResizePlan::bytes_needed`] of [`ArenaResizePlan::windowed_in`].
+    pub fn windowed_bytes_needed(
+        src_format: PixelFormat,
+        src: (u32, u32),
+        source_box: SourceBox,
+        full: (u32, u32),
+        window: Rect,
+        dst_format: PixelFormat,
+        resample: Resample,
+    ) -> Result<usize> {
+        let limits = Limits::DEFAULT;
+        ArenaShape::new(
+            src_format, src, source_box, full, window, dst_format, resample, &limits,
+        )?
+        .footprint()
+    }
+
+    /// A plan resizing whole `src`-sized images of `src_format` to `dst`
+    /// images of `dst_format` (converting on the way, as
+    /// [`ResizePlanIn::run_converting`]), its tables and its state's scratch
+    /// taken from `arena`. Pillow's filters only.
+    pub fn new_in(
+        arena: &mut Arena<'a>,
+        src_format: PixelFormat,
+        src: (u32, u32),
+        dst_format: PixelFormat,
+        dst: (u32, u32),
+        resample: Resample,
+    ) -> Result<(ArenaResizePlan<'a>, ArenaResizeState<'a>)> {
+        let window = Rect::new(0, 0, dst.0, dst.1);
+        let full = SourceBox::full(src.0, src.1);
+        Self::windowed_in(
+            arena, src_format, src, full, dst, window, dst_format, resample,
+        )
+    }
+
+    /// [`ResizePlan::windowed`] in caller memory: outputs `window` of the
+    /// `full`-sized resize of `source_box`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn windowed_in(
+        arena: &mut Arena<'a>,
+        src_format: PixelFormat,
+        src: (u32, u32),
+        source_box: SourceBox,
+        full: (u32, u32),
+        window: Rect,
+        dst_format: PixelFormat,
+        resample: Resample,
+    ) -> Result<(ArenaResizePlan<'a>, ArenaResizeState<'a>)> {
+        let limits = Limits::DEFAULT;
+        let shape = ArenaShape::new(
+            src_format, src, source_box, full, window, dst_format, resample, &limits,
+        )?;
+        let region = shape.pillow.region();
+        let method = Method::Pillow(shape.pillow.build(arena)?);
+        let [between, premultiplied, block] = shape.scratch;
+        let state = ResizeStateIn {
+            between: arena.scratch(between)?,
+            premultiplied: arena.scratch(premultiplied)?,
+            block: arena.scratch(block)?,
+            #[cfg(feature = "alloc")]
+            opencv: crate::arena::Unavailable,
+        };
+        let plan = ResizePlanIn {
+            src,
+            full,
+            window,
+            region,
+            source_box,
+            resample,
+            simd: Simd::detect(),
+            method,
+        };
+        Ok((plan, state))
+    }
+}
+
+/// Resizes `src` into `dst` (converting its format, as
+/// [`ResizePlanIn::run_converting`]) with the tables and scratch in `memory`,
+/// allocating nothing: [`ArenaResizePlan::bytes_needed`] says how much
+/// memory that takes. Pillow's filters only.
+///
+/// ```
+/// use tensorprep::color::YuvRange;
+/// use tensorprep::resize::{ArenaResizePlan, Filter, Resample, resize_in};
+/// use tensorprep::{ImageView, ImageViewMut, PixelFormat};
+///
+/// // A 64x48 RGB565 camera frame to a 16x12 RGB image.
+/// let frame = [0xffu8; 64 * 48 * 2];
+/// let src = ImageView::new(PixelFormat::Rgb565Le, 64, 48, &frame)?;
+/// let mut rgb = [0u8; 16 * 12 * 3];
+/// let mut dst = ImageViewMut::new(PixelFormat::Rgb8, 16, 12, &mut rgb)?;
+/// let method = Resample::Pillow(Filter::Bilinear);
+/// let mut memory = [0u8; 16384]; // ArenaResizePlan::bytes_needed tells the least
+/// resize_in(&mut memory, &src, YuvRange::Full, &mut dst, method)?;
+/// assert_eq!(&rgb[..3], &[248, 252, 248]);
+/// # Ok::<(), tensorprep::Error>(())
+/// ```
+pub fn resize_in(
+    memory: &mut [u8],
+    src: &ImageView<'_>,
+    range: YuvRange,
+    dst: &mut ImageViewMut<'_>,
+    resample: Resample,
+) -> Result<()> {
+    let mut arena = Arena::new(memory);
+    let (plan, mut state) = ArenaResizePlan::new_in(
+        &mut arena,
+        src.format(),
+        (src.width(), src.height()),
+        dst.format(),
+        (dst.width(), dst.height()),
+        resample,
+    )?;
+    plan.run_converting(&mut state, src, range, dst)
+}
+
+/// Whether a resize into `format` with `resample` works on premultiplied
+/// alpha (Pillow's `RGBa`; not for `NEAREST`, which Pillow applies to the raw values).
+fn alpha(format: PixelFormat, resample: Resample) -> bool {
+    format.alpha_offset().is_some() && resample != Resample::Pillow(Filter::Nearest)
+}
+
+impl<S: Storage> ResizePlanIn<S> {
     /// The same plan running its inner loops on `simd` instead of the detected
     /// best path (to compare paths; results are identical by design).
-    pub fn with_simd(mut self, simd: Simd) -> Result<ResizePlan> {
+    pub fn with_simd(mut self, simd: Simd) -> Result<Self> {
         if !simd.is_available() {
             return Err(Error::InvalidParameter {
                 name: "resize: this CPU does not support the requested SIMD path",
@@ -234,7 +461,7 @@ impl ResizePlan {
 
     /// The source pixels the plan reads (the filter's reach around the box,
     /// for the window's pixels only). A caller that only has this region in
-    /// memory can run the plan on it with [`ResizePlan::run_region`].
+    /// memory can run the plan on it with [`ResizePlanIn::run_region`].
     pub fn input_region(&self) -> Rect {
         self.region
     }
@@ -255,7 +482,7 @@ impl ResizePlan {
     /// (except with `NEAREST`, which Pillow applies to the raw values).
     pub fn run(
         &self,
-        state: &mut ResizeState,
+        state: &mut ResizeStateIn<S>,
         src: &ImageView<'_>,
         dst: &mut ImageViewMut<'_>,
     ) -> Result<()> {
@@ -272,10 +499,10 @@ impl ResizePlan {
         self.run_converting(state, src, YuvRange::Full, dst)
     }
 
-    /// Converts `src` (any format, YUV included) to `dst`'s packed format and
-    /// resizes it, in one pass: each source row is converted when the resampler
-    /// first reads it, and only the rows the plan reads are converted. The bytes
-    /// equal [`crate::color::convert_color`] followed by [`ResizePlan::run`].
+    /// Converts `src` (any format, YUV and RGB565 included) to `dst`'s packed
+    /// format and resizes it, in one pass: each source row is converted when the
+    /// resampler first reads it, and only the rows the plan reads are converted.
+    /// The bytes equal [`crate::color::convert_color`] followed by [`ResizePlanIn::run`].
     ///
     /// ```
     /// use tensorprep::color::YuvRange;
@@ -293,7 +520,7 @@ impl ResizePlan {
     /// ```
     pub fn run_converting(
         &self,
-        state: &mut ResizeState,
+        state: &mut ResizeStateIn<S>,
         src: &ImageView<'_>,
         range: YuvRange,
         dst: &mut ImageViewMut<'_>,
@@ -309,12 +536,12 @@ impl ResizePlan {
         self.run_reader(state, &reader, dst)
     }
 
-    /// [`ResizePlan::run_converting`] on only the plan's
-    /// [`input_region`](ResizePlan::input_region) of the source, `region` being
+    /// [`ResizePlanIn::run_converting`] on only the plan's
+    /// [`input_region`](ResizePlanIn::input_region) of the source, `region` being
     /// exactly that region (as a decoder asked for just that part produces).
     pub fn run_region(
         &self,
-        state: &mut ResizeState,
+        state: &mut ResizeStateIn<S>,
         region: &ImageView<'_>,
         range: YuvRange,
         dst: &mut ImageViewMut<'_>,
@@ -332,19 +559,25 @@ impl ResizePlan {
         self.run_reader(state, &reader, dst)
     }
 
-    /// Runs on rows read through `reader`, which covers exactly the plan's input
-    /// region in `dst`'s format.
     /// Makes room, fallibly, for all the scratch a run through `reader`
     /// writes: the kernels then never allocate (and in steady state nothing
-    /// is allocated at all).
-    fn reserve(&self, state: &mut ResizeState, reader: &RowReader<'_>, alpha: bool) -> Result<()> {
+    /// is allocated at all). Caller memory too small for this reader (another
+    /// source format than the plan was built for) is an error here.
+    fn reserve(
+        &self,
+        state: &mut ResizeStateIn<S>,
+        reader: &RowReader<'_>,
+        alpha: bool,
+    ) -> Result<()> {
         match &self.method {
             Method::Pillow(p) => {
                 let region = Rect::new(0, 0, reader.size().0, reader.size().1);
-                let sizes = p.scratch(region, self.dst_size(), reader.bpp() as u64, |rows| {
-                    reader.rows_scratch(rows, alpha) as u64
-                });
-                let ResizeState {
+                let sizes =
+                    p.passes()
+                        .scratch(region, self.dst_size(), reader.bpp() as u64, |rows| {
+                            reader.rows_scratch(rows, alpha) as u64
+                        });
+                let ResizeStateIn {
                     between,
                     premultiplied,
                     block,
@@ -352,17 +585,23 @@ impl ResizePlan {
                 } = state;
                 for (buf, bytes) in [between, premultiplied, block].into_iter().zip(sizes) {
                     let len = usize::try_from(bytes).map_err(|_| Error::OutOfMemory { bytes })?;
-                    crate::buffer::reserve(buf, len)?;
+                    buf.reserve(len)?;
                 }
                 Ok(())
             }
-            Method::OpenCv(p) => p.reserve(&mut state.opencv, reader, self.dst_size().0),
+            #[cfg(feature = "alloc")]
+            Method::OpenCv(p) => match (S::heaped(p), S::heaped_mut(&mut state.opencv)) {
+                (Some(p), Some(st)) => p.reserve(st, reader, self.dst_size().0),
+                _ => Err(Error::InvalidParameter {
+                    name: "resize in caller memory: Pillow's filters only (the OpenCV methods need alloc)",
+                }),
+            },
         }
     }
 
     pub(crate) fn run_reader(
         &self,
-        state: &mut ResizeState,
+        state: &mut ResizeStateIn<S>,
         reader: &RowReader<'_>,
         dst: &mut ImageViewMut<'_>,
     ) -> Result<()> {
@@ -377,14 +616,18 @@ impl ResizePlan {
                 found: dst.format(),
             });
         }
-        let alpha = dst.format().alpha_offset().is_some()
-            && self.resample != Resample::Pillow(Filter::Nearest);
+        let alpha = alpha(dst.format(), self.resample);
         self.reserve(state, reader, alpha)?;
         #[cfg(debug_assertions)]
         let reserved = state.capacities();
         match &self.method {
             Method::Pillow(p) => p.run(self.simd, state, reader, dst, alpha),
-            Method::OpenCv(p) => p.run(&mut state.opencv, reader, dst),
+            #[cfg(feature = "alloc")]
+            Method::OpenCv(p) => {
+                if let (Some(p), Some(st)) = (S::heaped(p), S::heaped_mut(&mut state.opencv)) {
+                    p.run(st, reader, dst);
+                }
+            }
         }
         // Every test run checks that the reserve was enough.
         #[cfg(debug_assertions)]
@@ -398,28 +641,67 @@ impl ResizePlan {
     }
 }
 
-/// Scratch rows of a resize, reused between runs (one per thread).
-#[derive(Clone, Debug, Default)]
-pub struct ResizeState {
+/// Scratch rows of a resize, reused between runs (one per thread), kept in
+/// `S`: [`ResizeState`] on the heap, [`ArenaResizeState`] in caller memory.
+#[derive(Debug)]
+pub struct ResizeStateIn<S: Storage> {
     /// Output of the first pass.
-    pub(super) between: alloc::vec::Vec<u8>,
+    pub(super) between: S::Scratch,
     /// Source rows converted or premultiplied before the first pass reads them.
-    pub(super) premultiplied: alloc::vec::Vec<u8>,
+    pub(super) premultiplied: S::Scratch,
     /// Interleaved rows of the eight-row horizontal kernel.
-    pub(super) block: alloc::vec::Vec<u8>,
-    pub(super) opencv: opencv::OpenCvState,
+    pub(super) block: S::Scratch,
+    #[cfg(feature = "alloc")]
+    pub(super) opencv: S::Heaped<opencv::OpenCvState>,
 }
 
+/// A resize state on the heap: empty until the first run grows it.
+#[cfg(feature = "alloc")]
+pub type ResizeState = ResizeStateIn<Heap>;
+
+/// A resize state in caller memory, made with its plan by [`ArenaResizePlan::new_in`].
+pub type ArenaResizeState<'a> = ResizeStateIn<Borrowed<'a>>;
+
+#[cfg(feature = "alloc")]
+impl Default for ResizeState {
+    fn default() -> Self {
+        ResizeStateIn {
+            between: Default::default(),
+            premultiplied: Default::default(),
+            block: Default::default(),
+            opencv: Default::default(),
+        }
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl Clone for ResizeState {
+    fn clone(&self) -> Self {
+        ResizeStateIn {
+            between: self.between.clone(),
+            premultiplied: self.premultiplied.clone(),
+            block: self.block.clone(),
+            opencv: self.opencv.clone(),
+        }
+    }
+}
+
+#[cfg(feature = "alloc")]
 impl ResizeState {
     /// Empty scratch; it grows on the first run and is reused afterwards.
     pub fn new() -> Self {
         Self::default()
     }
+}
 
+impl<S: Storage> ResizeStateIn<S> {
     /// The capacity of every scratch buffer.
     #[cfg(debug_assertions)]
     fn capacities(&self) -> [usize; 8] {
-        let [line, r0, r1, buf, sum] = self.opencv.capacities();
+        #[cfg(feature = "alloc")]
+        let [line, r0, r1, buf, sum] = S::heaped(&self.opencv).map_or([0; 5], |o| o.capacities());
+        #[cfg(not(feature = "alloc"))]
+        let [line, r0, r1, buf, sum] = [0; 5];
         [
             self.between.capacity(),
             self.premultiplied.capacity(),
@@ -433,6 +715,7 @@ impl ResizeState {
     }
 }
 
+#[cfg(feature = "alloc")]
 /// A plan and its state for eager use: the plan is rebuilt only when the sizes,
 /// box or method change, so repeated calls on same-sized images do not allocate.
 #[derive(Clone, Debug, Default)]
@@ -441,6 +724,7 @@ pub struct Resizer {
     state: ResizeState,
 }
 
+#[cfg(feature = "alloc")]
 impl Resizer {
     /// A resizer with empty scratch buffers.
     pub fn new() -> Self {
@@ -511,11 +795,13 @@ impl Resizer {
     }
 }
 
+#[cfg(feature = "alloc")]
 /// One-shot [`Resizer::resize`] (allocates scratch; keep a [`Resizer`] for repeated calls).
 pub fn resize(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, resample: Resample) -> Result<()> {
     Resizer::new().resize(src, dst, resample)
 }
 
+#[cfg(feature = "alloc")]
 /// Allocating form: a new `width` x `height` image.
 pub fn resize_owned(
     src: &ImageView<'_>,
@@ -528,6 +814,7 @@ pub fn resize_owned(
     Ok(img)
 }
 
+#[cfg(feature = "alloc")]
 /// Allocating form with the size given by a [`SizeRule`].
 pub fn resize_by_rule(
     src: &ImageView<'_>,
@@ -698,6 +985,144 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Arena plans (tables and scratch in caller memory) give the heap plans'
+    /// bytes, in exactly the memory `bytes_needed` reports, at any alignment.
+    #[test]
+    fn arena_plans_equal_heap_plans_in_the_bytes_they_report() {
+        use crate::arena::{Arena, SLACK};
+        let filters = [
+            Filter::Nearest,
+            Filter::Box,
+            Filter::Bilinear,
+            Filter::Hamming,
+            Filter::Bicubic,
+            Filter::Lanczos3,
+        ];
+        let sizes = [
+            ((64u32, 48u32), (20u32, 15u32)),
+            ((37, 29), (90, 70)),
+            ((40, 30), (40, 30)),
+            ((37, 29), (37, 13)),
+            ((3, 400), (2, 50)),
+            ((320, 240), (96, 96)),
+        ];
+        let sources = [
+            (PixelFormat::Rgb8, PixelFormat::Rgb8),
+            (PixelFormat::Gray8, PixelFormat::Gray8),
+            (PixelFormat::Rgba8, PixelFormat::Rgba8),
+            (PixelFormat::Rgb565Be, PixelFormat::Rgb8),
+            (PixelFormat::Yuyv, PixelFormat::Gray8),
+            (PixelFormat::Nv21, PixelFormat::Bgr8),
+        ];
+        let mut cases = 0;
+        for (i, &(src, full)) in sizes.iter().enumerate() {
+            for (j, &(from, to)) in sources.iter().enumerate() {
+                let (w, h) = src;
+                let len = crate::image::tight_len(from, w, h).unwrap() as usize;
+                let px = crate::testing::noise(len, (i * 8 + j) as u32 + 1);
+                let view = ImageView::new(from, w, h, &px).unwrap();
+                for (k, &f) in filters.iter().enumerate() {
+                    let r = Resample::Pillow(f);
+                    let boxes = [
+                        SourceBox::full(w, h),
+                        SourceBox {
+                            x0: 1.5,
+                            y0: 0.25,
+                            x1: w as f32 - 1.0,
+                            y1: h as f32 - 0.5,
+                        },
+                    ];
+                    let bx = boxes[(i + k) % 2];
+                    let windows = [
+                        Rect::new(0, 0, full.0, full.1),
+                        Rect::new(1, full.1 / 3, full.0 - 1, full.1 - full.1 / 3),
+                    ];
+                    let win = windows[(j + k) % 2];
+                    let heap =
+                        ResizePlan::windowed((w, h), bx, full, win, r, &Limits::DEFAULT).unwrap();
+                    let mut want = crate::Image::new(to, win.width, win.height).unwrap();
+                    heap.run_converting(
+                        &mut ResizeState::new(),
+                        &view,
+                        YuvRange::Limited,
+                        &mut want.view_mut(),
+                    )
+                    .unwrap();
+                    let needed =
+                        ArenaResizePlan::windowed_bytes_needed(from, (w, h), bx, full, win, to, r)
+                            .unwrap();
+                    let mut memory = alloc::vec![0u8; needed + 8];
+                    for offset in [0, 3] {
+                        let mut arena = Arena::new(&mut memory[offset..offset + needed]);
+                        let (plan, mut state) = ArenaResizePlan::windowed_in(
+                            &mut arena,
+                            from,
+                            (w, h),
+                            bx,
+                            full,
+                            win,
+                            to,
+                            r,
+                        )
+                        .unwrap();
+                        assert!(arena.used() <= needed);
+                        let mut got = crate::Image::new(to, win.width, win.height).unwrap();
+                        plan.run_converting(
+                            &mut state,
+                            &view,
+                            YuvRange::Limited,
+                            &mut got.view_mut(),
+                        )
+                        .unwrap();
+                        assert!(
+                            got == want,
+                            "{from:?}->{to:?} {r:?} {src:?}->{full:?} {bx:?} {win:?}"
+                        );
+                        // Another source format than the one planned for needs
+                        // other scratch: refused if it does not fit, never a panic.
+                        let rgb = crate::Image::new(PixelFormat::Rgba8, w, h).unwrap();
+                        let _ = plan.run_converting(
+                            &mut state,
+                            &rgb.view(),
+                            YuvRange::Full,
+                            &mut got.view_mut(),
+                        );
+                    }
+                    // One aligned byte less than the tables and scratch: refused
+                    // (a plain copy of the same format needs nothing).
+                    cases += 1;
+                    if needed == SLACK {
+                        continue;
+                    }
+                    let mut arena = Arena::new(&mut memory[..needed - SLACK - 1]);
+                    let short = ArenaResizePlan::windowed_in(
+                        &mut arena,
+                        from,
+                        (w, h),
+                        bx,
+                        full,
+                        win,
+                        to,
+                        r,
+                    );
+                    assert!(matches!(short, Err(Error::ArenaTooSmall { .. })));
+                }
+            }
+        }
+        assert_eq!(cases, 6 * 6 * 6);
+        // OpenCV's methods have no arena form yet: refused, with the reason.
+        assert!(
+            ArenaResizePlan::bytes_needed(
+                PixelFormat::Rgb8,
+                (8, 8),
+                PixelFormat::Rgb8,
+                (4, 4),
+                Resample::OpenCvLinear
+            )
+            .is_err()
+        );
     }
 
     #[test]

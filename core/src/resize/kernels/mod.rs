@@ -7,7 +7,8 @@
 //! once, so the vector paths are bit-identical to the scalar one by construction;
 //! the tests below check that on random rows and weights anyway.
 
-use super::coeffs::{Axis, HALF, clip8};
+use super::coeffs::{HALF, Taps, clip8};
+use crate::arena::Scratch;
 use crate::rows::Rows;
 
 #[cfg(target_arch = "aarch64")]
@@ -89,11 +90,11 @@ pub(super) fn h_block(
     m: usize,
     out: &mut [u8],
     out_stride: usize,
-    axis: &Axis,
-    scratch: &mut alloc::vec::Vec<u8>,
+    axis: &Taps<'_>,
+    scratch: &mut impl Scratch,
 ) {
     debug_assert!(simd.is_available() && (1..=8).contains(&m));
-    let (in_len, out_len) = (rows.len, axis.bounds.len() * n);
+    let (in_len, out_len) = (rows.len, axis.outputs() * n);
     if simd == Simd::Scalar || !matches!(n, 1 | 3 | 4) {
         for r in 0..m {
             let o = &mut out[r * out_stride..r * out_stride + out_len];
@@ -109,10 +110,7 @@ pub(super) fn h_block(
     // past the row end (multiplied by a zero weight), then the interleaved results.
     let t_len = 8 * in_len + 8 * 4;
     let need = t_len + 8 * out_len;
-    if scratch.len() < need {
-        scratch.resize(need, 0);
-    }
-    let (t, o) = scratch[..need].split_at_mut(t_len);
+    let (t, o) = scratch.grow(need).split_at_mut(t_len);
     let src: [&[u8]; 8] = core::array::from_fn(|r| rows.row(r.min(m - 1)));
     #[cfg(target_arch = "x86_64")]
     {
@@ -192,9 +190,9 @@ pub(super) fn v_row(simd: Simd, rows: &Rows<'_>, start: usize, k: &[i32], out: &
 
 /// One horizontal pass row, the reference arithmetic: `src` holds whole source
 /// pixels of `N` bytes, `out` receives `axis.bounds.len()` pixels.
-fn h_row_scalar<const N: usize>(src: &[u8], out: &mut [u8], axis: &Axis) {
+fn h_row_scalar<const N: usize>(src: &[u8], out: &mut [u8], axis: &Taps<'_>) {
     for (i, o) in out.chunks_exact_mut(N).enumerate() {
-        let (start, k) = axis.taps(i);
+        let (start, k) = axis.at(i);
         let mut ss = [HALF; N];
         for (p, &w) in src[start * N..].chunks_exact(N).zip(k) {
             for (s, &v) in ss.iter_mut().zip(p) {
@@ -278,8 +276,16 @@ mod tests {
         for simd in Simd::available().filter(|&s| s != Simd::Scalar) {
             for (fi, &f) in filters.iter().enumerate() {
                 for (si, &(w_in, w_out)) in sizes.iter().enumerate() {
-                    let axis =
-                        Axis::new(w_in, 0.0, w_in as f32, w_out, f, &Limits::DEFAULT).unwrap();
+                    let table = crate::resize::coeffs::Axis::new(
+                        w_in,
+                        0.0,
+                        w_in as f32,
+                        w_out,
+                        f,
+                        &Limits::DEFAULT,
+                    )
+                    .unwrap();
+                    let axis = table.taps();
                     // Blocks of eight rows and partial ones, rows `stride` apart.
                     for n in [1usize, 3, 4] {
                         let len = w_in as usize * n;
@@ -322,7 +328,7 @@ mod tests {
                             len: width,
                         };
                         for y in 0..w_out as usize {
-                            let (start, k) = axis.taps(y);
+                            let (start, k) = axis.at(y);
                             let mut a = vec![0u8; width];
                             let mut b = vec![1u8; width];
                             v_row_scalar(&rows, start, k, &mut a, 0);
@@ -343,7 +349,7 @@ mod tests {
         let _ = cases;
     }
 
-    fn h_row_scalar_n(n: usize, src: &[u8], out: &mut [u8], axis: &Axis) {
+    fn h_row_scalar_n(n: usize, src: &[u8], out: &mut [u8], axis: &Taps<'_>) {
         match n {
             1 => h_row_scalar::<1>(src, out, axis),
             3 => h_row_scalar::<3>(src, out, axis),

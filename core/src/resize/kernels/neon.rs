@@ -5,7 +5,7 @@
 use core::arch::aarch64::*;
 
 use super::{Rows, v_row_scalar};
-use crate::resize::coeffs::{Axis, HALF, PRECISION_BITS};
+use crate::resize::coeffs::{HALF, PRECISION_BITS, Taps};
 
 pub(super) fn v_row(rows: &Rows<'_>, start: usize, k: &[i32], out: &mut [u8]) {
     let n = out.len();
@@ -100,9 +100,9 @@ pub(super) fn deinterleave8(o: &[u8], out: &mut [u8], m: usize, len: usize, stri
 
 /// Eight-row sums: channel c of output x for all eight rows, in two vectors of
 /// four i32 lanes, each tap a `vmlaq_n_s32` with the full weight.
-pub(super) fn sums8<const N: usize>(t: &[u8], o: &mut [u8], axis: &Axis) {
+pub(super) fn sums8<const N: usize>(t: &[u8], o: &mut [u8], axis: &Taps<'_>) {
     for (x, ox) in o.chunks_exact_mut(8 * N).enumerate() {
-        let (start, k) = axis.taps(x);
+        let (start, k) = axis.at(x);
         let taps = &t[8 * N * start..8 * N * (start + k.len())];
         // SAFETY: register arithmetic, and 8-byte loads from 8-byte slices.
         unsafe {

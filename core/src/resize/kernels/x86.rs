@@ -9,7 +9,7 @@
 use core::arch::x86_64::*;
 
 use super::{Rows, v_row_scalar};
-use crate::resize::coeffs::{Axis, HALF, PRECISION_BITS};
+use crate::resize::coeffs::{HALF, PRECISION_BITS, Taps};
 
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn v_row_avx2(rows: &Rows<'_>, start: usize, k: &[i32], out: &mut [u8]) {
@@ -171,12 +171,12 @@ pub(super) fn deinterleave8(o: &[u8], out: &mut [u8], m: usize, len: usize, stri
 /// 0..=255), both sums exact in i32. A spare tap past an odd count reads a real
 /// pixel (or padding at the row end) that its zero weight cancels.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn sums8_avx2<const N: usize>(t: &[u8], o: &mut [u8], axis: &Axis) {
+pub(super) unsafe fn sums8_avx2<const N: usize>(t: &[u8], o: &mut [u8], axis: &Taps<'_>) {
     for (x, ox) in o.chunks_exact_mut(8 * N).enumerate() {
         let first = 8 * N * axis.bounds[x].0 as usize;
         let mut acc_hi = [_mm256_setzero_si256(); N];
         let mut acc_lo = [_mm256_setzero_si256(); N];
-        for (j, &[hi, lo]) in axis.tap_pairs(x).iter().enumerate() {
+        for (j, &[hi, lo]) in axis.pairs_at(x).iter().enumerate() {
             let whi = _mm256_set1_epi32(hi);
             let wlo = _mm256_set1_epi32(lo);
             let at = first + 16 * N * j;
@@ -218,13 +218,13 @@ fn tap_pair<const N: usize>(taps: &[u8], c: usize) -> __m128i {
 
 /// [`sums8_avx2`] in 128-bit registers: rows 0-3 and 4-7 in two halves.
 #[target_feature(enable = "sse4.1")]
-pub(super) unsafe fn sums8_sse41<const N: usize>(t: &[u8], o: &mut [u8], axis: &Axis) {
+pub(super) unsafe fn sums8_sse41<const N: usize>(t: &[u8], o: &mut [u8], axis: &Taps<'_>) {
     let zero = _mm_setzero_si128();
     for (x, ox) in o.chunks_exact_mut(8 * N).enumerate() {
         let first = 8 * N * axis.bounds[x].0 as usize;
         let mut acc_hi = [[zero; 2]; N];
         let mut acc_lo = [[zero; 2]; N];
-        for (j, &[hi, lo]) in axis.tap_pairs(x).iter().enumerate() {
+        for (j, &[hi, lo]) in axis.pairs_at(x).iter().enumerate() {
             let whi = _mm_set1_epi32(hi);
             let wlo = _mm_set1_epi32(lo);
             let at = first + 16 * N * j;
