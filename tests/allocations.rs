@@ -45,6 +45,69 @@ fn eager_ops_without_alloc_in_their_signature_allocate_nothing() {
     assert_eq!(n, 0, "allocations in ops that take caller buffers");
 }
 
+/// Plans in caller memory allocate nothing, not even while they are built:
+/// counting, building and running a camera pipeline (RGB565 and YUYV frames
+/// to an int8 tensor, with a crop, a turn and a resize).
+#[test]
+fn arena_plans_allocate_nothing_at_all() {
+    use tensorprep::arena::Arena;
+    use tensorprep::finish::{ChannelOrder, Normalize};
+    use tensorprep::pipeline::{
+        ArenaPlan, CenterCrop, CropRounding, InputDesc, Op, Pipeline, Resize,
+    };
+    use tensorprep::resize::Filter;
+    use tensorprep::size::SizeRule;
+    use tensorprep::{DType, Layout, Quantization};
+    let (w, h) = (320u32, 240u32);
+    let frame: Vec<u8> = (0..w * h * 2).map(|i| (i * 7 % 251) as u8).collect();
+    let mut memory = vec![0u8; 1 << 20];
+    let mut tensor = vec![0i8; 96 * 96 * 3];
+    for format in [PixelFormat::Rgb565Be, PixelFormat::Yuyv] {
+        let pipeline = Pipeline::from_ops(&[
+            Op::ConvertColor {
+                to: PixelFormat::Rgb8,
+                range: YuvRange::Limited,
+            },
+            Op::CenterCrop(CenterCrop {
+                width: 240,
+                height: 240,
+                rounding: CropRounding::HalfEven,
+            }),
+            Op::Rotate(Rotation::Cw90),
+            Op::Resize(Resize {
+                size: SizeRule::Exact {
+                    width: 96,
+                    height: 96,
+                },
+                resample: Resample::Pillow(Filter::Bilinear),
+            }),
+            Op::Normalize(Normalize::UNIT),
+            Op::Layout {
+                layout: Layout::Hwc,
+                order: ChannelOrder::Rgb,
+            },
+            Op::Cast {
+                dtype: DType::I8,
+                quantization: Quantization {
+                    scale: 1.0 / 255.0,
+                    zero_point: -128,
+                },
+            },
+        ])
+        .unwrap();
+        let input = InputDesc::pixels(format, w, h);
+        let src = ImageView::new(format, w, h, &frame).unwrap();
+        let n = allocations(|| {
+            let needed = ArenaPlan::bytes_needed(&pipeline, input).unwrap();
+            let mut arena = Arena::new(&mut memory[..needed]);
+            let (plan, mut state) = ArenaPlan::new_in(&mut arena, &pipeline, input).unwrap();
+            plan.run(&mut state, src, TensorMut::I8(&mut tensor))
+                .unwrap();
+        });
+        assert_eq!(n, 0, "{format:?}");
+    }
+}
+
 #[test]
 fn resizing_allocates_nothing_after_the_first_call() {
     let jpeg = read("sample.jpg");

@@ -289,7 +289,7 @@ fn random_fused_pipelines_equal_the_eager_ops_bit_for_bit() {
         ImageView::new(PixelFormat::Rgb565Be, rw, rh, &rgb565_be).unwrap(),
     ];
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-    let (mut compared, mut refused) = (0, 0);
+    let (mut compared, mut refused, mut in_arena) = (0, 0, 0);
     let mut state = PlanState::new();
     for case in 0..400 {
         // The source, and the colour conversion its pipeline starts with (if any).
@@ -346,6 +346,9 @@ fn random_fused_pipelines_equal_the_eager_ops_bit_for_bit() {
                     .unwrap_or_else(|e| panic!("{e}: {ops:?}"));
                 assert!(same(&got, &want), "case {case}: {ops:?}");
                 compared += 1;
+                if arena_plan_agrees(&pipeline, src, &got) {
+                    in_arena += 1;
+                }
             }
             // Both refuse (a crop that no longer fits, a degenerate size, ...).
             (Err(_), Err(_)) => refused += 1,
@@ -356,8 +359,52 @@ fn random_fused_pipelines_equal_the_eager_ops_bit_for_bit() {
             ),
         }
     }
-    println!("{compared} random pipelines identical to the eager ops, {refused} refused by both");
+    println!(
+        "{compared} random pipelines identical to the eager ops, {refused} refused by both; \
+         {in_arena} of them also run in caller memory, identical"
+    );
     assert!(compared >= 250, "only {compared} compared");
+    assert!(in_arena >= 150, "only {in_arena} compared in caller memory");
+}
+
+/// Runs `pipeline` as an arena plan (no allocation: tables, images and rows
+/// in the bytes `ArenaPlan::bytes_needed` reports) and checks it gives the
+/// heap plan's tensor `want`. `false` when the pipeline is outside the arena
+/// op set (OpenCV resampling).
+fn arena_plan_agrees(pipeline: &Pipeline, src: ImageView<'_>, want: &Tensor) -> bool {
+    use tensorprep::arena::Arena;
+    use tensorprep::pipeline::ArenaPlan;
+    let input = InputDesc::pixels(src.format(), src.width(), src.height());
+    let opencv = pipeline.ops().iter().any(|op| {
+        matches!(op, Op::Resize(r) if matches!(r.resample, Resample::OpenCvLinear | Resample::OpenCvArea))
+    });
+    let needed = match ArenaPlan::bytes_needed(pipeline, input) {
+        Ok(n) => n,
+        Err(e) => {
+            assert!(opencv, "{e}: {:?}", pipeline.ops());
+            return false;
+        }
+    };
+    assert!(
+        !opencv,
+        "OpenCV resampling has no arena form: {:?}",
+        pipeline.ops()
+    );
+    let mut memory = vec![0u8; needed];
+    let mut arena = Arena::new(&mut memory);
+    let (plan, mut state) = ArenaPlan::new_in(&mut arena, pipeline, input).unwrap();
+    assert!(arena.used() <= needed);
+    let mut got = Tensor::zeros(plan.dtype(), plan.output_len());
+    plan.run(&mut state, src, got.as_mut()).unwrap();
+    assert!(same(&got, want), "arena plan: {:?}", pipeline.ops());
+    // A second run reuses the same memory: same tensor.
+    plan.run(&mut state, src, got.as_mut()).unwrap();
+    assert!(
+        same(&got, want),
+        "arena plan, second run: {:?}",
+        pipeline.ops()
+    );
+    true
 }
 
 /// The JPEG fixtures the eval pipeline is checked on.

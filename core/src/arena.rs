@@ -158,6 +158,62 @@ impl<'a> Storage for Borrowed<'a> {
     }
 }
 
+/// Storage that holds nothing and counts the bytes an [`Arena`] would hand
+/// out: plans built in it are measured (`bytes_needed`), never run.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counting;
+
+/// A table or scratch of [`Counting`] storage: no elements.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counted<T>(core::marker::PhantomData<T>);
+
+impl<T> core::ops::Deref for Counted<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &[]
+    }
+}
+
+impl sealed::Sealed for Counting {}
+
+impl Storage for Counting {
+    type Table<T: Element> = Counted<T>;
+    type Scratch = Counted<u8>;
+    type Heaped<T: Clone + PartialEq + core::fmt::Debug> = Unavailable;
+    fn heaped<T: Clone + PartialEq + core::fmt::Debug>(_: &Unavailable) -> Option<&T> {
+        None
+    }
+    fn heaped_mut<T: Clone + PartialEq + core::fmt::Debug>(_: &mut Unavailable) -> Option<&mut T> {
+        None
+    }
+}
+
+impl sealed::Sealed for Counted<u8> {}
+
+/// Never run: a counted plan only reports sizes.
+impl Scratch for Counted<u8> {
+    fn reserve(&mut self, len: usize) -> Result<()> {
+        (&mut [][..]).reserve(len)
+    }
+
+    fn grow(&mut self, _: usize) -> &mut [u8] {
+        &mut []
+    }
+
+    fn capacity(&self) -> usize {
+        0
+    }
+}
+
+impl Tables<Counting> for Footprint {
+    fn table<T: Pooled>(&mut self, n: usize, _: impl FnOnce(&mut [T])) -> Result<Counted<T>> {
+        self.add::<T>(n)?;
+        Ok(Counted(core::marker::PhantomData))
+    }
+}
+
 /// A scratch buffer a run writes: made large enough before the run (fallibly),
 /// then handed out at the lengths the run needs.
 pub trait Scratch: sealed::Sealed {
@@ -232,10 +288,27 @@ impl<'a> Tables<Borrowed<'a>> for Arena<'a> {
     }
 }
 
-/// Scratch of `len` bytes from an arena.
 impl<'a> Arena<'a> {
+    /// Scratch of `len` bytes.
     pub(crate) fn scratch(&mut self, len: usize) -> Result<&'a mut [u8]> {
         self.take::<u8>(len)
+    }
+
+    /// `value`, moved into the arena (plans keep their resolved passes there
+    /// rather than on the stack). It is never dropped: arena values own no
+    /// resources (their tables are arena slices too).
+    pub(crate) fn keep<T>(&mut self, value: T) -> Result<&'a mut T> {
+        const { assert!(core::mem::align_of::<T>() <= ALIGN) };
+        let bytes = self.take::<u8>(core::mem::size_of::<T>())?;
+        let ptr = bytes.as_mut_ptr().cast::<T>();
+        // SAFETY: `take` gives `size_of::<T>()` bytes starting on an `ALIGN`
+        // boundary, enough for `T`'s alignment (asserted above), borrowed for
+        // `'a` and reachable from nowhere else; `write` moves `value` in
+        // without reading the old bytes.
+        unsafe {
+            ptr.write(value);
+            Ok(&mut *ptr)
+        }
     }
 }
 

@@ -151,7 +151,6 @@ fn check_plane(
 }
 
 /// Bytes of a tightly packed image (all planes, no row padding).
-#[cfg(feature = "alloc")]
 pub(crate) fn tight_len(format: PixelFormat, width: u32, height: u32) -> Option<u64> {
     let mut total = 0u64;
     for i in 0..format.plane_count() {

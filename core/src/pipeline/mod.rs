@@ -36,16 +36,18 @@
 //! # Ok::<(), tensorprep::Error>(())
 //! ```
 
+mod arena;
+mod execute;
 mod mapping;
 mod op;
 #[cfg(feature = "alloc")]
 mod plan;
 mod preset;
-#[cfg(feature = "alloc")]
 mod resolve;
 #[cfg(feature = "std")]
 mod source;
 
+pub use arena::{ArenaPlan, ArenaPlanState};
 pub use mapping::{Affine, Geometry};
 #[cfg(feature = "graph")]
 pub(crate) use op::message as op_message;

@@ -3,15 +3,15 @@
 use alloc::vec::Vec;
 
 use super::mapping::Geometry;
-use super::op::{Compiling, Decode, Step, op_error};
+use super::op::{Compiled, Compiling, Decode, Step, StepList, op_error};
 use super::resolve::{Resolved, Shape, resolve};
 use super::{InputDesc, Pipeline};
+use crate::arena::Heap;
 use crate::decode::{ImageDecoder, ImageFormat, ImageInfo};
 use crate::finish::{ChannelOrder, Finisher};
 use crate::image::tight_len;
 use crate::jpeg::Scale;
 use crate::resize::{ResizeState, Spares};
-use crate::rows::RowReader;
 use crate::{
     DType, Error, ImageView, ImageViewMut, Layout, Limits, PixelFormat, Rect, Result, TensorMut,
 };
@@ -32,14 +32,14 @@ pub enum Input<'a> {
 pub struct Plan {
     input: InputDesc,
     decode: Option<Decode>,
-    steps: Vec<Step>,
+    steps: StepList,
     finisher: Finisher,
     /// The pixel format the finish pass reads.
     #[cfg_attr(not(feature = "train"), allow(dead_code))]
     finish_format: PixelFormat,
     limits: Limits,
     /// Resolved at compile time for pixel inputs.
-    fixed: Option<Resolved>,
+    fixed: Option<Resolved<Heap>>,
 }
 
 /// The scratch of one thread running a [`Plan`]: decoder, intermediate
@@ -50,7 +50,7 @@ pub struct PlanState {
     /// recent last), and what each was resolved from (a state may serve several
     /// plans in turn). A few, so that portrait and landscape photos taking
     /// turns do not rebuild tables every time.
-    resolved: Vec<(ResolveKey, Vec<Step>, Resolved)>,
+    resolved: Vec<(ResolveKey, StepList, Resolved<Heap>)>,
     decoder: Option<ImageDecoder>,
     /// Tables of evicted resolved plans, refilled by the next ones.
     spares: Spares,
@@ -60,11 +60,11 @@ pub struct PlanState {
     line: Vec<u8>,
     /// The steps of the last drawn op list (training plans), reused.
     #[cfg_attr(not(feature = "train"), allow(dead_code))]
-    drawn: Vec<Step>,
+    drawn: StepList,
     /// Training plans: the plan last resolved for pixels between drawn
     /// adjustments, with its input shape and steps.
     #[cfg(feature = "train")]
-    pixels: Option<(Shape, Vec<Step>, Resolved)>,
+    pixels: Option<(Shape, StepList, Resolved<Heap>)>,
 }
 
 /// How many resolved image sizes a [`PlanState`] keeps.
@@ -104,20 +104,12 @@ impl Pipeline {
 
 impl Plan {
     fn new(pipeline: &Pipeline, input: InputDesc, limits: &Limits) -> Result<Plan> {
-        let ops = pipeline.ops();
-        let mut cx = Compiling::new(input);
-        for (i, op) in ops.iter().enumerate() {
-            cx.index = i;
-            cx.rest = ops.get(i + 1..).unwrap_or_default();
-            op.compile(&mut cx)?;
-        }
-        if input == InputDesc::Encoded && cx.decode.is_none() {
-            return Err(op_error(
-                "pipeline: an encoded (file) input needs a Decode op first",
-            ));
-        }
-        let finisher = cx.finish.finisher(cx.format)?;
-        let (decode, steps, finish_format) = (cx.decode, cx.steps, cx.format);
+        let Compiled {
+            decode,
+            steps,
+            finisher,
+            format: finish_format,
+        } = Compiled::new(pipeline.ops(), input)?;
         let mut plan = Plan {
             input,
             decode,
@@ -222,11 +214,11 @@ impl Plan {
     /// its format and size, from the state's cache or built and cached now.
     fn resolve_encoded<'s>(
         &self,
-        resolved: &'s mut Vec<(ResolveKey, Vec<Step>, Resolved)>,
+        resolved: &'s mut Vec<(ResolveKey, StepList, Resolved<Heap>)>,
         decoder: &mut Option<ImageDecoder>,
         spares: &mut Spares,
         bytes: &[u8],
-    ) -> Result<&'s Resolved> {
+    ) -> Result<&'s Resolved<Heap>> {
         let info = self.read_header(decoder, bytes)?;
         self.resolved_for(resolved, spares, &self.steps, info)
     }
@@ -263,11 +255,11 @@ impl Plan {
     /// garbage).
     fn resolved_for<'s>(
         &self,
-        resolved: &'s mut Vec<(ResolveKey, Vec<Step>, Resolved)>,
+        resolved: &'s mut Vec<(ResolveKey, StepList, Resolved<Heap>)>,
         spares: &mut Spares,
         steps: &[Step],
         info: ImageInfo,
-    ) -> Result<&'s Resolved> {
+    ) -> Result<&'s Resolved<Heap>> {
         let d = self
             .decode
             .ok_or(op_error("plan: compiled without a Decode op"))?;
@@ -287,14 +279,15 @@ impl Plan {
             // Most recent last: a hit moves to the end (no allocation).
             Some(i) => resolved[i..].rotate_left(1),
             None => {
-                let (mut cached, mut r) = if resolved.len() >= RESOLVED_SIZES {
-                    let (_, cached, r) = resolved.remove(0);
-                    (cached, r)
+                let mut r = if resolved.len() >= RESOLVED_SIZES {
+                    let (_, _, mut r) = resolved.remove(0);
+                    r.recycle(spares);
+                    r
                 } else {
-                    (Vec::new(), Resolved::empty())
+                    Resolved::empty()
                 };
-                cached.clear();
-                cached.extend_from_slice(steps);
+                let cached = StepList::from_slice(steps)
+                    .map_err(|_| op_error("pipeline: too many ops (the limit is MAX_OPS)"))?;
                 let shape = Shape {
                     format: d.format,
                     width: info.width,
@@ -444,7 +437,7 @@ impl Plan {
         input: InputDesc,
         format: PixelFormat,
         ops: &[super::Op],
-    ) -> Result<Vec<Step>> {
+    ) -> Result<StepList> {
         let mut cx = Compiling::new(input);
         cx.steps = core::mem::take(&mut state.drawn);
         cx.steps.clear();
@@ -499,11 +492,11 @@ impl Plan {
         let resolved = if hit {
             Ok(())
         } else {
-            let (mut cached, mut r) = cache
-                .take()
-                .map_or_else(|| (Vec::new(), Resolved::empty()), |(_, c, r)| (c, r));
-            cached.clear();
-            cached.extend_from_slice(&steps);
+            let mut r = cache.take().map_or_else(Resolved::empty, |(_, _, mut r)| {
+                r.recycle(&mut state.spares);
+                r
+            });
+            let cached = steps.clone();
             let done = resolve(
                 None,
                 &steps,
@@ -591,7 +584,7 @@ impl Plan {
     /// Runs the stages of `r` on `source`, then the finish pass into `out`.
     fn execute(
         &self,
-        r: &Resolved,
+        r: &Resolved<Heap>,
         source: ImageView<'_>,
         state: &mut PlanState,
         out: TensorMut<'_>,
@@ -606,40 +599,11 @@ impl Plan {
         if buffers.len() < 2 {
             buffers.resize_with(2, Vec::new);
         }
-        for (buf, &len) in buffers.iter_mut().zip(&r.slots) {
-            crate::buffer::grow(buf, self.limits.check_alloc(len)?)?;
-        }
-        for stage in &r.stages {
-            // Stage i writes slot i % 2 and reads the other (or the input).
-            let (lo, hi) = buffers.split_at_mut(1);
-            let (other, mine) = if stage.out % 2 == 0 {
-                (&hi[0], &mut lo[0])
-            } else {
-                (&lo[0], &mut hi[0])
-            };
-            let src = match stage.read.buffer {
-                None => source,
-                Some(b) => view_of(other, r.buffers[b])?,
-            };
-            let s = r.buffers[stage.out];
-            let mut dst = ImageViewMut::new(s.format, s.width, s.height, mine)?;
-            stage.work.run(&src, stage.read, &mut dst, resize, line)?;
-        }
-        let read = r.finish;
-        let src = match read.buffer {
-            None => source,
-            Some(b) => view_of(&buffers[b % 2], r.buffers[b])?,
-        };
-        let reader = RowReader::new(&src, read.region, read.format, read.range)?;
-        let size = reader.size();
-        self.finisher
-            .run_rows(&mut reader.source(line), read.format, size, out)?;
-        Ok(r.geometry)
+        let (lo, hi) = buffers.split_at_mut(1);
+        let slot0 = crate::buffer::grow(&mut lo[0], self.limits.check_alloc(r.slots[0])?)?;
+        let slot1 = crate::buffer::grow(&mut hi[0], self.limits.check_alloc(r.slots[1])?)?;
+        r.execute(&self.finisher, source, [slot0, slot1], resize, line, out)
     }
-}
-
-fn view_of(buf: &[u8], s: Shape) -> Result<ImageView<'_>> {
-    ImageView::new(s.format, s.width, s.height, buf)
 }
 
 // The compiled plan is shared between threads.

@@ -2,16 +2,90 @@
 //! the stages each step emits with their buffers' shapes, the total budget,
 //! and the geometry. The steps themselves say what they emit (`op::Step`).
 
-use alloc::vec::Vec;
-
 use super::mapping::{Affine, Geometry};
-use super::op::{Decode, DecodeScaling, Step, Work};
+#[cfg(feature = "alloc")]
+use super::op::DecodeScaling;
+use super::op::{Decode, Step, Work};
+use crate::arena::{Arena, Borrowed, Counting, Footprint, Storage};
 use crate::color::YuvRange;
+#[cfg(feature = "alloc")]
 use crate::decode::{ImageFormat, ImageInfo};
 use crate::image::tight_len;
-use crate::jpeg::{Backend, DecodeOptions, Orientation, Scale};
-use crate::resize::Spares;
+use crate::jpeg::DecodeOptions;
+#[cfg(feature = "alloc")]
+use crate::jpeg::{Backend, Orientation, Scale};
+use crate::resize::{ArenaResizePlan, Resample, ResizePlanIn, SourceBox};
 use crate::{Error, Limits, PixelFormat, Rect, Result};
+
+/// What an encoded input's headers say (builds without `alloc` have no
+/// decoder, and resolve raw pixels only).
+#[cfg(feature = "alloc")]
+pub(super) type Encoded = ImageInfo;
+#[cfg(not(feature = "alloc"))]
+pub(super) type Encoded = core::convert::Infallible;
+
+/// At most one stage per pixel op.
+const MAX_STAGES: usize = super::MAX_OPS;
+
+/// Where resolving gets the tables of the resize plans it builds: the heap
+/// (refilling spare tables), caller memory, or nowhere (only counting).
+pub(super) trait ResizeTables<S: Storage> {
+    /// [`crate::resize::ResizePlan::windowed`], its tables in `S`.
+    fn resize_plan(
+        &mut self,
+        src: (u32, u32),
+        source_box: SourceBox,
+        full: (u32, u32),
+        window: Rect,
+        resample: Resample,
+        limits: &Limits,
+    ) -> Result<ResizePlanIn<S>>;
+}
+
+#[cfg(feature = "alloc")]
+impl ResizeTables<crate::arena::Heap> for crate::resize::Spares {
+    fn resize_plan(
+        &mut self,
+        src: (u32, u32),
+        source_box: SourceBox,
+        full: (u32, u32),
+        window: Rect,
+        resample: Resample,
+        limits: &Limits,
+    ) -> Result<crate::resize::ResizePlan> {
+        crate::resize::ResizePlan::windowed_reusing(
+            src, source_box, full, window, resample, limits, self,
+        )
+    }
+}
+
+impl<'a> ResizeTables<Borrowed<'a>> for Arena<'a> {
+    fn resize_plan(
+        &mut self,
+        src: (u32, u32),
+        source_box: SourceBox,
+        full: (u32, u32),
+        window: Rect,
+        resample: Resample,
+        limits: &Limits,
+    ) -> Result<ArenaResizePlan<'a>> {
+        ResizePlanIn::tables_in(self, src, source_box, full, window, resample, limits)
+    }
+}
+
+impl ResizeTables<Counting> for Footprint {
+    fn resize_plan(
+        &mut self,
+        src: (u32, u32),
+        source_box: SourceBox,
+        full: (u32, u32),
+        window: Rect,
+        resample: Resample,
+        limits: &Limits,
+    ) -> Result<ResizePlanIn<Counting>> {
+        ResizePlanIn::tables_in(self, src, source_box, full, window, resample, limits)
+    }
+}
 
 /// Where a stage reads: the plan's input or an earlier stage's output, a
 /// region of it, and the packed format the rows are converted to on reading.
@@ -34,9 +108,9 @@ pub(super) struct Shape {
 
 /// One materializing pass: reads, works, writes buffer `out`.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct Stage {
+pub(super) struct Stage<S: Storage> {
     pub(super) read: Read,
-    pub(super) work: Work,
+    pub(super) work: Work<S>,
     pub(super) out: usize,
 }
 
@@ -50,25 +124,25 @@ pub(super) struct DecodePlan {
 
 /// A plan resolved for one input size.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct Resolved {
+pub(super) struct Resolved<S: Storage> {
     /// Size and format of the input as the first stage sees it (decoded, at
     /// reduced size in fast mode).
     pub(super) input: Shape,
     pub(super) decode: Option<DecodePlan>,
-    pub(super) stages: Vec<Stage>,
+    pub(super) stages: heapless::Vec<Stage<S>, MAX_STAGES>,
     /// The image each stage writes. Stage `i` writes buffer `i` and reads
     /// buffer `i - 1` (or the input): only two are alive at a time, so buffer
     /// `i` is stored in slot `i % 2`.
-    pub(super) buffers: Vec<Shape>,
+    pub(super) buffers: heapless::Vec<Shape, MAX_STAGES>,
     /// Bytes of the two slots (the largest image each holds).
     pub(super) slots: [u64; 2],
     pub(super) finish: Read,
     pub(super) geometry: Geometry,
 }
 
-impl Resolved {
+impl<S: Storage> Resolved<S> {
     /// Nothing resolved yet (no allocation).
-    pub(super) fn empty() -> Resolved {
+    pub(super) fn empty() -> Resolved<S> {
         let shape = Shape {
             format: PixelFormat::Rgb8,
             width: 0,
@@ -77,8 +151,8 @@ impl Resolved {
         Resolved {
             input: shape,
             decode: None,
-            stages: Vec::new(),
-            buffers: Vec::new(),
+            stages: heapless::Vec::new(),
+            buffers: heapless::Vec::new(),
             slots: [0; 2],
             finish: Read {
                 buffer: None,
@@ -95,10 +169,20 @@ impl Resolved {
     }
 }
 
+#[cfg(feature = "alloc")]
+impl Resolved<crate::arena::Heap> {
+    /// Gives the resize tables up for the next resolutions to refill.
+    pub(super) fn recycle(&mut self, spares: &mut crate::resize::Spares) {
+        while let Some(stage) = self.stages.pop() {
+            stage.work.recycle(spares);
+        }
+    }
+}
+
 /// What the steps see and change while a plan is resolved.
-pub(super) struct Resolver<'a> {
+pub(super) struct Resolver<'a, S: Storage> {
     pub(super) limits: &'a Limits,
-    pub(super) spares: &'a mut Spares,
+    pub(super) tables: &'a mut dyn ResizeTables<S>,
     /// What the next stage (or the finish pass) reads.
     pub(super) read: Read,
     /// The format the pixels are stored in where `read` points.
@@ -115,11 +199,11 @@ pub(super) struct Resolver<'a> {
     pub(super) crop: Option<Rect>,
     steps: &'a [Step],
     next: usize,
-    buffers: Vec<Shape>,
-    stages: Vec<Stage>,
+    /// The plan being built: stages and buffers are pushed straight into it.
+    into: &'a mut Resolved<S>,
 }
 
-impl Resolver<'_> {
+impl<S: Storage> Resolver<'_, S> {
     /// The size of what is read next.
     pub(super) fn size(&self) -> (u32, u32) {
         (self.read.region.width, self.read.region.height)
@@ -138,19 +222,23 @@ impl Resolver<'_> {
 
     /// Adds a stage doing `work` on `read` into a new buffer of shape `out`
     /// (checked against the limits); returns the read of that buffer.
-    pub(super) fn emit(&mut self, work: Work, out: Shape, read: Read) -> Result<Read> {
+    pub(super) fn emit(&mut self, work: Work<S>, out: Shape, read: Read) -> Result<Read> {
         self.limits
             .check_pixels(u64::from(out.width), u64::from(out.height))?;
         let bytes = tight_len(out.format, out.width, out.height).unwrap_or(u64::MAX);
         self.limits.check_alloc(bytes)?;
-        self.buffers.push(out);
-        self.stages.push(Stage {
+        let full = Error::InvalidParameter {
+            name: "pipeline: more passes than ops (the limit is MAX_OPS)",
+        };
+        self.into.buffers.push(out).map_err(|_| full)?;
+        let stage = Stage {
             read,
             work,
-            out: self.buffers.len() - 1,
-        });
+            out: self.into.buffers.len() - 1,
+        };
+        self.into.stages.push(stage).map_err(|_| full)?;
         Ok(Read {
-            buffer: Some(self.buffers.len() - 1),
+            buffer: Some(self.into.buffers.len() - 1),
             region: Rect::new(0, 0, out.width, out.height),
             format: out.format,
             range: read.range,
@@ -172,26 +260,28 @@ pub(super) fn offset(outer: Rect, inner: Rect) -> Rect {
 /// after any EXIF orientation; for fast decoding, the reduced size, with
 /// `encoded` telling the size the image has at full scale).
 ///
-/// Builds into `into`, refilling its vectors and the tables of its resize
-/// plans (through `spares`) instead of allocating new ones.
-pub(super) fn resolve(
+/// Builds into `into`, its resize plans' tables from `tables`. (A heap
+/// caller first recycles `into`'s old tables into its spares.)
+pub(super) fn resolve<S: Storage>(
     decode: Option<Decode>,
     steps: &[Step],
     limits: &Limits,
     shape: Shape,
-    encoded: Option<ImageInfo>,
-    into: &mut Resolved,
-    spares: &mut Spares,
+    encoded: Option<Encoded>,
+    into: &mut Resolved<S>,
+    tables: &mut dyn ResizeTables<S>,
 ) -> Result<()> {
-    let mut buffers = core::mem::take(&mut into.buffers);
-    buffers.clear();
-    let mut stages = core::mem::take(&mut into.stages);
-    for stage in stages.drain(..) {
-        stage.work.recycle(spares);
-    }
+    into.buffers.clear();
+    into.stages.clear();
+    #[cfg(feature = "alloc")]
     let (mut decode_plan, input, map) = match (decode, encoded) {
         (Some(d), Some(info)) => plan_decode(d, steps, limits, shape, info)?,
         _ => (None, shape, Affine::IDENTITY),
+    };
+    #[cfg(not(feature = "alloc"))]
+    let (decode_plan, input, map) = {
+        let _ = (decode, encoded);
+        (None::<DecodePlan>, shape, Affine::IDENTITY)
     };
     let read = Read {
         buffer: None,
@@ -201,7 +291,7 @@ pub(super) fn resolve(
     };
     let mut r = Resolver {
         limits,
-        spares,
+        tables,
         read,
         stored: input.format,
         map,
@@ -216,27 +306,29 @@ pub(super) fn resolve(
         crop: None,
         steps,
         next: 0,
-        buffers,
-        stages,
+        into,
     };
     while let Some(step) = steps.get(r.next) {
         r.next += 1;
         step.resolve(&mut r)?;
     }
+    // Region decoding (with a decoder, `alloc`) moves the first reads.
+    #[cfg_attr(not(feature = "alloc"), allow(unused_mut))]
     let Resolver {
         mut read,
         map,
-        buffers,
-        mut stages,
+        into,
         ..
     } = r;
     let output = (read.region.width, read.region.height);
     // Region decoding: only the part of the JPEG the first reader reaches.
+    #[cfg(feature = "alloc")]
     let jpeg = encoded.and_then(|i| i.jpeg);
+    #[cfg(feature = "alloc")]
     if let (Some(dp), Some(info), Some(d)) = (&mut decode_plan, jpeg, decode) {
         // What the first pass reads of the decoded image (stages read the
         // input before any buffer; with none, the finish pass reads it).
-        let first = stages.first().map_or(read, |s| s.read);
+        let first = into.stages.first().map_or(read, |s| s.read);
         let upright = info.exif_orientation == 1 || d.orientation == Orientation::Ignore;
         if d.region_of_interest && d.backend == Backend::LibjpegTurbo && upright {
             let region = info
@@ -249,7 +341,7 @@ pub(super) fn resolve(
                     read.region.y -= region.y;
                 }
             };
-            if let Some(s) = stages.first_mut() {
+            if let Some(s) = into.stages.first_mut() {
                 shift(&mut s.read);
             }
             shift(&mut read);
@@ -258,7 +350,7 @@ pub(super) fn resolve(
     // The whole budget: the decoded image and both slots, refused now
     // (naming the total) rather than buffer by buffer while running.
     let mut slots = [0u64; 2];
-    for (i, b) in buffers.iter().enumerate() {
+    for (i, b) in into.buffers.iter().enumerate() {
         let len = tight_len(b.format, b.width, b.height).unwrap_or(u64::MAX);
         slots[i % 2] = slots[i % 2].max(len);
     }
@@ -272,22 +364,19 @@ pub(super) fn resolve(
             limit: limits.max_alloc_bytes,
         });
     }
-    *into = Resolved {
-        input,
-        decode: decode_plan,
-        stages,
-        buffers,
-        slots,
-        finish: read,
-        geometry: Geometry {
-            input: (shape.width, shape.height),
-            output,
-            to_output: map,
-        },
+    into.input = input;
+    into.decode = decode_plan;
+    into.slots = slots;
+    into.finish = read;
+    into.geometry = Geometry {
+        input: (shape.width, shape.height),
+        output,
+        to_output: map,
     };
     Ok(())
 }
 
+#[cfg(feature = "alloc")]
 /// How an encoded image of `shape` is decoded: at full scale, or (fast
 /// mode, JPEG) at the DCT scale the first resize's target allows. Returns
 /// the decode, the shape the first stage sees and the map from the

@@ -5,7 +5,7 @@
 use super::Filter;
 #[cfg(feature = "alloc")]
 use crate::arena::Heap;
-use crate::arena::{Footprint, Storage, Tables};
+use crate::arena::{Storage, Tables};
 use crate::{Limits, Result};
 
 /// Fractional bits of the fixed-point weights: 32 - 8 (pixel) - 2 (headroom).
@@ -268,15 +268,6 @@ impl AxisShape {
             return (0, 0);
         }
         (first, last.max(first))
-    }
-
-    /// Adds the tables' sizes to an arena footprint.
-    pub(super) fn footprint(&self, f: &mut Footprint) -> Result<()> {
-        f.add::<(u32, u32)>(self.outputs())?;
-        f.add::<i32>(self.weights_len())?;
-        #[cfg(target_arch = "x86_64")]
-        f.add::<[i32; 2]>(self.pairs_len())?;
-        Ok(())
     }
 
     /// The tables, with every first index made relative to source index

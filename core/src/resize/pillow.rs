@@ -12,7 +12,7 @@
 use super::coeffs::{Axis, AxisShape};
 use super::kernels::{self, Simd};
 use super::{Filter, ResizeStateIn, SourceBox};
-use crate::arena::{Footprint, Scratch, Storage, Tables};
+use crate::arena::{Scratch, Storage, Tables};
 use crate::rows::{RowReader, Rows, premultiply, unpremultiply};
 use crate::{ImageViewMut, Limits, Rect, Result};
 
@@ -155,6 +155,7 @@ impl PillowShape {
     }
 
     /// The passes the plan runs.
+    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     pub(super) fn passes(&self) -> Passes {
         match &self.kind {
             ShapeKind::Convolve {
@@ -163,23 +164,6 @@ impl PillowShape {
                 vertical_first,
             } => Passes::convolve(h.is_some(), v.is_some(), *vertical_first),
             _ => Passes::ONE_ROW,
-        }
-    }
-
-    /// Adds the tables' sizes to an arena footprint.
-    pub(super) fn footprint(&self, f: &mut Footprint) -> Result<()> {
-        match &self.kind {
-            ShapeKind::Copy { .. } => Ok(()),
-            ShapeKind::Nearest { x, y } => {
-                f.add::<u32>(x.window.len())?;
-                f.add::<u32>(y.window.len())
-            }
-            ShapeKind::Convolve { h, v, .. } => {
-                for a in [h, v].into_iter().flatten() {
-                    a.footprint(f)?;
-                }
-                Ok(())
-            }
         }
     }
 

@@ -4,7 +4,7 @@
 use super::opencv;
 use super::pillow::{self, PillowShape};
 use super::{Filter, Resample, SourceBox, kernels::Simd};
-use crate::arena::{Arena, Borrowed, Footprint, Scratch, Storage};
+use crate::arena::{Arena, Borrowed, Counting, Footprint, Scratch, Storage, Tables};
 #[cfg(feature = "alloc")]
 use crate::arena::{Heap, Pools};
 use crate::color::YuvRange;
@@ -223,62 +223,99 @@ impl ResizePlan {
     }
 }
 
-/// An arena plan's shape: its Pillow tables and the scratch a run needs for
-/// one source format read as one destination format.
-struct ArenaShape {
-    pillow: PillowShape,
-    /// Bytes of `between`, `premultiplied` and `block`.
-    scratch: [usize; 3],
+/// The scratch bytes (`between`, `premultiplied`, `block`) of a run of
+/// `passes` reading `read` of a `from` image as `to`, the plan reading a
+/// region of `read`'s size and writing `dst`.
+fn scratch_sizes(
+    passes: pillow::Passes,
+    read: Rect,
+    dst: (u32, u32),
+    from: PixelFormat,
+    to: PixelFormat,
+    resample: Resample,
+) -> Result<[usize; 3]> {
+    let bpp = packed_bpp("resize destination", to)?;
+    let alpha = alpha(to, resample);
+    // Fails only for a destination that is not a packed format, checked above.
+    let rows = |n| RowReader::rows_scratch_for(from, read, to, n, alpha).unwrap_or(0) as u64;
+    let region = Rect::new(0, 0, read.width, read.height);
+    let mut out = [0usize; 3];
+    for (s, bytes) in out
+        .iter_mut()
+        .zip(passes.scratch(region, dst, bpp as u64, rows))
+    {
+        *s = usize::try_from(bytes).map_err(|_| Error::AllocationTooLarge {
+            bytes,
+            limit: usize::MAX as u64,
+        })?;
+    }
+    Ok(out)
 }
 
-impl ArenaShape {
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        src_format: PixelFormat,
+/// The Pillow filter of a method that has an arena form.
+fn arena_filter(resample: Resample) -> Result<Filter> {
+    match resample {
+        Resample::Pillow(filter) => Ok(filter),
+        _ => Err(Error::InvalidParameter {
+            name: "resize in caller memory: Pillow's filters only (the OpenCV methods need alloc)",
+        }),
+    }
+}
+
+impl<S: Storage> ResizePlanIn<S> {
+    /// A plan (no state) with its tables from `tables`: caller memory, or a
+    /// count of the bytes they take. Pillow's filters only.
+    pub(crate) fn tables_in(
+        tables: &mut impl Tables<S>,
         src: (u32, u32),
         source_box: SourceBox,
         full: (u32, u32),
         window: Rect,
-        dst_format: PixelFormat,
         resample: Resample,
         limits: &Limits,
-    ) -> Result<ArenaShape> {
+    ) -> Result<ResizePlanIn<S>> {
         check_sizes(src, source_box, full, window, limits)?;
-        let Resample::Pillow(filter) = resample else {
-            return Err(Error::InvalidParameter {
-                name: "resize in caller memory: Pillow's filters only (the OpenCV methods need alloc)",
-            });
-        };
-        let bpp = packed_bpp("resize destination", dst_format)?;
-        let pillow = PillowShape::new(src, source_box, full, window, filter, limits)?;
-        let region = pillow.region();
-        let alpha = alpha(dst_format, resample);
-        // Fails only for a destination that is not a packed format, checked above.
-        let rows = |n| {
-            RowReader::rows_scratch_for(src_format, region, dst_format, n, alpha).unwrap_or(0)
-                as u64
-        };
-        let sizes =
-            pillow
-                .passes()
-                .scratch(region, (window.width, window.height), bpp as u64, rows);
-        let mut scratch = [0usize; 3];
-        for (s, bytes) in scratch.iter_mut().zip(sizes) {
-            *s = usize::try_from(bytes).map_err(|_| Error::AllocationTooLarge {
-                bytes,
-                limit: usize::MAX as u64,
-            })?;
-        }
-        Ok(ArenaShape { pillow, scratch })
+        let shape = PillowShape::new(
+            src,
+            source_box,
+            full,
+            window,
+            arena_filter(resample)?,
+            limits,
+        )?;
+        Ok(ResizePlanIn {
+            src,
+            full,
+            window,
+            region: shape.region(),
+            source_box,
+            resample,
+            simd: Simd::detect(),
+            method: Method::Pillow(shape.build(tables)?),
+        })
     }
 
-    fn footprint(&self) -> Result<usize> {
-        let mut f = Footprint::default();
-        self.pillow.footprint(&mut f)?;
-        for s in self.scratch {
-            f.add::<u8>(s)?;
+    /// The scratch bytes (`between`, `premultiplied`, `block`) a run reading
+    /// `read` (the plan's input region, placed in a `from` image) as `to` needs.
+    pub(crate) fn scratch_for(
+        &self,
+        read: Rect,
+        from: PixelFormat,
+        to: PixelFormat,
+    ) -> Result<[usize; 3]> {
+        match &self.method {
+            Method::Pillow(p) => {
+                scratch_sizes(p.passes(), read, self.dst_size(), from, to, self.resample)
+            }
+            #[cfg(feature = "alloc")]
+            Method::OpenCv(_) => {
+                Err(arena_filter(self.resample)
+                    .err()
+                    .unwrap_or(Error::InvalidParameter {
+                        name: "resize in caller memory: Pillow's filters only",
+                    }))
+            }
         }
-        Ok(f.total())
     }
 }
 
@@ -308,11 +345,20 @@ impl<'a> ArenaResizePlan<'a> {
         dst_format: PixelFormat,
         resample: Resample,
     ) -> Result<usize> {
-        let limits = Limits::DEFAULT;
-        ArenaShape::new(
-            src_format, src, source_box, full, window, dst_format, resample, &limits,
-        )?
-        .footprint()
+        let mut count = Footprint::default();
+        let plan = ResizePlanIn::<Counting>::tables_in(
+            &mut count,
+            src,
+            source_box,
+            full,
+            window,
+            resample,
+            &Limits::DEFAULT,
+        )?;
+        for bytes in plan.scratch_for(plan.input_region(), src_format, dst_format)? {
+            count.add::<u8>(bytes)?;
+        }
+        Ok(count.total())
     }
 
     /// A plan resizing whole `src`-sized images of `src_format` to `dst`
@@ -347,31 +393,34 @@ impl<'a> ArenaResizePlan<'a> {
         dst_format: PixelFormat,
         resample: Resample,
     ) -> Result<(ArenaResizePlan<'a>, ArenaResizeState<'a>)> {
-        let limits = Limits::DEFAULT;
-        let shape = ArenaShape::new(
-            src_format, src, source_box, full, window, dst_format, resample, &limits,
+        let plan = Self::tables_in(
+            arena,
+            src,
+            source_box,
+            full,
+            window,
+            resample,
+            &Limits::DEFAULT,
         )?;
-        let region = shape.pillow.region();
-        let method = Method::Pillow(shape.pillow.build(arena)?);
-        let [between, premultiplied, block] = shape.scratch;
-        let state = ResizeStateIn {
+        let sizes = plan.scratch_for(plan.input_region(), src_format, dst_format)?;
+        let state = ArenaResizeState::in_arena(arena, sizes)?;
+        Ok((plan, state))
+    }
+}
+
+impl<'a> ArenaResizeState<'a> {
+    /// Scratch of `between`, `premultiplied` and `block` bytes from `arena`.
+    pub(crate) fn in_arena(
+        arena: &mut Arena<'a>,
+        [between, premultiplied, block]: [usize; 3],
+    ) -> Result<Self> {
+        Ok(ResizeStateIn {
             between: arena.scratch(between)?,
             premultiplied: arena.scratch(premultiplied)?,
             block: arena.scratch(block)?,
             #[cfg(feature = "alloc")]
             opencv: crate::arena::Unavailable,
-        };
-        let plan = ResizePlanIn {
-            src,
-            full,
-            window,
-            region,
-            source_box,
-            resample,
-            simd: Simd::detect(),
-            method,
-        };
-        Ok((plan, state))
+        })
     }
 }
 

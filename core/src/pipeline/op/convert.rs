@@ -18,11 +18,10 @@ pub(super) fn describe(
     write!(f, "ConvertColor to {to:?} ({range:?} YUV)")
 }
 
-#[cfg(feature = "alloc")]
 pub(in crate::pipeline) use compiled::Convert;
 
-#[cfg(feature = "alloc")]
 mod compiled {
+    use crate::arena::Storage;
     use crate::color::{RowConverter, YuvRange};
     use crate::pipeline::op::{Compiling, Step};
     use crate::pipeline::resolve::Resolver;
@@ -45,12 +44,11 @@ mod compiled {
             crate::image::packed_bpp("ConvertColor target", to)?;
             RowConverter::new(cx.format, to, range)?;
             cx.format = to;
-            cx.steps.push(Step::Convert(Convert { to, range }));
-            Ok(())
+            cx.push(Step::Convert(Convert { to, range }))
         }
 
         /// The next reader converts: nothing is emitted.
-        pub(in crate::pipeline) fn resolve(&self, r: &mut Resolver<'_>) {
+        pub(in crate::pipeline) fn resolve<S: Storage>(&self, r: &mut Resolver<'_, S>) {
             r.read.format = self.to;
             r.read.range = self.range;
         }

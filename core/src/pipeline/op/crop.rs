@@ -78,12 +78,11 @@ pub(super) fn describe_rect(f: &mut fmt::Formatter<'_>, r: &Rect) -> fmt::Result
     write!(f, "Crop {}x{} at ({}, {})", r.width, r.height, r.x, r.y)
 }
 
-#[cfg(feature = "alloc")]
 pub(in crate::pipeline) use compiled::Crop;
 
-#[cfg(feature = "alloc")]
 mod compiled {
     use super::CenterCrop;
+    use crate::arena::Storage;
     use crate::pipeline::Affine;
     use crate::pipeline::op::{Compiling, Step, op_error};
     use crate::pipeline::resolve::{Resolver, offset};
@@ -110,8 +109,7 @@ mod compiled {
             if w == 0 || h == 0 {
                 return Err(op_error(name));
             }
-            cx.steps.push(Step::Crop(self));
-            Ok(())
+            cx.push(Step::Crop(self))
         }
 
         /// The crop's size, whatever the image's.
@@ -141,7 +139,10 @@ mod compiled {
         }
 
         /// Narrows what the next reader reads.
-        pub(in crate::pipeline) fn resolve(&self, r: &mut Resolver<'_>) -> Result<()> {
+        pub(in crate::pipeline) fn resolve<S: Storage>(
+            &self,
+            r: &mut Resolver<'_, S>,
+        ) -> Result<()> {
             if let (Some((sx, sy)), Some((w, h))) = (r.reduced, r.logical) {
                 // Reduced decoding, before the first resize: the crop is
                 // taken in full-size coordinates and read by the resize as

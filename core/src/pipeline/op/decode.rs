@@ -70,7 +70,6 @@ impl fmt::Display for Decode {
     }
 }
 
-#[cfg(feature = "alloc")]
 mod compile {
     use super::{Decode, DecodeScaling};
     use crate::jpeg::{Backend, DecodeOptions, Scale};
@@ -118,6 +117,7 @@ mod compile {
         }
 
         /// The decoder's options at `scale`.
+        #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
         pub(in crate::pipeline) fn options(&self, scale: Scale, limits: &Limits) -> DecodeOptions {
             DecodeOptions {
                 format: self.format,

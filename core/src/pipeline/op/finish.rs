@@ -42,10 +42,8 @@ pub(super) fn describe_cast(
     )
 }
 
-#[cfg(feature = "alloc")]
 pub(in crate::pipeline) use compiled::FinishParts;
 
-#[cfg(feature = "alloc")]
 mod compiled {
     use crate::finish::{ChannelOrder, FinishSpec, Finisher, Normalize};
     use crate::pipeline::op::{op_error, packed};

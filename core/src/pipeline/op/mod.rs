@@ -166,26 +166,30 @@ impl fmt::Display for Op {
 }
 
 #[cfg(feature = "alloc")]
-pub(super) use compiled::{Compiling, Step, Work};
-#[cfg(feature = "alloc")]
+pub(super) use compiled::StepList;
+pub(super) use compiled::{Compiled, Compiling, Step, Work};
 pub(super) use crop::Crop as CropStep;
 
-#[cfg(feature = "alloc")]
 mod compiled {
-    use alloc::vec::Vec;
-
     use super::convert::Convert;
     use super::crop::Crop;
     use super::finish::FinishParts;
     use super::orient::{self, OrientWork};
     use super::pad::PadWork;
     use super::{Decode, Op, Pad, Resize};
+    use crate::arena::{Scratch, Storage};
+    use crate::finish::Finisher;
     use crate::geometry::Transform;
     use crate::pipeline::InputDesc;
     use crate::pipeline::resolve::{Read, Resolver};
-    use crate::resize::{ResizePlan, ResizeState, Spares};
+    #[cfg(feature = "alloc")]
+    use crate::resize::Spares;
+    use crate::resize::{ResizePlanIn, ResizeStateIn};
     use crate::rows::RowReader;
     use crate::{Error, ImageView, ImageViewMut, PixelFormat, Result};
+
+    /// The checked pixel ops of a plan, at most [`crate::pipeline::MAX_OPS`].
+    pub(in crate::pipeline) type StepList = heapless::Vec<Step, { crate::pipeline::MAX_OPS }>;
 
     /// What compiling a pipeline has gathered up to the op at `index`.
     pub(in crate::pipeline) struct Compiling<'a> {
@@ -198,7 +202,7 @@ mod compiled {
         /// The packed or YUV format the pixels have at this point.
         pub(in crate::pipeline) format: PixelFormat,
         pub(in crate::pipeline) decode: Option<Decode>,
-        pub(in crate::pipeline) steps: Vec<Step>,
+        pub(in crate::pipeline) steps: StepList,
         pub(in crate::pipeline) finish: FinishParts,
     }
 
@@ -214,9 +218,51 @@ mod compiled {
                     InputDesc::Encoded => PixelFormat::Rgb8,
                 },
                 decode: None,
-                steps: Vec::new(),
+                steps: StepList::new(),
                 finish: FinishParts::default(),
             }
+        }
+
+        /// Records a checked pixel op.
+        pub(in crate::pipeline) fn push(&mut self, step: Step) -> Result<()> {
+            self.steps
+                .push(step)
+                .map_err(|_| op_error("pipeline: too many ops (the limit is MAX_OPS)"))
+        }
+    }
+
+    /// A pipeline's ops checked for one kind of input: the pixel steps, the
+    /// decode (encoded inputs) and the finish pass.
+    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
+    pub(in crate::pipeline) struct Compiled {
+        pub(in crate::pipeline) decode: Option<Decode>,
+        pub(in crate::pipeline) steps: StepList,
+        pub(in crate::pipeline) finisher: Finisher,
+        /// The pixel format the finish pass reads.
+        pub(in crate::pipeline) format: PixelFormat,
+    }
+
+    impl Compiled {
+        /// Checks `ops` in order for `input`.
+        pub(in crate::pipeline) fn new(ops: &[Op], input: InputDesc) -> Result<Compiled> {
+            let mut cx = Compiling::new(input);
+            for (i, op) in ops.iter().enumerate() {
+                cx.index = i;
+                cx.rest = ops.get(i + 1..).unwrap_or_default();
+                op.compile(&mut cx)?;
+            }
+            if input == InputDesc::Encoded && cx.decode.is_none() {
+                return Err(op_error(
+                    "pipeline: an encoded (file) input needs a Decode op first",
+                ));
+            }
+            let finisher = cx.finish.finisher(cx.format)?;
+            Ok(Compiled {
+                decode: cx.decode,
+                steps: cx.steps,
+                finisher,
+                format: cx.format,
+            })
         }
     }
 
@@ -279,14 +325,8 @@ mod compiled {
                 Op::CenterCrop(c) => Crop::Center(c).compile(cx),
                 Op::Crop(r) => Crop::Rect(r).compile(cx),
                 Op::Pad(p) => p.compile(cx),
-                Op::Flip(f) => {
-                    orient::compile(Transform::from_flip(f), cx);
-                    Ok(())
-                }
-                Op::Rotate(r) => {
-                    orient::compile(Transform::from_rotation(r), cx);
-                    Ok(())
-                }
+                Op::Flip(f) => orient::compile(Transform::from_flip(f), cx),
+                Op::Rotate(r) => orient::compile(Transform::from_rotation(r), cx),
                 Op::Normalize(n) => cx.finish.normalize(n),
                 Op::Layout { layout, order } => cx.finish.layout(layout, order),
                 Op::Cast {
@@ -310,6 +350,7 @@ mod compiled {
     impl Step {
         /// The output size after this step when it is fixed whatever the
         /// input, given the fixed size before it (if any).
+        #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
         pub(in crate::pipeline) fn fixed_size(
             &self,
             before: Option<(u32, u32)>,
@@ -324,7 +365,10 @@ mod compiled {
         }
 
         /// Adds the step to the plan being resolved.
-        pub(in crate::pipeline) fn resolve(&self, r: &mut Resolver<'_>) -> Result<()> {
+        pub(in crate::pipeline) fn resolve<S: Storage>(
+            &self,
+            r: &mut Resolver<'_, S>,
+        ) -> Result<()> {
             match self {
                 Step::Convert(c) => {
                     c.resolve(r);
@@ -343,21 +387,30 @@ mod compiled {
     // be one more allocation per resolved size.
     #[allow(clippy::large_enum_variant)]
     #[derive(Clone, Debug, PartialEq)]
-    pub(in crate::pipeline) enum Work {
-        Resize(ResizePlan),
+    pub(in crate::pipeline) enum Work<S: Storage> {
+        Resize(ResizePlanIn<S>),
         Pad(PadWork),
         Orient(OrientWork),
     }
 
-    impl Work {
+    impl<S: Storage> Work<S> {
+        /// Whether the pass reads its input a converted row at a time (through
+        /// the line scratch), rather than resampling it or moving it as stored.
+        pub(in crate::pipeline) fn reads_lines(&self) -> bool {
+            matches!(
+                self,
+                Work::Pad(_) | Work::Orient(OrientWork::ConvertMove(_))
+            )
+        }
+
         /// Runs the pass: reads `read` of `src`, writes `dst`.
         pub(in crate::pipeline) fn run(
             &self,
             src: &ImageView<'_>,
             read: Read,
             dst: &mut ImageViewMut<'_>,
-            resize: &mut ResizeState,
-            line: &mut Vec<u8>,
+            resize: &mut ResizeStateIn<S>,
+            line: &mut impl Scratch,
         ) -> Result<()> {
             match self {
                 Work::Resize(plan) => {
@@ -368,7 +421,10 @@ mod compiled {
                 Work::Orient(o) => o.run(src, read, dst, line),
             }
         }
+    }
 
+    #[cfg(feature = "alloc")]
+    impl Work<crate::arena::Heap> {
         /// Gives the pass's tables up for the next plans to refill.
         pub(in crate::pipeline) fn recycle(self, spares: &mut Spares) {
             if let Work::Resize(p) = self {
@@ -392,7 +448,6 @@ mod compiled {
     }
 }
 
-#[cfg(feature = "alloc")]
 pub(in crate::pipeline) use compiled::{op_error, packed};
 
 /// Ops in graph files: each op's message and features come from its module.

@@ -21,13 +21,10 @@ pub(super) fn describe_rotate(f: &mut fmt::Formatter<'_>, r: Rotation) -> fmt::R
     write!(f, "Rotate {r:?}")
 }
 
-#[cfg(feature = "alloc")]
 pub(in crate::pipeline) use compiled::OrientWork;
 
-#[cfg(feature = "alloc")]
 mod compiled {
-    use alloc::vec::Vec;
-
+    use crate::arena::{Scratch, Storage};
     use crate::geometry::{Transform, transform};
     use crate::pipeline::Affine;
     use crate::pipeline::op::{Compiling, Step, Work};
@@ -43,12 +40,15 @@ mod compiled {
     }
 
     /// Records a flip or turn.
-    pub(in crate::pipeline) fn compile(t: Transform, cx: &mut Compiling<'_>) {
-        cx.steps.push(Step::Orient(t));
+    pub(in crate::pipeline) fn compile(t: Transform, cx: &mut Compiling<'_>) -> Result<()> {
+        cx.push(Step::Orient(t))
     }
 
     /// One pass into a buffer of the moved size.
-    pub(in crate::pipeline) fn resolve(t: Transform, r: &mut Resolver<'_>) -> Result<()> {
+    pub(in crate::pipeline) fn resolve<S: Storage>(
+        t: Transform,
+        r: &mut Resolver<'_, S>,
+    ) -> Result<()> {
         let (w, h) = r.size();
         r.map = r.map.then(&map(t, w, h));
         let (tw, th) = t.output_size(w, h);
@@ -87,12 +87,13 @@ mod compiled {
             src: &ImageView<'_>,
             read: Read,
             dst: &mut ImageViewMut<'_>,
-            line: &mut Vec<u8>,
+            line: &mut impl Scratch,
         ) -> Result<()> {
             match *self {
                 OrientWork::Move(t) => transform(&src.crop(read.region)?, dst, t),
                 OrientWork::ConvertMove(t) => {
                     let reader = RowReader::new(src, read.region, read.format, read.range)?;
+                    line.reserve(reader.rows_scratch(1, false))?;
                     transform_rows(&reader, line, t, dst);
                     Ok(())
                 }
@@ -104,7 +105,7 @@ mod compiled {
     /// scattering each row's pixels to their places in `dst`.
     fn transform_rows(
         reader: &RowReader<'_>,
-        line: &mut Vec<u8>,
+        line: &mut impl Scratch,
         t: Transform,
         dst: &mut ImageViewMut<'_>,
     ) {
@@ -144,7 +145,6 @@ mod compiled {
     }
 }
 
-#[cfg(feature = "alloc")]
 pub(in crate::pipeline) use compiled::{compile, resolve};
 
 /// The ops in graph files (messages `Flip` and `Rotate`).

@@ -48,14 +48,11 @@ impl fmt::Display for Pad {
     }
 }
 
-#[cfg(feature = "alloc")]
 pub(in crate::pipeline) use compiled::PadWork;
 
-#[cfg(feature = "alloc")]
 mod compiled {
-    use alloc::vec::Vec;
-
     use super::{Pad, PadTo};
+    use crate::arena::{Scratch, Storage};
     use crate::geometry::fill_border;
     use crate::pipeline::Affine;
     use crate::pipeline::op::{Compiling, Step, Work, packed};
@@ -74,8 +71,7 @@ mod compiled {
         /// Padding needs packed pixels.
         pub(in crate::pipeline) fn compile(&self, cx: &mut Compiling<'_>) -> Result<()> {
             packed("Pad", cx.format)?;
-            cx.steps.push(Step::Pad(*self));
-            Ok(())
+            cx.push(Step::Pad(*self))
         }
 
         /// The canvas size and where a `w` x `h` image goes in it; every sum
@@ -117,7 +113,10 @@ mod compiled {
         }
 
         /// One pass into a canvas-sized buffer.
-        pub(in crate::pipeline) fn resolve(&self, r: &mut Resolver<'_>) -> Result<()> {
+        pub(in crate::pipeline) fn resolve<S: Storage>(
+            &self,
+            r: &mut Resolver<'_, S>,
+        ) -> Result<()> {
             let (w, h) = r.size();
             let (cw, ch, rect) = self.layout(w, h)?;
             r.map = r.map.then(&Affine::scale_translate(
@@ -148,11 +147,12 @@ mod compiled {
             src: &ImageView<'_>,
             read: Read,
             dst: &mut ImageViewMut<'_>,
-            line: &mut Vec<u8>,
+            line: &mut impl Scratch,
         ) -> Result<()> {
             let bpp = dst.format().bytes_per_pixel().unwrap_or(1);
             fill_border(dst, self.rect, &self.fill[..bpp])?;
             let reader = RowReader::new(src, read.region, read.format, read.range)?;
+            line.reserve(reader.rows_scratch(1, false))?;
             let x0 = self.rect.x as usize * bpp;
             for y in 0..self.rect.height as usize {
                 let row = reader.rows(y, 1, false, line).row(0);

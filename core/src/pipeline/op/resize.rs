@@ -24,13 +24,13 @@ impl fmt::Display for Resize {
     }
 }
 
-#[cfg(feature = "alloc")]
 mod compiled {
     use super::Resize;
+    use crate::arena::Storage;
     use crate::pipeline::Affine;
     use crate::pipeline::op::{Compiling, Step, Work, packed};
     use crate::pipeline::resolve::{Read, Resolver, Shape, offset};
-    use crate::resize::{ResizePlan, SourceBox};
+    use crate::resize::SourceBox;
     use crate::size::SizeRule;
     use crate::{Rect, Result};
 
@@ -38,8 +38,7 @@ mod compiled {
         /// Resizing needs packed pixels.
         pub(in crate::pipeline) fn compile(&self, cx: &mut Compiling<'_>) -> Result<()> {
             packed("Resize", cx.format)?;
-            cx.steps.push(Step::Resize(*self));
-            Ok(())
+            cx.push(Step::Resize(*self))
         }
 
         /// An exact size is fixed whatever the input.
@@ -51,7 +50,10 @@ mod compiled {
         }
 
         /// One resampling stage; the crops right after it narrow its window.
-        pub(in crate::pipeline) fn resolve(&self, r: &mut Resolver<'_>) -> Result<()> {
+        pub(in crate::pipeline) fn resolve<S: Storage>(
+            &self,
+            r: &mut Resolver<'_, S>,
+        ) -> Result<()> {
             let (w, h) = r.size();
             // The size rule sees the full-size image even when decoding is reduced.
             let rule_size = r.logical.take().unwrap_or((w, h));
@@ -75,15 +77,9 @@ mod compiled {
                 }
                 _ => (SourceBox::full(w, h), (f64::from(w), f64::from(h))),
             };
-            let plan = ResizePlan::windowed_reusing(
-                (w, h),
-                source,
-                full,
-                window,
-                self.resample,
-                r.limits,
-                r.spares,
-            )?;
+            let plan =
+                r.tables
+                    .resize_plan((w, h), source, full, window, self.resample, r.limits)?;
             r.map = r.map.then(&Affine::scale_translate(
                 f64::from(full.0) / read.0,
                 f64::from(full.1) / read.1,

@@ -1,0 +1,221 @@
+//! Plans without an allocator: a pipeline compiled for camera frames of one
+//! format and size, its resampler tables, intermediate images and scratch
+//! rows in caller memory (an [`Arena`]), run with zero allocation.
+//!
+//! The same compiler, resolver and passes as [`super::Plan`]: the bytes are
+//! those of the heap plan. The ops are the pixel ops with Pillow's resize
+//! filters (the OpenCV methods and decoding need `alloc`).
+
+use super::mapping::Geometry;
+use super::op::Compiled;
+use super::resolve::{Resolved, Shape, resolve};
+use super::{InputDesc, Pipeline};
+use crate::arena::{Arena, Borrowed, Counting, Footprint};
+use crate::finish::{ChannelOrder, Finisher};
+use crate::resize::ArenaResizeState;
+use crate::{DType, Error, ImageView, Layout, Limits, PixelFormat, Result, TensorMut};
+
+/// A pipeline compiled for raw pixels of one format and size, every table in
+/// caller memory. Immutable; runs with an [`ArenaPlanState`] made with it.
+///
+/// ```
+/// use tensorprep::arena::Arena;
+/// use tensorprep::finish::{ChannelOrder, Normalize};
+/// use tensorprep::pipeline::{ArenaPlan, InputDesc, Op, Pipeline, Resize};
+/// use tensorprep::resize::{Filter, Resample};
+/// use tensorprep::size::SizeRule;
+/// use tensorprep::{DType, ImageView, Layout, PixelFormat, Quantization, TensorMut};
+///
+/// // A QVGA RGB565 camera frame to a 96x96 int8 NHWC tensor (scale 1/255, zero point -128).
+/// let ops = [
+///     Op::ConvertColor { to: PixelFormat::Rgb8, range: Default::default() },
+///     Op::Resize(Resize {
+///         size: SizeRule::Exact { width: 96, height: 96 },
+///         resample: Resample::Pillow(Filter::Bilinear),
+///     }),
+///     Op::Normalize(Normalize::UNIT),
+///     Op::Layout { layout: Layout::Hwc, order: ChannelOrder::Rgb },
+///     Op::Cast { dtype: DType::I8, quantization: Quantization { scale: 1.0 / 255.0, zero_point: -128 } },
+/// ];
+/// let pipeline = Pipeline::from_ops(&ops)?;
+/// let input = InputDesc::pixels(PixelFormat::Rgb565Le, 320, 240);
+/// let needed = ArenaPlan::bytes_needed(&pipeline, input)?;
+/// let mut memory = vec![0u8; needed]; // a `static` or stack buffer on a device
+/// let mut arena = Arena::new(&mut memory);
+/// let (plan, mut state) = ArenaPlan::new_in(&mut arena, &pipeline, input)?;
+///
+/// let frame = [0u8; 320 * 240 * 2];
+/// let mut tensor = [0i8; 96 * 96 * 3];
+/// let view = ImageView::new(PixelFormat::Rgb565Le, 320, 240, &frame)?;
+/// plan.run(&mut state, view, TensorMut::I8(&mut tensor))?;
+/// assert!(tensor.iter().all(|&q| q == -128));
+/// # Ok::<(), tensorprep::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct ArenaPlan<'a> {
+    finisher: Finisher,
+    /// The passes, resolved in the arena (not on the stack).
+    resolved: &'a Resolved<Borrowed<'a>>,
+}
+
+/// The memory a run of an [`ArenaPlan`] writes: the two intermediate images
+/// and the scratch rows, in the same arena as the plan.
+#[derive(Debug)]
+pub struct ArenaPlanState<'a> {
+    slots: [&'a mut [u8]; 2],
+    resize: ArenaResizeState<'a>,
+    line: &'a mut [u8],
+}
+
+/// The input shape of a plan in caller memory: raw pixels only.
+fn pixels(input: InputDesc) -> Result<Shape> {
+    match input {
+        InputDesc::Pixels {
+            format,
+            width,
+            height,
+        } => Ok(Shape {
+            format,
+            width,
+            height,
+        }),
+        InputDesc::Encoded => Err(Error::InvalidParameter {
+            name: "plan in caller memory: raw pixel input only (decoding needs alloc)",
+        }),
+    }
+}
+
+/// Compiles `pipeline` for `input` and resolves it into `into`, the resize
+/// tables from `tables`; returns the finish pass.
+fn build<S: crate::arena::Storage>(
+    pipeline: &Pipeline,
+    input: InputDesc,
+    into: &mut Resolved<S>,
+    tables: &mut dyn super::resolve::ResizeTables<S>,
+) -> Result<Finisher> {
+    let shape = pixels(input)?;
+    let limits = Limits::DEFAULT;
+    limits.check_pixels(u64::from(shape.width), u64::from(shape.height))?;
+    let compiled = Compiled::new(pipeline.ops(), input)?;
+    resolve(None, &compiled.steps, &limits, shape, None, into, tables)?;
+    Ok(compiled.finisher)
+}
+
+impl<'a> ArenaPlan<'a> {
+    /// The bytes of caller memory [`ArenaPlan::new_in`] takes for `pipeline`
+    /// and `input` (alignment slack included): resampler tables, the two
+    /// intermediate images and the scratch rows. Computed on the target:
+    /// tables differ between architectures (x86 keeps a SIMD copy).
+    pub fn bytes_needed(pipeline: &Pipeline, input: InputDesc) -> Result<usize> {
+        let mut count = Footprint::default();
+        count.add::<u8>(core::mem::size_of::<Resolved<Borrowed<'static>>>())?;
+        let mut resolved = Resolved::empty();
+        build::<Counting>(pipeline, input, &mut resolved, &mut count)?;
+        for bytes in state_sizes(&resolved)? {
+            count.add::<u8>(bytes)?;
+        }
+        Ok(count.total())
+    }
+
+    /// Compiles `pipeline` for `input` (raw pixels of one format and size)
+    /// with every table, image and row in `arena`; nothing is allocated.
+    pub fn new_in(
+        arena: &mut Arena<'a>,
+        pipeline: &Pipeline,
+        input: InputDesc,
+    ) -> Result<(ArenaPlan<'a>, ArenaPlanState<'a>)> {
+        let resolved = arena.keep(Resolved::empty())?;
+        let finisher = build::<Borrowed<'a>>(pipeline, input, resolved, arena)?;
+        let resolved = &*resolved;
+        let [slot0, slot1, between, premultiplied, block, line] = state_sizes(resolved)?;
+        let state = ArenaPlanState {
+            slots: [arena.scratch(slot0)?, arena.scratch(slot1)?],
+            resize: ArenaResizeState::in_arena(arena, [between, premultiplied, block])?,
+            line: arena.scratch(line)?,
+        };
+        Ok((ArenaPlan { finisher, resolved }, state))
+    }
+
+    /// Runs the plan on `src` (the format and size it was compiled for) into
+    /// `out`, returning where the output lies in the input.
+    pub fn run(
+        &self,
+        state: &mut ArenaPlanState<'a>,
+        src: ImageView<'_>,
+        out: TensorMut<'_>,
+    ) -> Result<Geometry> {
+        let want = self.resolved.input;
+        if src.format() != want.format {
+            return Err(Error::FormatMismatch {
+                expected: want.format,
+                found: src.format(),
+            });
+        }
+        if (src.width(), src.height()) != (want.width, want.height) {
+            return Err(Error::SizeMismatch {
+                expected: (want.width, want.height),
+                found: (src.width(), src.height()),
+            });
+        }
+        let ArenaPlanState {
+            slots: [slot0, slot1],
+            resize,
+            line,
+        } = state;
+        self.resolved
+            .execute(&self.finisher, src, [slot0, slot1], resize, line, out)
+    }
+
+    /// The output tensor's shape (`[C, H, W]` or `[H, W, C]`).
+    pub fn output_shape(&self) -> [usize; 3] {
+        let (w, h) = self.resolved.geometry.output;
+        self.finisher.output_shape(w, h)
+    }
+
+    /// Elements of the output tensor.
+    pub fn output_len(&self) -> usize {
+        self.output_shape().iter().product()
+    }
+
+    /// The output element type.
+    pub fn dtype(&self) -> DType {
+        self.finisher.spec().dtype
+    }
+
+    /// The output layout and channel order.
+    pub fn layout(&self) -> (Layout, ChannelOrder) {
+        (self.finisher.spec().layout, self.finisher.spec().order)
+    }
+
+    /// Where the output lies in the input.
+    pub fn geometry(&self) -> Geometry {
+        self.resolved.geometry
+    }
+
+    /// The pixel format and size the plan takes.
+    pub fn input(&self) -> (PixelFormat, u32, u32) {
+        let s = self.resolved.input;
+        (s.format, s.width, s.height)
+    }
+}
+
+/// Bytes of the state's memory: the two slots, the resampler's three rows
+/// and the line, in the order [`ArenaPlan::new_in`] takes them.
+fn state_sizes<S: crate::arena::Storage>(r: &Resolved<S>) -> Result<[usize; 6]> {
+    let needs = r.needs()?;
+    let slot = |b: u64| {
+        usize::try_from(b).map_err(|_| Error::AllocationTooLarge {
+            bytes: b,
+            limit: usize::MAX as u64,
+        })
+    };
+    let [between, premultiplied, block] = needs.resize;
+    Ok([
+        slot(r.slots[0])?,
+        slot(r.slots[1])?,
+        between,
+        premultiplied,
+        block,
+        needs.line,
+    ])
+}
