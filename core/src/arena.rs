@@ -94,11 +94,15 @@ unsafe impl Element for (u32, u32) {}
 /// Where a plan keeps its tables (filled once when it is built, then read)
 /// and its scratch (rewritten by every run): on the heap ([`Heap`], with
 /// `alloc`) or in caller memory ([`Borrowed`], always). Sealed.
-pub trait Storage: sealed::Sealed {
+pub trait Storage: sealed::Sealed + Copy + PartialEq + core::fmt::Debug + Default {
     /// A read-only table of `T`.
     type Table<T: Element>: core::ops::Deref<Target = [T]> + Clone + PartialEq + core::fmt::Debug;
     /// A scratch byte buffer.
     type Scratch: Scratch + core::fmt::Debug;
+    /// A short list a plan grows while it is built (its passes): a `Vec` on
+    /// the heap, a fixed capacity of [`MAX_PASSES`] in caller memory.
+    #[doc(hidden)]
+    type List<T: Clone + PartialEq + core::fmt::Debug>: List<T>;
     /// `T` itself on the heap; on caller memory a placeholder ([`Unavailable`]):
     /// for the parts of a plan that have no arena form yet.
     #[doc(hidden)]
@@ -130,6 +134,7 @@ impl sealed::Sealed for Heap {}
 impl Storage for Heap {
     type Table<T: Element> = alloc::vec::Vec<T>;
     type Scratch = alloc::vec::Vec<u8>;
+    type List<T: Clone + PartialEq + core::fmt::Debug> = alloc::vec::Vec<T>;
     type Heaped<T: Clone + PartialEq + core::fmt::Debug> = T;
     fn heaped<T: Clone + PartialEq + core::fmt::Debug>(h: &T) -> Option<&T> {
         Some(h)
@@ -149,6 +154,7 @@ impl sealed::Sealed for Borrowed<'_> {}
 impl<'a> Storage for Borrowed<'a> {
     type Table<T: Element> = &'a [T];
     type Scratch = &'a mut [u8];
+    type List<T: Clone + PartialEq + core::fmt::Debug> = heapless::Vec<T, MAX_PASSES>;
     type Heaped<T: Clone + PartialEq + core::fmt::Debug> = Unavailable;
     fn heaped<T: Clone + PartialEq + core::fmt::Debug>(_: &Unavailable) -> Option<&T> {
         None
@@ -181,6 +187,7 @@ impl sealed::Sealed for Counting {}
 impl Storage for Counting {
     type Table<T: Element> = Counted<T>;
     type Scratch = Counted<u8>;
+    type List<T: Clone + PartialEq + core::fmt::Debug> = heapless::Vec<T, MAX_PASSES>;
     type Heaped<T: Clone + PartialEq + core::fmt::Debug> = Unavailable;
     fn heaped<T: Clone + PartialEq + core::fmt::Debug>(_: &Unavailable) -> Option<&T> {
         None
@@ -214,6 +221,53 @@ impl Tables<Counting> for Footprint {
     }
 }
 
+/// The most materializing passes (resampling, padding, turning a frame) a
+/// plan in caller memory holds; conversions, crops and the finish pass fuse
+/// into them and do not count.
+pub const MAX_PASSES: usize = 16;
+
+/// A list a plan grows while it is built.
+pub trait List<T>:
+    Default + Clone + PartialEq + core::fmt::Debug + core::ops::DerefMut<Target = [T]> + sealed::Sealed
+{
+    /// Appends, or gives the value back when there is no room.
+    #[doc(hidden)]
+    fn try_push(&mut self, value: T) -> core::result::Result<(), T>;
+    /// Empties the list (keeping any capacity).
+    #[doc(hidden)]
+    fn clear(&mut self);
+}
+
+#[cfg(feature = "alloc")]
+impl<T> sealed::Sealed for alloc::vec::Vec<T> {}
+
+#[cfg(feature = "alloc")]
+impl<T: Clone + PartialEq + core::fmt::Debug> List<T> for alloc::vec::Vec<T> {
+    fn try_push(&mut self, value: T) -> core::result::Result<(), T> {
+        if self.try_reserve(1).is_err() {
+            return Err(value);
+        }
+        self.push(value);
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        alloc::vec::Vec::clear(self);
+    }
+}
+
+impl<T, const N: usize> sealed::Sealed for heapless::Vec<T, N> {}
+
+impl<T: Clone + PartialEq + core::fmt::Debug, const N: usize> List<T> for heapless::Vec<T, N> {
+    fn try_push(&mut self, value: T) -> core::result::Result<(), T> {
+        self.push(value)
+    }
+
+    fn clear(&mut self) {
+        heapless::Vec::clear(self);
+    }
+}
+
 /// A scratch buffer a run writes: made large enough before the run (fallibly),
 /// then handed out at the lengths the run needs.
 pub trait Scratch: sealed::Sealed {
@@ -229,9 +283,6 @@ pub trait Scratch: sealed::Sealed {
     #[doc(hidden)]
     fn capacity(&self) -> usize;
 }
-
-#[cfg(feature = "alloc")]
-impl sealed::Sealed for alloc::vec::Vec<u8> {}
 
 #[cfg(feature = "alloc")]
 impl Scratch for alloc::vec::Vec<u8> {

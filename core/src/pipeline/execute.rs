@@ -37,7 +37,7 @@ impl<S: Storage> Resolved<S> {
             needs.line = needs.line.max(bytes);
             Ok(())
         };
-        for stage in &self.stages {
+        for stage in self.stages.iter() {
             match &stage.work {
                 Work::Resize(plan) => {
                     let from = self.source_format(&stage.read);
@@ -66,7 +66,7 @@ impl<S: Storage> Resolved<S> {
         line: &mut impl Scratch,
         out: TensorMut<'_>,
     ) -> Result<Geometry> {
-        for stage in &self.stages {
+        for stage in self.stages.iter() {
             let (other, mine) = if stage.out % 2 == 0 {
                 (&*slot1, &mut *slot0)
             } else {

@@ -6,7 +6,7 @@ use super::mapping::{Affine, Geometry};
 #[cfg(feature = "alloc")]
 use super::op::DecodeScaling;
 use super::op::{Decode, Step, Work};
-use crate::arena::{Arena, Borrowed, Counting, Footprint, Storage};
+use crate::arena::{Arena, Borrowed, Counting, Footprint, List, Storage};
 use crate::color::YuvRange;
 #[cfg(feature = "alloc")]
 use crate::decode::{ImageFormat, ImageInfo};
@@ -23,9 +23,6 @@ use crate::{Error, Limits, PixelFormat, Rect, Result};
 pub(super) type Encoded = ImageInfo;
 #[cfg(not(feature = "alloc"))]
 pub(super) type Encoded = core::convert::Infallible;
-
-/// At most one stage per pixel op.
-const MAX_STAGES: usize = super::MAX_OPS;
 
 /// Where resolving gets the tables of the resize plans it builds: the heap
 /// (refilling spare tables), caller memory, or nowhere (only counting).
@@ -129,11 +126,11 @@ pub(super) struct Resolved<S: Storage> {
     /// reduced size in fast mode).
     pub(super) input: Shape,
     pub(super) decode: Option<DecodePlan>,
-    pub(super) stages: heapless::Vec<Stage<S>, MAX_STAGES>,
+    pub(super) stages: S::List<Stage<S>>,
     /// The image each stage writes. Stage `i` writes buffer `i` and reads
     /// buffer `i - 1` (or the input): only two are alive at a time, so buffer
     /// `i` is stored in slot `i % 2`.
-    pub(super) buffers: heapless::Vec<Shape, MAX_STAGES>,
+    pub(super) buffers: S::List<Shape>,
     /// Bytes of the two slots (the largest image each holds).
     pub(super) slots: [u64; 2],
     pub(super) finish: Read,
@@ -151,8 +148,8 @@ impl<S: Storage> Resolved<S> {
         Resolved {
             input: shape,
             decode: None,
-            stages: heapless::Vec::new(),
-            buffers: heapless::Vec::new(),
+            stages: Default::default(),
+            buffers: Default::default(),
             slots: [0; 2],
             finish: Read {
                 buffer: None,
@@ -228,15 +225,15 @@ impl<S: Storage> Resolver<'_, S> {
         let bytes = tight_len(out.format, out.width, out.height).unwrap_or(u64::MAX);
         self.limits.check_alloc(bytes)?;
         let full = Error::InvalidParameter {
-            name: "pipeline: more passes than ops (the limit is MAX_OPS)",
+            name: "plan in caller memory: more than arena::MAX_PASSES passes (resize, pad, turn)",
         };
-        self.into.buffers.push(out).map_err(|_| full)?;
+        self.into.buffers.try_push(out).map_err(|_| full)?;
         let stage = Stage {
             read,
             work,
             out: self.into.buffers.len() - 1,
         };
-        self.into.stages.push(stage).map_err(|_| full)?;
+        self.into.stages.try_push(stage).map_err(|_| full)?;
         Ok(Read {
             buffer: Some(self.into.buffers.len() - 1),
             region: Rect::new(0, 0, out.width, out.height),

@@ -233,6 +233,11 @@ impl AxisShape {
         self.window.len()
     }
 
+    /// Taps per output (the widest).
+    pub(super) fn ksize(&self) -> usize {
+        self.ksize
+    }
+
     fn weights_len(&self) -> usize {
         self.ksize * self.outputs() + TAIL_PAD
     }

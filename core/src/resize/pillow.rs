@@ -49,6 +49,8 @@ pub(super) struct Passes {
     h: bool,
     v: bool,
     vertical_first: bool,
+    /// Taps of the vertical kernel (its widest output).
+    v_ksize: usize,
 }
 
 /// A Pillow plan before its tables are filled: what they will hold, their
@@ -162,7 +164,11 @@ impl PillowShape {
                 h,
                 v,
                 vertical_first,
-            } => Passes::convolve(h.is_some(), v.is_some(), *vertical_first),
+            } => Passes::convolve(
+                h.is_some(),
+                v.as_ref().map(AxisShape::ksize),
+                *vertical_first,
+            ),
             _ => Passes::ONE_ROW,
         }
     }
@@ -202,14 +208,16 @@ impl Passes {
         h: false,
         v: false,
         vertical_first: false,
+        v_ksize: 0,
     };
 
-    fn convolve(h: bool, v: bool, vertical_first: bool) -> Passes {
+    fn convolve(h: bool, v_ksize: Option<usize>, vertical_first: bool) -> Passes {
         Passes {
             convolve: true,
             h,
-            v,
+            v: v_ksize.is_some(),
             vertical_first,
+            v_ksize: v_ksize.unwrap_or(0),
         }
     }
 
@@ -241,7 +249,8 @@ impl Passes {
         }
         let between = match (self.vertical_first, self.h, self.v) {
             (true, _, true) => dh * rw * bpp,
-            (false, true, true) => rh * dw * bpp,
+            // The streaming window (see `h_then_v`).
+            (false, true, true) => window_rows(self.v_ksize, rh as usize) as u64 * dw * bpp,
             _ => 0,
         };
         // The rows read through the reader at once: the whole region for a
@@ -263,9 +272,11 @@ impl<S: Storage> PillowPlan<S> {
     /// The passes the plan runs.
     pub(super) fn passes(&self) -> Passes {
         match self {
-            PillowPlan::Convolve(c) => {
-                Passes::convolve(c.h.is_some(), c.v.is_some(), c.vertical_first)
-            }
+            PillowPlan::Convolve(c) => Passes::convolve(
+                c.h.is_some(),
+                c.v.as_ref().map(|v| v.ksize),
+                c.vertical_first,
+            ),
             _ => Passes::ONE_ROW,
         }
     }
@@ -400,14 +411,15 @@ enum HInput<'r, 'a, B: Scratch> {
     Rows(Rows<'r>),
 }
 
-/// The horizontal pass of `count` input rows into `out`, rows `stride` apart,
-/// eight rows per kernel call.
+/// The horizontal pass of input rows `first..first + count` into `out`, rows
+/// `stride` apart, eight rows per kernel call.
 #[allow(clippy::too_many_arguments)]
 fn h_pass<B: Scratch>(
     simd: Simd,
     bpp: usize,
     h: &super::coeffs::Taps<'_>,
-    mut input: HInput<'_, '_, B>,
+    input: &mut HInput<'_, '_, B>,
+    first: usize,
     count: usize,
     out: &mut [u8],
     stride: usize,
@@ -416,16 +428,69 @@ fn h_pass<B: Scratch>(
     let row_len = h.outputs() * bpp;
     for y0 in (0..count).step_by(8) {
         let m = 8.min(count - y0);
-        let rows = match &mut input {
+        let rows = match input {
             HInput::Reader {
                 reader,
                 premultiplied,
                 scratch,
-            } => reader.rows(y0, m, *premultiplied, *scratch),
-            HInput::Rows(r) => r.from(y0),
+            } => reader.rows(first + y0, m, *premultiplied, *scratch),
+            HInput::Rows(r) => r.from(first + y0),
         };
         let o = &mut out[y0 * stride..(y0 + m - 1) * stride + row_len];
         kernels::h_block(simd, bpp, &rows, m, o, stride, h, block);
+    }
+}
+
+/// Rows of horizontal-pass output the vertical pass keeps at once: its
+/// widest kernel and a block of eight new rows (all of them, if fewer).
+fn window_rows(v_ksize: usize, rows: usize) -> usize {
+    (v_ksize + 8).min(rows)
+}
+
+/// Horizontal then vertical, streaming: the horizontal pass's rows are made
+/// as the vertical pass first needs them, into a window of
+/// [`window_rows`] rows from which rows no longer needed are dropped. The same
+/// integer sums as a whole intermediate image, in a few rows of memory.
+#[allow(clippy::too_many_arguments)]
+fn h_then_v<B: Scratch>(
+    simd: Simd,
+    bpp: usize,
+    h: &super::coeffs::Taps<'_>,
+    v: &super::coeffs::Taps<'_>,
+    v_ksize: usize,
+    mut input: HInput<'_, '_, B>,
+    rows: usize,
+    window: &mut impl Scratch,
+    block: &mut impl Scratch,
+    dst: &mut ImageViewMut<'_>,
+) {
+    let len = h.outputs() * bpp;
+    let cap = window_rows(v_ksize, rows);
+    let buf = window.grow(cap * len);
+    // Window row `i` holds horizontal-pass row `base + i`, for `i < filled`.
+    let (mut base, mut filled) = (0usize, 0usize);
+    for (y, d) in dst.plane_rows_mut(0).enumerate() {
+        let (start, k) = v.at(y);
+        // Starts never decrease: rows before this one are done with.
+        if start > base {
+            let drop = (start - base).min(filled);
+            buf.copy_within(drop * len..filled * len, 0);
+            filled -= drop;
+            base = start;
+        }
+        while base + filled < start + k.len() {
+            let first = base + filled;
+            let m = 8.min(rows - first).min(cap - filled);
+            let out = &mut buf[filled * len..(filled + m) * len];
+            h_pass(simd, bpp, h, &mut input, first, m, out, len, block);
+            filled += m;
+        }
+        let mid = Rows {
+            data: buf,
+            stride: len,
+            len,
+        };
+        kernels::v_row(simd, &mid, start - base, k, d);
     }
 }
 
@@ -471,16 +536,8 @@ impl<S: Storage> Convolve<S> {
             match &self.h {
                 Some(h) => {
                     let out = dst.plane_data_mut(0);
-                    h_pass::<S::Scratch>(
-                        simd,
-                        bpp,
-                        &h.taps(),
-                        HInput::Rows(mid),
-                        dh,
-                        out,
-                        stride,
-                        block,
-                    );
+                    let mut mid = HInput::<S::Scratch>::Rows(mid);
+                    h_pass(simd, bpp, &h.taps(), &mut mid, 0, dh, out, stride, block);
                 }
                 None => {
                     for (y, d) in dst.plane_rows_mut(0).enumerate() {
@@ -499,23 +556,21 @@ impl<S: Storage> Convolve<S> {
                 (Some(h), None) => {
                     // Straight into the output.
                     let out = dst.plane_data_mut(0);
-                    h_pass(simd, bpp, &h.taps(), reader, dh, out, stride, block);
+                    let mut reader = reader;
+                    h_pass(simd, bpp, &h.taps(), &mut reader, 0, dh, out, stride, block);
                 }
-                (Some(h), Some(v)) => {
-                    // Horizontal pass over the region's rows, then vertical.
-                    let mid_len = dw * bpp;
-                    let out = between.grow(rh * mid_len);
-                    h_pass(simd, bpp, &h.taps(), reader, rh, out, mid_len, block);
-                    let mid = Rows {
-                        data: out,
-                        stride: mid_len,
-                        len: mid_len,
-                    };
-                    for (y, d) in dst.plane_rows_mut(0).enumerate() {
-                        let (start, k) = v.taps().at(y);
-                        kernels::v_row(simd, &mid, start, k, d);
-                    }
-                }
+                (Some(h), Some(v)) => h_then_v(
+                    simd,
+                    bpp,
+                    &h.taps(),
+                    &v.taps(),
+                    v.ksize,
+                    reader,
+                    rh,
+                    between,
+                    block,
+                    dst,
+                ),
                 (None, v) => {
                     // Only the vertical pass (a plan never skips both: that is a copy).
                     let src = input.rows(0, rh, alpha, premultiplied);

@@ -140,3 +140,56 @@ mod with_alloc {
         small.map_or(0, |s| s.as_bytes().iter().map(|&v| u32::from(v)).sum())
     }
 }
+
+/// An RGB565 frame -> Pillow bilinear 4x4 -> int8 HWC through a plan whose
+/// tables, images and rows live in a buffer on the stack (no allocator).
+/// Returns the first quantized value, or -128 on any error.
+#[unsafe(no_mangle)]
+pub extern "C" fn tp_no_std_arena_plan(seed: u8) -> i8 {
+    use tensorprep::arena::Arena;
+    use tensorprep::finish::{ChannelOrder, Normalize};
+    use tensorprep::pipeline::{ArenaPlan, InputDesc, Op, Pipeline, Resize};
+    use tensorprep::resize::{Filter, Resample};
+    use tensorprep::{DType, Quantization};
+    let mut frame = [0u8; 16 * 12 * 2];
+    for (i, v) in frame.iter_mut().enumerate() {
+        *v = seed.wrapping_add(i as u8);
+    }
+    let result = (|| {
+        let pipeline = Pipeline::from_ops(&[
+            Op::ConvertColor {
+                to: PixelFormat::Rgb8,
+                range: YuvRange::Full,
+            },
+            Op::Resize(Resize {
+                size: SizeRule::Exact {
+                    width: 4,
+                    height: 4,
+                },
+                resample: Resample::Pillow(Filter::Bilinear),
+            }),
+            Op::Normalize(Normalize::UNIT),
+            Op::Layout {
+                layout: tensorprep::Layout::Hwc,
+                order: ChannelOrder::Rgb,
+            },
+            Op::Cast {
+                dtype: DType::I8,
+                quantization: Quantization {
+                    scale: 1.0 / 255.0,
+                    zero_point: -128,
+                },
+            },
+        ])?;
+        let input = InputDesc::pixels(PixelFormat::Rgb565Le, 16, 12);
+        let mut memory = [0u8; 8192];
+        let needed = ArenaPlan::bytes_needed(&pipeline, input)?;
+        let mut arena = Arena::new(&mut memory[..needed.min(8192)]);
+        let (plan, mut state) = ArenaPlan::new_in(&mut arena, &pipeline, input)?;
+        let src = ImageView::new(PixelFormat::Rgb565Le, 16, 12, &frame)?;
+        let mut out = [0i8; 4 * 4 * 3];
+        plan.run(&mut state, src, TensorMut::I8(&mut out))?;
+        Ok::<i8, tensorprep::Error>(out[0])
+    })();
+    result.unwrap_or(-128)
+}

@@ -6,6 +6,7 @@
 //! checksum <16 hex digits>   the tensors' FNV-1a, equal to the host's
 //! memory <bytes>             heap peak (alloc) or arena bytes taken (no-alloc)
 //! needed <bytes>             what the plans reported they need (no-alloc)
+//! reserved <bytes>           the static memory set aside: heap or arena
 //! stack <bytes>              the stack's high-water mark, found by painting it
 //! ```
 //!
@@ -29,6 +30,8 @@ struct Report {
     memory: usize,
     /// Arena bytes the plans reported needing (no-alloc; 0 with alloc).
     needed: usize,
+    /// The static memory set aside for the plans: the heap or the arena.
+    reserved: usize,
 }
 
 #[entry]
@@ -41,6 +44,7 @@ fn main() -> ! {
             hprintln!("checksum {:016x}", r.checksum);
             hprintln!("memory {}", r.memory);
             hprintln!("needed {}", r.needed);
+            hprintln!("reserved {}", r.reserved);
             hprintln!("stack {}", stack);
             debug::exit(debug::EXIT_SUCCESS);
         }
@@ -90,6 +94,7 @@ fn run() -> Result<Report, Error> {
         checksum: person::checksum([rgb, gray]),
         memory: heap::peak(),
         needed: 0,
+        reserved: heap::SIZE,
     })
 }
 
@@ -99,7 +104,7 @@ fn run() -> Result<Report, Error> {
     use tensorprep::arena::Arena;
     use tensorprep::pipeline::ArenaPlan;
     /// Caller memory for both plans (what they need is printed).
-    const ARENA: usize = 192 * 1024;
+    const ARENA: usize = 96 * 1024;
     let memory: &mut [u8] = match cortex_m::singleton!(: [u8; ARENA] = [0; ARENA]) {
         Some(m) => m,
         None => &mut [], // `run` is called once: never taken before
@@ -117,6 +122,7 @@ fn run() -> Result<Report, Error> {
         checksum: person::checksum([rgb, gray]),
         memory: arena.used(),
         needed,
+        reserved: ARENA,
     })
 }
 
@@ -130,7 +136,7 @@ mod heap {
     use embedded_alloc::LlffHeap;
 
     /// Heap bytes.
-    const SIZE: usize = 512 * 1024;
+    pub(crate) const SIZE: usize = 128 * 1024;
 
     struct Counting {
         heap: LlffHeap,
