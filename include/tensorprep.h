@@ -187,7 +187,8 @@ enum tp_result
      */
     TP_RESULT_RECT_OUT_OF_BOUNDS = 110,
     /**
-     * A crop of a 4:2:0 image must start on even coordinates.
+     * A crop of a chroma-subsampled image must start on a chroma sample
+     * (even x and y for YUV 4:2:0, even x for YUV 4:2:2).
      */
     TP_RESULT_UNALIGNED_CROP = 111,
     /**
@@ -198,6 +199,10 @@ enum tp_result
      * The buffers a plan needs for one input total more than the limit.
      */
     TP_RESULT_PLAN_TOO_LARGE = 113,
+    /**
+     * The memory given for a plan built without an allocator is too small.
+     */
+    TP_RESULT_ARENA_TOO_SMALL = 114,
     /**
      * The data ends before the image does.
      */
