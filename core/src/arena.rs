@@ -109,12 +109,16 @@ pub trait Storage: sealed::Sealed + Copy + PartialEq + core::fmt::Debug + Defaul
     type Heaped<T: Clone + PartialEq + core::fmt::Debug>: Clone + PartialEq + core::fmt::Debug;
     /// The `T` of a [`Storage::Heaped`], if this storage holds one.
     #[doc(hidden)]
-    fn heaped<T: Clone + PartialEq + core::fmt::Debug>(h: &Self::Heaped<T>) -> Option<&T>;
+    fn heaped<T: Clone + PartialEq + core::fmt::Debug>(_: &Self::Heaped<T>) -> Option<&T> {
+        None
+    }
     /// [`Storage::heaped`], mutably.
     #[doc(hidden)]
     fn heaped_mut<T: Clone + PartialEq + core::fmt::Debug>(
-        h: &mut Self::Heaped<T>,
-    ) -> Option<&mut T>;
+        _: &mut Self::Heaped<T>,
+    ) -> Option<&mut T> {
+        None
+    }
 }
 
 /// What caller memory holds in place of a part of a plan that has no arena
@@ -156,12 +160,6 @@ impl<'a> Storage for Borrowed<'a> {
     type Scratch = &'a mut [u8];
     type List<T: Clone + PartialEq + core::fmt::Debug> = heapless::Vec<T, MAX_PASSES>;
     type Heaped<T: Clone + PartialEq + core::fmt::Debug> = Unavailable;
-    fn heaped<T: Clone + PartialEq + core::fmt::Debug>(_: &Unavailable) -> Option<&T> {
-        None
-    }
-    fn heaped_mut<T: Clone + PartialEq + core::fmt::Debug>(_: &mut Unavailable) -> Option<&mut T> {
-        None
-    }
 }
 
 /// Storage that holds nothing and counts the bytes an [`Arena`] would hand
@@ -189,12 +187,6 @@ impl Storage for Counting {
     type Scratch = Counted<u8>;
     type List<T: Clone + PartialEq + core::fmt::Debug> = heapless::Vec<T, MAX_PASSES>;
     type Heaped<T: Clone + PartialEq + core::fmt::Debug> = Unavailable;
-    fn heaped<T: Clone + PartialEq + core::fmt::Debug>(_: &Unavailable) -> Option<&T> {
-        None
-    }
-    fn heaped_mut<T: Clone + PartialEq + core::fmt::Debug>(_: &mut Unavailable) -> Option<&mut T> {
-        None
-    }
 }
 
 impl sealed::Sealed for Counted<u8> {}

@@ -161,6 +161,26 @@ enum AnyTables {
     I8(Tables<i8>),
 }
 
+impl FinishSpec {
+    /// Checks the values a [`Finisher`] is built from: finite normalization,
+    /// a positive quantization scale, float16's range.
+    pub(crate) fn check(&self) -> Result<()> {
+        self.normalize.validate()?;
+        let q = self.quantization;
+        if matches!(self.dtype, DType::U8 | DType::I8) && !(q.scale.is_finite() && q.scale > 0.0) {
+            return Err(Error::InvalidParameter {
+                name: "quantization scale must be finite and positive",
+            });
+        }
+        if self.dtype == DType::F16 && self.normalize.max_abs() > f32::from(f16::MAX) {
+            return Err(Error::InvalidParameter {
+                name: "normalize: some 8-bit values fall outside float16's range (65504)",
+            });
+        }
+        Ok(())
+    }
+}
+
 /// A compiled finish step: tables built once, then run on any number of images
 /// without allocating.
 #[derive(Clone, Debug)]
@@ -169,14 +189,14 @@ pub struct Finisher {
     tables: AnyTables,
 }
 
-fn build<T: Copy + Default>(n: &Normalize, f: impl Fn(f32) -> T) -> Tables<T> {
-    let mut t = [[T::default(); 256]; 3];
+/// Fills `t` with `f` of every channel's normalized byte values (in place:
+/// a table is up to 3 KiB, which a small device's stack should not hold twice).
+fn fill<T: Copy>(t: &mut Tables<T>, n: &Normalize, f: impl Fn(f32) -> T) {
     for (c, table) in t.iter_mut().enumerate() {
         for (v, out) in table.iter_mut().enumerate() {
             *out = f(n.apply(c, v as u8));
         }
     }
-    t
 }
 
 fn quantize(x: f32, q: Quantization, lo: f32, hi: f32) -> f32 {
@@ -187,29 +207,24 @@ fn quantize(x: f32, q: Quantization, lo: f32, hi: f32) -> f32 {
 impl Finisher {
     /// Builds the per-channel tables for `spec`.
     pub fn new(spec: &FinishSpec) -> Result<Self> {
-        spec.normalize.validate()?;
-        let q = spec.quantization;
-        if matches!(spec.dtype, DType::U8 | DType::I8) && !(q.scale.is_finite() && q.scale > 0.0) {
-            return Err(Error::InvalidParameter {
-                name: "quantization scale must be finite and positive",
-            });
-        }
-        let n = &spec.normalize;
-        if spec.dtype == DType::F16 && n.max_abs() > f32::from(f16::MAX) {
-            return Err(Error::InvalidParameter {
-                name: "normalize: some 8-bit values fall outside float16's range (65504)",
-            });
-        }
-        let tables = match spec.dtype {
-            DType::F32 => AnyTables::F32(build(n, |x| x)),
-            DType::F16 => AnyTables::F16(build(n, f16::from_f32)),
-            DType::U8 => AnyTables::U8(build(n, |x| quantize(x, q, 0.0, 255.0) as u8)),
-            DType::I8 => AnyTables::I8(build(n, |x| quantize(x, q, -128.0, 127.0) as i8)),
-        };
-        Ok(Finisher {
+        spec.check()?;
+        let (n, q) = (&spec.normalize, spec.quantization);
+        let mut finisher = Finisher {
             spec: *spec,
-            tables,
-        })
+            tables: match spec.dtype {
+                DType::F32 => AnyTables::F32([[0.0; 256]; 3]),
+                DType::F16 => AnyTables::F16([[f16::ZERO; 256]; 3]),
+                DType::U8 => AnyTables::U8([[0; 256]; 3]),
+                DType::I8 => AnyTables::I8([[0; 256]; 3]),
+            },
+        };
+        match &mut finisher.tables {
+            AnyTables::F32(t) => fill(t, n, |x| x),
+            AnyTables::F16(t) => fill(t, n, f16::from_f32),
+            AnyTables::U8(t) => fill(t, n, |x| quantize(x, q, 0.0, 255.0) as u8),
+            AnyTables::I8(t) => fill(t, n, |x| quantize(x, q, -128.0, 127.0) as i8),
+        }
+        Ok(finisher)
     }
 
     /// The spec this finisher was built from.

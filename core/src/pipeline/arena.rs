@@ -11,7 +11,7 @@ use super::op::Compiled;
 use super::resolve::{Resolved, Shape, resolve};
 use super::{InputDesc, Pipeline};
 use crate::arena::{Arena, Borrowed, Counting, Footprint};
-use crate::finish::{ChannelOrder, Finisher};
+use crate::finish::{ChannelOrder, FinishSpec, Finisher};
 use crate::resize::ArenaResizeState;
 use crate::{DType, Error, ImageView, Layout, Limits, PixelFormat, Result, TensorMut};
 
@@ -53,7 +53,8 @@ use crate::{DType, Error, ImageView, Layout, Limits, PixelFormat, Result, Tensor
 /// ```
 #[derive(Debug)]
 pub struct ArenaPlan<'a> {
-    finisher: Finisher,
+    /// The finish pass's tables, in the arena.
+    finisher: &'a Finisher,
     /// The passes, resolved in the arena (not on the stack).
     resolved: &'a Resolved<Borrowed<'a>>,
 }
@@ -86,19 +87,19 @@ fn pixels(input: InputDesc) -> Result<Shape> {
 }
 
 /// Compiles `pipeline` for `input` and resolves it into `into`, the resize
-/// tables from `tables`; returns the finish pass.
+/// tables from `tables`; returns the finish pass's description.
 fn build<S: crate::arena::Storage>(
     pipeline: &Pipeline,
     input: InputDesc,
     into: &mut Resolved<S>,
     tables: &mut dyn super::resolve::ResizeTables<S>,
-) -> Result<Finisher> {
+) -> Result<FinishSpec> {
     let shape = pixels(input)?;
     let limits = Limits::DEFAULT;
     limits.check_pixels(u64::from(shape.width), u64::from(shape.height))?;
     let compiled = Compiled::new(pipeline.ops(), input)?;
     resolve(None, &compiled.steps, &limits, shape, None, into, tables)?;
-    Ok(compiled.finisher)
+    Ok(compiled.finish)
 }
 
 impl<'a> ArenaPlan<'a> {
@@ -109,6 +110,7 @@ impl<'a> ArenaPlan<'a> {
     pub fn bytes_needed(pipeline: &Pipeline, input: InputDesc) -> Result<usize> {
         let mut count = Footprint::default();
         count.add::<u8>(core::mem::size_of::<Resolved<Borrowed<'static>>>())?;
+        count.add::<u8>(core::mem::size_of::<Finisher>())?;
         let mut resolved = Resolved::empty();
         build::<Counting>(pipeline, input, &mut resolved, &mut count)?;
         for bytes in state_sizes(&resolved)? {
@@ -125,7 +127,8 @@ impl<'a> ArenaPlan<'a> {
         input: InputDesc,
     ) -> Result<(ArenaPlan<'a>, ArenaPlanState<'a>)> {
         let resolved = arena.keep(Resolved::empty())?;
-        let finisher = build::<Borrowed<'a>>(pipeline, input, resolved, arena)?;
+        let finish = build::<Borrowed<'a>>(pipeline, input, resolved, arena)?;
+        let finisher = &*arena.keep(Finisher::new(&finish)?)?;
         let resolved = &*resolved;
         let [slot0, slot1, between, premultiplied, block, line] = state_sizes(resolved)?;
         let state = ArenaPlanState {
@@ -163,7 +166,7 @@ impl<'a> ArenaPlan<'a> {
             line,
         } = state;
         self.resolved
-            .execute(&self.finisher, src, [slot0, slot1], resize, line, out)
+            .execute(self.finisher, src, [slot0, slot1], resize, line, out)
     }
 
     /// The output tensor's shape (`[C, H, W]` or `[H, W, C]`).

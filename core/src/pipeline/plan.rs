@@ -107,9 +107,10 @@ impl Plan {
         let Compiled {
             decode,
             steps,
-            finisher,
+            finish,
             format: finish_format,
         } = Compiled::new(pipeline.ops(), input)?;
+        let finisher = Finisher::new(&finish)?;
         let mut plan = Plan {
             input,
             decode,

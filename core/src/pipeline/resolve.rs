@@ -6,7 +6,7 @@ use super::mapping::{Affine, Geometry};
 #[cfg(feature = "alloc")]
 use super::op::DecodeScaling;
 use super::op::{Decode, Step, Work};
-use crate::arena::{Arena, Borrowed, Counting, Footprint, List, Storage};
+use crate::arena::{List, Storage, Tables};
 use crate::color::YuvRange;
 #[cfg(feature = "alloc")]
 use crate::decode::{ImageFormat, ImageInfo};
@@ -14,7 +14,7 @@ use crate::image::tight_len;
 use crate::jpeg::DecodeOptions;
 #[cfg(feature = "alloc")]
 use crate::jpeg::{Backend, Orientation, Scale};
-use crate::resize::{ArenaResizePlan, Resample, ResizePlanIn, SourceBox};
+use crate::resize::{Resample, ResizePlanIn, SourceBox};
 use crate::{Error, Limits, PixelFormat, Rect, Result};
 
 /// What an encoded input's headers say (builds without `alloc` have no
@@ -56,7 +56,8 @@ impl ResizeTables<crate::arena::Heap> for crate::resize::Spares {
     }
 }
 
-impl<'a> ResizeTables<Borrowed<'a>> for Arena<'a> {
+/// Caller memory and counting: Pillow's filters, tables from the arena or counted.
+impl<S: Storage, T: Tables<S>> ResizeTables<S> for T {
     fn resize_plan(
         &mut self,
         src: (u32, u32),
@@ -65,21 +66,7 @@ impl<'a> ResizeTables<Borrowed<'a>> for Arena<'a> {
         window: Rect,
         resample: Resample,
         limits: &Limits,
-    ) -> Result<ArenaResizePlan<'a>> {
-        ResizePlanIn::tables_in(self, src, source_box, full, window, resample, limits)
-    }
-}
-
-impl ResizeTables<Counting> for Footprint {
-    fn resize_plan(
-        &mut self,
-        src: (u32, u32),
-        source_box: SourceBox,
-        full: (u32, u32),
-        window: Rect,
-        resample: Resample,
-        limits: &Limits,
-    ) -> Result<ResizePlanIn<Counting>> {
+    ) -> Result<ResizePlanIn<S>> {
         ResizePlanIn::tables_in(self, src, source_box, full, window, resample, limits)
     }
 }

@@ -45,7 +45,7 @@ pub(super) fn describe_cast(
 pub(in crate::pipeline) use compiled::FinishParts;
 
 mod compiled {
-    use crate::finish::{ChannelOrder, FinishSpec, Finisher, Normalize};
+    use crate::finish::{ChannelOrder, FinishSpec, Normalize};
     use crate::pipeline::op::{op_error, packed};
     use crate::{DType, Layout, PixelFormat, Quantization, Result};
 
@@ -86,8 +86,9 @@ mod compiled {
             Ok(())
         }
 
-        /// The finish pass for pixels of `format` (a Layout and a Cast are required).
-        pub(in crate::pipeline) fn finisher(&self, format: PixelFormat) -> Result<Finisher> {
+        /// The finish pass for pixels of `format` (a Layout and a Cast are
+        /// required), checked: its tables are built by [`Finisher::new`].
+        pub(in crate::pipeline) fn spec(&self, format: PixelFormat) -> Result<FinishSpec> {
             packed("the finish pass (Normalize/Layout/Cast)", format)?;
             let (layout, order) = self.layout.ok_or(op_error(
                 "pipeline: a Layout op (CHW or HWC, channel order) is required",
@@ -100,13 +101,15 @@ mod compiled {
                     "Layout: one gray channel needs Gray8 pixels (add ConvertColor to Gray8)",
                 ));
             }
-            Finisher::new(&FinishSpec {
+            let spec = FinishSpec {
                 normalize: self.normalize.unwrap_or(Normalize::RAW),
                 order,
                 layout,
                 dtype,
                 quantization,
-            })
+            };
+            spec.check()?;
+            Ok(spec)
         }
     }
 }

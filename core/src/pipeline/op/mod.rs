@@ -178,7 +178,7 @@ mod compiled {
     use super::pad::PadWork;
     use super::{Decode, Op, Pad, Resize};
     use crate::arena::{Scratch, Storage};
-    use crate::finish::Finisher;
+    use crate::finish::FinishSpec;
     use crate::geometry::Transform;
     use crate::pipeline::InputDesc;
     use crate::pipeline::resolve::{Read, Resolver};
@@ -237,7 +237,9 @@ mod compiled {
     pub(in crate::pipeline) struct Compiled {
         pub(in crate::pipeline) decode: Option<Decode>,
         pub(in crate::pipeline) steps: StepList,
-        pub(in crate::pipeline) finisher: Finisher,
+        /// The finish pass, checked (its tables are built by `Finisher::new`
+        /// where the plan keeps them).
+        pub(in crate::pipeline) finish: FinishSpec,
         /// The pixel format the finish pass reads.
         pub(in crate::pipeline) format: PixelFormat,
     }
@@ -256,11 +258,11 @@ mod compiled {
                     "pipeline: an encoded (file) input needs a Decode op first",
                 ));
             }
-            let finisher = cx.finish.finisher(cx.format)?;
+            let finish = cx.finish.spec(cx.format)?;
             Ok(Compiled {
                 decode: cx.decode,
                 steps: cx.steps,
-                finisher,
+                finish,
                 format: cx.format,
             })
         }
