@@ -222,3 +222,92 @@ fn state_sizes<S: crate::arena::Storage>(r: &Resolved<S>) -> Result<[usize; 6]> 
         needs.line,
     ])
 }
+
+#[cfg(all(test, feature = "alloc"))]
+mod tests {
+    use super::*;
+    use crate::pipeline::{Op, Resize};
+    use crate::resize::{Filter, Resample};
+    use crate::size::SizeRule;
+    use crate::{Quantization, Rect};
+
+    fn pipeline(resample: Resample, out: u32) -> Pipeline {
+        Pipeline::from_ops(&[
+            Op::ConvertColor {
+                to: PixelFormat::Rgb8,
+                range: Default::default(),
+            },
+            Op::Crop(Rect::new(3, 1, 40, 30)),
+            Op::Resize(Resize {
+                size: SizeRule::Exact {
+                    width: out,
+                    height: out,
+                },
+                resample,
+            }),
+            Op::Layout {
+                layout: Layout::Chw,
+                order: ChannelOrder::Rgb,
+            },
+            Op::Cast {
+                dtype: DType::U8,
+                quantization: Quantization::IDENTITY,
+            },
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn misuse_is_an_error_never_a_panic() {
+        let input = InputDesc::pixels(PixelFormat::Yuyv, 48, 32);
+        let p = pipeline(Resample::Pillow(Filter::Bicubic), 12);
+        let needed = ArenaPlan::bytes_needed(&p, input).unwrap();
+        let mut memory = alloc::vec![0u8; needed];
+        // Too little memory: refused, naming the size.
+        for short in [0, 1, needed / 2, needed - crate::arena::SLACK - 1] {
+            let mut arena = Arena::new(&mut memory[..short]);
+            assert!(matches!(
+                ArenaPlan::new_in(&mut arena, &p, input),
+                Err(Error::ArenaTooSmall { .. })
+            ));
+        }
+        // No decoder and no OpenCV resampling in caller memory.
+        assert!(ArenaPlan::bytes_needed(&p, InputDesc::Encoded).is_err());
+        assert!(ArenaPlan::bytes_needed(&pipeline(Resample::OpenCvLinear, 12), input).is_err());
+        let mut arena = Arena::new(&mut memory);
+        let (plan, mut state) = ArenaPlan::new_in(&mut arena, &p, input).unwrap();
+        assert_eq!(plan.output_shape(), [3, 12, 12]);
+        assert_eq!(plan.input(), (PixelFormat::Yuyv, 48, 32));
+        let frame = [77u8; 48 * 32 * 2];
+        let mut out = [0u8; 3 * 12 * 12];
+        // Another format or size than compiled for, a tensor of the wrong length.
+        let rgb = [0u8; 48 * 32 * 3];
+        let wrong = ImageView::new(PixelFormat::Rgb8, 48, 32, &rgb).unwrap();
+        assert!(matches!(
+            plan.run(&mut state, wrong, TensorMut::U8(&mut out)),
+            Err(Error::FormatMismatch { .. })
+        ));
+        let small = ImageView::new(PixelFormat::Yuyv, 46, 32, &frame).unwrap();
+        assert!(matches!(
+            plan.run(&mut state, small, TensorMut::U8(&mut out)),
+            Err(Error::SizeMismatch { .. })
+        ));
+        let src = ImageView::new(PixelFormat::Yuyv, 48, 32, &frame).unwrap();
+        assert!(
+            plan.run(&mut state, src, TensorMut::U8(&mut out[1..]))
+                .is_err()
+        );
+        plan.run(&mut state, src, TensorMut::U8(&mut out)).unwrap();
+        // A larger plan run with a smaller plan's state: too little scratch,
+        // an error rather than a write past the end.
+        let big = pipeline(Resample::Pillow(Filter::Lanczos3), 24);
+        let mut memory2 = alloc::vec![0u8; ArenaPlan::bytes_needed(&big, input).unwrap()];
+        let mut arena2 = Arena::new(&mut memory2);
+        let (big_plan, _) = ArenaPlan::new_in(&mut arena2, &big, input).unwrap();
+        let mut big_out = [0u8; 3 * 24 * 24];
+        assert!(matches!(
+            big_plan.run(&mut state, src, TensorMut::U8(&mut big_out)),
+            Err(Error::ArenaTooSmall { .. } | Error::BufferTooSmall { .. })
+        ));
+    }
+}
