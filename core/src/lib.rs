@@ -10,6 +10,9 @@
 //! - [`pipeline::Plan`]: a pipeline compiled once for one kind of input (image files,
 //!   or camera frames of one format and size), then run per image with a
 //!   [`pipeline::PlanState`], fused and without allocating.
+//! - [`pipeline::ArenaPlan`]: the same plans for camera frames on a device
+//!   without an allocator, every table and buffer in caller memory
+//!   ([`arena::Arena`], the size reported by [`pipeline::ArenaPlan::bytes_needed`]).
 //! - [`decode::ImageDecoder`]: JPEG, PNG and WebP decoding as Pillow's
 //!   `Image.open(f).convert(mode)`, the format found from the bytes.
 //! - [`graph::Graph`] (feature `graph`): a pipeline saved beside or inside the model,
@@ -36,8 +39,10 @@
 //!
 //! Eager ops write into caller buffers: [`resize`], [`color`], [`geometry`],
 //! [`finish`] (normalize, layout, cast in one pass), [`jpeg`] and [`decode`].
-//! The core is `no_std`; `alloc` adds owned images, decoding and plans; `std`
-//! (default) adds runtime SIMD detection, WebP and file sources. The project's
+//! The core is `no_std`: without `alloc` it converts, crops, resizes (Pillow's
+//! filters) and runs plans in caller memory; `alloc` adds owned images,
+//! decoding, heap plans and OpenCV's resize methods; `std` (default) adds
+//! runtime SIMD detection, WebP and file sources. The project's
 //! README (the repository's front page) has the measured parity and speed.
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
