@@ -187,8 +187,8 @@ impl RowConverter {
             PixelFormat::I420 => with_layout!(to, D => yuv420_row::<D, I420>),
             PixelFormat::Yuyv => with_layout!(to, D => yuv422_row::<D, YUYV>),
             PixelFormat::Uyvy => with_layout!(to, D => yuv422_row::<D, UYVY>),
-            PixelFormat::Rgb565Le => with_layout!(to, D => rgb565_row::<D, false>),
-            PixelFormat::Rgb565Be => with_layout!(to, D => rgb565_row::<D, true>),
+            PixelFormat::Rgb565Le => with_layout!(to, D => packed_row::<Rgb565<false>, D>),
+            PixelFormat::Rgb565Be => with_layout!(to, D => packed_row::<Rgb565<true>, D>),
             f => with_layout!(f, S => with_layout!(to, D => packed_row::<S, D>)),
         };
         let gather: GatherFn = match from {
@@ -198,8 +198,8 @@ impl RowConverter {
             PixelFormat::I420 => with_layout!(to, D => yuv420_gather::<D, I420>),
             PixelFormat::Yuyv => with_layout!(to, D => yuv422_gather::<D, YUYV>),
             PixelFormat::Uyvy => with_layout!(to, D => yuv422_gather::<D, UYVY>),
-            PixelFormat::Rgb565Le => with_layout!(to, D => rgb565_gather::<D, false>),
-            PixelFormat::Rgb565Be => with_layout!(to, D => rgb565_gather::<D, true>),
+            PixelFormat::Rgb565Le => with_layout!(to, D => packed_gather::<Rgb565<false>, D>),
+            PixelFormat::Rgb565Be => with_layout!(to, D => packed_gather::<Rgb565<true>, D>),
             f => with_layout!(f, S => with_layout!(to, D => packed_gather::<S, D>)),
         };
         Ok(RowConverter {
@@ -252,7 +252,7 @@ fn copy_gather(
     }
 }
 
-fn packed_gather<S: PackedLayout, D: PackedLayout>(
+fn packed_gather<S: SourceLayout, D: PackedLayout>(
     src: &ImageView<'_>,
     y: usize,
     cols: &[u32],
@@ -385,6 +385,38 @@ trait PackedLayout {
     }
 }
 
+/// What a row conversion reads one pixel as: the 8-bit packed layouts, and
+/// RGB565 in either byte order.
+trait SourceLayout {
+    /// Bytes per source pixel.
+    const BPP: usize;
+    /// Offset of alpha, for sources that have it.
+    const ALPHA: Option<usize>;
+    /// Red, green and blue of one pixel.
+    fn load(px: &[u8]) -> (u8, u8, u8);
+}
+
+impl<L: PackedLayout> SourceLayout for L {
+    const BPP: usize = <L as PackedLayout>::BPP;
+    const ALPHA: Option<usize> = <L as PackedLayout>::ALPHA;
+    #[inline(always)]
+    fn load(px: &[u8]) -> (u8, u8, u8) {
+        <L as PackedLayout>::load(px)
+    }
+}
+
+/// RGB565, `BE`: high byte first.
+struct Rgb565<const BE: bool>;
+
+impl<const BE: bool> SourceLayout for Rgb565<BE> {
+    const BPP: usize = 2;
+    const ALPHA: Option<usize> = None;
+    #[inline(always)]
+    fn load(px: &[u8]) -> (u8, u8, u8) {
+        rgb565::<BE>(px)
+    }
+}
+
 macro_rules! packed_layouts {
     ($($name:ident: $format:ident;)*) => {$(
         struct $name;
@@ -437,7 +469,7 @@ macro_rules! with_layout {
 }
 use with_layout;
 
-fn packed_row<S: PackedLayout, D: PackedLayout>(
+fn packed_row<S: SourceLayout, D: PackedLayout>(
     src: &ImageView<'_>,
     y: usize,
     out: &mut [u8],
@@ -713,37 +745,6 @@ fn rgb565<const BE: bool>(px: &[u8]) -> (u8, u8, u8) {
         (p >> 3) as u8 & 0xFC,
         (p << 3) as u8 & 0xF8,
     )
-}
-
-fn rgb565_row<D: PackedLayout, const BE: bool>(
-    src: &ImageView<'_>,
-    y: usize,
-    out: &mut [u8],
-    _: &YuvMatrix,
-) {
-    for (dp, sp) in out
-        .chunks_exact_mut(D::BPP)
-        .zip(src.plane_row(0, y).chunks_exact(2))
-    {
-        let (r, g, b) = rgb565::<BE>(sp);
-        D::store(dp, r, g, b);
-    }
-}
-
-fn rgb565_gather<D: PackedLayout, const BE: bool>(
-    src: &ImageView<'_>,
-    y: usize,
-    cols: &[u32],
-    offset: usize,
-    out: &mut [u8],
-    _: &mut [u8],
-    _: &YuvMatrix,
-) {
-    let row = src.plane_row(0, y);
-    for (dp, &x) in out.chunks_exact_mut(D::BPP).zip(cols) {
-        let (r, g, b) = rgb565::<BE>(&row[(offset + x as usize) * 2..][..2]);
-        D::store(dp, r, g, b);
-    }
 }
 
 #[cfg(test)]
