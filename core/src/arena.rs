@@ -74,6 +74,9 @@ impl sealed::Sealed for f32 {}
 impl sealed::Sealed for usize {}
 impl sealed::Sealed for [i32; 2] {}
 impl sealed::Sealed for (u32, u32) {}
+impl sealed::Sealed for (usize, [i32; 2]) {}
+impl sealed::Sealed for ([usize; 2], [i32; 2]) {}
+impl sealed::Sealed for (usize, usize, f32) {}
 
 // SAFETY: integers, floats and arrays/tuples of them: zero is a valid value,
 // nothing to drop, alignment at most 8 on every target.
@@ -90,6 +93,12 @@ unsafe impl Element for usize {}
 unsafe impl Element for [i32; 2] {}
 // SAFETY: as above.
 unsafe impl Element for (u32, u32) {}
+// SAFETY: as above.
+unsafe impl Element for (usize, [i32; 2]) {}
+// SAFETY: as above.
+unsafe impl Element for ([usize; 2], [i32; 2]) {}
+// SAFETY: as above.
+unsafe impl Element for (usize, usize, f32) {}
 
 /// Where a plan keeps its tables (filled once when it is built, then read)
 /// and its scratch (rewritten by every run): on the heap ([`Heap`], with
@@ -97,34 +106,13 @@ unsafe impl Element for (u32, u32) {}
 pub trait Storage: sealed::Sealed + Copy + PartialEq + core::fmt::Debug + Default {
     /// A read-only table of `T`.
     type Table<T: Element>: core::ops::Deref<Target = [T]> + Clone + PartialEq + core::fmt::Debug;
-    /// A scratch byte buffer.
-    type Scratch: Scratch + core::fmt::Debug;
+    /// A scratch buffer of `T` (bytes, or the words of a resampler's sums).
+    type Scratch<T: Element>: Scratch<T> + core::fmt::Debug;
     /// A short list a plan grows while it is built (its passes): a `Vec` on
     /// the heap, a fixed capacity of [`MAX_PASSES`] in caller memory.
     #[doc(hidden)]
     type List<T: Clone + PartialEq + core::fmt::Debug>: List<T>;
-    /// `T` itself on the heap; on caller memory a placeholder ([`Unavailable`]):
-    /// for the parts of a plan that have no arena form yet.
-    #[doc(hidden)]
-    type Heaped<T: Clone + PartialEq + core::fmt::Debug>: Clone + PartialEq + core::fmt::Debug;
-    /// The `T` of a [`Storage::Heaped`], if this storage holds one.
-    #[doc(hidden)]
-    fn heaped<T: Clone + PartialEq + core::fmt::Debug>(_: &Self::Heaped<T>) -> Option<&T> {
-        None
-    }
-    /// [`Storage::heaped`], mutably.
-    #[doc(hidden)]
-    fn heaped_mut<T: Clone + PartialEq + core::fmt::Debug>(
-        _: &mut Self::Heaped<T>,
-    ) -> Option<&mut T> {
-        None
-    }
 }
-
-/// What caller memory holds in place of a part of a plan that has no arena
-/// form (see [`Storage::Heaped`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Unavailable;
 
 /// Tables and scratch on the heap: `Vec`s, grown on first use and reused.
 #[cfg(feature = "alloc")]
@@ -137,15 +125,8 @@ impl sealed::Sealed for Heap {}
 #[cfg(feature = "alloc")]
 impl Storage for Heap {
     type Table<T: Element> = alloc::vec::Vec<T>;
-    type Scratch = alloc::vec::Vec<u8>;
+    type Scratch<T: Element> = alloc::vec::Vec<T>;
     type List<T: Clone + PartialEq + core::fmt::Debug> = alloc::vec::Vec<T>;
-    type Heaped<T: Clone + PartialEq + core::fmt::Debug> = T;
-    fn heaped<T: Clone + PartialEq + core::fmt::Debug>(h: &T) -> Option<&T> {
-        Some(h)
-    }
-    fn heaped_mut<T: Clone + PartialEq + core::fmt::Debug>(h: &mut T) -> Option<&mut T> {
-        Some(h)
-    }
 }
 
 /// Tables and scratch in caller memory handed out by an [`Arena`] that lives
@@ -157,9 +138,8 @@ impl sealed::Sealed for Borrowed<'_> {}
 
 impl<'a> Storage for Borrowed<'a> {
     type Table<T: Element> = &'a [T];
-    type Scratch = &'a mut [u8];
+    type Scratch<T: Element> = &'a mut [T];
     type List<T: Clone + PartialEq + core::fmt::Debug> = heapless::Vec<T, MAX_PASSES>;
-    type Heaped<T: Clone + PartialEq + core::fmt::Debug> = Unavailable;
 }
 
 /// Storage that holds nothing and counts the bytes an [`Arena`] would hand
@@ -184,20 +164,19 @@ impl sealed::Sealed for Counting {}
 
 impl Storage for Counting {
     type Table<T: Element> = Counted<T>;
-    type Scratch = Counted<u8>;
+    type Scratch<T: Element> = Counted<T>;
     type List<T: Clone + PartialEq + core::fmt::Debug> = heapless::Vec<T, MAX_PASSES>;
-    type Heaped<T: Clone + PartialEq + core::fmt::Debug> = Unavailable;
 }
 
-impl sealed::Sealed for Counted<u8> {}
+impl<T> sealed::Sealed for Counted<T> {}
 
 /// Never run: a counted plan only reports sizes.
-impl Scratch for Counted<u8> {
+impl<T: Element> Scratch<T> for Counted<T> {
     fn reserve(&mut self, len: usize) -> Result<()> {
-        (&mut [][..]).reserve(len)
+        Scratch::<T>::reserve(&mut &mut [][..], len)
     }
 
-    fn grow(&mut self, _: usize) -> &mut [u8] {
+    fn grow(&mut self, _: usize) -> &mut [T] {
         &mut []
     }
 
@@ -262,29 +241,29 @@ impl<T: Clone + PartialEq + core::fmt::Debug, const N: usize> List<T> for heaple
 
 /// A scratch buffer a run writes: made large enough before the run (fallibly),
 /// then handed out at the lengths the run needs.
-pub trait Scratch: sealed::Sealed {
-    /// Makes sure `len` bytes are available: a `Vec` grows (fallibly), caller
+pub trait Scratch<T: Element = u8>: sealed::Sealed {
+    /// Makes sure `len` elements are available: a `Vec` grows (fallibly), caller
     /// memory must already hold them ([`Error::ArenaTooSmall`] otherwise).
     #[doc(hidden)]
     fn reserve(&mut self, len: usize) -> Result<()>;
-    /// The first `len` bytes (after a `reserve` of at least `len`; the
+    /// The first `len` elements (after a `reserve` of at least `len`; the
     /// contents are whatever the last run left).
     #[doc(hidden)]
-    fn grow(&mut self, len: usize) -> &mut [u8];
-    /// Bytes available without growing.
+    fn grow(&mut self, len: usize) -> &mut [T];
+    /// Elements available without growing.
     #[doc(hidden)]
     fn capacity(&self) -> usize;
 }
 
 #[cfg(feature = "alloc")]
-impl Scratch for alloc::vec::Vec<u8> {
+impl<T: Element> Scratch<T> for alloc::vec::Vec<T> {
     fn reserve(&mut self, len: usize) -> Result<()> {
         crate::buffer::reserve(self, len)
     }
 
-    fn grow(&mut self, len: usize) -> &mut [u8] {
+    fn grow(&mut self, len: usize) -> &mut [T] {
         if self.len() < len {
-            self.resize(len, 0);
+            self.resize(len, T::default());
         }
         &mut self[..len]
     }
@@ -294,20 +273,21 @@ impl Scratch for alloc::vec::Vec<u8> {
     }
 }
 
-impl sealed::Sealed for &mut [u8] {}
+impl<T> sealed::Sealed for &mut [T] {}
 
-impl Scratch for &mut [u8] {
+impl<T: Element> Scratch<T> for &mut [T] {
     fn reserve(&mut self, len: usize) -> Result<()> {
         if self.len() < len {
+            let size = core::mem::size_of::<T>() as u64;
             return Err(Error::ArenaTooSmall {
-                needed: len as u64,
-                available: self.len() as u64,
+                needed: len as u64 * size,
+                available: self.len() as u64 * size,
             });
         }
         Ok(())
     }
 
-    fn grow(&mut self, len: usize) -> &mut [u8] {
+    fn grow(&mut self, len: usize) -> &mut [T] {
         &mut self[..len]
     }
 
@@ -332,9 +312,9 @@ impl<'a> Tables<Borrowed<'a>> for Arena<'a> {
 }
 
 impl<'a> Arena<'a> {
-    /// Scratch of `len` bytes.
-    pub(crate) fn scratch(&mut self, len: usize) -> Result<&'a mut [u8]> {
-        self.take::<u8>(len)
+    /// Scratch of `len` elements.
+    pub(crate) fn scratch<T: Element>(&mut self, len: usize) -> Result<&'a mut [T]> {
+        self.take::<T>(len)
     }
 
     /// `value`, moved into the arena (plans keep their resolved passes there
@@ -371,6 +351,9 @@ pub(crate) struct Pools {
     i32s: heapless::Vec<alloc::vec::Vec<i32>, 8>,
     pairs: heapless::Vec<alloc::vec::Vec<[i32; 2]>, 8>,
     bounds: heapless::Vec<alloc::vec::Vec<(u32, u32)>, 8>,
+    cols: heapless::Vec<alloc::vec::Vec<(usize, [i32; 2])>, 8>,
+    rows: heapless::Vec<alloc::vec::Vec<([usize; 2], [i32; 2])>, 8>,
+    areas: heapless::Vec<alloc::vec::Vec<(usize, usize, f32)>, 8>,
 }
 
 macro_rules! pooled {
@@ -383,7 +366,15 @@ macro_rules! pooled {
         }
     )*};
 }
-pooled!(u32 => u32s, i32 => i32s, [i32; 2] => pairs, (u32, u32) => bounds);
+pooled!(
+    u32 => u32s,
+    i32 => i32s,
+    [i32; 2] => pairs,
+    (u32, u32) => bounds,
+    (usize, [i32; 2]) => cols,
+    ([usize; 2], [i32; 2]) => rows,
+    (usize, usize, f32) => areas
+);
 
 #[cfg(feature = "alloc")]
 impl Pools {

@@ -39,9 +39,9 @@
 //!
 //! Eager ops write into caller buffers: [`resize`], [`color`], [`geometry`],
 //! [`finish`] (normalize, layout, cast in one pass), [`jpeg`] and [`decode`].
-//! The core is `no_std`: without `alloc` it converts, crops, resizes (Pillow's
-//! filters) and runs plans in caller memory; `alloc` adds owned images,
-//! decoding, heap plans and OpenCV's resize methods; `std` (default) adds
+//! The core is `no_std`: without `alloc` it converts, crops, resizes and runs
+//! plans in caller memory; `alloc` adds owned images, decoding and heap plans;
+//! `std` (default) adds
 //! runtime SIMD detection, WebP and file sources. The project's
 //! README (the repository's front page) has the measured parity and speed.
 #![no_std]

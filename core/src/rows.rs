@@ -181,7 +181,13 @@ mod reader {
         /// The scratch bytes [`RowReader::gather`] fills for `n` columns.
         #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
         pub(crate) fn gather_scratch(&self, n: usize) -> usize {
-            n * (self.bpp + 3)
+            Self::gather_scratch_for(self.bpp, n)
+        }
+
+        /// [`RowReader::gather_scratch`] for a working format of `bpp` bytes:
+        /// the pixels, then the Y, U and V of a 4:2:0 source's.
+        pub(crate) fn gather_scratch_for(bpp: usize, n: usize) -> usize {
+            n * (bpp + 3)
         }
 
         /// Bytes per working-format pixel.

@@ -3,8 +3,8 @@
 //! rows in caller memory (an [`Arena`]), run with zero allocation.
 //!
 //! The same compiler, resolver and passes as [`super::Plan`]: the bytes are
-//! those of the heap plan. The ops are the pixel ops with Pillow's resize
-//! filters (the OpenCV methods and decoding need `alloc`).
+//! those of the heap plan. Every pixel op works here, Pillow's and OpenCV's
+//! resize methods included; decoding needs `alloc`.
 
 use super::mapping::Geometry;
 use super::op::Compiled;
@@ -12,7 +12,7 @@ use super::resolve::{Resolved, Shape, resolve};
 use super::{InputDesc, Pipeline};
 use crate::arena::{Arena, Borrowed, Counting, Footprint};
 use crate::finish::{ChannelOrder, FinishSpec, Finisher};
-use crate::resize::ArenaResizeState;
+use crate::resize::{ArenaResizeState, ResizeScratch};
 use crate::{DType, Error, ImageView, Layout, Limits, PixelFormat, Result, TensorMut};
 
 /// A pipeline compiled for raw pixels of one format and size, every table in
@@ -113,9 +113,11 @@ impl<'a> ArenaPlan<'a> {
         count.add::<u8>(core::mem::size_of::<Finisher>())?;
         let mut resolved = Resolved::empty();
         build::<Counting>(pipeline, input, &mut resolved, &mut count)?;
-        for bytes in state_sizes(&resolved)? {
-            count.add::<u8>(bytes)?;
-        }
+        let (slots, resize, line) = state_sizes(&resolved)?;
+        count.add::<u8>(slots[0])?;
+        count.add::<u8>(slots[1])?;
+        resize.count(&mut count)?;
+        count.add::<u8>(line)?;
         Ok(count.total())
     }
 
@@ -130,10 +132,10 @@ impl<'a> ArenaPlan<'a> {
         let finish = build::<Borrowed<'a>>(pipeline, input, resolved, arena)?;
         let finisher = &*arena.keep(Finisher::new(&finish)?)?;
         let resolved = &*resolved;
-        let [slot0, slot1, between, premultiplied, block, line] = state_sizes(resolved)?;
+        let (slots, resize, line) = state_sizes(resolved)?;
         let state = ArenaPlanState {
-            slots: [arena.scratch(slot0)?, arena.scratch(slot1)?],
-            resize: ArenaResizeState::in_arena(arena, [between, premultiplied, block])?,
+            slots: [arena.scratch(slots[0])?, arena.scratch(slots[1])?],
+            resize: ArenaResizeState::in_arena(arena, resize)?,
             line: arena.scratch(line)?,
         };
         Ok((ArenaPlan { finisher, resolved }, state))
@@ -202,9 +204,11 @@ impl<'a> ArenaPlan<'a> {
     }
 }
 
-/// Bytes of the state's memory: the two slots, the resampler's three rows
-/// and the line, in the order [`ArenaPlan::new_in`] takes them.
-fn state_sizes<S: crate::arena::Storage>(r: &Resolved<S>) -> Result<[usize; 6]> {
+/// The state's memory: the two slots' bytes, the resamplers' rows and the
+/// line, as [`ArenaPlan::new_in`] takes them.
+fn state_sizes<S: crate::arena::Storage>(
+    r: &Resolved<S>,
+) -> Result<([usize; 2], ResizeScratch, usize)> {
     let needs = r.needs()?;
     let slot = |b: u64| {
         usize::try_from(b).map_err(|_| Error::AllocationTooLarge {
@@ -212,15 +216,11 @@ fn state_sizes<S: crate::arena::Storage>(r: &Resolved<S>) -> Result<[usize; 6]> 
             limit: usize::MAX as u64,
         })
     };
-    let [between, premultiplied, block] = needs.resize;
-    Ok([
-        slot(r.slots[0])?,
-        slot(r.slots[1])?,
-        between,
-        premultiplied,
-        block,
+    Ok((
+        [slot(r.slots[0])?, slot(r.slots[1])?],
+        needs.resize,
         needs.line,
-    ])
+    ))
 }
 
 #[cfg(all(test, feature = "alloc"))]
@@ -271,9 +271,8 @@ mod tests {
                 Err(Error::ArenaTooSmall { .. })
             ));
         }
-        // No decoder and no OpenCV resampling in caller memory.
+        // No decoder in caller memory.
         assert!(ArenaPlan::bytes_needed(&p, InputDesc::Encoded).is_err());
-        assert!(ArenaPlan::bytes_needed(&pipeline(Resample::OpenCvLinear, 12), input).is_err());
         let mut arena = Arena::new(&mut memory);
         let (plan, mut state) = ArenaPlan::new_in(&mut arena, &p, input).unwrap();
         assert_eq!(plan.output_shape(), [3, 12, 12]);

@@ -7,16 +7,15 @@ use super::op::Work;
 use super::resolve::{Read, Resolved, Shape};
 use crate::arena::{Scratch, Storage};
 use crate::finish::Finisher;
-use crate::resize::ResizeStateIn;
+use crate::resize::{ResizeScratch, ResizeStateIn};
 use crate::rows::RowReader;
 use crate::{ImageView, ImageViewMut, PixelFormat, Result, TensorMut};
 
 /// The scratch a resolved plan's runs need besides its two image slots.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Needs {
-    /// The resampler's `between`, `premultiplied` and `block` rows (the
-    /// largest of every resize stage).
-    pub(super) resize: [usize; 3],
+    /// The resamplers' rows (the largest of every resize stage).
+    pub(super) resize: ResizeScratch,
     /// One converted row, for the passes that read a row at a time.
     pub(super) line: usize,
 }
@@ -42,9 +41,7 @@ impl<S: Storage> Resolved<S> {
                 Work::Resize(plan) => {
                     let from = self.source_format(&stage.read);
                     let sizes = plan.scratch_for(stage.read.region, from, stage.read.format)?;
-                    for (n, s) in needs.resize.iter_mut().zip(sizes) {
-                        *n = (*n).max(s);
-                    }
+                    needs.resize = needs.resize.max(sizes);
                 }
                 w if w.reads_lines() => line(&stage.read)?,
                 _ => {}

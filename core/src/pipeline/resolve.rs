@@ -56,7 +56,7 @@ impl ResizeTables<crate::arena::Heap> for crate::resize::Spares {
     }
 }
 
-/// Caller memory and counting: Pillow's filters, tables from the arena or counted.
+/// Caller memory and counting: tables from the arena, or counted.
 impl<S: Storage, T: Tables<S>> ResizeTables<S> for T {
     fn resize_plan(
         &mut self,

@@ -36,12 +36,12 @@
 
 mod coeffs;
 mod kernels;
-#[cfg(feature = "alloc")]
 mod opencv;
 mod pillow;
 mod plan;
 
 pub use kernels::Simd;
+pub(crate) use plan::ResizeScratch;
 #[cfg(feature = "alloc")]
 pub(crate) use plan::Spares;
 pub use plan::{ArenaResizePlan, ArenaResizeState, ResizePlanIn, ResizeStateIn, resize_in};

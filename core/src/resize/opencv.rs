@@ -17,8 +17,7 @@
 //!   factors): overlap weights from `computeResizeAreaTab`, accumulated in
 //!   float32 in OpenCV's order, rounded half to even.
 
-use alloc::vec::Vec;
-
+use crate::arena::{Scratch, Storage, Tables};
 use crate::rows::RowReader;
 use crate::{ImageViewMut, Rect, Result};
 
@@ -30,50 +29,50 @@ pub(super) enum Mode {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub(super) enum OpenCvPlan {
+pub(super) enum OpenCvPlan<S: Storage> {
     Copy,
-    Linear(Linear),
+    Linear(Linear<S>),
     AreaFast { fx: usize, fy: usize },
-    Area(Area),
+    Area(Area<S>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct Linear {
+pub(super) struct Linear<S: Storage> {
     /// Source column and weights per output column.
-    cols: Vec<(usize, [i32; 2])>,
+    cols: S::Table<(usize, [i32; 2])>,
     /// The source columns read (sorted, distinct), and `cols` with each column
     /// replaced by its position in that list: when the rows must be converted
     /// (YUV), only those pixels are.
-    needed: Vec<u32>,
-    packed_cols: Vec<(usize, [i32; 2])>,
+    needed: S::Table<u32>,
+    /// How many columns `needed` lists (known without reading the table,
+    /// which a counted plan does not hold).
+    needed_len: usize,
+    packed_cols: S::Table<(usize, [i32; 2])>,
     /// Two source rows and weights per output row.
-    rows: Vec<([usize; 2], [i32; 2])>,
+    rows: S::Table<([usize; 2], [i32; 2])>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct Area {
+pub(super) struct Area<S: Storage> {
     /// `(destination, source, weight)` per horizontal tap, in OpenCV's order.
-    xtab: Vec<(usize, usize, f32)>,
-    ytab: Vec<(usize, usize, f32)>,
+    xtab: S::Table<(usize, usize, f32)>,
+    ytab: S::Table<(usize, usize, f32)>,
 }
 
-/// The tables of OpenCV plans no longer needed, for the next ones to refill
-/// (a few sets, as for Pillow's plans).
-#[derive(Debug, Default)]
-pub(super) struct Spare {
-    linear: heapless::Vec<Linear, 4>,
-    area: heapless::Vec<Area, 4>,
-}
-
-impl OpenCvPlan {
-    /// Gives the plan's tables up for reuse (beyond the pool's room they are freed).
-    pub(super) fn into_spare(self, spare: &mut Spare) {
+#[cfg(feature = "alloc")]
+impl OpenCvPlan<crate::arena::Heap> {
+    /// Gives the plan's tables up for reuse (beyond the pools' room they are freed).
+    pub(super) fn into_pools(self, pools: &mut crate::arena::Pools) {
         match self {
             OpenCvPlan::Linear(l) => {
-                let _ = spare.linear.push(l);
+                pools.give(l.cols);
+                pools.give(l.needed);
+                pools.give(l.packed_cols);
+                pools.give(l.rows);
             }
             OpenCvPlan::Area(a) => {
-                let _ = spare.area.push(a);
+                pools.give(a.xtab);
+                pools.give(a.ytab);
             }
             OpenCvPlan::Copy | OpenCvPlan::AreaFast { .. } => {}
         }
@@ -82,17 +81,27 @@ impl OpenCvPlan {
 
 /// Rows reused between calls: two horizontally resized rows (linear) or the
 /// row buffer and sums (area).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(super) struct OpenCvState {
+#[derive(Debug)]
+pub(super) struct OpenCvState<S: Storage> {
     /// A source row converted to the working format, when it needs converting.
-    line: Vec<u8>,
-    rows: [Vec<i32>; 2],
-    row_y: [usize; 2],
-    buf: Vec<f32>,
-    sum: Vec<f32>,
+    pub(super) line: S::Scratch<u8>,
+    pub(super) rows: [S::Scratch<i32>; 2],
+    pub(super) row_y: [usize; 2],
+    pub(super) buf: S::Scratch<f32>,
+    pub(super) sum: S::Scratch<f32>,
 }
 
-impl OpenCvState {
+/// The elements of each of [`OpenCvState`]'s buffers a run needs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct StateSizes {
+    pub(super) line: usize,
+    /// Each of the two rows of sums.
+    pub(super) rows: usize,
+    /// Each of the row buffer and the sums.
+    pub(super) sums: usize,
+}
+
+impl<S: Storage> OpenCvState<S> {
     /// The capacity of every scratch buffer.
     #[cfg(debug_assertions)]
     pub(super) fn capacities(&self) -> [usize; 5] {
@@ -132,19 +141,16 @@ fn position(d: usize, scale: f64, mode: Mode) -> (isize, f32) {
     }
 }
 
-impl OpenCvPlan {
+impl<S: Storage> OpenCvPlan<S> {
     /// The plan for outputs `window` of resizing `(sw, sh)` to `(dw, dh)`, and
-    /// the source region it reads.
-    ///
-    /// `spare`: the tables of a plan no longer needed, refilled instead of
-    /// allocating new ones.
+    /// the source region it reads; its tables from `tables`.
     pub(super) fn new(
         mode: Mode,
         (sw, sh): (u32, u32),
         (dw, dh): (u32, u32),
         window: Rect,
-        spare: &mut Spare,
-    ) -> Result<(OpenCvPlan, Rect)> {
+        tables: &mut impl Tables<S>,
+    ) -> Result<(OpenCvPlan<S>, Rect)> {
         let (sw, sh, dw, dh) = (sw as usize, sh as usize, dw as usize, dh as usize);
         let (wx, wy) = (
             window.x as usize..(window.x + window.width) as usize,
@@ -172,29 +178,18 @@ impl OpenCvPlan {
                 let region = rect((wx.start * ix, wx.end * ix), (wy.start * iy, wy.end * iy));
                 return Ok((OpenCvPlan::AreaFast { fx: ix, fy: iy }, region));
             }
-            let Area { mut xtab, mut ytab } = spare.area.pop().unwrap_or(Area {
-                xtab: Vec::new(),
-                ytab: Vec::new(),
-            });
-            area_tab(sw, dw, scale_x, wx, &mut xtab)?;
-            area_tab(sh, dh, scale_y, wy, &mut ytab)?;
-            let region = rect(relative(&mut xtab), relative(&mut ytab));
-            return Ok((OpenCvPlan::Area(Area { xtab, ytab }), region));
+            let (x, y) = (
+                AreaAxis::new(sw, scale_x, wx),
+                AreaAxis::new(sh, scale_y, wy),
+            );
+            let region = rect(x.span(), y.span());
+            let area = Area {
+                xtab: x.build(tables)?,
+                ytab: y.build(tables)?,
+            };
+            return Ok((OpenCvPlan::Area(area), region));
         }
-        let Linear {
-            mut cols,
-            mut needed,
-            mut packed_cols,
-            mut rows,
-        } = spare.linear.pop().unwrap_or(Linear {
-            cols: Vec::new(),
-            needed: Vec::new(),
-            packed_cols: Vec::new(),
-            rows: Vec::new(),
-        });
-        cols.clear();
-        crate::buffer::reserve(&mut cols, wx.len())?;
-        cols.extend(wx.map(|d| {
+        let col = |d: usize| {
             let (s, f) = position(d, scale_x, mode);
             if s < 0 {
                 (0, [ONE as i32, 0])
@@ -203,83 +198,133 @@ impl OpenCvPlan {
             } else {
                 (s as usize, weights(f))
             }
-        }));
-        rows.clear();
-        crate::buffer::reserve(&mut rows, wy.len())?;
-        rows.extend(wy.map(|d| {
+        };
+        let row = |d: usize| {
             let (s, f) = position(d, scale_y, mode);
             let row = |i: isize| i.clamp(0, sh as isize - 1) as usize;
             // Rows keep their fraction even past the border; only the indices are clamped.
             ([row(s), row(s + 1)], weights(f))
-        }));
+        };
         // The columns and rows read, then every index made relative to them.
-        let x0 = cols.iter().map(|c| c.0).min().unwrap_or(0);
-        let x1 = cols
-            .iter()
-            .map(|&(s, [_, a1])| s + 1 + usize::from(a1 != 0))
+        let x0 = wx.clone().map(|d| col(d).0).min().unwrap_or(0);
+        let x1 = wx
+            .clone()
+            .map(|d| {
+                let (s, [_, a1]) = col(d);
+                s + 1 + usize::from(a1 != 0)
+            })
             .max()
             .unwrap_or(1);
-        let y0 = rows.iter().map(|r| r.0[0]).min().unwrap_or(0);
-        let y1 = rows.iter().map(|r| r.0[1] + 1).max().unwrap_or(1);
-        cols.iter_mut().for_each(|c| c.0 -= x0);
-        rows.iter_mut().for_each(|r| r.0 = r.0.map(|y| y - y0));
+        let y0 = wy.clone().map(|d| row(d).0[0]).min().unwrap_or(0);
+        let y1 = wy.clone().map(|d| row(d).0[1] + 1).max().unwrap_or(1);
         let region = rect((x0, x1), (y0, y1));
-        needed.clear();
-        crate::buffer::reserve(&mut needed, 2 * cols.len())?;
-        needed.extend(
-            cols.iter()
-                .flat_map(|&(s, [_, a1])| [Some(s as u32), (a1 != 0).then_some(s as u32 + 1)])
-                .flatten(),
-        );
-        needed.sort_unstable();
-        needed.dedup();
-        // Column s + 1 follows column s in the sorted list, so the pair stays adjacent.
-        packed_cols.clear();
-        crate::buffer::reserve(&mut packed_cols, cols.len())?;
-        packed_cols.extend(
-            cols.iter()
-                .map(|&(s, w)| (needed.partition_point(|&n| n < s as u32), w)),
-        );
+        let shifted = |d: usize| {
+            let (s, w) = col(d);
+            (s - x0, w)
+        };
+        let cols = tables.table(wx.len(), |t: &mut [(usize, [i32; 2])]| {
+            for (t, d) in t.iter_mut().zip(wx.clone()) {
+                *t = shifted(d);
+            }
+        })?;
+        let rows = tables.table(wy.len(), |t: &mut [([usize; 2], [i32; 2])]| {
+            for (t, d) in t.iter_mut().zip(wy.clone()) {
+                let (r, w) = row(d);
+                *t = (r.map(|y| y - y0), w);
+            }
+        })?;
+        // The columns read, sorted and distinct: starts never decrease, so a
+        // column not above the last one kept was kept already.
+        let needed_cols = || {
+            let mut last = None;
+            wx.clone()
+                .flat_map(move |d| {
+                    let (s, [_, a1]) = shifted(d);
+                    [Some(s as u32), (a1 != 0).then_some(s as u32 + 1)]
+                })
+                .flatten()
+                .filter(move |&c| {
+                    let new = last.is_none_or(|l| c > l);
+                    if new {
+                        last = Some(c);
+                    }
+                    new
+                })
+        };
+        let needed_len = needed_cols().count();
+        let needed = tables.table(needed_len, |t: &mut [u32]| {
+            for (t, c) in t.iter_mut().zip(needed_cols()) {
+                *t = c;
+            }
+        })?;
+        // Column s + 1 follows column s in the list, so the pair stays adjacent.
+        let packed_cols = tables.table(wx.len(), |t: &mut [(usize, [i32; 2])]| {
+            for (t, d) in t.iter_mut().zip(wx.clone()) {
+                let (s, w) = shifted(d);
+                *t = (needed.partition_point(|&n| n < s as u32), w);
+            }
+        })?;
         let plan = Linear {
             cols,
             needed,
+            needed_len,
             packed_cols,
             rows,
         };
         Ok((OpenCvPlan::Linear(plan), region))
     }
 
+    /// The elements of each state buffer a run through `src` into a
+    /// `dst_width`-wide image uses.
+    pub(super) fn state_sizes(
+        &self,
+        src_row: usize,
+        src_rows: impl Fn(usize) -> usize,
+        gather: impl Fn(usize) -> usize,
+        cn: usize,
+        dst_width: u32,
+    ) -> StateSizes {
+        let (line, rows, sums) = match self {
+            OpenCvPlan::Copy => (src_row, 0, 0),
+            // One sum per channel of every output column.
+            OpenCvPlan::Linear(l) => (
+                src_row.max(gather(l.needed_len)),
+                dst_width as usize * cn,
+                0,
+            ),
+            OpenCvPlan::AreaFast { fy, .. } => (src_rows(*fy), 0, 0),
+            OpenCvPlan::Area(_) => (src_row, 0, dst_width as usize * cn),
+        };
+        StateSizes { line, rows, sums }
+    }
+
     /// Makes room, fallibly, for everything a run through `src` into a
     /// `dst_width`-wide image writes to `state`: the run itself then never
-    /// allocates.
+    /// allocates (and caller memory too small is an error here).
     pub(super) fn reserve(
         &self,
-        state: &mut OpenCvState,
+        state: &mut OpenCvState<S>,
         src: &RowReader<'_>,
         dst_width: u32,
     ) -> Result<()> {
-        use crate::buffer::reserve;
-        let cn = src.bpp();
-        let row = src.rows_scratch(1, false);
-        let (line, sums) = match self {
-            OpenCvPlan::Copy => (row, 0),
-            OpenCvPlan::Linear(l) => {
-                for r in &mut state.rows {
-                    reserve(r, l.cols.len() * cn)?;
-                }
-                (row.max(src.gather_scratch(l.needed.len())), 0)
-            }
-            OpenCvPlan::AreaFast { fy, .. } => (src.rows_scratch(*fy, false), 0),
-            OpenCvPlan::Area(_) => (row, dst_width as usize * cn),
-        };
-        reserve(&mut state.line, line)?;
-        reserve(&mut state.buf, sums)?;
-        reserve(&mut state.sum, sums)
+        let sizes = self.state_sizes(
+            src.rows_scratch(1, false),
+            |n| src.rows_scratch(n, false),
+            |n| src.gather_scratch(n),
+            src.bpp(),
+            dst_width,
+        );
+        state.line.reserve(sizes.line)?;
+        for r in &mut state.rows {
+            r.reserve(sizes.rows)?;
+        }
+        state.buf.reserve(sizes.sums)?;
+        state.sum.reserve(sizes.sums)
     }
 
     pub(super) fn run(
         &self,
-        state: &mut OpenCvState,
+        state: &mut OpenCvState<S>,
         src: &RowReader<'_>,
         dst: &mut ImageViewMut<'_>,
     ) {
@@ -298,56 +343,83 @@ impl OpenCvPlan {
     }
 }
 
-/// Makes a table's destination and source indices relative to the first of
-/// each; returns the source range `[first, last)` it reads.
-fn relative(tab: &mut [(usize, usize, f32)]) -> (usize, usize) {
-    let d0 = tab.first().map_or(0, |t| t.0);
-    let s0 = tab.iter().map(|t| t.1).min().unwrap_or(0);
-    let s1 = tab.iter().map(|t| t.1 + 1).max().unwrap_or(1);
-    for t in tab {
-        t.0 -= d0;
-        t.1 -= s0;
-    }
-    (s0, s1)
-}
-
-/// `computeResizeAreaTab` for the outputs in `window`: the source pixels each
-/// output pixel covers and their share of it, in double precision, stored as float32.
-fn area_tab(
+/// `computeResizeAreaTab` for the outputs in `window` of one axis: the source
+/// pixels each output pixel covers and their share of it, in double
+/// precision, stored as float32.
+struct AreaAxis {
     ssize: usize,
-    dsize: usize,
     scale: f64,
     window: core::ops::Range<usize>,
-    tab: &mut Vec<(usize, usize, f32)>,
-) -> Result<()> {
-    debug_assert!(window.end <= dsize);
-    tab.clear();
-    crate::buffer::reserve(tab, ssize * 2 + window.len())?;
-    for dx in window {
-        let fsx1 = dx as f64 * scale;
-        let fsx2 = fsx1 + scale;
-        let cell = scale.min(ssize as f64 - fsx1);
-        let mut sx2 = libm::floor(fsx2) as isize;
-        sx2 = sx2.min(ssize as isize - 1);
-        let sx1 = (libm::ceil(fsx1) as isize).min(sx2);
-        if sx1 as f64 - fsx1 > 1e-3 {
-            tab.push((dx, (sx1 - 1) as usize, ((sx1 as f64 - fsx1) / cell) as f32));
-        }
-        for sx in sx1..sx2 {
-            tab.push((dx, sx as usize, (1.0 / cell) as f32));
-        }
-        if fsx2 - sx2 as f64 > 1e-3 {
-            let w = (fsx2 - sx2 as f64).min(1.0).min(cell) / cell;
-            tab.push((dx, sx2 as usize, w as f32));
-        }
-    }
-    Ok(())
 }
 
-impl Linear {
+impl AreaAxis {
+    fn new(ssize: usize, scale: f64, window: core::ops::Range<usize>) -> AreaAxis {
+        AreaAxis {
+            ssize,
+            scale,
+            window,
+        }
+    }
+
+    /// Calls `f(destination, source, weight)` for every tap, in OpenCV's order.
+    fn visit(&self, mut f: impl FnMut(usize, usize, f32)) {
+        let (ssize, scale) = (self.ssize, self.scale);
+        for dx in self.window.clone() {
+            let fsx1 = dx as f64 * scale;
+            let fsx2 = fsx1 + scale;
+            let cell = scale.min(ssize as f64 - fsx1);
+            let mut sx2 = libm::floor(fsx2) as isize;
+            sx2 = sx2.min(ssize as isize - 1);
+            let sx1 = (libm::ceil(fsx1) as isize).min(sx2);
+            if sx1 as f64 - fsx1 > 1e-3 {
+                f(dx, (sx1 - 1) as usize, ((sx1 as f64 - fsx1) / cell) as f32);
+            }
+            for sx in sx1..sx2 {
+                f(dx, sx as usize, (1.0 / cell) as f32);
+            }
+            if fsx2 - sx2 as f64 > 1e-3 {
+                let w = (fsx2 - sx2 as f64).min(1.0).min(cell) / cell;
+                f(dx, sx2 as usize, w as f32);
+            }
+        }
+    }
+
+    /// The source range `[first, last)` the taps read (`0..1` if none).
+    fn span(&self) -> (usize, usize) {
+        let (mut s0, mut s1) = (usize::MAX, 0);
+        self.visit(|_, s, _| {
+            s0 = s0.min(s);
+            s1 = s1.max(s + 1);
+        });
+        if s0 == usize::MAX { (0, 1) } else { (s0, s1) }
+    }
+
+    /// The taps, destination and source indices relative to the first of each.
+    fn build<S: Storage>(
+        &self,
+        tables: &mut impl Tables<S>,
+    ) -> Result<S::Table<(usize, usize, f32)>> {
+        let mut n = 0;
+        let mut d0 = None;
+        self.visit(|d, _, _| {
+            n += 1;
+            d0.get_or_insert(d);
+        });
+        let (d0, s0) = (d0.unwrap_or(0), self.span().0);
+        tables.table(n, |t: &mut [(usize, usize, f32)]| {
+            let mut i = 0;
+            self.visit(|d, s, w| {
+                t[i] = (d - d0, s - s0, w);
+                i += 1;
+            });
+        })
+    }
+}
+
+impl<S: Storage> Linear<S> {
     fn run(
         &self,
-        st: &mut OpenCvState,
+        st: &mut OpenCvState<S>,
         src: &RowReader<'_>,
         dst: &mut ImageViewMut<'_>,
         cn: usize,
@@ -355,9 +427,6 @@ impl Linear {
         let width = self.cols.len() * cn;
         // Converting rows: convert only the pixels read when they are under half the row.
         let gather = !src.is_direct() && self.needed.len() * 2 <= src.size().0 as usize;
-        for r in &mut st.rows {
-            r.resize(width, 0);
-        }
         st.row_y = [usize::MAX; 2];
         for (dy, &([sy, sy1], [b0, b1])) in self.rows.iter().enumerate() {
             // Reuse rows already computed for the previous output row.
@@ -367,18 +436,20 @@ impl Linear {
             }
             for (k, y) in [sy, sy1].into_iter().enumerate() {
                 if st.row_y[k] != y {
+                    let out = st.rows[k].grow(width);
                     if gather {
                         let row = src.gather(y, &self.needed, &mut st.line);
-                        hresize(row, &mut st.rows[k], &self.packed_cols, cn);
+                        hresize(row, out, &self.packed_cols, cn);
                     } else {
                         let row = src.rows(y, 1, false, &mut st.line).row(0);
-                        hresize(row, &mut st.rows[k], &self.cols, cn);
+                        hresize(row, out, &self.cols, cn);
                     }
                     st.row_y[k] = y;
                 }
             }
-            let (s0, s1) = (&st.rows[0], &st.rows[1]);
-            for ((d, &a), &c) in dst.plane_row_mut(0, dy).iter_mut().zip(s0).zip(s1) {
+            let [r0, r1] = &mut st.rows;
+            let (s0, s1) = (r0.grow(width), r1.grow(width));
+            for ((d, &a), &c) in dst.plane_row_mut(0, dy).iter_mut().zip(&*s0).zip(&*s1) {
                 let v = (((a >> 4) * b0) >> 16) + (((c >> 4) * b1) >> 16) + 2;
                 *d = (v >> 2).clamp(0, 255) as u8;
             }
@@ -413,7 +484,7 @@ fn hresize_n<const CN: usize>(src: &[u8], out: &mut [i32], cols: &[(usize, [i32;
 
 fn area_fast(
     src: &RowReader<'_>,
-    line: &mut Vec<u8>,
+    line: &mut impl Scratch,
     dst: &mut ImageViewMut<'_>,
     cn: usize,
     fx: usize,
@@ -441,43 +512,43 @@ fn area_fast(
     }
 }
 
-impl Area {
+impl<S: Storage> Area<S> {
     fn run(
         &self,
-        st: &mut OpenCvState,
+        st: &mut OpenCvState<S>,
         src: &RowReader<'_>,
         dst: &mut ImageViewMut<'_>,
         cn: usize,
     ) {
         let width = dst.width() as usize * cn;
-        st.buf.resize(width, 0.0);
-        st.sum.resize(width, 0.0);
-        st.sum.fill(0.0);
+        let OpenCvState { line, buf, sum, .. } = st;
+        let (buf, sum) = (buf.grow(width), sum.grow(width));
+        sum.fill(0.0);
         let round = |v: f32| libm::rintf(v).clamp(0.0, 255.0) as u8;
         let mut prev_dy = self.ytab.first().map_or(0, |t| t.0);
-        for &(dy, sy, beta) in &self.ytab {
-            let s = src.rows(sy, 1, false, &mut st.line).row(0);
-            st.buf.fill(0.0);
-            for &(dx, sx, alpha) in &self.xtab {
+        for &(dy, sy, beta) in self.ytab.iter() {
+            let s = src.rows(sy, 1, false, line).row(0);
+            buf.fill(0.0);
+            for &(dx, sx, alpha) in self.xtab.iter() {
                 for c in 0..cn {
-                    st.buf[dx * cn + c] += f32::from(s[sx * cn + c]) * alpha;
+                    buf[dx * cn + c] += f32::from(s[sx * cn + c]) * alpha;
                 }
             }
             if dy != prev_dy {
                 let d = dst.plane_row_mut(0, prev_dy);
-                for ((o, sum), &b) in d.iter_mut().zip(&mut st.sum).zip(&st.buf) {
+                for ((o, sum), &b) in d.iter_mut().zip(sum.iter_mut()).zip(buf.iter()) {
                     *o = round(*sum);
                     *sum = beta * b;
                 }
                 prev_dy = dy;
             } else {
-                for (sum, &b) in st.sum.iter_mut().zip(&st.buf) {
+                for (sum, &b) in sum.iter_mut().zip(buf.iter()) {
                     *sum += beta * b;
                 }
             }
         }
         let d = dst.plane_row_mut(0, prev_dy);
-        for (o, &sum) in d.iter_mut().zip(&st.sum) {
+        for (o, &sum) in d.iter_mut().zip(sum.iter()) {
             *o = round(sum);
         }
     }

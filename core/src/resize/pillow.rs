@@ -536,7 +536,7 @@ impl<S: Storage> Convolve<S> {
             match &self.h {
                 Some(h) => {
                     let out = dst.plane_data_mut(0);
-                    let mut mid = HInput::<S::Scratch>::Rows(mid);
+                    let mut mid = HInput::<S::Scratch<u8>>::Rows(mid);
                     h_pass(simd, bpp, &h.taps(), &mut mid, 0, dh, out, stride, block);
                 }
                 None => {
