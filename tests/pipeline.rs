@@ -826,6 +826,9 @@ fn fast_decode_equals_scaled_decode_then_the_same_resize() {
 
 #[test]
 fn hostile_pipeline_parameters_are_errors_not_panics() {
+    use tensorprep::arena::Arena;
+    use tensorprep::pipeline::ArenaPlan;
+    let mut in_arena = 0;
     let px: Vec<u8> = (0..40 * 30 * 3).map(|i| (i % 251) as u8).collect();
     let src = ImageView::new(PixelFormat::Rgb8, 40, 30, &px).unwrap();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -941,7 +944,25 @@ fn hostile_pipeline_parameters_are_errors_not_panics() {
                 // Running may still fail (a tensor too large is never allocated
                 // here), but it must not panic.
                 if out.len() < 1 << 24 {
-                    let _ = plan.run(&mut state, Input::Pixels(src), out.as_mut());
+                    let ran = plan.run(&mut state, Input::Pixels(src), out.as_mut());
+                    // The same pipeline in caller memory: no panic either, and
+                    // where both run, the same tensor.
+                    let input = InputDesc::pixels(PixelFormat::Rgb8, 40, 30);
+                    if let Ok(needed) = ArenaPlan::bytes_needed(&p, input)
+                        && needed < 1 << 26
+                    {
+                        let mut memory = vec![0u8; needed];
+                        let mut arena = Arena::new(&mut memory);
+                        let built = ArenaPlan::new_in(&mut arena, &p, input);
+                        if let (Ok((arena_plan, mut arena_state)), Ok(_)) = (built, &ran) {
+                            let mut again = Tensor::zeros(arena_plan.dtype(), out.len());
+                            arena_plan
+                                .run(&mut arena_state, src, again.as_mut())
+                                .unwrap_or_else(|e| panic!("{e}: {ops:?}"));
+                            assert!(same(&again, &out), "{ops:?}");
+                            in_arena += 1;
+                        }
+                    }
                 }
             }
             Err(e) => {
@@ -950,6 +971,9 @@ fn hostile_pipeline_parameters_are_errors_not_panics() {
             }
         }
     }
-    println!("hostile pipelines: {compiled} compiled, {refused} refused, none panicked");
-    assert!(refused > 0 && compiled > 0);
+    println!(
+        "hostile pipelines: {compiled} compiled, {refused} refused, none panicked; \
+         {in_arena} also ran in caller memory, identical"
+    );
+    assert!(refused > 0 && compiled > 0 && in_arena > 0);
 }
