@@ -3,8 +3,10 @@
 //! one on the stack, handed out front to back as typed slices.
 //!
 //! A plan first reports the bytes it needs for an input shape (`bytes_needed`
-//! functions, computed from the same shapes the plan is built from), then is
-//! built inside an [`Arena`] over that many bytes, and runs without allocating.
+//! functions, which build the same plan in a storage that only counts), then
+//! is built inside an [`Arena`] over that many bytes, and runs without
+//! allocating. The count depends on the target (x86 keeps a second copy of
+//! the resampler's weights for its SIMD kernels): take it on the device.
 //!
 //! ```
 //! use tensorprep::arena::Arena;
