@@ -32,7 +32,7 @@ if ! command -v qemu-system-arm >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq qemu-system-arm >/dev/null
 fi
 command -v qemu-system-arm >/dev/null || { log "qemu-system-arm is missing"; exit 1; }
-rustup target list --installed | grep -q '^thumbv7em-none-eabihf$' || { log "the thumbv7em-none-eabihf target is missing"; exit 1; }
+grep -q '^thumbv7em-none-eabihf$' <<<"$(rustup target list --installed)" || { log "the thumbv7em-none-eabihf target is missing"; exit 1; }
 bin="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
 nm="$bin/llvm-nm"
 size="$bin/llvm-size"
