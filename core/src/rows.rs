@@ -120,14 +120,12 @@ mod reader {
         }
 
         /// Whether rows are read in place (no conversion).
-        #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
         pub(crate) fn is_direct(&self) -> bool {
             self.convert.is_none()
         }
 
         /// The pixels of region row `y` at region columns `cols`, converted to
         /// the working format into `scratch` (only those pixels are converted).
-        #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
         pub(crate) fn gather<'s>(
             &'s self,
             y: usize,
@@ -179,7 +177,6 @@ mod reader {
         }
 
         /// The scratch bytes [`RowReader::gather`] fills for `n` columns.
-        #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
         pub(crate) fn gather_scratch(&self, n: usize) -> usize {
             Self::gather_scratch_for(self.bpp, n)
         }
@@ -246,7 +243,6 @@ mod reader {
         }
 
         /// A [`RowSource`] over the region, converting through `scratch`.
-        #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
         pub(crate) fn source<'s, B: Scratch>(
             &'s self,
             scratch: &'s mut B,
@@ -259,7 +255,6 @@ mod reader {
     }
 
     /// A [`RowReader`] and the scratch its conversions go through.
-    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     pub(crate) struct ReaderSource<'s, 'a, B: Scratch> {
         reader: &'s RowReader<'a>,
         scratch: &'s mut B,

@@ -164,7 +164,6 @@ type GatherFn = fn(&ImageView<'_>, usize, &[u32], usize, &mut [u8], &mut [u8], &
 pub(crate) struct RowConverter {
     matrix: YuvMatrix,
     convert: RowFn,
-    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     gather: GatherFn,
 }
 
@@ -221,7 +220,6 @@ impl RowConverter {
     /// read few columns).
     /// `scratch` must hold at least 3 bytes per column.
     #[inline]
-    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     pub(crate) fn gather(
         &self,
         src: &ImageView<'_>,
@@ -303,22 +301,19 @@ fn yuv420_gather<D: PackedLayout, const CHROMA: u8>(
             _ => (c1[k], c2[k]),
         };
     }
-    if D::BPP == 1 {
-        for (o, &l) in out.iter_mut().zip(ys.iter()) {
-            *o = m.clamp8(m.luma(l));
-        }
-        return;
-    }
-    let done = vector_per_pixel::<D>(ys, us, vs, out, m);
+    // The vector kernel writes colour only; gray keeps the luma term alone.
+    let done = if D::BPP == 1 {
+        0
+    } else {
+        vector_per_pixel::<D>(ys, us, vs, out, m)
+    };
     for (((px, &l), &u), &v) in out[done * D::BPP..]
         .chunks_exact_mut(D::BPP)
         .zip(&ys[done..])
         .zip(&us[done..])
         .zip(&vs[done..])
     {
-        let l = m.luma(l);
-        let (cr, cg, cb) = m.chroma(u, v);
-        D::store(px, m.clamp8(l + cr), m.clamp8(l + cg), m.clamp8(l + cb));
+        store_yuv::<D>(px, m.luma(l), m.chroma(u, v), m);
     }
 }
 
@@ -644,24 +639,16 @@ fn yuv_row<D: PackedLayout>(
     let mut uv = uv;
     let pairs = luma.chunks_exact(2).zip(out.chunks_exact_mut(2 * D::BPP));
     for ((l, o), (u, v)) in pairs.zip(&mut uv) {
-        let (cr, cg, cb) = m.chroma(u, v);
-        let (l0, l1) = (m.luma(l[0]), m.luma(l[1]));
+        let c = m.chroma(u, v);
         let (p0, p1) = o.split_at_mut(D::BPP);
-        D::store(p0, m.clamp8(l0 + cr), m.clamp8(l0 + cg), m.clamp8(l0 + cb));
-        D::store(p1, m.clamp8(l1 + cr), m.clamp8(l1 + cg), m.clamp8(l1 + cb));
+        store_yuv::<D>(p0, m.luma(l[0]), c, m);
+        store_yuv::<D>(p1, m.luma(l[1]), c, m);
     }
     // Odd width: the last pixel has a chroma sample of its own.
     if let (false, Some(&l), Some((u, v))) = (luma.len().is_multiple_of(2), luma.last(), uv.next())
     {
-        let (cr, cg, cb) = m.chroma(u, v);
-        let l = m.luma(l);
         let n = out.len();
-        D::store(
-            &mut out[n - D::BPP..],
-            m.clamp8(l + cr),
-            m.clamp8(l + cg),
-            m.clamp8(l + cb),
-        );
+        store_yuv::<D>(&mut out[n - D::BPP..], m.luma(l), m.chroma(u, v), m);
     }
 }
 

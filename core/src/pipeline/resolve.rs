@@ -39,24 +39,7 @@ pub(super) trait ResizeTables<S: Storage> {
     ) -> Result<ResizePlanIn<S>>;
 }
 
-#[cfg(feature = "alloc")]
-impl ResizeTables<crate::arena::Heap> for crate::resize::Spares {
-    fn resize_plan(
-        &mut self,
-        src: (u32, u32),
-        source_box: SourceBox,
-        full: (u32, u32),
-        window: Rect,
-        resample: Resample,
-        limits: &Limits,
-    ) -> Result<crate::resize::ResizePlan> {
-        crate::resize::ResizePlan::windowed_reusing(
-            src, source_box, full, window, resample, limits, self,
-        )
-    }
-}
-
-/// Caller memory and counting: tables from the arena, or counted.
+/// Every source of tables: pooled heap `Vec`s, caller memory, or a count.
 impl<S: Storage, T: Tables<S>> ResizeTables<S> for T {
     fn resize_plan(
         &mut self,

@@ -157,7 +157,6 @@ impl PillowShape {
     }
 
     /// The passes the plan runs.
-    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     pub(super) fn passes(&self) -> Passes {
         match &self.kind {
             ShapeKind::Convolve {
@@ -223,7 +222,6 @@ impl Passes {
 
     /// The most scratch a run can need for a `region` read and an `out` written
     /// (4 bytes per pixel, the widest format).
-    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     pub(super) fn scratch_bytes(&self, region: Rect, out: (u32, u32)) -> u64 {
         let row = u64::from(region.width) * 4;
         self.scratch(region, out, 4, |rows| row * rows as u64)

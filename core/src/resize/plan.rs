@@ -22,20 +22,17 @@ enum Method<S: Storage> {
 }
 
 /// The tables of resize plans no longer needed, refilled by the next plans
-/// built ([`ResizePlan::windowed_reusing`]): one set per resampler family.
+/// built ([`ResizePlan::windowed_reusing`]): pools of spare `Vec`s by element type.
 #[cfg(feature = "alloc")]
-#[derive(Debug, Default)]
-pub(crate) struct Spares {
-    pools: Pools,
-}
+pub(crate) type Spares = Pools;
 
 #[cfg(feature = "alloc")]
 impl ResizePlan {
     /// Gives the plan's tables up for the next plan to refill.
     pub(crate) fn recycle(self, spares: &mut Spares) {
         match self.method {
-            Method::Pillow(p) => p.into_pools(&mut spares.pools),
-            Method::OpenCv(o) => o.into_pools(&mut spares.pools),
+            Method::Pillow(p) => p.into_pools(spares),
+            Method::OpenCv(o) => o.into_pools(spares),
         }
     }
 }
@@ -170,15 +167,7 @@ impl ResizePlan {
         limits: &Limits,
         spares: &mut Spares,
     ) -> Result<ResizePlan> {
-        ResizePlanIn::tables_in(
-            &mut spares.pools,
-            src,
-            source_box,
-            full,
-            window,
-            resample,
-            limits,
-        )
+        ResizePlanIn::tables_in(spares, src, source_box, full, window, resample, limits)
     }
 }
 

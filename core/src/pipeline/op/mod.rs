@@ -130,7 +130,6 @@ impl Op {
     }
 
     /// Whether this op belongs to the finish pass.
-    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     pub(crate) fn is_finish(&self) -> bool {
         matches!(self, Op::Normalize(_) | Op::Layout { .. } | Op::Cast { .. })
     }
