@@ -8,7 +8,7 @@ use tensorprep::pipeline::{Input, InputDesc, Op, Pipeline, PlanState, Resize};
 use tensorprep::resize::{Filter, Resample, ResizePlan, ResizeState};
 use tensorprep::size::SizeRule;
 use tensorprep::{Error, Image, ImageView, PixelFormat, Rect};
-use tensorprep_tests::{Diff, read, read_png};
+use tensorprep_tests::{Diff, read, read_png, rgb565_le, swap_byte_pairs};
 
 const CAMERA: [PixelFormat; 4] = [
     PixelFormat::Yuyv,
@@ -91,7 +91,7 @@ fn camera_formats_match_opencv_and_pillow() {
 #[test]
 fn byte_orders_agree() {
     let yuyv = read("camera/frame_128x96.yuyv");
-    let uyvy: Vec<u8> = yuyv.chunks_exact(2).flat_map(|p| [p[1], p[0]]).collect();
+    let uyvy = swap_byte_pairs(&yuyv);
     let le = all_rgb565(PixelFormat::Rgb565Le);
     let be = all_rgb565(PixelFormat::Rgb565Be);
     for to in [PixelFormat::Rgb8, PixelFormat::Bgra8, PixelFormat::Gray8] {
@@ -164,28 +164,16 @@ fn frame(format: PixelFormat) -> (Vec<u8>, u32, u32) {
     let yuyv = read("camera/frame_128x96.yuyv");
     match format {
         PixelFormat::Yuyv => (yuyv, 128, 96),
-        PixelFormat::Uyvy => (
-            yuyv.chunks_exact(2).flat_map(|p| [p[1], p[0]]).collect(),
-            128,
-            96,
-        ),
+        PixelFormat::Uyvy => (swap_byte_pairs(&yuyv), 128, 96),
         _ => {
             let src = ImageView::new(PixelFormat::Yuyv, 128, 96, &yuyv).unwrap();
             let rgb = convert_color_owned(&src, PixelFormat::Rgb8, YuvRange::Limited).unwrap();
-            let bytes = rgb
-                .as_bytes()
-                .chunks_exact(3)
-                .flat_map(|p| {
-                    let v = (u16::from(p[0]) >> 3) << 11
-                        | (u16::from(p[1]) >> 2) << 5
-                        | u16::from(p[2]) >> 3;
-                    if format == PixelFormat::Rgb565Be {
-                        v.to_be_bytes()
-                    } else {
-                        v.to_le_bytes()
-                    }
-                })
-                .collect();
+            let le = rgb565_le(rgb.as_bytes());
+            let bytes = if format == PixelFormat::Rgb565Be {
+                swap_byte_pairs(&le)
+            } else {
+                le
+            };
             (bytes, 128, 96)
         }
     }

@@ -42,6 +42,23 @@ pub fn refs(kind: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// Packed RGB bytes as RGB565 (each channel truncated to its top bits, as a
+/// camera's encoder does), each 16-bit pixel little-endian.
+pub fn rgb565_le(rgb: &[u8]) -> Vec<u8> {
+    rgb.chunks_exact(3)
+        .flat_map(|p| {
+            let v =
+                (u16::from(p[0]) >> 3) << 11 | (u16::from(p[1]) >> 2) << 5 | u16::from(p[2]) >> 3;
+            v.to_le_bytes()
+        })
+        .collect()
+}
+
+/// The bytes with each pair swapped: YUYV <-> UYVY, RGB565 LE <-> BE.
+pub fn swap_byte_pairs(bytes: &[u8]) -> Vec<u8> {
+    bytes.chunks_exact(2).flat_map(|p| [p[1], p[0]]).collect()
+}
+
 /// An 8-bit gray, RGB or RGBA PNG fixture as an [`Image`].
 pub fn read_png(name: &str) -> Image {
     let decoder = png::Decoder::new(std::io::Cursor::new(read(name)));

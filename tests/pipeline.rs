@@ -16,7 +16,7 @@ use tensorprep::pipeline::{
 use tensorprep::resize::{Filter, Resample, resize_owned};
 use tensorprep::size::{Rounding, SizeRule};
 use tensorprep::{DType, Error, Image, ImageView, Layout, PixelFormat, Quantization, Rect, Tensor};
-use tensorprep_tests::{Rng, read, read_npy_f32, read_png, refs};
+use tensorprep_tests::{Rng, read, read_npy_f32, read_png, refs, rgb565_le, swap_byte_pairs};
 
 /// The eager composition of `ops` on `img`: each op its own call and image.
 fn eager(ops: &[Op], img: Image, decode: Option<(&[u8], Decode)>) -> Result<Tensor, Error> {
@@ -269,17 +269,9 @@ fn random_fused_pipelines_equal_the_eager_ops_bit_for_bit() {
     // Camera frames: NV21, YUV 4:2:2 in both orders, RGB565 in both byte orders.
     let nv21 = read("frame_128x96.nv21");
     let yuyv = read("camera/frame_128x96.yuyv");
-    let uyvy: Vec<u8> = yuyv.chunks_exact(2).flat_map(|p| [p[1], p[0]]).collect();
-    let rgb565: Vec<u8> = rgb
-        .as_bytes()
-        .chunks_exact(3)
-        .flat_map(|p| {
-            let v =
-                (u16::from(p[0]) >> 3) << 11 | (u16::from(p[1]) >> 2) << 5 | u16::from(p[2]) >> 3;
-            v.to_le_bytes()
-        })
-        .collect();
-    let rgb565_be: Vec<u8> = rgb565.chunks_exact(2).flat_map(|p| [p[1], p[0]]).collect();
+    let uyvy = swap_byte_pairs(&yuyv);
+    let rgb565 = rgb565_le(rgb.as_bytes());
+    let rgb565_be = swap_byte_pairs(&rgb565);
     let (rw, rh) = (rgb.width(), rgb.height());
     let cameras = [
         ImageView::new(PixelFormat::Nv21, 128, 96, &nv21).unwrap(),
