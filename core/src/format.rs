@@ -65,6 +65,49 @@ impl PixelFormat {
         PixelFormat::Rgb565Be,
     ];
 
+    /// The format's short lowercase name (`"rgb"`, `"nv21"`, `"rgb565le"`), as
+    /// the command-line tool and the Python package spell it.
+    ///
+    /// ```
+    /// use tensorprep::PixelFormat;
+    /// assert_eq!(PixelFormat::Nv21.name(), "nv21");
+    /// assert_eq!(PixelFormat::from_name("RGB565LE"), Some(PixelFormat::Rgb565Le));
+    /// assert_eq!(PixelFormat::from_name("grey"), Some(PixelFormat::Gray8));
+    /// ```
+    pub const fn name(self) -> &'static str {
+        match self {
+            PixelFormat::Gray8 => "gray",
+            PixelFormat::Rgb8 => "rgb",
+            PixelFormat::Bgr8 => "bgr",
+            PixelFormat::Rgba8 => "rgba",
+            PixelFormat::Bgra8 => "bgra",
+            PixelFormat::Nv12 => "nv12",
+            PixelFormat::Nv21 => "nv21",
+            PixelFormat::I420 => "i420",
+            PixelFormat::Yuyv => "yuyv",
+            PixelFormat::Uyvy => "uyvy",
+            PixelFormat::Rgb565Le => "rgb565le",
+            PixelFormat::Rgb565Be => "rgb565be",
+        }
+    }
+
+    /// The format named `name` ([`PixelFormat::name`], any case; `"grey"`,
+    /// `"l"`, `"yuy2"` and `"rgb565"` (little-endian) are accepted too).
+    pub fn from_name(name: &str) -> Option<PixelFormat> {
+        const ALIASES: [(&str, PixelFormat); 4] = [
+            ("grey", PixelFormat::Gray8),
+            ("l", PixelFormat::Gray8),
+            ("yuy2", PixelFormat::Yuyv),
+            ("rgb565", PixelFormat::Rgb565Le),
+        ];
+        PixelFormat::ALL
+            .into_iter()
+            .map(|f| (f.name(), f))
+            .chain(ALIASES)
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, f)| f)
+    }
+
     /// Bytes per pixel of an 8-bit interleaved format (the formats ops work in);
     /// `None` for the camera formats (YUV, RGB565), which are converted when read.
     pub const fn bytes_per_pixel(self) -> Option<usize> {

@@ -3,7 +3,7 @@
 
 use std::ffi::c_char;
 
-use tensorprep::graph::{Graph, Provenance};
+use tensorprep::graph::Graph;
 use tensorprep::pipeline::Pipeline;
 
 use crate::args;
@@ -105,10 +105,8 @@ pub unsafe extern "C" fn tp_graph_from_preset(
     unsafe {
         make(out, || {
             let name = args::string(name, "name")?;
-            if let Some(p) = Pipeline::preset(name) {
-                let mut g = Graph::new(p)?;
-                g.provenance = Provenance::tensorprep(format!("preset {name}"));
-                return Ok(g);
+            if Pipeline::preset(name).is_some() {
+                return Ok(Graph::preset(name)?);
             }
             torchvision(name)
         })

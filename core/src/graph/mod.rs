@@ -158,6 +158,30 @@ impl Graph {
         })
     }
 
+    /// A built-in pipeline ([`Pipeline::PRESETS`]) as a graph, its provenance
+    /// naming the preset; an unknown name is [`GraphError::NotFound`] listing
+    /// the known ones.
+    ///
+    /// ```
+    /// use tensorprep::graph::Graph;
+    ///
+    /// let graph = Graph::preset("imagenet-eval")?;
+    /// assert_eq!(graph.output.shape, Some([3, 224, 224]));
+    /// assert!(Graph::preset("imagenet").is_err());
+    /// # Ok::<(), tensorprep::graph::GraphError>(())
+    /// ```
+    pub fn preset(name: &str) -> Result<Graph, GraphError> {
+        let pipeline = Pipeline::preset(name).ok_or_else(|| GraphError::NotFound {
+            message: alloc::format!(
+                "no preset `{name}`: known are {}",
+                Pipeline::PRESETS.join(", ")
+            ),
+        })?;
+        let mut graph = Graph::new(pipeline)?;
+        graph.provenance = Provenance::tensorprep(alloc::format!("preset {name}"));
+        Ok(graph)
+    }
+
     /// The pipeline compiled for `input`.
     ///
     /// For raw pixels in another format than the one the pipeline's pixel ops

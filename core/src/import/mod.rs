@@ -61,6 +61,79 @@ use crate::{DType, Layout, Quantization};
 /// The most bytes a JSON configuration may have.
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;
 
+/// The largest model file [`convert`] reads whole (TFLite, MindIR).
+pub const MAX_MODEL_BYTES: u64 = 4 << 30;
+
+/// The sources [`convert`] takes, as its `from` argument spells them.
+pub const SOURCES: [&str; 7] = [
+    "hf",
+    "timm",
+    "torchvision:WEIGHTS",
+    "ultralytics",
+    "tflite",
+    "mindir",
+    "preset:NAME",
+];
+
+/// A graph from any importer, chosen by name: `hf`, `timm`, `ultralytics`,
+/// `tflite` and `mindir` read `source` (a `preprocessor_config.json`, a timm
+/// `config.json` or `pretrained_cfg`, an exported `.onnx`, a `.tflite`, a
+/// `.mindir`); `torchvision:WEIGHTS` and `preset:NAME` need none. Files are
+/// read with a cap ([`MAX_CONFIG_BYTES`] for JSON, [`MAX_MODEL_BYTES`] for
+/// models) checked before reading; ONNX models are read field by field,
+/// their weights skipped.
+///
+/// ```
+/// use tensorprep::import;
+///
+/// let graph = import::convert("torchvision:ResNet50_Weights.IMAGENET1K_V2", None)?;
+/// assert_eq!(graph.output.shape, Some([3, 224, 224]));
+/// assert!(import::convert("hf", None).is_err()); // needs its configuration file
+/// # Ok::<(), tensorprep::graph::GraphError>(())
+/// ```
+pub fn convert(from: &str, source: Option<&std::path::Path>) -> Result<Graph, GraphError> {
+    let (kind, name) = from.split_once(':').unwrap_or((from, ""));
+    let source = || {
+        source.ok_or_else(|| GraphError::Import {
+            format: "convert",
+            message: alloc::format!("`{kind}` reads a configuration or model file; none was given"),
+        })
+    };
+    let read = |path: &std::path::Path, limit: u64| {
+        crate::files::read_capped(path, limit).map_err(|e| match e {
+            crate::files::ReadError::Io(error) => GraphError::Io {
+                path: alloc::format!("{}", path.display()),
+                error,
+            },
+            other => GraphError::Import {
+                format: "convert",
+                message: alloc::format!("{}: {other}", path.display()),
+            },
+        })
+    };
+    let text = |path: &std::path::Path| -> Result<String, GraphError> {
+        String::from_utf8(read(path, MAX_CONFIG_BYTES as u64)?).map_err(|_| GraphError::Import {
+            format: "convert",
+            message: alloc::format!("{}: not UTF-8 text", path.display()),
+        })
+    };
+    match kind {
+        "hf" => hugging_face(&text(source()?)?),
+        "timm" => timm(&text(source()?)?),
+        "torchvision" => torchvision(name),
+        "ultralytics" => {
+            crate::graph::onnx_file_metadata_props(source()?).and_then(|m| ultralytics(&m))
+        }
+        "tflite" => tflite(&read(source()?, MAX_MODEL_BYTES)?),
+        "mindir" => mindir(&read(source()?, MAX_MODEL_BYTES)?),
+        "preset" => Graph::preset(name),
+        other => Err(GraphError::Import {
+            format: "convert",
+            message: alloc::format!("unknown source `{other}` (known: {})", SOURCES.join(", ")),
+        }),
+    }
+}
+
 /// Decoding as the libraries do: libjpeg-turbo (the decoder in Pillow's and
 /// OpenCV's wheels), RGB.
 fn decoder(orientation: Orientation) -> Decode {

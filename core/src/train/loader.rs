@@ -433,6 +433,16 @@ impl Batch {
         &self.buffers().tensor
     }
 
+    /// The batch's tensor, writable: a batch is its holder's alone until it
+    /// is dropped (a caller may normalize or mix it in place).
+    pub fn tensor_mut(&mut self) -> &mut Tensor {
+        &mut self
+            .buffers
+            .as_mut()
+            .expect("a batch holds its buffers until dropped")
+            .tensor
+    }
+
     /// The samples in the batch.
     pub fn len(&self) -> usize {
         self.buffers().len

@@ -83,6 +83,41 @@ impl TrainPipeline {
         )
     }
 
+    /// An inference pipeline as a training pipeline without random ops (a
+    /// validation loader's): its Decode, its pixel ops as fixed steps and its
+    /// finish. It must start with a Decode and end with Normalize, Layout,
+    /// Cast, as every graph that decodes does.
+    ///
+    /// ```
+    /// use tensorprep::pipeline::Pipeline;
+    /// use tensorprep::train::TrainPipeline;
+    ///
+    /// let eval = TrainPipeline::from_pipeline(&Pipeline::imagenet_eval())?;
+    /// assert_eq!(eval.compile()?.output_shape(), Some([3, 224, 224]));
+    /// # Ok::<(), tensorprep::Error>(())
+    /// ```
+    pub fn from_pipeline(pipeline: &Pipeline) -> Result<TrainPipeline> {
+        let refuse = |name| Err(Error::InvalidParameter { name });
+        let ops = pipeline.ops();
+        let Some(Op::Decode(decode)) = ops.first() else {
+            return refuse("training pipeline from a pipeline: it must start with a Decode");
+        };
+        let finish = match ops.get(ops.len().saturating_sub(3)..) {
+            Some(&[n @ Op::Normalize(_), l @ Op::Layout { .. }, c @ Op::Cast { .. }])
+                if ops.len() >= 4 =>
+            {
+                [n, l, c]
+            }
+            _ => {
+                return refuse(
+                    "training pipeline from a pipeline: it must end with Normalize, Layout, Cast",
+                );
+            }
+        };
+        let augments = ops[1..ops.len() - 3].iter().map(|&op| Augment::Op(op)).collect();
+        Ok(TrainPipeline::new(*decode, augments, finish))
+    }
+
     /// The training presets' names, for [`TrainPipeline::preset`].
     pub const PRESETS: [&'static str; 5] = [
         "imagenet-train",

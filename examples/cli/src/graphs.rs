@@ -12,9 +12,6 @@ use tensorprep::import;
 use tensorprep::pipeline::{InputDesc, Op, Pipeline};
 use tensorprep::{DType, Layout, PixelFormat, Quantization};
 
-/// The largest model file `convert` reads whole (TFLite, MindIR).
-const MAX_MODEL_BYTES: u64 = 4 << 30;
-
 #[derive(Args)]
 pub(crate) struct ConvertArgs {
     /// The source format: hf, timm, ultralytics, tflite, mindir (these read
@@ -84,53 +81,13 @@ pub(crate) struct ExtractArgs {
     force: bool,
 }
 
-fn read(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
-    crate::inputs::read_capped(path, limit).map_err(|e| format!("{}: {e}", path.display()))
-}
-
 /// A graph file (`.tpp`), or the graph of a model (sidecar or embedded).
 pub(crate) fn load(path: &Path) -> Result<Graph, String> {
     Graph::for_model(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn imported(args: &ConvertArgs) -> Result<Graph, String> {
-    let (kind, name) = args.from.split_once(':').unwrap_or((&args.from, ""));
-    let source = || {
-        args.source
-            .as_deref()
-            .ok_or_else(|| format!("--from {kind} needs a SOURCE file"))
-    };
-    let text = |path: &Path| -> Result<String, String> {
-        String::from_utf8(read(path, import::MAX_CONFIG_BYTES as u64)?)
-            .map_err(|_| format!("{}: not UTF-8 text", path.display()))
-    };
-    let result: Result<Graph, GraphError> = match kind {
-        "hf" => import::hugging_face(&text(source()?)?),
-        "timm" => import::timm(&text(source()?)?),
-        "torchvision" => import::torchvision(name),
-        "ultralytics" => tensorprep::graph::onnx_file_metadata_props(source()?)
-            .and_then(|m| import::ultralytics(&m)),
-        "tflite" => import::tflite(&read(source()?, MAX_MODEL_BYTES)?),
-        "mindir" => import::mindir(&read(source()?, MAX_MODEL_BYTES)?),
-        "preset" => {
-            let p = Pipeline::preset(name).ok_or_else(|| {
-                format!(
-                    "unknown preset `{name}` (known: {})",
-                    Pipeline::PRESETS.join(", ")
-                )
-            })?;
-            Graph::new(p).map(|mut g| {
-                g.provenance = tensorprep::graph::Provenance::tensorprep(format!("preset {name}"));
-                g
-            })
-        }
-        other => {
-            return Err(format!(
-                "unknown --from `{other}` (hf, timm, torchvision:WEIGHTS, ultralytics, tflite, mindir, preset:NAME)"
-            ));
-        }
-    };
-    result.map_err(|e| e.to_string())
+    import::convert(&args.from, args.source.as_deref()).map_err(|e| e.to_string())
 }
 
 pub(crate) fn convert(args: &ConvertArgs) -> Result<ExitCode, String> {

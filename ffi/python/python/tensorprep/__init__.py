@@ -1,0 +1,55 @@
+"""tensorprep: images to model-ready tensors.
+
+The same plans, graphs and training loader as the Rust library and the C API:
+Pillow/torchvision-exact preprocessing compiled once and run on files, bytes,
+numpy images and camera frames, with the GIL released.
+
+>>> import tensorprep
+>>> plan = tensorprep.Graph.preset("imagenet-eval").compile("jpeg")
+>>> x = plan("photo.jpg")                 # numpy float32 (3, 224, 224)
+>>> xs = plan.batch(paths, threads=4)     # (N, 3, 224, 224)
+
+Training: ``tensorprep.train`` (datasets, augmentations, the loader).
+"""
+
+from ._native import (
+    DataError,
+    DecodeError,
+    Error,
+    Geometry,
+    Graph,
+    GraphError,
+    InputError,
+    LimitError,
+    LoaderError,
+    Plan,
+    SelfTestReport,
+    __version__,
+    decoders,
+)
+
+__all__ = [
+    "DataError",
+    "DecodeError",
+    "Error",
+    "Geometry",
+    "Graph",
+    "GraphError",
+    "InputError",
+    "LimitError",
+    "LoaderError",
+    "Plan",
+    "SelfTestReport",
+    "__version__",
+    "decoders",
+    "train",
+]
+
+
+def __getattr__(name):
+    # `tensorprep.train` on first use (it is a submodule).
+    if name == "train":
+        import importlib
+
+        return importlib.import_module(".train", __name__)
+    raise AttributeError(f"module 'tensorprep' has no attribute {name!r}")

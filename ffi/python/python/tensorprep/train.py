@@ -1,0 +1,301 @@
+"""Training mode: datasets, augmentations and a parallel, ordered, resumable loader.
+
+>>> from tensorprep import train
+>>> data = train.ImageFolder("imagenet/train")        # or RecordIO, TFRecord, WebDataset
+>>> pipeline = train.Pipeline([train.RandomResizedCrop(224), train.RandomHorizontalFlip()])
+>>> loader = train.Loader(data, pipeline, batch_size=64, workers=8, seed=0)
+>>> for epoch in range(90):
+...     for images, labels in loader:                 # torch tensors when torch is installed
+...         ...
+...     checkpoint = {"loader": loader.state_dict()}  # exact resume: load_state_dict
+
+Every augmentation is drawn from (seed, epoch, sample index): the same
+batches for any number of workers, in any order, and no generator state to
+save. The decoding and augmenting run on Rust threads without the GIL.
+"""
+
+import importlib.util
+import os
+
+from ._native import (  # noqa: F401  (re-exported)
+    AugMix,
+    Augment,
+    AutoAugment,
+    BatchTensor,
+    CenterCrop,
+    ColorJitter,
+    Dataset,
+    GaussianBlur,
+    Pipeline,
+    RandAugment,
+    RandomAdjustSharpness,
+    RandomAffine,
+    RandomApply,
+    RandomAutocontrast,
+    RandomChoice,
+    RandomCrop,
+    RandomEqualize,
+    RandomErasing,
+    RandomGrayscale,
+    RandomHorizontalFlip,
+    RandomInvert,
+    RandomOrder,
+    RandomPerspective,
+    RandomPosterize,
+    RandomResizedCrop,
+    RandomRotation,
+    RandomSolarize,
+    RandomVerticalFlip,
+    Resize,
+    TrivialAugmentWide,
+    _Loader,
+    shard_from_env,
+)
+from ._native import Graph as _Graph
+
+__all__ = [
+    "AugMix",
+    "Augment",
+    "AutoAugment",
+    "BatchTensor",
+    "CenterCrop",
+    "ColorJitter",
+    "Dataset",
+    "GaussianBlur",
+    "ImageFolder",
+    "Loader",
+    "Pipeline",
+    "RandAugment",
+    "RandomAdjustSharpness",
+    "RandomAffine",
+    "RandomApply",
+    "RandomAutocontrast",
+    "RandomChoice",
+    "RandomCrop",
+    "RandomEqualize",
+    "RandomErasing",
+    "RandomGrayscale",
+    "RandomHorizontalFlip",
+    "RandomInvert",
+    "RandomOrder",
+    "RandomPerspective",
+    "RandomPosterize",
+    "RandomResizedCrop",
+    "RandomRotation",
+    "RandomSolarize",
+    "RandomVerticalFlip",
+    "RecordIO",
+    "Resize",
+    "Samples",
+    "TFRecord",
+    "TrivialAugmentWide",
+    "WebDataset",
+    "shard_from_env",
+]
+
+
+def ImageFolder(root):
+    """torchvision's ``ImageFolder``: a subdirectory per class (sorted), its images the samples."""
+    return Dataset.image_folder(os.fspath(root))
+
+
+def RecordIO(path, index=None):
+    """MXNet RecordIO (``.rec``; its ``.idx`` beside it or ``index``), as ``im2rec`` writes it."""
+    return Dataset.recordio(os.fspath(path), None if index is None else os.fspath(index))
+
+
+def TFRecord(path, index=None, *, image_key="image/encoded", label_key="image/class/label"):
+    """A TFRecord file of ``tf.train.Example`` (CRC-32C checked); ``index``: DALI's ``tfrecord2idx``."""
+    return Dataset.tfrecord(
+        os.fspath(path),
+        None if index is None else os.fspath(index),
+        image_key=image_key,
+        label_key=label_key,
+    )
+
+
+def WebDataset(pattern, *, image_keys=None, label_key="cls"):
+    """WebDataset tar shards, brace patterns expanded (``"shards-{000..009}.tar"``)."""
+    return Dataset.webdataset(pattern, image_keys=image_keys, label_key=label_key)
+
+
+def Samples(items):
+    """Samples in memory: ``(encoded_bytes, label)`` pairs."""
+    return Dataset.samples(list(items))
+
+
+def _torch_wanted(output):
+    if output == "torch":
+        return True
+    if output == "numpy":
+        return False
+    if output != "auto":
+        raise ValueError(f"output must be 'auto', 'numpy' or 'torch', not {output!r}")
+    return importlib.util.find_spec("torch") is not None
+
+
+class Loader:
+    """Batches of a training pipeline's tensors from a dataset.
+
+    ``Loader(dataset, pipeline, batch_size, workers, seed, shard="env", ...)``
+
+    - ``dataset``: a ``Dataset`` (``ImageFolder``, ``RecordIO``, ``TFRecord``,
+      ``WebDataset``, ``Samples``, or made of those).
+    - ``pipeline``: a ``Pipeline``, a training preset's name
+      (``"imagenet-train"``), or an inference ``Graph`` (a validation loader).
+    - ``workers``: decode + augment threads (Rust threads, no processes).
+    - ``seed``: every epoch's order and every draw come from it.
+    - ``shard``: ``"env"`` (the default: torchrun's ``RANK`` / ``WORLD_SIZE``,
+      or MPI's, or one shard), ``None`` (the whole dataset), or
+      ``(rank, world_size)``; PyTorch ``DistributedSampler``'s split
+      (padded unless ``drop_last_shard``).
+    - ``shuffle`` (default on), or ``weights`` (PyTorch's
+      ``WeightedRandomSampler``: ``num_samples``, ``replacement``).
+    - ``drop_last``: leave out a short last batch. ``skip_errors``: leave out
+      samples that fail (else the epoch ends with the error, naming the sample).
+    - ``output``: ``"auto"`` (torch tensors when torch is installed, numpy
+      arrays otherwise), ``"numpy"`` or ``"torch"``. ``labels``: ``"int64"``
+      (class indices, the default) or ``"float32"``.
+    - ``depth``: batch buffers in circulation (the memory bound; a batch held
+      by Python keeps its buffer until it is freed).
+
+    Iterating gives ``(images, labels)`` for one epoch; iterating again moves
+    to the next epoch (a loop broken out of continues where it stopped).
+    ``state_dict()`` / ``load_state_dict()`` resume exactly, with any worker
+    count; ``set_epoch(n)`` restarts at epoch ``n``'s beginning.
+    """
+
+    def __init__(
+        self,
+        dataset,
+        pipeline,
+        batch_size,
+        workers=2,
+        seed=0,
+        *,
+        shard="env",
+        drop_last_shard=False,
+        shuffle=True,
+        weights=None,
+        num_samples=None,
+        replacement=True,
+        drop_last=False,
+        skip_errors=False,
+        output="auto",
+        labels="int64",
+        prefetch=None,
+        depth=4,
+        read_workers=1,
+        epochs=None,
+        max_shape=None,
+    ):
+        if isinstance(pipeline, str):
+            pipeline = Pipeline.preset(pipeline)
+        elif isinstance(pipeline, _Graph):
+            pipeline = Pipeline.from_graph(pipeline)
+        if shard == "env":
+            rank, size = shard_from_env()
+            shard = (rank, size)
+        if shard is None:
+            shard_arg = None
+        else:
+            rank, size = shard
+            shard_arg = (int(rank), int(size), bool(drop_last_shard))
+        if labels not in ("int64", "float32"):
+            raise ValueError(f"labels must be 'int64' or 'float32', not {labels!r}")
+        self._torch = _torch_wanted(output)
+        self._labels = labels
+        self.dataset = dataset
+        self.pipeline = pipeline
+        self.batch_size = batch_size
+        self.shard = (0, 1) if shard is None else (shard_arg[0], shard_arg[1])
+        self._native = _Loader(
+            dataset,
+            pipeline,
+            batch_size,
+            workers,
+            seed,
+            shard=shard_arg,
+            shuffle=shuffle,
+            weights=None if weights is None else [float(w) for w in weights],
+            replacement=replacement,
+            num_samples=num_samples,
+            drop_last=drop_last,
+            skip_errors=skip_errors,
+            prefetch=prefetch,
+            depth=depth,
+            read_workers=read_workers,
+            epochs=epochs,
+            max_shape=None if max_shape is None else tuple(max_shape),
+        )
+        self.last_indices = None
+
+    def _convert(self, tensor, labels):
+        if labels is not None and self._labels == "int64":
+            labels = labels.astype("int64")
+        if self._torch:
+            import torch
+
+            return torch.from_dlpack(tensor), torch.from_numpy(labels)
+        import numpy
+
+        return numpy.from_dlpack(tensor), labels
+
+    def __iter__(self):
+        if self._native.exhausted:
+            self._native.next_epoch()
+        return self
+
+    def __next__(self):
+        item = self._native.next_batch()
+        if item is None:
+            raise StopIteration
+        tensor, labels, indices, _epoch, _number = item
+        self.last_indices = indices
+        return self._convert(tensor, labels)
+
+    def next_batch(self):
+        """The next batch of this epoch as a dict (``images``, ``labels``,
+        ``indices``, ``epoch``, ``number``), or ``None`` at the epoch's end."""
+        item = self._native.next_batch()
+        if item is None:
+            return None
+        tensor, labels, indices, epoch, number = item
+        images, labels = self._convert(tensor, labels)
+        return {"images": images, "labels": labels, "indices": indices, "epoch": epoch, "number": number}
+
+    def __len__(self):
+        return len(self._native)
+
+    @property
+    def epoch(self):
+        """The epoch being delivered."""
+        return self._native.epoch
+
+    def state_dict(self):
+        """Where the loader is (small: six integers); save it with the model."""
+        return self._native.state_dict()
+
+    def load_state_dict(self, state):
+        """Continue exactly after ``state``: the next batch is the one that followed."""
+        self._native.load_state_dict(dict(state))
+
+    def set_epoch(self, epoch):
+        """Restart at the beginning of ``epoch``."""
+        self._native.set_epoch(int(epoch))
+
+    def close(self):
+        """Stop and join the worker threads (done too when the loader is freed)."""
+        self._native.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return (
+            f"Loader({self.dataset!r}, batch_size={self.batch_size}, shard={self.shard}, "
+            f"epoch={self.epoch}, {len(self)} batches per epoch)"
+        )

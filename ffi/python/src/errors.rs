@@ -1,0 +1,134 @@
+//! The exception classes, one per error family, and the mapping of the
+//! library's errors onto them. The message is the library's own.
+
+use pyo3::exceptions::{PyException, PyMemoryError, PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::{PyErr, create_exception};
+use tensorprep::Error;
+use tensorprep::graph::GraphError;
+use tensorprep::train::LoadError;
+use tensorprep::train::data::DataError;
+
+create_exception!(
+    tensorprep,
+    TensorprepError,
+    PyException,
+    "The base class of every error tensorprep raises (catch it to catch them all)."
+);
+create_exception!(
+    tensorprep,
+    DecodeError,
+    TensorprepError,
+    "An encoded image that cannot be decoded: truncated, corrupt, a format or a \
+     feature this build does not read, or a header claiming more pixels than its data holds."
+);
+create_exception!(
+    tensorprep,
+    InputError,
+    TensorprepError,
+    "An input or an output that does not fit: wrong shape, size, pixel format, \
+     plane count, a short or read-only `out=` array, a parameter out of range."
+);
+create_exception!(
+    tensorprep,
+    LimitError,
+    TensorprepError,
+    "A size over the limits (pixels, bytes, plan size), refused before allocating."
+);
+create_exception!(
+    tensorprep,
+    GraphError_,
+    TensorprepError,
+    "A graph file, model or importer configuration that cannot be used: not a \
+     graph, malformed, a newer schema, an unknown op, a graph that does not fit the model."
+);
+create_exception!(
+    tensorprep,
+    DataError_,
+    TensorprepError,
+    "A dataset that cannot be opened or a record that cannot be read: a missing \
+     file, a corrupt RecordIO/TFRecord/tar record, a bad label."
+);
+create_exception!(
+    tensorprep,
+    LoaderError,
+    TensorprepError,
+    "The training loader cannot go on: a bad configuration or resume state, a \
+     worker that panicked, a per-batch function that failed."
+);
+
+/// Registers the classes in the module (`GraphError_` as `GraphError`,
+/// `DataError_` as `DataError`: the Rust names are taken by the library's types).
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("Error", py.get_type::<TensorprepError>())?;
+    m.add("DecodeError", py.get_type::<DecodeError>())?;
+    m.add("InputError", py.get_type::<InputError>())?;
+    m.add("LimitError", py.get_type::<LimitError>())?;
+    m.add("GraphError", py.get_type::<GraphError_>())?;
+    m.add("DataError", py.get_type::<DataError_>())?;
+    m.add("LoaderError", py.get_type::<LoaderError>())?;
+    Ok(())
+}
+
+/// A library error as the exception of its family.
+pub(crate) fn core(e: &Error) -> PyErr {
+    let message = e.to_string();
+    match e {
+        Error::Jpeg { .. }
+        | Error::Png { .. }
+        | Error::WebP { .. }
+        | Error::JpegFeature { .. }
+        | Error::JpegRestartMarkers { .. }
+        | Error::TooManyScans { .. }
+        | Error::UnsupportedImageFormat { .. }
+        | Error::ImplausibleSize { .. } => DecodeError::new_err(message),
+        Error::TooManyPixels { .. }
+        | Error::AllocationTooLarge { .. }
+        | Error::PlanTooLarge { .. }
+        | Error::ArenaTooSmall { .. } => LimitError::new_err(message),
+        Error::OutOfMemory { .. } => PyMemoryError::new_err(message),
+        Error::Io { .. } => PyOSError::new_err(message),
+        _ => InputError::new_err(message),
+    }
+}
+
+/// A graph error as the exception of its family (a pipeline error inside it
+/// as the core error's).
+pub(crate) fn graph(e: &GraphError) -> PyErr {
+    match e {
+        GraphError::Pipeline(inner) => core(inner),
+        GraphError::Io { .. } => PyOSError::new_err(e.to_string()),
+        _ => GraphError_::new_err(e.to_string()),
+    }
+}
+
+/// A dataset error.
+pub(crate) fn data(e: &DataError) -> PyErr {
+    DataError_::new_err(e.to_string())
+}
+
+/// A loader error: a sample's read or decode error as its family's (the
+/// message names the sample), the rest as [`LoaderError`].
+pub(crate) fn load(e: &LoadError) -> PyErr {
+    let message = e.to_string();
+    match e {
+        LoadError::Read { .. } => DataError_::new_err(message),
+        LoadError::Decode { error, .. } => {
+            let class = core(error);
+            Python::attach(|py| PyErr::from_type(class.get_type(py), message))
+        }
+        _ => LoaderError::new_err(message),
+    }
+}
+
+/// A bad argument (Python's `ValueError`, also an [`InputError`]'s base is not:
+/// arguments are the caller's code, inputs are data).
+pub(crate) fn value(message: impl Into<String>) -> PyErr {
+    PyValueError::new_err(message.into())
+}
+
+/// An input that does not fit.
+pub(crate) fn input(message: impl Into<String>) -> PyErr {
+    InputError::new_err(message.into())
+}

@@ -1,0 +1,32 @@
+//! `tensorprep._native`: the extension module of the Python package (the
+//! Python code beside it, `python/tensorprep`, wraps it). Plans, graphs and
+//! the training loader, with numpy arrays in and out and the GIL released
+//! while images are decoded and transformed.
+
+mod arrays;
+mod dlpack;
+mod errors;
+mod geometry;
+mod graph;
+mod input;
+mod loader;
+mod names;
+mod plan;
+mod train;
+
+use pyo3::prelude::*;
+
+/// The extension module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", tensorprep::VERSION)?;
+    m.add("decoders", names::available_decoders())?;
+    errors::register(m)?;
+    m.add_class::<graph::PyGraph>()?;
+    m.add_class::<graph::SelfTestReport>()?;
+    m.add_class::<plan::PyPlan>()?;
+    m.add_class::<geometry::PyGeometry>()?;
+    train::register(m)?;
+    loader::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,781 @@
+//! `tensorprep.train`'s datasets, augmentations and pipelines.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+use tensorprep::finish::{ChannelOrder, Normalize};
+use tensorprep::geometry::Flip;
+use tensorprep::pipeline::{CenterCrop, CropRounding, Decode, DecodeScaling, Op, Resize};
+use tensorprep::size::{Rounding, SizeRule};
+use tensorprep::train::data::{self, Dataset, Sample};
+use tensorprep::train::{
+    AugMix, Augment, AutoAugmentPolicy, ColorJitter, EraseValue, GaussianBlur, RandomAffine,
+    RandomCrop, RandomErasing, RandomPerspective, RandomResizedCrop, RandomRotation,
+    TrainPipeline,
+};
+use tensorprep::{Layout, Quantization};
+
+use crate::graph::PyGraph;
+use crate::{errors, names};
+
+/// A dataset: samples (an encoded image and its labels) by index.
+///
+/// Made by `ImageFolder`, `RecordIO`, `TFRecord`, `WebDataset` or `Samples`;
+/// `take`, `skip`, `+` (concatenation) and `cache` make datasets of others.
+/// `dataset[i]` reads one sample: `(bytes, labels)`.
+#[pyclass(frozen, module = "tensorprep.train", name = "Dataset")]
+pub(crate) struct PyDataset {
+    pub(crate) inner: Arc<dyn Dataset>,
+    what: String,
+    classes: Option<Vec<String>>,
+}
+
+impl PyDataset {
+    fn new(inner: Arc<dyn Dataset>, what: String) -> PyDataset {
+        PyDataset {
+            inner,
+            what,
+            classes: None,
+        }
+    }
+}
+
+fn data_result<T>(r: Result<T, data::DataError>) -> PyResult<T> {
+    r.map_err(|e| errors::data(&e))
+}
+
+#[pymethods]
+impl PyDataset {
+    /// torchvision's `ImageFolder`: one subdirectory per class (sorted
+    /// names), its image files the samples (sorted), the label the class's
+    /// position.
+    #[staticmethod]
+    fn image_folder(py: Python<'_>, root: PathBuf) -> PyResult<PyDataset> {
+        let d = data_result(py.detach(|| data::folder::FolderDataset::open(&root)))?;
+        let classes = d.classes().to_vec();
+        let mut ds = PyDataset::new(Arc::new(d), format!("ImageFolder({})", root.display()));
+        ds.classes = Some(classes);
+        Ok(ds)
+    }
+
+    /// MXNet RecordIO (`.rec`, with its `.idx` beside it or `index`; read
+    /// whole when there is none), as `im2rec` writes it.
+    #[staticmethod]
+    #[pyo3(signature = (path, index=None))]
+    fn recordio(py: Python<'_>, path: PathBuf, index: Option<PathBuf>) -> PyResult<PyDataset> {
+        let d = py.detach(|| match &index {
+            Some(idx) => data::recordio::RecordIoDataset::open_with_index(&path, idx),
+            None => data::recordio::RecordIoDataset::open(&path),
+        });
+        Ok(PyDataset::new(Arc::new(data_result(d)?), format!("RecordIO({})", path.display())))
+    }
+
+    /// TFRecord files of `tf.train.Example`s (CRC-32C checked), the image
+    /// and label read by their feature names; `index`: DALI's `tfrecord2idx`.
+    #[staticmethod]
+    #[pyo3(signature = (path, index=None, *, image_key="image/encoded", label_key="image/class/label"))]
+    fn tfrecord(
+        py: Python<'_>,
+        path: PathBuf,
+        index: Option<PathBuf>,
+        image_key: &str,
+        label_key: &str,
+    ) -> PyResult<PyDataset> {
+        let keys = data::tfrecord::Keys {
+            image: image_key,
+            label: label_key,
+        };
+        let d = py.detach(|| match &index {
+            Some(idx) => data::tfrecord::TfRecordDataset::open_with_index(&path, idx, keys),
+            None => data::tfrecord::TfRecordDataset::open(&path, keys),
+        });
+        Ok(PyDataset::new(Arc::new(data_result(d)?), format!("TFRecord({})", path.display())))
+    }
+
+    /// WebDataset tar shards (`"shards-{000000..000099}.tar"`): the image by
+    /// its extension (the first of `image_keys` present), the label `.cls`.
+    #[staticmethod]
+    #[pyo3(signature = (pattern, *, image_keys=None, label_key="cls"))]
+    fn webdataset(
+        py: Python<'_>,
+        pattern: &str,
+        image_keys: Option<Vec<String>>,
+        label_key: &str,
+    ) -> PyResult<PyDataset> {
+        let image_keys = image_keys.unwrap_or_else(|| {
+            data::webdataset::WebKeys::CONVENTIONAL
+                .image
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect()
+        });
+        let image: Vec<&str> = image_keys.iter().map(String::as_str).collect();
+        let keys = data::webdataset::WebKeys {
+            image: &image,
+            label: label_key,
+        };
+        let d = py.detach(|| data::webdataset::WebDataset::open(pattern, keys));
+        Ok(PyDataset::new(Arc::new(data_result(d)?), format!("WebDataset({pattern})")))
+    }
+
+    /// Samples in memory: a sequence of `(encoded_bytes, label)` pairs (the
+    /// label a number or a sequence of numbers).
+    #[staticmethod]
+    fn samples(items: &Bound<'_, PyAny>) -> PyResult<PyDataset> {
+        let mut samples = Vec::new();
+        for (i, item) in items.try_iter()?.enumerate() {
+            let item = item?;
+            let (bytes, label): (Vec<u8>, Bound<'_, PyAny>) = item.extract().map_err(|_| {
+                errors::value(format!("sample {i}: expected (bytes, label)"))
+            })?;
+            let labels = match label.extract::<f32>() {
+                Ok(l) => vec![l],
+                Err(_) => label.extract::<Vec<f32>>().map_err(|_| {
+                    errors::value(format!("sample {i}: a label is a number or a sequence of numbers"))
+                })?,
+            };
+            samples.push(Sample {
+                bytes,
+                labels,
+                id: i as u64,
+            });
+        }
+        let n = samples.len();
+        Ok(PyDataset::new(Arc::new(data::combine::InMemory::new(samples)), format!("Samples({n})")))
+    }
+
+    /// The first `n` samples.
+    fn take(&self, n: usize) -> PyDataset {
+        let inner = Arc::clone(&self.inner);
+        PyDataset::new(Arc::new(data::combine::Range::take(inner, n)), format!("{}.take({n})", self.what))
+    }
+
+    /// All but the first `n` samples.
+    fn skip(&self, n: usize) -> PyDataset {
+        let inner = Arc::clone(&self.inner);
+        PyDataset::new(Arc::new(data::combine::Range::skip(inner, n)), format!("{}.skip({n})", self.what))
+    }
+
+    /// The samples' encoded bytes kept in memory once read, up to `budget`
+    /// bytes (the rest read each time).
+    fn cache(&self, budget: u64) -> PyDataset {
+        let inner = Arc::clone(&self.inner);
+        PyDataset::new(Arc::new(data::combine::Cache::new(inner, budget)), format!("{}.cache({budget})", self.what))
+    }
+
+    /// This dataset's samples, then `other`'s.
+    fn __add__(&self, other: &PyDataset) -> PyResult<PyDataset> {
+        let parts = vec![Arc::clone(&self.inner), Arc::clone(&other.inner)];
+        let c = data_result(data::combine::Concat::new(parts))?;
+        Ok(PyDataset::new(Arc::new(c), format!("{} + {}", self.what, other.what)))
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Sample `index`: `(bytes, labels)`.
+    fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyTuple>> {
+        let len = self.inner.len() as isize;
+        let i = if index < 0 { index + len } else { index };
+        if !(0..len).contains(&i) {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "index {index} out of range for a dataset of {len}"
+            )));
+        }
+        let mut s = Sample::default();
+        data_result(py.detach(|| self.inner.read(i as usize, &mut s)))?;
+        let labels = PyList::new(py, &s.labels)?;
+        PyTuple::new(py, [PyBytes::new(py, &s.bytes).into_any(), labels.into_any()])
+    }
+
+    /// The class names, for an `ImageFolder` (`None` otherwise).
+    #[getter]
+    fn classes(&self) -> Option<Vec<String>> {
+        self.classes.clone()
+    }
+
+    /// A hash of the dataset's layout: a saved loader state resumes only on
+    /// the dataset it came from.
+    #[getter]
+    fn fingerprint(&self) -> u64 {
+        self.inner.fingerprint()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("{} ({} samples)", self.what, self.inner.len())
+    }
+}
+
+/// One step of a training pipeline (made by `RandomResizedCrop`,
+/// `ColorJitter`, `RandAugment`, ...: torchvision's names and defaults).
+#[pyclass(frozen, module = "tensorprep.train", name = "Augment")]
+#[derive(Clone)]
+pub(crate) struct PyAugment(pub(crate) Augment);
+
+#[pymethods]
+impl PyAugment {
+    fn __repr__(&self) -> String {
+        format!("{:?}", self.0)
+    }
+}
+
+/// `(width, height)` from torchvision's `size`: an int, or `(h, w)`.
+fn size_of(size: &Bound<'_, PyAny>) -> PyResult<(u32, u32)> {
+    if let Ok(s) = size.extract::<u32>() {
+        return Ok((s, s));
+    }
+    let v: Vec<u32> = size
+        .extract()
+        .map_err(|_| errors::value("size is an int or (height, width)"))?;
+    match v.as_slice() {
+        [s] => Ok((*s, *s)),
+        [h, w] => Ok((*w, *h)),
+        _ => Err(errors::value("size is an int or (height, width)")),
+    }
+}
+
+/// A `(min, max)` range from torchvision's forms: `x` gives `(-x, x)` (or
+/// `(centre - x, centre + x)` for jitter factors), a pair is itself.
+fn range(value: &Bound<'_, PyAny>, centre: f64) -> PyResult<(f64, f64)> {
+    if let Ok(x) = value.extract::<f64>() {
+        return Ok(((centre - x).max(if centre > 0.0 { 0.0 } else { f64::MIN }), centre + x));
+    }
+    value
+        .extract::<(f64, f64)>()
+        .map_err(|_| errors::value("a range is a number or (min, max)"))
+}
+
+fn fill_of(fill: Option<&Bound<'_, PyAny>>) -> PyResult<[u8; 3]> {
+    let Some(fill) = fill else { return Ok([0; 3]) };
+    if let Ok(v) = fill.extract::<u8>() {
+        return Ok([v; 3]);
+    }
+    fill.extract::<[u8; 3]>()
+        .map_err(|_| errors::value("fill is a 0-255 int or (r, g, b)"))
+}
+
+fn augments(list: &Bound<'_, PyAny>) -> PyResult<Vec<Augment>> {
+    list.try_iter()?
+        .map(|a| Ok(a?.cast::<PyAugment>()?.get().0.clone()))
+        .collect()
+}
+
+/// torchvision's `RandomResizedCrop(size, scale, ratio, interpolation)`.
+#[pyfunction(name = "RandomResizedCrop")]
+#[pyo3(signature = (size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), interpolation="bilinear"))]
+fn random_resized_crop(size: &Bound<'_, PyAny>, scale: (f64, f64), ratio: (f64, f64), interpolation: &str) -> PyResult<PyAugment> {
+    let (w, h) = size_of(size)?;
+    let mut c = RandomResizedCrop::new(w, h);
+    c.scale = scale;
+    c.ratio = ratio;
+    c.resample = names::resample(interpolation)?;
+    Ok(PyAugment(Augment::RandomResizedCrop(c)))
+}
+
+/// torchvision's `RandomCrop(size, padding, pad_if_needed, fill)` (constant padding).
+#[pyfunction(name = "RandomCrop")]
+#[pyo3(signature = (size, padding=None, pad_if_needed=false, fill=None))]
+fn random_crop(size: &Bound<'_, PyAny>, padding: Option<&Bound<'_, PyAny>>, pad_if_needed: bool, fill: Option<&Bound<'_, PyAny>>) -> PyResult<PyAugment> {
+    let (w, h) = size_of(size)?;
+    let mut c = RandomCrop::new(w, h);
+    if let Some(p) = padding {
+        c.padding = if let Ok(v) = p.extract::<u32>() {
+            [v; 4]
+        } else {
+            match p.extract::<Vec<u32>>()?.as_slice() {
+                [lr, tb] => [*lr, *tb, *lr, *tb],
+                [l, t, r, b] => [*l, *t, *r, *b],
+                _ => return Err(errors::value("padding is an int, (lr, tb) or (l, t, r, b)")),
+            }
+        };
+    }
+    c.pad_if_needed = pad_if_needed;
+    c.fill = fill_of(fill)?;
+    Ok(PyAugment(Augment::RandomCrop(c)))
+}
+
+/// torchvision's `RandomHorizontalFlip(p)`.
+#[pyfunction(name = "RandomHorizontalFlip")]
+#[pyo3(signature = (p=0.5))]
+fn random_horizontal_flip(p: f64) -> PyAugment {
+    PyAugment(Augment::RandomFlip { axis: Flip::Horizontal, p })
+}
+
+/// torchvision's `RandomVerticalFlip(p)`.
+#[pyfunction(name = "RandomVerticalFlip")]
+#[pyo3(signature = (p=0.5))]
+fn random_vertical_flip(p: f64) -> PyAugment {
+    PyAugment(Augment::RandomFlip { axis: Flip::Vertical, p })
+}
+
+/// torchvision's `Resize(size, interpolation, max_size)`: an int resizes the
+/// shorter side (the longer truncated, as torchvision does), `(h, w)` exactly.
+#[pyfunction(name = "Resize")]
+#[pyo3(signature = (size, interpolation="bilinear", max_size=None))]
+fn resize(size: &Bound<'_, PyAny>, interpolation: &str, max_size: Option<u32>) -> PyResult<PyAugment> {
+    let rule = if let Ok(s) = size.extract::<u32>() {
+        SizeRule::ShorterSide {
+            size: s,
+            max_size,
+            rounding: Rounding::Truncate,
+        }
+    } else {
+        let (width, height) = size_of(size)?;
+        SizeRule::Exact { width, height }
+    };
+    Ok(PyAugment(Augment::Op(Op::Resize(Resize {
+        size: rule,
+        resample: names::resample(interpolation)?,
+    }))))
+}
+
+/// torchvision's `CenterCrop(size)` (offsets rounded half to even).
+#[pyfunction(name = "CenterCrop")]
+fn center_crop(size: &Bound<'_, PyAny>) -> PyResult<PyAugment> {
+    let (width, height) = size_of(size)?;
+    Ok(PyAugment(Augment::Op(Op::CenterCrop(CenterCrop {
+        width,
+        height,
+        rounding: CropRounding::HalfEven,
+    }))))
+}
+
+/// torchvision's `ColorJitter(brightness, contrast, saturation, hue)` (the
+/// four in a random order per sample, as torchvision draws them).
+#[pyfunction(name = "ColorJitter")]
+#[pyo3(signature = (brightness=None, contrast=None, saturation=None, hue=None))]
+fn color_jitter(
+    brightness: Option<&Bound<'_, PyAny>>,
+    contrast: Option<&Bound<'_, PyAny>>,
+    saturation: Option<&Bound<'_, PyAny>>,
+    hue: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyAugment> {
+    let factor = |v: Option<&Bound<'_, PyAny>>| -> PyResult<Option<(f64, f64)>> {
+        v.map(|v| range(v, 1.0)).transpose().map(|r| r.filter(|&(a, b)| !(a == 1.0 && b == 1.0)))
+    };
+    let mut j = ColorJitter::new(0.0, 0.0, 0.0, 0.0);
+    j.brightness = factor(brightness)?;
+    j.contrast = factor(contrast)?;
+    j.saturation = factor(saturation)?;
+    j.hue = hue
+        .map(|v| range(v, 0.0))
+        .transpose()?
+        .filter(|&(a, b)| !(a == 0.0 && b == 0.0));
+    Ok(PyAugment(Augment::ColorJitter(j)))
+}
+
+/// torchvision's `GaussianBlur(kernel_size, sigma)`.
+#[pyfunction(name = "GaussianBlur")]
+#[pyo3(signature = (kernel_size, sigma=None))]
+fn gaussian_blur(kernel_size: &Bound<'_, PyAny>, sigma: Option<&Bound<'_, PyAny>>) -> PyResult<PyAugment> {
+    let (kw, kh) = size_of(kernel_size)?;
+    let (kw, kh) = (kh, kw); // torchvision's kernel_size is (kx, ky)
+    let mut g = GaussianBlur::new(
+        u16::try_from(kw).map_err(|_| errors::value("kernel_size too large"))?,
+        u16::try_from(kh).map_err(|_| errors::value("kernel_size too large"))?,
+    );
+    g.sigma = match sigma {
+        None => (0.1, 2.0),
+        Some(s) => match s.extract::<f64>() {
+            Ok(x) => (x, x),
+            Err(_) => s.extract()?,
+        },
+    };
+    Ok(PyAugment(Augment::GaussianBlur(g)))
+}
+
+/// torchvision's `RandomRotation(degrees, interpolation, expand, center, fill)`.
+#[pyfunction(name = "RandomRotation")]
+#[pyo3(signature = (degrees, interpolation="nearest", expand=false, center=None, fill=None))]
+fn random_rotation(degrees: &Bound<'_, PyAny>, interpolation: &str, expand: bool, center: Option<(f64, f64)>, fill: Option<&Bound<'_, PyAny>>) -> PyResult<PyAugment> {
+    let (min, max) = range(degrees, 0.0)?;
+    let mut r = RandomRotation::new(min, max);
+    r.interpolation = names::interpolation(interpolation)?;
+    r.expand = expand;
+    r.center = center;
+    r.fill = fill_of(fill)?;
+    Ok(PyAugment(Augment::RandomRotation(r)))
+}
+
+/// torchvision's `RandomAffine(degrees, translate, scale, shear, interpolation, fill, center)`.
+#[pyfunction(name = "RandomAffine")]
+#[pyo3(signature = (degrees, translate=None, scale=None, shear=None, interpolation="nearest", fill=None, center=None))]
+#[allow(clippy::too_many_arguments)]
+fn random_affine(
+    degrees: &Bound<'_, PyAny>,
+    translate: Option<(f64, f64)>,
+    scale: Option<(f64, f64)>,
+    shear: Option<&Bound<'_, PyAny>>,
+    interpolation: &str,
+    fill: Option<&Bound<'_, PyAny>>,
+    center: Option<(f64, f64)>,
+) -> PyResult<PyAugment> {
+    let (min, max) = range(degrees, 0.0)?;
+    let mut a = RandomAffine::new(min, max);
+    a.translate = translate;
+    a.scale = scale;
+    a.shear = match shear {
+        None => None,
+        Some(s) => Some(if let Ok(x) = s.extract::<f64>() {
+            [-x, x, 0.0, 0.0]
+        } else {
+            match s.extract::<Vec<f64>>()?.as_slice() {
+                [a, b] => [*a, *b, 0.0, 0.0],
+                [a, b, c, d] => [*a, *b, *c, *d],
+                _ => return Err(errors::value("shear is a number, 2 or 4 numbers")),
+            }
+        }),
+    };
+    a.interpolation = names::interpolation(interpolation)?;
+    a.fill = fill_of(fill)?;
+    a.center = center;
+    Ok(PyAugment(Augment::RandomAffine(a)))
+}
+
+/// torchvision's `RandomPerspective(distortion_scale, p, interpolation, fill)`.
+#[pyfunction(name = "RandomPerspective")]
+#[pyo3(signature = (distortion_scale=0.5, p=0.5, interpolation="bilinear", fill=None))]
+fn random_perspective(distortion_scale: f64, p: f64, interpolation: &str, fill: Option<&Bound<'_, PyAny>>) -> PyResult<PyAugment> {
+    let mut r = RandomPerspective::new(distortion_scale, p);
+    r.interpolation = names::interpolation(interpolation)?;
+    r.fill = fill_of(fill)?;
+    Ok(PyAugment(Augment::RandomPerspective(r)))
+}
+
+/// torchvision's `RandomGrayscale(p)` (three equal channels).
+#[pyfunction(name = "RandomGrayscale")]
+#[pyo3(signature = (p=0.1))]
+fn random_grayscale(p: f64) -> PyAugment {
+    PyAugment(Augment::random_grayscale(p))
+}
+
+/// torchvision's `RandomInvert(p)`.
+#[pyfunction(name = "RandomInvert")]
+#[pyo3(signature = (p=0.5))]
+fn random_invert(p: f64) -> PyAugment {
+    PyAugment(Augment::random_invert(p))
+}
+
+/// torchvision's `RandomPosterize(bits, p)`.
+#[pyfunction(name = "RandomPosterize")]
+#[pyo3(signature = (bits, p=0.5))]
+fn random_posterize(bits: u8, p: f64) -> PyAugment {
+    PyAugment(Augment::random_posterize(bits, p))
+}
+
+/// torchvision's `RandomSolarize(threshold, p)`.
+#[pyfunction(name = "RandomSolarize")]
+#[pyo3(signature = (threshold, p=0.5))]
+fn random_solarize(threshold: f64, p: f64) -> PyAugment {
+    PyAugment(Augment::random_solarize(threshold, p))
+}
+
+/// torchvision's `RandomAdjustSharpness(sharpness_factor, p)`.
+#[pyfunction(name = "RandomAdjustSharpness")]
+#[pyo3(signature = (sharpness_factor, p=0.5))]
+fn random_adjust_sharpness(sharpness_factor: f32, p: f64) -> PyAugment {
+    PyAugment(Augment::random_adjust_sharpness(sharpness_factor, p))
+}
+
+/// torchvision's `RandomAutocontrast(p)`.
+#[pyfunction(name = "RandomAutocontrast")]
+#[pyo3(signature = (p=0.5))]
+fn random_autocontrast(p: f64) -> PyAugment {
+    PyAugment(Augment::random_autocontrast(p))
+}
+
+/// torchvision's `RandomEqualize(p)`.
+#[pyfunction(name = "RandomEqualize")]
+#[pyo3(signature = (p=0.5))]
+fn random_equalize(p: f64) -> PyAugment {
+    PyAugment(Augment::random_equalize(p))
+}
+
+/// torchvision's `AutoAugment(policy, interpolation, fill)`: `"imagenet"`,
+/// `"cifar10"` or `"svhn"`.
+#[pyfunction(name = "AutoAugment")]
+#[pyo3(signature = (policy="imagenet", interpolation="nearest", fill=None))]
+fn auto_augment(policy: &str, interpolation: &str, fill: Option<&Bound<'_, PyAny>>) -> PyResult<PyAugment> {
+    let policy = match policy.to_ascii_lowercase().as_str() {
+        "imagenet" => AutoAugmentPolicy::ImageNet,
+        "cifar10" => AutoAugmentPolicy::Cifar10,
+        "svhn" => AutoAugmentPolicy::Svhn,
+        other => return Err(errors::value(format!("unknown policy `{other}` (imagenet, cifar10, svhn)"))),
+    };
+    Ok(PyAugment(Augment::AutoAugment {
+        policy,
+        interpolation: names::interpolation(interpolation)?,
+        fill: fill_of(fill)?,
+    }))
+}
+
+/// torchvision's `RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation, fill)`.
+#[pyfunction(name = "RandAugment")]
+#[pyo3(signature = (num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation="nearest", fill=None))]
+fn rand_augment(num_ops: u32, magnitude: u32, num_magnitude_bins: u32, interpolation: &str, fill: Option<&Bound<'_, PyAny>>) -> PyResult<PyAugment> {
+    Ok(PyAugment(Augment::RandAugment {
+        num_ops,
+        magnitude,
+        num_magnitude_bins,
+        interpolation: names::interpolation(interpolation)?,
+        fill: fill_of(fill)?,
+    }))
+}
+
+/// torchvision's `TrivialAugmentWide(num_magnitude_bins, interpolation, fill)`.
+#[pyfunction(name = "TrivialAugmentWide")]
+#[pyo3(signature = (num_magnitude_bins=31, interpolation="nearest", fill=None))]
+fn trivial_augment_wide(num_magnitude_bins: u32, interpolation: &str, fill: Option<&Bound<'_, PyAny>>) -> PyResult<PyAugment> {
+    Ok(PyAugment(Augment::TrivialAugmentWide {
+        num_magnitude_bins,
+        interpolation: names::interpolation(interpolation)?,
+        fill: fill_of(fill)?,
+    }))
+}
+
+/// torchvision's `AugMix(severity, mixture_width, chain_depth, alpha, all_ops, interpolation, fill)`.
+#[pyfunction(name = "AugMix")]
+#[pyo3(signature = (severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=true, interpolation="bilinear", fill=None))]
+#[allow(clippy::too_many_arguments)]
+fn aug_mix(severity: u32, mixture_width: u32, chain_depth: i32, alpha: f64, all_ops: bool, interpolation: &str, fill: Option<&Bound<'_, PyAny>>) -> PyResult<PyAugment> {
+    let mut a = AugMix::new();
+    a.severity = severity;
+    a.mixture_width = mixture_width;
+    // torchvision's -1: a depth drawn from 1-3 per chain (0 here).
+    a.chain_depth = u32::try_from(chain_depth).unwrap_or(0);
+    a.alpha = alpha;
+    a.all_ops = all_ops;
+    a.interpolation = names::interpolation(interpolation)?;
+    a.fill = fill_of(fill)?;
+    Ok(PyAugment(Augment::AugMix(a)))
+}
+
+/// torchvision's `RandomApply(transforms, p)`.
+#[pyfunction(name = "RandomApply")]
+#[pyo3(signature = (transforms, p=0.5))]
+fn random_apply(transforms: &Bound<'_, PyAny>, p: f64) -> PyResult<PyAugment> {
+    Ok(PyAugment(Augment::RandomApply { p, ops: augments(transforms)? }))
+}
+
+/// torchvision's `RandomChoice(transforms, p)` (`p`: weights, or equal).
+#[pyfunction(name = "RandomChoice")]
+#[pyo3(signature = (transforms, p=None))]
+fn random_choice(transforms: &Bound<'_, PyAny>, p: Option<Vec<f64>>) -> PyResult<PyAugment> {
+    Ok(PyAugment(Augment::RandomChoice {
+        weights: p.unwrap_or_default(),
+        ops: augments(transforms)?,
+    }))
+}
+
+/// torchvision's `RandomOrder(transforms)`.
+#[pyfunction(name = "RandomOrder")]
+fn random_order(transforms: &Bound<'_, PyAny>) -> PyResult<PyAugment> {
+    Ok(PyAugment(Augment::RandomOrder(augments(transforms)?)))
+}
+
+/// torchvision's `RandomErasing(p, scale, ratio, value)` on the finished
+/// tensor (`value`: a number, one per channel, or `"random"`).
+#[pyclass(frozen, module = "tensorprep.train", name = "RandomErasing")]
+#[derive(Clone, Copy)]
+pub(crate) struct PyErasing(RandomErasing);
+
+#[pymethods]
+impl PyErasing {
+    #[new]
+    #[pyo3(signature = (p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=None))]
+    fn new(p: f64, scale: (f64, f64), ratio: (f64, f64), value: Option<&Bound<'_, PyAny>>) -> PyResult<PyErasing> {
+        let mut e = RandomErasing::new(p);
+        e.scale = scale;
+        e.ratio = ratio;
+        e.value = match value {
+            None => EraseValue::Same(0.0),
+            Some(v) if v.extract::<String>().is_ok_and(|s| s == "random") => EraseValue::Random,
+            Some(v) => match v.extract::<f32>() {
+                Ok(x) => EraseValue::Same(x),
+                Err(_) => EraseValue::PerChannel(v.extract()?),
+            },
+        };
+        Ok(PyErasing(e))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("{:?}", self.0)
+    }
+}
+
+/// A training pipeline: decode, the augmentations (drawn per sample from
+/// the loader's seed, the epoch and the sample's index: the same tensors on
+/// any number of workers), then `ToTensor` + `Normalize` into float32 CHW.
+///
+/// >>> from tensorprep import train
+/// >>> p = train.Pipeline([train.RandomResizedCrop(224), train.RandomHorizontalFlip(),
+/// ...                     train.TrivialAugmentWide()], erasing=[train.RandomErasing(0.25)])
+/// >>> p = train.Pipeline.preset("imagenet-train")
+#[pyclass(frozen, module = "tensorprep.train", name = "Pipeline")]
+#[derive(Clone)]
+pub(crate) struct PyTrainPipeline {
+    pub(crate) pipeline: TrainPipeline,
+}
+
+#[pymethods]
+impl PyTrainPipeline {
+    /// `augments` in order; `mean` / `std` in 0-1 units (ImageNet's by
+    /// default); `dtype` `"float32"`, `"float16"`, `"uint8"` (values 0-255,
+    /// no normalization: give mean 0 and std 1/255) or `"int8"`; `layout`
+    /// `"chw"` or `"hwc"`; `decoder` as in `Graph.compile`; `fast`:
+    /// DCT-scaled decoding of each drawn crop; `exif`: apply the EXIF
+    /// orientation; `erasing`: `RandomErasing`s on the finished tensor.
+    #[new]
+    #[pyo3(signature = (augments, *, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225),
+                        dtype="float32", layout="chw", decoder=None, fast=false, exif=false,
+                        erasing=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        augments: &Bound<'_, PyAny>,
+        mean: (f32, f32, f32),
+        std: (f32, f32, f32),
+        dtype: &str,
+        layout: &str,
+        decoder: Option<&str>,
+        fast: bool,
+        exif: bool,
+        erasing: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTrainPipeline> {
+        let backend = match decoder {
+            Some(name) => names::decoder(name)?,
+            None => names::default_decoder(),
+        };
+        let mut decode = Decode::exact(backend);
+        if fast {
+            decode.scaling = DecodeScaling::Fast;
+        }
+        if exif {
+            decode.orientation = tensorprep::jpeg::Orientation::Apply;
+        }
+        let layout = match layout.to_ascii_lowercase().as_str() {
+            "chw" => Layout::Chw,
+            "hwc" => Layout::Hwc,
+            other => return Err(errors::value(format!("unknown layout `{other}` (chw, hwc)"))),
+        };
+        let mut normalize = Normalize::IMAGENET;
+        normalize.mean = [mean.0, mean.1, mean.2];
+        normalize.std = [std.0, std.1, std.2];
+        let finish = Op::finish(
+            normalize,
+            layout,
+            ChannelOrder::Rgb,
+            names::dtype(dtype)?,
+            Quantization::IDENTITY,
+        );
+        let mut pipeline = TrainPipeline::new(decode, self::augments(augments)?, finish);
+        if let Some(list) = erasing {
+            for e in list.try_iter()? {
+                pipeline.erasing.push(e?.cast::<PyErasing>()?.get().0);
+            }
+        }
+        pipeline.compile().map_err(|e| errors::core(&e))?;
+        Ok(PyTrainPipeline { pipeline })
+    }
+
+    /// A preset: `"imagenet-train"` (RandomResizedCrop(224) + flip),
+    /// `"imagenet-autoaugment"`, `"imagenet-randaugment"`,
+    /// `"imagenet-trivialaugment"`, `"imagenet-augmix"` (torchvision's
+    /// classification reference recipes).
+    #[staticmethod]
+    #[pyo3(signature = (name, *, decoder=None))]
+    fn preset(name: &str, decoder: Option<&str>) -> PyResult<PyTrainPipeline> {
+        let mut pipeline = TrainPipeline::preset(name).ok_or_else(|| {
+            errors::value(format!(
+                "no training preset `{name}` (known: {})",
+                TrainPipeline::PRESETS.join(", ")
+            ))
+        })?;
+        pipeline.decode.backend = match decoder {
+            Some(name) => names::decoder(name)?,
+            None => names::default_decoder(),
+        };
+        Ok(PyTrainPipeline { pipeline })
+    }
+
+    /// An inference graph without random ops (a validation loader's
+    /// pipeline: `Graph.preset("imagenet-eval")`).
+    #[staticmethod]
+    #[pyo3(signature = (graph, *, decoder=None))]
+    fn from_graph(graph: &PyGraph, decoder: Option<&str>) -> PyResult<PyTrainPipeline> {
+        let mut pipeline =
+            TrainPipeline::from_pipeline(&graph.graph.pipeline).map_err(|e| errors::core(&e))?;
+        if let Some(name) = decoder {
+            pipeline.decode.backend = names::decoder(name)?;
+        }
+        Ok(PyTrainPipeline { pipeline })
+    }
+
+    /// The training presets' names.
+    #[staticmethod]
+    fn presets() -> Vec<&'static str> {
+        TrainPipeline::PRESETS.to_vec()
+    }
+
+    /// The output's shape per sample (`None` when it varies).
+    #[getter]
+    fn output_shape(&self) -> PyResult<Option<(usize, usize, usize)>> {
+        let plan = self.pipeline.compile().map_err(|e| errors::core(&e))?;
+        Ok(plan.output_shape().map(|s| (s[0], s[1], s[2])))
+    }
+
+    fn __repr__(&self) -> String {
+        let p = &self.pipeline;
+        let mut s = format!("Pipeline(\n  {}\n", Op::Decode(p.decode));
+        for a in &p.augments {
+            s += &format!("  {a:?}\n");
+        }
+        for op in &p.finish {
+            s += &format!("  {op}\n");
+        }
+        for e in &p.erasing {
+            s += &format!("  {e:?}\n");
+        }
+        s + ")"
+    }
+}
+
+/// Registers the training classes and the augmentation constructors.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyDataset>()?;
+    m.add_class::<PyAugment>()?;
+    m.add_class::<PyErasing>()?;
+    m.add_class::<PyTrainPipeline>()?;
+    for f in [
+        wrap_pyfunction!(random_resized_crop, m)?,
+        wrap_pyfunction!(random_crop, m)?,
+        wrap_pyfunction!(random_horizontal_flip, m)?,
+        wrap_pyfunction!(random_vertical_flip, m)?,
+        wrap_pyfunction!(resize, m)?,
+        wrap_pyfunction!(center_crop, m)?,
+        wrap_pyfunction!(color_jitter, m)?,
+        wrap_pyfunction!(gaussian_blur, m)?,
+        wrap_pyfunction!(random_rotation, m)?,
+        wrap_pyfunction!(random_affine, m)?,
+        wrap_pyfunction!(random_perspective, m)?,
+        wrap_pyfunction!(random_grayscale, m)?,
+        wrap_pyfunction!(random_invert, m)?,
+        wrap_pyfunction!(random_posterize, m)?,
+        wrap_pyfunction!(random_solarize, m)?,
+        wrap_pyfunction!(random_adjust_sharpness, m)?,
+        wrap_pyfunction!(random_autocontrast, m)?,
+        wrap_pyfunction!(random_equalize, m)?,
+        wrap_pyfunction!(auto_augment, m)?,
+        wrap_pyfunction!(rand_augment, m)?,
+        wrap_pyfunction!(trivial_augment_wide, m)?,
+        wrap_pyfunction!(aug_mix, m)?,
+        wrap_pyfunction!(random_apply, m)?,
+        wrap_pyfunction!(random_choice, m)?,
+        wrap_pyfunction!(random_order, m)?,
+    ] {
+        m.add_function(f)?;
+    }
+    Ok(())
+}
