@@ -103,18 +103,23 @@ impl TrainPipeline {
             return refuse("training pipeline from a pipeline: it must start with a Decode");
         };
         let finish = match ops.get(ops.len().saturating_sub(3)..) {
-            Some(&[n @ Op::Normalize(_), l @ Op::Layout { .. }, c @ Op::Cast { .. }])
-                if ops.len() >= 4 =>
-            {
-                [n, l, c]
-            }
+            Some(
+                &[
+                    n @ Op::Normalize(_),
+                    l @ Op::Layout { .. },
+                    c @ Op::Cast { .. },
+                ],
+            ) if ops.len() >= 4 => [n, l, c],
             _ => {
                 return refuse(
                     "training pipeline from a pipeline: it must end with Normalize, Layout, Cast",
                 );
             }
         };
-        let augments = ops[1..ops.len() - 3].iter().map(|&op| Augment::Op(op)).collect();
+        let augments = ops[1..ops.len() - 3]
+            .iter()
+            .map(|&op| Augment::Op(op))
+            .collect();
         Ok(TrainPipeline::new(*decode, augments, finish))
     }
 

@@ -1,9 +1,7 @@
 //! numpy arrays the plans write into: made here, or the caller's `out=`.
 
 use half::f16;
-use numpy::{
-    Element, PyArrayDyn, PyArrayMethods, PyReadwriteArrayDyn, PyUntypedArrayMethods,
-};
+use numpy::{Element, PyArrayDyn, PyArrayMethods, PyReadwriteArrayDyn, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use tensorprep::{DType, TensorMut};
 

@@ -162,7 +162,11 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
 }
 
 /// A DLPack capsule for `export` (versioned when `versioned`).
-pub(crate) fn capsule<'py>(py: Python<'py>, export: Export, versioned: bool) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn capsule<'py>(
+    py: Python<'py>,
+    export: Export,
+    versioned: bool,
+) -> PyResult<Bound<'py, PyAny>> {
     let mut strides = vec![1i64; export.shape.len()];
     for i in (0..strides.len().saturating_sub(1)).rev() {
         strides[i] = strides[i + 1] * export.shape[i + 1];

@@ -98,9 +98,15 @@ pub(crate) fn core(e: &Error) -> PyErr {
 pub(crate) fn graph(e: &GraphError) -> PyErr {
     match e {
         GraphError::Pipeline(inner) => core(inner),
-        GraphError::Io { .. } => PyOSError::new_err(e.to_string()),
+        GraphError::Io { error, .. } => io(error.kind(), e.to_string()),
         _ => GraphError_::new_err(e.to_string()),
     }
+}
+
+/// An I/O failure as Python's class for its kind (`FileNotFoundError`,
+/// `PermissionError`, ...), with `message`.
+pub(crate) fn io(kind: std::io::ErrorKind, message: String) -> PyErr {
+    PyErr::from(std::io::Error::new(kind, message))
 }
 
 /// A dataset error.

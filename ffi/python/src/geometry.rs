@@ -17,17 +17,23 @@ use crate::errors;
 pub(crate) struct PyGeometry(pub(crate) pipeline::Geometry);
 
 /// An (N, k) float64 array from any array-like.
-fn float_rows<'py>(obj: &Bound<'py, PyAny>, k: usize, what: &str) -> PyResult<PyReadonlyArray2<'py, f64>> {
+fn float_rows<'py>(
+    obj: &Bound<'py, PyAny>,
+    k: usize,
+    what: &str,
+) -> PyResult<PyReadonlyArray2<'py, f64>> {
     let numpy = obj.py().import("numpy")?;
     let a = numpy.call_method1("asarray", (obj, "float64"))?;
     let a = numpy.call_method1("ascontiguousarray", (a,))?;
-    let a = a.call_method1("reshape", ((-1i64, k as i64),)).map_err(|_| {
-        errors::input(format!("{what} must be an array of shape (N, {k})"))
-    })?;
+    let a = a
+        .call_method1("reshape", ((-1i64, k as i64),))
+        .map_err(|_| errors::input(format!("{what} must be an array of shape (N, {k})")))?;
     Ok(a.cast_into::<PyArray2<f64>>()?.readonly())
 }
 
 #[pymethods]
+// `to_source` is the Rust API's name; Python methods take `&self`.
+#[allow(clippy::wrong_self_convention)]
 impl PyGeometry {
     /// The input image's (width, height), after decoding and EXIF orientation.
     #[getter]
@@ -66,7 +72,12 @@ impl PyGeometry {
     /// gives a tuple; an array of shape (N, 2) gives an (N, 2) array.
     fn to_source<'py>(&self, py: Python<'py>, points: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
         if let Ok((x, y)) = points.extract::<(f64, f64)>() {
-            return Ok(self.0.to_source((x, y)).into_pyobject(py)?.into_any().unbind());
+            return Ok(self
+                .0
+                .to_source((x, y))
+                .into_pyobject(py)?
+                .into_any()
+                .unbind());
         }
         let a = float_rows(points, 2, "points")?;
         let n = a.shape()[0];
@@ -76,12 +87,18 @@ impl PyGeometry {
             let (x, y) = self.0.to_source((p[0], p[1]));
             out.extend([x, y]);
         }
-        Ok(numpy::PyArray1::from_vec(py, out).reshape([n, 2])?.into_any().unbind())
+        Ok(numpy::PyArray1::from_vec(py, out)
+            .reshape([n, 2])?
+            .into_any()
+            .unbind())
     }
 
     /// Maps boxes `[x0, y0, x1, y1]` (an (N, 4) array-like) from output
     /// coordinates to the input image, clamped to it: an (N, 4) float64 array.
-    fn to_source_boxes<'py>(&self, boxes: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    fn to_source_boxes<'py>(
+        &self,
+        boxes: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let py = boxes.py();
         let a = float_rows(boxes, 4, "boxes")?;
         let n = a.shape()[0];

@@ -27,7 +27,8 @@ pub(crate) struct PyGraph {
 }
 
 fn graph_result(r: Result<Graph, tensorprep::graph::GraphError>) -> PyResult<PyGraph> {
-    r.map(|graph| PyGraph { graph }).map_err(|e| errors::graph(&e))
+    r.map(|graph| PyGraph { graph })
+        .map_err(|e| errors::graph(&e))
 }
 
 /// An importer's JSON configuration: a dict, JSON text, a file, or a
@@ -50,10 +51,15 @@ fn config_text(config: &Bound<'_, PyAny>, file_name: &str) -> PyResult<String> {
             config.get_type()
         ))
     })?;
-    let path = if path.is_dir() { path.join(file_name) } else { path };
+    let path = if path.is_dir() {
+        path.join(file_name)
+    } else {
+        path
+    };
     let bytes = tensorprep::files::read_capped(&path, import::MAX_CONFIG_BYTES as u64)
         .map_err(|e| errors::graph(&read_error(&path, e)))?;
-    String::from_utf8(bytes).map_err(|_| errors::value(format!("{}: not UTF-8 text", path.display())))
+    String::from_utf8(bytes)
+        .map_err(|_| errors::value(format!("{}: not UTF-8 text", path.display())))
 }
 
 fn read_error(path: &Path, e: tensorprep::files::ReadError) -> tensorprep::graph::GraphError {
@@ -72,9 +78,18 @@ fn read_error(path: &Path, e: tensorprep::files::ReadError) -> tensorprep::graph
 
 /// Writes `bytes` to `path` through a temporary file beside it, synced and
 /// renamed into place: a failure leaves the old file (or none).
-fn write_atomically(path: &Path, write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> PyResult<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> PyResult<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tensorprep-{}.tmp", std::process::id()));
     let result = (|| {
         let mut file = std::fs::File::create(&tmp)?;
@@ -85,7 +100,7 @@ fn write_atomically(path: &Path, write: impl FnOnce(&mut std::fs::File) -> std::
     })();
     if let Err(e) = result {
         let _ = std::fs::remove_file(&tmp);
-        return Err(PyErr::from(std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))));
+        return Err(errors::io(e.kind(), format!("{}: {e}", path.display())));
     }
     Ok(())
 }
@@ -141,7 +156,10 @@ impl PyGraph {
     /// checkpoint's directory.
     #[staticmethod]
     fn from_hugging_face(config: &Bound<'_, PyAny>) -> PyResult<PyGraph> {
-        graph_result(import::hugging_face(&config_text(config, "preprocessor_config.json")?))
+        graph_result(import::hugging_face(&config_text(
+            config,
+            "preprocessor_config.json",
+        )?))
     }
 
     /// A timm model's `pretrained_cfg` (a dict: `model.pretrained_cfg`), or
@@ -220,13 +238,19 @@ impl PyGraph {
     /// temporary file). Refuses a graph whose output does not fit the
     /// model's input unless `force=True`.
     #[pyo3(signature = (model, out=None, *, force=false))]
-    fn embed(&self, py: Python<'_>, model: PathBuf, out: Option<PathBuf>, force: bool) -> PyResult<()> {
+    fn embed(
+        &self,
+        py: Python<'_>,
+        model: PathBuf,
+        out: Option<PathBuf>,
+        force: bool,
+    ) -> PyResult<()> {
         let at = |e: tensorprep::graph::GraphError| errors::graph(&e);
         let inputs = tensorprep::graph::onnx_file_inputs(&model).map_err(at)?;
-        if let Err(e) = self.graph.check_fits(&inputs) {
-            if !force {
-                return Err(errors::graph(&e));
-            }
+        if let Err(e) = self.graph.check_fits(&inputs)
+            && !force
+        {
+            return Err(errors::graph(&e));
         }
         let embedding = OnnxEmbedding::new(&model, &self.graph).map_err(at)?;
         let out = out.unwrap_or_else(|| model.clone());
@@ -288,7 +312,12 @@ impl PyGraph {
     /// Each op, as `inspect` prints it.
     #[getter]
     fn ops(&self) -> Vec<String> {
-        self.graph.pipeline.ops().iter().map(Op::to_string).collect()
+        self.graph
+            .pipeline
+            .ops()
+            .iter()
+            .map(Op::to_string)
+            .collect()
     }
 
     /// The output's shape, or `None` when it depends on the image.

@@ -28,7 +28,10 @@ pub(crate) enum Held<'py> {
 }
 
 /// Reads a Python object as an input.
-pub(crate) fn hold<'py>(obj: &Bound<'py, PyAny>, format: Option<PixelFormat>) -> PyResult<Held<'py>> {
+pub(crate) fn hold<'py>(
+    obj: &Bound<'py, PyAny>,
+    format: Option<PixelFormat>,
+) -> PyResult<Held<'py>> {
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(Held::Bytes(b.clone()));
     }
@@ -83,17 +86,18 @@ fn array<'py>(obj: &Bound<'py, PyAny>) -> PyResult<PyReadonlyArrayDyn<'py, u8>> 
             _ => false,
         }
     };
-    if let Ok(a) = obj.cast::<PyArrayDyn<u8>>() {
-        if rows_contiguous(a) {
-            return a.try_readonly().map_err(|e| errors::input(e.to_string()));
-        }
+    if let Ok(a) = obj.cast::<PyArrayDyn<u8>>()
+        && rows_contiguous(a)
+    {
+        return a.try_readonly().map_err(|e| errors::input(e.to_string()));
     }
     let numpy = obj.py().import("numpy")?;
     let copy = numpy.call_method1("ascontiguousarray", (obj,))?;
     let copy = copy.cast_into::<PyArrayDyn<u8>>().map_err(|_| {
         errors::input(format!(
             "images are numpy uint8 arrays (H, W) or (H, W, C); given dtype {}",
-            obj.getattr("dtype").map_or_else(|_| "?".into(), |d| d.to_string())
+            obj.getattr("dtype")
+                .map_or_else(|_| "?".into(), |d| d.to_string())
         ))
     })?;
     if !(2..=3).contains(&copy.ndim()) {
@@ -102,7 +106,8 @@ fn array<'py>(obj: &Bound<'py, PyAny>) -> PyResult<PyReadonlyArrayDyn<'py, u8>> 
             copy.ndim()
         )));
     }
-    copy.try_readonly().map_err(|e| errors::input(e.to_string()))
+    copy.try_readonly()
+        .map_err(|e| errors::input(e.to_string()))
 }
 
 /// An input borrowed for running (no Python object touched).
@@ -137,7 +142,12 @@ fn rows<'a>(a: &'a PyReadonlyArrayDyn<'_, u8>) -> (Plane<'a>, usize, usize) {
 
 /// The format of an image of `channels` bytes per pixel (or `planes`
 /// planes) when the caller named none: the plan's, else by the shape.
-fn infer(planes: usize, ndim: usize, channels: usize, declared: Option<PixelFormat>) -> PyResult<PixelFormat> {
+fn infer(
+    planes: usize,
+    ndim: usize,
+    channels: usize,
+    declared: Option<PixelFormat>,
+) -> PyResult<PixelFormat> {
     if let Some(f) = declared {
         return Ok(f);
     }
@@ -231,7 +241,9 @@ fn i420_in_one(plane: Plane<'_>, width: u32, height: u32) -> PyResult<ImageView<
     let (w, h) = (width as usize, height as usize);
     let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
     if plane.stride != w {
-        return Err(errors::input("an I420 frame in one array must be contiguous"));
+        return Err(errors::input(
+            "an I420 frame in one array must be contiguous",
+        ));
     }
     let data = plane.data;
     let need = w * h + 2 * cw * ch;
@@ -274,14 +286,7 @@ impl ReadFailure {
     pub(crate) fn into_py(self) -> PyErr {
         match self {
             // FileNotFoundError, PermissionError, ... with the path.
-            ReadFailure::Io(path, e) => {
-                let kind = e.kind();
-                let err = PyErr::from(e);
-                Python::attach(|py| {
-                    let class = err.get_type(py);
-                    PyErr::from_type(class, format!("{}: {}", path.display(), std::io::Error::from(kind)))
-                })
-            }
+            ReadFailure::Io(path, e) => errors::io(e.kind(), format!("{}: {e}", path.display())),
             ReadFailure::TooLarge(m) => errors::LimitError::new_err(m),
         }
     }

@@ -26,8 +26,11 @@ pub(crate) struct BatchTensor {
     shape: Vec<i64>,
 }
 
-/// The batch, kept alive by every array made from it.
-struct Owned(#[allow(dead_code)] Batch);
+/// The batch, kept alive by every array made from it (its buffer goes back
+/// to the loader when the last one is freed).
+struct Owned {
+    _batch: Batch,
+}
 
 #[pymethods]
 impl BatchTensor {
@@ -165,15 +168,17 @@ impl PyLoader {
         config.order = match weights {
             Some(w) => {
                 let n = num_samples.unwrap_or(w.len());
-                Order::Weighted(
-                    Weighted::new(w, n, replacement).map_err(|e| errors::core(&e))?,
-                )
+                Order::Weighted(Weighted::new(w, n, replacement).map_err(|e| errors::core(&e))?)
             }
             None if shuffle => Order::Shuffled,
             None => Order::Sequential,
         };
         config.drop_last_batch = drop_last;
-        config.on_error = if skip_errors { OnError::Skip } else { OnError::Fail };
+        config.on_error = if skip_errors {
+            OnError::Skip
+        } else {
+            OnError::Fail
+        };
         if let Some(p) = prefetch {
             config.prefetch = p;
         }
@@ -216,11 +221,15 @@ impl PyLoader {
             Tensor::F16(v) => v.as_mut_ptr() as usize,
             Tensor::U8(v) => v.as_mut_ptr() as usize,
             Tensor::I8(v) => v.as_mut_ptr() as usize,
-            _ => return Err(errors::LoaderError::new_err("a batch of an unknown element type")),
+            _ => {
+                return Err(errors::LoaderError::new_err(
+                    "a batch of an unknown element type",
+                ));
+            }
         };
         let (epoch, number) = (batch.epoch, batch.number);
         let tensor = BatchTensor {
-            owner: Arc::new(Owned(batch)),
+            owner: Arc::new(Owned { _batch: batch }),
             data,
             dtype,
             shape: [len, a, b, c].iter().map(|&d| d as i64).collect(),

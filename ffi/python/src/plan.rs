@@ -19,6 +19,9 @@ use crate::{errors, names};
 /// Pixel plans kept per (format, width, height), most recent first.
 const PIXEL_PLANS: usize = 16;
 
+/// What a pixel plan is compiled for: format, width, height.
+type PixelKey = (PixelFormat, u32, u32);
+
 /// A compiled graph. Immutable and shared: any number of Python threads may
 /// call one plan at once (each call takes its own scratch state).
 ///
@@ -42,7 +45,7 @@ pub(crate) struct PyPlan {
     format: Option<PixelFormat>,
     /// The plan for encoded files (when the graph decodes).
     encoded: Option<Arc<Plan>>,
-    pixels: Mutex<Vec<((PixelFormat, u32, u32), Arc<Plan>)>>,
+    pixels: Mutex<Vec<(PixelKey, Arc<Plan>)>>,
     states: Mutex<Vec<PlanState>>,
     dtype: DType,
     layout: Layout,
@@ -253,7 +256,12 @@ impl PyPlan {
     }
 
     /// Runs a prepared input into `out` (no GIL).
-    fn execute(&self, item: &Item<'_>, ready: &Ready, out: TensorMut<'_>) -> Result<Geometry, RunError> {
+    fn execute(
+        &self,
+        item: &Item<'_>,
+        ready: &Ready,
+        out: TensorMut<'_>,
+    ) -> Result<Geometry, RunError> {
         let input = match item {
             Item::Pixels(view) => Input::Pixels(*view),
             other => Input::Encoded(encoded(other)),
@@ -298,7 +306,11 @@ fn encoded<'a>(item: &'a Item<'_>) -> &'a [u8] {
 
 /// Runs `f(i)` for `i` in `0..n` on `threads` scoped threads (each takes the
 /// next index), stopping early after a failure; the first failure by index.
-fn parallel(threads: usize, n: usize, f: impl Fn(usize) -> Result<(), RunError> + Sync) -> Result<(), RunError> {
+fn parallel(
+    threads: usize,
+    n: usize,
+    f: impl Fn(usize) -> Result<(), RunError> + Sync,
+) -> Result<(), RunError> {
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let first: Mutex<Option<(usize, RunError)>> = Mutex::new(None);
@@ -311,10 +323,10 @@ fn parallel(threads: usize, n: usize, f: impl Fn(usize) -> Result<(), RunError> 
             if let Err(mut e) = f(i) {
                 e.index = Some(i);
                 failed.store(true, Ordering::Relaxed);
-                if let Ok(mut slot) = first.lock() {
-                    if slot.as_ref().is_none_or(|(j, _)| i < *j) {
-                        *slot = Some((i, e));
-                    }
+                if let Ok(mut slot) = first.lock()
+                    && slot.as_ref().is_none_or(|(j, _)| i < *j)
+                {
+                    *slot = Some((i, e));
                 }
             }
         }
@@ -417,7 +429,11 @@ impl PyPlan {
             .filter_map(|(i, r)| Some((i, r?)))
             .collect();
         let shape = slots[0].1.shape;
-        if let Some((i, (_, r))) = slots.iter().enumerate().find(|(_, (_, r))| r.shape != shape) {
+        if let Some((i, (_, r))) = slots
+            .iter()
+            .enumerate()
+            .find(|(_, (_, r))| r.shape != shape)
+        {
             return Err(errors::input(format!(
                 "plan.batch: input 0 gives a {shape:?} tensor, input {i} a {:?} one (run \
                  inputs of varying output size one at a time)",

@@ -12,8 +12,7 @@ use tensorprep::size::{Rounding, SizeRule};
 use tensorprep::train::data::{self, Dataset, Sample};
 use tensorprep::train::{
     AugMix, Augment, AutoAugmentPolicy, ColorJitter, EraseValue, GaussianBlur, RandomAffine,
-    RandomCrop, RandomErasing, RandomPerspective, RandomResizedCrop, RandomRotation,
-    TrainPipeline,
+    RandomCrop, RandomErasing, RandomPerspective, RandomResizedCrop, RandomRotation, TrainPipeline,
 };
 use tensorprep::{Layout, Quantization};
 
@@ -69,7 +68,10 @@ impl PyDataset {
             Some(idx) => data::recordio::RecordIoDataset::open_with_index(&path, idx),
             None => data::recordio::RecordIoDataset::open(&path),
         });
-        Ok(PyDataset::new(Arc::new(data_result(d)?), format!("RecordIO({})", path.display())))
+        Ok(PyDataset::new(
+            Arc::new(data_result(d)?),
+            format!("RecordIO({})", path.display()),
+        ))
     }
 
     /// TFRecord files of `tf.train.Example`s (CRC-32C checked), the image
@@ -91,7 +93,10 @@ impl PyDataset {
             Some(idx) => data::tfrecord::TfRecordDataset::open_with_index(&path, idx, keys),
             None => data::tfrecord::TfRecordDataset::open(&path, keys),
         });
-        Ok(PyDataset::new(Arc::new(data_result(d)?), format!("TFRecord({})", path.display())))
+        Ok(PyDataset::new(
+            Arc::new(data_result(d)?),
+            format!("TFRecord({})", path.display()),
+        ))
     }
 
     /// WebDataset tar shards (`"shards-{000000..000099}.tar"`): the image by
@@ -117,7 +122,10 @@ impl PyDataset {
             label: label_key,
         };
         let d = py.detach(|| data::webdataset::WebDataset::open(pattern, keys));
-        Ok(PyDataset::new(Arc::new(data_result(d)?), format!("WebDataset({pattern})")))
+        Ok(PyDataset::new(
+            Arc::new(data_result(d)?),
+            format!("WebDataset({pattern})"),
+        ))
     }
 
     /// Samples in memory: a sequence of `(encoded_bytes, label)` pairs (the
@@ -127,13 +135,15 @@ impl PyDataset {
         let mut samples = Vec::new();
         for (i, item) in items.try_iter()?.enumerate() {
             let item = item?;
-            let (bytes, label): (Vec<u8>, Bound<'_, PyAny>) = item.extract().map_err(|_| {
-                errors::value(format!("sample {i}: expected (bytes, label)"))
-            })?;
+            let (bytes, label): (Vec<u8>, Bound<'_, PyAny>) = item
+                .extract()
+                .map_err(|_| errors::value(format!("sample {i}: expected (bytes, label)")))?;
             let labels = match label.extract::<f32>() {
                 Ok(l) => vec![l],
                 Err(_) => label.extract::<Vec<f32>>().map_err(|_| {
-                    errors::value(format!("sample {i}: a label is a number or a sequence of numbers"))
+                    errors::value(format!(
+                        "sample {i}: a label is a number or a sequence of numbers"
+                    ))
                 })?,
             };
             samples.push(Sample {
@@ -143,33 +153,48 @@ impl PyDataset {
             });
         }
         let n = samples.len();
-        Ok(PyDataset::new(Arc::new(data::combine::InMemory::new(samples)), format!("Samples({n})")))
+        Ok(PyDataset::new(
+            Arc::new(data::combine::InMemory::new(samples)),
+            format!("Samples({n})"),
+        ))
     }
 
     /// The first `n` samples.
     fn take(&self, n: usize) -> PyDataset {
         let inner = Arc::clone(&self.inner);
-        PyDataset::new(Arc::new(data::combine::Range::take(inner, n)), format!("{}.take({n})", self.what))
+        PyDataset::new(
+            Arc::new(data::combine::Range::take(inner, n)),
+            format!("{}.take({n})", self.what),
+        )
     }
 
     /// All but the first `n` samples.
     fn skip(&self, n: usize) -> PyDataset {
         let inner = Arc::clone(&self.inner);
-        PyDataset::new(Arc::new(data::combine::Range::skip(inner, n)), format!("{}.skip({n})", self.what))
+        PyDataset::new(
+            Arc::new(data::combine::Range::skip(inner, n)),
+            format!("{}.skip({n})", self.what),
+        )
     }
 
     /// The samples' encoded bytes kept in memory once read, up to `budget`
     /// bytes (the rest read each time).
     fn cache(&self, budget: u64) -> PyDataset {
         let inner = Arc::clone(&self.inner);
-        PyDataset::new(Arc::new(data::combine::Cache::new(inner, budget)), format!("{}.cache({budget})", self.what))
+        PyDataset::new(
+            Arc::new(data::combine::Cache::new(inner, budget)),
+            format!("{}.cache({budget})", self.what),
+        )
     }
 
     /// This dataset's samples, then `other`'s.
     fn __add__(&self, other: &PyDataset) -> PyResult<PyDataset> {
         let parts = vec![Arc::clone(&self.inner), Arc::clone(&other.inner)];
         let c = data_result(data::combine::Concat::new(parts))?;
-        Ok(PyDataset::new(Arc::new(c), format!("{} + {}", self.what, other.what)))
+        Ok(PyDataset::new(
+            Arc::new(c),
+            format!("{} + {}", self.what, other.what),
+        ))
     }
 
     fn __len__(&self) -> usize {
@@ -188,7 +213,10 @@ impl PyDataset {
         let mut s = Sample::default();
         data_result(py.detach(|| self.inner.read(i as usize, &mut s)))?;
         let labels = PyList::new(py, &s.labels)?;
-        PyTuple::new(py, [PyBytes::new(py, &s.bytes).into_any(), labels.into_any()])
+        PyTuple::new(
+            py,
+            [PyBytes::new(py, &s.bytes).into_any(), labels.into_any()],
+        )
     }
 
     /// The class names, for an `ImageFolder` (`None` otherwise).
@@ -241,7 +269,10 @@ fn size_of(size: &Bound<'_, PyAny>) -> PyResult<(u32, u32)> {
 /// `(centre - x, centre + x)` for jitter factors), a pair is itself.
 fn range(value: &Bound<'_, PyAny>, centre: f64) -> PyResult<(f64, f64)> {
     if let Ok(x) = value.extract::<f64>() {
-        return Ok(((centre - x).max(if centre > 0.0 { 0.0 } else { f64::MIN }), centre + x));
+        return Ok((
+            (centre - x).max(if centre > 0.0 { 0.0 } else { f64::MIN }),
+            centre + x,
+        ));
     }
     value
         .extract::<(f64, f64)>()
@@ -266,7 +297,12 @@ fn augments(list: &Bound<'_, PyAny>) -> PyResult<Vec<Augment>> {
 /// torchvision's `RandomResizedCrop(size, scale, ratio, interpolation)`.
 #[pyfunction(name = "RandomResizedCrop")]
 #[pyo3(signature = (size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), interpolation="bilinear"))]
-fn random_resized_crop(size: &Bound<'_, PyAny>, scale: (f64, f64), ratio: (f64, f64), interpolation: &str) -> PyResult<PyAugment> {
+fn random_resized_crop(
+    size: &Bound<'_, PyAny>,
+    scale: (f64, f64),
+    ratio: (f64, f64),
+    interpolation: &str,
+) -> PyResult<PyAugment> {
     let (w, h) = size_of(size)?;
     let mut c = RandomResizedCrop::new(w, h);
     c.scale = scale;
@@ -278,7 +314,12 @@ fn random_resized_crop(size: &Bound<'_, PyAny>, scale: (f64, f64), ratio: (f64, 
 /// torchvision's `RandomCrop(size, padding, pad_if_needed, fill)` (constant padding).
 #[pyfunction(name = "RandomCrop")]
 #[pyo3(signature = (size, padding=None, pad_if_needed=false, fill=None))]
-fn random_crop(size: &Bound<'_, PyAny>, padding: Option<&Bound<'_, PyAny>>, pad_if_needed: bool, fill: Option<&Bound<'_, PyAny>>) -> PyResult<PyAugment> {
+fn random_crop(
+    size: &Bound<'_, PyAny>,
+    padding: Option<&Bound<'_, PyAny>>,
+    pad_if_needed: bool,
+    fill: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyAugment> {
     let (w, h) = size_of(size)?;
     let mut c = RandomCrop::new(w, h);
     if let Some(p) = padding {
@@ -301,21 +342,31 @@ fn random_crop(size: &Bound<'_, PyAny>, padding: Option<&Bound<'_, PyAny>>, pad_
 #[pyfunction(name = "RandomHorizontalFlip")]
 #[pyo3(signature = (p=0.5))]
 fn random_horizontal_flip(p: f64) -> PyAugment {
-    PyAugment(Augment::RandomFlip { axis: Flip::Horizontal, p })
+    PyAugment(Augment::RandomFlip {
+        axis: Flip::Horizontal,
+        p,
+    })
 }
 
 /// torchvision's `RandomVerticalFlip(p)`.
 #[pyfunction(name = "RandomVerticalFlip")]
 #[pyo3(signature = (p=0.5))]
 fn random_vertical_flip(p: f64) -> PyAugment {
-    PyAugment(Augment::RandomFlip { axis: Flip::Vertical, p })
+    PyAugment(Augment::RandomFlip {
+        axis: Flip::Vertical,
+        p,
+    })
 }
 
 /// torchvision's `Resize(size, interpolation, max_size)`: an int resizes the
 /// shorter side (the longer truncated, as torchvision does), `(h, w)` exactly.
 #[pyfunction(name = "Resize")]
 #[pyo3(signature = (size, interpolation="bilinear", max_size=None))]
-fn resize(size: &Bound<'_, PyAny>, interpolation: &str, max_size: Option<u32>) -> PyResult<PyAugment> {
+fn resize(
+    size: &Bound<'_, PyAny>,
+    interpolation: &str,
+    max_size: Option<u32>,
+) -> PyResult<PyAugment> {
     let rule = if let Ok(s) = size.extract::<u32>() {
         SizeRule::ShorterSide {
             size: s,
@@ -354,7 +405,9 @@ fn color_jitter(
     hue: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyAugment> {
     let factor = |v: Option<&Bound<'_, PyAny>>| -> PyResult<Option<(f64, f64)>> {
-        v.map(|v| range(v, 1.0)).transpose().map(|r| r.filter(|&(a, b)| !(a == 1.0 && b == 1.0)))
+        v.map(|v| range(v, 1.0))
+            .transpose()
+            .map(|r| r.filter(|&(a, b)| !(a == 1.0 && b == 1.0)))
     };
     let mut j = ColorJitter::new(0.0, 0.0, 0.0, 0.0);
     j.brightness = factor(brightness)?;
@@ -370,7 +423,10 @@ fn color_jitter(
 /// torchvision's `GaussianBlur(kernel_size, sigma)`.
 #[pyfunction(name = "GaussianBlur")]
 #[pyo3(signature = (kernel_size, sigma=None))]
-fn gaussian_blur(kernel_size: &Bound<'_, PyAny>, sigma: Option<&Bound<'_, PyAny>>) -> PyResult<PyAugment> {
+fn gaussian_blur(
+    kernel_size: &Bound<'_, PyAny>,
+    sigma: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyAugment> {
     let (kw, kh) = size_of(kernel_size)?;
     let (kw, kh) = (kh, kw); // torchvision's kernel_size is (kx, ky)
     let mut g = GaussianBlur::new(
@@ -390,7 +446,13 @@ fn gaussian_blur(kernel_size: &Bound<'_, PyAny>, sigma: Option<&Bound<'_, PyAny>
 /// torchvision's `RandomRotation(degrees, interpolation, expand, center, fill)`.
 #[pyfunction(name = "RandomRotation")]
 #[pyo3(signature = (degrees, interpolation="nearest", expand=false, center=None, fill=None))]
-fn random_rotation(degrees: &Bound<'_, PyAny>, interpolation: &str, expand: bool, center: Option<(f64, f64)>, fill: Option<&Bound<'_, PyAny>>) -> PyResult<PyAugment> {
+fn random_rotation(
+    degrees: &Bound<'_, PyAny>,
+    interpolation: &str,
+    expand: bool,
+    center: Option<(f64, f64)>,
+    fill: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyAugment> {
     let (min, max) = range(degrees, 0.0)?;
     let mut r = RandomRotation::new(min, max);
     r.interpolation = names::interpolation(interpolation)?;
@@ -438,7 +500,12 @@ fn random_affine(
 /// torchvision's `RandomPerspective(distortion_scale, p, interpolation, fill)`.
 #[pyfunction(name = "RandomPerspective")]
 #[pyo3(signature = (distortion_scale=0.5, p=0.5, interpolation="bilinear", fill=None))]
-fn random_perspective(distortion_scale: f64, p: f64, interpolation: &str, fill: Option<&Bound<'_, PyAny>>) -> PyResult<PyAugment> {
+fn random_perspective(
+    distortion_scale: f64,
+    p: f64,
+    interpolation: &str,
+    fill: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyAugment> {
     let mut r = RandomPerspective::new(distortion_scale, p);
     r.interpolation = names::interpolation(interpolation)?;
     r.fill = fill_of(fill)?;
@@ -498,12 +565,20 @@ fn random_equalize(p: f64) -> PyAugment {
 /// `"cifar10"` or `"svhn"`.
 #[pyfunction(name = "AutoAugment")]
 #[pyo3(signature = (policy="imagenet", interpolation="nearest", fill=None))]
-fn auto_augment(policy: &str, interpolation: &str, fill: Option<&Bound<'_, PyAny>>) -> PyResult<PyAugment> {
+fn auto_augment(
+    policy: &str,
+    interpolation: &str,
+    fill: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyAugment> {
     let policy = match policy.to_ascii_lowercase().as_str() {
         "imagenet" => AutoAugmentPolicy::ImageNet,
         "cifar10" => AutoAugmentPolicy::Cifar10,
         "svhn" => AutoAugmentPolicy::Svhn,
-        other => return Err(errors::value(format!("unknown policy `{other}` (imagenet, cifar10, svhn)"))),
+        other => {
+            return Err(errors::value(format!(
+                "unknown policy `{other}` (imagenet, cifar10, svhn)"
+            )));
+        }
     };
     Ok(PyAugment(Augment::AutoAugment {
         policy,
@@ -515,7 +590,13 @@ fn auto_augment(policy: &str, interpolation: &str, fill: Option<&Bound<'_, PyAny
 /// torchvision's `RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation, fill)`.
 #[pyfunction(name = "RandAugment")]
 #[pyo3(signature = (num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation="nearest", fill=None))]
-fn rand_augment(num_ops: u32, magnitude: u32, num_magnitude_bins: u32, interpolation: &str, fill: Option<&Bound<'_, PyAny>>) -> PyResult<PyAugment> {
+fn rand_augment(
+    num_ops: u32,
+    magnitude: u32,
+    num_magnitude_bins: u32,
+    interpolation: &str,
+    fill: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyAugment> {
     Ok(PyAugment(Augment::RandAugment {
         num_ops,
         magnitude,
@@ -528,7 +609,11 @@ fn rand_augment(num_ops: u32, magnitude: u32, num_magnitude_bins: u32, interpola
 /// torchvision's `TrivialAugmentWide(num_magnitude_bins, interpolation, fill)`.
 #[pyfunction(name = "TrivialAugmentWide")]
 #[pyo3(signature = (num_magnitude_bins=31, interpolation="nearest", fill=None))]
-fn trivial_augment_wide(num_magnitude_bins: u32, interpolation: &str, fill: Option<&Bound<'_, PyAny>>) -> PyResult<PyAugment> {
+fn trivial_augment_wide(
+    num_magnitude_bins: u32,
+    interpolation: &str,
+    fill: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyAugment> {
     Ok(PyAugment(Augment::TrivialAugmentWide {
         num_magnitude_bins,
         interpolation: names::interpolation(interpolation)?,
@@ -540,7 +625,15 @@ fn trivial_augment_wide(num_magnitude_bins: u32, interpolation: &str, fill: Opti
 #[pyfunction(name = "AugMix")]
 #[pyo3(signature = (severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=true, interpolation="bilinear", fill=None))]
 #[allow(clippy::too_many_arguments)]
-fn aug_mix(severity: u32, mixture_width: u32, chain_depth: i32, alpha: f64, all_ops: bool, interpolation: &str, fill: Option<&Bound<'_, PyAny>>) -> PyResult<PyAugment> {
+fn aug_mix(
+    severity: u32,
+    mixture_width: u32,
+    chain_depth: i32,
+    alpha: f64,
+    all_ops: bool,
+    interpolation: &str,
+    fill: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyAugment> {
     let mut a = AugMix::new();
     a.severity = severity;
     a.mixture_width = mixture_width;
@@ -557,7 +650,10 @@ fn aug_mix(severity: u32, mixture_width: u32, chain_depth: i32, alpha: f64, all_
 #[pyfunction(name = "RandomApply")]
 #[pyo3(signature = (transforms, p=0.5))]
 fn random_apply(transforms: &Bound<'_, PyAny>, p: f64) -> PyResult<PyAugment> {
-    Ok(PyAugment(Augment::RandomApply { p, ops: augments(transforms)? }))
+    Ok(PyAugment(Augment::RandomApply {
+        p,
+        ops: augments(transforms)?,
+    }))
 }
 
 /// torchvision's `RandomChoice(transforms, p)` (`p`: weights, or equal).
@@ -586,7 +682,12 @@ pub(crate) struct PyErasing(RandomErasing);
 impl PyErasing {
     #[new]
     #[pyo3(signature = (p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=None))]
-    fn new(p: f64, scale: (f64, f64), ratio: (f64, f64), value: Option<&Bound<'_, PyAny>>) -> PyResult<PyErasing> {
+    fn new(
+        p: f64,
+        scale: (f64, f64),
+        ratio: (f64, f64),
+        value: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyErasing> {
         let mut e = RandomErasing::new(p);
         e.scale = scale;
         e.ratio = ratio;
@@ -658,7 +759,11 @@ impl PyTrainPipeline {
         let layout = match layout.to_ascii_lowercase().as_str() {
             "chw" => Layout::Chw,
             "hwc" => Layout::Hwc,
-            other => return Err(errors::value(format!("unknown layout `{other}` (chw, hwc)"))),
+            other => {
+                return Err(errors::value(format!(
+                    "unknown layout `{other}` (chw, hwc)"
+                )));
+            }
         };
         let mut normalize = Normalize::IMAGENET;
         normalize.mean = [mean.0, mean.1, mean.2];
@@ -701,15 +806,17 @@ impl PyTrainPipeline {
     }
 
     /// An inference graph without random ops (a validation loader's
-    /// pipeline: `Graph.preset("imagenet-eval")`).
+    /// pipeline: `Graph.preset("imagenet-eval")`); `decoder` as in
+    /// `Graph.compile` (libjpeg-turbo by default when built in).
     #[staticmethod]
     #[pyo3(signature = (graph, *, decoder=None))]
     fn from_graph(graph: &PyGraph, decoder: Option<&str>) -> PyResult<PyTrainPipeline> {
         let mut pipeline =
             TrainPipeline::from_pipeline(&graph.graph.pipeline).map_err(|e| errors::core(&e))?;
-        if let Some(name) = decoder {
-            pipeline.decode.backend = names::decoder(name)?;
-        }
+        pipeline.decode.backend = match decoder {
+            Some(name) => names::decoder(name)?,
+            None => names::default_decoder(),
+        };
         Ok(PyTrainPipeline { pipeline })
     }
 

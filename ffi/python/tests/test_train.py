@@ -1,0 +1,247 @@
+"""The training loader from Python: datasets, resume, worker independence,
+DLPack, batch lifetime, sharding, and a plain PyTorch loop."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from conftest import fixture
+
+RECORDS = fixture("records")
+
+
+@pytest.fixture(scope="module")
+def train(tp):
+    from tensorprep import train
+
+    return train
+
+
+def folder(train):
+    return train.ImageFolder(fixture("records", "folder"))
+
+
+def collect(loader):
+    """Every batch of one epoch, copied (images, labels)."""
+    return [(np.array(x, copy=True), np.array(y, copy=True)) for x, y in loader]
+
+
+def same(a, b):
+    return len(a) == len(b) and all(np.array_equal(x, p) and np.array_equal(y, q) for (x, y), (p, q) in zip(a, b))
+
+
+def test_every_dataset_format_holds_the_same_samples(train):
+    f = folder(train)
+    assert len(f) == 6 and f.classes == ["cat", "dog"]
+    rec = train.RecordIO(fixture("records", "folder.rec"))
+    tfr = train.TFRecord(fixture("records", "folder.tfrecord"))
+    tfi = train.TFRecord(fixture("records", "folder.tfrecord"), fixture("records", "folder.tfindex"))
+    web = train.WebDataset(fixture("records", "shard-{0..1}.tar"))
+    for d in (rec, tfr, tfi, web):
+        assert len(d) == 6
+    # The folder's samples by file, the others' by record: the same bytes and labels.
+    by_bytes = {f[i][0]: f[i][1] for i in range(6)}
+    for d in (rec, tfr, web):
+        for i in range(6):
+            data, labels = d[i]
+            assert by_bytes[data] == labels
+    mem = train.Samples([f[i] for i in range(6)])
+    assert len(mem) == 6 and mem[-1] == f[5]
+    assert len(f.take(4)) == 4 and len(f.skip(4)) == 2 and len(f + rec) == 12
+    assert len(f.cache(1 << 20)) == 6
+    with pytest.raises(IndexError):
+        f[6]
+
+
+def test_batches_do_not_depend_on_the_worker_count(train):
+    runs = []
+    for workers in (1, 2, 4):
+        loader = train.Loader(folder(train), "imagenet-trivialaugment", 4, workers, seed=11, output="numpy")
+        runs.append(collect(loader) + collect(loader))  # two epochs
+    assert same(runs[0], runs[1]) and same(runs[0], runs[2])
+    # Another seed draws other crops.
+    other = collect(train.Loader(folder(train), "imagenet-trivialaugment", 4, 2, seed=12, output="numpy"))
+    assert not same(runs[0][:2], other)
+
+
+def test_state_dict_resumes_with_the_very_next_batch(train):
+    pipeline = train.Pipeline([train.RandomResizedCrop(96), train.RandomHorizontalFlip(), train.ColorJitter(0.4, 0.4, 0.4, 0.1)])
+    data = train.RecordIO(fixture("records", "folder.rec"))
+    full = train.Loader(data, pipeline, 2, 2, seed=5, output="numpy")
+    whole = collect(full) + collect(full) + collect(full)  # 3 epochs of 3 batches
+    # Stop after 4 batches (inside epoch 1), save, resume elsewhere.
+    first = train.Loader(data, pipeline, 2, 1, seed=5, output="numpy")
+    got = collect(first)
+    it = iter(first)
+    got.append(tuple(np.array(a, copy=True) for a in next(it)))
+    state = first.state_dict()
+    assert state["epoch"] == 1 and state["batches"] == 1
+    first.close()
+    second = train.Loader(data, pipeline, 2, 3, seed=5, output="numpy")
+    second.load_state_dict(state)
+    got += collect(second)  # the rest of epoch 1
+    got += collect(second)  # epoch 2
+    assert same(got, whole)
+    # A state is refused on another dataset or seed.
+    with pytest.raises(train.LoaderError if hasattr(train, "LoaderError") else Exception, match="seed"):
+        train.Loader(data, pipeline, 2, 1, seed=6).load_state_dict(state)
+    with pytest.raises(Exception, match="dataset"):
+        train.Loader(data.take(5), pipeline, 2, 1, seed=5).load_state_dict(state)
+    # set_epoch starts an epoch over.
+    again = train.Loader(data, pipeline, 2, 2, seed=5, output="numpy")
+    again.set_epoch(2)
+    assert same(collect(again), whole[6:])
+
+
+def test_the_dlpack_export_reaches_numpy_without_a_copy(tp, train):
+    loader = train.Loader(folder(train), "imagenet-train", 4, 2, seed=1, output="numpy")
+    raw = loader._native.next_batch()
+    tensor, labels, indices, epoch, number = raw
+    assert isinstance(tensor, train.BatchTensor)
+    assert tensor.__dlpack_device__() == (1, 0) and tensor.shape == [4, 3, 224, 224]
+    a = np.from_dlpack(tensor)  # DLPack 1.0 capsule (numpy asks with max_version)
+    b = np.from_dlpack(tensor)
+    assert a.shape == (4, 3, 224, 224) and a.dtype == np.float32
+    # Both views share the batch's buffer.
+    a[0, 0, 0, 0] = 1234.5
+    assert b[0, 0, 0, 0] == np.float32(1234.5)
+
+    class Legacy:  # a producer that only hands out DLPack 0.8 capsules
+        def __dlpack__(self, **kw):
+            return tensor.__dlpack__()
+
+        def __dlpack_device__(self):
+            return tensor.__dlpack_device__()
+
+    c = np.from_dlpack(Legacy())
+    assert c[0, 0, 0, 0] == np.float32(1234.5)
+    # An unconsumed capsule frees itself (no leak, no crash).
+    for _ in range(3):
+        tensor.__dlpack__()
+        tensor.__dlpack__(max_version=(1, 0))
+    assert list(indices) == sorted(indices, key=list(indices).index) and len(labels) == 4
+
+
+def test_a_held_batch_stays_valid_while_the_loader_reuses_the_others(train):
+    loader = train.Loader(train.RecordIO(fixture("records", "folder.rec")), "imagenet-train", 1, 2, seed=3, depth=3, output="numpy")
+    it = iter(loader)
+    held, _ = next(it)
+    copy = held.copy()
+    seen = 0
+    for _ in range(5):  # the other buffers go round and round
+        x, _ = next(it) if seen < 5 else (None, None)
+        seen += 1
+        del x
+        if seen == 5:
+            break
+    assert np.array_equal(held, copy)
+    # Holding every buffer is an error, not a deadlock.
+    loader = train.Loader(folder(train), "imagenet-train", 1, 1, seed=3, depth=2, output="numpy")
+    it = iter(loader)
+    keep = [next(it), next(it)]
+    with pytest.raises(Exception, match="held"):
+        next(it)
+    del keep
+
+
+def test_shards_split_each_epoch_as_distributed_sampler_does(train, monkeypatch):
+    assert train.shard_from_env({}) == (0, 1)
+    assert train.shard_from_env({"RANK": "1", "WORLD_SIZE": "2"}) == (1, 2)
+    with pytest.raises(ValueError):
+        train.shard_from_env({"RANK": "2", "WORLD_SIZE": "2"})
+    seen = []
+    for rank in (0, 1):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        loader = train.Loader(folder(train), "imagenet-train", 2, 1, seed=9, output="numpy")
+        assert loader.shard == (rank, 2) and len(loader) == 2
+        for _ in loader:
+            seen.extend(loader.last_indices.tolist())
+    assert sorted(seen) == list(range(6))
+    monkeypatch.delenv("RANK")
+    monkeypatch.delenv("WORLD_SIZE")
+    assert train.Loader(folder(train), "imagenet-train", 2, 1, seed=9).shard == (0, 1)
+
+
+def test_weighted_sampling_draws_by_weight(train):
+    # Only the dogs (labels 1) have weight: every sample drawn is a dog.
+    data = folder(train)
+    loader = train.Loader(data, "imagenet-train", 4, 2, seed=1, weights=[0, 0, 0, 1, 1, 1], num_samples=8, output="numpy")
+    labels = np.concatenate([y for _, y in loader])
+    assert len(labels) == 8 and set(labels.tolist()) == {1}
+    assert all(i >= 3 for i in loader.last_indices)
+    with pytest.raises(Exception, match="weight"):
+        train.Loader(data, "imagenet-train", 4, 2, seed=1, weights=[0] * 6)
+
+
+def test_pipelines_from_augmentations_presets_and_graphs(tp, train):
+    p = train.Pipeline(
+        [
+            train.RandomResizedCrop((160, 128), scale=(0.2, 1.0)),
+            train.RandomApply([train.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8),
+            train.RandomGrayscale(0.2),
+            train.RandomApply([train.GaussianBlur(9, (0.1, 2.0))], p=0.5),
+            train.RandomSolarize(128, 0.2),
+            train.RandomHorizontalFlip(),
+            train.RandAugment(),
+        ],
+        erasing=[train.RandomErasing(0.25)],
+        dtype="float16",
+    )
+    assert p.output_shape == (3, 160, 128)
+    images, labels = next(iter(train.Loader(folder(train), p, 3, 2, seed=0, output="numpy")))
+    assert images.shape == (3, 3, 160, 128) and images.dtype == np.float16 and labels.dtype == np.int64
+    # A validation loader: the eval graph, identical to the plan's tensors.
+    graph = tp.Graph.preset("imagenet-eval")
+    loader = train.Loader(folder(train), graph, 6, 2, seed=0, shuffle=False, output="numpy")
+    images, labels = next(iter(loader))
+    plan = graph.compile("jpeg")
+    data = folder(train)
+    want = np.stack([plan(data[i][0]) for i in range(6)])
+    assert np.array_equal(images, want) and labels.tolist() == [0, 0, 0, 1, 1, 1]
+    with pytest.raises(ValueError, match="imagenet-train"):
+        train.Pipeline.preset("imagenet")
+    with pytest.raises(tp.InputError):
+        train.Pipeline([train.RandomResizedCrop(0)])
+
+
+def test_a_failing_sample_names_itself_or_is_skipped(tp, train):
+    good = folder(train)
+    samples = [good[i] for i in range(6)]
+    samples[2] = (samples[2][0][:200], samples[2][1])  # truncated
+    data = train.Samples(samples)
+    loader = train.Loader(data, "imagenet-train", 3, 2, seed=0, shuffle=False, output="numpy")
+    with pytest.raises(tp.DecodeError, match="sample 2"):
+        collect(loader)
+    skip = train.Loader(data, "imagenet-train", 3, 2, seed=0, shuffle=False, skip_errors=True, output="numpy")
+    batches = collect(skip)
+    assert [len(y) for _, y in batches] == [2, 3]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_torch_tensors_through_dlpack_in_a_plain_training_loop(train):
+    import torch
+
+    loader = train.Loader(folder(train), train.Pipeline([train.RandomResizedCrop(32), train.RandomHorizontalFlip()]), 3, 2, seed=0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(4, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    steps = 0
+    for epoch in range(2):
+        for images, labels in loader:
+            assert isinstance(images, torch.Tensor) and images.dtype == torch.float32
+            assert labels.dtype == torch.int64
+            loss = torch.nn.functional.cross_entropy(model(images), labels)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            steps += 1
+        assert loader.epoch == epoch
+    assert steps == 4
+    # No copy: the tensor is the numpy view of the same batch.
+    loader = train.Loader(folder(train), "imagenet-train", 2, 1, seed=0)
+    raw = loader._native.next_batch()[0]
+    t = torch.from_dlpack(raw)
+    n = np.from_dlpack(raw)
+    t[0, 0, 0, 0] = 7.0
+    assert n[0, 0, 0, 0] == 7.0
