@@ -93,10 +93,25 @@ pub const SOURCES: [&str; 7] = [
 /// ```
 pub fn convert(from: &str, source: Option<&std::path::Path>) -> Result<Graph, GraphError> {
     let (kind, name) = from.split_once(':').unwrap_or((from, ""));
+    let known = [
+        "hf",
+        "timm",
+        "torchvision",
+        "ultralytics",
+        "tflite",
+        "mindir",
+        "preset",
+    ];
+    let Some(format) = known.into_iter().find(|k| *k == kind) else {
+        return Err(GraphError::Import {
+            format: "graph",
+            message: alloc::format!("unknown source `{kind}` (known: {})", SOURCES.join(", ")),
+        });
+    };
     let source = || {
         source.ok_or_else(|| GraphError::Import {
-            format: "convert",
-            message: alloc::format!("`{kind}` reads a configuration or model file; none was given"),
+            format,
+            message: "needs its configuration or model file; none was given".into(),
         })
     };
     let read = |path: &std::path::Path, limit: u64| {
@@ -106,14 +121,14 @@ pub fn convert(from: &str, source: Option<&std::path::Path>) -> Result<Graph, Gr
                 error,
             },
             other => GraphError::Import {
-                format: "convert",
+                format,
                 message: alloc::format!("{}: {other}", path.display()),
             },
         })
     };
     let text = |path: &std::path::Path| -> Result<String, GraphError> {
         String::from_utf8(read(path, MAX_CONFIG_BYTES as u64)?).map_err(|_| GraphError::Import {
-            format: "convert",
+            format,
             message: alloc::format!("{}: not UTF-8 text", path.display()),
         })
     };
@@ -126,11 +141,7 @@ pub fn convert(from: &str, source: Option<&std::path::Path>) -> Result<Graph, Gr
         }
         "tflite" => tflite(&read(source()?, MAX_MODEL_BYTES)?),
         "mindir" => mindir(&read(source()?, MAX_MODEL_BYTES)?),
-        "preset" => Graph::preset(name),
-        other => Err(GraphError::Import {
-            format: "convert",
-            message: alloc::format!("unknown source `{other}` (known: {})", SOURCES.join(", ")),
-        }),
+        _ => Graph::preset(name),
     }
 }
 
@@ -201,19 +212,6 @@ fn pillow_filter(n: i64) -> Option<Filter> {
         3 => Filter::Bicubic,
         4 => Filter::Box,
         5 => Filter::Hamming,
-        _ => return None,
-    })
-}
-
-/// A Pillow filter by its name as timm and torchvision spell it.
-fn filter_by_name(name: &str) -> Option<Filter> {
-    Some(match name {
-        "nearest" => Filter::Nearest,
-        "bilinear" | "linear" => Filter::Bilinear,
-        "bicubic" | "cubic" => Filter::Bicubic,
-        "box" => Filter::Box,
-        "hamming" => Filter::Hamming,
-        "lanczos" => Filter::Lanczos3,
         _ => return None,
     })
 }

@@ -5,12 +5,13 @@ use std::vec::Vec;
 
 use super::json::{self, Object};
 use super::{
-    IMAGENET_MEAN, IMAGENET_STD, decode, filter_by_name, finish, graph, resize_then_center_crop,
-    shorter_side, three,
+    IMAGENET_MEAN, IMAGENET_STD, decode, finish, graph, resize_then_center_crop, shorter_side,
+    three,
 };
 use crate::finish::Normalize;
 use crate::graph::{Graph, GraphError};
 use crate::jpeg::Orientation;
+use crate::resize::Filter;
 use crate::size::SizeRule;
 use crate::{DType, Layout, Quantization};
 
@@ -44,7 +45,7 @@ pub fn timm(config: &str) -> Result<Graph, GraphError> {
         }
     };
     let interpolation = cfg.str("interpolation")?.unwrap_or("bicubic");
-    let filter = filter_by_name(interpolation)
+    let filter = Filter::from_name(interpolation)
         .ok_or_else(|| cfg.error(format!("interpolation `{interpolation}` is not supported")))?;
     let crop_pct = cfg.f64("crop_pct")?.unwrap_or(0.875);
     if !(crop_pct > 0.0 && crop_pct <= 4.0) {

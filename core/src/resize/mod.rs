@@ -80,6 +80,32 @@ pub enum Resample {
 }
 
 impl Filter {
+    /// A filter by the name timm, torchvision (`InterpolationMode`'s values)
+    /// and Pillow give it: `nearest`, `bilinear` (or `linear`), `bicubic` (or
+    /// `cubic`), `box`, `hamming`, `lanczos`; any case.
+    ///
+    /// ```
+    /// use tensorprep::resize::Filter;
+    /// assert_eq!(Filter::from_name("BICUBIC"), Some(Filter::Bicubic));
+    /// assert_eq!(Filter::from_name("area"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<Filter> {
+        const NAMES: [(&str, Filter); 8] = [
+            ("nearest", Filter::Nearest),
+            ("bilinear", Filter::Bilinear),
+            ("linear", Filter::Bilinear),
+            ("bicubic", Filter::Bicubic),
+            ("cubic", Filter::Bicubic),
+            ("box", Filter::Box),
+            ("hamming", Filter::Hamming),
+            ("lanczos", Filter::Lanczos3),
+        ];
+        NAMES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|&(_, f)| f)
+    }
+
     /// Every filter, in Pillow's order of increasing support.
     pub const ALL: [Filter; 6] = [
         Filter::Nearest,

@@ -87,7 +87,8 @@ pub(crate) fn load(path: &Path) -> Result<Graph, String> {
 }
 
 fn imported(args: &ConvertArgs) -> Result<Graph, String> {
-    import::convert(&args.from, args.source.as_deref()).map_err(|e| e.to_string())
+    import::convert(&args.from, args.source.as_deref())
+        .map_err(|e| format!("--from {}: {e}", args.from))
 }
 
 pub(crate) fn convert(args: &ConvertArgs) -> Result<ExitCode, String> {

@@ -381,11 +381,11 @@ fn bad_graph_sources_explain_themselves() {
         ),
         (
             vec!["convert", "--from", "caffe", "-o", "x.tpp"],
-            "unknown --from",
+            "--from caffe: graph import: unknown source `caffe`",
         ),
         (
             vec!["convert", "--from", "hf", "-o", "x.tpp"],
-            "needs a SOURCE",
+            "--from hf: hf import: needs its configuration or model file",
         ),
         (
             vec![

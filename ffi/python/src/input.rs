@@ -62,6 +62,21 @@ pub(crate) fn hold<'py>(
         }
         return Ok(Held::Planes(vec![array(obj)?], format));
     }
+    // A PIL image: its pixels, in the modes a plan reads.
+    if obj.hasattr("getbands")? && obj.hasattr("mode")? {
+        let mode: String = obj.getattr("mode")?.extract()?;
+        let format = match mode.as_str() {
+            "RGB" => PixelFormat::Rgb8,
+            "RGBA" => PixelFormat::Rgba8,
+            "L" => PixelFormat::Gray8,
+            other => {
+                return Err(errors::input(format!(
+                    "a PIL image in mode {other}: convert(\"RGB\") (or \"L\") it first"
+                )));
+            }
+        };
+        return Ok(Held::Planes(vec![array(obj)?], Some(format)));
+    }
     if obj.hasattr("__array_interface__")? || obj.hasattr("__array__")? {
         return Ok(Held::Planes(vec![array(obj)?], format));
     }
@@ -69,8 +84,8 @@ pub(crate) fn hold<'py>(
         return Ok(Held::Path(path));
     }
     Err(errors::input(format!(
-        "a plan takes encoded bytes, a path, a numpy uint8 image (H, W[, C]) or a \
-         frame's planes (Y, UV) / (Y, U, V); given {}",
+        "a plan takes encoded bytes, a path, a numpy uint8 image (H, W[, C]), a PIL \
+         image or a frame's planes (Y, UV) / (Y, U, V); given {}",
         obj.get_type()
     )))
 }

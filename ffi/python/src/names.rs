@@ -10,6 +10,36 @@ use tensorprep::{DType, PixelFormat};
 
 use crate::errors;
 
+/// An enum value's name as Python code gives it: a string, or an enum
+/// member whose `.value` is one (torchvision's `InterpolationMode.BICUBIC`).
+pub(crate) struct Name(pub(crate) String);
+
+impl Name {
+    /// A default argument's name.
+    pub(crate) fn new(name: &str) -> Name {
+        Name(name.to_owned())
+    }
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Name {
+    type Error = PyErr;
+
+    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Name> {
+        if let Ok(s) = obj.extract::<String>() {
+            return Ok(Name(s));
+        }
+        obj.getattr("value")
+            .and_then(|v| v.extract::<String>())
+            .map(Name)
+            .map_err(|_| {
+                errors::value(format!(
+                    "expected a name (a string), given {}",
+                    obj.get_type()
+                ))
+            })
+    }
+}
+
 /// One of `table`'s values by its name (any case).
 fn lookup<T: Copy>(what: &str, table: &[(&str, T)], name: &str) -> PyResult<T> {
     table
@@ -55,12 +85,15 @@ pub(crate) fn available_decoders() -> Vec<&'static str> {
     Backend::available().map(Backend::name).collect()
 }
 
-/// The decoder a plan uses when none is named: libjpeg-turbo when built in
-/// (Pillow's), else zune-jpeg.
-pub(crate) fn default_decoder() -> Backend {
-    Backend::available()
-        .find(|&b| b == Backend::LibjpegTurbo)
-        .unwrap_or(Backend::Zune)
+/// The decoder named, or when none is: libjpeg-turbo when built in
+/// (Pillow's decoder), else zune-jpeg.
+pub(crate) fn decoder_or_default(name: Option<&str>) -> PyResult<Backend> {
+    match name {
+        Some(name) => decoder(name),
+        None => Ok(Backend::available()
+            .find(|&b| b == Backend::LibjpegTurbo)
+            .unwrap_or(Backend::Zune)),
+    }
 }
 
 /// A pixel format by name ([`PixelFormat::name`]).
@@ -99,23 +132,20 @@ pub(crate) fn dtype(name: &str) -> PyResult<DType> {
     )
 }
 
-/// A resampler by torchvision's / Pillow's interpolation name, or OpenCV's
-/// (`"cv2-linear"`, `"cv2-area"`).
+/// A resampler by torchvision's / Pillow's interpolation name
+/// ([`Filter::from_name`]), or OpenCV's (`"cv2-linear"`, `"cv2-area"`).
 pub(crate) fn resample(name: &str) -> PyResult<Resample> {
-    lookup(
-        "interpolation",
-        &[
-            ("nearest", Resample::Pillow(Filter::Nearest)),
-            ("box", Resample::Pillow(Filter::Box)),
-            ("bilinear", Resample::Pillow(Filter::Bilinear)),
-            ("hamming", Resample::Pillow(Filter::Hamming)),
-            ("bicubic", Resample::Pillow(Filter::Bicubic)),
-            ("lanczos", Resample::Pillow(Filter::Lanczos3)),
-            ("cv2-linear", Resample::OpenCvLinear),
-            ("cv2-area", Resample::OpenCvArea),
-        ],
-        name,
-    )
+    if let Some(filter) = Filter::from_name(name) {
+        return Ok(Resample::Pillow(filter));
+    }
+    match name.to_ascii_lowercase().as_str() {
+        "cv2-linear" => Ok(Resample::OpenCvLinear),
+        "cv2-area" => Ok(Resample::OpenCvArea),
+        _ => Err(errors::value(format!(
+            "unknown interpolation `{name}` (nearest, bilinear, bicubic, box, hamming, \
+             lanczos: Pillow's filters; cv2-linear, cv2-area: OpenCV's)"
+        ))),
+    }
 }
 
 /// A warp's interpolation (`"nearest"`, `"bilinear"`).

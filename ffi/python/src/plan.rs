@@ -28,9 +28,10 @@ type PixelKey = (PixelFormat, u32, u32);
 /// Call it on one input: encoded bytes (JPEG, PNG, WebP; `bytes`,
 /// `bytearray`, `memoryview` or a 1-D uint8 array), a path, a numpy uint8
 /// image `(H, W)` / `(H, W, C)` (RGB, or the pixel format the plan was
-/// compiled for, or `format=`), or a frame's planes `(Y, UV)` (NV21, or
-/// NV12) / `(Y, U, V)` (I420). It returns a new numpy array, or writes into
-/// `out=` (same dtype and shape, C-contiguous) and returns it.
+/// compiled for, or `format=`), a PIL image (RGB, RGBA or L), or a frame's
+/// planes `(Y, UV)` (NV21, or NV12) / `(Y, U, V)` (I420). It returns a new
+/// numpy array, or writes into `out=` (same dtype and shape, C-contiguous)
+/// and returns it.
 ///
 /// >>> plan = tensorprep.Graph.preset("imagenet-eval").compile("jpeg")
 /// >>> plan("photo.jpg").shape
@@ -128,10 +129,7 @@ impl PyPlan {
                 }
             };
         }
-        let backend = match options.decoder.as_deref() {
-            Some(name) => names::decoder(name)?,
-            None => names::default_decoder(),
-        };
+        let backend = names::decoder_or_default(options.decoder.as_deref())?;
         graph.pipeline.map_decode(|d| {
             d.backend = backend;
             if let Some(apply) = options.exif {

@@ -17,6 +17,7 @@ use tensorprep::train::{
 use tensorprep::{Layout, Quantization};
 
 use crate::graph::PyGraph;
+use crate::names::Name;
 use crate::{errors, names};
 
 /// A dataset: samples (an encoded image and its labels) by index.
@@ -296,18 +297,18 @@ fn augments(list: &Bound<'_, PyAny>) -> PyResult<Vec<Augment>> {
 
 /// torchvision's `RandomResizedCrop(size, scale, ratio, interpolation)`.
 #[pyfunction(name = "RandomResizedCrop")]
-#[pyo3(signature = (size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), interpolation="bilinear"))]
+#[pyo3(signature = (size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), interpolation=Name::new("bilinear")))]
 fn random_resized_crop(
     size: &Bound<'_, PyAny>,
     scale: (f64, f64),
     ratio: (f64, f64),
-    interpolation: &str,
+    interpolation: Name,
 ) -> PyResult<PyAugment> {
     let (w, h) = size_of(size)?;
     let mut c = RandomResizedCrop::new(w, h);
     c.scale = scale;
     c.ratio = ratio;
-    c.resample = names::resample(interpolation)?;
+    c.resample = names::resample(&interpolation.0)?;
     Ok(PyAugment(Augment::RandomResizedCrop(c)))
 }
 
@@ -361,10 +362,10 @@ fn random_vertical_flip(p: f64) -> PyAugment {
 /// torchvision's `Resize(size, interpolation, max_size)`: an int resizes the
 /// shorter side (the longer truncated, as torchvision does), `(h, w)` exactly.
 #[pyfunction(name = "Resize")]
-#[pyo3(signature = (size, interpolation="bilinear", max_size=None))]
+#[pyo3(signature = (size, interpolation=Name::new("bilinear"), max_size=None))]
 fn resize(
     size: &Bound<'_, PyAny>,
-    interpolation: &str,
+    interpolation: Name,
     max_size: Option<u32>,
 ) -> PyResult<PyAugment> {
     let rule = if let Ok(s) = size.extract::<u32>() {
@@ -379,7 +380,7 @@ fn resize(
     };
     Ok(PyAugment(Augment::Op(Op::Resize(Resize {
         size: rule,
-        resample: names::resample(interpolation)?,
+        resample: names::resample(&interpolation.0)?,
     }))))
 }
 
@@ -445,17 +446,17 @@ fn gaussian_blur(
 
 /// torchvision's `RandomRotation(degrees, interpolation, expand, center, fill)`.
 #[pyfunction(name = "RandomRotation")]
-#[pyo3(signature = (degrees, interpolation="nearest", expand=false, center=None, fill=None))]
+#[pyo3(signature = (degrees, interpolation=Name::new("nearest"), expand=false, center=None, fill=None))]
 fn random_rotation(
     degrees: &Bound<'_, PyAny>,
-    interpolation: &str,
+    interpolation: Name,
     expand: bool,
     center: Option<(f64, f64)>,
     fill: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyAugment> {
     let (min, max) = range(degrees, 0.0)?;
     let mut r = RandomRotation::new(min, max);
-    r.interpolation = names::interpolation(interpolation)?;
+    r.interpolation = names::interpolation(&interpolation.0)?;
     r.expand = expand;
     r.center = center;
     r.fill = fill_of(fill)?;
@@ -464,14 +465,14 @@ fn random_rotation(
 
 /// torchvision's `RandomAffine(degrees, translate, scale, shear, interpolation, fill, center)`.
 #[pyfunction(name = "RandomAffine")]
-#[pyo3(signature = (degrees, translate=None, scale=None, shear=None, interpolation="nearest", fill=None, center=None))]
+#[pyo3(signature = (degrees, translate=None, scale=None, shear=None, interpolation=Name::new("nearest"), fill=None, center=None))]
 #[allow(clippy::too_many_arguments)]
 fn random_affine(
     degrees: &Bound<'_, PyAny>,
     translate: Option<(f64, f64)>,
     scale: Option<(f64, f64)>,
     shear: Option<&Bound<'_, PyAny>>,
-    interpolation: &str,
+    interpolation: Name,
     fill: Option<&Bound<'_, PyAny>>,
     center: Option<(f64, f64)>,
 ) -> PyResult<PyAugment> {
@@ -491,7 +492,7 @@ fn random_affine(
             }
         }),
     };
-    a.interpolation = names::interpolation(interpolation)?;
+    a.interpolation = names::interpolation(&interpolation.0)?;
     a.fill = fill_of(fill)?;
     a.center = center;
     Ok(PyAugment(Augment::RandomAffine(a)))
@@ -499,15 +500,15 @@ fn random_affine(
 
 /// torchvision's `RandomPerspective(distortion_scale, p, interpolation, fill)`.
 #[pyfunction(name = "RandomPerspective")]
-#[pyo3(signature = (distortion_scale=0.5, p=0.5, interpolation="bilinear", fill=None))]
+#[pyo3(signature = (distortion_scale=0.5, p=0.5, interpolation=Name::new("bilinear"), fill=None))]
 fn random_perspective(
     distortion_scale: f64,
     p: f64,
-    interpolation: &str,
+    interpolation: Name,
     fill: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyAugment> {
     let mut r = RandomPerspective::new(distortion_scale, p);
-    r.interpolation = names::interpolation(interpolation)?;
+    r.interpolation = names::interpolation(&interpolation.0)?;
     r.fill = fill_of(fill)?;
     Ok(PyAugment(Augment::RandomPerspective(r)))
 }
@@ -564,10 +565,10 @@ fn random_equalize(p: f64) -> PyAugment {
 /// torchvision's `AutoAugment(policy, interpolation, fill)`: `"imagenet"`,
 /// `"cifar10"` or `"svhn"`.
 #[pyfunction(name = "AutoAugment")]
-#[pyo3(signature = (policy="imagenet", interpolation="nearest", fill=None))]
+#[pyo3(signature = (policy="imagenet", interpolation=Name::new("nearest"), fill=None))]
 fn auto_augment(
     policy: &str,
-    interpolation: &str,
+    interpolation: Name,
     fill: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyAugment> {
     let policy = match policy.to_ascii_lowercase().as_str() {
@@ -582,48 +583,48 @@ fn auto_augment(
     };
     Ok(PyAugment(Augment::AutoAugment {
         policy,
-        interpolation: names::interpolation(interpolation)?,
+        interpolation: names::interpolation(&interpolation.0)?,
         fill: fill_of(fill)?,
     }))
 }
 
 /// torchvision's `RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation, fill)`.
 #[pyfunction(name = "RandAugment")]
-#[pyo3(signature = (num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation="nearest", fill=None))]
+#[pyo3(signature = (num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation=Name::new("nearest"), fill=None))]
 fn rand_augment(
     num_ops: u32,
     magnitude: u32,
     num_magnitude_bins: u32,
-    interpolation: &str,
+    interpolation: Name,
     fill: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyAugment> {
     Ok(PyAugment(Augment::RandAugment {
         num_ops,
         magnitude,
         num_magnitude_bins,
-        interpolation: names::interpolation(interpolation)?,
+        interpolation: names::interpolation(&interpolation.0)?,
         fill: fill_of(fill)?,
     }))
 }
 
 /// torchvision's `TrivialAugmentWide(num_magnitude_bins, interpolation, fill)`.
 #[pyfunction(name = "TrivialAugmentWide")]
-#[pyo3(signature = (num_magnitude_bins=31, interpolation="nearest", fill=None))]
+#[pyo3(signature = (num_magnitude_bins=31, interpolation=Name::new("nearest"), fill=None))]
 fn trivial_augment_wide(
     num_magnitude_bins: u32,
-    interpolation: &str,
+    interpolation: Name,
     fill: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyAugment> {
     Ok(PyAugment(Augment::TrivialAugmentWide {
         num_magnitude_bins,
-        interpolation: names::interpolation(interpolation)?,
+        interpolation: names::interpolation(&interpolation.0)?,
         fill: fill_of(fill)?,
     }))
 }
 
 /// torchvision's `AugMix(severity, mixture_width, chain_depth, alpha, all_ops, interpolation, fill)`.
 #[pyfunction(name = "AugMix")]
-#[pyo3(signature = (severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=true, interpolation="bilinear", fill=None))]
+#[pyo3(signature = (severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=true, interpolation=Name::new("bilinear"), fill=None))]
 #[allow(clippy::too_many_arguments)]
 fn aug_mix(
     severity: u32,
@@ -631,7 +632,7 @@ fn aug_mix(
     chain_depth: i32,
     alpha: f64,
     all_ops: bool,
-    interpolation: &str,
+    interpolation: Name,
     fill: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyAugment> {
     let mut a = AugMix::new();
@@ -641,7 +642,7 @@ fn aug_mix(
     a.chain_depth = u32::try_from(chain_depth).unwrap_or(0);
     a.alpha = alpha;
     a.all_ops = all_ops;
-    a.interpolation = names::interpolation(interpolation)?;
+    a.interpolation = names::interpolation(&interpolation.0)?;
     a.fill = fill_of(fill)?;
     Ok(PyAugment(Augment::AugMix(a)))
 }
@@ -745,10 +746,7 @@ impl PyTrainPipeline {
         exif: bool,
         erasing: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTrainPipeline> {
-        let backend = match decoder {
-            Some(name) => names::decoder(name)?,
-            None => names::default_decoder(),
-        };
+        let backend = names::decoder_or_default(decoder)?;
         let mut decode = Decode::exact(backend);
         if fast {
             decode.scaling = DecodeScaling::Fast;
@@ -798,10 +796,7 @@ impl PyTrainPipeline {
                 TrainPipeline::PRESETS.join(", ")
             ))
         })?;
-        pipeline.decode.backend = match decoder {
-            Some(name) => names::decoder(name)?,
-            None => names::default_decoder(),
-        };
+        pipeline.decode.backend = names::decoder_or_default(decoder)?;
         Ok(PyTrainPipeline { pipeline })
     }
 
@@ -813,10 +808,7 @@ impl PyTrainPipeline {
     fn from_graph(graph: &PyGraph, decoder: Option<&str>) -> PyResult<PyTrainPipeline> {
         let mut pipeline =
             TrainPipeline::from_pipeline(&graph.graph.pipeline).map_err(|e| errors::core(&e))?;
-        pipeline.decode.backend = match decoder {
-            Some(name) => names::decoder(name)?,
-            None => names::default_decoder(),
-        };
+        pipeline.decode.backend = names::decoder_or_default(decoder)?;
         Ok(PyTrainPipeline { pipeline })
     }
 
@@ -831,6 +823,10 @@ impl PyTrainPipeline {
     fn output_shape(&self) -> PyResult<Option<(usize, usize, usize)>> {
         let plan = self.pipeline.compile().map_err(|e| errors::core(&e))?;
         Ok(plan.output_shape().map(|s| (s[0], s[1], s[2])))
+    }
+
+    fn __eq__(&self, other: &PyTrainPipeline) -> bool {
+        self.pipeline == other.pipeline
     }
 
     fn __repr__(&self) -> String {

@@ -100,6 +100,12 @@ def test_numpy_images_run_through_the_same_graph(tp, eval_plan):
     assert np.array_equal(plan(rgb), eval_plan(rgb))
     small = rgb[:100, :150].copy()
     assert plan(small).shape == (3, 224, 224)
+    # PIL images as they are (RGB, RGBA, L); other modes are refused by name.
+    pil = Image.open(path)
+    assert np.array_equal(eval_plan(pil.convert("RGB")), eval_plan(path))
+    assert np.array_equal(eval_plan(pil.convert("L")), eval_plan(np.asarray(pil.convert("L"))))
+    with pytest.raises(tp.InputError, match="mode P"):
+        eval_plan(pil.convert("P"))
     # Gray: (H, W) and (H, W, 1).
     gray = np.asarray(Image.open(path).convert("L"))
     assert np.array_equal(eval_plan(gray), eval_plan(gray[:, :, None]))

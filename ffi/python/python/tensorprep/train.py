@@ -90,6 +90,7 @@ __all__ = [
     "TFRecord",
     "TrivialAugmentWide",
     "WebDataset",
+    "from_torchvision",
     "shard_from_env",
 ]
 
@@ -124,8 +125,124 @@ def Samples(items):
     return Dataset.samples(list(items))
 
 
+def _fill(fill):
+    if fill is None:
+        return None
+    if isinstance(fill, (int, float)):
+        return int(fill)
+    return [int(v) for v in fill]
+
+
+def _augment(t):
+    """One torchvision transform as an ``Augment`` (by its class name and attributes)."""
+    name = type(t).__name__
+    interp = getattr(t, "interpolation", None)
+    if name in ("RandomResizedCrop", "RandomResizedCropAndInterpolation"):
+        if isinstance(interp, (tuple, list)):
+            raise ValueError(f"{name}: a random interpolation is not supported; choose one")
+        return RandomResizedCrop(tuple(t.size), tuple(t.scale), tuple(t.ratio), interp)
+    if name == "RandomHorizontalFlip":
+        return RandomHorizontalFlip(t.p)
+    if name == "RandomVerticalFlip":
+        return RandomVerticalFlip(t.p)
+    if name == "Resize":
+        size = t.size if isinstance(t.size, int) or len(t.size) != 1 else t.size[0]
+        return Resize(size, interp, getattr(t, "max_size", None))
+    if name == "CenterCrop":
+        return CenterCrop(tuple(t.size))
+    if name == "RandomCrop":
+        if getattr(t, "padding_mode", "constant") != "constant":
+            raise ValueError(f"RandomCrop: padding_mode {t.padding_mode!r} is not supported (constant is)")
+        return RandomCrop(tuple(t.size), t.padding, t.pad_if_needed, _fill(t.fill))
+    if name == "ColorJitter":
+        return ColorJitter(t.brightness, t.contrast, t.saturation, t.hue)
+    if name == "GaussianBlur":
+        return GaussianBlur(tuple(t.kernel_size), tuple(t.sigma))  # (kx, ky), as torchvision
+    if name == "RandomRotation":
+        return RandomRotation(tuple(t.degrees), interp, t.expand, t.center, _fill(t.fill))
+    if name == "RandomAffine":
+        shear = None if t.shear is None else list(t.shear)
+        translate = None if t.translate is None else tuple(t.translate)
+        scale = None if t.scale is None else tuple(t.scale)
+        return RandomAffine(tuple(t.degrees), translate, scale, shear, interp, _fill(t.fill), t.center)
+    if name == "RandomPerspective":
+        return RandomPerspective(t.distortion_scale, t.p, interp, _fill(t.fill))
+    if name == "RandomGrayscale":
+        return RandomGrayscale(t.p)
+    if name == "RandomInvert":
+        return RandomInvert(t.p)
+    if name == "RandomPosterize":
+        return RandomPosterize(t.bits, t.p)
+    if name == "RandomSolarize":
+        return RandomSolarize(t.threshold, t.p)
+    if name == "RandomAdjustSharpness":
+        return RandomAdjustSharpness(t.sharpness_factor, t.p)
+    if name == "RandomAutocontrast":
+        return RandomAutocontrast(t.p)
+    if name == "RandomEqualize":
+        return RandomEqualize(t.p)
+    if name == "AutoAugment":
+        return AutoAugment(getattr(t.policy, "value", t.policy), interp, _fill(t.fill))
+    if name == "RandAugment":
+        return RandAugment(t.num_ops, t.magnitude, t.num_magnitude_bins, interp, _fill(t.fill))
+    if name == "TrivialAugmentWide":
+        return TrivialAugmentWide(t.num_magnitude_bins, interp, _fill(t.fill))
+    if name == "AugMix":
+        return AugMix(t.severity, t.mixture_width, t.chain_depth, t.alpha, t.all_ops, interp, _fill(t.fill))
+    if name == "RandomApply":
+        return RandomApply([_augment(x) for x in t.transforms], t.p)
+    if name == "RandomChoice":
+        return RandomChoice([_augment(x) for x in t.transforms], getattr(t, "p", None))
+    if name == "RandomOrder":
+        return RandomOrder([_augment(x) for x in t.transforms])
+    raise ValueError(f"{name} has no tensorprep counterpart (known: torchvision's geometric, colour and policy transforms)")
+
+
+def from_torchvision(transform, *, decoder=None, fast=False):
+    """A ``Pipeline`` from a torchvision training transform (a ``Compose`` or
+    a list): the PIL-image transforms in order (``RandomResizedCrop``,
+    ``RandomHorizontalFlip``, ``ColorJitter``, ``TrivialAugmentWide``, ...,
+    ``RandomApply``), then ``ToTensor`` (or ``PILToTensor`` +
+    ``ConvertImageDtype``), ``Normalize`` and ``RandomErasing``. A transform
+    without a counterpart (a ``Lambda``) is refused by name.
+
+    >>> from torchvision import transforms as T
+    >>> pipeline = train.from_torchvision(T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
+    ...                                              T.ToTensor(), T.Normalize(mean, std)]))
+    """
+    steps = list(getattr(transform, "transforms", transform))
+    augments, erasing = [], []
+    mean, std, tensor = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0), False
+    for t in steps:
+        name = type(t).__name__
+        if name in ("ToTensor", "MaybeToTensor"):
+            tensor = True
+        elif name == "PILToTensor":
+            tensor = True
+        elif name == "ConvertImageDtype":
+            if "float" not in str(t.dtype):
+                raise ValueError(f"ConvertImageDtype({t.dtype}): only float tensors are supported")
+        elif name == "Normalize":
+            if not tensor:
+                raise ValueError("Normalize before ToTensor")
+            mean, std = tuple(float(v) for v in t.mean), tuple(float(v) for v in t.std)
+            if len(mean) == 1:
+                mean, std = mean * 3, std * 3
+        elif name == "RandomErasing":
+            erasing.append(RandomErasing(t.p, tuple(t.scale), tuple(t.ratio), t.value))
+        elif tensor:
+            raise ValueError(f"{name} after ToTensor is not supported (only Normalize and RandomErasing are)")
+        else:
+            augments.append(_augment(t))
+    if not tensor:
+        raise ValueError("the transform has no ToTensor: tensorprep pipelines end in a float tensor")
+    return Pipeline(augments, mean=mean, std=std, decoder=decoder, fast=fast, erasing=erasing)
+
+
 def _torch_wanted(output):
     if output == "torch":
+        if importlib.util.find_spec("torch") is None:
+            raise ImportError("output='torch' needs torch installed (output='numpy' gives numpy arrays)")
         return True
     if output == "numpy":
         return False
@@ -231,8 +348,13 @@ class Loader:
         self.last_indices = None
 
     def _convert(self, tensor, labels):
-        if labels is not None and self._labels == "int64":
-            labels = labels.astype("int64")
+        if self._labels == "int64":
+            as_int = labels.astype("int64")
+            if not (as_int == labels).all():
+                raise ValueError(
+                    "a batch's labels are not class indices (labels='float32' keeps them as they are)"
+                )
+            labels = as_int
         if self._torch:
             import torch
 
