@@ -35,6 +35,14 @@ fn graph_result(r: Result<Graph, tensorprep::graph::GraphError>) -> PyResult<PyG
 /// directory holding `file_name` (a checkpoint's folder).
 fn config_text(config: &Bound<'_, PyAny>, file_name: &str) -> PyResult<String> {
     let py = config.py();
+    // A processor object (`to_dict`) or a timm model (`pretrained_cfg`).
+    for (attribute, call) in [("to_dict", true), ("pretrained_cfg", false)] {
+        if !config.is_instance_of::<PyDict>() && config.hasattr(attribute)? {
+            let value = config.getattr(attribute)?;
+            let dict = if call { value.call0()? } else { value };
+            return config_text(&dict, file_name);
+        }
+    }
     if config.is_instance_of::<PyDict>() {
         let json = py.import("json")?;
         return json.call_method1("dumps", (config,))?.extract();
@@ -152,8 +160,8 @@ impl PyGraph {
     }
 
     /// A Hugging Face image processor's configuration (`preprocessor_config.json`):
-    /// a dict (`processor.to_dict()`), JSON text, the file, or the
-    /// checkpoint's directory.
+    /// the processor itself, a dict (`processor.to_dict()`), JSON text, the
+    /// file, or the checkpoint's directory.
     #[staticmethod]
     fn from_hugging_face(config: &Bound<'_, PyAny>) -> PyResult<PyGraph> {
         graph_result(import::hugging_face(&config_text(
@@ -162,8 +170,9 @@ impl PyGraph {
         )?))
     }
 
-    /// A timm model's `pretrained_cfg` (a dict: `model.pretrained_cfg`), or
-    /// a hub `config.json` holding one (text, file or directory).
+    /// A timm model's `pretrained_cfg`: the model itself, the dict
+    /// (`model.pretrained_cfg`), or a hub `config.json` holding one (text,
+    /// file or directory).
     #[staticmethod]
     fn from_timm(config: &Bound<'_, PyAny>) -> PyResult<PyGraph> {
         graph_result(import::timm(&config_text(config, "config.json")?))
@@ -370,6 +379,13 @@ impl PyGraph {
 
     fn __eq__(&self, other: &PyGraph) -> bool {
         self.graph == other.graph
+    }
+
+    /// Pickled as the graph file's bytes.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let load = py.get_type::<PyGraph>().getattr("load")?;
+        let bytes = pyo3::types::PyBytes::new(py, &self.graph.encode());
+        (load, (bytes,)).into_pyobject(py).map(|t| t.into_any())
     }
 
     fn __repr__(&self) -> String {

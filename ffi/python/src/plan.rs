@@ -40,6 +40,9 @@ type PixelKey = (PixelFormat, u32, u32);
 /// >>> tensor, geometry = plan.run("photo.jpg")    # and the way back
 #[pyclass(frozen, module = "tensorprep", name = "Plan")]
 pub(crate) struct PyPlan {
+    /// The graph as given (pickling compiles it again with `options`).
+    source: Graph,
+    options: Options,
     graph: Graph,
     limits: Limits,
     /// The pixel format it was compiled for; `None`: encoded files.
@@ -53,6 +56,7 @@ pub(crate) struct PyPlan {
 }
 
 /// How a plan is compiled (the keyword arguments of `Graph.compile`).
+#[derive(Clone)]
 pub(crate) struct Options {
     pub(crate) input: String,
     pub(crate) decoder: Option<String>,
@@ -112,8 +116,8 @@ struct Ready {
 }
 
 impl PyPlan {
-    pub(crate) fn new(graph: &Graph, options: Options) -> PyResult<PyPlan> {
-        let mut graph = graph.clone();
+    pub(crate) fn new(source: &Graph, options: Options) -> PyResult<PyPlan> {
+        let mut graph = source.clone();
         let mut limits = Limits::DEFAULT;
         if let Some(p) = options.max_pixels {
             limits.max_pixels = p;
@@ -160,6 +164,8 @@ impl PyPlan {
         // The output's type and layout are the graph's, whatever the input.
         let (dtype, layout) = (graph.output.dtype, graph.output.layout);
         Ok(PyPlan {
+            source: source.clone(),
+            options,
             graph,
             limits,
             format,
@@ -519,6 +525,28 @@ impl PyPlan {
         crate::graph::PyGraph {
             graph: self.graph.clone(),
         }
+    }
+
+    /// Pickled as its graph's bytes and the compile options (a plan sent to
+    /// another process, such as a PyTorch `DataLoader` worker, is compiled
+    /// there again).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let o = &self.options;
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("decoder", o.decoder.clone())?;
+        kwargs.set_item("exif", o.exif)?;
+        kwargs.set_item("lenient", o.lenient)?;
+        kwargs.set_item("fast", o.fast)?;
+        kwargs.set_item("region", o.region)?;
+        kwargs.set_item("yuv_range", o.yuv_range.clone())?;
+        kwargs.set_item("max_pixels", o.max_pixels)?;
+        let graph = crate::graph::PyGraph {
+            graph: self.source.clone(),
+        };
+        let rebuild = py.import("tensorprep")?.getattr("_compiled")?;
+        (rebuild, (graph, o.input.clone(), kwargs))
+            .into_pyobject(py)
+            .map(|t| t.into_any())
     }
 
     fn __repr__(&self) -> String {

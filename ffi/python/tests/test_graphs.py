@@ -82,6 +82,11 @@ def test_timm_create_transform_live(tp, turbo):
         pretrained = cfg.get("pretrained_cfg", cfg)
         transform = create_transform(**resolve_data_config(pretrained_cfg=pretrained))
         plan = tp.Graph.from_timm(pretrained).compile("jpeg", decoder=turbo)
+        if cfg_file == "timm_resnet50_a1_config.json":  # a model object: its pretrained_cfg
+            import timm
+
+            model = timm.create_model("resnet50.a1_in1k", pretrained=False)
+            assert tp.Graph.from_timm(model).ops == tp.Graph.from_timm(model.pretrained_cfg).ops
         for photo in ["sample.jpg", "sklearn_china.jpg"]:
             want = transform(Image.open(fixture(photo)).convert("RGB")).numpy()
             assert np.array_equal(plan(fixture(photo)), want), (cfg_file, photo)
@@ -101,7 +106,10 @@ def test_hugging_face_processors_live(tp, turbo):
         # class was PIL-based): the graphs reproduce Pillow's resampling.
         cls = getattr(transformers, kind + "Pil", None) or getattr(transformers, kind)
         processor = cls.from_dict(config)
-        plan = tp.Graph.from_hugging_face(config).compile("jpeg", decoder=turbo)
+        graph = tp.Graph.from_hugging_face(config)
+        if name == "hf_clip_modern":  # the processor object itself (its to_dict)
+            assert tp.Graph.from_hugging_face(processor).ops == graph.ops
+        plan = graph.compile("jpeg", decoder=turbo)
         for photo in ["sample.jpg", "sklearn_china.jpg"]:
             img = Image.open(fixture(photo)).convert("RGB")
             want = processor(images=img, return_tensors="np")["pixel_values"][0]

@@ -274,3 +274,16 @@ def test_help_and_reprs_describe_the_objects(tp):
     assert plan.dtype == "float32" and plan.layout == "chw"
     assert "compiled graph" in tp.Plan.__doc__
     assert "decoder" in tp.Graph.compile.__doc__
+
+
+def test_graphs_and_plans_pickle(tp, eval_plan):
+    import pickle
+
+    graph = tp.Graph.convert("hf", fixture("graph", "hf_clip_preprocessor_config.json"))
+    assert pickle.loads(pickle.dumps(graph)) == graph
+    plan = graph.compile("jpeg", exif=True, lenient=True)
+    again = pickle.loads(pickle.dumps(plan))
+    assert repr(again) == repr(plan) and again.graph == plan.graph
+    assert np.array_equal(again(fixture("sample.jpg")), plan(fixture("sample.jpg")))
+    nv21 = pickle.loads(pickle.dumps(tp.Graph.preset("imagenet-eval").compile("nv21", yuv_range="limited")))
+    assert nv21.input == "nv21"

@@ -46,6 +46,11 @@ __all__ = [
 ]
 
 
+def _compiled(graph, input, options):
+    """A plan from its graph and compile options (how plans are unpickled)."""
+    return graph.compile(input, **options)
+
+
 def __getattr__(name):
     # `tensorprep.train` on first use (it is a submodule).
     if name == "train":
