@@ -266,13 +266,29 @@ fn bench_color(c: &mut Criterion) {
 
 fn bench_finish(c: &mut Criterion) {
     let img = decode("sklearn_china.jpg");
-    let finisher = Finisher::new(&FinishSpec::imagenet()).unwrap();
-    for (label, view) in [
-        ("224x224 crop", center_crop(&img.view(), 224, 224).unwrap()),
-        ("640x427 full", img.view()),
+    let chw = FinishSpec::imagenet();
+    let hwc = FinishSpec {
+        layout: tensorprep::Layout::Hwc,
+        ..chw
+    };
+    for (label, view, spec, layout) in [
+        (
+            "224x224 crop",
+            center_crop(&img.view(), 224, 224).unwrap(),
+            chw,
+            "chw",
+        ),
+        (
+            "224x224 crop",
+            center_crop(&img.view(), 224, 224).unwrap(),
+            hwc,
+            "hwc",
+        ),
+        ("640x427 full", img.view(), chw, "chw"),
     ] {
+        let finisher = Finisher::new(&spec).unwrap();
         let n = finisher.output_len(view.width(), view.height());
-        let mut g = c.benchmark_group(format!("finish {label} -> f32 chw"));
+        let mut g = c.benchmark_group(format!("finish {label} -> f32 {layout}"));
         g.throughput(Throughput::Bytes((n * 4) as u64));
         let mut tensor = vec![0f32; n];
         g.bench_function("finish", |b| {

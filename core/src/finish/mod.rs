@@ -9,6 +9,14 @@
 //! `(v / 255 - mean) / std` (or the quantized/f16 value of it), and the
 //! per-pixel work is a table look-up and a store.
 //!
+//! For float32 output from RGB, BGR, RGBA or BGRA pixels, a vector kernel
+//! (AVX2 with FMA, detected at run time; NEON) computes the values instead,
+//! 8 or 16 pixels at a time, each division done as a multiplication by the
+//! reciprocal corrected by one fused multiply-add. A finisher uses it only
+//! where that arithmetic reproduces every entry of its tables (checked for
+//! all 256 byte values of each channel when it is built), so the output is
+//! the tables' bit for bit; the tables finish the last pixels of each row.
+//!
 //! ```
 //! use tensorprep::finish::{Finisher, FinishSpec};
 //! use tensorprep::{ImageView, PixelFormat, Rect, TensorMut};
@@ -27,6 +35,12 @@ use half::f16;
 
 use crate::rows::RowSource;
 use crate::{DType, Error, ImageView, Layout, PixelFormat, Quantization, Result, TensorMut};
+
+mod arith;
+#[cfg(target_arch = "aarch64")]
+mod neon;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 
 /// Per-channel normalization `(v / divisor - mean[c]) / std[c]`, in float32.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -187,6 +201,9 @@ impl FinishSpec {
 pub struct Finisher {
     spec: FinishSpec,
     tables: AnyTables,
+    /// Float32 output: the constants the vector kernels compute the tables'
+    /// values from, when they reproduce every entry ([`arith::checked`]).
+    computed: Option<[arith::Channel; 3]>,
 }
 
 /// Fills `t` with `f` of every channel's normalized byte values (in place:
@@ -217,12 +234,16 @@ impl Finisher {
                 DType::U8 => AnyTables::U8([[0; 256]; 3]),
                 DType::I8 => AnyTables::I8([[0; 256]; 3]),
             },
+            computed: None,
         };
         match &mut finisher.tables {
             AnyTables::F32(t) => fill(t, n, |x| x),
             AnyTables::F16(t) => fill(t, n, f16::from_f32),
             AnyTables::U8(t) => fill(t, n, |x| quantize(x, q, 0.0, 255.0) as u8),
             AnyTables::I8(t) => fill(t, n, |x| quantize(x, q, -128.0, 127.0) as i8),
+        }
+        if spec.dtype == DType::F32 && vector_kernel() {
+            finisher.computed = arith::checked(n);
         }
         Ok(finisher)
     }
@@ -295,7 +316,12 @@ impl Finisher {
             height: height as usize,
         };
         match (&self.tables, dst) {
-            (AnyTables::F32(t), TensorMut::F32(d)) => k.dispatch(rows, t, d),
+            (AnyTables::F32(t), TensorMut::F32(d)) => match &self.computed {
+                Some(c) => k.dispatch_with(rows, t, d, |row, out, map| {
+                    vector_row(row, bpp, out, map, c)
+                }),
+                None => k.dispatch(rows, t, d),
+            },
             (AnyTables::F16(t), TensorMut::F16(d)) => k.dispatch(rows, t, d),
             (AnyTables::U8(t), TensorMut::U8(d)) => k.dispatch(rows, t, d),
             (AnyTables::I8(t), TensorMut::I8(d)) => k.dispatch(rows, t, d),
@@ -326,20 +352,93 @@ struct Kernel {
 
 impl Kernel {
     fn dispatch<T: Copy, R: RowSource>(&self, rows: &mut R, t: &Tables<T>, dst: &mut [T]) {
+        self.dispatch_with(rows, t, dst, |_, _, _| 0);
+    }
+
+    /// [`Kernel::dispatch`] with `head` finishing the start of each colour
+    /// row (a vector kernel; see [`color`]).
+    fn dispatch_with<T: Copy, R: RowSource>(
+        &self,
+        rows: &mut R,
+        t: &Tables<T>,
+        dst: &mut [T],
+        head: impl FnMut(&[u8], RowOut<'_, T>, [(usize, usize); 3]) -> usize,
+    ) {
         let (l, size) = (self.layout, (self.width, self.height));
         match (self.bpp, self.src_bgr, self.out_bgr) {
             (1, _, out_bgr) => gray(rows, size, l, out_bgr, t, dst),
-            (3, false, false) => color::<T, R, 3, false, false>(rows, size, l, t, dst),
-            (3, false, true) => color::<T, R, 3, false, true>(rows, size, l, t, dst),
-            (3, true, false) => color::<T, R, 3, true, false>(rows, size, l, t, dst),
-            (3, true, true) => color::<T, R, 3, true, true>(rows, size, l, t, dst),
-            (4, false, false) => color::<T, R, 4, false, false>(rows, size, l, t, dst),
-            (4, false, true) => color::<T, R, 4, false, true>(rows, size, l, t, dst),
-            (4, true, false) => color::<T, R, 4, true, false>(rows, size, l, t, dst),
-            (4, true, true) => color::<T, R, 4, true, true>(rows, size, l, t, dst),
+            (3, false, false) => color::<T, R, 3, false, false>(rows, size, l, t, dst, head),
+            (3, false, true) => color::<T, R, 3, false, true>(rows, size, l, t, dst, head),
+            (3, true, false) => color::<T, R, 3, true, false>(rows, size, l, t, dst, head),
+            (3, true, true) => color::<T, R, 3, true, true>(rows, size, l, t, dst, head),
+            (4, false, false) => color::<T, R, 4, false, false>(rows, size, l, t, dst, head),
+            (4, false, true) => color::<T, R, 4, false, true>(rows, size, l, t, dst, head),
+            (4, true, false) => color::<T, R, 4, true, false>(rows, size, l, t, dst, head),
+            (4, true, true) => color::<T, R, 4, true, true>(rows, size, l, t, dst, head),
             _ => unreachable!("packed formats have 1, 3 or 4 bytes per pixel"),
         }
     }
+}
+
+/// Whether this CPU has the float32 vector kernel: AVX2 and FMA (detected
+/// at run time with `std`), or NEON.
+fn vector_kernel() -> bool {
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    return std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("fma");
+    #[cfg(all(target_arch = "x86_64", not(feature = "std")))]
+    return cfg!(all(target_feature = "avx2", target_feature = "fma"));
+    #[cfg(target_arch = "aarch64")]
+    return true;
+    #[allow(unreachable_code)]
+    false
+}
+
+/// Where a row's finished values go: three planes, or the channels
+/// interleaved.
+// Targets without a vector kernel only pass these along.
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
+enum RowOut<'a, T> {
+    Planes([&'a mut [T]; 3]),
+    Interleaved(&'a mut [T]),
+}
+
+/// The vector kernel on the start of one row; `map[i]` is the source byte
+/// and the colour of plane (or output channel) `i`. The pixels done.
+#[allow(unused_variables)]
+fn vector_row(
+    row: &[u8],
+    bpp: usize,
+    out: RowOut<'_, f32>,
+    map: [(usize, usize); 3],
+    constants: &[arith::Channel; 3],
+) -> usize {
+    let channels = map.map(|(_, colour)| &constants[colour]);
+    let sources = map.map(|(source, _)| source);
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a finisher keeps computed constants only where
+    // `vector_kernel()` found AVX2 and FMA; planes are the row's width and an
+    // interleaved row 3 floats per pixel. Planes come in source-byte order.
+    return unsafe {
+        match out {
+            RowOut::Planes(planes) => x86::planes(row, bpp, planes, channels),
+            RowOut::Interleaved(o) if bpp == 3 => x86::interleaved(row, o, sources, channels),
+            RowOut::Interleaved(_) => 0,
+        }
+    };
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: NEON is part of the aarch64 target; the outputs are the row's size.
+    return unsafe {
+        match out {
+            RowOut::Planes(planes) => neon::planes(row, bpp, planes, channels),
+            RowOut::Interleaved(o) => neon::interleaved(row, bpp, o, sources, channels),
+        }
+    };
+    #[allow(unreachable_code)]
+    0
 }
 
 /// Colour (0 = R, 2 = B) of source byte `k` (0 or 2).
@@ -355,12 +454,17 @@ const fn out_channel(c: usize, out_bgr: bool) -> usize {
 /// Colour source with `BPP` bytes per pixel. Tables are indexed by colour (R, G, B);
 /// the const parameters resolve which table and which output channel each source
 /// byte goes to, so every index in the inner loop is a constant.
+///
+/// `head(row, out, map)` may finish the start of each row (`map[i]`: the
+/// source byte and the colour of plane or output channel `i`) and returns
+/// the pixels it did; the tables do the rest.
 fn color<T: Copy, R: RowSource, const BPP: usize, const SRC_BGR: bool, const OUT_BGR: bool>(
     rows: &mut R,
     (w, h): (usize, usize),
     layout: Layout,
     t: &Tables<T>,
     dst: &mut [T],
+    mut head: impl FnMut(&[u8], RowOut<'_, T>, [(usize, usize); 3]) -> usize,
 ) {
     let (col0, col2) = (src_color(0, SRC_BGR), src_color(2, SRC_BGR));
     let (ch0, ch2) = (out_channel(col0, OUT_BGR), out_channel(col2, OUT_BGR));
@@ -387,7 +491,9 @@ fn color<T: Copy, R: RowSource, const BPP: usize, const SRC_BGR: bool, const OUT
                     &mut o2[..o0.len()],
                     &row[..o0.len() * BPP],
                 );
-                for x in 0..o0.len() {
+                let planes = RowOut::Planes([&mut *o0, &mut *o1, &mut *o2]);
+                let done = head(row, planes, [(0, col0), (1, 1), (2, col2)]);
+                for x in done..o0.len() {
                     let px = &row[x * BPP..x * BPP + BPP];
                     o0[x] = t0[px[0] as usize];
                     o1[x] = t1[px[1] as usize];
@@ -396,8 +502,16 @@ fn color<T: Copy, R: RowSource, const BPP: usize, const SRC_BGR: bool, const OUT
             }
         }
         Layout::Hwc => {
+            // Output channel `j`: its colour and the source byte holding it.
+            let map = [0, 1, 2].map(|j| {
+                let colour = out_channel(j, OUT_BGR);
+                (src_color(colour, SRC_BGR), colour)
+            });
             for (y, out) in dst.chunks_exact_mut(w * 3).enumerate() {
-                for (px, o) in rows.row(y).chunks_exact(BPP).zip(out.chunks_exact_mut(3)) {
+                let row = &rows.row(y)[..w * BPP];
+                let done = head(row, RowOut::Interleaved(&mut *out), map);
+                let pixels = row.chunks_exact(BPP).zip(out.chunks_exact_mut(3));
+                for (px, o) in pixels.skip(done) {
                     o[ch0] = t0[px[0] as usize];
                     o[1] = t1[px[1] as usize];
                     o[ch2] = t2[px[2] as usize];
@@ -461,6 +575,8 @@ fn gray<T: Copy, R: RowSource>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec;
+    use alloc::vec::Vec;
 
     #[test]
     fn bgr_source_to_rgb_chw_swaps_channels() {
@@ -544,6 +660,75 @@ mod tests {
         f.run(&img, TensorMut::I8(&mut out)).unwrap();
         // 0/2=0 -> -128; 0.5 -> 0 (even) -> -128; 1.5 -> 2 -> -126; 2.5 -> 2 -> -126; 127.5 -> 128 -> 0
         assert_eq!(out, [-128, -128, -126, -126, 0]);
+    }
+
+    #[test]
+    fn the_vector_kernel_equals_the_tables_bit_for_bit() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let unit = |v: u64| (v >> 40) as f32 / (1u64 << 24) as f32;
+        let mut computed = 0;
+        for case in 0..600 {
+            let normalize = match case {
+                0 => Normalize::IMAGENET,
+                1 => Normalize::RAW,
+                _ => Normalize {
+                    mean: [unit(next()), unit(next()), unit(next())],
+                    std: [
+                        0.05 + unit(next()),
+                        0.05 + unit(next()),
+                        0.05 + unit(next()),
+                    ],
+                    divisor: if case % 2 == 0 { 255.0 } else { 1.0 },
+                },
+            };
+            let format = [
+                PixelFormat::Rgb8,
+                PixelFormat::Bgr8,
+                PixelFormat::Rgba8,
+                PixelFormat::Bgra8,
+            ][case % 4];
+            let order = [ChannelOrder::Rgb, ChannelOrder::Bgr][case / 4 % 2];
+            let layout = [Layout::Chw, Layout::Hwc][case / 8 % 2];
+            let (w, h) = (1 + (next() % 70) as u32, 1 + (next() % 3) as u32);
+            let (w, h) = if case == 2 { (224, 224) } else { (w, h) };
+            let bpp = format.bytes_per_pixel().unwrap();
+            let px: Vec<u8> = (0..w as usize * h as usize * bpp)
+                .map(|_| next() as u8)
+                .collect();
+            let img = ImageView::new(format, w, h, &px).unwrap();
+            let spec = FinishSpec {
+                normalize,
+                order,
+                layout,
+                ..FinishSpec::imagenet()
+            };
+            let vector = Finisher::new(&spec).unwrap();
+            let mut tables = vector.clone();
+            tables.computed = None;
+            computed += usize::from(vector.computed.is_some());
+            let n = vector.output_len(w, h);
+            let (mut a, mut b) = (vec![0f32; n], vec![1f32; n]);
+            vector.run(&img, TensorMut::F32(&mut a)).unwrap();
+            tables.run(&img, TensorMut::F32(&mut b)).unwrap();
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&a),
+                bits(&b),
+                "{format:?} -> {order:?} {w}x{h} {normalize:?}"
+            );
+        }
+        if vector_kernel() {
+            assert!(computed > 560, "{computed} of 600 finishers computed");
+        } else {
+            // Without the kernel every finisher uses its tables.
+            assert_eq!(computed, 0);
+        }
     }
 
     #[test]
