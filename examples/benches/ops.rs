@@ -257,6 +257,24 @@ fn bench_color(c: &mut Criterion) {
             .unwrap()
         })
     });
+    let mut bgra = vec![0u8; (w * h * 4) as usize];
+    convert_color(
+        &rgb,
+        &mut ImageViewMut::new(PixelFormat::Bgra8, w, h, &mut bgra).unwrap(),
+        YuvRange::Full,
+    )
+    .unwrap();
+    let bgra = ImageView::new(PixelFormat::Bgra8, w, h, &bgra).unwrap();
+    g.bench_function("bgra->rgb", |b| {
+        b.iter(|| {
+            convert_color(
+                &bgra,
+                &mut ImageViewMut::new(PixelFormat::Rgb8, w, h, &mut out).unwrap(),
+                YuvRange::Full,
+            )
+            .unwrap()
+        })
+    });
     let input = vec![1u8; bytes];
     g.bench_function("memcpy (reference)", |b| {
         b.iter(|| out.copy_from_slice(black_box(&input)))

@@ -43,6 +43,9 @@ mod yuv_neon;
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 mod yuv_x86;
 
+#[cfg(any(target_arch = "aarch64", all(target_arch = "x86_64", feature = "std")))]
+mod shuffle;
+
 use crate::image::packed_bpp;
 use crate::{Error, ImageView, ImageViewMut, PixelFormat, Result};
 
@@ -470,10 +473,58 @@ fn packed_row<S: SourceLayout, D: PackedLayout>(
     out: &mut [u8],
     _: &YuvMatrix,
 ) {
-    for (dp, sp) in out
-        .chunks_exact_mut(D::BPP)
-        .zip(src.plane_row(0, y).chunks_exact(S::BPP))
-    {
+    packed_pixels::<S, D>(src.plane_row(0, y), out);
+}
+
+/// The byte moves between two 8-bit packed layouts (and on x86 their
+/// `pshufb` masks), made once per pair at compile time.
+// Only named as a type (its constants), never made.
+#[allow(dead_code)]
+#[cfg(any(target_arch = "aarch64", all(target_arch = "x86_64", feature = "std")))]
+struct Moves<S, D>(core::marker::PhantomData<(S, D)>);
+
+#[cfg(any(target_arch = "aarch64", all(target_arch = "x86_64", feature = "std")))]
+impl<S: PackedLayout, D: PackedLayout> shuffle::Pair for Moves<S, D> {
+    const MOVES: shuffle::Moves = shuffle::Moves {
+        from_bpp: <S as PackedLayout>::BPP,
+        to_bpp: D::BPP,
+        from_rgb: S::RGB,
+        from_alpha: <S as PackedLayout>::ALPHA,
+        to_rgb: D::RGB,
+        to_alpha: D::ALPHA,
+    };
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    const MASKS: shuffle::x86::Masks = shuffle::x86::Masks::new(&Self::MOVES);
+}
+
+/// [`packed_row`] with the vector kernel for whole blocks of 16 pixels and
+/// the scalar code for the rest. Chosen only where [`vector_kernel`] holds
+/// and the destination has colour (3 or 4 bytes).
+#[cfg(any(target_arch = "aarch64", all(target_arch = "x86_64", feature = "std")))]
+fn packed_row_vector<S: PackedLayout, D: PackedLayout>(
+    src: &ImageView<'_>,
+    y: usize,
+    out: &mut [u8],
+    _: &YuvMatrix,
+) {
+    let row = src.plane_row(0, y);
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    // SAFETY: `simd_row` picks this function only where `vector_kernel()`
+    // found AVX2.
+    let done = unsafe { shuffle::x86::row::<Moves<S, D>>(row, out) };
+    #[cfg(target_arch = "aarch64")]
+    let done = shuffle::neon::row::<Moves<S, D>>(row, out);
+    let (row, out) = (
+        &row[done * <S as PackedLayout>::BPP..],
+        &mut out[done * D::BPP..],
+    );
+    packed_pixels::<S, D>(row, out);
+}
+
+/// Converts the pixels of `row` into `out`, pixel by pixel.
+#[inline(always)]
+fn packed_pixels<S: SourceLayout, D: PackedLayout>(row: &[u8], out: &mut [u8]) {
+    for (dp, sp) in out.chunks_exact_mut(D::BPP).zip(row.chunks_exact(S::BPP)) {
         let (r, g, b) = S::load(sp);
         D::store(dp, r, g, b);
         if let (Some(sa), Some(da)) = (S::ALPHA, D::ALPHA) {
@@ -514,6 +565,10 @@ fn simd_row(from: PixelFormat, to: PixelFormat) -> Option<RowFn> {
             PixelFormat::Nv12 => with_layout!(to, D => yuv420_row_vector::<D, NV12>),
             PixelFormat::Nv21 => with_layout!(to, D => yuv420_row_vector::<D, NV21>),
             PixelFormat::I420 => with_layout!(to, D => yuv420_row_vector::<D, I420>),
+            #[cfg(any(target_arch = "aarch64", all(target_arch = "x86_64", feature = "std")))]
+            f if f != to && f.bytes_per_pixel().is_some() => {
+                with_layout!(f, S => with_layout!(to, D => packed_row_vector::<S, D>))
+            }
             _ => {
                 return Err(Error::InvalidParameter {
                     name: "no vector kernel",
@@ -869,6 +924,45 @@ mod tests {
                             slow.row(&src, y, &mut b);
                             assert_eq!(a, b, "{from:?} -> {to:?} {range:?} {w}x{h} row {y}");
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[cfg(feature = "std")]
+    fn packed_shuffles_equal_the_scalar_code() {
+        let packed = [
+            PixelFormat::Gray8,
+            PixelFormat::Rgb8,
+            PixelFormat::Bgr8,
+            PixelFormat::Rgba8,
+            PixelFormat::Bgra8,
+        ];
+        for (w, h) in [
+            (1u32, 1u32),
+            (15, 2),
+            (16, 3),
+            (17, 2),
+            (47, 2),
+            (64, 1),
+            (100, 3),
+        ] {
+            for from in packed {
+                let len = from.bytes_per_pixel().unwrap() * (w * h) as usize;
+                let frame = crate::testing::noise(len, w * h + 7);
+                let src = ImageView::new(from, w, h, &frame).unwrap();
+                for to in packed {
+                    let bpp = to.bytes_per_pixel().unwrap();
+                    let fast = RowConverter::with_simd(from, to, YuvRange::Full, true).unwrap();
+                    let slow = RowConverter::with_simd(from, to, YuvRange::Full, false).unwrap();
+                    for y in 0..h as usize {
+                        let mut a = std::vec![0u8; w as usize * bpp];
+                        let mut b = std::vec![1u8; w as usize * bpp];
+                        fast.row(&src, y, &mut a);
+                        slow.row(&src, y, &mut b);
+                        assert_eq!(a, b, "{from:?} -> {to:?} {w}x{h} row {y}");
                     }
                 }
             }

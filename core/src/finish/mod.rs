@@ -11,8 +11,8 @@
 //!
 //! For float32 output from RGB, BGR, RGBA or BGRA pixels, a vector kernel
 //! (AVX2 with FMA, detected at run time; NEON) computes the values instead,
-//! 8 or 16 pixels at a time, each division done as a multiplication by the
-//! reciprocal corrected by one fused multiply-add. A finisher uses it only
+//! 8 or 16 pixels at a time, each division done as a fused multiplication
+//! by the reciprocal carried to twice float32's precision. A finisher uses it only
 //! where that arithmetic reproduces every entry of its tables (checked for
 //! all 256 byte values of each channel when it is built), so the output is
 //! the tables' bit for bit; the tables finish the last pixels of each row.

@@ -10,11 +10,11 @@ use super::arith::Channel;
 /// One colour's constants in every lane.
 #[derive(Clone, Copy)]
 struct Lanes {
-    divisor: float32x4_t,
-    divisor_recip: float32x4_t,
+    divisor_hi: float32x4_t,
+    divisor_lo: float32x4_t,
     mean: float32x4_t,
-    std: float32x4_t,
-    std_recip: float32x4_t,
+    std_hi: float32x4_t,
+    std_lo: float32x4_t,
 }
 
 impl Lanes {
@@ -23,11 +23,11 @@ impl Lanes {
         // SAFETY: NEON is enabled on aarch64.
         unsafe {
             Lanes {
-                divisor: vdupq_n_f32(c.divisor),
-                divisor_recip: vdupq_n_f32(c.divisor_recip),
+                divisor_hi: vdupq_n_f32(c.divisor.hi),
+                divisor_lo: vdupq_n_f32(c.divisor.lo),
                 mean: vdupq_n_f32(c.mean),
-                std: vdupq_n_f32(c.std),
-                std_recip: vdupq_n_f32(c.std_recip),
+                std_hi: vdupq_n_f32(c.std.hi),
+                std_lo: vdupq_n_f32(c.std.lo),
             }
         }
     }
@@ -35,16 +35,12 @@ impl Lanes {
     /// [`Channel::apply`] on 4 byte values (as `u32` lanes).
     #[inline(always)]
     unsafe fn apply(&self, v: uint32x4_t) -> float32x4_t {
-        // SAFETY: NEON is enabled on aarch64; `vfmsq`/`vfmaq` are fused.
+        // SAFETY: NEON is enabled on aarch64; `vfmaq` is fused.
         unsafe {
             let x = vcvtq_f32_u32(v);
-            let q0 = vmulq_f32(x, self.divisor_recip);
-            let e = vfmsq_f32(x, q0, self.divisor);
-            let q = vfmaq_f32(q0, e, self.divisor_recip);
+            let q = vfmaq_f32(vmulq_f32(x, self.divisor_lo), x, self.divisor_hi);
             let d = vsubq_f32(q, self.mean);
-            let y0 = vmulq_f32(d, self.std_recip);
-            let e = vfmsq_f32(d, y0, self.std);
-            vfmaq_f32(y0, e, self.std_recip)
+            vfmaq_f32(vmulq_f32(d, self.std_lo), d, self.std_hi)
         }
     }
 

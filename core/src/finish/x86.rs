@@ -41,11 +41,11 @@ const REVERSE: [[[i8; 16]; 3]; 3] = reverse_masks();
 /// One colour's constants in every lane.
 #[derive(Clone, Copy)]
 struct Lanes {
-    divisor: __m256,
-    divisor_recip: __m256,
+    divisor_hi: __m256,
+    divisor_lo: __m256,
     mean: __m256,
-    std: __m256,
-    std_recip: __m256,
+    std_hi: __m256,
+    std_lo: __m256,
 }
 
 impl Lanes {
@@ -63,11 +63,11 @@ impl Lanes {
         unsafe {
             let load = |v: [f32; 8]| _mm256_loadu_ps(v.as_ptr());
             Lanes {
-                divisor: load(f(|c| c.divisor)),
-                divisor_recip: load(f(|c| c.divisor_recip)),
+                divisor_hi: load(f(|c| c.divisor.hi)),
+                divisor_lo: load(f(|c| c.divisor.lo)),
                 mean: load(f(|c| c.mean)),
-                std: load(f(|c| c.std)),
-                std_recip: load(f(|c| c.std_recip)),
+                std_hi: load(f(|c| c.std.hi)),
+                std_lo: load(f(|c| c.std.lo)),
             }
         }
     }
@@ -78,13 +78,9 @@ impl Lanes {
         // SAFETY: the caller runs with AVX2 and FMA enabled.
         unsafe {
             let x = _mm256_cvtepi32_ps(v);
-            let q0 = _mm256_mul_ps(x, self.divisor_recip);
-            let e = _mm256_fnmadd_ps(q0, self.divisor, x);
-            let q = _mm256_fmadd_ps(e, self.divisor_recip, q0);
+            let q = _mm256_fmadd_ps(x, self.divisor_hi, _mm256_mul_ps(x, self.divisor_lo));
             let d = _mm256_sub_ps(q, self.mean);
-            let y0 = _mm256_mul_ps(d, self.std_recip);
-            let e = _mm256_fnmadd_ps(y0, self.std, d);
-            _mm256_fmadd_ps(e, self.std_recip, y0)
+            _mm256_fmadd_ps(d, self.std_hi, _mm256_mul_ps(d, self.std_lo))
         }
     }
 }
