@@ -9,7 +9,7 @@
 //! `(v / 255 - mean) / std` (or the quantized/f16 value of it), and the
 //! per-pixel work is a table look-up and a store.
 //!
-//! For float32 output from RGB, BGR, RGBA or BGRA pixels, a vector kernel
+//! For float32 output from gray, RGB, BGR, RGBA or BGRA pixels, a vector kernel
 //! (AVX2 with FMA, detected at run time; NEON) computes the values instead,
 //! 8 or 16 pixels at a time, each division done as a fused multiplication
 //! by the reciprocal carried to twice float32's precision. A finisher uses it only
@@ -366,7 +366,7 @@ impl Kernel {
     ) {
         let (l, size) = (self.layout, (self.width, self.height));
         match (self.bpp, self.src_bgr, self.out_bgr) {
-            (1, _, out_bgr) => gray(rows, size, l, out_bgr, t, dst),
+            (1, _, out_bgr) => gray(rows, size, l, out_bgr, t, dst, head),
             (3, false, false) => color::<T, R, 3, false, false>(rows, size, l, t, dst, head),
             (3, false, true) => color::<T, R, 3, false, true>(rows, size, l, t, dst, head),
             (3, true, false) => color::<T, R, 3, true, false>(rows, size, l, t, dst, head),
@@ -394,14 +394,15 @@ fn vector_kernel() -> bool {
     false
 }
 
-/// Where a row's finished values go: three planes, or the channels
-/// interleaved.
+/// Where a row's finished values go: one plane, three planes, or the
+/// channels interleaved.
 // Targets without a vector kernel only pass these along.
 #[cfg_attr(
     not(any(target_arch = "x86_64", target_arch = "aarch64")),
     allow(dead_code)
 )]
 enum RowOut<'a, T> {
+    Plane(&'a mut [T]),
     Planes([&'a mut [T]; 3]),
     Interleaved(&'a mut [T]),
 }
@@ -424,6 +425,7 @@ fn vector_row(
     // interleaved row 3 floats per pixel. Planes come in source-byte order.
     return unsafe {
         match out {
+            RowOut::Plane(o) => x86::plane(row, o, channels[0]),
             RowOut::Planes(planes) => x86::planes(row, bpp, planes, channels),
             RowOut::Interleaved(o) if bpp == 3 => x86::interleaved(row, o, sources, channels),
             RowOut::Interleaved(_) => 0,
@@ -433,6 +435,7 @@ fn vector_row(
     // SAFETY: NEON is part of the aarch64 target; the outputs are the row's size.
     return unsafe {
         match out {
+            RowOut::Plane(o) => neon::plane(row, o, channels[0]),
             RowOut::Planes(planes) => neon::planes(row, bpp, planes, channels),
             RowOut::Interleaved(o) => neon::interleaved(row, bpp, o, sources, channels),
         }
@@ -522,6 +525,7 @@ fn color<T: Copy, R: RowSource, const BPP: usize, const SRC_BGR: bool, const OUT
 }
 
 /// Gray source: one channel out, or the gray value through each colour's table.
+/// `head` as for [`color`] (planar outputs only).
 fn gray<T: Copy, R: RowSource>(
     rows: &mut R,
     (w, h): (usize, usize),
@@ -529,11 +533,14 @@ fn gray<T: Copy, R: RowSource>(
     out_bgr: bool,
     t: &Tables<T>,
     dst: &mut [T],
+    mut head: impl FnMut(&[u8], RowOut<'_, T>, [(usize, usize); 3]) -> usize,
 ) {
     let hw = w * h;
     if dst.len() == hw {
         for (y, o) in dst.chunks_exact_mut(w).enumerate() {
-            for (o, &v) in o.iter_mut().zip(rows.row(y)) {
+            let row = &rows.row(y)[..w];
+            let done = head(row, RowOut::Plane(&mut *o), [(0, 0); 3]);
+            for (o, &v) in o.iter_mut().zip(row).skip(done) {
                 *o = t[0][v as usize];
             }
         }
@@ -550,9 +557,11 @@ fn gray<T: Copy, R: RowSource>(
                 .chunks_exact_mut(w)
                 .zip(p1.chunks_exact_mut(w))
                 .zip(p2.chunks_exact_mut(w));
+            let map = [0, 1, 2].map(|ch| (0, out_channel(ch, out_bgr)));
             for (y, ((o0, o1), o2)) in planes.enumerate() {
-                let row = rows.row(y);
-                for (x, &v) in row.iter().enumerate().take(w) {
+                let row = &rows.row(y)[..w];
+                let done = head(row, RowOut::Planes([&mut *o0, &mut *o1, &mut *o2]), map);
+                for (x, &v) in row.iter().enumerate().skip(done) {
                     o0[x] = a[v as usize];
                     o1[x] = b[v as usize];
                     o2[x] = c[v as usize];
@@ -692,8 +701,12 @@ mod tests {
                 PixelFormat::Bgr8,
                 PixelFormat::Rgba8,
                 PixelFormat::Bgra8,
-            ][case % 4];
-            let order = [ChannelOrder::Rgb, ChannelOrder::Bgr][case / 4 % 2];
+                PixelFormat::Gray8,
+            ][case % 5];
+            let order = match (format, case % 3) {
+                (PixelFormat::Gray8, 0) => ChannelOrder::Gray,
+                _ => [ChannelOrder::Rgb, ChannelOrder::Bgr][case / 4 % 2],
+            };
             let layout = [Layout::Chw, Layout::Hwc][case / 8 % 2];
             let (w, h) = (1 + (next() % 70) as u32, 1 + (next() % 3) as u32);
             let (w, h) = if case == 2 { (224, 224) } else { (w, h) };
@@ -720,7 +733,7 @@ mod tests {
             assert_eq!(
                 bits(&a),
                 bits(&b),
-                "{format:?} -> {order:?} {w}x{h} {normalize:?}"
+                "{format:?} -> {order:?} {layout:?} {w}x{h} {normalize:?}"
             );
         }
         if vector_kernel() {

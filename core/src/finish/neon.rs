@@ -73,9 +73,9 @@ impl Lanes {
     }
 }
 
-/// Finishes the first pixels of `row` (`bpp` 3 or 4 bytes each): source
-/// byte `k` of each into `outs[k]` with `channels[k]`. Stops before the last
-/// partial step and returns the pixels done.
+/// Finishes the first pixels of `row` (`bpp` 1, 3 or 4 bytes each): source
+/// byte `k` of each (byte 0 for gray) into `outs[k]` with `channels[k]`.
+/// Stops before the last partial step and returns the pixels done.
 ///
 /// # Safety
 ///
@@ -96,7 +96,10 @@ pub(super) unsafe fn planes(
         let bytes = &row[bpp * x..bpp * (x + 16)];
         // SAFETY: `bytes` is 16 pixels of `bpp` readable bytes.
         unsafe {
-            let [a, b, c] = if bpp == 3 {
+            let [a, b, c] = if bpp == 1 {
+                let v = vld1q_u8(bytes.as_ptr());
+                [v, v, v]
+            } else if bpp == 3 {
                 let v = vld3q_u8(bytes.as_ptr());
                 [v.0, v.1, v.2]
             } else {
@@ -107,6 +110,25 @@ pub(super) unsafe fn planes(
             lanes[1].store16(b, o1, x);
             lanes[2].store16(c, o2, x);
         }
+        x += 16;
+    }
+    x
+}
+
+/// Finishes the first bytes of a gray `row` into `out` with `channel`;
+/// returns the pixels done.
+///
+/// # Safety
+///
+/// None beyond running on aarch64. `out` is as long as the row.
+pub(super) unsafe fn plane(row: &[u8], out: &mut [f32], channel: &Channel) -> usize {
+    let w = out.len().min(row.len());
+    // SAFETY: NEON is enabled on aarch64.
+    let lanes = unsafe { Lanes::new(channel) };
+    let mut x = 0;
+    while x + 16 <= w {
+        // SAFETY: 16 readable bytes at `row[x..]`; `store16` writes 16 floats.
+        unsafe { lanes.store16(vld1q_u8(row[x..x + 16].as_ptr()), out, x) };
         x += 16;
     }
     x

@@ -93,9 +93,9 @@ unsafe fn store8(out: &mut [f32], x: usize, v: __m256) {
     unsafe { _mm256_storeu_ps(out.as_mut_ptr(), v) }
 }
 
-/// Finishes the first pixels of `row` (`bpp` 3 or 4 bytes each): source
-/// byte `k` of each into `outs[k]` with `channels[k]`. Stops before the last
-/// partial step and returns the pixels done.
+/// Finishes the first pixels of `row` (`bpp` 1, 3 or 4 bytes each): source
+/// byte `k` of each (byte 0 for gray) into `outs[k]` with `channels[k]`.
+/// Stops before the last partial step and returns the pixels done.
 ///
 /// # Safety
 ///
@@ -133,6 +133,21 @@ pub(super) unsafe fn planes(
             }
             x += 16;
         }
+    } else if bpp == 1 {
+        while x + 16 <= w {
+            let bytes = &row[x..x + 16];
+            // SAFETY: `bytes` is 16 readable bytes.
+            unsafe {
+                let v = _mm_loadu_si128(bytes.as_ptr().cast());
+                let lo = _mm256_cvtepu8_epi32(v);
+                let hi = _mm256_cvtepu8_epi32(_mm_srli_si128::<8>(v));
+                for (k, out) in [&mut *o0, &mut *o1, &mut *o2].into_iter().enumerate() {
+                    store8(out, x, lanes[k].apply(lo));
+                    store8(out, x + 8, lanes[k].apply(hi));
+                }
+            }
+            x += 16;
+        }
     } else if bpp == 4 {
         while x + 8 <= w {
             let bytes = &row[4 * x..4 * x + 32];
@@ -148,6 +163,32 @@ pub(super) unsafe fn planes(
             }
             x += 8;
         }
+    }
+    x
+}
+
+/// Finishes the first bytes of a gray `row` into `out` with `channel`;
+/// returns the pixels done.
+///
+/// # Safety
+///
+/// The CPU must have AVX2 and FMA. `out` is as long as the row.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn plane(row: &[u8], out: &mut [f32], channel: &Channel) -> usize {
+    let w = out.len().min(row.len());
+    // SAFETY: AVX is enabled (this function's features).
+    let lanes = unsafe { Lanes::new(channel) };
+    let mut x = 0;
+    while x + 16 <= w {
+        let bytes = &row[x..x + 16];
+        // SAFETY: `bytes` is 16 readable bytes.
+        unsafe {
+            let v = _mm_loadu_si128(bytes.as_ptr().cast());
+            store8(out, x, lanes.apply(_mm256_cvtepu8_epi32(v)));
+            let hi = _mm256_cvtepu8_epi32(_mm_srli_si128::<8>(v));
+            store8(out, x + 8, lanes.apply(hi));
+        }
+        x += 16;
     }
     x
 }
