@@ -2,11 +2,19 @@
 //! not a regular file is refused before it is opened, since a FIFO would
 //! block the open and a device (`/dev/zero`) never end; and reads are capped
 //! whatever length the file system reports.
+//!
+//! Writing them ([`write_atomically`]): a uniquely named temporary file
+//! beside the target, flushed and synced, then renamed over it. A full disk
+//! or any other error leaves no partial file and the old file as it was; a
+//! target reached through a symbolic link is written where the link points;
+//! an existing target's permissions (and owner and group, where the user may
+//! set them) are kept.
 
 use core::fmt;
-use std::fs::File;
-use std::io::{self, Read};
-use std::path::Path;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::vec::Vec;
 
 /// Opens `path` if it is a regular file; returns it and its length.
@@ -108,4 +116,183 @@ pub fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
         });
     }
     Ok(bytes)
+}
+
+/// Temporary names are unique per process and call, so two writes (or a
+/// leftover file) never share one.
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// Creates a fresh temporary file beside `target` (never an existing one).
+pub fn temporary_beside(target: &Path) -> io::Result<(PathBuf, File)> {
+    let dir = target.parent().filter(|d| !d.as_os_str().is_empty());
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tmp_name = std::format!(".{name}.{}.{n}.tensorprep-tmp", std::process::id());
+        let tmp = dir.map_or_else(|| PathBuf::from(&tmp_name), |d| d.join(&tmp_name));
+        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The file a write to `path` replaces: through a symbolic link, the file it
+/// points to (the link is kept).
+pub fn write_target(path: &Path) -> io::Result<PathBuf> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path),
+        _ => Ok(path.to_path_buf()),
+    }
+}
+
+/// Moves the finished temporary file `tmp` over `target`, giving it the
+/// target's mode, and its owner and group where the user may.
+pub fn replace_with(tmp: &Path, file: &File, target: &Path) -> io::Result<()> {
+    if let Ok(meta) = std::fs::metadata(target) {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            // Only root (or the owner, for a group it belongs to) may: otherwise
+            // the new file keeps the writer's, as `cp` does.
+            let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), Some(meta.gid()));
+        }
+        file.set_permissions(meta.permissions())?;
+    }
+    std::fs::rename(tmp, target)
+}
+
+/// Writes `path` with what `fill` writes, atomically (see the module docs).
+/// On an error the temporary file is removed and the old file is left.
+///
+/// ```
+/// let path = std::env::temp_dir().join(format!("tensorprep-doc-{}.txt", std::process::id()));
+/// tensorprep::files::write_atomically(&path, |w| std::io::Write::write_all(w, b"graph"))?;
+/// assert_eq!(std::fs::read(&path)?, b"graph");
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn write_atomically(
+    path: &Path,
+    fill: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
+) -> io::Result<()> {
+    let target = write_target(path)?;
+    let (tmp, file) = temporary_beside(&target)?;
+    let result = finish(&file, fill).and_then(|()| replace_with(&tmp, &file, &target));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Fills the file, then flushes and syncs it: every write error surfaces.
+fn finish(
+    file: &File,
+    fill: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut w = BufWriter::new(file);
+    fill(&mut w)?;
+    w.flush()?;
+    drop(w);
+    file.sync_all()
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::string::{String, ToString};
+    use std::vec;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(std::format!(
+            "tensorprep-atomic-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_failing_write_leaves_the_old_file_and_no_temporary() {
+        let dir = scratch("fail");
+        let path = dir.join("model.onnx");
+        std::fs::write(&path, b"old model").unwrap();
+        // A write that fails part way (as a full disk does).
+        let err = write_atomically(&path, |w| {
+            w.write_all(b"new mod")?;
+            Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                "no space left on device",
+            ))
+        })
+        .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+        assert_eq!(std::fs::read(&path).unwrap(), b"old model");
+        assert_eq!(entries(&dir), ["model.onnx"]);
+        // A leftover temporary name does not collide, and is not deleted.
+        std::fs::write(dir.join(".model.onnx.tensorprep-tmp"), b"someone's").unwrap();
+        write_atomically(&path, |w| w.write_all(b"new model")).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new model");
+        assert_eq!(entries(&dir), [".model.onnx.tensorprep-tmp", "model.onnx"]);
+    }
+
+    #[test]
+    fn links_are_followed_and_permissions_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("link");
+        let target = dir.join("real.tpp");
+        std::fs::write(&target, b"old").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let link = dir.join("link.tpp");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_atomically(&link, |w| w.write_all(b"new")).unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn concurrent_writes_to_one_target_use_their_own_temporaries() {
+        let dir = scratch("threads");
+        let path = dir.join("graph.tpp");
+        std::thread::scope(|s| {
+            for t in 0..8u8 {
+                let path = &path;
+                s.spawn(move || write_atomically(path, |w| w.write_all(&vec![t; 4096])).unwrap());
+            }
+        });
+        // One writer's whole file, never a mix, and no temporary left.
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(bytes.len() == 4096 && bytes.iter().all(|&b| b == bytes[0]));
+        assert_eq!(entries(&dir), ["graph.tpp"]);
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_flush_error_is_reported() {
+        // /dev/full accepts the open and fails every write: what a full disk does.
+        let file = OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("Linux has /dev/full");
+        let err = finish(&file, |w| w.write_all(&[0u8; 100])).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+    }
 }

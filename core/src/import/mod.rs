@@ -93,15 +93,7 @@ pub const SOURCES: [&str; 7] = [
 /// ```
 pub fn convert(from: &str, source: Option<&std::path::Path>) -> Result<Graph, GraphError> {
     let (kind, name) = from.split_once(':').unwrap_or((from, ""));
-    let known = [
-        "hf",
-        "timm",
-        "torchvision",
-        "ultralytics",
-        "tflite",
-        "mindir",
-        "preset",
-    ];
+    let known = SOURCES.map(|s| s.split_once(':').map_or(s, |(k, _)| k));
     let Some(format) = known.into_iter().find(|k| *k == kind) else {
         return Err(GraphError::Import {
             format: "graph",
@@ -114,35 +106,54 @@ pub fn convert(from: &str, source: Option<&std::path::Path>) -> Result<Graph, Gr
             message: "needs its configuration or model file; none was given".into(),
         })
     };
-    let read = |path: &std::path::Path, limit: u64| {
-        crate::files::read_capped(path, limit).map_err(|e| match e {
-            crate::files::ReadError::Io(error) => GraphError::Io {
-                path: alloc::format!("{}", path.display()),
-                error,
-            },
-            other => GraphError::Import {
-                format,
-                message: alloc::format!("{}: {other}", path.display()),
-            },
-        })
-    };
-    let text = |path: &std::path::Path| -> Result<String, GraphError> {
-        String::from_utf8(read(path, MAX_CONFIG_BYTES as u64)?).map_err(|_| GraphError::Import {
-            format,
-            message: alloc::format!("{}: not UTF-8 text", path.display()),
-        })
-    };
+    let model = |path: &std::path::Path| read_file(path, MAX_MODEL_BYTES, format);
     match kind {
-        "hf" => hugging_face(&text(source()?)?),
-        "timm" => timm(&text(source()?)?),
+        "hf" => hugging_face(&read_config(source()?, format)?),
+        "timm" => timm(&read_config(source()?, format)?),
         "torchvision" => torchvision(name),
         "ultralytics" => {
             crate::graph::onnx_file_metadata_props(source()?).and_then(|m| ultralytics(&m))
         }
-        "tflite" => tflite(&read(source()?, MAX_MODEL_BYTES)?),
-        "mindir" => mindir(&read(source()?, MAX_MODEL_BYTES)?),
+        "tflite" => tflite(&model(source()?)?),
+        "mindir" => mindir(&model(source()?)?),
         _ => Graph::preset(name),
     }
+}
+
+/// A JSON configuration file for the importer `format`, read whole (at most
+/// [`MAX_CONFIG_BYTES`], checked before reading) as UTF-8 text.
+///
+/// ```
+/// let path = "../tests/fixtures/graph/hf_vit_preprocessor_config.json";
+/// let text = tensorprep::import::read_config(path.as_ref(), "hf")?;
+/// assert!(tensorprep::import::hugging_face(&text).is_ok());
+/// # Ok::<(), tensorprep::graph::GraphError>(())
+/// ```
+pub fn read_config(path: &std::path::Path, format: &'static str) -> Result<String, GraphError> {
+    String::from_utf8(read_file(path, MAX_CONFIG_BYTES as u64, format)?).map_err(|_| {
+        GraphError::Import {
+            format,
+            message: alloc::format!("{}: not UTF-8 text", path.display()),
+        }
+    })
+}
+
+/// `path` read whole, at most `limit` bytes.
+fn read_file(
+    path: &std::path::Path,
+    limit: u64,
+    format: &'static str,
+) -> Result<std::vec::Vec<u8>, GraphError> {
+    crate::files::read_capped(path, limit).map_err(|e| match e {
+        crate::files::ReadError::Io(error) => GraphError::Io {
+            path: alloc::format!("{}", path.display()),
+            error,
+        },
+        other => GraphError::Import {
+            format,
+            message: alloc::format!("{}: {other}", path.display()),
+        },
+    })
 }
 
 /// Decoding as the libraries do: libjpeg-turbo (the decoder in Pillow's and

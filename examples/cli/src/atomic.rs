@@ -6,30 +6,13 @@
 //! permissions (and owner and group, where the user may set them) are
 //! kept, and a read-only one is replaced only when asked to (`--force`).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 
-/// Temporary names are unique per process and call, so two writes (or a
-/// leftover file) never share one.
-static COUNTER: AtomicU32 = AtomicU32::new(0);
-
-/// Creates a fresh temporary file beside `target` (never an existing one).
-pub(crate) fn temporary(target: &Path) -> io::Result<(PathBuf, File)> {
-    let dir = target.parent().filter(|d| !d.as_os_str().is_empty());
-    let name = target.file_name().unwrap_or_default().to_string_lossy();
-    loop {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tmp_name = format!(".{name}.{}.{n}.tensorprep-tmp", std::process::id());
-        let tmp = dir.map_or_else(|| PathBuf::from(&tmp_name), |d| d.join(&tmp_name));
-        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => return Ok((tmp, f)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
+// The write itself is the library's (`tensorprep::files`), shared with the
+// Python package; this module adds the CLI's read-only rule and messages.
+pub(crate) use tensorprep::files::{replace_with as replace, temporary_beside as temporary};
 
 /// Whether a read-only file may be replaced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,11 +37,8 @@ impl ReadOnly {
 /// to (the link is kept). A read-only target is refused unless `read_only`
 /// says to replace it.
 pub(crate) fn target(path: &Path, read_only: ReadOnly) -> Result<PathBuf, String> {
-    let target = match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)
-            .map_err(|e| format!("cannot follow {}: {e}", path.display()))?,
-        _ => path.to_path_buf(),
-    };
+    let target = tensorprep::files::write_target(path)
+        .map_err(|e| format!("cannot follow {}: {e}", path.display()))?;
     if let Ok(meta) = std::fs::metadata(&target)
         && meta.permissions().readonly()
         && read_only == ReadOnly::Refuse
@@ -71,19 +51,6 @@ pub(crate) fn target(path: &Path, read_only: ReadOnly) -> Result<PathBuf, String
     Ok(target)
 }
 
-/// Moves the finished temporary file `tmp` over `target`, giving it the
-/// target's mode, and its owner and group where the user may.
-pub(crate) fn replace(tmp: &Path, file: &File, target: &Path) -> io::Result<()> {
-    if let Ok(meta) = std::fs::metadata(target) {
-        use std::os::unix::fs::MetadataExt;
-        // Only root (or the owner, for a group it belongs to) may: otherwise
-        // the new file keeps the writer's, as `cp` does.
-        let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), Some(meta.gid()));
-        file.set_permissions(meta.permissions())?;
-    }
-    std::fs::rename(tmp, target)
-}
-
 /// Writes `path` with what `fill` writes, atomically (see the module docs).
 pub(crate) fn write(
     path: &Path,
@@ -91,11 +58,7 @@ pub(crate) fn write(
     fill: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
 ) -> Result<(), String> {
     let target = target(path, read_only)?;
-    let (tmp, file) =
-        temporary(&target).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    let result = finish(&file, fill).and_then(|()| replace(&tmp, &file, &target));
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
+    tensorprep::files::write_atomically(&target, fill).map_err(|e| {
         let kept = if target.exists() {
             format!(" ({} left unchanged)", path.display())
         } else {
@@ -103,18 +66,6 @@ pub(crate) fn write(
         };
         format!("cannot write {}: {e}{kept}", path.display())
     })
-}
-
-/// Fills the file, then flushes and syncs it: every write error surfaces.
-fn finish(
-    file: &File,
-    fill: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
-) -> io::Result<()> {
-    let mut w = BufWriter::new(file);
-    fill(&mut w)?;
-    w.flush()?;
-    drop(w);
-    file.sync_all()
 }
 
 /// Writes `bytes` to `path` atomically.
@@ -171,27 +122,6 @@ mod tests {
     }
 
     #[test]
-    fn links_are_followed_and_permissions_kept() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = scratch("link");
-        let target = dir.join("real.tpp");
-        std::fs::write(&target, b"old").unwrap();
-        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
-        let link = dir.join("link.tpp");
-        std::os::unix::fs::symlink(&target, &link).unwrap();
-        write_bytes(&link, ReadOnly::Refuse, b"new").unwrap();
-        assert!(
-            std::fs::symlink_metadata(&link)
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
-        assert_eq!(std::fs::read(&target).unwrap(), b"new");
-        let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600);
-    }
-
-    #[test]
     fn read_only_files_are_replaced_only_when_forced() {
         use std::os::unix::fs::PermissionsExt;
         let dir = scratch("readonly");
@@ -209,16 +139,5 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"new");
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o444, "the mode is kept");
-    }
-
-    #[test]
-    fn a_flush_error_is_reported() {
-        // /dev/full accepts the open and fails every write: what a full disk does.
-        let file = OpenOptions::new()
-            .write(true)
-            .open("/dev/full")
-            .expect("Linux has /dev/full");
-        let err = finish(&file, |w| w.write_all(&[0u8; 100])).unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::StorageFull);
     }
 }

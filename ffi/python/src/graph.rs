@@ -33,14 +33,18 @@ fn graph_result(r: Result<Graph, tensorprep::graph::GraphError>) -> PyResult<PyG
 
 /// An importer's JSON configuration: a dict, JSON text, a file, or a
 /// directory holding `file_name` (a checkpoint's folder).
-fn config_text(config: &Bound<'_, PyAny>, file_name: &str) -> PyResult<String> {
+fn config_text(
+    config: &Bound<'_, PyAny>,
+    file_name: &str,
+    format: &'static str,
+) -> PyResult<String> {
     let py = config.py();
     // A processor object (`to_dict`) or a timm model (`pretrained_cfg`).
     for (attribute, call) in [("to_dict", true), ("pretrained_cfg", false)] {
         if !config.is_instance_of::<PyDict>() && config.hasattr(attribute)? {
             let value = config.getattr(attribute)?;
             let dict = if call { value.call0()? } else { value };
-            return config_text(&dict, file_name);
+            return config_text(&dict, file_name, format);
         }
     }
     if config.is_instance_of::<PyDict>() {
@@ -64,53 +68,17 @@ fn config_text(config: &Bound<'_, PyAny>, file_name: &str) -> PyResult<String> {
     } else {
         path
     };
-    let bytes = tensorprep::files::read_capped(&path, import::MAX_CONFIG_BYTES as u64)
-        .map_err(|e| errors::graph(&read_error(&path, e)))?;
-    String::from_utf8(bytes)
-        .map_err(|_| errors::value(format!("{}: not UTF-8 text", path.display())))
+    import::read_config(&path, format).map_err(|e| errors::graph(&e))
 }
 
-fn read_error(path: &Path, e: tensorprep::files::ReadError) -> tensorprep::graph::GraphError {
-    use tensorprep::files::ReadError;
-    use tensorprep::graph::GraphError;
-    match e {
-        ReadError::Io(error) => GraphError::Io {
-            path: path.display().to_string(),
-            error,
-        },
-        other => GraphError::NotFound {
-            message: format!("{}: {other}", path.display()),
-        },
-    }
-}
-
-/// Writes `bytes` to `path` through a temporary file beside it, synced and
-/// renamed into place: a failure leaves the old file (or none).
+/// Writes `path` through [`tensorprep::files::write_atomically`] (a unique
+/// temporary file, synced and renamed; links followed, permissions kept).
 fn write_atomically(
     path: &Path,
-    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+    fill: impl FnOnce(&mut std::io::BufWriter<&std::fs::File>) -> std::io::Result<()>,
 ) -> PyResult<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tensorprep-{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        write(&mut file)?;
-        file.flush()?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(errors::io(e.kind(), format!("{}: {e}", path.display())));
-    }
-    Ok(())
+    tensorprep::files::write_atomically(path, fill)
+        .map_err(|e| errors::io(e.kind(), format!("{}: {e}", path.display())))
 }
 
 #[pymethods]
@@ -167,6 +135,7 @@ impl PyGraph {
         graph_result(import::hugging_face(&config_text(
             config,
             "preprocessor_config.json",
+            "hf",
         )?))
     }
 
@@ -175,7 +144,7 @@ impl PyGraph {
     /// file or directory).
     #[staticmethod]
     fn from_timm(config: &Bound<'_, PyAny>) -> PyResult<PyGraph> {
-        graph_result(import::timm(&config_text(config, "config.json")?))
+        graph_result(import::timm(&config_text(config, "config.json", "timm")?))
     }
 
     /// A torchvision weights' eval transform: its name
@@ -234,7 +203,7 @@ impl PyGraph {
     /// Writes the graph file (`.tpp`), through a temporary file renamed into place.
     fn save(&self, path: PathBuf) -> PyResult<()> {
         let bytes = self.graph.encode();
-        write_atomically(&path, |f| f.write_all(&bytes))
+        write_atomically(&path, |w| w.write_all(&bytes))
     }
 
     /// The graph file's bytes.
@@ -263,13 +232,7 @@ impl PyGraph {
         }
         let embedding = OnnxEmbedding::new(&model, &self.graph).map_err(at)?;
         let out = out.unwrap_or_else(|| model.clone());
-        py.detach(|| {
-            write_atomically(&out, |f| {
-                let mut w = std::io::BufWriter::new(f);
-                embedding.write_to(&mut w)?;
-                w.flush()
-            })
-        })
+        py.detach(|| write_atomically(&out, |w| embedding.write_to(w).map(drop)))
     }
 
     /// Compiles the graph into a `Plan`.
