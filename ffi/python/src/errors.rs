@@ -4,102 +4,101 @@
 use pyo3::exceptions::{PyException, PyMemoryError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::{PyErr, create_exception};
-use tensorprep::Error;
-use tensorprep::graph::GraphError;
+use tensorprep::Error as CoreError;
+use tensorprep::graph::GraphError as CoreGraphError;
 use tensorprep::train::LoadError;
-use tensorprep::train::data::DataError;
+use tensorprep::train::data::DataError as CoreDataError;
 
 create_exception!(
     tensorprep,
-    TensorprepError,
+    Error,
     PyException,
     "The base class of every error tensorprep raises (catch it to catch them all)."
 );
 create_exception!(
     tensorprep,
     DecodeError,
-    TensorprepError,
+    Error,
     "An encoded image that cannot be decoded: truncated, corrupt, a format or a \
      feature this build does not read, or a header claiming more pixels than its data holds."
 );
 create_exception!(
     tensorprep,
     InputError,
-    TensorprepError,
+    Error,
     "An input or an output that does not fit: wrong shape, size, pixel format, \
      plane count, a short or read-only `out=` array, a parameter out of range."
 );
 create_exception!(
     tensorprep,
     LimitError,
-    TensorprepError,
+    Error,
     "A size over the limits (pixels, bytes, plan size), refused before allocating."
 );
 create_exception!(
     tensorprep,
-    GraphError_,
-    TensorprepError,
+    GraphError,
+    Error,
     "A graph file, model or importer configuration that cannot be used: not a \
      graph, malformed, a newer schema, an unknown op, a graph that does not fit the model."
 );
 create_exception!(
     tensorprep,
-    DataError_,
-    TensorprepError,
+    DataError,
+    Error,
     "A dataset that cannot be opened or a record that cannot be read: a missing \
      file, a corrupt RecordIO/TFRecord/tar record, a bad label."
 );
 create_exception!(
     tensorprep,
     LoaderError,
-    TensorprepError,
+    Error,
     "The training loader cannot go on: a bad configuration or resume state, a \
      worker that panicked, a per-batch function that failed."
 );
 
-/// Registers the classes in the module (`GraphError_` as `GraphError`,
-/// `DataError_` as `DataError`: the Rust names are taken by the library's types).
+/// Registers the classes in the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    m.add("Error", py.get_type::<TensorprepError>())?;
+    m.add("Error", py.get_type::<Error>())?;
     m.add("DecodeError", py.get_type::<DecodeError>())?;
     m.add("InputError", py.get_type::<InputError>())?;
     m.add("LimitError", py.get_type::<LimitError>())?;
-    m.add("GraphError", py.get_type::<GraphError_>())?;
-    m.add("DataError", py.get_type::<DataError_>())?;
+    m.add("GraphError", py.get_type::<GraphError>())?;
+    m.add("DataError", py.get_type::<DataError>())?;
     m.add("LoaderError", py.get_type::<LoaderError>())?;
     Ok(())
 }
 
 /// A library error as the exception of its family.
-pub(crate) fn core(e: &Error) -> PyErr {
+pub(crate) fn core(e: &CoreError) -> PyErr {
     let message = e.to_string();
     match e {
-        Error::Jpeg { .. }
-        | Error::Png { .. }
-        | Error::WebP { .. }
-        | Error::JpegFeature { .. }
-        | Error::JpegRestartMarkers { .. }
-        | Error::TooManyScans { .. }
-        | Error::UnsupportedImageFormat { .. }
-        | Error::ImplausibleSize { .. } => DecodeError::new_err(message),
-        Error::TooManyPixels { .. }
-        | Error::AllocationTooLarge { .. }
-        | Error::PlanTooLarge { .. }
-        | Error::ArenaTooSmall { .. } => LimitError::new_err(message),
-        Error::OutOfMemory { .. } => PyMemoryError::new_err(message),
-        Error::Io { .. } => PyOSError::new_err(message),
+        CoreError::Jpeg { .. }
+        | CoreError::Png { .. }
+        | CoreError::WebP { .. }
+        | CoreError::JpegFeature { .. }
+        | CoreError::JpegRestartMarkers { .. }
+        | CoreError::TooManyScans { .. }
+        | CoreError::UnsupportedImageFormat { .. }
+        | CoreError::ImplausibleSize { .. } => DecodeError::new_err(message),
+        CoreError::TooManyPixels { .. }
+        | CoreError::AllocationTooLarge { .. }
+        | CoreError::PlanTooLarge { .. }
+        | CoreError::ArenaTooSmall { .. } => LimitError::new_err(message),
+        CoreError::OutOfMemory { .. } => PyMemoryError::new_err(message),
+        CoreError::Io { .. } => PyOSError::new_err(message),
         _ => InputError::new_err(message),
     }
 }
 
 /// A graph error as the exception of its family (a pipeline error inside it
 /// as the core error's).
-pub(crate) fn graph(e: &GraphError) -> PyErr {
+pub(crate) fn graph(e: &CoreGraphError) -> PyErr {
     match e {
-        GraphError::Pipeline(inner) => core(inner),
-        GraphError::Io { error, .. } => io(error.kind(), e.to_string()),
-        _ => GraphError_::new_err(e.to_string()),
+        CoreGraphError::Pipeline(inner) => core(inner),
+        CoreGraphError::Io { error, .. } => io(error.kind(), e.to_string()),
+        _ => GraphError::new_err(e.to_string()),
     }
 }
 
@@ -110,8 +109,8 @@ pub(crate) fn io(kind: std::io::ErrorKind, message: String) -> PyErr {
 }
 
 /// A dataset error.
-pub(crate) fn data(e: &DataError) -> PyErr {
-    DataError_::new_err(e.to_string())
+pub(crate) fn data(e: &CoreDataError) -> PyErr {
+    DataError::new_err(e.to_string())
 }
 
 /// A loader error: a sample's read or decode error as its family's (the
@@ -119,7 +118,7 @@ pub(crate) fn data(e: &DataError) -> PyErr {
 pub(crate) fn load(e: &LoadError) -> PyErr {
     let message = e.to_string();
     match e {
-        LoadError::Read { .. } => DataError_::new_err(message),
+        LoadError::Read { .. } => DataError::new_err(message),
         LoadError::Decode { error, .. } => {
             let class = core(error);
             Python::attach(|py| PyErr::from_type(class.get_type(py), message))

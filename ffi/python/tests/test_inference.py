@@ -226,6 +226,10 @@ def test_errors_are_exceptions_of_their_family(tp, eval_plan, tmp_path):
     with pytest.raises(tp.DecodeError, match="GIF"):
         eval_plan(b"GIF89a" + b"\0" * 64)
     assert issubclass(tp.DecodeError, tp.Error)
+    # Tracebacks name the classes as the package exports them.
+    for name in ["Error", "DecodeError", "InputError", "LimitError", "GraphError", "DataError", "LoaderError"]:
+        cls = getattr(tp, name)
+        assert (cls.__module__, cls.__name__) == ("tensorprep", name)
     with pytest.raises(FileNotFoundError, match="nope.jpg"):
         eval_plan(str(tmp_path / "nope.jpg"))
     with pytest.raises(tp.InputError):
