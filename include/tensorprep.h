@@ -535,6 +535,15 @@ enum tp_resample
      * OpenCV `INTER_AREA`.
      */
     TP_RESAMPLE_OPENCV_AREA = 8,
+    /**
+     * PyTorch `interpolate(mode="bilinear", antialias=True)` on uint8
+     * (torchvision's `Resize` on tensors).
+     */
+    TP_RESAMPLE_TORCH_BILINEAR = 9,
+    /**
+     * PyTorch `interpolate(mode="bicubic", antialias=True)` on uint8.
+     */
+    TP_RESAMPLE_TORCH_BICUBIC = 10,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

@@ -34,7 +34,12 @@ fn f32s_le(bytes: &[u8]) -> Vec<f32> {
 
 /// The lines of `refs.txt` whose first word is `kind`, split into words.
 pub fn refs(kind: &str) -> Vec<Vec<String>> {
-    let text = String::from_utf8(read("refs.txt")).expect("refs.txt is UTF-8");
+    refs_in("refs.txt", kind)
+}
+
+/// The lines of kind `kind` of the manifest `file` (a path under the fixtures).
+pub fn refs_in(file: &str, kind: &str) -> Vec<Vec<String>> {
+    let text = String::from_utf8(read(file)).expect("manifest is UTF-8");
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())

@@ -19,6 +19,7 @@ fn import_graph(importer: &str, source: &str) -> Graph {
     let text = || String::from_utf8(read(&path)).expect("UTF-8 config");
     let graph = match importer {
         "hf" => import::hugging_face(&text()),
+        "hf:pil" => import::hugging_face_with(&text(), import::HfBackend::Pil),
         "timm" => import::timm(&text()),
         "torchvision" => import::torchvision(source),
         "ultralytics" => {
@@ -83,6 +84,7 @@ fn every_importer_reproduces_its_library_on_real_photos() {
         importers.into_iter().collect::<Vec<_>>(),
         [
             "hf",
+            "hf:pil",
             "mindir",
             "tflite",
             "timm",
@@ -156,9 +158,10 @@ fn every_importer_reproduces_its_library_on_real_photos() {
             // (measured: max 4, mean 0.26 over these cases).
             _ => (5.0, 0.3),
         };
-        // Values: bit-exact where the geometry is (Hugging Face's
+        // Values: bit-exact where the geometry is (Hugging Face's PIL backend:
         // f32(v * (1/255) in float64) lands on the same floats as v / 255 in
-        // float32 here). TFLite multiplies by 1/std, one ulp away on some
+        // float32 here; its torchvision backend: (v - 255 mean) / (255 std)
+        // with the fused statistics in float32). TFLite multiplies by 1/std, one ulp away on some
         // values, besides the geometry.
         // Elsewhere the values follow from the pixels: the tensor is never
         // further from the library's than the geometry's largest difference

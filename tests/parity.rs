@@ -13,7 +13,7 @@ use tensorprep::resize::{
 };
 use tensorprep::size::SizeRule;
 use tensorprep::{Image, ImageView, Limits, PixelFormat, Rect, Tensor};
-use tensorprep_tests::{Diff, read, read_f32_le, read_npy_f32, read_png, refs};
+use tensorprep_tests::{Diff, read, read_f32_le, read_npy_f32, read_png, refs, refs_in};
 
 fn resample(name: &str) -> Resample {
     match name {
@@ -25,6 +25,8 @@ fn resample(name: &str) -> Resample {
         "lanczos" => Resample::Pillow(Filter::Lanczos3),
         "opencv_linear" => Resample::OpenCvLinear,
         "opencv_area" => Resample::OpenCvArea,
+        "torch_bilinear" => Resample::Torch(Filter::Bilinear),
+        "torch_bicubic" => Resample::Torch(Filter::Bicubic),
         other => panic!("unknown filter {other} in refs.txt"),
     }
 }
@@ -59,7 +61,9 @@ struct Case {
 
 fn resize_cases() -> Vec<Case> {
     let mut cases = Vec::new();
-    for w in refs("resize") {
+    // Pillow's and OpenCV's references, then PyTorch's.
+    let manifests = ["refs.txt", "torch/refs.txt"];
+    for w in manifests.iter().flat_map(|m| refs_in(m, "resize")) {
         cases.push(Case {
             label: format!("{} {}x{}", w[1], w[3], w[4]),
             src: read_png(&w[1]),
@@ -70,7 +74,7 @@ fn resize_cases() -> Vec<Case> {
             reference: w[5].clone(),
         });
     }
-    for w in refs("resize_crop") {
+    for w in manifests.iter().flat_map(|m| refs_in(m, "resize_crop")) {
         cases.push(Case {
             label: format!(
                 "{} crop {},{} {}x{} -> {}x{}",
@@ -107,10 +111,10 @@ fn resize_cases() -> Vec<Case> {
 }
 
 #[test]
-fn resize_is_identical_to_pillow_and_opencv_for_every_filter_and_path() {
+fn resize_is_identical_to_pillow_opencv_and_pytorch_for_every_filter_and_path() {
     let cases = resize_cases();
     assert!(
-        cases.len() >= 90,
+        cases.len() >= 120,
         "expected every filter on every case, found {}",
         cases.len()
     );

@@ -173,9 +173,14 @@ pub enum tp_resample {
     OpencvLinear = 7,
     /// OpenCV `INTER_AREA`.
     OpencvArea = 8,
+    /// PyTorch `interpolate(mode="bilinear", antialias=True)` on uint8
+    /// (torchvision's `Resize` on tensors).
+    TorchBilinear = 9,
+    /// PyTorch `interpolate(mode="bicubic", antialias=True)` on uint8.
+    TorchBicubic = 10,
 }
 
-pub(crate) const RESAMPLES: [(u32, Resample); 8] = {
+pub(crate) const RESAMPLES: [(u32, Resample); Resample::ALL.len()] = {
     use tp_resample as R;
     [
         (R::PillowNearest as u32, Resample::Pillow(Filter::Nearest)),
@@ -186,6 +191,8 @@ pub(crate) const RESAMPLES: [(u32, Resample); 8] = {
         (R::PillowLanczos as u32, Resample::Pillow(Filter::Lanczos3)),
         (R::OpencvLinear as u32, Resample::OpenCvLinear),
         (R::OpencvArea as u32, Resample::OpenCvArea),
+        (R::TorchBilinear as u32, Resample::Torch(Filter::Bilinear)),
+        (R::TorchBicubic as u32, Resample::Torch(Filter::Bicubic)),
     ]
 };
 

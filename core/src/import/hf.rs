@@ -1,5 +1,6 @@
-//! Hugging Face `preprocessor_config.json` (the PIL backend of the image
-//! processors, which the `Fast` torchvision backend approximates).
+//! Hugging Face `preprocessor_config.json`, as either of transformers' two
+//! implementations of each image processor runs it: the torchvision backend
+//! (transformers' default wherever torchvision is installed) or the PIL one.
 
 use std::format;
 
@@ -22,6 +23,45 @@ const FORMAT: &str = "hf";
 const STANDARD: [f32; 3] = [0.5; 3];
 const CLIP_MEAN: [f32; 3] = [0.481_454_67, 0.457_827_5, 0.408_210_72];
 const CLIP_STD: [f32; 3] = [0.268_629_55, 0.261_302_6, 0.275_777_1];
+
+/// Which of transformers' two implementations of an image processor a graph
+/// reproduces. They differ in the resize (Pillow's on a PIL image, or
+/// PyTorch's antialiased `uint8` resize on a tensor) and in the normalize
+/// arithmetic (`(v * factor - mean) / std`, or `(v - mean / factor) / (std / factor)`
+/// with the fused statistics in float32).
+///
+/// ```
+/// use tensorprep::import::HfBackend;
+/// assert_eq!(HfBackend::default(), HfBackend::Torchvision);
+/// assert_eq!(HfBackend::from_name("PIL"), Some(HfBackend::Pil));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HfBackend {
+    /// `backend="torchvision"`: what `AutoImageProcessor` loads when
+    /// torchvision is installed (the classes without suffix, formerly `...Fast`).
+    #[default]
+    Torchvision,
+    /// `backend="pil"`: the `...Pil` classes (the slow processors of transformers 4).
+    Pil,
+}
+
+impl HfBackend {
+    /// transformers' name for the backend: `torchvision` or `pil`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            HfBackend::Torchvision => "torchvision",
+            HfBackend::Pil => "pil",
+        }
+    }
+
+    /// A backend by its transformers name, any case.
+    pub fn from_name(name: &str) -> Option<HfBackend> {
+        [HfBackend::Torchvision, HfBackend::Pil]
+            .into_iter()
+            .find(|b| b.name().eq_ignore_ascii_case(name))
+    }
+}
 
 /// A size as the processors hold it after `get_size_dict`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -177,16 +217,41 @@ fn read_size(
     }))
 }
 
+/// A Hugging Face `preprocessor_config.json`, as `AutoImageProcessor` runs it
+/// by default: with the torchvision backend ([`HfBackend::Torchvision`]), on an
+/// image loaded by `transformers.image_utils.load_image` (EXIF orientation
+/// applied). [`hugging_face_with`] chooses the backend.
+pub fn hugging_face(config: &str) -> Result<Graph, GraphError> {
+    hugging_face_with(config, HfBackend::default())
+}
+
 /// A Hugging Face `preprocessor_config.json`, as its image processor class
-/// runs it with the PIL backend on a PIL image loaded by
-/// `transformers.image_utils.load_image` (EXIF orientation applied).
+/// runs it with `backend` on an image loaded by
+/// `transformers.image_utils.load_image` (EXIF orientation applied). The graph's
+/// provenance names the backend (`tensorprep inspect` shows it).
 ///
 /// Supported classes: ViT, DeiT, BEiT, CLIP, ConvNeXT (with `crop_pct`), BiT
-/// and SigLIP, in their `ImageProcessor`, `ImageProcessorFast` and legacy
-/// `FeatureExtractor` spellings. Keys the file leaves out take the class's
-/// defaults (transformers 5); legacy integer sizes follow `get_size_dict`
-/// (`size: 224` is 224x224 for ViT, shortest edge 224 for CLIP).
-pub fn hugging_face(config: &str) -> Result<Graph, GraphError> {
+/// and SigLIP, in their `ImageProcessor`, `ImageProcessorFast`,
+/// `ImageProcessorPil` and legacy `FeatureExtractor` spellings. Keys the file
+/// leaves out take the class's defaults (transformers 5); legacy integer sizes
+/// follow `get_size_dict` (`size: 224` is 224x224 for ViT, shortest edge 224
+/// for CLIP). The torchvision backend resizes with BILINEAR or BICUBIC only
+/// (other filters are refused by name).
+///
+/// ```
+/// use tensorprep::import::{HfBackend, hugging_face_with};
+/// use tensorprep::resize::{Filter, Resample};
+/// use tensorprep::pipeline::Op;
+///
+/// let config = r#"{"image_processor_type": "CLIPImageProcessor"}"#;
+/// let resample = |backend| match hugging_face_with(config, backend).unwrap().pipeline.ops()[1] {
+///     Op::Resize(r) => r.resample,
+///     _ => unreachable!(),
+/// };
+/// assert_eq!(resample(HfBackend::Torchvision), Resample::Torch(Filter::Bicubic));
+/// assert_eq!(resample(HfBackend::Pil), Resample::Pillow(Filter::Bicubic));
+/// ```
+pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, GraphError> {
     let value = json::parse(FORMAT, config)?;
     let o = Object::new(FORMAT, &value)?;
     let class = match (
@@ -226,12 +291,19 @@ pub fn hugging_face(config: &str) -> Result<Graph, GraphError> {
                 .ok_or_else(|| o.error(format!("`resample` {n} is not a Pillow filter")))?,
             None => d.filter,
         };
-        let resize = |size| {
-            Op::Resize(Resize {
-                size,
-                resample: Resample::Pillow(filter),
-            })
+        let resample = match backend {
+            HfBackend::Pil => Resample::Pillow(filter),
+            HfBackend::Torchvision => match filter {
+                Filter::Bilinear | Filter::Bicubic => Resample::Torch(filter),
+                other => {
+                    return Err(o.error(format!(
+                        "`resample` {other:?} with the torchvision backend is not supported \
+                         (PyTorch's BILINEAR and BICUBIC are); import with the PIL backend (hf:pil)"
+                    )));
+                }
+            },
         };
+        let resize = |size| Op::Resize(Resize { size, resample });
         match (size, d.crop_pct) {
             (Size::ShortestEdge(edge), Some(default_pct)) => {
                 let pct = o.f64("crop_pct")?.unwrap_or(default_pct);
@@ -275,16 +347,17 @@ pub fn hugging_face(config: &str) -> Result<Graph, GraphError> {
             rounding: CropRounding::Floor,
         }));
     }
-    let divisor = if o.bool("do_rescale")?.unwrap_or(true) {
+    let factor = if o.bool("do_rescale")?.unwrap_or(true) {
         let factor = o.f64("rescale_factor")?.unwrap_or(1.0 / 255.0);
         if !(factor.is_finite() && factor > 0.0) {
             return Err(o.error(format!("`rescale_factor` must be positive, not {factor}")));
         }
-        (1.0 / factor) as f32
+        Some(factor)
     } else {
-        1.0
+        None
     };
-    let (mean, std) = if o.bool("do_normalize")?.unwrap_or(true) {
+    let do_normalize = o.bool("do_normalize")?.unwrap_or(true);
+    let (mean, std) = if do_normalize {
         let stat = |key: &str, default: [f32; 3]| -> Result<[f32; 3], GraphError> {
             match o.floats(key)? {
                 Some(v) => three(&v).ok_or_else(|| o.error(format!("`{key}` needs 1 or 3 values"))),
@@ -295,16 +368,54 @@ pub fn hugging_face(config: &str) -> Result<Graph, GraphError> {
     } else {
         ([0.0; 3], [1.0; 3])
     };
+    let normalize = match (backend, factor) {
+        (HfBackend::Pil, Some(factor)) => Normalize {
+            mean,
+            std,
+            divisor: (1.0 / factor) as f32,
+        },
+        (_, None) => Normalize {
+            mean,
+            std,
+            divisor: 1.0,
+        },
+        // `rescale_and_normalize` fuses the two: float32 statistics times the
+        // float32 of `1 / factor`, then `(v - mean) / std` on the float32 pixels.
+        (HfBackend::Torchvision, Some(factor)) if do_normalize => {
+            let up = (1.0 / factor) as f32;
+            Normalize {
+                mean: mean.map(|m| m * up),
+                std: std.map(|s| s * up),
+                divisor: 1.0,
+            }
+        }
+        (HfBackend::Torchvision, Some(_)) => {
+            return Err(o.error(
+                "`do_rescale` without `do_normalize` under the torchvision backend multiplies \
+                 by `rescale_factor` in float32, which is not reproduced exactly; import with \
+                 the PIL backend (hf:pil)"
+                    .into(),
+            ));
+        }
+    };
     ops.extend(finish(
-        Normalize { mean, std, divisor },
+        normalize,
         Layout::Chw,
         DType::F32,
         Quantization::IDENTITY,
     ));
+    let default = if backend == HfBackend::default() {
+        ", transformers' default"
+    } else {
+        ""
+    };
     graph(
         &ops,
         "pixel_values",
-        format!("hf {class} preprocessor_config.json"),
+        format!(
+            "hf {class} preprocessor_config.json, {} backend{default}",
+            backend.name()
+        ),
     )
 }
 

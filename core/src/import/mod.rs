@@ -3,7 +3,7 @@
 //!
 //! | Source | Function | Reads |
 //! |---|---|---|
-//! | Hugging Face | [`hugging_face`] | `preprocessor_config.json` (ViT, DeiT, BEiT, CLIP, ConvNeXT, BiT, SigLIP) |
+//! | Hugging Face | [`hugging_face`], [`hugging_face_with`] | `preprocessor_config.json` (ViT, DeiT, BEiT, CLIP, ConvNeXT, BiT, SigLIP), torchvision or PIL backend |
 //! | timm | [`timm`] | `pretrained_cfg` (or a hub `config.json` holding one) |
 //! | torchvision | [`torchvision`] | a weights name (`ResNet50_Weights.IMAGENET1K_V2`) from a built-in table |
 //! | Ultralytics | [`ultralytics`] | an exported ONNX model's metadata (`imgsz`, `stride`, `task`) |
@@ -41,7 +41,7 @@ mod torchvision;
 mod torchvision_table;
 mod ultralytics;
 
-pub use hf::hugging_face;
+pub use hf::{HfBackend, hugging_face, hugging_face_with};
 pub use mindir::mindir;
 pub use tflite::tflite;
 pub use timm::timm;
@@ -78,7 +78,9 @@ pub const SOURCES: [&str; 7] = [
 /// A graph from any importer, chosen by name: `hf`, `timm`, `ultralytics`,
 /// `tflite` and `mindir` read `source` (a `preprocessor_config.json`, a timm
 /// `config.json` or `pretrained_cfg`, an exported `.onnx`, a `.tflite`, a
-/// `.mindir`); `torchvision:WEIGHTS` and `preset:NAME` need none. Files are
+/// `.mindir`); `torchvision:WEIGHTS` and `preset:NAME` need none. `hf` takes
+/// transformers' default backend; `hf:pil` and `hf:torchvision` name one
+/// ([`HfBackend`]). Files are
 /// read with a cap ([`MAX_CONFIG_BYTES`] for JSON, [`MAX_MODEL_BYTES`] for
 /// models) checked before reading; ONNX models are read field by field,
 /// their weights skipped.
@@ -108,7 +110,18 @@ pub fn convert(from: &str, source: Option<&std::path::Path>) -> Result<Graph, Gr
     };
     let model = |path: &std::path::Path| read_file(path, MAX_MODEL_BYTES, format);
     match kind {
-        "hf" => hugging_face(&read_config(source()?, format)?),
+        "hf" => {
+            let backend = match name {
+                "" => HfBackend::default(),
+                name => HfBackend::from_name(name).ok_or_else(|| GraphError::Import {
+                    format,
+                    message: alloc::format!(
+                        "unknown backend `{name}` (hf:torchvision, the default, or hf:pil)"
+                    ),
+                })?,
+            };
+            hugging_face_with(&read_config(source()?, format)?, backend)
+        }
         "timm" => timm(&read_config(source()?, format)?),
         "torchvision" => torchvision(name),
         "ultralytics" => {

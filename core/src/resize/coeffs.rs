@@ -1,6 +1,14 @@
 //! Pillow's filter kernels and per-axis coefficient tables (`Resample.c`:
 //! `precompute_coeffs` and `normalize_coeffs_8bpc`), reproduced operation for
 //! operation in `f64` so that the fixed-point weights are identical.
+//!
+//! PyTorch's antialiased uint8 resize computes the same `f64` weights
+//! (`_compute_indices_min_size_weights_aa`) but rounds them to 16-bit integers
+//! with a precision chosen per axis (`_compute_index_ranges_int16_weights`).
+//! Such a weight `w` with `p` fractional bits, stored as `w << (22 - p)`, gives
+//! through Pillow's sums exactly PyTorch's result:
+//! `(2^(22-p) * (sum + 2^(p-1))) >> 22 == (sum + 2^(p-1)) >> p`. So both
+//! families share one table layout and every kernel.
 
 use super::Filter;
 #[cfg(feature = "alloc")]
@@ -20,6 +28,16 @@ pub(super) const TAIL_PAD: usize = 16;
 #[inline(always)]
 pub(super) fn clip8(sum: i32) -> u8 {
     (sum >> PRECISION_BITS).clamp(0, 255) as u8
+}
+
+/// How an axis's `f64` weights become integers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Quantize {
+    /// Pillow: [`PRECISION_BITS`] fractional bits.
+    Pillow,
+    /// PyTorch's uint8 kernels: 16-bit weights with the most fractional bits
+    /// (at most 22) that keep twice the axis's largest weight below 2^15.
+    TorchInt16,
 }
 
 impl Filter {
@@ -144,8 +162,17 @@ impl Axis<Heap> {
         filter: Filter,
         limits: &Limits,
     ) -> Result<Axis<Heap>> {
-        AxisShape::new(in_size, in0, in1, out_size, 0..out_size, filter, limits)?
-            .build(0, &mut crate::arena::Pools::default())
+        AxisShape::new(
+            in_size,
+            in0,
+            in1,
+            out_size,
+            0..out_size,
+            filter,
+            Quantize::Pillow,
+            limits,
+        )?
+        .build(0, &mut crate::arena::Pools::default())
     }
 
     /// Gives the tables up for reuse.
@@ -194,12 +221,15 @@ pub(super) struct AxisShape {
     ksize: usize,
     window: core::ops::Range<u32>,
     filter: Filter,
+    /// Fractional bits of the weights before they are widened to [`PRECISION_BITS`].
+    precision: u32,
 }
 
 impl AxisShape {
     /// The weights of outputs `window` (a sub-range of `0..out_size`) only:
     /// exactly those of the full axis, so resizing then cropping costs only
     /// the cropped part.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         in_size: u32,
         in0: f32,
@@ -207,6 +237,7 @@ impl AxisShape {
         out_size: u32,
         window: core::ops::Range<u32>,
         filter: Filter,
+        quantize: Quantize,
         limits: &Limits,
     ) -> Result<AxisShape> {
         // Pillow subtracts in single precision, then widens.
@@ -214,7 +245,7 @@ impl AxisShape {
         let filterscale = if scale < 1.0 { 1.0 } else { scale };
         let support = filter.support() * filterscale;
         let ksize = libm::ceil(support) as usize * 2 + 1;
-        let shape = AxisShape {
+        let mut shape = AxisShape {
             in_size,
             in0,
             scale,
@@ -223,10 +254,41 @@ impl AxisShape {
             ksize,
             window,
             filter,
+            precision: PRECISION_BITS,
         };
         // Our i32 table, its vpmaddwd split (x86) and the f64 row being normalized.
         limits.check_alloc(shape.weights_len() as u64 * 8 + ksize as u64 * 8)?;
+        if quantize == Quantize::TorchInt16 {
+            shape.precision = shape.torch_precision(out_size);
+        }
         Ok(shape)
+    }
+
+    /// PyTorch's weight precision for this axis: from the largest normalized
+    /// weight of all `out_size` outputs (not only the window's), the first
+    /// `p` below 22 at which `round(max * 2^(p+1))` reaches 2^15.
+    fn torch_precision(&self, out_size: u32) -> u32 {
+        let mut max = 0.0f64;
+        for xx in 0..out_size {
+            let (center, xmin, taps) = self.bound(xx);
+            let ww: f64 = (0..taps).map(|x| self.weight(x, xmin, center)).sum();
+            if ww != 0.0 {
+                for x in 0..taps {
+                    max = max.max(self.weight(x, xmin, center) / ww);
+                }
+            }
+        }
+        (0..PRECISION_BITS)
+            .find(|&p| (0.5 + max * f64::from(1u32 << (p + 1))) as i32 >= 1 << 15)
+            .unwrap_or(PRECISION_BITS)
+    }
+
+    /// The unnormalized weight of tap `x` of the output centred at `center`
+    /// whose first tap is `xmin`.
+    #[inline]
+    fn weight(&self, x: usize, xmin: i32, center: f64) -> f64 {
+        self.filter
+            .weight((f64::from(x as i32 + xmin) - center + 0.5) * (1.0 / self.filterscale))
     }
 
     fn outputs(&self) -> usize {
@@ -283,8 +345,8 @@ impl AxisShape {
         tables: &mut impl Tables<S>,
     ) -> Result<Axis<S>> {
         let ksize = self.ksize;
-        let inv_filterscale = 1.0 / self.filterscale;
-        let one = f64::from(1u32 << PRECISION_BITS);
+        let one = f64::from(1u32 << self.precision);
+        let widen = PRECISION_BITS - self.precision;
         let bounds = tables.table(self.outputs(), |b: &mut [(u32, u32)]| {
             for (b, xx) in b.iter_mut().zip(self.window.clone()) {
                 let (_, xmin, taps) = self.bound(xx);
@@ -296,17 +358,21 @@ impl AxisShape {
                 let (center, xmin, taps) = self.bound(xx);
                 // The same weight twice (it is deterministic): once for the sum,
                 // once to normalize and store; no row buffer.
-                let weight = |x: usize| {
-                    self.filter
-                        .weight((f64::from(x as i32 + xmin) - center + 0.5) * inv_filterscale)
-                };
+                let weight = |x: usize| self.weight(x, xmin, center);
                 let ww: f64 = (0..taps).map(weight).sum();
                 for (x, k) in k[..taps].iter_mut().enumerate() {
                     let w = if ww != 0.0 { weight(x) / ww } else { weight(x) };
-                    *k = if w < 0.0 {
+                    let q = if w < 0.0 {
                         (-0.5 + w * one) as i32
                     } else {
                         (0.5 + w * one) as i32
+                    };
+                    // PyTorch stores the weight as int16 (it fits, by the
+                    // choice of precision); Pillow's 22 bits are the identity.
+                    *k = if widen == 0 {
+                        q
+                    } else {
+                        i32::from(q as i16) << widen
                     };
                 }
             }
@@ -370,6 +436,48 @@ mod tests {
                         "{f:?} {i}->{o} x={x} sum={s}"
                     );
                 }
+            }
+        }
+    }
+
+    /// PyTorch's weights: 16-bit integers with the precision of the axis's
+    /// largest weight, widened to 22 bits; each sums to one within half a
+    /// unit of that precision per tap.
+    #[test]
+    fn torch_weights_are_int16_with_a_per_axis_precision() {
+        for f in [Filter::Bilinear, Filter::Bicubic] {
+            for (i, o) in [(100, 37), (37, 100), (640, 224), (5, 1), (1, 9), (4000, 3)] {
+                let shape = AxisShape::new(
+                    i,
+                    0.0,
+                    i as f32,
+                    o,
+                    0..o,
+                    f,
+                    Quantize::TorchInt16,
+                    &Limits::DEFAULT,
+                )
+                .unwrap();
+                let p = shape.precision;
+                let a = shape.build(0, &mut crate::arena::Pools::default()).unwrap();
+                let step = 1i32 << (PRECISION_BITS - p);
+                let mut largest = 0;
+                for x in 0..o as usize {
+                    let (_, k) = a.taps().at(x);
+                    for &w in k {
+                        assert_eq!(w % step, 0, "{f:?} {i}->{o}: not {p}-bit");
+                        assert!(i16::try_from(w / step).is_ok());
+                        largest = largest.max(w / step);
+                    }
+                    let s: i32 = k.iter().sum::<i32>() / step;
+                    assert!(
+                        (s - (1 << p)).abs() <= k.len() as i32,
+                        "{f:?} {i}->{o} x={x}"
+                    );
+                }
+                // The largest weight takes 15 bits (unless 22 bits do not get it there).
+                assert!(p == PRECISION_BITS || (1 << 14..1 << 15).contains(&largest));
+                assert!(p < PRECISION_BITS || largest < 1 << 14);
             }
         }
     }

@@ -4,7 +4,9 @@
 //! (antialiased when downscaling) for every filter, on Gray, RGB/BGR and
 //! RGBA/BGRA (premultiplied, as Pillow does), with or without a fractional
 //! source box ([`SourceBox`], Pillow's `box=`). [`Resample::OpenCvLinear`] and
-//! [`Resample::OpenCvArea`] reproduce `INTER_LINEAR` and `INTER_AREA`.
+//! [`Resample::OpenCvArea`] reproduce `INTER_LINEAR` and `INTER_AREA`;
+//! [`Resample::Torch`] reproduces PyTorch's antialiased `uint8` resize
+//! (torchvision's `Resize` on tensors).
 //!
 //! Work is split the way a pipeline needs it: a [`ResizePlan`] holds the
 //! coefficient tables for one (source size, box, destination size, method) and
@@ -69,9 +71,21 @@ pub enum Filter {
 
 /// Which library's resampling arithmetic to reproduce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Resample {
     /// Pillow's `Image.resize` with this filter (antialiased on downscale).
     Pillow(Filter),
+    /// PyTorch's `interpolate(mode=..., antialias=True)` on `uint8` tensors,
+    /// with [`Filter::Bilinear`] or [`Filter::Bicubic`] only: what torchvision's
+    /// `Resize` does to `uint8` tensors (`transforms.v2`, `read_image`/`decode_jpeg`
+    /// pipelines) and what the Hugging Face image processors' torchvision
+    /// backend does. Pillow's filter and weights, rounded to 16-bit integers with
+    /// a precision chosen per axis; alpha is resampled as a plain channel.
+    ///
+    /// A source box must be integral and acts as a crop (tensors are sliced,
+    /// not boxed). torchvision resizes bilinear `uint8` tensors this way only on
+    /// CPUs PyTorch reports as `AVX2`; elsewhere it goes through float32.
+    Torch(Filter),
     /// OpenCV's `cv2.resize(..., interpolation=cv2.INTER_LINEAR)` (no antialiasing).
     OpenCvLinear,
     /// OpenCV's `cv2.resize(..., interpolation=cv2.INTER_AREA)`: pixel-area
@@ -118,8 +132,8 @@ impl Filter {
 }
 
 impl Resample {
-    /// Every method: the six Pillow filters, then the two OpenCV modes.
-    pub const ALL: [Resample; 8] = [
+    /// Every method: the six Pillow filters, the two OpenCV modes, then PyTorch's two.
+    pub const ALL: [Resample; 10] = [
         Resample::Pillow(Filter::Nearest),
         Resample::Pillow(Filter::Box),
         Resample::Pillow(Filter::Bilinear),
@@ -128,6 +142,8 @@ impl Resample {
         Resample::Pillow(Filter::Lanczos3),
         Resample::OpenCvLinear,
         Resample::OpenCvArea,
+        Resample::Torch(Filter::Bilinear),
+        Resample::Torch(Filter::Bicubic),
     ];
 }
 

@@ -9,7 +9,7 @@
 //! taller than wide). RGBA is resampled premultiplied (`RGBa`) and divided back,
 //! with Pillow's rounding in both directions.
 
-use super::coeffs::{Axis, AxisShape};
+use super::coeffs::{Axis, AxisShape, Quantize};
 use super::kernels::{self, Simd};
 use super::{Filter, ResizeStateIn, SourceBox};
 use crate::arena::{Scratch, Storage, Tables};
@@ -86,6 +86,7 @@ impl PillowShape {
         (dw, dh): (u32, u32),
         window: Rect,
         filter: Filter,
+        quantize: Quantize,
         limits: &Limits,
     ) -> Result<PillowShape> {
         let (wx, wy) = (
@@ -115,11 +116,13 @@ impl PillowShape {
             let kind = ShapeKind::Nearest { x, y };
             return Ok(PillowShape { kind, region });
         }
-        let axis =
-            |size, b0, b1, out, range| AxisShape::new(size, b0, b1, out, range, filter, limits);
+        let axis = |size, b0, b1, out, range| {
+            AxisShape::new(size, b0, b1, out, range, filter, quantize, limits)
+        };
         // Python's resize splits images more than 100 times taller than wide into
         // a vertical-only call, then a horizontal-only one, each possibly a crop.
-        let vertical_first = sh > sw.saturating_mul(100) && dh < sh;
+        // PyTorch always runs the horizontal pass first.
+        let vertical_first = quantize == Quantize::Pillow && sh > sw.saturating_mul(100) && dh < sh;
         let (need_h, need_v) = if vertical_first {
             (!x_is_crop, !y_is_crop)
         } else {

@@ -1,5 +1,6 @@
 //! Resize plans, their scratch state, and the eager resizer.
 
+use super::coeffs::Quantize;
 use super::opencv;
 use super::pillow::{self, PillowShape};
 use super::{Filter, Resample, SourceBox, kernels::Simd};
@@ -67,6 +68,21 @@ pub type ResizePlan = ResizePlanIn<Heap>;
 /// A resize plan whose tables live in caller memory (an [`Arena`]): for
 /// builds without an allocator.
 pub type ArenaResizePlan<'a> = ResizePlanIn<Borrowed<'a>>;
+
+/// A source box that must act as a crop (for methods with no fractional box):
+/// its origin and size, or `refusal`.
+fn integral_box(b: SourceBox, refusal: &'static str) -> Result<((u32, u32), (u32, u32))> {
+    let integral = [b.x0, b.y0, b.x1, b.y1]
+        .iter()
+        .all(|v| *v == libm::truncf(*v));
+    if !integral || b.x1 == b.x0 || b.y1 == b.y0 {
+        return Err(Error::InvalidParameter { name: refusal });
+    }
+    Ok((
+        (b.x0 as u32, b.y0 as u32),
+        ((b.x1 - b.x0) as u32, (b.y1 - b.y0) as u32),
+    ))
+}
 
 /// The checks every plan makes of its sizes, before any table is computed.
 fn check_sizes(
@@ -232,23 +248,49 @@ impl<S: Storage> ResizePlanIn<S> {
         let out = (window.width, window.height);
         let (method, region) = match resample {
             Resample::Pillow(filter) => {
-                let shape = PillowShape::new(src, source_box, full, window, filter, limits)?;
+                let shape = PillowShape::new(
+                    src,
+                    source_box,
+                    full,
+                    window,
+                    filter,
+                    Quantize::Pillow,
+                    limits,
+                )?;
                 let region = shape.region();
                 // The scratch a run will grow to, refused now rather than when running.
                 limits.check_alloc(shape.passes().scratch_bytes(region, out))?;
                 (Method::Pillow(shape.build(tables)?), region)
             }
-            Resample::OpenCvLinear | Resample::OpenCvArea => {
-                let b = source_box;
-                let integral = [b.x0, b.y0, b.x1, b.y1]
-                    .iter()
-                    .all(|v| *v == libm::truncf(*v));
-                if !integral || b.x1 == b.x0 || b.y1 == b.y0 {
+            Resample::Torch(filter) => {
+                if !matches!(filter, Filter::Bilinear | Filter::Bicubic) {
                     return Err(Error::InvalidParameter {
-                        name: "resize: OpenCV methods take only a non-empty integral source box",
+                        name: "resize: PyTorch's antialiased resize has only BILINEAR and BICUBIC",
                     });
                 }
-                let boxed = ((b.x1 - b.x0) as u32, (b.y1 - b.y0) as u32);
+                let (origin, boxed) = integral_box(
+                    source_box,
+                    "resize: PyTorch's resize takes only a non-empty integral source box",
+                )?;
+                let shape = PillowShape::new(
+                    boxed,
+                    SourceBox::full(boxed.0, boxed.1),
+                    full,
+                    window,
+                    filter,
+                    Quantize::TorchInt16,
+                    limits,
+                )?;
+                let r = shape.region();
+                limits.check_alloc(shape.passes().scratch_bytes(r, out))?;
+                let region = Rect::new(origin.0 + r.x, origin.1 + r.y, r.width, r.height);
+                (Method::Pillow(shape.build(tables)?), region)
+            }
+            Resample::OpenCvLinear | Resample::OpenCvArea => {
+                let (origin, boxed) = integral_box(
+                    source_box,
+                    "resize: OpenCV methods take only a non-empty integral source box",
+                )?;
                 let mode = if resample == Resample::OpenCvLinear {
                     opencv::Mode::Linear
                 } else {
@@ -259,7 +301,7 @@ impl<S: Storage> ResizePlanIn<S> {
                     u64::from(boxed.0) + u64::from(boxed.1) + u64::from(full.0) + u64::from(full.1);
                 limits.check_alloc(words * 24 + u64::from(boxed.0) * 4 * 8)?;
                 let (plan, r) = opencv::OpenCvPlan::new(mode, boxed, full, window, tables)?;
-                let region = Rect::new(b.x0 as u32 + r.x, b.y0 as u32 + r.y, r.width, r.height);
+                let region = Rect::new(origin.0 + r.x, origin.1 + r.y, r.width, r.height);
                 (Method::OpenCv(plan), region)
             }
         };
@@ -474,7 +516,8 @@ pub fn resize_in(
 /// Whether a resize into `format` with `resample` works on premultiplied
 /// alpha (Pillow's `RGBa`; not for `NEAREST`, which Pillow applies to the raw values).
 fn alpha(format: PixelFormat, resample: Resample) -> bool {
-    format.alpha_offset().is_some() && resample != Resample::Pillow(Filter::Nearest)
+    format.alpha_offset().is_some()
+        && matches!(resample, Resample::Pillow(f) if f != Filter::Nearest)
 }
 
 impl<S: Storage> ResizePlanIn<S> {
@@ -1070,7 +1113,7 @@ mod tests {
                 let px = crate::testing::noise(len, (i * 8 + j) as u32 + 1);
                 let view = ImageView::new(from, w, h, &px).unwrap();
                 for (k, &r) in methods.iter().enumerate() {
-                    let opencv = !matches!(r, Resample::Pillow(_));
+                    let crop_only = !matches!(r, Resample::Pillow(_));
                     let boxes = [
                         SourceBox::full(w, h),
                         SourceBox {
@@ -1080,8 +1123,8 @@ mod tests {
                             y1: h as f32 - 0.5,
                         },
                     ];
-                    // OpenCV takes integral boxes only: a crop.
-                    let bx = if opencv {
+                    // OpenCV and PyTorch take integral boxes only: a crop.
+                    let bx = if crop_only {
                         SourceBox {
                             x0: 1.0,
                             y0: 1.0,
@@ -1167,7 +1210,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(cases, 6 * 6 * 8);
+        assert_eq!(cases, 6 * 6 * methods.len());
     }
 
     #[test]

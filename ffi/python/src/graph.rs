@@ -130,13 +130,34 @@ impl PyGraph {
     /// A Hugging Face image processor's configuration (`preprocessor_config.json`):
     /// the processor itself, a dict (`processor.to_dict()`), JSON text, the
     /// file, or the checkpoint's directory.
+    ///
+    /// `backend` is transformers' `"torchvision"` or `"pil"`. Without it, a
+    /// processor object's own backend (`processor.backend`) is reproduced, and
+    /// any other configuration as `AutoImageProcessor` loads it by default
+    /// (torchvision). The backends differ in the resize (PyTorch's on tensors,
+    /// Pillow's on PIL images) and in the normalize arithmetic.
     #[staticmethod]
-    fn from_hugging_face(config: &Bound<'_, PyAny>) -> PyResult<PyGraph> {
-        graph_result(import::hugging_face(&config_text(
-            config,
-            "preprocessor_config.json",
-            "hf",
-        )?))
+    #[pyo3(signature = (config, *, backend=None))]
+    fn from_hugging_face(config: &Bound<'_, PyAny>, backend: Option<&str>) -> PyResult<PyGraph> {
+        let own = match backend {
+            Some(_) => None,
+            None if config.hasattr("to_dict")? && config.hasattr("backend")? => {
+                Some(config.getattr("backend")?.extract::<String>()?)
+            }
+            None => None,
+        };
+        let backend = match backend.or(own.as_deref()) {
+            None => import::HfBackend::default(),
+            Some(name) => import::HfBackend::from_name(name).ok_or_else(|| {
+                errors::value(format!(
+                    "unknown backend `{name}` (transformers' \"torchvision\" or \"pil\")"
+                ))
+            })?,
+        };
+        graph_result(import::hugging_face_with(
+            &config_text(config, "preprocessor_config.json", "hf")?,
+            backend,
+        ))
     }
 
     /// A timm model's `pretrained_cfg`: the model itself, the dict
@@ -156,7 +177,7 @@ impl PyGraph {
     }
 
     /// Any importer by name, as `tensorprep convert --from` takes it:
-    /// `"hf"`, `"timm"`, `"ultralytics"`, `"tflite"`, `"mindir"` (these read
+    /// `"hf"` (`"hf:pil"`, `"hf:torchvision"`), `"timm"`, `"ultralytics"`, `"tflite"`, `"mindir"` (these read
     /// `source`), `"torchvision:WEIGHTS"`, `"preset:NAME"`. Adds the
     /// self-tests (a synthetic picture, a JPEG and a PNG with their outputs)
     /// unless `self_tests=False`; `name` sets the model input's name.

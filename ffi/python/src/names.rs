@@ -133,7 +133,8 @@ pub(crate) fn dtype(name: &str) -> PyResult<DType> {
 }
 
 /// A resampler by torchvision's / Pillow's interpolation name
-/// ([`Filter::from_name`]), or OpenCV's (`"cv2-linear"`, `"cv2-area"`).
+/// ([`Filter::from_name`]), OpenCV's (`"cv2-linear"`, `"cv2-area"`) or
+/// PyTorch's uint8 tensor kernels (`"torch-bilinear"`, `"torch-bicubic"`).
 pub(crate) fn resample(name: &str) -> PyResult<Resample> {
     if let Some(filter) = Filter::from_name(name) {
         return Ok(Resample::Pillow(filter));
@@ -141,9 +142,12 @@ pub(crate) fn resample(name: &str) -> PyResult<Resample> {
     match name.to_ascii_lowercase().as_str() {
         "cv2-linear" => Ok(Resample::OpenCvLinear),
         "cv2-area" => Ok(Resample::OpenCvArea),
+        "torch-bilinear" => Ok(Resample::Torch(Filter::Bilinear)),
+        "torch-bicubic" => Ok(Resample::Torch(Filter::Bicubic)),
         _ => Err(errors::value(format!(
             "unknown interpolation `{name}` (nearest, bilinear, bicubic, box, hamming, \
-             lanczos: Pillow's filters; cv2-linear, cv2-area: OpenCV's)"
+             lanczos: Pillow's filters; cv2-linear, cv2-area: OpenCV's; torch-bilinear, \
+             torch-bicubic: PyTorch's on uint8 tensors)"
         ))),
     }
 }

@@ -22,7 +22,7 @@ def references():
             if line.startswith("#") or not line.strip():
                 continue
             case, importer, source, photo, png, table, layout, *_ = line.split()
-            if importer in ("hf", "timm", "torchvision"):
+            if importer in ("hf", "hf:pil", "timm", "torchvision"):
                 cases.append((case, importer, source, photo, png, table, layout))
     return cases
 
@@ -40,6 +40,8 @@ def reference_tensor(png, table, layout):
 def graph_of(tp, importer, source):
     if importer == "hf":
         return tp.Graph.from_hugging_face(fixture("graph", source))
+    if importer == "hf:pil":
+        return tp.Graph.from_hugging_face(fixture("graph", source), backend="pil")
     if importer == "timm":
         return tp.Graph.from_timm(fixture("graph", source))
     return tp.Graph.torchvision(source)
@@ -106,8 +108,8 @@ def test_hugging_face_processors_live(tp, turbo):
         # class was PIL-based): the graphs reproduce Pillow's resampling.
         cls = getattr(transformers, kind + "Pil", None) or getattr(transformers, kind)
         processor = cls.from_dict(config)
-        graph = tp.Graph.from_hugging_face(config)
-        if name == "hf_clip_modern":  # the processor object itself (its to_dict)
+        graph = tp.Graph.from_hugging_face(config, backend="pil")
+        if name == "hf_clip_modern":  # the processor object itself: its to_dict and backend
             assert tp.Graph.from_hugging_face(processor).ops == graph.ops
         plan = graph.compile("jpeg", decoder=turbo)
         for photo in ["sample.jpg", "sklearn_china.jpg"]:

@@ -171,6 +171,7 @@ pub struct Resize {
     pub family: i32,
     /// Pillow: NEAREST, BOX, BILINEAR, HAMMING, BICUBIC, LANCZOS.
     /// OpenCV: BILINEAR (INTER_LINEAR) or AREA (INTER_AREA).
+    /// PyTorch: BILINEAR or BICUBIC.
     #[prost(enumeration = "Filter", tag = "6")]
     pub filter: i32,
     #[prost(oneof = "resize::Size", tags = "1, 2, 3, 4")]
@@ -601,6 +602,9 @@ pub enum ResampleFamily {
     Pillow = 1,
     /// OpenCV's cv2.resize (INTER_LINEAR is not antialiased).
     Opencv = 2,
+    /// PyTorch's interpolate(antialias=True) on uint8 tensors (torchvision's
+    /// Resize on tensors; 16-bit weights with a per-axis precision).
+    Torch = 3,
 }
 impl ResampleFamily {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -612,6 +616,7 @@ impl ResampleFamily {
             Self::Unspecified => "RESAMPLE_FAMILY_UNSPECIFIED",
             Self::Pillow => "RESAMPLE_FAMILY_PILLOW",
             Self::Opencv => "RESAMPLE_FAMILY_OPENCV",
+            Self::Torch => "RESAMPLE_FAMILY_TORCH",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -620,6 +625,7 @@ impl ResampleFamily {
             "RESAMPLE_FAMILY_UNSPECIFIED" => Some(Self::Unspecified),
             "RESAMPLE_FAMILY_PILLOW" => Some(Self::Pillow),
             "RESAMPLE_FAMILY_OPENCV" => Some(Self::Opencv),
+            "RESAMPLE_FAMILY_TORCH" => Some(Self::Torch),
             _ => None,
         }
     }

@@ -131,9 +131,10 @@ pub(crate) mod message {
             "rounding.floor_f32",
         ),
     ];
-    pub(crate) const RESAMPLES: [(Resample, (pb::ResampleFamily, pb::Filter), &str); 8] = {
+    pub(crate) const RESAMPLES: [(Resample, (pb::ResampleFamily, pb::Filter), &str);
+        Resample::ALL.len()] = {
         use pb::Filter as F;
-        use pb::ResampleFamily::{Opencv as OpenCv, Pillow};
+        use pb::ResampleFamily::{Opencv as OpenCv, Pillow, Torch};
         [
             (
                 Resample::Pillow(Filter::Nearest),
@@ -175,6 +176,16 @@ pub(crate) mod message {
                 (OpenCv, F::Area),
                 "resample.opencv.area",
             ),
+            (
+                Resample::Torch(Filter::Bilinear),
+                (Torch, F::Bilinear),
+                "resample.torch.bilinear",
+            ),
+            (
+                Resample::Torch(Filter::Bicubic),
+                (Torch, F::Bicubic),
+                "resample.torch.bicubic",
+            ),
         ]
     };
     /// The size rules' features, in `SizeRule` declaration order.
@@ -209,7 +220,8 @@ pub(crate) mod message {
                 .find(|row| row.1 == pair)
                 .map(|row| row.0)
                 .ok_or_else(|| {
-                    bad("this filter is not available for this family (OpenCV: BILINEAR or AREA)")
+                    bad("this filter is not available for this family \
+                         (OpenCV: BILINEAR or AREA; PyTorch: BILINEAR or BICUBIC)")
                 })?;
             let size = r
                 .size
