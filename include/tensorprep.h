@@ -544,6 +544,15 @@ enum tp_resample
      * PyTorch `interpolate(mode="bicubic", antialias=True)` on uint8.
      */
     TP_RESAMPLE_TORCH_BICUBIC = 10,
+    /**
+     * PyTorch `interpolate(mode="bilinear", antialias=True)` on float32,
+     * clamped and rounded (torchvision on CPUs without PyTorch's AVX2 kernel).
+     */
+    TP_RESAMPLE_TORCH_FLOAT_BILINEAR = 11,
+    /**
+     * PyTorch `interpolate(mode="bicubic", antialias=True)` on float32, clamped and rounded.
+     */
+    TP_RESAMPLE_TORCH_FLOAT_BICUBIC = 12,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

@@ -20,6 +20,9 @@ fn import_graph(importer: &str, source: &str) -> Graph {
     let graph = match importer {
         "hf" => import::hugging_face(&text()),
         "hf:pil" => import::hugging_face_with(&text(), import::HfBackend::Pil),
+        "hf:torchvision-avx2" => {
+            import::hugging_face_with(&text(), import::HfBackend::TorchvisionAvx2)
+        }
         "timm" => import::timm(&text()),
         "torchvision" => import::torchvision(source),
         "ultralytics" => {
@@ -85,6 +88,7 @@ fn every_importer_reproduces_its_library_on_real_photos() {
         [
             "hf",
             "hf:pil",
+            "hf:torchvision-avx2",
             "mindir",
             "tflite",
             "timm",

@@ -356,6 +356,7 @@ pub(crate) struct Pools {
     cols: heapless::Vec<alloc::vec::Vec<(usize, [i32; 2])>, 8>,
     rows: heapless::Vec<alloc::vec::Vec<([usize; 2], [i32; 2])>, 8>,
     areas: heapless::Vec<alloc::vec::Vec<(usize, usize, f32)>, 8>,
+    f32s: heapless::Vec<alloc::vec::Vec<f32>, 8>,
 }
 
 macro_rules! pooled {
@@ -375,7 +376,8 @@ pooled!(
     (u32, u32) => bounds,
     (usize, [i32; 2]) => cols,
     ([usize; 2], [i32; 2]) => rows,
-    (usize, usize, f32) => areas
+    (usize, usize, f32) => areas,
+    f32 => f32s
 );
 
 #[cfg(feature = "alloc")]

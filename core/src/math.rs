@@ -1,6 +1,7 @@
 //! Float functions with `std`'s instructions when it is there (`floor`,
 //! `round` compile to single instructions) and the `libm` crate's software
-//! versions without. Same results: both are exact operations.
+//! versions without. Same results: both are exact operations (`fmaf` is
+//! the fused multiply-add, rounded once).
 
 #[cfg(feature = "std")]
 mod imp {
@@ -13,11 +14,15 @@ mod imp {
     pub(crate) fn rintf(x: f32) -> f32 {
         x.round_ties_even()
     }
+    #[inline(always)]
+    pub(crate) fn fmaf(a: f32, b: f32, c: f32) -> f32 {
+        a.mul_add(b, c)
+    }
 }
 
 #[cfg(not(feature = "std"))]
 mod imp {
-    pub(crate) use libm::{floor, rintf, round};
+    pub(crate) use libm::{floor, fmaf, rintf, round};
 }
 
-pub(crate) use imp::{floor, rintf, round};
+pub(crate) use imp::{floor, fmaf, rintf, round};

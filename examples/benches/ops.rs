@@ -131,6 +131,11 @@ fn bench_resize(c: &mut Criterion) {
         for (label, resample) in [
             ("opencv-linear", Resample::OpenCvLinear),
             ("opencv-area", Resample::OpenCvArea),
+            ("torch-bilinear", Resample::Torch(Filter::Bilinear)),
+            (
+                "torch-float-bilinear",
+                Resample::TorchFloat(Filter::Bilinear),
+            ),
         ] {
             let plan = ResizePlan::new(src_size, (w, h), resample).unwrap();
             g.bench_function(format!("tensorprep {label}"), |b| {

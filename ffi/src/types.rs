@@ -178,6 +178,11 @@ pub enum tp_resample {
     TorchBilinear = 9,
     /// PyTorch `interpolate(mode="bicubic", antialias=True)` on uint8.
     TorchBicubic = 10,
+    /// PyTorch `interpolate(mode="bilinear", antialias=True)` on float32,
+    /// clamped and rounded (torchvision on CPUs without PyTorch's AVX2 kernel).
+    TorchFloatBilinear = 11,
+    /// PyTorch `interpolate(mode="bicubic", antialias=True)` on float32, clamped and rounded.
+    TorchFloatBicubic = 12,
 }
 
 pub(crate) const RESAMPLES: [(u32, Resample); Resample::ALL.len()] = {
@@ -193,6 +198,14 @@ pub(crate) const RESAMPLES: [(u32, Resample); Resample::ALL.len()] = {
         (R::OpencvArea as u32, Resample::OpenCvArea),
         (R::TorchBilinear as u32, Resample::Torch(Filter::Bilinear)),
         (R::TorchBicubic as u32, Resample::Torch(Filter::Bicubic)),
+        (
+            R::TorchFloatBilinear as u32,
+            Resample::TorchFloat(Filter::Bilinear),
+        ),
+        (
+            R::TorchFloatBicubic as u32,
+            Resample::TorchFloat(Filter::Bicubic),
+        ),
     ]
 };
 

@@ -660,7 +660,7 @@ static void eager(const unsigned char *jpeg, size_t jpeg_len, const unsigned cha
     EXPECT(tp_resize(NULL, &dst, TP_RESAMPLE_PILLOW_BILINEAR), TP_RESULT_NULL_PARAMETER);
     EXPECT(tp_resize(&src, NULL, TP_RESAMPLE_PILLOW_BILINEAR), TP_RESULT_NULL_PARAMETER);
     EXPECT(tp_resize(&src, &dst, 0), TP_RESULT_INVALID_PARAMETER);
-    EXPECT(tp_resize(&src, &dst, 11), TP_RESULT_INVALID_PARAMETER);
+    EXPECT(tp_resize(&src, &dst, 13), TP_RESULT_INVALID_PARAMETER);
     {
         tp_image_mut alias = packed_mut(TP_PIXEL_FORMAT_RGB8, 64, 48, rgb + 1000, 64 * 48 * 3);
         EXPECT_MSG(tp_resize(&src, &alias, TP_RESAMPLE_PILLOW_BILINEAR),
@@ -674,6 +674,7 @@ static void eager(const unsigned char *jpeg, size_t jpeg_len, const unsigned cha
     src.planes[0].len = 451 * 300 * 3;
     EXPECT(tp_resize(&src, &dst, TP_RESAMPLE_PILLOW_BICUBIC), TP_RESULT_OK);
     EXPECT(tp_resize(&src, &dst, TP_RESAMPLE_TORCH_BICUBIC), TP_RESULT_OK);
+    EXPECT(tp_resize(&src, &dst, TP_RESAMPLE_TORCH_FLOAT_BILINEAR), TP_RESULT_OK);
 
     /* Colour. */
     memset(&frame, 0, sizeof frame);

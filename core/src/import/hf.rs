@@ -39,27 +39,39 @@ const CLIP_STD: [f32; 3] = [0.268_629_55, 0.261_302_6, 0.275_777_1];
 #[non_exhaustive]
 pub enum HfBackend {
     /// `backend="torchvision"`: what `AutoImageProcessor` loads when
-    /// torchvision is installed (the classes without suffix, formerly `...Fast`).
+    /// torchvision is installed (the classes without suffix, formerly `...Fast`),
+    /// as it runs on CPUs with AVX-512, on ARM and in float32 generally:
+    /// BILINEAR through float32 ([`Resample::TorchFloat`]), BICUBIC on the
+    /// `uint8` tensor ([`Resample::Torch`]).
     #[default]
     Torchvision,
+    /// The torchvision backend as it runs on CPUs PyTorch reports as `AVX2`
+    /// (not AVX-512): BILINEAR on the `uint8` tensor too.
+    TorchvisionAvx2,
     /// `backend="pil"`: the `...Pil` classes (the slow processors of transformers 4).
     Pil,
 }
 
 impl HfBackend {
-    /// transformers' name for the backend: `torchvision` or `pil`.
+    /// transformers' name for the backend: `torchvision` or `pil`, and
+    /// `torchvision-avx2`.
     pub const fn name(self) -> &'static str {
         match self {
             HfBackend::Torchvision => "torchvision",
+            HfBackend::TorchvisionAvx2 => "torchvision-avx2",
             HfBackend::Pil => "pil",
         }
     }
 
-    /// A backend by its transformers name, any case.
+    /// A backend by its name ([`HfBackend::name`]), any case.
     pub fn from_name(name: &str) -> Option<HfBackend> {
-        [HfBackend::Torchvision, HfBackend::Pil]
-            .into_iter()
-            .find(|b| b.name().eq_ignore_ascii_case(name))
+        [
+            HfBackend::Torchvision,
+            HfBackend::TorchvisionAvx2,
+            HfBackend::Pil,
+        ]
+        .into_iter()
+        .find(|b| b.name().eq_ignore_ascii_case(name))
     }
 }
 
@@ -291,17 +303,17 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
                 .ok_or_else(|| o.error(format!("`resample` {n} is not a Pillow filter")))?,
             None => d.filter,
         };
-        let resample = match backend {
-            HfBackend::Pil => Resample::Pillow(filter),
-            HfBackend::Torchvision => match filter {
-                Filter::Bilinear | Filter::Bicubic => Resample::Torch(filter),
-                other => {
-                    return Err(o.error(format!(
-                        "`resample` {other:?} with the torchvision backend is not supported \
-                         (PyTorch's BILINEAR and BICUBIC are); import with the PIL backend (hf:pil)"
-                    )));
-                }
-            },
+        let resample = match (backend, filter) {
+            (HfBackend::Pil, _) => Resample::Pillow(filter),
+            // torchvision resizes bilinear uint8 natively only on AVX2 kernels.
+            (HfBackend::Torchvision, Filter::Bilinear) => Resample::TorchFloat(filter),
+            (_, Filter::Bilinear | Filter::Bicubic) => Resample::Torch(filter),
+            (_, other) => {
+                return Err(o.error(format!(
+                    "`resample` {other:?} with the torchvision backend is not supported \
+                     (PyTorch's BILINEAR and BICUBIC are); import with the PIL backend (hf:pil)"
+                )));
+            }
         };
         let resize = |size| Op::Resize(Resize { size, resample });
         match (size, d.crop_pct) {
@@ -381,7 +393,7 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
         },
         // `rescale_and_normalize` fuses the two: float32 statistics times the
         // float32 of `1 / factor`, then `(v - mean) / std` on the float32 pixels.
-        (HfBackend::Torchvision, Some(factor)) if do_normalize => {
+        (HfBackend::Torchvision | HfBackend::TorchvisionAvx2, Some(factor)) if do_normalize => {
             let up = (1.0 / factor) as f32;
             Normalize {
                 mean: mean.map(|m| m * up),
@@ -389,7 +401,7 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
                 divisor: 1.0,
             }
         }
-        (HfBackend::Torchvision, Some(_)) => {
+        (_, Some(_)) => {
             return Err(o.error(
                 "`do_rescale` without `do_normalize` under the torchvision backend multiplies \
                  by `rescale_factor` in float32, which is not reproduced exactly; import with \

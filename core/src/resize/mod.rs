@@ -41,6 +41,7 @@ mod kernels;
 mod opencv;
 mod pillow;
 mod plan;
+mod torch_float;
 
 pub use kernels::Simd;
 pub(crate) use plan::ResizeScratch;
@@ -84,8 +85,17 @@ pub enum Resample {
     ///
     /// A source box must be integral and acts as a crop (tensors are sliced,
     /// not boxed). torchvision resizes bilinear `uint8` tensors this way only on
-    /// CPUs PyTorch reports as `AVX2`; elsewhere it goes through float32.
+    /// CPUs PyTorch reports as `AVX2`; elsewhere it goes through float32
+    /// ([`Resample::TorchFloat`]).
     Torch(Filter),
+    /// PyTorch's `interpolate(mode=..., antialias=True)` on the float32 of
+    /// 8-bit pixels, clamped to 0-255 and rounded half to even: what
+    /// torchvision's `Resize` does to a `uint8` tensor with BILINEAR on CPUs
+    /// PyTorch does not report as `AVX2` (AVX-512 x86, ARM). [`Filter::Bilinear`]
+    /// or [`Filter::Bicubic`]; float32 weights and sums with the fused
+    /// multiply-adds of PyTorch's x86 and aarch64 builds. Boxes as for
+    /// [`Resample::Torch`].
+    TorchFloat(Filter),
     /// OpenCV's `cv2.resize(..., interpolation=cv2.INTER_LINEAR)` (no antialiasing).
     OpenCvLinear,
     /// OpenCV's `cv2.resize(..., interpolation=cv2.INTER_AREA)`: pixel-area
@@ -132,8 +142,9 @@ impl Filter {
 }
 
 impl Resample {
-    /// Every method: the six Pillow filters, the two OpenCV modes, then PyTorch's two.
-    pub const ALL: [Resample; 10] = [
+    /// Every method: the six Pillow filters, the two OpenCV modes, then
+    /// PyTorch's on `uint8` and on float32.
+    pub const ALL: [Resample; 12] = [
         Resample::Pillow(Filter::Nearest),
         Resample::Pillow(Filter::Box),
         Resample::Pillow(Filter::Bilinear),
@@ -144,6 +155,8 @@ impl Resample {
         Resample::OpenCvArea,
         Resample::Torch(Filter::Bilinear),
         Resample::Torch(Filter::Bicubic),
+        Resample::TorchFloat(Filter::Bilinear),
+        Resample::TorchFloat(Filter::Bicubic),
     ];
 }
 

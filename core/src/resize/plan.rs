@@ -3,6 +3,7 @@
 use super::coeffs::Quantize;
 use super::opencv;
 use super::pillow::{self, PillowShape};
+use super::torch_float::{self, TorchFloatPlan, TorchFloatShape};
 use super::{Filter, Resample, SourceBox, kernels::Simd};
 use crate::arena::{Arena, Borrowed, Counting, Footprint, Scratch, Storage, Tables};
 #[cfg(feature = "alloc")]
@@ -20,6 +21,7 @@ use crate::{Error, ImageView, ImageViewMut, Limits, PixelFormat, Rect, Result};
 enum Method<S: Storage> {
     Pillow(pillow::PillowPlan<S>),
     OpenCv(opencv::OpenCvPlan<S>),
+    TorchFloat(TorchFloatPlan<S>),
 }
 
 /// The tables of resize plans no longer needed, refilled by the next plans
@@ -34,6 +36,7 @@ impl ResizePlan {
         match self.method {
             Method::Pillow(p) => p.into_pools(spares),
             Method::OpenCv(o) => o.into_pools(spares),
+            Method::TorchFloat(t) => t.into_pools(spares),
         }
     }
 }
@@ -187,14 +190,16 @@ impl ResizePlan {
     }
 }
 
-/// The scratch a run of a plan needs: the Pillow resampler's rows (bytes) and
-/// OpenCV's (a converted line, two rows of 32-bit sums, two of float sums).
+/// The scratch a run of a plan needs: the Pillow resampler's rows (bytes),
+/// OpenCV's (a converted line, two rows of 32-bit sums, two of float sums)
+/// and PyTorch's float32 intermediate.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ResizeScratch {
     pub(crate) between: usize,
     pub(crate) premultiplied: usize,
     pub(crate) block: usize,
     pub(super) opencv: opencv::StateSizes,
+    pub(super) floats: usize,
 }
 
 impl ResizeScratch {
@@ -209,6 +214,7 @@ impl ResizeScratch {
                 rows: self.opencv.rows.max(o.opencv.rows),
                 sums: self.opencv.sums.max(o.opencv.sums),
             },
+            floats: self.floats.max(o.floats),
         }
     }
 
@@ -228,6 +234,7 @@ impl ResizeScratch {
         for _ in 0..2 {
             f.add::<f32>(self.opencv.sums)?;
         }
+        f.add::<f32>(self.floats)?;
         Ok(())
     }
 }
@@ -285,6 +292,19 @@ impl<S: Storage> ResizePlanIn<S> {
                 limits.check_alloc(shape.passes().scratch_bytes(r, out))?;
                 let region = Rect::new(origin.0 + r.x, origin.1 + r.y, r.width, r.height);
                 (Method::Pillow(shape.build(tables)?), region)
+            }
+            Resample::TorchFloat(filter) => {
+                let (origin, boxed) = integral_box(
+                    source_box,
+                    "resize: PyTorch's resize takes only a non-empty integral source box",
+                )?;
+                let shape = TorchFloatShape::new(boxed, full, window, filter, limits)?;
+                let r = shape.region();
+                // The float32 intermediate, a block of rows as floats and as bytes.
+                let block = (torch_float::BLOCK_ROWS as u64) * u64::from(r.width) * 4;
+                limits.check_alloc(shape.floats(window.width, 4) * 4 + block * 5)?;
+                let region = Rect::new(origin.0 + r.x, origin.1 + r.y, r.width, r.height);
+                (Method::TorchFloat(shape.build(tables)?), region)
             }
             Resample::OpenCvLinear | Resample::OpenCvArea => {
                 let (origin, boxed) = integral_box(
@@ -348,8 +368,16 @@ impl<S: Storage> ResizePlanIn<S> {
                     premultiplied: size(sizes[1])?,
                     block: size(sizes[2])?,
                     opencv: Default::default(),
+                    floats: 0,
                 }
             }
+            Method::TorchFloat(_) => ResizeScratch {
+                premultiplied: rows(torch_float::BLOCK_ROWS, false),
+                floats: (read.height as usize * self.dst_size().0 as usize
+                    + torch_float::BLOCK_ROWS * read.width as usize)
+                    * bpp,
+                ..Default::default()
+            },
             Method::OpenCv(p) => ResizeScratch {
                 opencv: p.state_sizes(
                     rows(1, false),
@@ -469,6 +497,7 @@ impl<'a> ArenaResizeState<'a> {
                 buf: arena.scratch(sizes.opencv.sums)?,
                 sum: arena.scratch(sizes.opencv.sums)?,
             },
+            floats: arena.scratch(sizes.floats)?,
         })
     }
 }
@@ -689,6 +718,12 @@ impl<S: Storage> ResizePlanIn<S> {
                 Ok(())
             }
             Method::OpenCv(p) => p.reserve(&mut state.opencv, reader, self.dst_size().0),
+            Method::TorchFloat(p) => {
+                state.floats.reserve(p.floats(reader, self.dst_size().0))?;
+                state
+                    .premultiplied
+                    .reserve(reader.rows_scratch(torch_float::BLOCK_ROWS, false))
+            }
         }
     }
 
@@ -716,6 +751,9 @@ impl<S: Storage> ResizePlanIn<S> {
         match &self.method {
             Method::Pillow(p) => p.run(self.simd, state, reader, dst, alpha),
             Method::OpenCv(p) => p.run(&mut state.opencv, reader, dst),
+            Method::TorchFloat(p) => {
+                p.run(&mut state.floats, &mut state.premultiplied, reader, dst)
+            }
         }
         // Every test run checks that the reserve was enough.
         #[cfg(debug_assertions)]
@@ -740,6 +778,8 @@ pub struct ResizeStateIn<S: Storage> {
     /// Interleaved rows of the eight-row horizontal kernel.
     pub(super) block: S::Scratch<u8>,
     pub(super) opencv: opencv::OpenCvState<S>,
+    /// PyTorch's float32 intermediate.
+    pub(super) floats: S::Scratch<f32>,
 }
 
 /// A resize state on the heap: empty until the first run grows it.
@@ -763,6 +803,7 @@ impl Default for ResizeState {
                 buf: Default::default(),
                 sum: Default::default(),
             },
+            floats: Default::default(),
         }
     }
 }
@@ -781,6 +822,7 @@ impl Clone for ResizeState {
                 buf: self.opencv.buf.clone(),
                 sum: self.opencv.sum.clone(),
             },
+            floats: self.floats.clone(),
         }
     }
 }
@@ -796,9 +838,10 @@ impl ResizeState {
 impl<S: Storage> ResizeStateIn<S> {
     /// The capacity of every scratch buffer.
     #[cfg(debug_assertions)]
-    fn capacities(&self) -> [usize; 8] {
+    fn capacities(&self) -> [usize; 9] {
         let [line, r0, r1, buf, sum] = self.opencv.capacities();
         [
+            self.floats.capacity(),
             self.between.capacity(),
             self.premultiplied.capacity(),
             self.block.capacity(),

@@ -134,7 +134,8 @@ pub(crate) fn dtype(name: &str) -> PyResult<DType> {
 
 /// A resampler by torchvision's / Pillow's interpolation name
 /// ([`Filter::from_name`]), OpenCV's (`"cv2-linear"`, `"cv2-area"`) or
-/// PyTorch's uint8 tensor kernels (`"torch-bilinear"`, `"torch-bicubic"`).
+/// PyTorch's uint8 tensor kernels (`"torch-bilinear"`, `"torch-bicubic"`) and
+/// its float32 ones (`"torch-float-bilinear"`, `"torch-float-bicubic"`).
 pub(crate) fn resample(name: &str) -> PyResult<Resample> {
     if let Some(filter) = Filter::from_name(name) {
         return Ok(Resample::Pillow(filter));
@@ -144,10 +145,13 @@ pub(crate) fn resample(name: &str) -> PyResult<Resample> {
         "cv2-area" => Ok(Resample::OpenCvArea),
         "torch-bilinear" => Ok(Resample::Torch(Filter::Bilinear)),
         "torch-bicubic" => Ok(Resample::Torch(Filter::Bicubic)),
+        "torch-float-bilinear" => Ok(Resample::TorchFloat(Filter::Bilinear)),
+        "torch-float-bicubic" => Ok(Resample::TorchFloat(Filter::Bicubic)),
         _ => Err(errors::value(format!(
             "unknown interpolation `{name}` (nearest, bilinear, bicubic, box, hamming, \
              lanczos: Pillow's filters; cv2-linear, cv2-area: OpenCV's; torch-bilinear, \
-             torch-bicubic: PyTorch's on uint8 tensors)"
+             torch-bicubic: PyTorch's on uint8 tensors; torch-float-bilinear, \
+             torch-float-bicubic: PyTorch's through float32)"
         ))),
     }
 }

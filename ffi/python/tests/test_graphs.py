@@ -22,7 +22,7 @@ def references():
             if line.startswith("#") or not line.strip():
                 continue
             case, importer, source, photo, png, table, layout, *_ = line.split()
-            if importer in ("hf", "hf:pil", "timm", "torchvision"):
+            if importer.startswith("hf") or importer in ("timm", "torchvision"):
                 cases.append((case, importer, source, photo, png, table, layout))
     return cases
 
@@ -40,8 +40,8 @@ def reference_tensor(png, table, layout):
 def graph_of(tp, importer, source):
     if importer == "hf":
         return tp.Graph.from_hugging_face(fixture("graph", source))
-    if importer == "hf:pil":
-        return tp.Graph.from_hugging_face(fixture("graph", source), backend="pil")
+    if importer.startswith("hf:"):
+        return tp.Graph.from_hugging_face(fixture("graph", source), backend=importer[3:])
     if importer == "timm":
         return tp.Graph.from_timm(fixture("graph", source))
     return tp.Graph.torchvision(source)
@@ -111,6 +111,34 @@ def test_hugging_face_processors_live(tp, turbo):
         graph = tp.Graph.from_hugging_face(config, backend="pil")
         if name == "hf_clip_modern":  # the processor object itself: its to_dict and backend
             assert tp.Graph.from_hugging_face(processor).ops == graph.ops
+        plan = graph.compile("jpeg", decoder=turbo)
+        for photo in ["sample.jpg", "sklearn_china.jpg"]:
+            img = Image.open(fixture(photo)).convert("RGB")
+            want = processor(images=img, return_tensors="np")["pixel_values"][0]
+            assert np.array_equal(plan(fixture(photo)), want), (name, photo)
+
+
+def test_hugging_face_torchvision_backend_live(tp, turbo):
+    """transformers' default backend (torchvision, needs torch >= 2.6): its
+    processors, as `AutoImageProcessor` loads them, equal the graphs made from
+    the same objects. torchvision resizes bilinear uint8 tensors natively only
+    where PyTorch reports AVX2; the graph follows the CPU the same way."""
+    need("transformers")
+    need("torchvision")
+    import torch
+    import transformers
+
+    avx2 = "AVX2" in torch.backends.cpu.get_cpu_capability()
+    for name in ["hf_vit", "hf_deit", "hf_beit", "hf_clip", "hf_convnext", "hf_clip_modern"]:
+        with open(fixture("graph", f"{name}_preprocessor_config.json")) as f:
+            config = json.load(f)
+        kind = config.get("image_processor_type") or config["feature_extractor_type"].replace(
+            "FeatureExtractor", "ImageProcessor"
+        )
+        processor = getattr(transformers, kind).from_dict(config)
+        if processor.backend != "torchvision":
+            pytest.skip(f"transformers fell back to the {processor.backend} backend (torch too old?)")
+        graph = tp.Graph.from_hugging_face(processor, backend="torchvision-avx2" if avx2 else None)
         plan = graph.compile("jpeg", decoder=turbo)
         for photo in ["sample.jpg", "sklearn_china.jpg"]:
             img = Image.open(fixture(photo)).convert("RGB")

@@ -171,7 +171,7 @@ pub struct Resize {
     pub family: i32,
     /// Pillow: NEAREST, BOX, BILINEAR, HAMMING, BICUBIC, LANCZOS.
     /// OpenCV: BILINEAR (INTER_LINEAR) or AREA (INTER_AREA).
-    /// PyTorch: BILINEAR or BICUBIC.
+    /// PyTorch (either family): BILINEAR or BICUBIC.
     #[prost(enumeration = "Filter", tag = "6")]
     pub filter: i32,
     #[prost(oneof = "resize::Size", tags = "1, 2, 3, 4")]
@@ -605,6 +605,10 @@ pub enum ResampleFamily {
     /// PyTorch's interpolate(antialias=True) on uint8 tensors (torchvision's
     /// Resize on tensors; 16-bit weights with a per-axis precision).
     Torch = 3,
+    /// PyTorch's interpolate(antialias=True) on the float32 of uint8 pixels,
+    /// clamped and rounded half to even (torchvision's Resize on uint8 tensors
+    /// through float32: BILINEAR on CPUs without PyTorch's AVX2 kernel).
+    TorchFloat = 4,
 }
 impl ResampleFamily {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -617,6 +621,7 @@ impl ResampleFamily {
             Self::Pillow => "RESAMPLE_FAMILY_PILLOW",
             Self::Opencv => "RESAMPLE_FAMILY_OPENCV",
             Self::Torch => "RESAMPLE_FAMILY_TORCH",
+            Self::TorchFloat => "RESAMPLE_FAMILY_TORCH_FLOAT",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -626,6 +631,7 @@ impl ResampleFamily {
             "RESAMPLE_FAMILY_PILLOW" => Some(Self::Pillow),
             "RESAMPLE_FAMILY_OPENCV" => Some(Self::Opencv),
             "RESAMPLE_FAMILY_TORCH" => Some(Self::Torch),
+            "RESAMPLE_FAMILY_TORCH_FLOAT" => Some(Self::TorchFloat),
             _ => None,
         }
     }

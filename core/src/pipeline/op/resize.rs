@@ -134,7 +134,7 @@ pub(crate) mod message {
     pub(crate) const RESAMPLES: [(Resample, (pb::ResampleFamily, pb::Filter), &str);
         Resample::ALL.len()] = {
         use pb::Filter as F;
-        use pb::ResampleFamily::{Opencv as OpenCv, Pillow, Torch};
+        use pb::ResampleFamily::{Opencv as OpenCv, Pillow, Torch, TorchFloat};
         [
             (
                 Resample::Pillow(Filter::Nearest),
@@ -185,6 +185,16 @@ pub(crate) mod message {
                 Resample::Torch(Filter::Bicubic),
                 (Torch, F::Bicubic),
                 "resample.torch.bicubic",
+            ),
+            (
+                Resample::TorchFloat(Filter::Bilinear),
+                (TorchFloat, F::Bilinear),
+                "resample.torch_float.bilinear",
+            ),
+            (
+                Resample::TorchFloat(Filter::Bicubic),
+                (TorchFloat, F::Bicubic),
+                "resample.torch_float.bicubic",
             ),
         ]
     };
