@@ -496,7 +496,8 @@ typedef uint32_t tp_yuv_range;
 
 /**
  * Resampling methods: Pillow's filters (antialiased when shrinking,
- * bit-exact with `Image.resize`) and OpenCV's `cv::resize` modes.
+ * bit-exact with `Image.resize`), OpenCV's `cv::resize` modes and PyTorch's
+ * antialiased `interpolate` (torchvision's `Resize` on tensors).
  */
 enum tp_resample
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -742,6 +743,37 @@ enum tp_image_format
 typedef enum tp_image_format tp_image_format;
 #else
 typedef uint32_t tp_image_format;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Which of transformers' implementations of an image processor a Hugging
+ * Face graph reproduces (`tp_graph_from_hugging_face_backend`).
+ */
+enum tp_hf_backend
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * The torchvision backend, transformers' default: BILINEAR through
+     * float32 (as on AVX-512 CPUs, ARM), BICUBIC on uint8.
+     */
+    TP_HF_BACKEND_TORCHVISION = 1,
+    /**
+     * The torchvision backend as on CPUs PyTorch reports as AVX2: both on uint8.
+     */
+    TP_HF_BACKEND_TORCHVISION_AVX2 = 2,
+    /**
+     * The PIL backend (`...ImageProcessorPil`): Pillow's resize.
+     */
+    TP_HF_BACKEND_PIL = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tp_hf_backend tp_hf_backend;
+#else
+typedef uint32_t tp_hf_backend;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -1314,9 +1346,10 @@ tp_result tp_graph_from_preset(const char *name, struct tp_graph **out);
 
 /**
  * A graph from a Hugging Face `preprocessor_config.json` (ViT, DeiT, BEiT,
- * CLIP, ConvNeXT, BiT, SigLIP image processors), reproducing the
- * processor's PIL path. The text is not NUL-terminated: `len` bytes are read.
- * Returns `TP_RESULT_NOT_BUILT` without the `import` feature.
+ * CLIP, ConvNeXT, BiT, SigLIP image processors), reproducing the processor
+ * as transformers runs it by default (its torchvision backend,
+ * `TP_HF_BACKEND_TORCHVISION`). The text is not NUL-terminated: `len` bytes
+ * are read. Returns `TP_RESULT_NOT_BUILT` without the `import` feature.
  *
  * # Safety
  *
@@ -1324,6 +1357,20 @@ tp_result tp_graph_from_preset(const char *name, struct tp_graph **out);
  * write; on success it receives a graph the caller frees with `tp_graph_free`.
  */
 tp_result tp_graph_from_hugging_face(const uint8_t *json, size_t len, struct tp_graph **out);
+
+/**
+ * [`tp_graph_from_hugging_face`] for a chosen backend (a `tp_hf_backend`:
+ * the torchvision one, as on AVX2 CPUs, or the PIL one). An unknown value is
+ * `TP_RESULT_INVALID_PARAMETER`.
+ *
+ * # Safety
+ *
+ * As [`tp_graph_from_hugging_face`].
+ */
+tp_result tp_graph_from_hugging_face_backend(const uint8_t *json,
+                                             size_t len,
+                                             uint32_t backend,
+                                             struct tp_graph **out);
 
 /**
  * A graph from a timm `pretrained_cfg` / `config.json` (`input_size`,

@@ -128,11 +128,13 @@ public:
         return Graph(g);
     }
 
-    /// A Hugging Face preprocessor_config.json's text.
-    static Graph hugging_face(const std::string &json) {
+    /// A Hugging Face preprocessor_config.json's text, as transformers runs it
+    /// with `backend` (TP_HF_BACKEND_TORCHVISION: its default).
+    static Graph hugging_face(const std::string &json,
+                              std::uint32_t backend = TP_HF_BACKEND_TORCHVISION) {
         tp_graph *g = nullptr;
-        detail::check(tp_graph_from_hugging_face(
-            reinterpret_cast<const std::uint8_t *>(json.data()), json.size(), &g));
+        detail::check(tp_graph_from_hugging_face_backend(
+            reinterpret_cast<const std::uint8_t *>(json.data()), json.size(), backend, &g));
         return Graph(g);
     }
 

@@ -144,7 +144,8 @@ fn unknown_preset(name: &str) -> Failure {
 /// Which importer reads a JSON configuration.
 #[derive(Clone, Copy)]
 enum Json {
-    HuggingFace,
+    /// With a `tp_hf_backend` value.
+    HuggingFace(#[cfg_attr(not(feature = "import"), allow(dead_code))] u32),
     Timm,
 }
 
@@ -177,7 +178,17 @@ fn import_json(bytes: &[u8], kind: Json) -> Result<Graph> {
         )
     })?;
     Ok(match kind {
-        Json::HuggingFace => tensorprep::import::hugging_face(text)?,
+        Json::HuggingFace(backend) => {
+            use crate::types::tp_hf_backend as B;
+            use tensorprep::import::HfBackend;
+            let table = [
+                (B::Torchvision as u32, HfBackend::Torchvision),
+                (B::TorchvisionAvx2 as u32, HfBackend::TorchvisionAvx2),
+                (B::Pil as u32, HfBackend::Pil),
+            ];
+            let backend = crate::args::lookup(&table, backend, "backend")?;
+            tensorprep::import::hugging_face_with(text, backend)?
+        }
         Json::Timm => tensorprep::import::timm(text)?,
     })
 }
@@ -191,9 +202,10 @@ fn import_json(_: &[u8], _: Json) -> Result<Graph> {
 }
 
 /// A graph from a Hugging Face `preprocessor_config.json` (ViT, DeiT, BEiT,
-/// CLIP, ConvNeXT, BiT, SigLIP image processors), reproducing the
-/// processor's PIL path. The text is not NUL-terminated: `len` bytes are read.
-/// Returns `TP_RESULT_NOT_BUILT` without the `import` feature.
+/// CLIP, ConvNeXT, BiT, SigLIP image processors), reproducing the processor
+/// as transformers runs it by default (its torchvision backend,
+/// `TP_HF_BACKEND_TORCHVISION`). The text is not NUL-terminated: `len` bytes
+/// are read. Returns `TP_RESULT_NOT_BUILT` without the `import` feature.
 ///
 /// # Safety
 ///
@@ -205,8 +217,27 @@ pub unsafe extern "C" fn tp_graph_from_hugging_face(
     len: usize,
     out: *mut *mut tp_graph,
 ) -> tp_result {
+    let backend = crate::types::tp_hf_backend::Torchvision as u32;
     // SAFETY: forwarded.
-    unsafe { from_json(json, len, out, Json::HuggingFace) }
+    unsafe { from_json(json, len, out, Json::HuggingFace(backend)) }
+}
+
+/// [`tp_graph_from_hugging_face`] for a chosen backend (a `tp_hf_backend`:
+/// the torchvision one, as on AVX2 CPUs, or the PIL one). An unknown value is
+/// `TP_RESULT_INVALID_PARAMETER`.
+///
+/// # Safety
+///
+/// As [`tp_graph_from_hugging_face`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tp_graph_from_hugging_face_backend(
+    json: *const u8,
+    len: usize,
+    backend: u32,
+    out: *mut *mut tp_graph,
+) -> tp_result {
+    // SAFETY: forwarded.
+    unsafe { from_json(json, len, out, Json::HuggingFace(backend)) }
 }
 
 /// A graph from a timm `pretrained_cfg` / `config.json` (`input_size`,

@@ -48,8 +48,8 @@ pub use boundary::tp_last_error_message;
 pub use geometry::{tp_geometry_to_source_boxes, tp_geometry_to_source_point};
 pub use graph::{
     tp_graph, tp_graph_describe, tp_graph_for_model, tp_graph_free, tp_graph_from_bytes,
-    tp_graph_from_hugging_face, tp_graph_from_preset, tp_graph_from_timm, tp_graph_info,
-    tp_graph_load, tp_graph_output_name, tp_graph_verify,
+    tp_graph_from_hugging_face, tp_graph_from_hugging_face_backend, tp_graph_from_preset,
+    tp_graph_from_timm, tp_graph_info, tp_graph_load, tp_graph_output_name, tp_graph_verify,
 };
 pub use ops::{
     TP_DECODE_APPLY_EXIF_ORIENTATION, TP_DECODE_LENIENT, tp_convert_color, tp_crop,
@@ -65,10 +65,10 @@ pub use plan::{
 };
 pub use result::{tp_result, tp_result_name};
 pub use types::{
-    tp_bytes, tp_channel_order, tp_decoder, tp_dtype, tp_flip_axis, tp_geometry, tp_image,
-    tp_image_format, tp_image_info, tp_image_mut, tp_jpeg_info, tp_layout, tp_pixel_format,
-    tp_placement, tp_plane, tp_plane_mut, tp_rect, tp_resample, tp_rotation, tp_tensor_info,
-    tp_yuv_range,
+    tp_bytes, tp_channel_order, tp_decoder, tp_dtype, tp_flip_axis, tp_geometry, tp_hf_backend,
+    tp_image, tp_image_format, tp_image_info, tp_image_mut, tp_jpeg_info, tp_layout,
+    tp_pixel_format, tp_placement, tp_plane, tp_plane_mut, tp_rect, tp_resample, tp_rotation,
+    tp_tensor_info, tp_yuv_range,
 };
 
 /// The major version of the header (compile time; `tp_version()` gives the library's).

@@ -153,7 +153,8 @@ pub(crate) const YUV_RANGES: [(u32, tensorprep::color::YuvRange); 2] = [
 ];
 
 /// Resampling methods: Pillow's filters (antialiased when shrinking,
-/// bit-exact with `Image.resize`) and OpenCV's `cv::resize` modes.
+/// bit-exact with `Image.resize`), OpenCV's `cv::resize` modes and PyTorch's
+/// antialiased `interpolate` (torchvision's `Resize` on tensors).
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum tp_resample {
@@ -208,6 +209,20 @@ pub(crate) const RESAMPLES: [(u32, Resample); Resample::ALL.len()] = {
         ),
     ]
 };
+
+/// Which of transformers' implementations of an image processor a Hugging
+/// Face graph reproduces (`tp_graph_from_hugging_face_backend`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum tp_hf_backend {
+    /// The torchvision backend, transformers' default: BILINEAR through
+    /// float32 (as on AVX-512 CPUs, ARM), BICUBIC on uint8.
+    Torchvision = 1,
+    /// The torchvision backend as on CPUs PyTorch reports as AVX2: both on uint8.
+    TorchvisionAvx2 = 2,
+    /// The PIL backend (`...ImageProcessorPil`): Pillow's resize.
+    Pil = 3,
+}
 
 /// Mirror axes.
 #[repr(u32)]
