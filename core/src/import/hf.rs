@@ -23,6 +23,8 @@ const FORMAT: &str = "hf";
 const STANDARD: [f32; 3] = [0.5; 3];
 const CLIP_MEAN: [f32; 3] = [0.481_454_67, 0.457_827_5, 0.408_210_72];
 const CLIP_STD: [f32; 3] = [0.268_629_55, 0.261_302_6, 0.275_777_1];
+const IMAGENET_MEAN: [f32; 3] = [0.485, 0.456, 0.406];
+const IMAGENET_STD: [f32; 3] = [0.229, 0.224, 0.225];
 
 /// Which of transformers' two implementations of an image processor a graph
 /// reproduces. They differ in the resize (Pillow's on a PIL image, or
@@ -82,7 +84,23 @@ enum Size {
     ShortestEdge(u32),
 }
 
-/// An image processor class's defaults (transformers 5, PIL backend).
+/// How a class turns its `size` into the resize it runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Rule {
+    /// `size` as it is (shortest edge or height and width).
+    Plain,
+    /// ConvNeXT: below 384, the shortest edge to `int(edge / crop_pct)` then a
+    /// centre crop back to the edge; from 384 on, a square of the edge.
+    ConvNext { crop_pct: f64 },
+    /// PoolFormer: with `crop_pct` (`null` turns it off), the shortest edge
+    /// (or a square size) to `int(size / crop_pct)`, or both sides divided
+    /// for a non-square size; the class's centre crop follows.
+    PoolFormer { crop_pct: f64 },
+    /// LeViT: the shortest edge to `int(256 / 224 * edge)`.
+    Levit,
+}
+
+/// An image processor class's defaults (transformers 5).
 struct Defaults {
     class: &'static str,
     size: Size,
@@ -91,81 +109,139 @@ struct Defaults {
     center_crop: Option<(u32, u32)>,
     mean: [f32; 3],
     std: [f32; 3],
-    /// ConvNeXT's `crop_pct` resize.
-    crop_pct: Option<f64>,
+    rule: Rule,
 }
 
+const fn class(
+    class: &'static str,
+    size: Size,
+    filter: Filter,
+    center_crop: Option<(u32, u32)>,
+    (mean, std): ([f32; 3], [f32; 3]),
+    rule: Rule,
+) -> Defaults {
+    Defaults {
+        class,
+        size,
+        // `get_size_dict` squares an integer size unless the class says not to:
+        // the classes whose default size is a shortest edge.
+        default_to_square: !matches!(size, Size::ShortestEdge(_)),
+        filter,
+        center_crop,
+        mean,
+        std,
+        rule,
+    }
+}
+
+const HALF: ([f32; 3], [f32; 3]) = (STANDARD, STANDARD);
+const IMAGENET: ([f32; 3], [f32; 3]) = (IMAGENET_MEAN, IMAGENET_STD);
+const CLIP: ([f32; 3], [f32; 3]) = (CLIP_MEAN, CLIP_STD);
+const SQUARE_224: Option<(u32, u32)> = Some((224, 224));
+
 const CLASSES: &[Defaults] = &[
+    class(
+        "ViT",
+        Size::HeightWidth(224, 224),
+        Filter::Bilinear,
+        None,
+        HALF,
+        Rule::Plain,
+    ),
+    class(
+        "DeiT",
+        Size::HeightWidth(256, 256),
+        Filter::Bicubic,
+        SQUARE_224,
+        HALF,
+        Rule::Plain,
+    ),
+    class(
+        "Beit",
+        Size::HeightWidth(224, 224),
+        Filter::Bicubic,
+        None,
+        HALF,
+        Rule::Plain,
+    ),
+    class(
+        "CLIP",
+        Size::ShortestEdge(224),
+        Filter::Bicubic,
+        SQUARE_224,
+        CLIP,
+        Rule::Plain,
+    ),
+    class(
+        "ConvNext",
+        Size::ShortestEdge(384),
+        Filter::Bicubic,
+        None,
+        HALF,
+        Rule::ConvNext {
+            crop_pct: 224.0 / 256.0,
+        },
+    ),
+    class(
+        "Bit",
+        Size::ShortestEdge(224),
+        Filter::Bicubic,
+        SQUARE_224,
+        CLIP,
+        Rule::Plain,
+    ),
     Defaults {
-        class: "ViT",
-        size: Size::HeightWidth(224, 224),
-        default_to_square: true,
-        filter: Filter::Bilinear,
-        center_crop: None,
-        mean: STANDARD,
-        std: STANDARD,
-        crop_pct: None,
-    },
-    Defaults {
-        class: "DeiT",
-        size: Size::HeightWidth(256, 256),
-        default_to_square: true,
-        filter: Filter::Bicubic,
-        center_crop: Some((224, 224)),
-        mean: STANDARD,
-        std: STANDARD,
-        crop_pct: None,
-    },
-    Defaults {
-        class: "Beit",
-        size: Size::HeightWidth(224, 224),
-        default_to_square: true,
-        filter: Filter::Bicubic,
-        center_crop: None,
-        mean: STANDARD,
-        std: STANDARD,
-        crop_pct: None,
-    },
-    Defaults {
-        class: "CLIP",
-        size: Size::ShortestEdge(224),
+        // SigLIP squares integer sizes although its default is a square.
         default_to_square: false,
-        filter: Filter::Bicubic,
-        center_crop: Some((224, 224)),
-        mean: CLIP_MEAN,
-        std: CLIP_STD,
-        crop_pct: None,
+        ..class(
+            "Siglip",
+            Size::HeightWidth(224, 224),
+            Filter::Bicubic,
+            None,
+            HALF,
+            Rule::Plain,
+        )
     },
-    Defaults {
-        class: "ConvNext",
-        size: Size::ShortestEdge(384),
-        default_to_square: false,
-        filter: Filter::Bicubic,
-        center_crop: None,
-        mean: STANDARD,
-        std: STANDARD,
-        crop_pct: Some(224.0 / 256.0),
-    },
-    Defaults {
-        class: "Bit",
-        size: Size::ShortestEdge(224),
-        default_to_square: false,
-        filter: Filter::Bicubic,
-        center_crop: Some((224, 224)),
-        mean: CLIP_MEAN,
-        std: CLIP_STD,
-        crop_pct: None,
-    },
-    Defaults {
-        class: "Siglip",
-        size: Size::HeightWidth(224, 224),
-        default_to_square: false,
-        filter: Filter::Bicubic,
-        center_crop: None,
-        mean: STANDARD,
-        std: STANDARD,
-        crop_pct: None,
-    },
+    class(
+        "MobileNetV1",
+        Size::ShortestEdge(256),
+        Filter::Bilinear,
+        SQUARE_224,
+        HALF,
+        Rule::Plain,
+    ),
+    class(
+        "MobileNetV2",
+        Size::ShortestEdge(256),
+        Filter::Bilinear,
+        SQUARE_224,
+        HALF,
+        Rule::Plain,
+    ),
+    class(
+        "Levit",
+        Size::ShortestEdge(224),
+        Filter::Bicubic,
+        SQUARE_224,
+        IMAGENET,
+        Rule::Levit,
+    ),
+    class(
+        "PoolFormer",
+        Size::ShortestEdge(224),
+        Filter::Bicubic,
+        SQUARE_224,
+        IMAGENET,
+        Rule::PoolFormer { crop_pct: 0.9 },
+    ),
+    class(
+        "Segformer",
+        Size::HeightWidth(512, 512),
+        Filter::Bilinear,
+        None,
+        IMAGENET,
+        Rule::Plain,
+    ),
 ];
 
 /// `ViTImageProcessorFast`, `ViTFeatureExtractor`, ... → `ViT`.
@@ -242,8 +318,9 @@ pub fn hugging_face(config: &str) -> Result<Graph, GraphError> {
 /// `transformers.image_utils.load_image` (EXIF orientation applied). The graph's
 /// provenance names the backend (`tensorprep inspect` shows it).
 ///
-/// Supported classes: ViT, DeiT, BEiT, CLIP, ConvNeXT (with `crop_pct`), BiT
-/// and SigLIP, in their `ImageProcessor`, `ImageProcessorFast`,
+/// Supported classes: ViT, DeiT, BEiT, CLIP, ConvNeXT (with `crop_pct`), BiT,
+/// SigLIP, MobileNetV1, MobileNetV2, LeViT, PoolFormer (with `crop_pct`) and
+/// SegFormer, in their `ImageProcessor`, `ImageProcessorFast`,
 /// `ImageProcessorPil` and legacy `FeatureExtractor` spellings. Keys the file
 /// leaves out take the class's defaults (transformers 5); legacy integer sizes
 /// follow `get_size_dict` (`size: 224` is 224x224 for ViT, shortest edge 224
@@ -316,32 +393,54 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
             }
         };
         let resize = |size| Op::Resize(Resize { size, resample });
-        match (size, d.crop_pct) {
-            (Size::ShortestEdge(edge), Some(default_pct)) => {
-                let pct = o.f64("crop_pct")?.unwrap_or(default_pct);
+        let exact = |height, width| resize(SizeRule::Exact { width, height });
+        let pct = |default: f64| -> Result<Option<f64>, GraphError> {
+            if o.is_null("crop_pct") {
+                return Ok(None);
+            }
+            let pct = o.f64("crop_pct")?.unwrap_or(default);
+            if pct > 0.0 && pct <= 1.0 {
+                Ok(Some(pct))
+            } else {
+                Err(o.error(format!("`crop_pct` must be in (0, 1], not {pct}")))
+            }
+        };
+        // Python's int() of a float: truncation.
+        let scaled = |edge: u32, by: f64| (f64::from(edge) / by) as u32;
+        match (d.rule, size) {
+            (Rule::ConvNext { crop_pct }, Size::ShortestEdge(edge)) => {
                 if edge < 384 {
-                    if !(pct > 0.0 && pct <= 1.0) {
-                        return Err(o.error(format!("`crop_pct` must be in (0, 1], not {pct}")));
-                    }
+                    let pct = pct(crop_pct)?.unwrap_or(crop_pct);
                     // int(shortest_edge / crop_pct), then a centre crop back to it.
-                    ops.push(resize(shorter_side((f64::from(edge) / pct) as u32)));
+                    ops.push(resize(shorter_side(scaled(edge, pct))));
                     ops.push(Op::CenterCrop(CenterCrop {
                         width: edge,
                         height: edge,
                         rounding: CropRounding::Floor,
                     }));
                 } else {
-                    ops.push(resize(SizeRule::Exact {
-                        width: edge,
-                        height: edge,
-                    }));
+                    ops.push(exact(edge, edge));
                 }
             }
-            (_, Some(_)) => return Err(o.error("ConvNeXT needs `size.shortest_edge`".into())),
-            (Size::ShortestEdge(edge), None) => ops.push(resize(shorter_side(edge))),
-            (Size::HeightWidth(height, width), None) => {
-                ops.push(resize(SizeRule::Exact { width, height }))
+            (Rule::ConvNext { .. }, _) => {
+                return Err(o.error("ConvNeXT needs `size.shortest_edge`".into()));
             }
+            (Rule::PoolFormer { crop_pct }, size) => match (pct(crop_pct)?, size) {
+                (None, Size::ShortestEdge(edge)) => ops.push(resize(shorter_side(edge))),
+                (None, Size::HeightWidth(h, w)) => ops.push(exact(h, w)),
+                (Some(p), Size::ShortestEdge(edge)) => {
+                    ops.push(resize(shorter_side(scaled(edge, p))))
+                }
+                (Some(p), Size::HeightWidth(h, w)) if h == w => {
+                    ops.push(resize(shorter_side(scaled(h, p))))
+                }
+                (Some(p), Size::HeightWidth(h, w)) => ops.push(exact(scaled(h, p), scaled(w, p))),
+            },
+            (Rule::Levit, Size::ShortestEdge(edge)) => ops.push(resize(shorter_side(
+                (256.0 / 224.0 * f64::from(edge)) as u32,
+            ))),
+            (_, Size::ShortestEdge(edge)) => ops.push(resize(shorter_side(edge))),
+            (_, Size::HeightWidth(height, width)) => ops.push(exact(height, width)),
         }
     }
     let do_center_crop = o.bool("do_center_crop")?.unwrap_or(d.center_crop.is_some());
@@ -454,6 +553,62 @@ mod tests {
             })
         )));
         assert_eq!(clip.output.shape, Some([3, 240, 240]));
+    }
+
+    /// The resize rules (first resize op's size) of a configuration.
+    fn resize_of(config: &str) -> SizeRule {
+        let g = hugging_face(config).unwrap();
+        g.pipeline
+            .ops()
+            .iter()
+            .find_map(|op| match op {
+                Op::Resize(r) => Some(r.size),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    fn shorter(size: u32) -> SizeRule {
+        SizeRule::ShorterSide {
+            size,
+            max_size: None,
+            rounding: Rounding::Truncate,
+        }
+    }
+
+    #[test]
+    fn poolformer_and_levit_scale_their_sizes_as_transformers() {
+        let pf = |extra: &str| {
+            resize_of(&format!(
+                r#"{{"image_processor_type": "PoolFormerImageProcessor"{extra}}}"#
+            ))
+        };
+        // int(224 / 0.9) = 248; a null crop_pct turns the scaling off.
+        assert_eq!(pf(""), shorter(248));
+        assert_eq!(pf(r#", "crop_pct": null"#), shorter(224));
+        assert_eq!(
+            pf(r#", "size": {"height": 300, "width": 300}"#),
+            shorter(333)
+        );
+        assert_eq!(
+            pf(r#", "size": {"height": 300, "width": 200}, "crop_pct": 0.5"#),
+            SizeRule::Exact {
+                width: 400,
+                height: 600
+            }
+        );
+        assert!(
+            hugging_face(r#"{"image_processor_type": "PoolFormerImageProcessor", "crop_pct": 0}"#)
+                .is_err()
+        );
+        // int(256 / 224 * 224) = 256; int(256 / 224 * 100) = 114.
+        let levit = |edge: u32| {
+            resize_of(&format!(
+                r#"{{"image_processor_type": "LevitImageProcessor", "size": {{"shortest_edge": {edge}}}}}"#
+            ))
+        };
+        assert_eq!(levit(224), shorter(256));
+        assert_eq!(levit(100), shorter(114));
     }
 
     #[test]

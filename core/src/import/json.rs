@@ -55,6 +55,11 @@ impl<'a> Object<'a> {
         self.map.get(key).filter(|v| !v.is_null())
     }
 
+    /// Whether `key` is present as `null` (which [`Object::get`] treats as absent).
+    pub(super) fn is_null(&self, key: &str) -> bool {
+        self.map.get(key).is_some_and(Value::is_null)
+    }
+
     pub(super) fn bool(&self, key: &str) -> Result<Option<bool>, GraphError> {
         self.get(key)
             .map(|v| v.as_bool().ok_or_else(|| self.wrong(key, "true or false")))

@@ -3,7 +3,7 @@
 //!
 //! | Source | Function | Reads |
 //! |---|---|---|
-//! | Hugging Face | [`hugging_face`], [`hugging_face_with`] | `preprocessor_config.json` (ViT, DeiT, BEiT, CLIP, ConvNeXT, BiT, SigLIP), torchvision or PIL backend |
+//! | Hugging Face | [`hugging_face`], [`hugging_face_with`] | `preprocessor_config.json` (ViT, DeiT, BEiT, CLIP, ConvNeXT, BiT, SigLIP, MobileNetV1/V2, LeViT, PoolFormer, SegFormer), torchvision or PIL backend |
 //! | timm | [`timm`] | `pretrained_cfg` (or a hub `config.json` holding one) |
 //! | torchvision | [`torchvision`] | a weights name (`ResNet50_Weights.IMAGENET1K_V2`) from a built-in table |
 //! | Ultralytics | [`ultralytics`] | an exported ONNX model's metadata (`imgsz`, `stride`, `task`) |
@@ -79,8 +79,8 @@ pub const SOURCES: [&str; 7] = [
 /// `tflite` and `mindir` read `source` (a `preprocessor_config.json`, a timm
 /// `config.json` or `pretrained_cfg`, an exported `.onnx`, a `.tflite`, a
 /// `.mindir`); `torchvision:WEIGHTS` and `preset:NAME` need none. `hf` takes
-/// transformers' default backend; `hf:pil` and `hf:torchvision` name one
-/// ([`HfBackend`]). Files are
+/// transformers' default backend; `hf:pil`, `hf:torchvision` and
+/// `hf:torchvision-avx2` name one ([`HfBackend`]). Files are
 /// read with a cap ([`MAX_CONFIG_BYTES`] for JSON, [`MAX_MODEL_BYTES`] for
 /// models) checked before reading; ONNX models are read field by field,
 /// their weights skipped.
@@ -116,7 +116,8 @@ pub fn convert(from: &str, source: Option<&std::path::Path>) -> Result<Graph, Gr
                 name => HfBackend::from_name(name).ok_or_else(|| GraphError::Import {
                     format,
                     message: alloc::format!(
-                        "unknown backend `{name}` (hf:torchvision, the default, or hf:pil)"
+                        "unknown backend `{name}` (hf:torchvision, the default, \
+                         hf:torchvision-avx2 or hf:pil)"
                     ),
                 })?,
             };

@@ -16,8 +16,9 @@ use tensorprep::{DType, Layout, PixelFormat, Quantization};
 pub(crate) struct ConvertArgs {
     /// The source format: hf, timm, ultralytics, tflite, mindir (these read
     /// SOURCE), torchvision:WEIGHTS or preset:NAME (these need no SOURCE).
-    /// hf reproduces transformers' default torchvision backend; hf:pil its
-    /// PIL backend.
+    /// hf reproduces transformers' default torchvision backend (bilinear
+    /// through float32, as on AVX-512 and ARM CPUs); hf:torchvision-avx2 as on
+    /// AVX2 CPUs; hf:pil its PIL backend.
     #[arg(long)]
     from: String,
     /// The configuration or model to convert: `preprocessor_config.json`

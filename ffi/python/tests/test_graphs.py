@@ -56,6 +56,12 @@ def test_importers_reproduce_their_library_float_for_float(tp, turbo, case):
     assert got.shape == want.shape and np.array_equal(got, want), name
 
 
+HF_CASES = [
+    "hf_vit", "hf_deit", "hf_beit", "hf_clip", "hf_convnext", "hf_clip_modern",
+    "hf_mobilenet_v1", "hf_mobilenet_v2", "hf_levit", "hf_poolformer", "hf_segformer",
+]
+
+
 def need(module):
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{module} is not installed (the committed references above check the importer without it)")
@@ -98,7 +104,7 @@ def test_hugging_face_processors_live(tp, turbo):
     need("transformers")
     import transformers
 
-    for name in ["hf_vit", "hf_deit", "hf_beit", "hf_clip", "hf_convnext", "hf_clip_modern"]:
+    for name in HF_CASES:
         with open(fixture("graph", f"{name}_preprocessor_config.json")) as f:
             config = json.load(f)
         kind = config.get("image_processor_type") or config["feature_extractor_type"].replace(
@@ -129,7 +135,7 @@ def test_hugging_face_torchvision_backend_live(tp, turbo):
     import transformers
 
     avx2 = "AVX2" in torch.backends.cpu.get_cpu_capability()
-    for name in ["hf_vit", "hf_deit", "hf_beit", "hf_clip", "hf_convnext", "hf_clip_modern"]:
+    for name in HF_CASES:
         with open(fixture("graph", f"{name}_preprocessor_config.json")) as f:
             config = json.load(f)
         kind = config.get("image_processor_type") or config["feature_extractor_type"].replace(
