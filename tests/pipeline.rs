@@ -153,7 +153,7 @@ fn random_op(rng: &mut Rng, (w, h): (u32, u32)) -> (Op, (u32, u32)) {
     match rng.below_u32(7) {
         0 | 1 => {
             let resample = rng.pick(&Resample::ALL);
-            let size = match rng.below_u32(4) {
+            let size = match rng.below_u32(5) {
                 0 => SizeRule::Exact {
                     width: 1 + rng.below_u32(w * 2),
                     height: 1 + rng.below_u32(h * 2),
@@ -167,10 +167,16 @@ fn random_op(rng: &mut Rng, (w, h): (u32, u32)) -> (Op, (u32, u32)) {
                     size: 8 + rng.below_u32(w.max(h)),
                     rounding: rng.pick(&[Rounding::Truncate, Rounding::HalfEven]),
                 },
-                _ => SizeRule::Fit {
+                3 => SizeRule::Fit {
                     width: 8 + rng.below_u32(w),
                     height: 8 + rng.below_u32(h),
                     upscale: rng.below_u32(2) == 0,
+                },
+                _ => SizeRule::Multiple {
+                    width: 8 + rng.below_u32(w),
+                    height: 8 + rng.below_u32(h),
+                    multiple: 1 + rng.below_u32(8),
+                    keep_aspect_ratio: rng.below_u32(2) == 0,
                 },
             };
             let out = size.output_size(w, h).unwrap_or((w, h));
@@ -863,6 +869,12 @@ fn hostile_pipeline_parameters_are_errors_not_panics() {
                             width: a,
                             height: b,
                             upscale: true,
+                        },
+                        SizeRule::Multiple {
+                            width: a,
+                            height: b,
+                            multiple: 14,
+                            keep_aspect_ratio: true,
                         },
                     ]),
                     resample: rng.pick(&Resample::ALL),

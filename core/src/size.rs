@@ -68,6 +68,21 @@ pub enum SizeRule {
         /// Whether images smaller than the box are enlarged (Ultralytics `scaleup`).
         upscale: bool,
     },
+    /// Hugging Face's DPT resize (DPT, Depth Anything, ZoeDepth): each side
+    /// scaled toward `width` x `height` (with `keep_aspect_ratio`, both by the
+    /// one of the two scales closer to 1), then to the nearest multiple of
+    /// `multiple`: `round(side * scale / multiple) * multiple`, float64 and
+    /// Python's `round` (half to even), as `ensure_multiple_of` does.
+    Multiple {
+        /// Target width.
+        width: u32,
+        /// Target height.
+        height: u32,
+        /// Each side becomes a multiple of this (1: no constraint); not 0.
+        multiple: u32,
+        /// Scale both sides alike, by the scale that changes the image least.
+        keep_aspect_ratio: bool,
+    },
 }
 
 /// `a * b / c` on non-negative integers in float64 (the product is exact), then
@@ -139,6 +154,32 @@ impl SizeRule {
                 let h = libm::rint(f64::from(height) * r) as u64;
                 to_size(w.max(1), h.max(1))
             }
+            SizeRule::Multiple {
+                width: tw,
+                height: th,
+                multiple,
+                keep_aspect_ratio,
+            } => {
+                check_dimensions(u64::from(tw), u64::from(th))?;
+                if multiple == 0 {
+                    return Err(Error::InvalidParameter {
+                        name: "size: `multiple` must be at least 1",
+                    });
+                }
+                let mut sh = f64::from(th) / f64::from(height);
+                let mut sw = f64::from(tw) / f64::from(width);
+                if keep_aspect_ratio {
+                    if (1.0 - sw).abs() < (1.0 - sh).abs() {
+                        sh = sw;
+                    } else {
+                        sw = sh;
+                    }
+                }
+                let m = f64::from(multiple);
+                // round(v / m) * m is never negative here, so never ceil'd.
+                let side = |scale: f64, n: u32| libm::rint(scale * f64::from(n) / m) * m;
+                to_size(side(sw, width) as u64, side(sh, height) as u64)
+            }
         }
     }
 }
@@ -178,6 +219,42 @@ mod tests {
             rounding: Rounding::Truncate,
         };
         assert!(bad.output_size(10, 10).is_err());
+    }
+
+    #[test]
+    fn multiple_follows_dpt_and_depth_anything() {
+        let depth_anything = SizeRule::Multiple {
+            width: 518,
+            height: 518,
+            multiple: 14,
+            keep_aspect_ratio: true,
+        };
+        // 640x427: scales 0.809 (w) and 1.213 (h); the width's is closer to 1:
+        // 427 * 518/640 = 345.6 -> round(24.69) * 14 = 350, 518 -> 518.
+        assert_eq!(depth_anything.output_size(640, 427).unwrap(), (518, 350));
+        assert_eq!(depth_anything.output_size(427, 640).unwrap(), (350, 518));
+        let dpt = SizeRule::Multiple {
+            width: 384,
+            height: 384,
+            multiple: 1,
+            keep_aspect_ratio: false,
+        };
+        assert_eq!(dpt.output_size(640, 427).unwrap(), (384, 384));
+        let zero = SizeRule::Multiple {
+            width: 384,
+            height: 384,
+            multiple: 0,
+            keep_aspect_ratio: false,
+        };
+        assert!(zero.output_size(640, 427).is_err());
+        // A side that rounds to 0 is refused, not a zero-sized image.
+        let tiny = SizeRule::Multiple {
+            width: 4,
+            height: 4,
+            multiple: 14,
+            keep_aspect_ratio: false,
+        };
+        assert!(tiny.output_size(640, 427).is_err());
     }
 
     #[test]

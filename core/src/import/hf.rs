@@ -98,6 +98,9 @@ enum Rule {
     PoolFormer { crop_pct: f64 },
     /// LeViT: the shortest edge to `int(256 / 224 * edge)`.
     Levit,
+    /// DPT (and Depth Anything): height and width with `keep_aspect_ratio`
+    /// and `ensure_multiple_of` ([`SizeRule::Multiple`]).
+    Dpt,
 }
 
 /// An image processor class's defaults (transformers 5).
@@ -242,6 +245,14 @@ const CLASSES: &[Defaults] = &[
         IMAGENET,
         Rule::Plain,
     ),
+    class(
+        "DPT",
+        Size::HeightWidth(384, 384),
+        Filter::Bicubic,
+        None,
+        HALF,
+        Rule::Dpt,
+    ),
 ];
 
 /// `ViTImageProcessorFast`, `ViTFeatureExtractor`, ... → `ViT`.
@@ -319,8 +330,9 @@ pub fn hugging_face(config: &str) -> Result<Graph, GraphError> {
 /// provenance names the backend (`tensorprep inspect` shows it).
 ///
 /// Supported classes: ViT, DeiT, BEiT, CLIP, ConvNeXT (with `crop_pct`), BiT,
-/// SigLIP, MobileNetV1, MobileNetV2, LeViT, PoolFormer (with `crop_pct`) and
-/// SegFormer, in their `ImageProcessor`, `ImageProcessorFast`,
+/// SigLIP, MobileNetV1, MobileNetV2, LeViT, PoolFormer (with `crop_pct`),
+/// SegFormer and DPT (with `keep_aspect_ratio` and `ensure_multiple_of`: Depth
+/// Anything), in their `ImageProcessor`, `ImageProcessorFast`,
 /// `ImageProcessorPil` and legacy `FeatureExtractor` spellings. Keys the file
 /// leaves out take the class's defaults (transformers 5); legacy integer sizes
 /// follow `get_size_dict` (`size: 224` is 224x224 for ViT, shortest edge 224
@@ -436,6 +448,30 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
                 }
                 (Some(p), Size::HeightWidth(h, w)) => ops.push(exact(scaled(h, p), scaled(w, p))),
             },
+            (Rule::Dpt, Size::HeightWidth(height, width)) => {
+                let keep_aspect_ratio = o.bool("keep_aspect_ratio")?.unwrap_or(false);
+                let multiple = match o.int("ensure_multiple_of")?.unwrap_or(1) {
+                    n if n >= 1 => json::size(FORMAT, "`ensure_multiple_of`", n)?,
+                    n => {
+                        return Err(
+                            o.error(format!("`ensure_multiple_of` must be at least 1, not {n}"))
+                        );
+                    }
+                };
+                ops.push(if keep_aspect_ratio || multiple > 1 {
+                    resize(SizeRule::Multiple {
+                        width,
+                        height,
+                        multiple,
+                        keep_aspect_ratio,
+                    })
+                } else {
+                    exact(height, width)
+                });
+            }
+            (Rule::Dpt, Size::ShortestEdge(_)) => {
+                return Err(o.error("DPT needs `size` with height and width".into()));
+            }
             (Rule::Levit, Size::ShortestEdge(edge)) => ops.push(resize(shorter_side(
                 (256.0 / 224.0 * f64::from(edge)) as u32,
             ))),
@@ -609,6 +645,39 @@ mod tests {
         };
         assert_eq!(levit(224), shorter(256));
         assert_eq!(levit(100), shorter(114));
+    }
+
+    #[test]
+    fn dpt_keeps_aspect_and_multiples_only_when_asked() {
+        let dpt =
+            |extra: &str| format!(r#"{{"image_processor_type": "DPTImageProcessor"{extra}}}"#);
+        assert_eq!(
+            resize_of(&dpt(r#", "size": 384"#)),
+            SizeRule::Exact {
+                width: 384,
+                height: 384
+            }
+        );
+        assert_eq!(
+            resize_of(&dpt(
+                r#", "size": {"height": 518, "width": 518}, "keep_aspect_ratio": true, "ensure_multiple_of": 14"#
+            )),
+            SizeRule::Multiple {
+                width: 518,
+                height: 518,
+                multiple: 14,
+                keep_aspect_ratio: true
+            }
+        );
+        let g = hugging_face(&dpt(r#", "keep_aspect_ratio": true"#)).unwrap();
+        assert_eq!(g.output.shape, None, "the size follows the image's");
+        for bad in [
+            r#", "ensure_multiple_of": 0"#,
+            r#", "size": {"shortest_edge": 384}"#,
+            r#", "do_pad": true"#,
+        ] {
+            assert!(hugging_face(&dpt(bad)).is_err(), "{bad}");
+        }
     }
 
     #[test]

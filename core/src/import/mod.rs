@@ -3,7 +3,7 @@
 //!
 //! | Source | Function | Reads |
 //! |---|---|---|
-//! | Hugging Face | [`hugging_face`], [`hugging_face_with`] | `preprocessor_config.json` (ViT, DeiT, BEiT, CLIP, ConvNeXT, BiT, SigLIP, MobileNetV1/V2, LeViT, PoolFormer, SegFormer), torchvision or PIL backend |
+//! | Hugging Face | [`hugging_face`], [`hugging_face_with`] | `preprocessor_config.json` (ViT, DeiT, BEiT, CLIP, ConvNeXT, BiT, SigLIP, MobileNetV1/V2, LeViT, PoolFormer, SegFormer, DPT / Depth Anything), torchvision or PIL backend |
 //! | timm | [`timm`] | `pretrained_cfg` (or a hub `config.json` holding one) |
 //! | torchvision | [`torchvision`] | a weights name (`ResNet50_Weights.IMAGENET1K_V2`) from a built-in table |
 //! | Ultralytics | [`ultralytics`] | an exported ONNX model's metadata (`imgsz`, `stride`, `task`) |

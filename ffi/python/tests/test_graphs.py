@@ -59,6 +59,7 @@ def test_importers_reproduce_their_library_float_for_float(tp, turbo, case):
 HF_CASES = [
     "hf_vit", "hf_deit", "hf_beit", "hf_clip", "hf_convnext", "hf_clip_modern",
     "hf_mobilenet_v1", "hf_mobilenet_v2", "hf_levit", "hf_poolformer", "hf_segformer",
+    "hf_depth_anything",
 ]
 
 

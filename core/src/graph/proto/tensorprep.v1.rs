@@ -164,6 +164,21 @@ pub struct SizeFit {
     #[prost(enumeration = "Rounding", tag = "4")]
     pub rounding: i32,
 }
+/// Hugging Face's DPT resize: each side scaled toward width x height (with
+/// keep_aspect_ratio both by the scale closer to 1), then rounded half to even
+/// to a multiple of `multiple` (float64).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SizeMultiple {
+    #[prost(uint32, tag = "1")]
+    pub width: u32,
+    #[prost(uint32, tag = "2")]
+    pub height: u32,
+    /// At least 1.
+    #[prost(uint32, tag = "3")]
+    pub multiple: u32,
+    #[prost(bool, tag = "4")]
+    pub keep_aspect_ratio: bool,
+}
 /// Resize to a size given by a rule.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct Resize {
@@ -174,7 +189,7 @@ pub struct Resize {
     /// PyTorch (either family): BILINEAR or BICUBIC.
     #[prost(enumeration = "Filter", tag = "6")]
     pub filter: i32,
-    #[prost(oneof = "resize::Size", tags = "1, 2, 3, 4")]
+    #[prost(oneof = "resize::Size", tags = "1, 2, 3, 4, 7")]
     pub size: ::core::option::Option<resize::Size>,
 }
 /// Nested message and enum types in `Resize`.
@@ -189,6 +204,8 @@ pub mod resize {
         LongerSide(super::SizeLongerSide),
         #[prost(message, tag = "4")]
         Fit(super::SizeFit),
+        #[prost(message, tag = "7")]
+        Multiple(super::SizeMultiple),
     }
 }
 /// A centred crop; the image must be at least this large.

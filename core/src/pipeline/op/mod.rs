@@ -607,6 +607,12 @@ pub(crate) mod message {
                     height: 6,
                     upscale: i % 2 == 1,
                 },
+                SizeRule::Multiple {
+                    width: 30,
+                    height: 20,
+                    multiple: 1 + i as u32 % 3,
+                    keep_aspect_ratio: i % 2 == 0,
+                },
             ] {
                 ops.push(Op::Resize(Resize { size, resample }));
             }

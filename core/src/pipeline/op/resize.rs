@@ -199,11 +199,12 @@ pub(crate) mod message {
         ]
     };
     /// The size rules' features, in `SizeRule` declaration order.
-    const SIZE_RULES: [&str; 4] = [
+    const SIZE_RULES: [&str; 5] = [
         "size.exact",
         "size.shorter_side",
         "size.longer_side",
         "size.fit",
+        "size.multiple",
     ];
 
     impl Resize {
@@ -251,6 +252,7 @@ pub(crate) mod message {
                 SizeRule::ShorterSide { rounding, .. } => (1, Some(rounding)),
                 SizeRule::LongerSide { rounding, .. } => (2, Some(rounding)),
                 SizeRule::Fit { .. } => (3, Some(Rounding::HalfEven)),
+                SizeRule::Multiple { .. } => (4, Some(Rounding::HalfEven)),
             };
             out.push(SIZE_RULES[rule]);
             out.extend(rounding.map(|r| feature(&ROUNDINGS, r)));
@@ -292,6 +294,17 @@ pub(crate) mod message {
                 upscale,
                 rounding: pb::Rounding::HalfEven as i32,
             }),
+            SizeRule::Multiple {
+                width,
+                height,
+                multiple,
+                keep_aspect_ratio,
+            } => Size::Multiple(pb::SizeMultiple {
+                width,
+                height,
+                multiple,
+                keep_aspect_ratio,
+            }),
         }
     }
 
@@ -323,6 +336,20 @@ pub(crate) mod message {
                     width: f.width,
                     height: f.height,
                     upscale: f.upscale,
+                }
+            }
+            Size::Multiple(m) => {
+                if m.multiple == 0 {
+                    return Err(GraphError::invalid(
+                        at,
+                        "`multiple` must be at least 1".into(),
+                    ));
+                }
+                SizeRule::Multiple {
+                    width: m.width,
+                    height: m.height,
+                    multiple: m.multiple,
+                    keep_aspect_ratio: m.keep_aspect_ratio,
                 }
             }
         })
