@@ -87,8 +87,9 @@ pub(super) struct OpenCvState<S: Storage> {
     pub(super) line: S::Scratch<u8>,
     pub(super) rows: [S::Scratch<i32>; 2],
     pub(super) row_y: [usize; 2],
-    pub(super) buf: S::Scratch<f32>,
     pub(super) sum: S::Scratch<f32>,
+    /// `INTER_AREA`'s horizontal sums of a block of rows, interleaved.
+    pub(super) block: S::Scratch<f32>,
 }
 
 /// The elements of each of [`OpenCvState`]'s buffers a run needs.
@@ -97,8 +98,12 @@ pub(super) struct StateSizes {
     pub(super) line: usize,
     /// Each of the two rows of sums.
     pub(super) rows: usize,
-    /// Each of the row buffer and the sums.
+    /// The output row's sums.
     pub(super) sums: usize,
+    /// The interleaved sums of a block of rows.
+    pub(super) block: usize,
+    /// The interleaved block of source rows (bytes, in the resizer's `block`).
+    pub(super) bytes: usize,
 }
 
 impl<S: Storage> OpenCvState<S> {
@@ -109,8 +114,8 @@ impl<S: Storage> OpenCvState<S> {
             self.line.capacity(),
             self.rows[0].capacity(),
             self.rows[1].capacity(),
-            self.buf.capacity(),
             self.sum.capacity(),
+            self.block.capacity(),
         ]
     }
 }
@@ -276,26 +281,42 @@ impl<S: Storage> OpenCvPlan<S> {
 
     /// The elements of each state buffer a run through `src` into a
     /// `dst_width`-wide image uses.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn state_sizes(
         &self,
         src_row: usize,
         src_rows: impl Fn(usize) -> usize,
         gather: impl Fn(usize) -> usize,
         cn: usize,
+        src_width: u32,
         dst_width: u32,
     ) -> StateSizes {
-        let (line, rows, sums) = match self {
-            OpenCvPlan::Copy => (src_row, 0, 0),
+        let (line, rows, sums, block, bytes) = match self {
+            OpenCvPlan::Copy => (src_row, 0, 0, 0, 0),
             // One sum per channel of every output column.
             OpenCvPlan::Linear(l) => (
                 src_row.max(gather(l.needed_len)),
                 dst_width as usize * cn,
                 0,
+                0,
+                0,
             ),
-            OpenCvPlan::AreaFast { fy, .. } => (src_rows(*fy), 0, 0),
-            OpenCvPlan::Area(_) => (src_row, 0, dst_width as usize * cn),
+            OpenCvPlan::AreaFast { fy, .. } => (src_rows(*fy), 0, 0, 0, 0),
+            OpenCvPlan::Area(_) => (
+                src_rows(AREA_ROWS),
+                0,
+                dst_width as usize * cn,
+                AREA_ROWS * (src_width as usize + 2 * dst_width as usize) * cn,
+                AREA_ROWS * src_width as usize * cn,
+            ),
         };
-        StateSizes { line, rows, sums }
+        StateSizes {
+            line,
+            rows,
+            sums,
+            block,
+            bytes,
+        }
     }
 
     /// Makes room, fallibly, for everything a run through `src` into a
@@ -304,6 +325,7 @@ impl<S: Storage> OpenCvPlan<S> {
     pub(super) fn reserve(
         &self,
         state: &mut OpenCvState<S>,
+        bytes: &mut impl Scratch,
         src: &RowReader<'_>,
         dst_width: u32,
     ) -> Result<()> {
@@ -312,19 +334,22 @@ impl<S: Storage> OpenCvPlan<S> {
             |n| src.rows_scratch(n, false),
             |n| src.gather_scratch(n),
             src.bpp(),
+            src.size().0,
             dst_width,
         );
         state.line.reserve(sizes.line)?;
         for r in &mut state.rows {
             r.reserve(sizes.rows)?;
         }
-        state.buf.reserve(sizes.sums)?;
-        state.sum.reserve(sizes.sums)
+        state.sum.reserve(sizes.sums)?;
+        state.block.reserve(sizes.block)?;
+        bytes.reserve(sizes.bytes)
     }
 
     pub(super) fn run(
         &self,
         state: &mut OpenCvState<S>,
+        bytes: &mut impl Scratch,
         src: &RowReader<'_>,
         dst: &mut ImageViewMut<'_>,
     ) {
@@ -338,7 +363,7 @@ impl<S: Storage> OpenCvPlan<S> {
             }
             OpenCvPlan::Linear(l) => l.run(state, src, dst, cn),
             OpenCvPlan::AreaFast { fx, fy } => area_fast(src, line, dst, cn, *fx, *fy),
-            OpenCvPlan::Area(a) => a.run(state, src, dst, cn),
+            OpenCvPlan::Area(a) => a.run(state, bytes, src, dst, cn),
         }
     }
 }
@@ -512,44 +537,270 @@ fn area_fast(
     }
 }
 
+/// Source rows `INTER_AREA`'s horizontal pass takes at once, one per vector lane.
+const AREA_ROWS: usize = 8;
+
 impl<S: Storage> Area<S> {
+    /// `resizeArea_`: per source row, the horizontal taps summed into a row
+    /// buffer (`buf[dx] += src[sx] * alpha`, float32, in table order); per
+    /// tap of the vertical table, the buffer added into the output row's sums
+    /// (`sum += beta * buf`), each output row rounded when the next starts.
+    /// The horizontal pass runs on [`AREA_ROWS`] rows at once, one row per
+    /// lane, every lane doing exactly one row's operations in their order.
     fn run(
         &self,
         st: &mut OpenCvState<S>,
+        bytes: &mut impl Scratch,
         src: &RowReader<'_>,
         dst: &mut ImageViewMut<'_>,
         cn: usize,
     ) {
         let width = dst.width() as usize * cn;
-        let OpenCvState { line, buf, sum, .. } = st;
-        let (buf, sum) = (buf.grow(width), sum.grow(width));
+        let OpenCvState {
+            line, sum, block, ..
+        } = st;
+        let sum = sum.grow(width);
+        let src_len = src.size().0 as usize * cn;
+        let bytes = bytes.grow(AREA_ROWS * src_len);
+        let (t, rest) = block
+            .grow(AREA_ROWS * (src_len + 2 * width))
+            .split_at_mut(AREA_ROWS * src_len);
+        let (acc, sums) = rest.split_at_mut(AREA_ROWS * width);
         sum.fill(0.0);
-        let round = |v: f32| libm::rintf(v).clamp(0.0, 255.0) as u8;
         let mut prev_dy = self.ytab.first().map_or(0, |t| t.0);
-        for &(dy, sy, beta) in self.ytab.iter() {
-            let s = src.rows(sy, 1, false, line).row(0);
-            buf.fill(0.0);
-            for &(dx, sx, alpha) in self.xtab.iter() {
-                for c in 0..cn {
-                    buf[dx * cn + c] += f32::from(s[sx * cn + c]) * alpha;
-                }
+        let mut taps = self.ytab.iter().peekable();
+        let rows = src.size().1 as usize;
+        for y0 in (0..rows).step_by(AREA_ROWS) {
+            // Only the rows the vertical table reads.
+            if taps.peek().is_none_or(|&&(_, sy, _)| sy >= y0 + AREA_ROWS) {
+                continue;
             }
-            if dy != prev_dy {
-                let d = dst.plane_row_mut(0, prev_dy);
-                for ((o, sum), &b) in d.iter_mut().zip(sum.iter_mut()).zip(buf.iter()) {
-                    *o = round(*sum);
-                    *sum = beta * b;
+            let m = AREA_ROWS.min(rows - y0);
+            let rows = src.rows(y0, m, false, line);
+            area_kernels::horizontal(&self.xtab, &rows, m, cn, bytes, t, acc);
+            // Each row's sums, out of their lanes.
+            area_kernels::deinterleave(acc, sums, width, m);
+            while let Some(&&(dy, sy, beta)) = taps.peek() {
+                if sy >= y0 + m {
+                    break;
                 }
-                prev_dy = dy;
-            } else {
-                for (sum, &b) in sum.iter_mut().zip(buf.iter()) {
-                    *sum += beta * b;
+                taps.next();
+                let b = &sums[(sy - y0) * width..][..width];
+                if dy != prev_dy {
+                    area_kernels::vertical(Some(dst.plane_row_mut(0, prev_dy)), sum, b, beta);
+                    prev_dy = dy;
+                } else {
+                    area_kernels::vertical(None, sum, b, beta);
                 }
             }
         }
         let d = dst.plane_row_mut(0, prev_dy);
         for (o, &sum) in d.iter_mut().zip(sum.iter()) {
-            *o = round(sum);
+            *o = area_kernels::round(sum);
         }
+    }
+}
+
+/// `INTER_AREA`'s horizontal pass over a block of rows.
+mod area_kernels {
+    use super::AREA_ROWS;
+    use crate::rows::Rows;
+
+    /// `m` rows into `acc` (value `x` of row `r` at `AREA_ROWS * x + r`),
+    /// through `bytes`, the rows interleaved the same way (a partial block
+    /// repeats its last row), and `t`, those bytes as floats. A plain
+    /// multiply and add per tap, as OpenCV (no fused multiply-add: Rust never
+    /// contracts).
+    #[inline(always)]
+    fn body(
+        xtab: &[(usize, usize, f32)],
+        src: &Rows<'_>,
+        m: usize,
+        cn: usize,
+        bytes: &mut [u8],
+        t: &mut [f32],
+        acc: &mut [f32],
+    ) {
+        let len = src.len;
+        let rows: [&[u8]; AREA_ROWS] = core::array::from_fn(|r| &src.row(r.min(m - 1))[..len]);
+        let bytes = &mut bytes[..len * AREA_ROWS];
+        crate::resize::kernels::interleave8(&rows, bytes);
+        t.iter_mut()
+            .zip(bytes.iter())
+            .for_each(|(f, &b)| *f = f32::from(b));
+        acc.fill(0.0);
+        match cn {
+            1 => taps::<1>(xtab, t, acc),
+            3 => taps::<3>(xtab, t, acc),
+            _ => taps::<4>(xtab, t, acc),
+        }
+    }
+
+    /// The taps of each output column summed in registers, in table order
+    /// (the table lists each column's taps together), then stored.
+    #[inline(always)]
+    fn taps<const CN: usize>(xtab: &[(usize, usize, f32)], t: &[f32], acc: &mut [f32]) {
+        let mut i = 0;
+        while i < xtab.len() {
+            let dx = xtab[i].0;
+            let mut sums = [[0f32; AREA_ROWS]; CN];
+            while let Some(&(d, sx, alpha)) = xtab.get(i) {
+                if d != dx {
+                    break;
+                }
+                for (c, sum) in sums.iter_mut().enumerate() {
+                    let at = (sx * CN + c) * AREA_ROWS;
+                    let s: &[f32; AREA_ROWS] = t[at..at + AREA_ROWS].try_into().unwrap();
+                    for (o, s) in sum.iter_mut().zip(s) {
+                        *o += s * alpha;
+                    }
+                }
+                i += 1;
+            }
+            let o = &mut acc[dx * CN * AREA_ROWS..][..CN * AREA_ROWS];
+            for (o, sum) in o.chunks_exact_mut(AREA_ROWS).zip(&sums) {
+                o.copy_from_slice(sum);
+            }
+        }
+    }
+
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    #[target_feature(enable = "avx2")]
+    fn body_avx2(
+        xtab: &[(usize, usize, f32)],
+        src: &Rows<'_>,
+        m: usize,
+        cn: usize,
+        bytes: &mut [u8],
+        t: &mut [f32],
+        acc: &mut [f32],
+    ) {
+        body(xtab, src, m, cn, bytes, t, acc)
+    }
+
+    /// `saturate_cast<uchar>`: round half to even, clamp.
+    #[inline(always)]
+    pub(super) fn round(v: f32) -> u8 {
+        crate::math::rintf(v).clamp(0.0, 255.0) as u8
+    }
+
+    /// One tap of the vertical table: `sum += beta * row`, or, when the tap
+    /// starts a new output row, the finished row `done` rounded from `sum`
+    /// first and `sum` restarted as `beta * row`.
+    #[inline(always)]
+    fn vertical_body(done: Option<&mut [u8]>, sum: &mut [f32], row: &[f32], beta: f32) {
+        match done {
+            Some(d) => {
+                for ((o, sum), &b) in d.iter_mut().zip(sum.iter_mut()).zip(row) {
+                    *o = round(*sum);
+                    *sum = beta * b;
+                }
+            }
+            None => {
+                for (sum, &b) in sum.iter_mut().zip(row) {
+                    *sum += beta * b;
+                }
+            }
+        }
+    }
+
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    #[target_feature(enable = "avx2")]
+    fn vertical_avx2(done: Option<&mut [u8]>, sum: &mut [f32], row: &[f32], beta: f32) {
+        vertical_body(done, sum, row, beta)
+    }
+
+    /// [`vertical_body`] on the widest vectors this CPU has.
+    pub(super) fn vertical(done: Option<&mut [u8]>, sum: &mut [f32], row: &[f32], beta: f32) {
+        #[cfg(all(target_arch = "x86_64", feature = "std"))]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { vertical_avx2(done, sum, row, beta) };
+        }
+        vertical_body(done, sum, row, beta)
+    }
+
+    /// The first `m` rows of `acc` (value `x` of row `r` at index
+    /// `AREA_ROWS * x + r`) into `rows`, one after the other, `width` values
+    /// each: 8x8 transposes with AVX, a plain copy elsewhere.
+    pub(super) fn deinterleave(acc: &[f32], rows: &mut [f32], width: usize, m: usize) {
+        #[cfg(all(target_arch = "x86_64", feature = "std"))]
+        if std::arch::is_x86_feature_detected!("avx") {
+            // SAFETY: the CPU has AVX (checked just above).
+            return unsafe { deinterleave_avx(acc, rows, width, m) };
+        }
+        deinterleave_tail(acc, rows, width, m, 0)
+    }
+
+    fn deinterleave_tail(acc: &[f32], rows: &mut [f32], width: usize, m: usize, from: usize) {
+        for r in 0..m {
+            for x in from..width {
+                rows[r * width + x] = acc[x * AREA_ROWS + r];
+            }
+        }
+    }
+
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    #[target_feature(enable = "avx")]
+    fn deinterleave_avx(acc: &[f32], rows: &mut [f32], width: usize, m: usize) {
+        use core::arch::x86_64::*;
+        let full = width / 8 * 8;
+        for x in (0..full).step_by(8) {
+            let src = &acc[x * AREA_ROWS..(x + 8) * AREA_ROWS];
+            // SAFETY: `src` holds 64 floats, eight loads of eight.
+            let v: [__m256; 8] =
+                core::array::from_fn(|j| unsafe { _mm256_loadu_ps(src[8 * j..].as_ptr()) });
+            // Transpose: v[j][r] (column x + j, row r) to t[r][j].
+            let a0 = _mm256_unpacklo_ps(v[0], v[1]);
+            let a1 = _mm256_unpackhi_ps(v[0], v[1]);
+            let a2 = _mm256_unpacklo_ps(v[2], v[3]);
+            let a3 = _mm256_unpackhi_ps(v[2], v[3]);
+            let a4 = _mm256_unpacklo_ps(v[4], v[5]);
+            let a5 = _mm256_unpackhi_ps(v[4], v[5]);
+            let a6 = _mm256_unpacklo_ps(v[6], v[7]);
+            let a7 = _mm256_unpackhi_ps(v[6], v[7]);
+            let b0 = _mm256_shuffle_ps::<0x44>(a0, a2);
+            let b1 = _mm256_shuffle_ps::<0xEE>(a0, a2);
+            let b2 = _mm256_shuffle_ps::<0x44>(a1, a3);
+            let b3 = _mm256_shuffle_ps::<0xEE>(a1, a3);
+            let b4 = _mm256_shuffle_ps::<0x44>(a4, a6);
+            let b5 = _mm256_shuffle_ps::<0xEE>(a4, a6);
+            let b6 = _mm256_shuffle_ps::<0x44>(a5, a7);
+            let b7 = _mm256_shuffle_ps::<0xEE>(a5, a7);
+            let t = [
+                _mm256_permute2f128_ps::<0x20>(b0, b4),
+                _mm256_permute2f128_ps::<0x20>(b1, b5),
+                _mm256_permute2f128_ps::<0x20>(b2, b6),
+                _mm256_permute2f128_ps::<0x20>(b3, b7),
+                _mm256_permute2f128_ps::<0x31>(b0, b4),
+                _mm256_permute2f128_ps::<0x31>(b1, b5),
+                _mm256_permute2f128_ps::<0x31>(b2, b6),
+                _mm256_permute2f128_ps::<0x31>(b3, b7),
+            ];
+            for (r, t) in t.into_iter().enumerate().take(m) {
+                let d = &mut rows[r * width + x..r * width + x + 8];
+                // SAFETY: `d` is exactly eight floats.
+                unsafe { _mm256_storeu_ps(d.as_mut_ptr(), t) };
+            }
+        }
+        deinterleave_tail(acc, rows, width, m, full);
+    }
+
+    /// [`body`] on the widest vectors this CPU has.
+    pub(super) fn horizontal(
+        xtab: &[(usize, usize, f32)],
+        src: &Rows<'_>,
+        m: usize,
+        cn: usize,
+        bytes: &mut [u8],
+        t: &mut [f32],
+        acc: &mut [f32],
+    ) {
+        #[cfg(all(target_arch = "x86_64", feature = "std"))]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { body_avx2(xtab, src, m, cn, bytes, t, acc) };
+        }
+        body(xtab, src, m, cn, bytes, t, acc)
     }
 }

@@ -213,6 +213,8 @@ impl ResizeScratch {
                 line: self.opencv.line.max(o.opencv.line),
                 rows: self.opencv.rows.max(o.opencv.rows),
                 sums: self.opencv.sums.max(o.opencv.sums),
+                block: self.opencv.block.max(o.opencv.block),
+                bytes: self.opencv.bytes.max(o.opencv.bytes),
             },
             floats: self.floats.max(o.floats),
         }
@@ -231,9 +233,8 @@ impl ResizeScratch {
         for _ in 0..2 {
             f.add::<i32>(self.opencv.rows)?;
         }
-        for _ in 0..2 {
-            f.add::<f32>(self.opencv.sums)?;
-        }
+        f.add::<f32>(self.opencv.sums)?;
+        f.add::<f32>(self.opencv.block)?;
         f.add::<f32>(self.floats)?;
         Ok(())
     }
@@ -376,18 +377,24 @@ impl<S: Storage> ResizePlanIn<S> {
                 floats: (read.height as usize * self.dst_size().0 as usize
                     + torch_float::BLOCK_ROWS * read.width as usize)
                     * bpp,
+                block: torch_float::BLOCK_ROWS * read.width as usize * bpp,
                 ..Default::default()
             },
-            Method::OpenCv(p) => ResizeScratch {
-                opencv: p.state_sizes(
+            Method::OpenCv(p) => {
+                let opencv = p.state_sizes(
                     rows(1, false),
                     |n| rows(n, false),
                     |n| RowReader::gather_scratch_for(bpp, n),
                     bpp,
+                    read.width,
                     self.dst_size().0,
-                ),
-                ..Default::default()
-            },
+                );
+                ResizeScratch {
+                    block: opencv.bytes,
+                    opencv,
+                    ..Default::default()
+                }
+            }
         })
     }
 }
@@ -494,8 +501,8 @@ impl<'a> ArenaResizeState<'a> {
                     arena.scratch(sizes.opencv.rows)?,
                 ],
                 row_y: [usize::MAX; 2],
-                buf: arena.scratch(sizes.opencv.sums)?,
                 sum: arena.scratch(sizes.opencv.sums)?,
+                block: arena.scratch(sizes.opencv.block)?,
             },
             floats: arena.scratch(sizes.floats)?,
         })
@@ -717,9 +724,16 @@ impl<S: Storage> ResizePlanIn<S> {
                 }
                 Ok(())
             }
-            Method::OpenCv(p) => p.reserve(&mut state.opencv, reader, self.dst_size().0),
+            Method::OpenCv(p) => p.reserve(
+                &mut state.opencv,
+                &mut state.block,
+                reader,
+                self.dst_size().0,
+            ),
             Method::TorchFloat(p) => {
-                state.floats.reserve(p.floats(reader, self.dst_size().0))?;
+                let (floats, bytes) = p.scratch(reader, self.dst_size().0);
+                state.floats.reserve(floats)?;
+                state.block.reserve(bytes)?;
                 state
                     .premultiplied
                     .reserve(reader.rows_scratch(torch_float::BLOCK_ROWS, false))
@@ -750,10 +764,14 @@ impl<S: Storage> ResizePlanIn<S> {
         let reserved = state.capacities();
         match &self.method {
             Method::Pillow(p) => p.run(self.simd, state, reader, dst, alpha),
-            Method::OpenCv(p) => p.run(&mut state.opencv, reader, dst),
-            Method::TorchFloat(p) => {
-                p.run(&mut state.floats, &mut state.premultiplied, reader, dst)
-            }
+            Method::OpenCv(p) => p.run(&mut state.opencv, &mut state.block, reader, dst),
+            Method::TorchFloat(p) => p.run(
+                &mut state.floats,
+                &mut state.block,
+                &mut state.premultiplied,
+                reader,
+                dst,
+            ),
         }
         // Every test run checks that the reserve was enough.
         #[cfg(debug_assertions)]
@@ -800,8 +818,8 @@ impl Default for ResizeState {
                 line: Default::default(),
                 rows: Default::default(),
                 row_y: [usize::MAX; 2],
-                buf: Default::default(),
                 sum: Default::default(),
+                block: Default::default(),
             },
             floats: Default::default(),
         }
@@ -819,8 +837,8 @@ impl Clone for ResizeState {
                 line: self.opencv.line.clone(),
                 rows: self.opencv.rows.clone(),
                 row_y: self.opencv.row_y,
-                buf: self.opencv.buf.clone(),
                 sum: self.opencv.sum.clone(),
+                block: self.opencv.block.clone(),
             },
             floats: self.floats.clone(),
         }
@@ -839,8 +857,9 @@ impl<S: Storage> ResizeStateIn<S> {
     /// The capacity of every scratch buffer.
     #[cfg(debug_assertions)]
     fn capacities(&self) -> [usize; 9] {
-        let [line, r0, r1, buf, sum] = self.opencv.capacities();
+        let [line, r0, r1, sum, block] = self.opencv.capacities();
         [
+            block,
             self.floats.capacity(),
             self.between.capacity(),
             self.premultiplied.capacity(),
@@ -848,7 +867,6 @@ impl<S: Storage> ResizeStateIn<S> {
             line,
             r0,
             r1,
-            buf,
             sum,
         ]
     }

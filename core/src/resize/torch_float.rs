@@ -269,20 +269,23 @@ impl TorchFloatPlan<Heap> {
 pub(super) const BLOCK_ROWS: usize = 8;
 
 impl<S: Storage> TorchFloatPlan<S> {
-    /// The float32 elements a run through `input` into `dst` needs: the
-    /// intermediate image, then one interleaved block of source rows.
-    pub(super) fn floats(&self, input: &RowReader<'_>, dst_width: u32) -> usize {
+    /// The float32 elements (the intermediate image, then one interleaved
+    /// block of source rows) and the bytes (that block before conversion) a
+    /// run through `input` into `dst` needs.
+    pub(super) fn scratch(&self, input: &RowReader<'_>, dst_width: u32) -> (usize, usize) {
         let (rw, rh) = input.size();
         let bpp = input.bpp();
-        rh as usize * dst_width as usize * bpp + BLOCK_ROWS * rw as usize * bpp
+        let block = BLOCK_ROWS * rw as usize * bpp;
+        (rh as usize * dst_width as usize * bpp + block, block)
     }
 
-    /// Resizes the region read through `input` into `dst`; `floats` holds
-    /// [`Self::floats`] elements, `rows` the reader's scratch for
-    /// [`BLOCK_ROWS`] rows.
+    /// Resizes the region read through `input` into `dst`; `floats` and
+    /// `bytes` hold [`Self::scratch`]'s elements, `rows` the reader's scratch
+    /// for [`BLOCK_ROWS`] rows.
     pub(super) fn run(
         &self,
         floats: &mut impl Scratch<f32>,
+        bytes: &mut impl Scratch,
         rows: &mut impl Scratch,
         input: &RowReader<'_>,
         dst: &mut ImageViewMut<'_>,
@@ -290,14 +293,16 @@ impl<S: Storage> TorchFloatPlan<S> {
         let bpp = input.bpp();
         let width = dst.width() as usize * bpp;
         let (rw, rh) = (input.size().0 as usize, input.size().1 as usize);
-        let all = floats.grow(rh * width + BLOCK_ROWS * rw * bpp);
-        let (mid, block) = all.split_at_mut(rh * width);
+        let (mid, block) = floats
+            .grow(rh * width + BLOCK_ROWS * rw * bpp)
+            .split_at_mut(rh * width);
+        let bytes = bytes.grow(BLOCK_ROWS * rw * bpp);
         for y0 in (0..rh).step_by(BLOCK_ROWS) {
             let m = BLOCK_ROWS.min(rh - y0);
             let src = input.rows(y0, m, false, rows);
             let out = &mut mid[y0 * width..(y0 + m) * width];
             match &self.h {
-                Some(h) => kernels::horizontal(h, bpp, &src, m, block, out),
+                Some(h) => kernels::horizontal(h, bpp, &src, m, bytes, block, out),
                 None => {
                     for (r, o) in out.chunks_exact_mut(width).enumerate() {
                         o.iter_mut()
@@ -337,28 +342,29 @@ mod kernels {
     use crate::rows::Rows;
 
     /// `m` rows of the horizontal pass: the rows are interleaved into
-    /// `block` as floats (value `x` of row `r` at `8 x + r`, a partial block
-    /// repeating its last row), each output's taps summed for the eight rows
-    /// at once, in PyTorch's order, and written to `out`'s `m` rows.
+    /// `bytes` (byte `x` of row `r` at `8 x + r`, a partial block repeating
+    /// its last row) and converted to `block`, each output's taps summed for
+    /// the eight rows at once, in PyTorch's order, and written to `out`'s
+    /// `m` rows.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn horizontal_body<S: Storage>(
         h: &FloatAxis<S>,
         bpp: usize,
         src: &Rows<'_>,
         m: usize,
+        bytes: &mut [u8],
         block: &mut [f32],
         out: &mut [f32],
     ) {
         let len = src.len;
         let rows: [&[u8]; BLOCK_ROWS] = core::array::from_fn(|r| &src.row(r.min(m - 1))[..len]);
-        for (x, t) in block[..len * BLOCK_ROWS]
-            .chunks_exact_mut(BLOCK_ROWS)
-            .enumerate()
-        {
-            for (t, row) in t.iter_mut().zip(&rows) {
-                *t = f32::from(row[x]);
-            }
-        }
+        let bytes = &mut bytes[..len * BLOCK_ROWS];
+        crate::resize::kernels::interleave8(&rows, bytes);
+        block
+            .iter_mut()
+            .zip(bytes.iter())
+            .for_each(|(f, &b)| *f = f32::from(b));
         let width = out.len() / m;
         for i in 0..width / bpp {
             let (start, k) = h.at(i);
@@ -407,15 +413,17 @@ mod kernels {
 
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
     #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
     fn horizontal_fma<S: Storage>(
         h: &FloatAxis<S>,
         bpp: usize,
         src: &Rows<'_>,
         m: usize,
+        bytes: &mut [u8],
         block: &mut [f32],
         out: &mut [f32],
     ) {
-        horizontal_body(h, bpp, src, m, block, out)
+        horizontal_body(h, bpp, src, m, bytes, block, out)
     }
 
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
@@ -430,20 +438,22 @@ mod kernels {
     }
 
     /// [`horizontal_body`] on the fastest code this CPU runs.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn horizontal<S: Storage>(
         h: &FloatAxis<S>,
         bpp: usize,
         src: &Rows<'_>,
         m: usize,
+        bytes: &mut [u8],
         block: &mut [f32],
         out: &mut [f32],
     ) {
         #[cfg(all(target_arch = "x86_64", feature = "std"))]
         if has_fma() {
             // SAFETY: the CPU has AVX2 and FMA (checked just above).
-            return unsafe { horizontal_fma(h, bpp, src, m, block, out) };
+            return unsafe { horizontal_fma(h, bpp, src, m, bytes, block, out) };
         }
-        horizontal_body(h, bpp, src, m, block, out)
+        horizontal_body(h, bpp, src, m, bytes, block, out)
     }
 
     /// One output row of the vertical pass from the rows of `mid` (each

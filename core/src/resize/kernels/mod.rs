@@ -146,11 +146,20 @@ pub(super) fn h_block(
     }
 }
 
+/// Eight rows of equal length interleaved byte by byte (byte `i` of row `r`
+/// to `t[8 * i + r]`, `t` at least eight rows long), with the vector
+/// transposes of [`h_block`] where the architecture has them. The float
+/// resamplers read a tap of eight rows as one eight-byte load.
+pub(super) fn interleave8(src: &[&[u8]; 8], t: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    x86::interleave8(src, t);
+    #[cfg(target_arch = "aarch64")]
+    neon::interleave8(src, t);
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    interleave8_tail(src, t, 0);
+}
+
 /// Scalar end of [`h_block`]'s interleave, from byte `from` on.
-#[cfg_attr(
-    not(any(target_arch = "x86_64", target_arch = "aarch64")),
-    allow(dead_code)
-)]
 fn interleave8_tail(src: &[&[u8]; 8], t: &mut [u8], from: usize) {
     for i in from..src[0].len() {
         for (r, s) in src.iter().enumerate() {
