@@ -640,23 +640,17 @@ mod area_kernels {
     /// (the table lists each column's taps together), then stored.
     #[inline(always)]
     fn taps<const CN: usize>(xtab: &[(usize, usize, f32)], t: &[f32], acc: &mut [f32]) {
-        let mut i = 0;
-        while i < xtab.len() {
-            let dx = xtab[i].0;
+        for column in xtab.chunk_by(|a, b| a.0 == b.0) {
             let mut sums = [[0f32; AREA_ROWS]; CN];
-            while let Some(&(d, sx, alpha)) = xtab.get(i) {
-                if d != dx {
-                    break;
-                }
-                for (c, sum) in sums.iter_mut().enumerate() {
-                    let at = (sx * CN + c) * AREA_ROWS;
-                    let s: &[f32; AREA_ROWS] = t[at..at + AREA_ROWS].try_into().unwrap();
+            for &(_, sx, alpha) in column {
+                let px = &t[sx * CN * AREA_ROWS..][..CN * AREA_ROWS];
+                for (sum, s) in sums.iter_mut().zip(px.chunks_exact(AREA_ROWS)) {
                     for (o, s) in sum.iter_mut().zip(s) {
                         *o += s * alpha;
                     }
                 }
-                i += 1;
             }
+            let dx = column[0].0;
             let o = &mut acc[dx * CN * AREA_ROWS..][..CN * AREA_ROWS];
             for (o, sum) in o.chunks_exact_mut(AREA_ROWS).zip(&sums) {
                 o.copy_from_slice(sum);
