@@ -323,18 +323,10 @@ impl AxisShape {
 
     /// Source indices `[first, last)` read by any output index (empty at 0 if none).
     pub(super) fn span(&self) -> (usize, usize) {
-        let (mut first, mut last) = (usize::MAX, 0);
-        for xx in self.window.clone() {
+        span_of(self.window.clone(), |xx| {
             let (_, xmin, taps) = self.bound(xx);
-            if taps > 0 {
-                first = first.min(xmin as usize);
-                last = last.max(xmin as usize + taps);
-            }
-        }
-        if first == usize::MAX {
-            return (0, 0);
-        }
-        (first, last.max(first))
+            (xmin as usize, taps)
+        })
     }
 
     /// The tables, with every first index made relative to source index
@@ -388,6 +380,27 @@ impl AxisShape {
             #[cfg(target_arch = "x86_64")]
             pairs,
         })
+    }
+}
+
+/// Source indices `[first, last)` that the outputs in `window` read, from
+/// each output's first source index and number of taps (empty at 0 if none).
+pub(super) fn span_of(
+    window: core::ops::Range<u32>,
+    bound: impl Fn(u32) -> (usize, usize),
+) -> (usize, usize) {
+    let (mut first, mut last) = (usize::MAX, 0);
+    for i in window {
+        let (start, taps) = bound(i);
+        if taps > 0 {
+            first = first.min(start);
+            last = last.max(start + taps);
+        }
+    }
+    if first == usize::MAX {
+        (0, 0)
+    } else {
+        (first, last)
     }
 }
 

@@ -103,19 +103,10 @@ impl AxisShape {
 
     /// Source indices `[first, last)` any output of the window reads.
     fn span(&self) -> (usize, usize) {
-        let (mut first, mut last) = (usize::MAX, 0);
-        for i in self.window.clone() {
+        super::coeffs::span_of(self.window.clone(), |i| {
             let (_, xmin, taps) = self.bound(i);
-            if taps > 0 {
-                first = first.min(xmin as usize);
-                last = last.max(xmin as usize + taps);
-            }
-        }
-        if first == usize::MAX {
-            (0, 0)
-        } else {
-            (first, last)
-        }
+            (xmin as usize, taps)
+        })
     }
 
     /// The filter at `x`, in float32 with PyTorch's fused multiply-adds.
