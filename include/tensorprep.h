@@ -554,6 +554,10 @@ enum tp_resample
      * PyTorch `interpolate(mode="bicubic", antialias=True)` on float32, clamped and rounded.
      */
     TP_RESAMPLE_TORCH_FLOAT_BICUBIC = 12,
+    /**
+     * libyuv `ARGBScale(..., kFilterBilinear)` (TFLite Task Library, MediaPipe).
+     */
+    TP_RESAMPLE_LIBYUV_BILINEAR = 13,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

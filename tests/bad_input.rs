@@ -497,16 +497,19 @@ fn normalizations_that_overflow_are_refused() {
             mean: [0.0; 3],
             std: [1e-45; 3],
             divisor: 255.0,
+            std_reciprocal: false,
         },
         Normalize {
             mean: [0.0; 3],
             std: [1.0; 3],
             divisor: 1e-45,
+            std_reciprocal: false,
         },
         Normalize {
             mean: [3e38; 3],
             std: [1e-30; 3],
             divisor: 1.0,
+            std_reciprocal: false,
         },
     ];
     for normalize in cases {
@@ -529,6 +532,7 @@ fn normalizations_that_overflow_are_refused() {
             mean: [0.0; 3],
             std: [0.001; 3],
             divisor: 1.0,
+            std_reciprocal: false,
         },
         order: ChannelOrder::Rgb,
         layout: Layout::Chw,

@@ -29,6 +29,7 @@ fn resample(name: &str) -> Resample {
         "torch_bicubic" => Resample::Torch(Filter::Bicubic),
         "torch_float_bilinear" => Resample::TorchFloat(Filter::Bilinear),
         "torch_float_bicubic" => Resample::TorchFloat(Filter::Bicubic),
+        "libyuv_bilinear" => Resample::LibyuvBilinear,
         other => panic!("unknown filter {other} in refs.txt"),
     }
 }
@@ -63,8 +64,8 @@ struct Case {
 
 fn resize_cases() -> Vec<Case> {
     let mut cases = Vec::new();
-    // Pillow's and OpenCV's references, then PyTorch's.
-    let manifests = ["refs.txt", "torch/refs.txt"];
+    // Pillow's and OpenCV's references, then PyTorch's and libyuv's.
+    let manifests = ["refs.txt", "torch/refs.txt", "libyuv/refs.txt"];
     for w in manifests.iter().flat_map(|m| refs_in(m, "resize")) {
         cases.push(Case {
             label: format!("{} {}x{}", w[1], w[3], w[4]),

@@ -924,6 +924,7 @@ fn hostile_pipeline_parameters_are_errors_not_panics() {
             } else {
                 255.0
             },
+            std_reciprocal: false,
         }));
         ops.extend(Op::finish(
             Normalize::RAW,

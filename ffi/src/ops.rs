@@ -447,6 +447,7 @@ pub unsafe extern "C" fn tp_finish(
                 mean: spec.mean,
                 std: spec.std,
                 divisor: spec.divisor,
+                std_reciprocal: false,
             },
             order: lookup(&CHANNEL_ORDERS, spec.channel_order, "spec.channel_order")?,
             layout: lookup(&LAYOUTS, spec.layout, "spec.layout")?,

@@ -184,6 +184,8 @@ pub enum tp_resample {
     TorchFloatBilinear = 11,
     /// PyTorch `interpolate(mode="bicubic", antialias=True)` on float32, clamped and rounded.
     TorchFloatBicubic = 12,
+    /// libyuv `ARGBScale(..., kFilterBilinear)` (TFLite Task Library, MediaPipe).
+    LibyuvBilinear = 13,
 }
 
 pub(crate) const RESAMPLES: [(u32, Resample); Resample::ALL.len()] = {
@@ -207,6 +209,7 @@ pub(crate) const RESAMPLES: [(u32, Resample); Resample::ALL.len()] = {
             R::TorchFloatBicubic as u32,
             Resample::TorchFloat(Filter::Bicubic),
         ),
+        (R::LibyuvBilinear as u32, Resample::LibyuvBilinear),
     ]
 };
 

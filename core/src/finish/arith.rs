@@ -86,17 +86,20 @@ mod tests {
             mean: [0.481_454_66, 0.457_827_5, 0.408_210_73],
             std: [0.268_629_54, 0.261_302_6, 0.275_777_1],
             divisor: 255.0,
+            std_reciprocal: false,
         };
         let half = Normalize {
             mean: [0.5; 3],
             std: [0.5; 3],
             divisor: 255.0,
+            std_reciprocal: false,
         };
         // TFLite / MindSpore: mean and std in 0-255 units.
         let bytes = Normalize {
             mean: [123.675, 116.28, 103.53],
             std: [58.395, 57.12, 57.375],
             divisor: 1.0,
+            std_reciprocal: false,
         };
         for n in [
             Normalize::IMAGENET,
@@ -131,6 +134,7 @@ mod tests {
                 } else {
                     1.0 + 300.0 * next()
                 },
+                std_reciprocal: false,
             };
             if let Some(ch) = checked(&n) {
                 passed += 1;

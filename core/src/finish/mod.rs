@@ -42,7 +42,8 @@ mod neon;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-/// Per-channel normalization `(v / divisor - mean[c]) / std[c]`, in float32.
+/// Per-channel normalization `(v / divisor - mean[c]) / std[c]`, in float32
+/// (or `(v / divisor - mean[c]) * (1 / std[c])` with [`Normalize::std_reciprocal`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Normalize {
     /// Mean per output channel (R, G, B order for colour; index 0 for gray).
@@ -52,6 +53,10 @@ pub struct Normalize {
     /// Pixel bytes are divided by this first: 255 for values in 0-1 (torchvision,
     /// timm, Hugging Face), 1 for values in 0-255 (TFLite, MindSpore, Caffe).
     pub divisor: f32,
+    /// Multiply by the float32 of `1 / std` instead of dividing by `std`, as
+    /// the TFLite Task Library does (the two differ in the last bit for some
+    /// values).
+    pub std_reciprocal: bool,
 }
 
 impl Normalize {
@@ -60,6 +65,7 @@ impl Normalize {
         mean: [0.485, 0.456, 0.406],
         std: [0.229, 0.224, 0.225],
         divisor: 255.0,
+        std_reciprocal: false,
     };
 
     /// `ToTensor` alone: values `v / 255` in 0-1.
@@ -67,6 +73,7 @@ impl Normalize {
         mean: [0.0; 3],
         std: [1.0; 3],
         divisor: 255.0,
+        std_reciprocal: false,
     };
 
     /// The byte values themselves, 0-255.
@@ -74,11 +81,17 @@ impl Normalize {
         mean: [0.0; 3],
         std: [1.0; 3],
         divisor: 1.0,
+        std_reciprocal: false,
     };
 
     /// The float32 value for byte `v` in channel `c` (`c < 3`).
     pub fn apply(&self, c: usize, v: u8) -> f32 {
-        (f32::from(v) / self.divisor - self.mean[c]) / self.std[c]
+        let centred = f32::from(v) / self.divisor - self.mean[c];
+        if self.std_reciprocal {
+            centred * (1.0 / self.std[c])
+        } else {
+            centred / self.std[c]
+        }
     }
 
     fn validate(&self) -> Result<()> {
@@ -607,6 +620,7 @@ mod tests {
             mean: [1.0, 2.0, 3.0],
             std: [1.0, 1.0, 1.0],
             divisor: 1.0,
+            std_reciprocal: false,
         };
         let rgb = [10u8, 20, 30];
         let bgr = [30u8, 20, 10];
@@ -694,6 +708,7 @@ mod tests {
                         0.05 + unit(next()),
                     ],
                     divisor: if case % 2 == 0 { 255.0 } else { 1.0 },
+                    std_reciprocal: false,
                 },
             };
             let format = [

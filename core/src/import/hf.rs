@@ -520,11 +520,13 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
             mean,
             std,
             divisor: (1.0 / factor) as f32,
+            std_reciprocal: false,
         },
         (_, None) => Normalize {
             mean,
             std,
             divisor: 1.0,
+            std_reciprocal: false,
         },
         // `rescale_and_normalize` fuses the two: float32 statistics times the
         // float32 of `1 / factor`, then `(v - mean) / std` on the float32 pixels.
@@ -534,6 +536,7 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
                 mean: mean.map(|m| m * up),
                 std: std.map(|s| s * up),
                 divisor: 1.0,
+                std_reciprocal: false,
             }
         }
         (_, Some(_)) => {

@@ -186,6 +186,7 @@ impl Builder {
                     mean: stat("mean")?,
                     std: stat("std")?,
                     divisor: self.divisor.unwrap_or(1.0),
+                    std_reciprocal: false,
                 });
                 self.float = true;
             }
@@ -261,6 +262,7 @@ pub fn mindir(model: &[u8]) -> Result<Graph, GraphError> {
         mean: [0.0; 3],
         std: [1.0; 3],
         divisor: b.divisor.unwrap_or(1.0),
+        std_reciprocal: false,
     });
     let dtype = if b.float { DType::F32 } else { DType::U8 };
     b.ops.extend([

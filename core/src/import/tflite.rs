@@ -192,12 +192,13 @@ fn input_metadata(buffer: &[u8]) -> Result<InputMetadata, GraphError> {
 /// `ImagePreprocessor` applies it.
 ///
 /// - The image is resized to the input tensor's height and width without
-///   keeping the aspect ratio, with non-antialiased bilinear interpolation
-///   (libyuv in the Task Library, `Bitmap.createScaledBitmap` on Android;
-///   the graph uses OpenCV's `INTER_LINEAR`, the same arithmetic family,
-///   not bit-identical to libyuv).
-/// - Float inputs are normalized `(v - mean) / std` with `NormalizationOptions`
-///   in 0-255 units (required, as the Task Library requires it).
+///   keeping the aspect ratio with libyuv's bilinear `ARGBScale`, as the Task
+///   Library does for RGB ([`Resample::LibyuvBilinear`], bit for bit). Gray
+///   models: the Task Library scales the plane with libyuv's `ScalePlane`,
+///   which is not reproduced; the graph uses OpenCV's `INTER_LINEAR` there.
+/// - Float inputs are normalized `(v - mean) * (1 / std)` (the Task Library
+///   multiplies by the reciprocal) with `NormalizationOptions` in 0-255 units
+///   (required, as the Task Library requires it).
 /// - `uint8` inputs take the pixel bytes as they are.
 /// - `int8` inputs are normalized, then quantized with the tensor's scale and
 ///   zero point.
@@ -235,6 +236,7 @@ pub fn tflite(model: &[u8]) -> Result<Graph, GraphError> {
             mean: three(mean).ok_or_else(|| bad("mean needs 1 or 3 values"))?,
             std: three(std).ok_or_else(|| bad("std needs 1 or 3 values"))?,
             divisor: 1.0,
+            std_reciprocal: true,
         })
     };
     let (dtype, normalize, quantization) = match input.kind {
@@ -267,7 +269,11 @@ pub fn tflite(model: &[u8]) -> Result<Graph, GraphError> {
         }),
         Op::Resize(Resize {
             size: SizeRule::Exact { width, height },
-            resample: Resample::OpenCvLinear,
+            resample: if gray {
+                Resample::OpenCvLinear
+            } else {
+                Resample::LibyuvBilinear
+            },
         }),
         Op::Normalize(normalize),
         Op::Layout {

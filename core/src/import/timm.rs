@@ -88,6 +88,7 @@ pub fn timm(config: &str) -> Result<Graph, GraphError> {
             mean: stat("mean", IMAGENET_MEAN)?,
             std: stat("std", IMAGENET_STD)?,
             divisor: 255.0,
+            std_reciprocal: false,
         },
         Layout::Chw,
         DType::F32,

@@ -73,6 +73,7 @@ pub fn torchvision(name: &str) -> Result<Graph, GraphError> {
             mean,
             std,
             divisor: 255.0,
+            std_reciprocal: false,
         },
         Layout::Chw,
         DType::F32,

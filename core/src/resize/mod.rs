@@ -5,8 +5,10 @@
 //! RGBA/BGRA (premultiplied, as Pillow does), with or without a fractional
 //! source box ([`SourceBox`], Pillow's `box=`). [`Resample::OpenCvLinear`] and
 //! [`Resample::OpenCvArea`] reproduce `INTER_LINEAR` and `INTER_AREA`;
-//! [`Resample::Torch`] reproduces PyTorch's antialiased `uint8` resize
-//! (torchvision's `Resize` on tensors).
+//! [`Resample::Torch`] and [`Resample::TorchFloat`] reproduce PyTorch's
+//! antialiased resize (torchvision's `Resize` on tensors) and
+//! [`Resample::LibyuvBilinear`] libyuv's bilinear `ARGBScale` (the TFLite Task
+//! Library's).
 //!
 //! Work is split the way a pipeline needs it: a [`ResizePlan`] holds the
 //! coefficient tables for one (source size, box, destination size, method) and
@@ -38,6 +40,7 @@
 
 mod coeffs;
 mod kernels;
+mod libyuv;
 mod opencv;
 mod pillow;
 mod plan;
@@ -96,6 +99,12 @@ pub enum Resample {
     /// multiply-adds of PyTorch's x86 and aarch64 builds. Boxes as for
     /// [`Resample::Torch`].
     TorchFloat(Filter),
+    /// libyuv's `ARGBScale(..., kFilterBilinear)` (and `ScalePlane`'s ARGB
+    /// twin for other packed formats): the TFLite Task Library's and
+    /// MediaPipe's resize on Android. 16.16 fixed-point positions, rows
+    /// interpolated with an 8-bit fraction, columns with a 7-bit one, and
+    /// libyuv's shortcuts for integer factors. Boxes as for [`Resample::Torch`].
+    LibyuvBilinear,
     /// OpenCV's `cv2.resize(..., interpolation=cv2.INTER_LINEAR)` (no antialiasing).
     OpenCvLinear,
     /// OpenCV's `cv2.resize(..., interpolation=cv2.INTER_AREA)`: pixel-area
@@ -142,9 +151,9 @@ impl Filter {
 }
 
 impl Resample {
-    /// Every method: the six Pillow filters, the two OpenCV modes, then
-    /// PyTorch's on `uint8` and on float32.
-    pub const ALL: [Resample; 12] = [
+    /// Every method: the six Pillow filters, the two OpenCV modes,
+    /// PyTorch's on `uint8` and on float32, then libyuv's bilinear.
+    pub const ALL: [Resample; 13] = [
         Resample::Pillow(Filter::Nearest),
         Resample::Pillow(Filter::Box),
         Resample::Pillow(Filter::Bilinear),
@@ -157,6 +166,7 @@ impl Resample {
         Resample::Torch(Filter::Bicubic),
         Resample::TorchFloat(Filter::Bilinear),
         Resample::TorchFloat(Filter::Bicubic),
+        Resample::LibyuvBilinear,
     ];
 }
 

@@ -147,11 +147,12 @@ pub(crate) fn resample(name: &str) -> PyResult<Resample> {
         "torch-bicubic" => Ok(Resample::Torch(Filter::Bicubic)),
         "torch-float-bilinear" => Ok(Resample::TorchFloat(Filter::Bilinear)),
         "torch-float-bicubic" => Ok(Resample::TorchFloat(Filter::Bicubic)),
+        "libyuv-bilinear" => Ok(Resample::LibyuvBilinear),
         _ => Err(errors::value(format!(
             "unknown interpolation `{name}` (nearest, bilinear, bicubic, box, hamming, \
              lanczos: Pillow's filters; cv2-linear, cv2-area: OpenCV's; torch-bilinear, \
              torch-bicubic: PyTorch's on uint8 tensors; torch-float-bilinear, \
-             torch-float-bicubic: PyTorch's through float32)"
+             torch-float-bicubic: PyTorch's through float32; libyuv-bilinear)"
         ))),
     }
 }

@@ -186,7 +186,7 @@ pub struct Resize {
     pub family: i32,
     /// Pillow: NEAREST, BOX, BILINEAR, HAMMING, BICUBIC, LANCZOS.
     /// OpenCV: BILINEAR (INTER_LINEAR) or AREA (INTER_AREA).
-    /// PyTorch (either family): BILINEAR or BICUBIC.
+    /// PyTorch (either family): BILINEAR or BICUBIC. libyuv: BILINEAR.
     #[prost(enumeration = "Filter", tag = "6")]
     pub filter: i32,
     #[prost(oneof = "resize::Size", tags = "1, 2, 3, 4, 7")]
@@ -294,6 +294,10 @@ pub struct Normalize {
     /// Only with VALUE_DOMAIN_CUSTOM.
     #[prost(float, tag = "4")]
     pub divisor: f32,
+    /// Multiply by the float32 of 1 / std instead of dividing by std (the TFLite
+    /// Task Library); a reader needs the feature "normalize.std_reciprocal".
+    #[prost(bool, tag = "5")]
+    pub std_reciprocal: bool,
 }
 /// Output layout and channel order.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
@@ -626,6 +630,8 @@ pub enum ResampleFamily {
     /// clamped and rounded half to even (torchvision's Resize on uint8 tensors
     /// through float32: BILINEAR on CPUs without PyTorch's AVX2 kernel).
     TorchFloat = 4,
+    /// libyuv's ARGBScale with kFilterBilinear (TFLite Task Library, MediaPipe).
+    Libyuv = 5,
 }
 impl ResampleFamily {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -639,6 +645,7 @@ impl ResampleFamily {
             Self::Opencv => "RESAMPLE_FAMILY_OPENCV",
             Self::Torch => "RESAMPLE_FAMILY_TORCH",
             Self::TorchFloat => "RESAMPLE_FAMILY_TORCH_FLOAT",
+            Self::Libyuv => "RESAMPLE_FAMILY_LIBYUV",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -649,6 +656,7 @@ impl ResampleFamily {
             "RESAMPLE_FAMILY_OPENCV" => Some(Self::Opencv),
             "RESAMPLE_FAMILY_TORCH" => Some(Self::Torch),
             "RESAMPLE_FAMILY_TORCH_FLOAT" => Some(Self::TorchFloat),
+            "RESAMPLE_FAMILY_LIBYUV" => Some(Self::Libyuv),
             _ => None,
         }
     }

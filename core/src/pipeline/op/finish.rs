@@ -13,9 +13,14 @@ pub(super) const CAST_NAMES: (&str, &str) = ("Cast", "op.cast");
 
 /// Describes `Op::Normalize`.
 pub(super) fn describe_normalize(f: &mut fmt::Formatter<'_>, n: &Normalize) -> fmt::Result {
+    let (op, by) = if n.std_reciprocal {
+        ("*", "1 / ")
+    } else {
+        ("/", "")
+    };
     write!(
         f,
-        "Normalize (v / {} - {:?}) / {:?}",
+        "Normalize (v / {} - {:?}) {op} {by}{:?}",
         n.divisor, n.mean, n.std
     )
 }
@@ -139,6 +144,7 @@ pub(crate) mod message {
             std: n.std.to_vec(),
             domain: domain as i32,
             divisor,
+            std_reciprocal: n.std_reciprocal,
         }
     }
 
@@ -165,6 +171,7 @@ pub(crate) mod message {
             mean: three(&n.mean, "mean")?,
             std: three(&n.std, "std")?,
             divisor,
+            std_reciprocal: n.std_reciprocal,
         };
         let valid = divisor.is_finite()
             && divisor > 0.0
@@ -222,6 +229,15 @@ pub(crate) mod message {
         ))
     }
 
+    /// The feature a reader needs for this normalize, if any.
+    pub(crate) fn normalize_features(n: &Normalize, out: &mut Vec<&'static str>) {
+        if n.std_reciprocal {
+            out.push(STD_RECIPROCAL);
+        }
+    }
+
+    const STD_RECIPROCAL: &str = "normalize.std_reciprocal";
+
     /// The features a reader needs for a cast to `dtype`.
     pub(crate) fn cast_features(dtype: DType, out: &mut Vec<&'static str>) {
         out.push(feature(&DTYPES, dtype));
@@ -229,6 +245,9 @@ pub(crate) mod message {
 
     /// Every feature a cast can need.
     pub(crate) fn known_features() -> impl Iterator<Item = &'static str> {
-        DTYPES.iter().map(|r| r.2)
+        DTYPES
+            .iter()
+            .map(|r| r.2)
+            .chain(core::iter::once(STD_RECIPROCAL))
     }
 }

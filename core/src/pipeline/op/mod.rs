@@ -551,6 +551,7 @@ pub(crate) mod message {
                 Op::CenterCrop(c) => c.features(out),
                 Op::Pad(p) => p.features(out),
                 Op::Cast { dtype, .. } => finish::message::cast_features(*dtype, out),
+                Op::Normalize(n) => finish::message::normalize_features(n, out),
                 _ => {}
             }
         }
@@ -651,6 +652,7 @@ pub(crate) mod message {
                 mean: [0.5, -1.0, 3.0],
                 std: [0.25, 2.0, 1e-3],
                 divisor,
+                std_reciprocal: divisor == 1.0,
             }));
         }
         for &(layout, _) in &LAYOUTS {

@@ -134,7 +134,7 @@ pub(crate) mod message {
     pub(crate) const RESAMPLES: [(Resample, (pb::ResampleFamily, pb::Filter), &str);
         Resample::ALL.len()] = {
         use pb::Filter as F;
-        use pb::ResampleFamily::{Opencv as OpenCv, Pillow, Torch, TorchFloat};
+        use pb::ResampleFamily::{Libyuv, Opencv as OpenCv, Pillow, Torch, TorchFloat};
         [
             (
                 Resample::Pillow(Filter::Nearest),
@@ -195,6 +195,11 @@ pub(crate) mod message {
                 Resample::TorchFloat(Filter::Bicubic),
                 (TorchFloat, F::Bicubic),
                 "resample.torch_float.bicubic",
+            ),
+            (
+                Resample::LibyuvBilinear,
+                (Libyuv, F::Bilinear),
+                "resample.libyuv.bilinear",
             ),
         ]
     };

@@ -60,6 +60,7 @@ pub fn pipelines() -> Result<[Pipeline; 2]> {
             mean: [0.5; 3],
             std: [0.5; 3],
             divisor: 255.0,
+            std_reciprocal: false,
         }))?
         .then(Op::Layout {
             layout: Layout::Hwc,
