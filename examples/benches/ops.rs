@@ -136,6 +136,7 @@ fn bench_resize(c: &mut Criterion) {
                 "torch-float-bilinear",
                 Resample::TorchFloat(Filter::Bilinear),
             ),
+            ("libyuv-bilinear", Resample::LibyuvBilinear),
         ] {
             let plan = ResizePlan::new(src_size, (w, h), resample).unwrap();
             g.bench_function(format!("tensorprep {label}"), |b| {
