@@ -187,6 +187,13 @@ impl<S: Storage> OpenCvPlan<S> {
                 AreaAxis::new(sw, scale_x, wx),
                 AreaAxis::new(sh, scale_y, wy),
             );
+            // The horizontal kernel writes each output column's sums
+            // without clearing them first: every column must have a tap.
+            if !x.covers_window() {
+                return Err(crate::Error::InvalidParameter {
+                    name: "resize: INTER_AREA left an output column without source pixels",
+                });
+            }
             let region = rect(x.span(), y.span());
             let area = Area {
                 xtab: x.build(tables)?,
@@ -409,6 +416,20 @@ impl AreaAxis {
         }
     }
 
+    /// Whether every output of the window has at least one tap (an area
+    /// downscale's cells are at least a pixel wide, so it always does).
+    fn covers_window(&self) -> bool {
+        let mut columns = 0;
+        let mut last = None;
+        self.visit(|d, _, _| {
+            if last != Some(d) {
+                columns += 1;
+                last = Some(d);
+            }
+        });
+        columns == self.window.len()
+    }
+
     /// The source range `[first, last)` the taps read (`0..1` if none).
     fn span(&self) -> (usize, usize) {
         let (mut s0, mut s1) = (usize::MAX, 0);
@@ -628,7 +649,9 @@ mod area_kernels {
         t.iter_mut()
             .zip(bytes.iter())
             .for_each(|(f, &b)| *f = f32::from(b));
-        acc.fill(0.0);
+        // Every output column has at least one tap (the area path only
+        // shrinks: each column covers a source interval of at least one
+        // pixel), so `taps` writes every sum: no clearing first.
         match cn {
             1 => taps::<1>(xtab, t, acc),
             3 => taps::<3>(xtab, t, acc),
