@@ -17,6 +17,7 @@
 //!   factors): overlap weights from `computeResizeAreaTab`, accumulated in
 //!   float32 in OpenCV's order, rounded half to even.
 
+use super::kernels::FloatPath;
 use crate::arena::{Scratch, Storage, Tables};
 use crate::rows::RowReader;
 use crate::{ImageViewMut, Rect, Result};
@@ -355,6 +356,7 @@ impl<S: Storage> OpenCvPlan<S> {
 
     pub(super) fn run(
         &self,
+        path: FloatPath,
         state: &mut OpenCvState<S>,
         bytes: &mut impl Scratch,
         src: &RowReader<'_>,
@@ -370,7 +372,7 @@ impl<S: Storage> OpenCvPlan<S> {
             }
             OpenCvPlan::Linear(l) => l.run(state, src, dst, cn),
             OpenCvPlan::AreaFast { fx, fy } => area_fast(src, line, dst, cn, *fx, *fy),
-            OpenCvPlan::Area(a) => a.run(state, bytes, src, dst, cn),
+            OpenCvPlan::Area(a) => a.run(path != FloatPath::Portable, state, bytes, src, dst, cn),
         }
     }
 }
@@ -568,8 +570,10 @@ impl<S: Storage> Area<S> {
     /// (`sum += beta * buf`), each output row rounded when the next starts.
     /// The horizontal pass runs on [`AREA_ROWS`] rows at once, one row per
     /// lane, every lane doing exactly one row's operations in their order.
+    /// `avx2`: the loops' AVX2 build may run (the plan's `Simd` is AVX2).
     fn run(
         &self,
+        avx2: bool,
         st: &mut OpenCvState<S>,
         bytes: &mut impl Scratch,
         src: &RowReader<'_>,
@@ -598,9 +602,9 @@ impl<S: Storage> Area<S> {
             }
             let m = AREA_ROWS.min(rows - y0);
             let rows = src.rows(y0, m, false, line);
-            area_kernels::horizontal(&self.xtab, &rows, m, cn, bytes, t, acc);
+            area_kernels::horizontal(avx2, &self.xtab, &rows, m, cn, bytes, t, acc);
             // Each row's sums, out of their lanes.
-            area_kernels::deinterleave(acc, sums, width, m);
+            area_kernels::deinterleave(avx2, acc, sums, width, m);
             while let Some(&&(dy, sy, beta)) = taps.peek() {
                 if sy >= y0 + m {
                     break;
@@ -608,10 +612,11 @@ impl<S: Storage> Area<S> {
                 taps.next();
                 let b = &sums[(sy - y0) * width..][..width];
                 if dy != prev_dy {
-                    area_kernels::vertical(Some(dst.plane_row_mut(0, prev_dy)), sum, b, beta);
+                    let d = dst.plane_row_mut(0, prev_dy);
+                    area_kernels::vertical(avx2, Some(d), sum, b, beta);
                     prev_dy = dy;
                 } else {
-                    area_kernels::vertical(None, sum, b, beta);
+                    area_kernels::vertical(avx2, None, sum, b, beta);
                 }
             }
         }
@@ -681,7 +686,7 @@ mod area_kernels {
         }
     }
 
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     fn body_avx2(
         xtab: &[(usize, usize, f32)],
@@ -721,31 +726,39 @@ mod area_kernels {
         }
     }
 
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     fn vertical_avx2(done: Option<&mut [u8]>, sum: &mut [f32], row: &[f32], beta: f32) {
         vertical_body(done, sum, row, beta)
     }
 
-    /// [`vertical_body`] on the widest vectors this CPU has.
-    pub(super) fn vertical(done: Option<&mut [u8]>, sum: &mut [f32], row: &[f32], beta: f32) {
-        #[cfg(all(target_arch = "x86_64", feature = "std"))]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked just above).
+    /// [`vertical_body`], built for AVX2 when `avx2`.
+    pub(super) fn vertical(
+        avx2: bool,
+        done: Option<&mut [u8]>,
+        sum: &mut [f32],
+        row: &[f32],
+        beta: f32,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if avx2 {
+            // SAFETY: `avx2` comes from a plan's available `Simd::Avx2`.
             return unsafe { vertical_avx2(done, sum, row, beta) };
         }
+        let _ = avx2;
         vertical_body(done, sum, row, beta)
     }
 
     /// The first `m` rows of `acc` (value `x` of row `r` at index
     /// `AREA_ROWS * x + r`) into `rows`, one after the other, `width` values
-    /// each: 8x8 transposes with AVX, a plain copy elsewhere.
-    pub(super) fn deinterleave(acc: &[f32], rows: &mut [f32], width: usize, m: usize) {
-        #[cfg(all(target_arch = "x86_64", feature = "std"))]
-        if std::arch::is_x86_feature_detected!("avx") {
-            // SAFETY: the CPU has AVX (checked just above).
+    /// each: 8x8 transposes with AVX when `avx2`, a plain copy otherwise.
+    pub(super) fn deinterleave(avx2: bool, acc: &[f32], rows: &mut [f32], width: usize, m: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if avx2 {
+            // SAFETY: `avx2` comes from a plan's available `Simd::Avx2` (AVX2 implies AVX).
             return unsafe { deinterleave_avx(acc, rows, width, m) };
         }
+        let _ = avx2;
         deinterleave_tail(acc, rows, width, m, 0)
     }
 
@@ -757,7 +770,7 @@ mod area_kernels {
         }
     }
 
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx")]
     fn deinterleave_avx(acc: &[f32], rows: &mut [f32], width: usize, m: usize) {
         use core::arch::x86_64::*;
@@ -803,8 +816,10 @@ mod area_kernels {
         deinterleave_tail(acc, rows, width, m, full);
     }
 
-    /// [`body`] on the widest vectors this CPU has.
+    /// [`body`], built for AVX2 when `avx2`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn horizontal(
+        avx2: bool,
         xtab: &[(usize, usize, f32)],
         src: &Rows<'_>,
         m: usize,
@@ -813,11 +828,12 @@ mod area_kernels {
         t: &mut [f32],
         acc: &mut [f32],
     ) {
-        #[cfg(all(target_arch = "x86_64", feature = "std"))]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked just above).
+        #[cfg(target_arch = "x86_64")]
+        if avx2 {
+            // SAFETY: `avx2` comes from a plan's available `Simd::Avx2`.
             return unsafe { body_avx2(xtab, src, m, cn, bytes, t, acc) };
         }
+        let _ = avx2;
         body(xtab, src, m, cn, bytes, t, acc)
     }
 }

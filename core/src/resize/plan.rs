@@ -76,13 +76,23 @@ pub type ResizePlan = ResizePlanIn<Heap>;
 pub type ArenaResizePlan<'a> = ResizePlanIn<Borrowed<'a>>;
 
 /// A source box that must act as a crop (for methods with no fractional box):
-/// its origin and size, or `refusal`.
-fn integral_box(b: SourceBox, refusal: &'static str) -> Result<((u32, u32), (u32, u32))> {
+/// its origin and size, or an error naming `resample`'s library.
+fn integral_box(b: SourceBox, resample: Resample) -> Result<((u32, u32), (u32, u32))> {
     let integral = [b.x0, b.y0, b.x1, b.y1]
         .iter()
         .all(|v| *v == libm::truncf(*v));
     if !integral || b.x1 == b.x0 || b.y1 == b.y0 {
-        return Err(Error::InvalidParameter { name: refusal });
+        return Err(Error::InvalidParameter {
+            name: match resample {
+                Resample::Torch(_) | Resample::TorchFloat(_) => {
+                    "resize: PyTorch's resize takes only a non-empty integral source box"
+                }
+                Resample::LibyuvBilinear => {
+                    "resize: libyuv takes only a non-empty integral source box"
+                }
+                _ => "resize: OpenCV methods take only a non-empty integral source box",
+            },
+        });
     }
     Ok((
         (b.x0 as u32, b.y0 as u32),
@@ -273,72 +283,64 @@ impl<S: Storage> ResizePlanIn<S> {
                 limits.check_alloc(shape.passes().scratch_bytes(region, out))?;
                 (Method::Pillow(shape.build(tables)?), region)
             }
-            Resample::Torch(filter) => {
-                if !matches!(filter, Filter::Bilinear | Filter::Bicubic) {
+            // The other libraries take no fractional box: an integral one is
+            // a crop, and the plan is made for the cropped size.
+            _ => {
+                if let Resample::Torch(filter) | Resample::TorchFloat(filter) = resample
+                    && !matches!(filter, Filter::Bilinear | Filter::Bicubic)
+                {
                     return Err(Error::InvalidParameter {
                         name: "resize: PyTorch's antialiased resize has only BILINEAR and BICUBIC",
                     });
                 }
-                let (origin, boxed) = integral_box(
-                    source_box,
-                    "resize: PyTorch's resize takes only a non-empty integral source box",
-                )?;
-                let shape = PillowShape::new(
-                    boxed,
-                    SourceBox::full(boxed.0, boxed.1),
-                    full,
-                    window,
-                    filter,
-                    Quantize::TorchInt16,
-                    limits,
-                )?;
-                let r = shape.region();
-                limits.check_alloc(shape.passes().scratch_bytes(r, out))?;
-                let region = Rect::new(origin.0 + r.x, origin.1 + r.y, r.width, r.height);
-                (Method::Pillow(shape.build(tables)?), region)
-            }
-            Resample::TorchFloat(filter) => {
-                let (origin, boxed) = integral_box(
-                    source_box,
-                    "resize: PyTorch's resize takes only a non-empty integral source box",
-                )?;
-                let shape = TorchFloatShape::new(boxed, full, window, filter, limits)?;
-                let r = shape.region();
-                // The float32 intermediate, a block of rows as floats and as bytes.
-                let block = (torch_float::BLOCK_ROWS as u64) * u64::from(r.width) * 4;
-                limits.check_alloc(shape.floats(window.width, 4) * 4 + block * 5)?;
-                let region = Rect::new(origin.0 + r.x, origin.1 + r.y, r.width, r.height);
-                (Method::TorchFloat(shape.build(tables)?), region)
-            }
-            Resample::LibyuvBilinear => {
-                let (origin, boxed) = integral_box(
-                    source_box,
-                    "resize: libyuv takes only a non-empty integral source box",
-                )?;
-                let plan = LibyuvPlan::new(boxed, full, window)?;
-                // Two rows of the source or the window, read two rows at a time.
-                limits.check_alloc(plan.scratch(4) as u64 * 2)?;
-                let r = plan.region();
-                let region = Rect::new(origin.0 + r.x, origin.1 + r.y, r.width, r.height);
-                (Method::Libyuv(plan), region)
-            }
-            Resample::OpenCvLinear | Resample::OpenCvArea => {
-                let (origin, boxed) = integral_box(
-                    source_box,
-                    "resize: OpenCV methods take only a non-empty integral source box",
-                )?;
-                let mode = if resample == Resample::OpenCvLinear {
-                    opencv::Mode::Linear
-                } else {
-                    opencv::Mode::Area
+                let (origin, boxed) = integral_box(source_box, resample)?;
+                let (method, r) = match resample {
+                    Resample::Torch(filter) => {
+                        let shape = PillowShape::new(
+                            boxed,
+                            SourceBox::full(boxed.0, boxed.1),
+                            full,
+                            window,
+                            filter,
+                            Quantize::TorchInt16,
+                            limits,
+                        )?;
+                        let r = shape.region();
+                        limits.check_alloc(shape.passes().scratch_bytes(r, out))?;
+                        (Method::Pillow(shape.build(tables)?), r)
+                    }
+                    Resample::TorchFloat(filter) => {
+                        let shape = TorchFloatShape::new(boxed, full, window, filter, limits)?;
+                        let r = shape.region();
+                        // The float32 intermediate, a block of rows as floats and as bytes.
+                        let block = (torch_float::BLOCK_ROWS as u64) * u64::from(r.width) * 4;
+                        limits.check_alloc(shape.floats(window.width, 4) * 4 + block * 5)?;
+                        (Method::TorchFloat(shape.build(tables)?), r)
+                    }
+                    Resample::LibyuvBilinear => {
+                        let plan = LibyuvPlan::new(boxed, full, window)?;
+                        // Two rows of the source or the window, read two rows at a time.
+                        limits.check_alloc(plan.scratch(4) as u64 * 2)?;
+                        (Method::Libyuv(plan), plan.region())
+                    }
+                    _ => {
+                        let mode = if resample == Resample::OpenCvLinear {
+                            opencv::Mode::Linear
+                        } else {
+                            opencv::Mode::Area
+                        };
+                        // Tables hold a few words per output and per source pixel of one row.
+                        let words = u64::from(boxed.0)
+                            + u64::from(boxed.1)
+                            + u64::from(full.0)
+                            + u64::from(full.1);
+                        limits.check_alloc(words * 24 + u64::from(boxed.0) * 4 * 8)?;
+                        let (plan, r) = opencv::OpenCvPlan::new(mode, boxed, full, window, tables)?;
+                        (Method::OpenCv(plan), r)
+                    }
                 };
-                // Tables hold a few words per output and per source pixel of one row.
-                let words =
-                    u64::from(boxed.0) + u64::from(boxed.1) + u64::from(full.0) + u64::from(full.1);
-                limits.check_alloc(words * 24 + u64::from(boxed.0) * 4 * 8)?;
-                let (plan, r) = opencv::OpenCvPlan::new(mode, boxed, full, window, tables)?;
                 let region = Rect::new(origin.0 + r.x, origin.1 + r.y, r.width, r.height);
-                (Method::OpenCv(plan), region)
+                (method, region)
             }
         };
         Ok(ResizePlanIn {
@@ -788,8 +790,15 @@ impl<S: Storage> ResizePlanIn<S> {
         let reserved = state.capacities();
         match &self.method {
             Method::Pillow(p) => p.run(self.simd, state, reader, dst, alpha),
-            Method::OpenCv(p) => p.run(&mut state.opencv, &mut state.block, reader, dst),
+            Method::OpenCv(p) => p.run(
+                self.simd.float_path(),
+                &mut state.opencv,
+                &mut state.block,
+                reader,
+                dst,
+            ),
             Method::TorchFloat(p) => p.run(
+                self.simd.float_path(),
                 &mut state.floats,
                 &mut state.block,
                 &mut state.premultiplied,

@@ -14,12 +14,13 @@
 //! rounds each product and lands within a float32 ulp of them.
 
 use super::Filter;
+use super::kernels::FloatPath;
 #[cfg(feature = "alloc")]
 use crate::arena::Heap;
 use crate::arena::{Scratch, Storage, Tables};
 use crate::math::{fmaf, rintf};
 use crate::rows::RowReader;
-use crate::{Error, ImageViewMut, Limits, Rect, Result};
+use crate::{ImageViewMut, Limits, Rect, Result};
 
 /// One axis's float32 weights: per output, the first source index and its taps.
 #[derive(Clone, Debug, PartialEq)]
@@ -196,7 +197,8 @@ pub(super) struct TorchFloatPlan<S: Storage> {
 
 impl TorchFloatShape {
     /// The plan for outputs `window` of the full `(dw, dh)` result of a
-    /// `(sw, sh)` source, with `filter` (BILINEAR or BICUBIC).
+    /// `(sw, sh)` source, with `filter` (BILINEAR or BICUBIC, checked by the
+    /// caller; anything else is taken as BILINEAR).
     pub(super) fn new(
         (sw, sh): (u32, u32),
         (dw, dh): (u32, u32),
@@ -204,11 +206,6 @@ impl TorchFloatShape {
         filter: Filter,
         limits: &Limits,
     ) -> Result<TorchFloatShape> {
-        if !matches!(filter, Filter::Bilinear | Filter::Bicubic) {
-            return Err(Error::InvalidParameter {
-                name: "resize: PyTorch's antialiased resize has only BILINEAR and BICUBIC",
-            });
-        }
         let wx = window.x..window.x + window.width;
         let wy = window.y..window.y + window.height;
         let h = (dw != sw)
@@ -275,12 +272,15 @@ impl<S: Storage> TorchFloatPlan<S> {
     /// for [`BLOCK_ROWS`] rows.
     pub(super) fn run(
         &self,
+        path: FloatPath,
         floats: &mut impl Scratch<f32>,
         bytes: &mut impl Scratch,
         rows: &mut impl Scratch,
         input: &RowReader<'_>,
         dst: &mut ImageViewMut<'_>,
     ) {
+        // The vector build needs FMA: it is PyTorch's arithmetic, not a speed-up.
+        let fma = path == FloatPath::Avx2Fma;
         let bpp = input.bpp();
         let width = dst.width() as usize * bpp;
         let (rw, rh) = (input.size().0 as usize, input.size().1 as usize);
@@ -293,7 +293,7 @@ impl<S: Storage> TorchFloatPlan<S> {
             let src = input.rows(y0, m, false, rows);
             let out = &mut mid[y0 * width..(y0 + m) * width];
             match &self.h {
-                Some(h) => kernels::horizontal(h, bpp, &src, m, bytes, block, out),
+                Some(h) => kernels::horizontal(fma, h, bpp, &src, m, bytes, block, out),
                 None => {
                     for (r, o) in out.chunks_exact_mut(width).enumerate() {
                         o.iter_mut()
@@ -307,7 +307,7 @@ impl<S: Storage> TorchFloatPlan<S> {
             match &self.v {
                 Some(v) => {
                     let (start, k) = v.at(oy);
-                    kernels::vertical(&mid[start * width..], width, k, d);
+                    kernels::vertical(fma, &mid[start * width..], width, k, d);
                 }
                 None => round_row(&mid[oy * width..][..width], d),
             }
@@ -326,8 +326,9 @@ fn round_row(src: &[f32], dst: &mut [u8]) {
 }
 
 /// The two passes' loops, compiled once for any CPU (`fmaf` is exact
-/// everywhere) and once more for x86 CPUs with AVX2 and FMA, where the
-/// compiler makes vectors of the eight-lane loops and `fmaf` one instruction.
+/// everywhere) and once more for x86 CPUs with AVX2 and FMA
+/// ([`FloatPath::Avx2Fma`]), where the compiler makes vectors of the
+/// eight-lane loops and `fmaf` one instruction.
 mod kernels {
     use super::{BLOCK_ROWS, FloatAxis, Storage, fmaf, to_u8};
     use crate::rows::Rows;
@@ -402,7 +403,7 @@ mod kernels {
         }
     }
 
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::too_many_arguments)]
     fn horizontal_fma<S: Storage>(
@@ -417,20 +418,16 @@ mod kernels {
         horizontal_body(h, bpp, src, m, bytes, block, out)
     }
 
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     fn vertical_fma(mid: &[f32], width: usize, k: &[f32], dst: &mut [u8]) {
         vertical_body(mid, width, k, dst)
     }
 
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    fn has_fma() -> bool {
-        std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2")
-    }
-
-    /// [`horizontal_body`] on the fastest code this CPU runs.
+    /// [`horizontal_body`], built for AVX2 and FMA when `fma`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn horizontal<S: Storage>(
+        fma: bool,
         h: &FloatAxis<S>,
         bpp: usize,
         src: &Rows<'_>,
@@ -439,22 +436,25 @@ mod kernels {
         block: &mut [f32],
         out: &mut [f32],
     ) {
-        #[cfg(all(target_arch = "x86_64", feature = "std"))]
-        if has_fma() {
-            // SAFETY: the CPU has AVX2 and FMA (checked just above).
+        #[cfg(target_arch = "x86_64")]
+        if fma {
+            // SAFETY: `fma` comes from a plan's available `Simd::Avx2` on a
+            // CPU with FMA (`Simd::float_path`).
             return unsafe { horizontal_fma(h, bpp, src, m, bytes, block, out) };
         }
+        let _ = fma;
         horizontal_body(h, bpp, src, m, bytes, block, out)
     }
 
     /// One output row of the vertical pass from the rows of `mid` (each
-    /// `width` floats) starting at its first tap.
-    pub(super) fn vertical(mid: &[f32], width: usize, k: &[f32], dst: &mut [u8]) {
-        #[cfg(all(target_arch = "x86_64", feature = "std"))]
-        if has_fma() {
-            // SAFETY: the CPU has AVX2 and FMA (checked just above).
+    /// `width` floats) starting at its first tap; built for AVX2 and FMA when `fma`.
+    pub(super) fn vertical(fma: bool, mid: &[f32], width: usize, k: &[f32], dst: &mut [u8]) {
+        #[cfg(target_arch = "x86_64")]
+        if fma {
+            // SAFETY: as in `horizontal`.
             return unsafe { vertical_fma(mid, width, k, dst) };
         }
+        let _ = fma;
         vertical_body(mid, width, k, dst)
     }
 }

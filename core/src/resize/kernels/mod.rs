@@ -73,6 +73,39 @@ impl Simd {
     }
 }
 
+/// Which build of the float resamplers' loops (PyTorch's float path, OpenCV's
+/// `INTER_AREA`) a run takes: chosen once per run from the plan's [`Simd`],
+/// so a plan pinned to another path runs the portable loops too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FloatPath {
+    /// The loops as written, for any CPU.
+    Portable,
+    /// Compiled for AVX2 (x86_64).
+    Avx2,
+    /// Compiled for AVX2 and FMA (x86_64).
+    Avx2Fma,
+}
+
+impl Simd {
+    /// The float loops' build for this path.
+    pub(super) fn float_path(self) -> FloatPath {
+        match self {
+            Simd::Avx2 if fma_available() => FloatPath::Avx2Fma,
+            Simd::Avx2 => FloatPath::Avx2,
+            _ => FloatPath::Portable,
+        }
+    }
+}
+
+/// Whether the CPU has FMA (at run time with `std`, from the compile-time
+/// target features without it).
+fn fma_available() -> bool {
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    return std::arch::is_x86_feature_detected!("fma");
+    #[cfg(not(all(target_arch = "x86_64", feature = "std")))]
+    return cfg!(target_feature = "fma");
+}
+
 /// The horizontal pass of `m` (1..=8) rows `rows.row(0..m)` into `m` rows of
 /// `out`, `out_stride` apart (the last one exactly `axis.bounds.len() * n` bytes).
 ///
