@@ -266,6 +266,42 @@ fn reduced_size_decoding_matches_pillow_draft_mode() {
         );
         assert_eq!(d.max, 0.0, "{} at 1/{}: {d}", w[1], n(&w, 2));
     }
+    // Progressive files in every chroma layout: at 1/8 the decoder leaves
+    // out the AC scans it does not read (`jpeg::progressive`), at 1/4 not.
+    for w in refs_in("progressive/refs.txt", "draft") {
+        let scale = if n(&w, 2) == 8 {
+            Scale::Eighth
+        } else {
+            Scale::Quarter
+        };
+        let format = if w[3] == "L" {
+            PixelFormat::Gray8
+        } else {
+            PixelFormat::Rgb8
+        };
+        let options = DecodeOptions {
+            format,
+            backend: Backend::LibjpegTurbo,
+            scale,
+            ..DecodeOptions::default()
+        };
+        let file = format!("progressive/{}", w[1]);
+        let img = JpegDecoder::new(options).decode(&read(&file)).unwrap();
+        let want = read_png(&format!("progressive/{}", w[4]));
+        assert_eq!(
+            (img.width(), img.height()),
+            (want.width(), want.height()),
+            "{file}"
+        );
+        let d = Diff::of(img.as_bytes(), want.as_bytes());
+        println!(
+            "draft 1/{} {file:<32} {}x{}  {d}",
+            n(&w, 2),
+            img.width(),
+            img.height()
+        );
+        assert_eq!(d.max, 0.0, "{file} at 1/{}: {d}", n(&w, 2));
+    }
     // zune-jpeg has no reduced-size decoding: asking for it is an error, not a full-size image.
     let zune = DecodeOptions {
         scale: Scale::Half,

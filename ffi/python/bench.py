@@ -2,6 +2,7 @@
 
     python ffi/python/bench.py                     # 1,000 photos, 2 workers
     python ffi/python/bench.py --images 200 --repeat 1   # a quick run
+    python ffi/python/bench.py --photos DIR        # inference only, on your JPEGs
 
 - Training: ``tensorprep.train.Loader`` (kept across epochs) (torchvision's ImageNet training
   transform, the ``imagenet-train`` preset) against PyTorch's ``DataLoader``
@@ -12,6 +13,10 @@
   ``plan.batch`` over the workers) against Pillow + numpy and against
   torchvision's tensor path (``decode_jpeg`` + ``v2`` transforms on uint8
   tensors), on the files' bytes in memory.
+- Reduced-size decoding: the same plan with ``fast="draft"`` against Pillow's
+  ``draft("RGB", (256, 256))`` before the same transform (both decode at
+  the DCT scale that keeps the 256 target), and ``fast=True`` against
+  ``draft("RGB", (512, 512))`` (both keep twice the target).
 
 The photos are made once from the repository's bundled ones (random crops
 with their long side resized to ``--side``, JPEG quality 90, two classes) in
@@ -79,11 +84,15 @@ def timed(passes, contestants, interleave=True):
     return {name: statistics.median(v) for name, v in times.items()}
 
 
-def pillow_eval(data):
-    """torchvision's eval transform written with Pillow + numpy (the tests' reference)."""
+def pillow_eval(data, draft=None):
+    """torchvision's eval transform written with Pillow + numpy (the tests'
+    reference), after ``img.draft("RGB", (draft, draft))`` if ``draft``."""
     import io
 
-    img = Image.open(io.BytesIO(data)).convert("RGB")
+    img = Image.open(io.BytesIO(data))
+    if draft:
+        img.draft("RGB", (draft, draft))
+    img = img.convert("RGB")
     w, h = img.size
     size = (256, int(256 * h / w)) if w <= h else (int(256 * w / h), 256)
     img = img.resize(size, Image.BILINEAR)
@@ -102,10 +111,15 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--photos", default=None,
+                    help="time the inference rows on the JPEGs in this folder (recursively); no training rows")
     args = ap.parse_args()
 
-    directory = args.dir or os.path.join(tempfile.gettempdir(), f"tensorprep-bench-{args.images}-{args.side}")
-    make_photos(directory, args.images, args.side)
+    if args.photos:
+        directory = args.photos
+    else:
+        directory = args.dir or os.path.join(tempfile.gettempdir(), f"tensorprep-bench-{args.images}-{args.side}")
+        make_photos(directory, args.images, args.side)
     have_torch = importlib.util.find_spec("torch") is not None and importlib.util.find_spec("torchvision") is not None
     print(f"tensorprep {tensorprep.__version__} (decoders: {', '.join(tensorprep.decoders)}), python {sys.version.split()[0]}, "
           f"numpy {np.__version__}, Pillow {Image.__version__}", end="")
@@ -117,10 +131,21 @@ def main():
         print(f", torch {torch.__version__}, torchvision {torchvision.__version__}")
     else:
         print(" (torch/torchvision not installed: their rows are skipped)")
-    print(f"{args.images} photos of long side {args.side} in {directory}; {args.workers} workers, batch {args.batch}; "
-          f"median of {args.repeat} passes after a warm-up\n")
+    files = sorted(os.path.join(root, f) for root, _, fs in os.walk(directory) for f in fs
+                   if f.lower().endswith((".jpg", ".jpeg")))
+    if args.photos:
+        print(f"{len(files)} JPEGs in {directory}; {args.workers} workers, batch {args.batch}; "
+              f"median of {args.repeat} passes after a warm-up\n")
+    else:
+        print(f"{args.images} photos of long side {args.side} in {directory}; {args.workers} workers, batch {args.batch}; "
+              f"median of {args.repeat} passes after a warm-up\n")
+        train_rows(args, directory, have_torch)
+    inference_rows(args, files, have_torch)
 
-    # ---- training loader
+
+def train_rows(args, directory, have_torch):
+    """The training loader against PyTorch's DataLoader, epochs back to back."""
+
     n = args.images
     data = train.ImageFolder(directory)
     loader = None
@@ -139,6 +164,7 @@ def main():
 
     contestants = {"tensorprep Loader": tensorprep_epoch}
     if have_torch:
+        import torch
         from torchvision import datasets, transforms
 
         tf = transforms.Compose([
@@ -167,10 +193,24 @@ def main():
     if have_torch:
         print(f"  ratio tensorprep / torch DataLoader: {t['torch DataLoader'] / t['tensorprep Loader']:.2f}x")
 
-    # ---- inference
-    files = [os.path.join(root, f) for root, _, fs in os.walk(directory) for f in sorted(fs) if f.endswith(".jpg")]
-    blobs = [open(f, "rb").read() for f in sorted(files)]
-    plan = tensorprep.Graph.preset("imagenet-eval").compile("jpeg")
+
+def inference_rows(args, files, have_torch):
+    """The imagenet-eval plan against Pillow + numpy and torchvision's tensor
+    path, interleaved pass by pass; then its reduced-size decodes against
+    Pillow's draft()."""
+    graph = tensorprep.Graph.preset("imagenet-eval")
+    plan = graph.compile("jpeg")
+    blobs = []
+    for f in files:
+        data = open(f, "rb").read()
+        try:  # a file either side refuses (truncated, say) is left out of every row
+            plan(data)
+            pillow_eval(data)
+        except Exception as e:  # noqa: BLE001 - reported, then skipped
+            print(f"skipped {f}: {e}")
+            continue
+        blobs.append(data)
+    n = len(blobs)
     # Both tensorprep contestants write into arrays made once (`out=`).
     out = np.empty((3, 224, 224), dtype=np.float32)
     outs = np.empty((args.batch, 3, 224, 224), dtype=np.float32)
@@ -191,7 +231,8 @@ def main():
     contestants = {"tensorprep plan, 1 thread": tp_one, f"tensorprep plan.batch, {args.workers} threads": tp_batch,
                    "Pillow + numpy": pil_numpy}
     if have_torch:
-        from torchvision.io import decode_jpeg
+        import torch
+        from torchvision.io import ImageReadMode, decode_jpeg
         from torchvision.transforms import v2
 
         tv = v2.Compose([v2.Resize(256, antialias=True), v2.CenterCrop(224), v2.ToDtype(torch.float32, scale=True),
@@ -200,7 +241,7 @@ def main():
 
         def torchvision_tensor():
             for x in tensors:
-                tv(decode_jpeg(x))
+                tv(decode_jpeg(x, mode=ImageReadMode.RGB))
 
         contestants["torchvision decode_jpeg + v2"] = torchvision_tensor
     t = timed(args.repeat, contestants)
@@ -212,6 +253,25 @@ def main():
     if have_torch:
         print(f"  ratio tensorprep plan / torchvision tensor path: {t['torchvision decode_jpeg + v2'] / one:.2f}x (one thread each)")
     print(f"  ratio plan.batch ({args.workers} threads) / plan: {one / t[f'tensorprep plan.batch, {args.workers} threads']:.2f}x")
+
+    if "libjpeg-turbo" not in tensorprep.decoders:
+        print("\nreduced-size decoding: skipped (this build has no libjpeg-turbo)")
+        return
+    draft = graph.compile("jpeg", fast="draft")
+    fast = graph.compile("jpeg", fast=True)
+    contestants = {
+        'tensorprep plan, fast="draft"': lambda: [draft(b, out=out) for b in blobs],
+        'Pillow draft((256, 256)) + numpy': lambda: [pillow_eval(b, 256) for b in blobs],
+        "tensorprep plan, fast=True": lambda: [fast(b, out=out) for b in blobs],
+        "Pillow draft((512, 512)) + numpy": lambda: [pillow_eval(b, 512) for b in blobs],
+    }
+    t = timed(args.repeat, contestants)
+    print("\nreduced-size decoding (the same transform, one thread each):")
+    for name, s in t.items():
+        print(f"  {name:<34} {n / s:9.1f} images/s")
+    names = list(contestants)
+    print(f"  ratio fast=\"draft\" / Pillow draft((256, 256)): {t[names[1]] / t[names[0]]:.2f}x")
+    print(f"  ratio fast=True / Pillow draft((512, 512)): {t[names[3]] / t[names[2]]:.2f}x")
 
 
 if __name__ == "__main__":

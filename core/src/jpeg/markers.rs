@@ -96,15 +96,15 @@ pub(crate) struct ScanLayout {
 
 /// One frame component: identifier and sampling factors.
 #[derive(Clone, Copy, Default)]
-struct Component {
-    id: u8,
-    h: u8,
-    v: u8,
+pub(super) struct Component {
+    pub(super) id: u8,
+    pub(super) h: u8,
+    pub(super) v: u8,
 }
 
 /// The frame's components (at most 4 in any file our decoders accept).
 #[derive(Default)]
-struct FrameComponents {
+pub(super) struct FrameComponents {
     width: u32,
     height: u32,
     list: [Component; 4],
@@ -112,7 +112,8 @@ struct FrameComponents {
 }
 
 impl FrameComponents {
-    fn parse(p: &[u8]) -> Option<FrameComponents> {
+    /// The components of a frame header's payload (`None` when it is cut short).
+    pub(super) fn parse(p: &[u8]) -> Option<FrameComponents> {
         let (height, width, n) = (
             u32::from(u16::from_be_bytes([*p.get(1)?, *p.get(2)?])),
             u32::from(u16::from_be_bytes([*p.get(3)?, *p.get(4)?])),
@@ -136,10 +137,16 @@ impl FrameComponents {
         Some(f)
     }
 
+    /// The components, in frame order.
+    #[cfg_attr(not(feature = "turbojpeg"), allow(dead_code))]
+    pub(super) fn list(&self) -> &[Component] {
+        &self.list[..self.count]
+    }
+
     /// MCUs in a scan of the components `ids` (JPEG spec A.2): one
     /// component's scan is non-interleaved (an MCU is one block), several
     /// are interleaved (an MCU covers the largest sampling factors).
-    fn mcus(&self, ids: &[u8]) -> Option<u64> {
+    pub(super) fn mcus(&self, ids: &[u8]) -> Option<u64> {
         let list = &self.list[..self.count];
         let hmax = u32::from(list.iter().map(|c| c.h).max()?);
         let vmax = u32::from(list.iter().map(|c| c.v).max()?);
@@ -233,7 +240,7 @@ pub(crate) fn scan_layout(jpeg: &[u8]) -> ScanLayout {
 /// From `at` inside a scan's coded data: the offset of the first marker
 /// that is not a restart marker (or the end of the data), and how many
 /// restart markers came before it.
-fn coded_data_end(jpeg: &[u8], mut at: usize) -> (usize, u32) {
+pub(super) fn coded_data_end(jpeg: &[u8], mut at: usize) -> (usize, u32) {
     let mut restarts = 0u32;
     while let Some(off) = jpeg
         .get(at..)

@@ -39,6 +39,8 @@ pub(crate) mod exif;
 #[cfg(feature = "alloc")]
 mod markers;
 #[cfg(feature = "turbojpeg")]
+mod progressive;
+#[cfg(feature = "turbojpeg")]
 mod turbo;
 
 #[cfg(feature = "alloc")]
@@ -221,12 +223,25 @@ impl Scale {
     /// assert_eq!(Scale::for_target((4000, 3000), (224, 224)), Scale::Quarter);
     /// assert_eq!(Scale::for_target((640, 480), (224, 224)), Scale::Full);
     /// ```
-    pub fn for_target((w, h): (u32, u32), (tw, th): (u32, u32)) -> Scale {
+    pub fn for_target(size: (u32, u32), target: (u32, u32)) -> Scale {
+        Scale::keeping(size, target, 2)
+    }
+
+    /// The smallest scale whose output stays at least `gap` times `target`
+    /// on both sides, `Full` if none. A gap of 1 is Pillow's
+    /// `draft(mode, target)`; 2 its `thumbnail()`.
+    ///
+    /// ```
+    /// use tensorprep::jpeg::Scale;
+    /// assert_eq!(Scale::keeping((4000, 3000), (455, 256), 1), Scale::Eighth);
+    /// assert_eq!(Scale::keeping((4000, 3000), (455, 256), 2), Scale::Quarter);
+    /// ```
+    pub fn keeping((w, h): (u32, u32), (tw, th): (u32, u32), gap: u32) -> Scale {
         [Scale::Eighth, Scale::Quarter, Scale::Half]
             .into_iter()
             .find(|s| {
-                u64::from(s.apply(w)) >= 2 * u64::from(tw)
-                    && u64::from(s.apply(h)) >= 2 * u64::from(th)
+                u64::from(s.apply(w)) >= u64::from(gap) * u64::from(tw)
+                    && u64::from(s.apply(h)) >= u64::from(gap) * u64::from(th)
             })
             .unwrap_or(Scale::Full)
     }

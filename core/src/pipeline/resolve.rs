@@ -3,8 +3,6 @@
 //! and the geometry. The steps themselves say what they emit (`op::Step`).
 
 use super::mapping::{Affine, Geometry};
-#[cfg(feature = "alloc")]
-use super::op::DecodeScaling;
 use super::op::{Decode, Step, Work};
 use crate::arena::{List, Storage, Tables};
 use crate::color::YuvRange;
@@ -367,12 +365,12 @@ fn plan_decode(
         read = (rect.width, rect.height);
         next = geometric.next();
     }
-    if d.scaling == DecodeScaling::Fast
+    if let Some(gap) = d.scaling.reducing_gap()
         && info.format == ImageFormat::Jpeg
         && let Some(Step::Resize(r)) = next
     {
         let target = r.size.output_size(read.0, read.1)?;
-        scale = Scale::for_target(read, target);
+        scale = Scale::keeping(read, target, gap);
     }
     let options = d.options(scale, limits);
     let (w, h) = if scale == Scale::Full {

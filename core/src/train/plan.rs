@@ -198,11 +198,11 @@ impl TrainPipeline {
                 name: "training pipeline: more than MAX_AUGMENTS ops",
             });
         }
-        let fast = self.decode.scaling == DecodeScaling::Fast;
+        let fast = self.decode.scaling != DecodeScaling::Exact;
         if fast {
             if self.decode.backend != Backend::LibjpegTurbo {
                 return Err(Error::InvalidParameter {
-                    name: "training pipeline: fast (DCT-scaled) decoding needs the libjpeg-turbo backend",
+                    name: "training pipeline: reduced-size (fast or draft, DCT-scaled) decoding needs the libjpeg-turbo backend",
                 });
             }
             // The decode's scale follows the first drawn crop and resize.
@@ -215,7 +215,7 @@ impl TrainPipeline {
             };
             if !resizes_first {
                 return Err(Error::InvalidParameter {
-                    name: "training pipeline: fast decoding needs the augments to start with RandomResizedCrop, a crop or a Resize",
+                    name: "training pipeline: reduced-size (fast or draft) decoding needs the augments to start with RandomResizedCrop, a crop or a Resize",
                 });
             }
         }

@@ -195,10 +195,10 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<ExitCode, String> {
         "pipeline: {}, decoder {}{}{}, {threads} thread(s), {repeat} pass(es)",
         crate::source_name(&args.pipeline),
         backend.name(),
-        if args.pipeline.fast_decode {
-            ", fast decode"
-        } else {
-            ""
+        match (args.pipeline.fast_decode, args.pipeline.draft_decode) {
+            (_, true) => ", draft decode",
+            (true, _) => ", fast decode",
+            _ => "",
         },
         if args.pipeline.full_decode {
             ", full decode"

@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use clap::{Args, Subcommand};
 use tensorprep::Fnv1a64;
-use tensorprep::pipeline::DecodeScaling;
 use tensorprep::train::data::folder::FolderDataset;
 use tensorprep::train::data::recordio::{RecordIoDataset, RecordIoWriter, pack_image};
 use tensorprep::train::data::tfrecord::{
@@ -20,7 +19,7 @@ use tensorprep::train::data::{Dataset, Sample};
 use tensorprep::train::{Budget, Loader, LoaderConfig, TrainPipeline, autotune};
 
 use crate::atomic::{self, ReadOnly};
-use crate::{Decoder, backend, default_backend, fast_decode_needs};
+use crate::{Decoder, backend, default_backend, reduced_decode};
 
 #[derive(Args)]
 pub(crate) struct TrainBenchArgs {
@@ -78,6 +77,10 @@ pub(crate) struct TrainBenchArgs {
     /// then resized; faster, not bit-exact with Pillow's full-size path.
     #[arg(long)]
     fast_decode: bool,
+    /// Like `--fast-decode`, keeping each crop at least the output size
+    /// rather than twice it (Pillow's `draft(mode, size)`): faster still.
+    #[arg(long, conflicts_with = "fast_decode")]
+    draft_decode: bool,
     /// Print `checksum: <16 hex digits>` over every delivered batch's tensor
     /// bytes and labels (little-endian float32), in delivery order.
     #[arg(long)]
@@ -120,10 +123,11 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
         Some(d) => backend(d)?,
         None => default_backend(),
     };
-    if args.fast_decode {
-        // The scale follows each drawn crop (its size against 224).
-        fast_decode_needs(pipeline.decode.backend)?;
-        pipeline.decode.scaling = DecodeScaling::Fast;
+    // The scale follows each drawn crop (its size against the output's).
+    if let Some(scaling) =
+        reduced_decode(args.fast_decode, args.draft_decode, pipeline.decode.backend)?
+    {
+        pipeline.decode.scaling = scaling;
     }
     let plan = Arc::new(pipeline.compile().map_err(|e| e.to_string())?);
     let data = open(&args.data)?;

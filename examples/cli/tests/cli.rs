@@ -46,9 +46,16 @@ fn read_npy(path: &Path) -> (String, Vec<f32>) {
 /// The tensor the library's own plan computes for `name`, with the decoder
 /// the CLI picks by default (libjpeg-turbo when built in).
 fn library_tensor(name: &str) -> Vec<f32> {
-    let best = tensorprep::jpeg::Backend::available().next_back().unwrap();
+    library_tensor_with(
+        name,
+        tensorprep::jpeg::Backend::available().next_back().unwrap(),
+    )
+}
+
+/// [`library_tensor`] with the decoder `backend`.
+fn library_tensor_with(name: &str, backend: tensorprep::jpeg::Backend) -> Vec<f32> {
     let plan = Pipeline::imagenet_eval()
-        .with_decoder(best)
+        .with_decoder(backend)
         .compile(InputDesc::Encoded)
         .unwrap();
     let mut out = vec![0f32; 3 * 224 * 224];
@@ -309,7 +316,10 @@ fn a_graph_runs_like_the_preset_it_describes() {
         "zune-jpeg",
     ]);
     assert_eq!(read_npy(&a), read_npy(&b));
-    assert_eq!(read_npy(&b).1, library_tensor("sklearn_china.jpg"));
+    assert_eq!(
+        read_npy(&b).1,
+        library_tensor_with("sklearn_china.jpg", tensorprep::jpeg::Backend::Zune)
+    );
     let o = run_ok(&[
         "bench",
         "--graph",
@@ -619,6 +629,21 @@ fn presets_version_and_decoder_flags_say_what_they_do() {
         stderr.contains("--decoder libjpeg-turbo") || stderr.contains("--features libjpeg-turbo"),
         "{stderr}"
     );
+    // So does --draft-decode, which cannot be combined with --fast-decode.
+    let draft = |extra: &[&str]| {
+        let mut args = vec!["run", "--preset", "imagenet-eval", "--decoder", "zune-jpeg"];
+        args.extend_from_slice(extra);
+        let photo = fixture("sample.jpg");
+        args.extend_from_slice(&[photo.as_str(), "-o", out.to_str().unwrap()]);
+        stderr_of(&tensorprep(&args))
+    };
+    let stderr = draft(&["--draft-decode"]);
+    assert!(
+        stderr.contains("--draft-decode needs the libjpeg-turbo decoder"),
+        "{stderr}"
+    );
+    let stderr = draft(&["--draft-decode", "--fast-decode"]);
+    assert!(stderr.contains("cannot be used with"), "{stderr}");
     let o = tensorprep(&[
         "bench",
         "--preset",
@@ -1060,30 +1085,32 @@ fn train_bench_checksums_agree_across_data_forms_and_workers() {
     assert!(!o.status.success() && stderr_of(&o).contains("imagenet-randaugment"));
     // Fast mode: the same checksum for any worker count where this build
     // has libjpeg-turbo; elsewhere an error naming what it needs.
-    let fast = |workers: &str| {
-        tensorprep(&[
-            "train-bench",
-            rec.to_str().unwrap(),
-            "--fast-decode",
-            "--workers",
-            workers,
-            "--batch",
-            "4",
-            "--checksum",
-        ])
-    };
-    let one = fast("1");
-    if one.status.success() {
-        assert_eq!(
-            checksum_of(&one),
-            checksum_of(&fast("2")),
-            "fast mode, 1 and 2 workers"
-        );
-    } else {
-        assert!(
-            stderr_of(&one).contains("libjpeg-turbo"),
-            "{}",
-            stderr_of(&one)
-        );
+    for flag in ["--fast-decode", "--draft-decode"] {
+        let fast = |workers: &str| {
+            tensorprep(&[
+                "train-bench",
+                rec.to_str().unwrap(),
+                flag,
+                "--workers",
+                workers,
+                "--batch",
+                "4",
+                "--checksum",
+            ])
+        };
+        let one = fast("1");
+        if one.status.success() {
+            assert_eq!(
+                checksum_of(&one),
+                checksum_of(&fast("2")),
+                "{flag}, 1 and 2 workers"
+            );
+        } else {
+            assert!(
+                stderr_of(&one).contains("libjpeg-turbo"),
+                "{}",
+                stderr_of(&one)
+            );
+        }
     }
 }

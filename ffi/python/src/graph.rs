@@ -268,12 +268,14 @@ impl PyGraph {
     /// - `exif`: apply (`True`) or ignore (`False`) the EXIF orientation
     ///   (default: the graph's choice).
     /// - `lenient`: decode truncated or corrupt files as far as they go.
-    /// - `fast`: DCT-scaled decoding (Pillow's `draft`; not bit-exact).
+    /// - `fast`: DCT-scaled decoding, not bit-exact: `True` (or `"fast"`)
+    ///   keeps at least twice the resize's target (Pillow's `thumbnail`),
+    ///   `"draft"` the target itself (Pillow's `draft`; faster still).
     /// - `region`: decode only the part of the JPEG the output needs (same
     ///   pixels; default on).
     /// - `yuv_range`: `"full"` or `"limited"` for YUV frames.
     /// - `max_pixels`: refuse larger images.
-    #[pyo3(signature = (input="jpeg", *, decoder=None, exif=None, lenient=false, fast=false,
+    #[pyo3(signature = (input="jpeg", *, decoder=None, exif=None, lenient=false, fast=crate::names::Scaling(tensorprep::pipeline::DecodeScaling::Exact),
                         region=true, yuv_range=None, max_pixels=None))]
     #[allow(clippy::too_many_arguments)]
     fn compile(
@@ -282,7 +284,7 @@ impl PyGraph {
         decoder: Option<String>,
         exif: Option<bool>,
         lenient: bool,
-        fast: bool,
+        fast: crate::names::Scaling,
         region: bool,
         yuv_range: Option<String>,
         max_pixels: Option<u64>,

@@ -4,6 +4,7 @@
 
 use pyo3::prelude::*;
 use tensorprep::jpeg::Backend;
+use tensorprep::pipeline::DecodeScaling;
 use tensorprep::resize::{Filter, Resample};
 use tensorprep::warp::Interpolation;
 use tensorprep::{DType, PixelFormat};
@@ -37,6 +38,55 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Name {
                     obj.get_type()
                 ))
             })
+    }
+}
+
+/// The `fast=` argument: `False` / `"exact"` (full size), `True` / `"fast"`
+/// (DCT scaling keeping twice the resize's target) or `"draft"` (keeping
+/// the target itself, Pillow's `draft()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Scaling(pub(crate) DecodeScaling);
+
+const SCALINGS: [(&str, DecodeScaling); 3] = [
+    ("exact", DecodeScaling::Exact),
+    ("fast", DecodeScaling::Fast),
+    ("draft", DecodeScaling::Draft),
+];
+
+impl Scaling {
+    /// The name `fast=` takes back (`False` and `True` are given as such).
+    pub(crate) fn to_object<'py>(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        use pyo3::IntoPyObjectExt;
+        match self.0 {
+            DecodeScaling::Exact => false.into_bound_py_any(py),
+            DecodeScaling::Fast => true.into_bound_py_any(py),
+            other => SCALINGS
+                .iter()
+                .find(|(_, s)| *s == other)
+                .map_or("exact", |(n, _)| n)
+                .into_bound_py_any(py),
+        }
+    }
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Scaling {
+    type Error = PyErr;
+
+    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Scaling> {
+        if let Ok(b) = obj.extract::<bool>() {
+            return Ok(Scaling(if b {
+                DecodeScaling::Fast
+            } else {
+                DecodeScaling::Exact
+            }));
+        }
+        match obj.extract::<String>() {
+            Ok(name) => lookup("decode scaling", &SCALINGS, &name).map(Scaling),
+            Err(_) => Err(errors::value(format!(
+                "fast= takes True, False, \"fast\", \"draft\" or \"exact\", given {}",
+                obj.get_type()
+            ))),
+        }
     }
 }
 

@@ -62,7 +62,7 @@ pub(crate) struct Options {
     pub(crate) decoder: Option<String>,
     pub(crate) exif: Option<bool>,
     pub(crate) lenient: bool,
-    pub(crate) fast: bool,
+    pub(crate) fast: crate::names::Scaling,
     pub(crate) region: bool,
     pub(crate) yuv_range: Option<String>,
     pub(crate) max_pixels: Option<u64>,
@@ -146,9 +146,7 @@ impl PyPlan {
             if options.lenient {
                 d.strict = false;
             }
-            if options.fast {
-                d.scaling = tensorprep::pipeline::DecodeScaling::Fast;
-            }
+            d.scaling = options.fast.0;
             d.region_of_interest = options.region;
         });
         let kind = options.input.to_ascii_lowercase();
@@ -536,7 +534,7 @@ impl PyPlan {
         kwargs.set_item("decoder", o.decoder.clone())?;
         kwargs.set_item("exif", o.exif)?;
         kwargs.set_item("lenient", o.lenient)?;
-        kwargs.set_item("fast", o.fast)?;
+        kwargs.set_item("fast", o.fast.to_object(py)?)?;
         kwargs.set_item("region", o.region)?;
         kwargs.set_item("yuv_range", o.yuv_range.clone())?;
         kwargs.set_item("max_pixels", o.max_pixels)?;

@@ -728,11 +728,12 @@ impl PyTrainPipeline {
     /// default); `dtype` `"float32"`, `"float16"`, `"uint8"` (values 0-255,
     /// no normalization: give mean 0 and std 1/255) or `"int8"`; `layout`
     /// `"chw"` or `"hwc"`; `decoder` as in `Graph.compile`; `fast`:
-    /// DCT-scaled decoding of each drawn crop; `exif`: apply the EXIF
+    /// DCT-scaled decoding of each drawn crop (`True`/`"fast"` or `"draft"`,
+    /// as in `Graph.compile`); `exif`: apply the EXIF
     /// orientation; `erasing`: `RandomErasing`s on the finished tensor.
     #[new]
     #[pyo3(signature = (augments, *, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225),
-                        dtype="float32", layout="chw", decoder=None, fast=false, exif=false,
+                        dtype="float32", layout="chw", decoder=None, fast=names::Scaling(DecodeScaling::Exact), exif=false,
                         erasing=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -742,15 +743,13 @@ impl PyTrainPipeline {
         dtype: &str,
         layout: &str,
         decoder: Option<&str>,
-        fast: bool,
+        fast: names::Scaling,
         exif: bool,
         erasing: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTrainPipeline> {
         let backend = names::decoder_or_default(decoder)?;
         let mut decode = Decode::exact(backend);
-        if fast {
-            decode.scaling = DecodeScaling::Fast;
-        }
+        decode.scaling = fast.0;
         if exif {
             decode.orientation = tensorprep::jpeg::Orientation::Apply;
         }

@@ -280,6 +280,42 @@ def test_help_and_reprs_describe_the_objects(tp):
     assert "decoder" in tp.Graph.compile.__doc__
 
 
+def test_draft_decoding_is_pillows_draft_path(tp, turbo):
+    """fast="draft" decodes at the DCT scale Pillow's draft("RGB", (256, 256))
+    picks, then runs the same transform: Pillow's pixels, float for float."""
+    import pickle
+
+    graph = tp.Graph.preset("imagenet-eval")
+    draft = graph.compile("jpeg", decoder=turbo, fast="draft")
+    fast = graph.compile("jpeg", decoder=turbo, fast=True)
+    for name in ("lxqt_butterfly_kenneth_wimer.jpg", "exif_orient6_grace_hopper.jpg"):
+        img = Image.open(fixture(name))
+        full = img.size
+        img.draft("RGB", (256, 256))
+        assert img.size != full, name  # the photo is reduced (1/4, 1/2)
+        img = img.convert("RGB")
+        # The size rule sees the full-size image, as in the exact mode.
+        w, h = full
+        size = (256, int(256 * h / w)) if w <= h else (int(256 * w / h), 256)
+        img = img.resize(size, Image.BILINEAR)
+        left, top = int(round((size[0] - 224) / 2.0)), int(round((size[1] - 224) / 2.0))
+        x = np.asarray(img.crop((left, top, left + 224, top + 224)), dtype=np.uint8).astype(np.float32)
+        want = np.ascontiguousarray(((x / np.float32(255) - MEAN) / STD).transpose(2, 0, 1))
+        got = draft(fixture(name))
+        assert np.array_equal(got, want), f"{name}: max diff {np.abs(got - want).max()}"
+        # fast=True keeps twice the target: less reduced, closer to the exact tensor.
+        exact = pillow_eval(fixture(name))
+        assert np.abs(fast(fixture(name)) - exact).mean() < np.abs(got - exact).mean()
+    for plan in (draft, fast):
+        again = pickle.loads(pickle.dumps(plan))
+        assert repr(again) == repr(plan)
+        assert np.array_equal(again(fixture("lxqt_butterfly_kenneth_wimer.jpg")), plan(fixture("lxqt_butterfly_kenneth_wimer.jpg")))
+    with pytest.raises(ValueError, match="draft"):
+        graph.compile("jpeg", decoder=turbo, fast="quick")
+    with pytest.raises(tp.InputError, match="libjpeg-turbo"):
+        graph.compile("jpeg", decoder="zune-jpeg", fast="draft")
+
+
 def test_graphs_and_plans_pickle(tp, eval_plan):
     import pickle
 

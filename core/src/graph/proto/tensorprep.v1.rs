@@ -552,9 +552,12 @@ pub enum DecodeScaling {
     Unspecified = 0,
     /// Full-size decoding: the decoder's exact pixels.
     Exact = 1,
-    /// DCT-domain reduced-size decoding before a resize (Pillow's draft mode):
-    /// faster, not bit-exact.
+    /// DCT-domain reduced-size decoding before a resize, keeping at least twice
+    /// the resize's target (Pillow's thumbnail): faster, not bit-exact.
     Fast = 2,
+    /// DCT-domain reduced-size decoding keeping at least the resize's target
+    /// (Pillow's draft mode): faster still, not bit-exact.
+    Draft = 3,
 }
 impl DecodeScaling {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -566,6 +569,7 @@ impl DecodeScaling {
             Self::Unspecified => "DECODE_SCALING_UNSPECIFIED",
             Self::Exact => "DECODE_SCALING_EXACT",
             Self::Fast => "DECODE_SCALING_FAST",
+            Self::Draft => "DECODE_SCALING_DRAFT",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -574,6 +578,7 @@ impl DecodeScaling {
             "DECODE_SCALING_UNSPECIFIED" => Some(Self::Unspecified),
             "DECODE_SCALING_EXACT" => Some(Self::Exact),
             "DECODE_SCALING_FAST" => Some(Self::Fast),
+            "DECODE_SCALING_DRAFT" => Some(Self::Draft),
             _ => None,
         }
     }

@@ -43,17 +43,46 @@ impl Decode {
 }
 
 /// Full-size or DCT-domain reduced-size decoding.
+///
+/// The reduced modes decode a JPEG at 1/2, 1/4 or 1/8 of its size when a
+/// resize follows (after crops, if any), then resize from there to the same
+/// target: much faster on large photos, not bit-exact (see the README for the
+/// measured deviation). They need libjpeg-turbo. At 1/8, progressive files
+/// skip the scans such a decode never reads, so damage confined to those
+/// scans is not reported (as in Pillow, which ignores libjpeg's warnings).
+///
+/// ```
+/// use tensorprep::pipeline::DecodeScaling;
+/// assert_eq!(DecodeScaling::Fast.reducing_gap(), Some(2));
+/// assert_eq!(DecodeScaling::Draft.reducing_gap(), Some(1));
+/// assert_eq!(DecodeScaling::Exact.reducing_gap(), None);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum DecodeScaling {
     /// Decode at full size: the pixels are the decoder's exact output.
     #[default]
     Exact,
-    /// When the decode is followed by a resize, decode at 1/2, 1/4 or 1/8 —
-    /// the smallest scale that stays at least twice the resize's target on
-    /// both sides — and resize from there to the same target. Pillow's
-    /// `draft()` mode: much faster on large photos, not bit-exact (see the
-    /// README for the measured deviation). Needs libjpeg-turbo.
+    /// The smallest scale that stays at least twice the resize's target on
+    /// both sides (Pillow's `thumbnail()`, whose `reducing_gap` is 2).
     Fast,
+    /// The smallest scale that still covers the resize's target on both
+    /// sides: Pillow's `draft(mode, target)`. Faster than [`Self::Fast`]
+    /// (at 1/8 on photos 8x the target), with a further resize of less
+    /// than 2x left to smooth the DCT scaling.
+    Draft,
+}
+
+impl DecodeScaling {
+    /// How many times the resize's target the reduced decode keeps on both
+    /// sides at least; `None` for the exact mode.
+    pub const fn reducing_gap(self) -> Option<u32> {
+        match self {
+            DecodeScaling::Exact => None,
+            DecodeScaling::Fast => Some(2),
+            DecodeScaling::Draft => Some(1),
+        }
+    }
 }
 
 impl fmt::Display for Decode {
@@ -89,10 +118,10 @@ mod compile {
                     "Decode: the libjpeg-turbo backend needs the `turbojpeg` feature",
                 ));
             }
-            if self.scaling == DecodeScaling::Fast {
+            if self.scaling != DecodeScaling::Exact {
                 if self.backend != Backend::LibjpegTurbo {
                     return Err(op_error(
-                        "Decode: fast (DCT-scaled) decoding needs the libjpeg-turbo backend",
+                        "Decode: reduced-size (fast or draft, DCT-scaled) decoding needs the libjpeg-turbo backend",
                     ));
                 }
                 // Colour conversions and crops may come first: the scale
@@ -105,7 +134,7 @@ mod compile {
                 });
                 if !matches!(next, Some(Op::Resize(_))) {
                     return Err(op_error(
-                        "Decode: fast decoding needs a Resize right after it, or after crops (it decodes at the resize's scale)",
+                        "Decode: reduced-size (fast or draft) decoding needs a Resize right after it, or after crops (it decodes at the resize's scale)",
                     ));
                 }
             }
@@ -150,13 +179,18 @@ pub(crate) mod message {
         (Orientation::Ignore, pb::Orientation::Ignore),
         (Orientation::Apply, pb::Orientation::Apply),
     ];
-    pub(crate) const SCALINGS: [(DecodeScaling, pb::DecodeScaling, &str); 2] = [
+    pub(crate) const SCALINGS: [(DecodeScaling, pb::DecodeScaling, &str); 3] = [
         (
             DecodeScaling::Exact,
             pb::DecodeScaling::Exact,
             "decode.exact",
         ),
         (DecodeScaling::Fast, pb::DecodeScaling::Fast, "decode.fast"),
+        (
+            DecodeScaling::Draft,
+            pb::DecodeScaling::Draft,
+            "decode.draft",
+        ),
     ];
 
     impl Decode {

@@ -132,7 +132,7 @@ class Graph:
         decoder: Optional[str] = None,
         exif: Optional[bool] = None,
         lenient: bool = False,
-        fast: bool = False,
+        fast: Union[bool, str] = False,
         region: bool = True,
         yuv_range: Optional[str] = None,
         max_pixels: Optional[int] = None,
@@ -265,7 +265,7 @@ class Pipeline:
         dtype: str = "float32",
         layout: str = "chw",
         decoder: Optional[str] = None,
-        fast: bool = False,
+        fast: Union[bool, str] = False,
         exif: bool = False,
         erasing: Optional[Sequence[RandomErasing]] = None,
     ) -> None: ...
