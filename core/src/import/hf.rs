@@ -109,10 +109,16 @@ struct Defaults {
     size: Size,
     default_to_square: bool,
     filter: Filter,
-    center_crop: Option<(u32, u32)>,
+    /// `do_center_crop`'s default.
+    center_crop: bool,
+    /// `crop_size`'s default (height, width).
+    crop_size: (u32, u32),
     mean: [f32; 3],
     std: [f32; 3],
     rule: Rule,
+    /// The class reads the legacy `rescale` key as `do_rescale` (OWL-ViT's
+    /// first hub configurations).
+    legacy_rescale: bool,
 }
 
 const fn class(
@@ -130,10 +136,15 @@ const fn class(
         // the classes whose default size is a shortest edge.
         default_to_square: !matches!(size, Size::ShortestEdge(_)),
         filter,
-        center_crop,
+        center_crop: center_crop.is_some(),
+        crop_size: match center_crop {
+            Some(c) => c,
+            None => (224, 224),
+        },
         mean,
         std,
         rule,
+        legacy_rescale: false,
     }
 }
 
@@ -253,6 +264,38 @@ const CLASSES: &[Defaults] = &[
         HALF,
         Rule::Dpt,
     ),
+    Defaults {
+        // No centre crop by default, but a crop size of the image size.
+        crop_size: (768, 768),
+        legacy_rescale: true,
+        ..class(
+            "OwlViT",
+            Size::HeightWidth(768, 768),
+            Filter::Bicubic,
+            None,
+            CLIP,
+            Rule::Plain,
+        )
+    },
+];
+
+/// Classes known and not reproduced, with what they do that a graph does not.
+const REFUSED: [(&[&str], &str); 3] = [
+    (
+        &["Detr", "ConditionalDetr", "DeformableDetr", "Yolos"],
+        "it resizes by shortest and longest edge with DETR's own rounding and pads \
+         the batch in the normalized tensor, with a pixel mask as a second output",
+    ),
+    (
+        &["Owlv2"],
+        "it pads to a square with 0.5 gray and resizes with scikit-image's \
+         Gaussian-smoothed bilinear resize",
+    ),
+    (
+        &["EfficientNet"],
+        "`rescale_offset` and `include_top` (a second division by the std) are not \
+         expressed by the graph's normalize",
+    ),
 ];
 
 /// `ViTImageProcessorFast`, `ViTFeatureExtractor`, ... → `ViT`.
@@ -331,8 +374,8 @@ pub fn hugging_face(config: &str) -> Result<Graph, GraphError> {
 ///
 /// Supported classes: ViT, DeiT, BEiT, CLIP, ConvNeXT (with `crop_pct`), BiT,
 /// SigLIP, MobileNetV1, MobileNetV2, LeViT, PoolFormer (with `crop_pct`),
-/// SegFormer and DPT (with `keep_aspect_ratio` and `ensure_multiple_of`: Depth
-/// Anything), in their `ImageProcessor`, `ImageProcessorFast`,
+/// SegFormer, DPT (with `keep_aspect_ratio` and `ensure_multiple_of`: Depth
+/// Anything) and OWL-ViT (with its legacy `rescale` key), in their `ImageProcessor`, `ImageProcessorFast`,
 /// `ImageProcessorPil` and legacy `FeatureExtractor` spellings. Keys the file
 /// leaves out take the class's defaults (transformers 5); legacy integer sizes
 /// follow `get_size_dict` (`size: 224` is 224x224 for ViT, shortest edge 224
@@ -368,6 +411,12 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
         }
     };
     let stem = class_stem(class);
+    if let Some((_, why)) = REFUSED
+        .iter()
+        .find(|(names, _)| names.iter().any(|n| n.eq_ignore_ascii_case(stem)))
+    {
+        return Err(o.error(format!("processor class `{class}` is not supported: {why}")));
+    }
     let d = CLASSES
         .iter()
         .find(|d| d.class.eq_ignore_ascii_case(stem))
@@ -479,14 +528,14 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
             (_, Size::HeightWidth(height, width)) => ops.push(exact(height, width)),
         }
     }
-    let do_center_crop = o.bool("do_center_crop")?.unwrap_or(d.center_crop.is_some());
+    let do_center_crop = o.bool("do_center_crop")?.unwrap_or(d.center_crop);
     if do_center_crop {
         let (height, width) = match read_size(&o, "crop_size", true)? {
             Some(Size::HeightWidth(h, w)) => (h, w),
             Some(Size::ShortestEdge(_)) => {
                 return Err(o.error("`crop_size` must give height and width".into()));
             }
-            None => d.center_crop.unwrap_or((224, 224)),
+            None => d.crop_size,
         };
         ops.push(Op::CenterCrop(CenterCrop {
             width,
@@ -494,7 +543,12 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
             rounding: CropRounding::Floor,
         }));
     }
-    let factor = if o.bool("do_rescale")?.unwrap_or(true) {
+    // OWL-ViT's constructor turns a legacy `rescale` into `do_rescale`, over it.
+    let legacy = match d.legacy_rescale {
+        true => o.bool("rescale")?,
+        false => None,
+    };
+    let factor = if legacy.or(o.bool("do_rescale")?).unwrap_or(true) {
         let factor = o.f64("rescale_factor")?.unwrap_or(1.0 / 255.0);
         if !(factor.is_finite() && factor > 0.0) {
             return Err(o.error(format!("`rescale_factor` must be positive, not {factor}")));
@@ -715,11 +769,75 @@ mod tests {
     }
 
     #[test]
+    fn owlvit_squares_without_crop_and_reads_the_legacy_rescale() {
+        let ops = |config: &str| hugging_face(config).unwrap().pipeline.ops().to_vec();
+        let plain = ops(r#"{"image_processor_type": "OwlViTImageProcessor"}"#);
+        assert!(matches!(
+            plain[1],
+            Op::Resize(Resize {
+                size: SizeRule::Exact {
+                    width: 768,
+                    height: 768
+                },
+                resample: Resample::Torch(Filter::Bicubic),
+            })
+        ));
+        assert!(!plain.iter().any(|op| matches!(op, Op::CenterCrop(_))));
+        // The crop size defaults to the image size, not 224.
+        let cropped = ops(
+            r#"{"image_processor_type": "OwlViTImageProcessor", "size": 800, "do_center_crop": true}"#,
+        );
+        assert!(cropped.iter().any(|op| matches!(
+            op,
+            Op::CenterCrop(CenterCrop {
+                width: 768,
+                height: 768,
+                ..
+            })
+        )));
+        // `rescale: false` (legacy) wins over `do_rescale`; elsewhere it is ignored.
+        let normalize = |config: &str| {
+            let g = hugging_face_with(config, HfBackend::Pil).unwrap();
+            match g
+                .pipeline
+                .ops()
+                .iter()
+                .find(|op| matches!(op, Op::Normalize(_)))
+            {
+                Some(Op::Normalize(n)) => *n,
+                other => panic!("{other:?}"),
+            }
+        };
+        let owl = normalize(
+            r#"{"image_processor_type": "OwlViTImageProcessor", "rescale": false, "do_rescale": true}"#,
+        );
+        assert_eq!(owl.divisor, 1.0);
+        let vit = normalize(r#"{"image_processor_type": "ViTImageProcessor", "rescale": false}"#);
+        assert_eq!(vit.divisor, 255.0);
+    }
+
+    #[test]
     fn unsupported_settings_are_named() {
         for (config, needle) in [
             (
                 r#"{"image_processor_type": "DetrImageProcessor"}"#,
-                "DetrImageProcessor",
+                "`DetrImageProcessor` is not supported: it resizes by shortest and longest",
+            ),
+            (
+                r#"{"feature_extractor_type": "YolosFeatureExtractor"}"#,
+                "pixel mask",
+            ),
+            (
+                r#"{"image_processor_type": "Owlv2ImageProcessorFast"}"#,
+                "pads to a square",
+            ),
+            (
+                r#"{"image_processor_type": "EfficientNetImageProcessor"}"#,
+                "include_top",
+            ),
+            (
+                r#"{"image_processor_type": "NoSuchImageProcessor"}"#,
+                "known: ViT",
             ),
             (
                 r#"{"image_processor_type": "ViTImageProcessor", "do_pad": true}"#,
