@@ -1086,6 +1086,67 @@ typedef struct tp_image {
 } tp_image;
 
 /**
+ * A read-only float32 image (a depth map, HDR pixels, a model's float
+ * output): `channels` interleaved samples per pixel.
+ */
+typedef struct tp_float_image {
+    /**
+     * The first sample of the first row (aligned for `float`).
+     */
+    const float *data;
+    /**
+     * Samples readable from `data`.
+     */
+    size_t len;
+    /**
+     * Width in pixels.
+     */
+    uint32_t width;
+    /**
+     * Height in pixels.
+     */
+    uint32_t height;
+    /**
+     * Samples per pixel (1 to 16).
+     */
+    uint32_t channels;
+    /**
+     * Samples from one row's start to the next; 0 for tightly packed rows.
+     */
+    size_t stride;
+} tp_float_image;
+
+/**
+ * A writable float32 image, laid out as `tp_float_image`.
+ */
+typedef struct tp_float_image_mut {
+    /**
+     * The first sample of the first row (aligned for `float`).
+     */
+    float *data;
+    /**
+     * Samples writable from `data`.
+     */
+    size_t len;
+    /**
+     * Width in pixels.
+     */
+    uint32_t width;
+    /**
+     * Height in pixels.
+     */
+    uint32_t height;
+    /**
+     * Samples per pixel (1 to 16).
+     */
+    uint32_t channels;
+    /**
+     * Samples from one row's start to the next; 0 for tightly packed rows.
+     */
+    size_t stride;
+} tp_float_image_mut;
+
+/**
  * A rectangle in pixels.
  */
 typedef struct tp_rect {
@@ -1531,6 +1592,23 @@ tp_result tp_convert_color(const struct tp_image *src,
  * As for `tp_convert_color`.
  */
 tp_result tp_resize(const struct tp_image *src, const struct tp_image_mut *dst, uint32_t resample);
+
+/**
+ * Resizes the float32 image `src` to `dst`'s size (same channel count)
+ * with a `tp_resample` method: the Pillow filters reproduce Pillow's
+ * resize of `F` images channel by channel, `TP_RESAMPLE_TORCH_FLOAT_*`
+ * PyTorch's antialiased `interpolate` of float tensors; other methods are
+ * refused (`TP_RESULT_INVALID_PARAMETER`). One-shot: it allocates its tables
+ * and scratch each call.
+ *
+ * # Safety
+ *
+ * `src->data` must be valid for reads of `src->len` floats and
+ * `dst->data` for writes of `dst->len` floats; they must not overlap.
+ */
+tp_result tp_resize_f32(const struct tp_float_image *src,
+                        const struct tp_float_image_mut *dst,
+                        uint32_t resample);
 
 /**
  * Copies the `rect` region of `src` into `dst` (same format, the rect's

@@ -192,6 +192,29 @@ fn resizing_allocates_nothing_after_the_first_call() {
 }
 
 #[test]
+fn float_resizing_allocates_nothing_after_the_first_call() {
+    use tensorprep::resize::{Filter, FloatImage, FloatResizer, FloatView};
+    let px: Vec<f32> = (0..97 * 61 * 3).map(|i| (i % 251) as f32 / 7.0).collect();
+    let src = FloatView::new(&px, 97, 61, 3).unwrap();
+    let methods = Filter::ALL
+        .map(Resample::Pillow)
+        .into_iter()
+        .chain([Filter::Bilinear, Filter::Bicubic].map(Resample::TorchFloat));
+    let mut checked = 0;
+    for r in methods {
+        for (w, h) in [(31, 20), (150, 90), (97, 30), (40, 61)] {
+            let mut out = FloatImage::new(w, h, 3).unwrap();
+            let mut resizer = FloatResizer::new();
+            let first = allocations(|| resizer.resize(&src, &mut out.view_mut(), r).unwrap());
+            let n = allocations(|| resizer.resize(&src, &mut out.view_mut(), r).unwrap());
+            assert_eq!(n, 0, "FloatResizer {r:?} {w}x{h} (first call: {first})");
+            checked += 1;
+        }
+    }
+    println!("float resize: 0 allocations per call after the first in {checked} cases");
+}
+
+#[test]
 fn decoder_allocations_per_image_are_counted() {
     let jpeg = read("sample.jpg");
     for backend in Backend::available() {

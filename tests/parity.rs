@@ -438,3 +438,64 @@ fn gray_conversion_is_pillow_exact() {
         assert_eq!(ours.as_bytes(), want.as_bytes());
     }
 }
+
+#[test]
+fn float_images_resize_as_pillow_f_mode_and_pytorch_float() {
+    use tensorprep::resize::{FloatImage, FloatResizer, FloatView};
+    let mut cases = 0;
+    // Every build of the loops (portable, AVX2, AVX2 + FMA) gives the same floats.
+    for simd in Simd::available() {
+        let mut resizer = FloatResizer::new().with_simd(simd).unwrap();
+        for w in refs_in("float/refs.txt", "float") {
+            let (shape, px) = read_npy_f32(&format!("float/{}", w[1]));
+            let src = FloatView::new(&px, shape[1] as u32, shape[0] as u32, shape[2]).unwrap();
+            let resample = match w[2].split_once('_') {
+                Some(("pillow", f)) => Resample::Pillow(Filter::from_name(f).unwrap()),
+                Some(("torch", "bilinear")) => Resample::TorchFloat(Filter::Bilinear),
+                Some(("torch", "bicubic")) => Resample::TorchFloat(Filter::Bicubic),
+                _ => panic!("unknown method {}", w[2]),
+            };
+            let (dw, dh) = (n(&w, 3), n(&w, 4));
+            let source_box = match w[5].as_str() {
+                "-" => SourceBox::full(src.width(), src.height()),
+                b => {
+                    let v: Vec<f32> = b.split(',').map(|x| x.parse().unwrap()).collect();
+                    SourceBox {
+                        x0: v[0],
+                        y0: v[1],
+                        x1: v[2],
+                        y1: v[3],
+                    }
+                }
+            };
+            let mut out = FloatImage::new(dw, dh, shape[2]).unwrap();
+            resizer
+                .resize_box(&src, source_box, &mut out.view_mut(), resample)
+                .unwrap();
+            let (want_shape, want) = read_npy_f32(&format!("float/{}", w[6]));
+            assert_eq!(want_shape, [dh as usize, dw as usize, shape[2]], "{}", w[6]);
+            let differing = out
+                .as_slice()
+                .iter()
+                .zip(&want)
+                .filter(|(a, b)| a.to_bits() != b.to_bits())
+                .count();
+            let max = out
+                .as_slice()
+                .iter()
+                .zip(&want)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            println!(
+                "float {simd:?} {:<12} {:<16} {dw:>3}x{dh:<3} box {:<22} differing {differing} of {}, max {max:e}",
+                w[1],
+                w[2],
+                w[5],
+                want.len()
+            );
+            assert_eq!(differing, 0, "{} ({simd:?})", w[6]);
+            cases += 1;
+        }
+    }
+    assert!(cases >= 20, "{cases} cases");
+}

@@ -209,6 +209,64 @@ fn bench_resize_passes(c: &mut Criterion) {
     }
 }
 
+/// A 1920x1080 one-channel float32 "depth map" (from a photo's luma) to
+/// 455x256: Pillow's `F` arithmetic and PyTorch's float one against
+/// fast_image_resize's `F32` convolution in the same run.
+fn bench_resize_f32(c: &mut Criterion) {
+    use tensorprep::resize::{FloatImage, FloatResizer, FloatView};
+    let photo = decode("sklearn_china.jpg");
+    let (sw, sh, dw, dh) = (1920u32, 1080u32, 455u32, 256u32);
+    let mut gray = Image::new(PixelFormat::Gray8, sw, sh).unwrap();
+    let mut big = Image::new(PixelFormat::Rgb8, sw, sh).unwrap();
+    Resizer::new()
+        .resize(
+            &photo.view(),
+            &mut big.view_mut(),
+            Resample::Pillow(Filter::Bicubic),
+        )
+        .unwrap();
+    tensorprep::color::convert_color(
+        &big.view(),
+        &mut gray.view_mut(),
+        tensorprep::color::YuvRange::Full,
+    )
+    .unwrap();
+    let depth: Vec<f32> = gray
+        .as_bytes()
+        .iter()
+        .map(|&v| 1.0 / (0.1 + f32::from(v) / 255.0))
+        .collect();
+    let src = FloatView::new(&depth, sw, sh, 1).unwrap();
+    let mut g = c.benchmark_group(format!("resize f32 {sw}x{sh}->{dw}x{dh} 1 channel"));
+    g.throughput(Throughput::Bytes(u64::from(dw * dh * 4)));
+    let mut out = FloatImage::new(dw, dh, 1).unwrap();
+    for (label, resample) in [
+        (
+            "tensorprep Pillow F bilinear",
+            Resample::Pillow(Filter::Bilinear),
+        ),
+        (
+            "tensorprep PyTorch float bilinear",
+            Resample::TorchFloat(Filter::Bilinear),
+        ),
+    ] {
+        let mut resizer = FloatResizer::new();
+        g.bench_function(label, |b| {
+            b.iter(|| resizer.resize(&src, &mut out.view_mut(), resample).unwrap())
+        });
+    }
+    // fast_image_resize takes the samples as bytes (a copy, made once).
+    let bytes: Vec<u8> = depth.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let fsrc = FirImageRef::new(sw, sh, &bytes, PixelType::F32).unwrap();
+    let mut fdst = FirImage::new(dw, dh, PixelType::F32);
+    let mut fir = fast_image_resize::Resizer::new();
+    let opts = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
+    g.bench_function("fast_image_resize F32 bilinear", |b| {
+        b.iter(|| fir.resize(&fsrc, &mut fdst, &opts).unwrap())
+    });
+    g.finish();
+}
+
 /// An NV21 frame built from a real photo: luma from the photo, chroma from its colours.
 fn nv21_frame() -> (u32, u32, Vec<u8>) {
     let img = decode("sklearn_china.jpg");
@@ -441,7 +499,7 @@ fn bench_scaled_decode(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = config();
-    targets = bench_decode, bench_resize, bench_resize_passes, bench_color, bench_finish,
-        bench_pipeline, bench_scaled_decode
+    targets = bench_decode, bench_resize, bench_resize_passes, bench_resize_f32, bench_color,
+        bench_finish, bench_pipeline, bench_scaled_decode
 }
 criterion_main!(benches);

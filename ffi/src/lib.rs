@@ -54,7 +54,7 @@ pub use graph::{
 pub use ops::{
     TP_DECODE_APPLY_EXIF_ORIENTATION, TP_DECODE_LENIENT, tp_convert_color, tp_crop,
     tp_decode_options, tp_finish, tp_finish_spec, tp_flip, tp_image_decode, tp_image_read_info,
-    tp_jpeg_decode, tp_jpeg_read_info, tp_pad, tp_resize, tp_rotate,
+    tp_jpeg_decode, tp_jpeg_read_info, tp_pad, tp_resize, tp_resize_f32, tp_rotate,
 };
 pub use plan::{
     TP_PLAN_APPLY_EXIF_ORIENTATION, TP_PLAN_IGNORE_EXIF_ORIENTATION, TP_PLAN_LENIENT,
@@ -65,10 +65,10 @@ pub use plan::{
 };
 pub use result::{tp_result, tp_result_name};
 pub use types::{
-    tp_bytes, tp_channel_order, tp_decoder, tp_dtype, tp_flip_axis, tp_geometry, tp_hf_backend,
-    tp_image, tp_image_format, tp_image_info, tp_image_mut, tp_jpeg_info, tp_layout,
-    tp_pixel_format, tp_placement, tp_plane, tp_plane_mut, tp_rect, tp_resample, tp_rotation,
-    tp_tensor_info, tp_yuv_range,
+    tp_bytes, tp_channel_order, tp_decoder, tp_dtype, tp_flip_axis, tp_float_image,
+    tp_float_image_mut, tp_geometry, tp_hf_backend, tp_image, tp_image_format, tp_image_info,
+    tp_image_mut, tp_jpeg_info, tp_layout, tp_pixel_format, tp_placement, tp_plane, tp_plane_mut,
+    tp_rect, tp_resample, tp_rotation, tp_tensor_info, tp_yuv_range,
 };
 
 /// The major version of the header (compile time; `tp_version()` gives the library's).

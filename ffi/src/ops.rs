@@ -8,6 +8,7 @@ use tensorprep::decode::ImageDecoder;
 use tensorprep::finish::{FinishSpec, Finisher, Normalize};
 use tensorprep::geometry::{self, Transform};
 use tensorprep::jpeg::{DecodeOptions, JpegDecoder, Orientation};
+use tensorprep::resize::{FloatView, FloatViewMut};
 use tensorprep::{ImageView, ImageViewMut, PixelFormat, Quantization, Rect};
 
 use crate::args::{self, Span, lookup};
@@ -15,7 +16,8 @@ use crate::boundary::boundary;
 use crate::result::{Failure, Result, tp_result};
 use crate::types::{
     self, CHANNEL_ORDERS, DTYPES, FLIPS, LAYOUTS, PIXEL_FORMATS, PLACEMENTS, RESAMPLES, ROTATIONS,
-    YUV_RANGES, tp_image, tp_image_info, tp_image_mut, tp_jpeg_info, tp_rect,
+    YUV_RANGES, tp_float_image, tp_float_image_mut, tp_image, tp_image_info, tp_image_mut,
+    tp_jpeg_info, tp_rect,
 };
 
 /// `tp_decode_options.flags`: apply the EXIF orientation tag (Pillow's
@@ -290,6 +292,56 @@ pub unsafe extern "C" fn tp_resize(
         let (s, mut d) = unsafe { images(src, dst, &[]) }?;
         let resample = lookup(&RESAMPLES, resample, "resample")?;
         Ok(tensorprep::resize::resize(&s, &mut d, resample)?)
+    })
+}
+
+/// Resizes the float32 image `src` to `dst`'s size (same channel count)
+/// with a `tp_resample` method: the Pillow filters reproduce Pillow's
+/// resize of `F` images channel by channel, `TP_RESAMPLE_TORCH_FLOAT_*`
+/// PyTorch's antialiased `interpolate` of float tensors; other methods are
+/// refused (`TP_RESULT_INVALID_PARAMETER`). One-shot: it allocates its tables
+/// and scratch each call.
+///
+/// # Safety
+///
+/// `src->data` must be valid for reads of `src->len` floats and
+/// `dst->data` for writes of `dst->len` floats; they must not overlap.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tp_resize_f32(
+    src: *const tp_float_image,
+    dst: *const tp_float_image_mut,
+    resample: u32,
+) -> tp_result {
+    boundary(|| {
+        // SAFETY: the caller guarantees the images.
+        let (s, d) = unsafe { (args::required(src, "src")?, args::required(dst, "dst")?) };
+        let resample = lookup(&RESAMPLES, resample, "resample")?;
+        let tight = |width: u32, channels: u32, stride: usize| match stride {
+            0 => width as usize * channels as usize,
+            given => given,
+        };
+        let read = Span::raw(s.data, s.len, "src");
+        args::no_overlap(&[Span::raw(d.data.cast_const(), d.len, "dst")], &[read])?;
+        // SAFETY: the caller guarantees `len` readable floats at `data`.
+        let data = unsafe { args::slice(s.data, s.len, "src.data") }?;
+        let view = FloatView::with_stride(
+            data,
+            s.width,
+            s.height,
+            s.channels as usize,
+            tight(s.width, s.channels, s.stride),
+        )?;
+        // SAFETY: the caller guarantees `len` writable floats at `data`,
+        // which overlap nothing read (checked above).
+        let out = unsafe { args::slice_mut(d.data, d.len, "dst.data") }?;
+        let mut out = FloatViewMut::with_stride(
+            out,
+            d.width,
+            d.height,
+            d.channels as usize,
+            tight(d.width, d.channels, d.stride),
+        )?;
+        Ok(tensorprep::resize::resize_f32(&view, &mut out, resample)?)
     })
 }
 

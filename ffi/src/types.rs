@@ -344,6 +344,43 @@ pub struct tp_image {
     pub planes: [tp_plane; 3],
 }
 
+/// A read-only float32 image (a depth map, HDR pixels, a model's float
+/// output): `channels` interleaved samples per pixel.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct tp_float_image {
+    /// The first sample of the first row (aligned for `float`).
+    pub data: *const f32,
+    /// Samples readable from `data`.
+    pub len: usize,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Samples per pixel (1 to 16).
+    pub channels: u32,
+    /// Samples from one row's start to the next; 0 for tightly packed rows.
+    pub stride: usize,
+}
+
+/// A writable float32 image, laid out as `tp_float_image`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct tp_float_image_mut {
+    /// The first sample of the first row (aligned for `float`).
+    pub data: *mut f32,
+    /// Samples writable from `data`.
+    pub len: usize,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Samples per pixel (1 to 16).
+    pub channels: u32,
+    /// Samples from one row's start to the next; 0 for tightly packed rows.
+    pub stride: usize,
+}
+
 /// One plane of a writable image.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

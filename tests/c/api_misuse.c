@@ -685,6 +685,53 @@ static void eager(const unsigned char *jpeg, size_t jpeg_len, const unsigned cha
     EXPECT(tp_resize(&src, &dst, TP_RESAMPLE_TORCH_BICUBIC), TP_RESULT_OK);
     EXPECT(tp_resize(&src, &dst, TP_RESAMPLE_TORCH_FLOAT_BILINEAR), TP_RESULT_OK);
 
+    /* Float images. */
+    {
+        static float depth[40 * 30];
+        static float half[20 * 15];
+        tp_float_image fsrc;
+        tp_float_image_mut fdst;
+        tp_float_image_mut alias;
+        size_t i;
+        for (i = 0; i < 40 * 30; i++) {
+            depth[i] = 2.5f;
+        }
+        memset(&fsrc, 0, sizeof fsrc);
+        fsrc.data = depth;
+        fsrc.len = 40 * 30;
+        fsrc.width = 40;
+        fsrc.height = 30;
+        fsrc.channels = 1;
+        memset(&fdst, 0, sizeof fdst);
+        fdst.data = half;
+        fdst.len = 20 * 15;
+        fdst.width = 20;
+        fdst.height = 15;
+        fdst.channels = 1;
+        EXPECT(tp_resize_f32(NULL, &fdst, TP_RESAMPLE_PILLOW_BILINEAR), TP_RESULT_NULL_PARAMETER);
+        EXPECT(tp_resize_f32(&fsrc, NULL, TP_RESAMPLE_PILLOW_BILINEAR), TP_RESULT_NULL_PARAMETER);
+        EXPECT(tp_resize_f32(&fsrc, &fdst, 0), TP_RESULT_INVALID_PARAMETER);
+        EXPECT_MSG(tp_resize_f32(&fsrc, &fdst, TP_RESAMPLE_OPENCV_LINEAR), TP_RESULT_INVALID_PARAMETER,
+                   "float images");
+        fdst.channels = 3;
+        EXPECT(tp_resize_f32(&fsrc, &fdst, TP_RESAMPLE_PILLOW_BILINEAR), TP_RESULT_BUFFER_TOO_SMALL);
+        fdst.channels = 1;
+        fsrc.len = 100;
+        EXPECT(tp_resize_f32(&fsrc, &fdst, TP_RESAMPLE_PILLOW_BILINEAR), TP_RESULT_BUFFER_TOO_SMALL);
+        fsrc.len = 40 * 30;
+        alias = fdst;
+        alias.data = depth + 10;
+        EXPECT_MSG(tp_resize_f32(&fsrc, &alias, TP_RESAMPLE_PILLOW_BILINEAR), TP_RESULT_INVALID_PARAMETER,
+                   "overlaps");
+        EXPECT(tp_resize_f32(&fsrc, &fdst, TP_RESAMPLE_PILLOW_BICUBIC), TP_RESULT_OK);
+        for (i = 0; i < 20 * 15; i++) {
+            CHECK(half[i] > 2.4999f && half[i] < 2.5001f);
+        }
+        memset(half, 0, sizeof half);
+        EXPECT(tp_resize_f32(&fsrc, &fdst, TP_RESAMPLE_TORCH_FLOAT_BILINEAR), TP_RESULT_OK);
+        CHECK(half[0] > 2.4999f && half[20 * 15 - 1] < 2.5001f);
+    }
+
     /* Colour. */
     memset(&frame, 0, sizeof frame);
     frame.format = TP_PIXEL_FORMAT_NV21;

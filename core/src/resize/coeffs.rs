@@ -347,13 +347,8 @@ impl AxisShape {
         })?;
         let weights = tables.table(self.weights_len(), |w: &mut [i32]| {
             for (k, xx) in w.chunks_exact_mut(ksize).zip(self.window.clone()) {
-                let (center, xmin, taps) = self.bound(xx);
-                // The same weight twice (it is deterministic): once for the sum,
-                // once to normalize and store; no row buffer.
-                let weight = |x: usize| self.weight(x, xmin, center);
-                let ww: f64 = (0..taps).map(weight).sum();
-                for (x, k) in k[..taps].iter_mut().enumerate() {
-                    let w = if ww != 0.0 { weight(x) / ww } else { weight(x) };
+                self.normalized(xx, |x, w| {
+                    let k = &mut k[x];
                     let q = if w < 0.0 {
                         (-0.5 + w * one) as i32
                     } else {
@@ -366,7 +361,7 @@ impl AxisShape {
                     } else {
                         i32::from(q as i16) << widen
                     };
-                }
+                });
             }
         })?;
         #[cfg(target_arch = "x86_64")]
@@ -380,6 +375,63 @@ impl AxisShape {
             #[cfg(target_arch = "x86_64")]
             pairs,
         })
+    }
+}
+
+impl AxisShape {
+    /// Output `xx`'s normalized `f64` weights (Pillow's `precompute_coeffs`:
+    /// each divided by their sum unless it is zero), given to `store` with
+    /// their tap index. The weight is computed twice (it is deterministic):
+    /// once for the sum, once to store; no row buffer.
+    fn normalized(&self, xx: u32, mut store: impl FnMut(usize, f64)) {
+        let (center, xmin, taps) = self.bound(xx);
+        let weight = |x: usize| self.weight(x, xmin, center);
+        let ww: f64 = (0..taps).map(weight).sum();
+        for x in 0..taps {
+            store(x, if ww != 0.0 { weight(x) / ww } else { weight(x) });
+        }
+    }
+
+    /// The unquantized weights, as Pillow's `F` (float32) images use them,
+    /// first indices relative to `shift`.
+    #[cfg(feature = "alloc")]
+    pub(super) fn build_f64(&self, shift: usize) -> F64Axis {
+        let ksize = self.ksize;
+        let mut weights = alloc::vec![0.0; ksize * self.outputs()];
+        let mut bounds = alloc::vec::Vec::with_capacity(self.outputs());
+        for (k, xx) in weights.chunks_exact_mut(ksize).zip(self.window.clone()) {
+            let (_, xmin, taps) = self.bound(xx);
+            bounds.push(((xmin as u32).saturating_sub(shift as u32), taps as u32));
+            self.normalized(xx, |x, w| k[x] = w);
+        }
+        F64Axis {
+            ksize,
+            bounds,
+            weights,
+        }
+    }
+}
+
+/// One axis's `f64` weights (Pillow's `F` mode): per output, the first
+/// source index and its taps.
+#[cfg(feature = "alloc")]
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct F64Axis {
+    ksize: usize,
+    bounds: alloc::vec::Vec<(u32, u32)>,
+    weights: alloc::vec::Vec<f64>,
+}
+
+#[cfg(feature = "alloc")]
+impl F64Axis {
+    /// Output `i`: first source index and its weights.
+    #[inline(always)]
+    pub(super) fn at(&self, i: usize) -> (usize, &[f64]) {
+        let (start, taps) = self.bounds[i];
+        (
+            start as usize,
+            &self.weights[i * self.ksize..][..taps as usize],
+        )
     }
 }
 

@@ -8,7 +8,8 @@
 //! [`Resample::Torch`] and [`Resample::TorchFloat`] reproduce PyTorch's
 //! antialiased resize (torchvision's `Resize` on tensors) and
 //! [`Resample::LibyuvBilinear`] libyuv's bilinear `ARGBScale` (the TFLite Task
-//! Library's).
+//! Library's). Float32 images (depth maps, HDR) resize with Pillow's `F`
+//! mode or PyTorch's float arithmetic through [`FloatResizer`].
 //!
 //! Work is split the way a pipeline needs it: a [`ResizePlan`] holds the
 //! coefficient tables for one (source size, box, destination size, method) and
@@ -39,6 +40,8 @@
 //! ```
 
 mod coeffs;
+#[cfg(feature = "alloc")]
+mod float;
 mod kernels;
 mod libyuv;
 mod opencv;
@@ -46,6 +49,11 @@ mod pillow;
 mod plan;
 mod torch_float;
 
+#[cfg(feature = "alloc")]
+pub use float::{
+    FloatImage, FloatResizer, FloatView, FloatViewMut, MAX_FLOAT_CHANNELS, resize_f32,
+    resize_f32_by_rule,
+};
 pub use kernels::Simd;
 pub(crate) use plan::ResizeScratch;
 #[cfg(feature = "alloc")]

@@ -203,6 +203,51 @@ impl PillowShape {
     }
 }
 
+/// Pillow's resize of `F` (float32) images: the same passes as for 8-bit
+/// ones, with the unquantized `f64` weights, summed in `f64`
+/// (`ImagingResampleHorizontal_32bpc`); first indices relative to the
+/// shape's region.
+#[cfg(feature = "alloc")]
+#[derive(Clone, Debug)]
+pub(super) enum F64Plan {
+    /// The region is the output.
+    Copy,
+    /// Source column and row per output (`u32::MAX`: outside, zero).
+    Nearest {
+        xs: alloc::vec::Vec<u32>,
+        ys: alloc::vec::Vec<u32>,
+    },
+    Convolve {
+        h: Option<super::coeffs::F64Axis>,
+        v: Option<super::coeffs::F64Axis>,
+        vertical_first: bool,
+    },
+}
+
+#[cfg(feature = "alloc")]
+impl PillowShape {
+    /// The plan for float32 images of this shape.
+    pub(super) fn build_f64(&self) -> F64Plan {
+        let (x0, y0) = (self.region.x, self.region.y);
+        match &self.kind {
+            ShapeKind::Copy { .. } => F64Plan::Copy,
+            ShapeKind::Nearest { x, y } => F64Plan::Nearest {
+                xs: x.relative(x0).collect(),
+                ys: y.relative(y0).collect(),
+            },
+            ShapeKind::Convolve {
+                h,
+                v,
+                vertical_first,
+            } => F64Plan::Convolve {
+                h: h.as_ref().map(|a| a.build_f64(x0 as usize)),
+                v: v.as_ref().map(|a| a.build_f64(y0 as usize)),
+                vertical_first: *vertical_first,
+            },
+        }
+    }
+}
+
 impl Passes {
     /// A copy or nearest sampling: one row at a time, no other scratch.
     const ONE_ROW: Passes = Passes {
@@ -364,6 +409,12 @@ impl NearestAxis {
             .skip(self.window.start as usize)
     }
 
+    /// The positions relative to `first` (`u32::MAX` stays outside).
+    fn relative(&self, first: u32) -> impl Iterator<Item = u32> + '_ {
+        self.positions()
+            .map(move |p| if p == u32::MAX { p } else { p - first })
+    }
+
     /// The range the valid positions span (`0..1` if every one is outside the source).
     fn span(&self) -> (u32, u32) {
         let valid = self.positions().filter(|&p| p != u32::MAX);
@@ -375,8 +426,8 @@ impl NearestAxis {
     /// The positions relative to `first`.
     fn build<S: Storage>(&self, first: u32, tables: &mut impl Tables<S>) -> Result<S::Table<u32>> {
         tables.table(self.window.len(), |t: &mut [u32]| {
-            for (t, p) in t.iter_mut().zip(self.positions()) {
-                *t = if p == u32::MAX { p } else { p - first };
+            for (t, p) in t.iter_mut().zip(self.relative(first)) {
+                *t = p;
             }
         })
     }

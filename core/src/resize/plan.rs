@@ -77,7 +77,7 @@ pub type ArenaResizePlan<'a> = ResizePlanIn<Borrowed<'a>>;
 
 /// A source box that must act as a crop (for methods with no fractional box):
 /// its origin and size, or an error naming `resample`'s library.
-fn integral_box(b: SourceBox, resample: Resample) -> Result<((u32, u32), (u32, u32))> {
+pub(super) fn integral_box(b: SourceBox, resample: Resample) -> Result<((u32, u32), (u32, u32))> {
     let integral = [b.x0, b.y0, b.x1, b.y1]
         .iter()
         .all(|v| *v == libm::truncf(*v));
@@ -101,7 +101,7 @@ fn integral_box(b: SourceBox, resample: Resample) -> Result<((u32, u32), (u32, u
 }
 
 /// The checks every plan makes of its sizes, before any table is computed.
-fn check_sizes(
+pub(super) fn check_sizes(
     src: (u32, u32),
     source_box: SourceBox,
     full: (u32, u32),

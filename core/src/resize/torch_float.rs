@@ -33,7 +33,7 @@ pub(super) struct FloatAxis<S: Storage> {
 impl<S: Storage> FloatAxis<S> {
     /// Output `i`: first source index (relative to the region) and its weights.
     #[inline(always)]
-    fn at(&self, i: usize) -> (usize, &[f32]) {
+    pub(super) fn at(&self, i: usize) -> (usize, &[f32]) {
         let (start, taps) = self.bounds[i];
         (
             start as usize,
@@ -249,6 +249,14 @@ impl TorchFloatPlan<Heap> {
         for axis in [self.h, self.v].into_iter().flatten() {
             axis.into_pools(pools);
         }
+    }
+}
+
+impl<S: Storage> TorchFloatPlan<S> {
+    /// The horizontal and vertical axes, each where its size changes.
+    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
+    pub(super) fn axes(&self) -> (Option<&FloatAxis<S>>, Option<&FloatAxis<S>>) {
+        (self.h.as_ref(), self.v.as_ref())
     }
 }
 
