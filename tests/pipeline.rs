@@ -83,6 +83,12 @@ fn eager(ops: &[Op], img: Image, decode: Option<(&[u8], Decode)>) -> Result<Tens
                         height,
                         placement,
                     } => (width, height, placement),
+                    PadTo::AtLeast {
+                        width,
+                        height,
+                        placement,
+                    } => (v.width().max(width), v.height().max(height), placement),
+                    _ => unreachable!("every padding is handled"),
                 };
                 tensorprep::geometry::pad_owned(&v, w, h, placement, &fill[..bpp])?.0
             }
@@ -203,7 +209,21 @@ fn random_op(rng: &mut Rng, (w, h): (u32, u32)) -> (Op, (u32, u32)) {
                 rng.below_u32(256) as u8,
                 rng.below_u32(256) as u8,
             ];
-            if rng.below_u32(2) == 0 {
+            let kind = rng.below_u32(3);
+            if kind == 2 {
+                // Up to a size each side may already exceed.
+                let (aw, ah) = (
+                    (w + rng.below_u32(9)).saturating_sub(4).max(1),
+                    (h + rng.below_u32(9)).saturating_sub(4).max(1),
+                );
+                let placement = rng.pick(&[Placement::Center, Placement::TopLeft]);
+                let to = PadTo::AtLeast {
+                    width: aw,
+                    height: ah,
+                    placement,
+                };
+                (Op::Pad(Pad { to, fill }), (w.max(aw), h.max(ah)))
+            } else if kind == 0 {
                 let (l, t, r, b) = (
                     rng.below_u32(5),
                     rng.below_u32(5),
@@ -892,19 +912,23 @@ fn hostile_pipeline_parameters_are_errors_not_panics() {
                     rounding: CropRounding::Floor,
                 }),
                 3 => Op::Pad(Pad {
-                    to: if rng.below_u32(2) == 0 {
-                        PadTo::Borders {
+                    to: match rng.below_u32(3) {
+                        0 => PadTo::Borders {
                             left: a,
                             top: b,
                             right: a,
                             bottom: b,
-                        }
-                    } else {
-                        PadTo::Canvas {
+                        },
+                        1 => PadTo::Canvas {
                             width: a,
                             height: b,
                             placement: Placement::Center,
-                        }
+                        },
+                        _ => PadTo::AtLeast {
+                            width: a,
+                            height: b,
+                            placement: Placement::TopLeft,
+                        },
                     },
                     fill: [1, 2, 3],
                 }),

@@ -28,6 +28,7 @@ pub enum Rounding {
 
 /// How the output size of a resize follows from the input size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum SizeRule {
     /// Exactly `width` x `height`, aspect ratio not kept.
     Exact {
@@ -82,6 +83,20 @@ pub enum SizeRule {
         multiple: u32,
         /// Scale both sides alike, by the scale that changes the image least.
         keep_aspect_ratio: bool,
+    },
+    /// timm's `ResizeKeepRatio` (its eval transforms for `crop_mode: "border"`
+    /// and non-square targets): `ratio` is the larger (`longest`) or the
+    /// smaller of `height / target_height` and `width / target_width`, and
+    /// each side becomes `round(side / ratio)` (float64, Python's half to
+    /// even). With `longest` the image fits inside the target, without it it
+    /// covers it.
+    KeepRatio {
+        /// Target width.
+        width: u32,
+        /// Target height.
+        height: u32,
+        /// Fit inside (timm's `longest=1`) rather than cover (`longest=0`).
+        longest: bool,
     },
 }
 
@@ -180,6 +195,18 @@ impl SizeRule {
                 let side = |scale: f64, n: u32| libm::rint(scale * f64::from(n) / m) * m;
                 to_size(side(sw, width) as u64, side(sh, height) as u64)
             }
+            SizeRule::KeepRatio {
+                width: tw,
+                height: th,
+                longest,
+            } => {
+                check_dimensions(u64::from(tw), u64::from(th))?;
+                let rh = f64::from(height) / f64::from(th);
+                let rw = f64::from(width) / f64::from(tw);
+                let ratio = if longest { rh.max(rw) } else { rh.min(rw) };
+                let side = |n: u32| libm::rint(f64::from(n) / ratio) as u64;
+                to_size(side(width), side(height))
+            }
         }
     }
 }
@@ -194,6 +221,44 @@ pub fn fit_scale(width: u32, height: u32, box_width: u32, box_height: u32, upsca
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keep_ratio_fits_or_covers_like_timm() {
+        let fit = |w, h, longest| {
+            SizeRule::KeepRatio {
+                width: 248,
+                height: 248,
+                longest,
+            }
+            .output_size(w, h)
+            .unwrap()
+        };
+        // 640x427 inside 248x248: ratio 640/248, height round(165.47...) = 165.
+        assert_eq!(fit(640, 427, true), (248, 165));
+        // Covering: ratio 427/248, width round(371.7...) = 372.
+        assert_eq!(fit(640, 427, false), (372, 248));
+        // Non-square target: 320x192 covered by a 500x500 image scaled to 320.
+        let cover = SizeRule::KeepRatio {
+            width: 320,
+            height: 192,
+            longest: false,
+        };
+        assert_eq!(cover.output_size(500, 500).unwrap(), (320, 320));
+        // Half to even: 5 / (10 / 4) = 2.0, 3 / 2.5 = 1.2; 7 / 2 = 3.5 -> 4, 5 / 2 = 2.5 -> 2.
+        let half = SizeRule::KeepRatio {
+            width: 4,
+            height: 2,
+            longest: true,
+        };
+        assert_eq!(half.output_size(10, 3).unwrap(), (4, 1));
+        assert_eq!(half.output_size(7, 4).unwrap(), (4, 2));
+        let zero = SizeRule::KeepRatio {
+            width: 0,
+            height: 2,
+            longest: true,
+        };
+        assert!(zero.output_size(10, 10).is_err());
+    }
 
     #[test]
     fn shorter_side_truncates_like_torchvision() {

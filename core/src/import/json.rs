@@ -86,6 +86,13 @@ impl<'a> Object<'a> {
 
     /// A number or a list of numbers, as f32.
     pub(super) fn floats(&self, key: &str) -> Result<Option<Vec<f32>>, GraphError> {
+        Ok(self
+            .doubles(key)?
+            .map(|l| l.into_iter().map(|x| x as f32).collect()))
+    }
+
+    /// A number or a list of numbers, as f64 (as Python holds them).
+    pub(super) fn doubles(&self, key: &str) -> Result<Option<Vec<f64>>, GraphError> {
         let Some(v) = self.get(key) else {
             return Ok(None);
         };
@@ -93,7 +100,7 @@ impl<'a> Object<'a> {
             Value::Array(items) => items.iter().map(Value::as_f64).collect::<Option<Vec<_>>>(),
             v => v.as_f64().map(|x| std::vec![x]),
         };
-        list.map(|l| Some(l.into_iter().map(|x| x as f32).collect()))
+        list.map(Some)
             .ok_or_else(|| self.wrong(key, "a number or a list of numbers"))
     }
 

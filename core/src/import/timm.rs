@@ -9,8 +9,10 @@ use super::{
     three,
 };
 use crate::finish::Normalize;
+use crate::geometry::Placement;
 use crate::graph::{Graph, GraphError};
 use crate::jpeg::Orientation;
+use crate::pipeline::{Op, Pad, PadTo};
 use crate::resize::Filter;
 use crate::size::SizeRule;
 use crate::{DType, Layout, Quantization};
@@ -25,9 +27,11 @@ const FORMAT: &str = "timm";
 /// `[3, 224, 224]`, `interpolation` `"bicubic"`, `crop_pct` 0.875,
 /// `crop_mode` `"center"`, ImageNet mean and std. The resize side is
 /// `floor(size / crop_pct)`; `center` resizes the shorter side to it
-/// (torchvision `Resize(int)`), `squash` resizes both sides; then a centre
-/// crop with torchvision's rounding. `crop_mode: "border"` and non-square
-/// `center` inputs (timm's `ResizeKeepRatio`) are refused.
+/// (torchvision `Resize(int)`; for a non-square input, timm's
+/// `ResizeKeepRatio` covering the size),
+/// `squash` resizes both sides, `border` fits the image inside and pads it
+/// with the mean colour (`CenterCropOrPad`); then a centre crop with
+/// torchvision's rounding. `crop_border_pixels` is refused.
 pub fn timm(config: &str) -> Result<Graph, GraphError> {
     let value = json::parse(FORMAT, config)?;
     let outer = Object::new(FORMAT, &value)?;
@@ -59,18 +63,53 @@ pub fn timm(config: &str) -> Result<Graph, GraphError> {
         )
     };
     let (scale_h, scale_w) = (scale(height)?, scale(width)?);
-    let resize = match cfg.str("crop_mode")?.unwrap_or("center") {
-        "center" if scale_h == scale_w => shorter_side(scale_h),
-        "center" => {
-            return Err(cfg.error(
-                "a non-square `input_size` with crop_mode `center` (timm's ResizeKeepRatio) is not supported"
-                    .into(),
-            ));
+    if cfg.f64("crop_border_pixels")?.is_some_and(|n| n != 0.0) {
+        return Err(cfg.error("`crop_border_pixels` (timm's TrimBorder) is not supported".into()));
+    }
+    let keep_ratio = |longest| SizeRule::KeepRatio {
+        width: scale_w,
+        height: scale_h,
+        longest,
+    };
+    // (size rule, filter, padding up to the crop before it).
+    let (resize, filter, pad) = match cfg.str("crop_mode")?.unwrap_or("center") {
+        "center" if scale_h == scale_w => (shorter_side(scale_h), filter, None),
+        // (timm before 1.0.16 built this one bilinear whatever the config said.)
+        "center" => (keep_ratio(false), filter, None),
+        "squash" => (
+            SizeRule::Exact {
+                width: scale_w,
+                height: scale_h,
+            },
+            filter,
+            None,
+        ),
+        // Fit inside, then CenterCropOrPad: pad what is short of the crop
+        // (left and top floor((crop - side) / 2)) with the mean colour
+        // `round(255 * mean)`, crop what is over.
+        "border" => {
+            let mean = cfg
+                .doubles("mean")?
+                .unwrap_or(IMAGENET_MEAN.map(f64::from).to_vec());
+            let fill: Vec<u8> = mean
+                .iter()
+                .map(|&m| libm::rint(255.0 * m).clamp(0.0, 255.0) as u8)
+                .collect();
+            let fill = match fill[..] {
+                [v] => [v; 3],
+                [r, g, b] => [r, g, b],
+                _ => return Err(cfg.error("`mean` needs 1 or 3 values".into())),
+            };
+            let pad = Pad {
+                to: PadTo::AtLeast {
+                    width,
+                    height,
+                    placement: Placement::Center,
+                },
+                fill,
+            };
+            (keep_ratio(true), filter, Some(pad))
         }
-        "squash" => SizeRule::Exact {
-            width: scale_w,
-            height: scale_h,
-        },
         other => {
             return Err(cfg.error(format!("crop_mode `{other}` is not supported")));
         }
@@ -82,7 +121,10 @@ pub fn timm(config: &str) -> Result<Graph, GraphError> {
         }
     };
     let mut ops = Vec::from([decode(Orientation::Ignore)]);
-    ops.extend(resize_then_center_crop(resize, filter, width, height));
+    let [resize, crop] = resize_then_center_crop(resize, filter, width, height);
+    ops.push(resize);
+    ops.extend(pad.map(Op::Pad));
+    ops.push(crop);
     ops.extend(finish(
         Normalize {
             mean: stat("mean", IMAGENET_MEAN)?,
@@ -106,7 +148,6 @@ pub fn timm(config: &str) -> Result<Graph, GraphError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::Op;
     use crate::size::Rounding;
     use std::string::ToString;
 
@@ -134,10 +175,42 @@ mod tests {
     }
 
     #[test]
+    fn border_and_non_square_center_keep_the_ratio() {
+        let ops = |config: &str| timm(config).unwrap().pipeline.ops().to_vec();
+        let border = ops(r#"{"crop_mode": "border", "crop_pct": 0.9, "mean": [0.5, 0.25, 0.75]}"#);
+        assert!(border.contains(&Op::Resize(crate::pipeline::Resize {
+            size: SizeRule::KeepRatio {
+                width: 248,
+                height: 248,
+                longest: true
+            },
+            resample: crate::resize::Resample::Pillow(Filter::Bicubic),
+        })));
+        // round(127.5) = 128 (half to even), round(63.75) = 64, round(191.25) = 191.
+        assert!(border.contains(&Op::Pad(Pad {
+            to: PadTo::AtLeast {
+                width: 224,
+                height: 224,
+                placement: Placement::Center
+            },
+            fill: [128, 64, 191],
+        })));
+        let center = ops(r#"{"input_size": [3, 224, 256], "interpolation": "bicubic"}"#);
+        assert!(center.contains(&Op::Resize(crate::pipeline::Resize {
+            size: SizeRule::KeepRatio {
+                width: 292,
+                height: 256,
+                longest: false
+            },
+            resample: crate::resize::Resample::Pillow(Filter::Bicubic),
+        })));
+    }
+
+    #[test]
     fn unsupported_modes_are_named() {
         for (config, needle) in [
-            (r#"{"crop_mode": "border"}"#, "border"),
-            (r#"{"input_size": [3, 224, 256]}"#, "ResizeKeepRatio"),
+            (r#"{"crop_mode": "diagonal"}"#, "diagonal"),
+            (r#"{"crop_border_pixels": 2}"#, "TrimBorder"),
             (r#"{"interpolation": "random"}"#, "random"),
             (r#"{"input_size": [1, 224, 224]}"#, "input_size"),
             (r#"{"crop_pct": 0}"#, "crop_pct"),

@@ -179,6 +179,19 @@ pub struct SizeMultiple {
     #[prost(bool, tag = "4")]
     pub keep_aspect_ratio: bool,
 }
+/// timm's ResizeKeepRatio: ratio = the larger (longest) or smaller of
+/// height / target height and width / target width (float64); each side
+/// becomes round(side / ratio), half to even.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SizeKeepRatio {
+    #[prost(uint32, tag = "1")]
+    pub width: u32,
+    #[prost(uint32, tag = "2")]
+    pub height: u32,
+    /// Fit inside the target (timm's longest=1) rather than cover it (longest=0).
+    #[prost(bool, tag = "3")]
+    pub longest: bool,
+}
 /// Resize to a size given by a rule.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct Resize {
@@ -189,7 +202,7 @@ pub struct Resize {
     /// PyTorch (either family): BILINEAR or BICUBIC. libyuv: BILINEAR.
     #[prost(enumeration = "Filter", tag = "6")]
     pub filter: i32,
-    #[prost(oneof = "resize::Size", tags = "1, 2, 3, 4, 7")]
+    #[prost(oneof = "resize::Size", tags = "1, 2, 3, 4, 7, 8")]
     pub size: ::core::option::Option<resize::Size>,
 }
 /// Nested message and enum types in `Resize`.
@@ -206,6 +219,8 @@ pub mod resize {
         Fit(super::SizeFit),
         #[prost(message, tag = "7")]
         Multiple(super::SizeMultiple),
+        #[prost(message, tag = "8")]
+        KeepRatio(super::SizeKeepRatio),
     }
 }
 /// A centred crop; the image must be at least this large.
@@ -250,13 +265,24 @@ pub struct PadCanvas {
     #[prost(enumeration = "Placement", tag = "3")]
     pub placement: i32,
 }
+/// Each side padded up to at least this size (sides already as large stay
+/// as they are): with a centre crop after it, timm's CenterCropOrPad.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PadAtLeast {
+    #[prost(uint32, tag = "1")]
+    pub width: u32,
+    #[prost(uint32, tag = "2")]
+    pub height: u32,
+    #[prost(enumeration = "Placement", tag = "3")]
+    pub placement: i32,
+}
 /// Pad with a constant colour.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct Pad {
     /// R, G, B, each 0-255 (gray images use the luma of this colour).
     #[prost(uint32, repeated, tag = "3")]
     pub fill: ::prost::alloc::vec::Vec<u32>,
-    #[prost(oneof = "pad::To", tags = "1, 2")]
+    #[prost(oneof = "pad::To", tags = "1, 2, 4")]
     pub to: ::core::option::Option<pad::To>,
 }
 /// Nested message and enum types in `Pad`.
@@ -267,6 +293,8 @@ pub mod pad {
         Borders(super::PadBorders),
         #[prost(message, tag = "2")]
         Canvas(super::PadCanvas),
+        #[prost(message, tag = "4")]
+        AtLeast(super::PadAtLeast),
     }
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]

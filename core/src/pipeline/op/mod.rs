@@ -614,6 +614,11 @@ pub(crate) mod message {
                     multiple: 1 + i as u32 % 3,
                     keep_aspect_ratio: i % 2 == 0,
                 },
+                SizeRule::KeepRatio {
+                    width: 30,
+                    height: 20,
+                    longest: i % 2 == 0,
+                },
             ] {
                 ops.push(Op::Resize(Resize { size, resample }));
             }
@@ -643,6 +648,14 @@ pub(crate) mod message {
                     placement,
                 },
                 fill: [114; 3],
+            }));
+            ops.push(Op::Pad(Pad {
+                to: PadTo::AtLeast {
+                    width: 30,
+                    height: 40,
+                    placement,
+                },
+                fill: [124, 116, 104],
             }));
         }
         ops.extend(FLIPS.iter().map(|r| Op::Flip(r.0)));

@@ -19,6 +19,7 @@ pub struct Pad {
 
 /// The padded size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum PadTo {
     /// Fixed borders on each side.
     Borders {
@@ -36,6 +37,17 @@ pub enum PadTo {
         /// Canvas width.
         width: u32,
         /// Canvas height.
+        height: u32,
+        /// Where the image goes.
+        placement: Placement,
+    },
+    /// Each side padded up to at least this size; sides already as large
+    /// stay as they are. Followed by a centre crop of the same size: timm's
+    /// `CenterCropOrPad`.
+    AtLeast {
+        /// Smallest width.
+        width: u32,
+        /// Smallest height.
         height: u32,
         /// Where the image goes.
         placement: Placement,
@@ -94,6 +106,15 @@ mod compiled {
                     height,
                     placement,
                 } => Ok((width, height, placement.rect(w, h, width, height)?)),
+                PadTo::AtLeast {
+                    width,
+                    height,
+                    placement,
+                } => {
+                    let (cw, ch) = (w.max(width), h.max(height));
+                    crate::image::check_dimensions(u64::from(cw), u64::from(ch))?;
+                    Ok((cw, ch, placement.rect(w, h, cw, ch)?))
+                }
             }
         }
 
@@ -104,11 +125,11 @@ mod compiled {
         ) -> Result<Option<(u32, u32)>> {
             match (self.to, before) {
                 (PadTo::Canvas { width, height, .. }, _) => Ok(Some((width, height))),
-                (PadTo::Borders { .. }, Some((w, h))) => {
+                (PadTo::Borders { .. } | PadTo::AtLeast { .. }, Some((w, h))) => {
                     let (cw, ch, _) = self.layout(w, h)?;
                     Ok(Some((cw, ch)))
                 }
-                (PadTo::Borders { .. }, None) => Ok(None),
+                (PadTo::Borders { .. } | PadTo::AtLeast { .. }, None) => Ok(None),
             }
         }
 
@@ -195,6 +216,7 @@ pub(crate) mod message {
     ];
     const BORDERS: &str = "pad.borders";
     const CANVAS: &str = "pad.canvas";
+    const AT_LEAST: &str = "pad.at_least";
 
     impl Pad {
         pub(crate) fn to_message(self) -> pb::Pad {
@@ -220,6 +242,15 @@ pub(crate) mod message {
                         height,
                         placement: to_pb(&PLACEMENTS, placement) as i32,
                     }),
+                    PadTo::AtLeast {
+                        width,
+                        height,
+                        placement,
+                    } => pb::pad::To::AtLeast(pb::PadAtLeast {
+                        width,
+                        height,
+                        placement: to_pb(&PLACEMENTS, placement) as i32,
+                    }),
                 }),
                 fill: self.fill.iter().map(|&v| u32::from(v)).collect(),
             }
@@ -230,7 +261,7 @@ pub(crate) mod message {
             let to = match p
                 .to
                 .as_ref()
-                .ok_or_else(|| bad("borders or canvas must be given"))?
+                .ok_or_else(|| bad("borders, canvas or at_least must be given"))?
             {
                 pb::pad::To::Borders(b) => PadTo::Borders {
                     left: b.left,
@@ -239,6 +270,11 @@ pub(crate) mod message {
                     bottom: b.bottom,
                 },
                 pb::pad::To::Canvas(c) => PadTo::Canvas {
+                    width: c.width,
+                    height: c.height,
+                    placement: from_pb(&PLACEMENTS, c.placement, "placement", at)?,
+                },
+                pb::pad::To::AtLeast(c) => PadTo::AtLeast {
                     width: c.width,
                     height: c.height,
                     placement: from_pb(&PLACEMENTS, c.placement, "placement", at)?,
@@ -256,12 +292,13 @@ pub(crate) mod message {
             out.push(match self.to {
                 PadTo::Borders { .. } => BORDERS,
                 PadTo::Canvas { .. } => CANVAS,
+                PadTo::AtLeast { .. } => AT_LEAST,
             });
         }
     }
 
     /// Every feature a padding can need.
     pub(crate) fn known_features() -> impl Iterator<Item = &'static str> {
-        [BORDERS, CANVAS].into_iter()
+        [BORDERS, CANVAS, AT_LEAST].into_iter()
     }
 }

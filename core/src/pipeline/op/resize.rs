@@ -204,12 +204,13 @@ pub(crate) mod message {
         ]
     };
     /// The size rules' features, in `SizeRule` declaration order.
-    const SIZE_RULES: [&str; 5] = [
+    const SIZE_RULES: [&str; 6] = [
         "size.exact",
         "size.shorter_side",
         "size.longer_side",
         "size.fit",
         "size.multiple",
+        "size.keep_ratio",
     ];
 
     impl Resize {
@@ -258,6 +259,7 @@ pub(crate) mod message {
                 SizeRule::LongerSide { rounding, .. } => (2, Some(rounding)),
                 SizeRule::Fit { .. } => (3, Some(Rounding::HalfEven)),
                 SizeRule::Multiple { .. } => (4, Some(Rounding::HalfEven)),
+                SizeRule::KeepRatio { .. } => (5, Some(Rounding::HalfEven)),
             };
             out.push(SIZE_RULES[rule]);
             out.extend(rounding.map(|r| feature(&ROUNDINGS, r)));
@@ -310,6 +312,15 @@ pub(crate) mod message {
                 multiple,
                 keep_aspect_ratio,
             }),
+            SizeRule::KeepRatio {
+                width,
+                height,
+                longest,
+            } => Size::KeepRatio(pb::SizeKeepRatio {
+                width,
+                height,
+                longest,
+            }),
         }
     }
 
@@ -357,6 +368,11 @@ pub(crate) mod message {
                     keep_aspect_ratio: m.keep_aspect_ratio,
                 }
             }
+            Size::KeepRatio(k) => SizeRule::KeepRatio {
+                width: k.width,
+                height: k.height,
+                longest: k.longest,
+            },
         })
     }
 }
