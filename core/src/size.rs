@@ -98,6 +98,22 @@ pub enum SizeRule {
         /// Fit inside (timm's `longest=1`) rather than cover (`longest=0`).
         longest: bool,
     },
+    /// Hugging Face's DETR resize (`get_size_with_aspect_ratio`: DETR,
+    /// Conditional and Deformable DETR): the shorter side becomes `shortest`,
+    /// unless the longer would then exceed `longest`, in which case the
+    /// shorter becomes `round(raw)` with `raw = longest * short / long`
+    /// (float64, half to even) and the longer `int(raw * long / short)`;
+    /// otherwise the longer is `int(shortest * long / short)`. With `yolos`,
+    /// YOLOS's variant: the same sizes floored to multiples of 16 (and its
+    /// order of the tests, which differs when `round(raw)` equals the shorter side).
+    Detr {
+        /// The shorter side's target.
+        shortest: u32,
+        /// The longer side's cap, if any.
+        longest: Option<u32>,
+        /// YOLOS's variant.
+        yolos: bool,
+    },
 }
 
 /// `a * b / c` on non-negative integers in float64 (the product is exact), then
@@ -207,6 +223,51 @@ impl SizeRule {
                 let side = |n: u32| libm::rint(f64::from(n) / ratio) as u64;
                 to_size(side(width), side(height))
             }
+            SizeRule::Detr {
+                shortest,
+                longest,
+                yolos,
+            } => {
+                let (h, w) = (u64::from(height), u64::from(width));
+                let (short, long) = (h.min(w) as f64, h.max(w) as f64);
+                let mut size = u64::from(shortest);
+                let mut raw = None;
+                if let Some(max) = longest
+                    && long / short * size as f64 > f64::from(max)
+                {
+                    let r = f64::from(max) * short / long;
+                    size = libm::rint(r) as u64;
+                    raw = Some(r);
+                }
+                // `int(raw * a / b)` or `int(size * a / b)` (the product
+                // exact as an integer, then a float division).
+                let other = |a: u64, b: u64| match raw {
+                    Some(r) => (r * a as f64 / b as f64) as u64,
+                    None => ((size * a) as f64 / b as f64) as u64,
+                };
+                let unchanged = (h <= w && h == size) || (w <= h && w == size);
+                let (oh, ow) = if yolos {
+                    if w < h {
+                        (other(h, w), size)
+                    } else if unchanged {
+                        (h, w)
+                    } else {
+                        (size, other(w, h))
+                    }
+                } else if unchanged {
+                    (h, w)
+                } else if w < h {
+                    (other(h, w), size)
+                } else {
+                    (size, other(w, h))
+                };
+                let (oh, ow) = if yolos {
+                    (oh - oh % 16, ow - ow % 16)
+                } else {
+                    (oh, ow)
+                };
+                to_size(ow, oh)
+            }
         }
     }
 }
@@ -221,6 +282,46 @@ pub fn fit_scale(width: u32, height: u32, box_width: u32, box_height: u32, upsca
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn detr_caps_the_longer_side_as_transformers() {
+        let detr = |shortest, longest, yolos| SizeRule::Detr {
+            shortest,
+            longest,
+            yolos,
+        };
+        // 451x300: shorter 300 -> 800, longer int(800 * 451 / 300) = 1202.
+        assert_eq!(
+            detr(800, Some(1333), false).output_size(451, 300).unwrap(),
+            (1202, 800)
+        );
+        // Capped: raw = 280 * 300 / 451 = 186.25..., size 186, longer int(raw * 451 / 300) = 280.
+        assert_eq!(
+            detr(200, Some(280), false).output_size(451, 300).unwrap(),
+            (280, 186)
+        );
+        // Portrait, no cap.
+        assert_eq!(
+            detr(200, None, false).output_size(300, 451).unwrap(),
+            (200, 300)
+        );
+        // Already the size: unchanged.
+        assert_eq!(
+            detr(300, Some(1333), false).output_size(451, 300).unwrap(),
+            (451, 300)
+        );
+        // YOLOS floors to multiples of 16: (1202, 800) -> (1200, 800); (280, 186) -> (272, 176).
+        assert_eq!(
+            detr(800, Some(1333), true).output_size(451, 300).unwrap(),
+            (1200, 800)
+        );
+        assert_eq!(
+            detr(200, Some(280), true).output_size(451, 300).unwrap(),
+            (272, 176)
+        );
+        assert!(detr(0, None, false).output_size(451, 300).is_err());
+        assert!(detr(5, None, true).output_size(451, 300).is_err());
+    }
 
     #[test]
     fn keep_ratio_fits_or_covers_like_timm() {

@@ -82,6 +82,8 @@ impl HfBackend {
 enum Size {
     HeightWidth(u32, u32),
     ShortestEdge(u32),
+    /// `shortest_edge` and `longest_edge` (the DETR family).
+    ShortestLongest(u32, u32),
 }
 
 /// How a class turns its `size` into the resize it runs.
@@ -101,6 +103,10 @@ enum Rule {
     /// DPT (and Depth Anything): height and width with `keep_aspect_ratio`
     /// and `ensure_multiple_of` ([`SizeRule::Multiple`]).
     Dpt,
+    /// The DETR family: shortest and longest edge ([`SizeRule::Detr`]); an
+    /// integer size is the shortest edge with `max_size` (1333) the longest;
+    /// `do_pad` pads a batch to its largest image (nothing for one image).
+    Detr { yolos: bool },
 }
 
 /// An image processor class's defaults (transformers 5).
@@ -134,7 +140,7 @@ const fn class(
         size,
         // `get_size_dict` squares an integer size unless the class says not to:
         // the classes whose default size is a shortest edge.
-        default_to_square: !matches!(size, Size::ShortestEdge(_)),
+        default_to_square: matches!(size, Size::HeightWidth(..)),
         filter,
         center_crop: center_crop.is_some(),
         crop_size: match center_crop {
@@ -264,6 +270,38 @@ const CLASSES: &[Defaults] = &[
         HALF,
         Rule::Dpt,
     ),
+    class(
+        "Detr",
+        Size::ShortestLongest(800, 1333),
+        Filter::Bilinear,
+        None,
+        IMAGENET,
+        Rule::Detr { yolos: false },
+    ),
+    class(
+        "ConditionalDetr",
+        Size::ShortestLongest(800, 1333),
+        Filter::Bilinear,
+        None,
+        IMAGENET,
+        Rule::Detr { yolos: false },
+    ),
+    class(
+        "DeformableDetr",
+        Size::ShortestLongest(800, 1333),
+        Filter::Bilinear,
+        None,
+        IMAGENET,
+        Rule::Detr { yolos: false },
+    ),
+    class(
+        "Yolos",
+        Size::ShortestLongest(800, 1333),
+        Filter::Bilinear,
+        None,
+        IMAGENET,
+        Rule::Detr { yolos: true },
+    ),
     Defaults {
         // No centre crop by default, but a crop size of the image size.
         crop_size: (768, 768),
@@ -280,12 +318,7 @@ const CLASSES: &[Defaults] = &[
 ];
 
 /// Classes known and not reproduced, with what they do that a graph does not.
-const REFUSED: [(&[&str], &str); 3] = [
-    (
-        &["Detr", "ConditionalDetr", "DeformableDetr", "Yolos"],
-        "it resizes by shortest and longest edge with DETR's own rounding and pads \
-         the batch in the normalized tensor, with a pixel mask as a second output",
-    ),
+const REFUSED: [(&[&str], &str); 2] = [
     (
         &["Owlv2"],
         "it pads to a square with 0.5 gray and resizes with scikit-image's \
@@ -348,6 +381,10 @@ fn read_size(
                     Size::HeightWidth(pos(h, "height")?, pos(w, "width")?)
                 }
                 (None, None, Some(s), 1) => Size::ShortestEdge(pos(s, "shortest_edge")?),
+                (None, None, Some(s), 2) if get("longest_edge").is_some() => Size::ShortestLongest(
+                    pos(s, "shortest_edge")?,
+                    pos(get("longest_edge").unwrap_or(s), "longest_edge")?,
+                ),
                 _ => {
                     return Err(o.error(format!(
                         "`{key}` with keys {keys:?} is not supported (height+width or shortest_edge)"
@@ -375,7 +412,9 @@ pub fn hugging_face(config: &str) -> Result<Graph, GraphError> {
 /// Supported classes: ViT, DeiT, BEiT, CLIP, ConvNeXT (with `crop_pct`), BiT,
 /// SigLIP, MobileNetV1, MobileNetV2, LeViT, PoolFormer (with `crop_pct`),
 /// SegFormer, DPT (with `keep_aspect_ratio` and `ensure_multiple_of`: Depth
-/// Anything) and OWL-ViT (with its legacy `rescale` key), in their `ImageProcessor`, `ImageProcessorFast`,
+/// Anything), OWL-ViT (with its legacy `rescale` key) and the DETR family
+/// (DETR, Conditional and Deformable DETR, YOLOS: shortest and longest edge,
+/// one image, so `do_pad` pads nothing and the pixel mask is all ones), in their `ImageProcessor`, `ImageProcessorFast`,
 /// `ImageProcessorPil` and legacy `FeatureExtractor` spellings. Keys the file
 /// leaves out take the class's defaults (transformers 5); legacy integer sizes
 /// follow `get_size_dict` (`size: 224` is 224x224 for ViT, shortest edge 224
@@ -427,15 +466,38 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
                 known.join(", ")
             ))
         })?;
+    let detr = matches!(d.rule, Rule::Detr { .. });
     for key in ["do_pad", "do_flip_channel_order"] {
-        if o.bool(key)? == Some(true) {
+        // The DETR family pads a batch to its largest image: nothing for one.
+        if o.bool(key)? == Some(true) && !(detr && key == "do_pad") {
             return Err(o.error(format!("`{key}: true` is not supported")));
         }
+    }
+    if detr && o.get("pad_size").is_some_and(|v| !v.is_null()) {
+        return Err(o.error(
+            "`pad_size` (padding to a fixed size in the normalized tensor, with a pixel \
+             mask) is not supported"
+                .into(),
+        ));
     }
 
     let mut ops = Vec::from([decode(Orientation::Apply)]);
     if o.bool("do_resize")?.unwrap_or(true) {
-        let size = read_size(&o, "size", d.default_to_square)?.unwrap_or(d.size);
+        let size = match read_size(&o, "size", d.default_to_square)? {
+            // The DETR family's constructor: an integer size is the shortest
+            // edge, `max_size` (default 1333) the longest.
+            Some(Size::ShortestEdge(edge))
+                if detr && o.get("size").is_some_and(Value::is_number) =>
+            {
+                let max = match o.int("max_size")? {
+                    Some(n) => json::size(FORMAT, "`max_size`", n)?,
+                    None => 1333,
+                };
+                Size::ShortestLongest(edge, max)
+            }
+            Some(size) => size,
+            None => d.size,
+        };
         let filter = match o.int("resample")? {
             Some(n) => pillow_filter(n)
                 .ok_or_else(|| o.error(format!("`resample` {n} is not a Pillow filter")))?,
@@ -454,6 +516,12 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
             }
         };
         let resize = |size| Op::Resize(Resize { size, resample });
+        let detr_only = || {
+            o.error(
+                "`size` with `shortest_edge` and `longest_edge` is supported for the DETR family only"
+                    .into(),
+            )
+        };
         let exact = |height, width| resize(SizeRule::Exact { width, height });
         let pct = |default: f64| -> Result<Option<f64>, GraphError> {
             if o.is_null("crop_pct") {
@@ -496,6 +564,7 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
                     ops.push(resize(shorter_side(scaled(h, p))))
                 }
                 (Some(p), Size::HeightWidth(h, w)) => ops.push(exact(scaled(h, p), scaled(w, p))),
+                (_, Size::ShortestLongest(..)) => return Err(detr_only()),
             },
             (Rule::Dpt, Size::HeightWidth(height, width)) => {
                 let keep_aspect_ratio = o.bool("keep_aspect_ratio")?.unwrap_or(false);
@@ -524,6 +593,19 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
             (Rule::Levit, Size::ShortestEdge(edge)) => ops.push(resize(shorter_side(
                 (256.0 / 224.0 * f64::from(edge)) as u32,
             ))),
+            (Rule::Detr { .. }, Size::ShortestEdge(_)) => {
+                return Err(o.error(
+                    "`size` needs `shortest_edge` and `longest_edge`, or height and width".into(),
+                ));
+            }
+            (Rule::Detr { yolos }, Size::ShortestLongest(shortest, longest)) => {
+                ops.push(resize(SizeRule::Detr {
+                    shortest,
+                    longest: Some(longest),
+                    yolos,
+                }));
+            }
+            (_, Size::ShortestLongest(..)) => return Err(detr_only()),
             (_, Size::ShortestEdge(edge)) => ops.push(resize(shorter_side(edge))),
             (_, Size::HeightWidth(height, width)) => ops.push(exact(height, width)),
         }
@@ -532,7 +614,7 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
     if do_center_crop {
         let (height, width) = match read_size(&o, "crop_size", true)? {
             Some(Size::HeightWidth(h, w)) => (h, w),
-            Some(Size::ShortestEdge(_)) => {
+            Some(Size::ShortestEdge(_) | Size::ShortestLongest(..)) => {
                 return Err(o.error("`crop_size` must give height and width".into()));
             }
             None => d.crop_size,
@@ -817,15 +899,67 @@ mod tests {
     }
 
     #[test]
+    fn detr_family_sizes_follow_their_constructors() {
+        let rule = |config: &str| {
+            hugging_face(config)
+                .unwrap()
+                .pipeline
+                .ops()
+                .iter()
+                .find_map(|op| match op {
+                    Op::Resize(r) => Some(r.size),
+                    _ => None,
+                })
+        };
+        let detr = |shortest, longest, yolos| {
+            Some(SizeRule::Detr {
+                shortest,
+                longest: Some(longest),
+                yolos,
+            })
+        };
+        assert_eq!(
+            rule(r#"{"image_processor_type": "DetrImageProcessor"}"#),
+            detr(800, 1333, false)
+        );
+        // Legacy: an int size with `max_size`, or with the default 1333.
+        assert_eq!(
+            rule(
+                r#"{"feature_extractor_type": "DetrFeatureExtractor", "size": 600, "max_size": 1000, "do_pad": true}"#
+            ),
+            detr(600, 1000, false)
+        );
+        assert_eq!(
+            rule(r#"{"image_processor_type": "ConditionalDetrImageProcessor", "size": 512}"#),
+            detr(512, 1333, false)
+        );
+        assert_eq!(
+            rule(
+                r#"{"image_processor_type": "YolosImageProcessor", "size": {"shortest_edge": 512, "longest_edge": 864}}"#
+            ),
+            detr(512, 864, true)
+        );
+        assert_eq!(
+            rule(
+                r#"{"image_processor_type": "DeformableDetrImageProcessor", "size": {"height": 640, "width": 640}}"#
+            ),
+            Some(SizeRule::Exact {
+                width: 640,
+                height: 640
+            })
+        );
+    }
+
+    #[test]
     fn unsupported_settings_are_named() {
         for (config, needle) in [
             (
-                r#"{"image_processor_type": "DetrImageProcessor"}"#,
-                "`DetrImageProcessor` is not supported: it resizes by shortest and longest",
+                r#"{"image_processor_type": "DetrImageProcessor", "pad_size": {"height": 800, "width": 800}}"#,
+                "pad_size",
             ),
             (
-                r#"{"feature_extractor_type": "YolosFeatureExtractor"}"#,
-                "pixel mask",
+                r#"{"image_processor_type": "DetrImageProcessor", "size": {"shortest_edge": 800}}"#,
+                "longest_edge",
             ),
             (
                 r#"{"image_processor_type": "Owlv2ImageProcessorFast"}"#,

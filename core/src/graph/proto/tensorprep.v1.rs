@@ -192,6 +192,20 @@ pub struct SizeKeepRatio {
     #[prost(bool, tag = "3")]
     pub longest: bool,
 }
+/// Hugging Face's DETR resize (get_size_with_aspect_ratio): the shorter side
+/// to `shortest` unless the longer would exceed `longest` (0: no cap); then
+/// the shorter round(raw), raw = longest * short / long, the longer
+/// int(raw * long / short); else the longer int(shortest * long / short).
+/// `yolos`: YOLOS's variant, both sides floored to multiples of 16.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SizeDetr {
+    #[prost(uint32, tag = "1")]
+    pub shortest: u32,
+    #[prost(uint32, tag = "2")]
+    pub longest: u32,
+    #[prost(bool, tag = "3")]
+    pub yolos: bool,
+}
 /// Resize to a size given by a rule.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct Resize {
@@ -202,7 +216,7 @@ pub struct Resize {
     /// PyTorch (either family): BILINEAR or BICUBIC. libyuv: BILINEAR.
     #[prost(enumeration = "Filter", tag = "6")]
     pub filter: i32,
-    #[prost(oneof = "resize::Size", tags = "1, 2, 3, 4, 7, 8")]
+    #[prost(oneof = "resize::Size", tags = "1, 2, 3, 4, 7, 8, 9")]
     pub size: ::core::option::Option<resize::Size>,
 }
 /// Nested message and enum types in `Resize`.
@@ -221,6 +235,8 @@ pub mod resize {
         Multiple(super::SizeMultiple),
         #[prost(message, tag = "8")]
         KeepRatio(super::SizeKeepRatio),
+        #[prost(message, tag = "9")]
+        Detr(super::SizeDetr),
     }
 }
 /// A centred crop; the image must be at least this large.

@@ -619,6 +619,11 @@ pub(crate) mod message {
                     height: 20,
                     longest: i % 2 == 0,
                 },
+                SizeRule::Detr {
+                    shortest: 20,
+                    longest: (i % 2 == 0).then_some(33),
+                    yolos: i % 3 == 0,
+                },
             ] {
                 ops.push(Op::Resize(Resize { size, resample }));
             }

@@ -204,13 +204,14 @@ pub(crate) mod message {
         ]
     };
     /// The size rules' features, in `SizeRule` declaration order.
-    const SIZE_RULES: [&str; 6] = [
+    const SIZE_RULES: [&str; 7] = [
         "size.exact",
         "size.shorter_side",
         "size.longer_side",
         "size.fit",
         "size.multiple",
         "size.keep_ratio",
+        "size.detr",
     ];
 
     impl Resize {
@@ -260,6 +261,7 @@ pub(crate) mod message {
                 SizeRule::Fit { .. } => (3, Some(Rounding::HalfEven)),
                 SizeRule::Multiple { .. } => (4, Some(Rounding::HalfEven)),
                 SizeRule::KeepRatio { .. } => (5, Some(Rounding::HalfEven)),
+                SizeRule::Detr { .. } => (6, None),
             };
             out.push(SIZE_RULES[rule]);
             out.extend(rounding.map(|r| feature(&ROUNDINGS, r)));
@@ -321,6 +323,15 @@ pub(crate) mod message {
                 height,
                 longest,
             }),
+            SizeRule::Detr {
+                shortest,
+                longest,
+                yolos,
+            } => Size::Detr(pb::SizeDetr {
+                shortest,
+                longest: longest.unwrap_or(0),
+                yolos,
+            }),
         }
     }
 
@@ -372,6 +383,11 @@ pub(crate) mod message {
                 width: k.width,
                 height: k.height,
                 longest: k.longest,
+            },
+            Size::Detr(d) => SizeRule::Detr {
+                shortest: d.shortest,
+                longest: (d.longest != 0).then_some(d.longest),
+                yolos: d.yolos,
             },
         })
     }
