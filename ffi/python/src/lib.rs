@@ -12,6 +12,7 @@ mod input;
 mod loader;
 mod names;
 mod plan;
+mod resize;
 mod train;
 
 use pyo3::prelude::*;
@@ -26,6 +27,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<graph::SelfTestReport>()?;
     m.add_class::<plan::PyPlan>()?;
     m.add_class::<geometry::PyGeometry>()?;
+    m.add_function(wrap_pyfunction!(resize::resize_float, m)?)?;
     train::register(m)?;
     loader::register(m)?;
     Ok(())

@@ -327,3 +327,44 @@ def test_graphs_and_plans_pickle(tp, eval_plan):
     assert np.array_equal(again(fixture("sample.jpg")), plan(fixture("sample.jpg")))
     nv21 = pickle.loads(pickle.dumps(tp.Graph.preset("imagenet-eval").compile("nv21", yuv_range="limited")))
     assert nv21.input == "nv21"
+
+
+def test_float_images_resize_as_pillow_f_mode_and_pytorch(tp):
+    """resize_float against Pillow's F images (channel by channel) and, where
+    torch is installed, torch.nn.functional.interpolate on float tensors."""
+    rng = np.random.default_rng(3)
+    depth = (rng.random((47, 61), dtype=np.float32) * 10 - 2).astype(np.float32)
+    hdr = (rng.random((31, 41, 3), dtype=np.float32) * 4 - 0.5).astype(np.float32)
+    filters = {"nearest": Image.NEAREST, "box": Image.BOX, "bilinear": Image.BILINEAR,
+               "hamming": Image.HAMMING, "bicubic": Image.BICUBIC, "lanczos": Image.LANCZOS}
+    for name, f in filters.items():
+        for size, box in [((23, 17), None), ((90, 70), None), ((20, 30), (2.5, 1.25, 35.5, 28.0))]:
+            got = tp.resize_float(depth, size, name, box=box)
+            want = np.asarray(Image.fromarray(depth, mode="F").resize(size, f, box=box), dtype=np.float32)
+            assert got.shape == (size[1], size[0]) and got.dtype == np.float32
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (name, size, box)
+    got = tp.resize_float(hdr, (17, 13), "bicubic")
+    want = np.stack([np.asarray(Image.fromarray(np.ascontiguousarray(hdr[..., c]), mode="F")
+                                .resize((17, 13), Image.BICUBIC)) for c in range(3)], axis=-1)
+    assert got.shape == (13, 17, 3) and np.array_equal(got, want)
+    out = np.empty((13, 17, 3), np.float32)
+    assert tp.resize_float(hdr, (17, 13), "bicubic", out=out) is out and np.array_equal(out, want)
+    with pytest.raises(tp.InputError, match="float32"):
+        tp.resize_float(depth.astype(np.float64), (10, 10))
+    with pytest.raises(tp.InputError, match="shape"):
+        tp.resize_float(hdr, (17, 13), out=np.empty((13, 17), np.float32))
+    with pytest.raises(tp.InputError, match="PyTorch's resize"):
+        tp.resize_float(depth, (10, 10), "torch-float-bilinear", box=(0.5, 0, 10, 10))
+    with pytest.raises(tp.InputError, match="float images"):
+        tp.resize_float(depth, (10, 10), "cv2-linear")
+    try:
+        import torch
+    except ImportError:
+        return
+    for mode in ("bilinear", "bicubic"):
+        for size in [(23, 17), (90, 70)]:
+            got = tp.resize_float(hdr, size, f"torch-float-{mode}")
+            x = torch.from_numpy(np.ascontiguousarray(hdr.transpose(2, 0, 1)))[None]
+            want = torch.nn.functional.interpolate(x, size=size[::-1], mode=mode, antialias=True,
+                                                   align_corners=False)[0].numpy().transpose(1, 2, 0)
+            assert np.array_equal(got, want), (mode, size)

@@ -26,6 +26,7 @@ from ._native import (
     SelfTestReport,
     __version__,
     decoders,
+    resize_float,
 )
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "SelfTestReport",
     "__version__",
     "decoders",
+    "resize_float",
     "train",
 ]
 

@@ -153,6 +153,15 @@ class Graph:
     @property
     def required_features(self) -> list[str]: ...
 
+def resize_float(
+    image: npt.NDArray[np.float32],
+    size: Tuple[int, int],
+    method: str = "bilinear",
+    *,
+    box: Optional[Tuple[float, float, float, float]] = None,
+    out: Optional[npt.NDArray[np.float32]] = None,
+) -> npt.NDArray[np.float32]: ...
+
 # Training.
 
 class Dataset:
