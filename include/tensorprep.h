@@ -558,6 +558,16 @@ enum tp_resample
      * libyuv `ARGBScale(..., kFilterBilinear)` (TFLite Task Library, MediaPipe).
      */
     TP_RESAMPLE_LIBYUV_BILINEAR = 13,
+    /**
+     * PyTorch `interpolate(mode="nearest")` on uint8 (torchvision's
+     * `Resize(interpolation=NEAREST)` on tensors).
+     */
+    TP_RESAMPLE_TORCH_NEAREST = 14,
+    /**
+     * PyTorch `interpolate(mode="nearest-exact")` on uint8 (what the Hugging
+     * Face processors' torchvision backend runs for NEAREST).
+     */
+    TP_RESAMPLE_TORCH_NEAREST_EXACT = 15,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

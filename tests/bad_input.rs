@@ -498,18 +498,21 @@ fn normalizations_that_overflow_are_refused() {
             std: [1e-45; 3],
             divisor: 255.0,
             std_reciprocal: false,
+            second_std: [1.0; 3],
         },
         Normalize {
             mean: [0.0; 3],
             std: [1.0; 3],
             divisor: 1e-45,
             std_reciprocal: false,
+            second_std: [1.0; 3],
         },
         Normalize {
             mean: [3e38; 3],
             std: [1e-30; 3],
             divisor: 1.0,
             std_reciprocal: false,
+            second_std: [1.0; 3],
         },
     ];
     for normalize in cases {
@@ -533,6 +536,7 @@ fn normalizations_that_overflow_are_refused() {
             std: [0.001; 3],
             divisor: 1.0,
             std_reciprocal: false,
+            second_std: [1.0; 3],
         },
         order: ChannelOrder::Rgb,
         layout: Layout::Chw,

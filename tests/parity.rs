@@ -27,6 +27,8 @@ fn resample(name: &str) -> Resample {
         "opencv_area" => Resample::OpenCvArea,
         "torch_bilinear" => Resample::Torch(Filter::Bilinear),
         "torch_bicubic" => Resample::Torch(Filter::Bicubic),
+        "torch_nearest" => Resample::Torch(Filter::Nearest),
+        "torch_nearest_exact" => Resample::TorchNearestExact,
         "torch_float_bilinear" => Resample::TorchFloat(Filter::Bilinear),
         "torch_float_bicubic" => Resample::TorchFloat(Filter::Bicubic),
         "libyuv_bilinear" => Resample::LibyuvBilinear,

@@ -955,6 +955,7 @@ fn hostile_pipeline_parameters_are_errors_not_panics() {
                 255.0
             },
             std_reciprocal: false,
+            second_std: [1.0; 3],
         }));
         ops.extend(Op::finish(
             Normalize::RAW,

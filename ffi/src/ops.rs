@@ -500,6 +500,7 @@ pub unsafe extern "C" fn tp_finish(
                 std: spec.std,
                 divisor: spec.divisor,
                 std_reciprocal: false,
+                second_std: [1.0; 3],
             },
             order: lookup(&CHANNEL_ORDERS, spec.channel_order, "spec.channel_order")?,
             layout: lookup(&LAYOUTS, spec.layout, "spec.layout")?,

@@ -186,6 +186,12 @@ pub enum tp_resample {
     TorchFloatBicubic = 12,
     /// libyuv `ARGBScale(..., kFilterBilinear)` (TFLite Task Library, MediaPipe).
     LibyuvBilinear = 13,
+    /// PyTorch `interpolate(mode="nearest")` on uint8 (torchvision's
+    /// `Resize(interpolation=NEAREST)` on tensors).
+    TorchNearest = 14,
+    /// PyTorch `interpolate(mode="nearest-exact")` on uint8 (what the Hugging
+    /// Face processors' torchvision backend runs for NEAREST).
+    TorchNearestExact = 15,
 }
 
 pub(crate) const RESAMPLES: [(u32, Resample); Resample::ALL.len()] = {
@@ -210,6 +216,8 @@ pub(crate) const RESAMPLES: [(u32, Resample); Resample::ALL.len()] = {
             Resample::TorchFloat(Filter::Bicubic),
         ),
         (R::LibyuvBilinear as u32, Resample::LibyuvBilinear),
+        (R::TorchNearest as u32, Resample::Torch(Filter::Nearest)),
+        (R::TorchNearestExact as u32, Resample::TorchNearestExact),
     ]
 };
 

@@ -669,7 +669,7 @@ static void eager(const unsigned char *jpeg, size_t jpeg_len, const unsigned cha
     EXPECT(tp_resize(NULL, &dst, TP_RESAMPLE_PILLOW_BILINEAR), TP_RESULT_NULL_PARAMETER);
     EXPECT(tp_resize(&src, NULL, TP_RESAMPLE_PILLOW_BILINEAR), TP_RESULT_NULL_PARAMETER);
     EXPECT(tp_resize(&src, &dst, 0), TP_RESULT_INVALID_PARAMETER);
-    EXPECT(tp_resize(&src, &dst, 14), TP_RESULT_INVALID_PARAMETER);
+    EXPECT(tp_resize(&src, &dst, 16), TP_RESULT_INVALID_PARAMETER);
     {
         tp_image_mut alias = packed_mut(TP_PIXEL_FORMAT_RGB8, 64, 48, rgb + 1000, 64 * 48 * 3);
         EXPECT_MSG(tp_resize(&src, &alias, TP_RESAMPLE_PILLOW_BILINEAR),
@@ -684,6 +684,8 @@ static void eager(const unsigned char *jpeg, size_t jpeg_len, const unsigned cha
     EXPECT(tp_resize(&src, &dst, TP_RESAMPLE_PILLOW_BICUBIC), TP_RESULT_OK);
     EXPECT(tp_resize(&src, &dst, TP_RESAMPLE_TORCH_BICUBIC), TP_RESULT_OK);
     EXPECT(tp_resize(&src, &dst, TP_RESAMPLE_TORCH_FLOAT_BILINEAR), TP_RESULT_OK);
+    EXPECT(tp_resize(&src, &dst, TP_RESAMPLE_TORCH_NEAREST), TP_RESULT_OK);
+    EXPECT(tp_resize(&src, &dst, TP_RESAMPLE_TORCH_NEAREST_EXACT), TP_RESULT_OK);
 
     /* Float images. */
     {

@@ -87,12 +87,14 @@ mod tests {
             std: [0.268_629_54, 0.261_302_6, 0.275_777_1],
             divisor: 255.0,
             std_reciprocal: false,
+            second_std: [1.0; 3],
         };
         let half = Normalize {
             mean: [0.5; 3],
             std: [0.5; 3],
             divisor: 255.0,
             std_reciprocal: false,
+            second_std: [1.0; 3],
         };
         // TFLite / MindSpore: mean and std in 0-255 units.
         let bytes = Normalize {
@@ -100,6 +102,7 @@ mod tests {
             std: [58.395, 57.12, 57.375],
             divisor: 1.0,
             std_reciprocal: false,
+            second_std: [1.0; 3],
         };
         for n in [
             Normalize::IMAGENET,
@@ -135,6 +138,7 @@ mod tests {
                     1.0 + 300.0 * next()
                 },
                 std_reciprocal: false,
+                second_std: [1.0; 3],
             };
             if let Some(ch) = checked(&n) {
                 passed += 1;

@@ -43,7 +43,8 @@ mod neon;
 mod x86;
 
 /// Per-channel normalization `(v / divisor - mean[c]) / std[c]`, in float32
-/// (or `(v / divisor - mean[c]) * (1 / std[c])` with [`Normalize::std_reciprocal`]).
+/// (or `(v / divisor - mean[c]) * (1 / std[c])` with [`Normalize::std_reciprocal`]),
+/// then divided by [`Normalize::second_std`] (1 unless a reference divides twice).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Normalize {
     /// Mean per output channel (R, G, B order for colour; index 0 for gray).
@@ -57,6 +58,10 @@ pub struct Normalize {
     /// the TFLite Task Library does (the two differ in the last bit for some
     /// values).
     pub std_reciprocal: bool,
+    /// A second division after the first, per channel, in float32: Hugging
+    /// Face EfficientNet's `include_top` divides by `std` again. `[1.0; 3]`
+    /// (dividing by 1 changes nothing) for everything else.
+    pub second_std: [f32; 3],
 }
 
 impl Normalize {
@@ -66,6 +71,7 @@ impl Normalize {
         std: [0.229, 0.224, 0.225],
         divisor: 255.0,
         std_reciprocal: false,
+        second_std: [1.0; 3],
     };
 
     /// `ToTensor` alone: values `v / 255` in 0-1.
@@ -74,6 +80,7 @@ impl Normalize {
         std: [1.0; 3],
         divisor: 255.0,
         std_reciprocal: false,
+        second_std: [1.0; 3],
     };
 
     /// The byte values themselves, 0-255.
@@ -82,16 +89,18 @@ impl Normalize {
         std: [1.0; 3],
         divisor: 1.0,
         std_reciprocal: false,
+        second_std: [1.0; 3],
     };
 
     /// The float32 value for byte `v` in channel `c` (`c < 3`).
     pub fn apply(&self, c: usize, v: u8) -> f32 {
         let centred = f32::from(v) / self.divisor - self.mean[c];
-        if self.std_reciprocal {
+        let scaled = if self.std_reciprocal {
             centred * (1.0 / self.std[c])
         } else {
             centred / self.std[c]
-        }
+        };
+        scaled / self.second_std[c]
     }
 
     fn validate(&self) -> Result<()> {
@@ -101,7 +110,8 @@ impl Normalize {
                 name: "normalize divisor must be finite and positive",
             });
         }
-        if !self.mean.iter().all(|&m| ok(m)) || !self.std.iter().all(|&s| ok(s) && s != 0.0) {
+        let divisors = self.std.iter().chain(&self.second_std);
+        if !self.mean.iter().all(|&m| ok(m)) || !divisors.into_iter().all(|&s| ok(s) && s != 0.0) {
             return Err(Error::InvalidParameter {
                 name: "normalize mean must be finite and std finite and non-zero",
             });
@@ -621,6 +631,7 @@ mod tests {
             std: [1.0, 1.0, 1.0],
             divisor: 1.0,
             std_reciprocal: false,
+            second_std: [1.0; 3],
         };
         let rgb = [10u8, 20, 30];
         let bgr = [30u8, 20, 10];
@@ -709,6 +720,7 @@ mod tests {
                     ],
                     divisor: if case % 2 == 0 { 255.0 } else { 1.0 },
                     std_reciprocal: false,
+                    second_std: [1.0; 3],
                 },
             };
             let format = [

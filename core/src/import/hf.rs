@@ -125,6 +125,9 @@ struct Defaults {
     /// The class reads the legacy `rescale` key as `do_rescale` (OWL-ViT's
     /// first hub configurations).
     legacy_rescale: bool,
+    /// EfficientNet's `include_top` default (it divides by `image_std` again
+    /// after the normalization); `None` for the classes without the key.
+    include_top: Option<bool>,
 }
 
 const fn class(
@@ -151,6 +154,7 @@ const fn class(
         std,
         rule,
         legacy_rescale: false,
+        include_top: None,
     }
 }
 
@@ -303,6 +307,19 @@ const CLASSES: &[Defaults] = &[
         Rule::Detr { yolos: true },
     ),
     Defaults {
+        // No centre crop by default, but a crop size.
+        crop_size: (289, 289),
+        include_top: Some(true),
+        ..class(
+            "EfficientNet",
+            Size::HeightWidth(346, 346),
+            Filter::Bicubic,
+            None,
+            HALF,
+            Rule::Plain,
+        )
+    },
+    Defaults {
         // No centre crop by default, but a crop size of the image size.
         crop_size: (768, 768),
         legacy_rescale: true,
@@ -318,18 +335,11 @@ const CLASSES: &[Defaults] = &[
 ];
 
 /// Classes known and not reproduced, with what they do that a graph does not.
-const REFUSED: [(&[&str], &str); 2] = [
-    (
-        &["Owlv2"],
-        "it pads to a square with 0.5 gray and resizes with scikit-image's \
-         Gaussian-smoothed bilinear resize",
-    ),
-    (
-        &["EfficientNet"],
-        "`rescale_offset` and `include_top` (a second division by the std) are not \
-         expressed by the graph's normalize",
-    ),
-];
+const REFUSED: [(&[&str], &str); 1] = [(
+    &["Owlv2"],
+    "it pads to a square with 0.5 gray and resizes with scikit-image's \
+     Gaussian-smoothed bilinear resize",
+)];
 
 /// `ViTImageProcessorFast`, `ViTFeatureExtractor`, ... → `ViT`.
 fn class_stem(name: &str) -> &str {
@@ -412,7 +422,9 @@ pub fn hugging_face(config: &str) -> Result<Graph, GraphError> {
 /// Supported classes: ViT, DeiT, BEiT, CLIP, ConvNeXT (with `crop_pct`), BiT,
 /// SigLIP, MobileNetV1, MobileNetV2, LeViT, PoolFormer (with `crop_pct`),
 /// SegFormer, DPT (with `keep_aspect_ratio` and `ensure_multiple_of`: Depth
-/// Anything), OWL-ViT (with its legacy `rescale` key) and the DETR family
+/// Anything), OWL-ViT (with its legacy `rescale` key), EfficientNet (with
+/// `include_top`; its published configurations resize NEAREST, which the
+/// torchvision backend runs as PyTorch's nearest) and the DETR family
 /// (DETR, Conditional and Deformable DETR, YOLOS: shortest and longest edge,
 /// one image, so `do_pad` pads nothing and the pixel mask is all ones), in their `ImageProcessor`, `ImageProcessorFast`,
 /// `ImageProcessorPil` and legacy `FeatureExtractor` spellings. Keys the file
@@ -508,6 +520,8 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
             // torchvision resizes bilinear uint8 natively only on AVX2 kernels.
             (HfBackend::Torchvision, Filter::Bilinear) => Resample::TorchFloat(filter),
             (_, Filter::Bilinear | Filter::Bicubic) => Resample::Torch(filter),
+            // transformers maps PIL's NEAREST to torchvision's NEAREST_EXACT.
+            (_, Filter::Nearest) => Resample::TorchNearestExact,
             (_, other) => {
                 return Err(o.error(format!(
                     "`resample` {other:?} with the torchvision backend is not supported \
@@ -640,16 +654,36 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
         None
     };
     let do_normalize = o.bool("do_normalize")?.unwrap_or(true);
+    let stat = |key: &str, default: [f32; 3]| -> Result<[f32; 3], GraphError> {
+        match o.floats(key)? {
+            Some(v) => three(&v).ok_or_else(|| o.error(format!("`{key}` needs 1 or 3 values"))),
+            None => Ok(default),
+        }
+    };
     let (mean, std) = if do_normalize {
-        let stat = |key: &str, default: [f32; 3]| -> Result<[f32; 3], GraphError> {
-            match o.floats(key)? {
-                Some(v) => three(&v).ok_or_else(|| o.error(format!("`{key}` needs 1 or 3 values"))),
-                None => Ok(default),
-            }
-        };
         (stat("image_mean", d.mean)?, stat("image_std", d.std)?)
     } else {
         ([0.0; 3], [1.0; 3])
+    };
+    // EfficientNet: `include_top` divides by `image_std` once more (in
+    // float32, after the normalization); `rescale_offset` (`v * factor - 1`,
+    // not fused with the normalization) is not reproduced.
+    let second_std = match d.include_top {
+        Some(default) => {
+            if o.bool("rescale_offset")? == Some(true) {
+                return Err(o.error(
+                    "`rescale_offset: true` (`v * rescale_factor - 1` before the \
+                     normalization) is not supported"
+                        .into(),
+                ));
+            }
+            if o.bool("include_top")?.unwrap_or(default) {
+                stat("image_std", d.std)?
+            } else {
+                [1.0; 3]
+            }
+        }
+        None => [1.0; 3],
     };
     let normalize = match (backend, factor) {
         (HfBackend::Pil, Some(factor)) => Normalize {
@@ -657,12 +691,14 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
             std,
             divisor: (1.0 / factor) as f32,
             std_reciprocal: false,
+            second_std,
         },
         (_, None) => Normalize {
             mean,
             std,
             divisor: 1.0,
             std_reciprocal: false,
+            second_std,
         },
         // `rescale_and_normalize` fuses the two: float32 statistics times the
         // float32 of `1 / factor`, then `(v - mean) / std` on the float32 pixels.
@@ -673,6 +709,7 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
                 std: std.map(|s| s * up),
                 divisor: 1.0,
                 std_reciprocal: false,
+                second_std,
             }
         }
         (_, Some(_)) => {
@@ -966,8 +1003,8 @@ mod tests {
                 "pads to a square",
             ),
             (
-                r#"{"image_processor_type": "EfficientNetImageProcessor"}"#,
-                "include_top",
+                r#"{"image_processor_type": "EfficientNetImageProcessor", "rescale_offset": true}"#,
+                "rescale_offset",
             ),
             (
                 r#"{"image_processor_type": "NoSuchImageProcessor"}"#,

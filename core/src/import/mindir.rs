@@ -187,6 +187,7 @@ impl Builder {
                     std: stat("std")?,
                     divisor: self.divisor.unwrap_or(1.0),
                     std_reciprocal: false,
+                    second_std: [1.0; 3],
                 });
                 self.float = true;
             }
@@ -263,6 +264,7 @@ pub fn mindir(model: &[u8]) -> Result<Graph, GraphError> {
         std: [1.0; 3],
         divisor: b.divisor.unwrap_or(1.0),
         std_reciprocal: false,
+        second_std: [1.0; 3],
     });
     let dtype = if b.float { DType::F32 } else { DType::U8 };
     b.ops.extend([

@@ -237,6 +237,7 @@ pub fn tflite(model: &[u8]) -> Result<Graph, GraphError> {
             std: three(std).ok_or_else(|| bad("std needs 1 or 3 values"))?,
             divisor: 1.0,
             std_reciprocal: true,
+            second_std: [1.0; 3],
         })
     };
     let (dtype, normalize, quantization) = match input.kind {

@@ -131,6 +131,7 @@ pub fn timm(config: &str) -> Result<Graph, GraphError> {
             std: stat("std", IMAGENET_STD)?,
             divisor: 255.0,
             std_reciprocal: false,
+            second_std: [1.0; 3],
         },
         Layout::Chw,
         DType::F32,

@@ -74,6 +74,7 @@ pub fn torchvision(name: &str) -> Result<Graph, GraphError> {
             std,
             divisor: 255.0,
             std_reciprocal: false,
+            second_std: [1.0; 3],
         },
         Layout::Chw,
         DType::F32,

@@ -36,8 +36,8 @@
 
 use alloc::vec::Vec;
 
-use super::coeffs::{F64Axis, Quantize};
-use super::pillow::{F64Plan, PillowShape};
+use super::coeffs::F64Axis;
+use super::pillow::{Arithmetic, F64Plan, PillowShape};
 use super::torch_float::{FloatAxis, TorchFloatShape};
 use super::{Filter, Resample, Simd, SourceBox};
 use crate::arena::{Heap, Pools};
@@ -331,7 +331,7 @@ impl Plan {
                     dst,
                     window,
                     filter,
-                    Quantize::Pillow,
+                    Arithmetic::PILLOW,
                     limits,
                 )?;
                 Ok(Plan {

@@ -88,7 +88,10 @@ pub enum Resample {
     /// Pillow's `Image.resize` with this filter (antialiased on downscale).
     Pillow(Filter),
     /// PyTorch's `interpolate(mode=..., antialias=True)` on `uint8` tensors,
-    /// with [`Filter::Bilinear`] or [`Filter::Bicubic`] only: what torchvision's
+    /// with [`Filter::Bilinear`] or [`Filter::Bicubic`] (or, with
+    /// [`Filter::Nearest`], `mode="nearest"`: source index
+    /// `min(floor(i * (in / out)), in - 1)` in float32, `i >> 1` when the size
+    /// doubles): what torchvision's
     /// `Resize` does to `uint8` tensors (`transforms.v2`, `read_image`/`decode_jpeg`
     /// pipelines) and what the Hugging Face image processors' torchvision
     /// backend does. Pillow's filter and weights, rounded to 16-bit integers with
@@ -107,6 +110,11 @@ pub enum Resample {
     /// multiply-adds of PyTorch's x86 and aarch64 builds. Boxes as for
     /// [`Resample::Torch`].
     TorchFloat(Filter),
+    /// PyTorch's `interpolate(mode="nearest-exact")` on `uint8` tensors: source
+    /// index `min(floor((i + 0.5) * (in / out)), in - 1)`. What the Hugging
+    /// Face processors' torchvision backend runs for `resample: NEAREST`.
+    /// Boxes as for [`Resample::Torch`].
+    TorchNearestExact,
     /// libyuv's `ARGBScale(..., kFilterBilinear)` (and `ScalePlane`'s ARGB
     /// twin for other packed formats): the TFLite Task Library's and
     /// MediaPipe's resize on Android. 16.16 fixed-point positions, rows
@@ -160,8 +168,9 @@ impl Filter {
 
 impl Resample {
     /// Every method: the six Pillow filters, the two OpenCV modes,
-    /// PyTorch's on `uint8` and on float32, then libyuv's bilinear.
-    pub const ALL: [Resample; 13] = [
+    /// PyTorch's on `uint8` and on float32, libyuv's bilinear, then
+    /// PyTorch's nearest and nearest-exact.
+    pub const ALL: [Resample; 15] = [
         Resample::Pillow(Filter::Nearest),
         Resample::Pillow(Filter::Box),
         Resample::Pillow(Filter::Bilinear),
@@ -175,6 +184,8 @@ impl Resample {
         Resample::TorchFloat(Filter::Bilinear),
         Resample::TorchFloat(Filter::Bicubic),
         Resample::LibyuvBilinear,
+        Resample::Torch(Filter::Nearest),
+        Resample::TorchNearestExact,
     ];
 }
 

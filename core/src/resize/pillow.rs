@@ -86,7 +86,7 @@ impl PillowShape {
         (dw, dh): (u32, u32),
         window: Rect,
         filter: Filter,
-        quantize: Quantize,
+        Arithmetic { quantize, nearest }: Arithmetic,
         limits: &Limits,
     ) -> Result<PillowShape> {
         let (wx, wy) = (
@@ -109,8 +109,8 @@ impl PillowShape {
             return Ok(PillowShape { kind, region });
         }
         if filter == Filter::Nearest {
-            let x = NearestAxis::new(bx.x0, bx.x1, dw, sw, wx);
-            let y = NearestAxis::new(bx.y0, bx.y1, dh, sh, wy);
+            let x = NearestAxis::new(bx.x0, bx.x1, dw, sw, wx, nearest);
+            let y = NearestAxis::new(bx.y0, bx.y1, dh, sh, wy, nearest);
             let ((x0, x1), (y0, y1)) = (x.span(), y.span());
             let region = Rect::new(x0, y0, x1 - x0, y1 - y0);
             let kind = ShapeKind::Nearest { x, y };
@@ -372,33 +372,88 @@ impl<S: Storage> PillowPlan<S> {
     }
 }
 
-/// `ImagingScaleAffine`'s source index per output index in a window: positions
-/// accumulated in `f64` from `box0 + step / 2`, truncated, out-of-range ones marked.
+/// Whose arithmetic a plan of Pillow's shape reproduces: how its weights
+/// are quantized and how its nearest sampling indexes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Arithmetic {
+    pub(super) quantize: Quantize,
+    pub(super) nearest: NearestIndex,
+}
+
+impl Arithmetic {
+    /// Pillow's own.
+    pub(super) const PILLOW: Arithmetic = Arithmetic {
+        quantize: Quantize::Pillow,
+        nearest: NearestIndex::Pillow,
+    };
+}
+
+/// How a nearest resize picks its source index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum NearestIndex {
+    /// Pillow's `ImagingScaleAffine`: positions accumulated in `f64` from
+    /// `box0 + step / 2`, truncated, out-of-range ones marked.
+    Pillow,
+    /// PyTorch's `mode="nearest"` (`nearest_idx`, the whole source): `i` for
+    /// the same size, `i >> 1` for twice it, else `min(floor(i * scale), in - 1)`
+    /// with `scale = in / out` in float32.
+    Torch,
+    /// PyTorch's `mode="nearest-exact"`: `min(floorf((i + 0.5) * scale), in - 1)`,
+    /// the product in double, rounded to float32 before the floor.
+    TorchExact,
+}
+
+/// The source index per output index in a window ([`NearestIndex`]).
 #[derive(Clone, Debug)]
 struct NearestAxis {
     b0: f32,
     step: f64,
     in_size: u32,
+    out: u32,
     window: core::ops::Range<u32>,
+    rule: NearestIndex,
 }
 
 impl NearestAxis {
-    fn new(b0: f32, b1: f32, out: u32, in_size: u32, window: core::ops::Range<u32>) -> Self {
+    fn new(
+        b0: f32,
+        b1: f32,
+        out: u32,
+        in_size: u32,
+        window: core::ops::Range<u32>,
+        rule: NearestIndex,
+    ) -> Self {
         let step = f64::from(b1 - b0) / f64::from(out);
         NearestAxis {
             b0,
             step,
             in_size,
+            out,
             window,
+            rule,
         }
     }
 
     /// The source index of every output index in the window (`u32::MAX` outside).
     fn positions(&self) -> impl Iterator<Item = u32> + Clone + '_ {
         let mut pos = f64::from(self.b0) + self.step * 0.5;
+        let scale = self.in_size as f32 / self.out as f32;
+        let last = i64::from(self.in_size) - 1;
         (0..self.window.end)
-            .map(move |_| {
-                let i = if pos < 0.0 { -1 } else { pos as i64 };
+            .map(move |o| {
+                let i = match self.rule {
+                    NearestIndex::Torch if self.out == self.in_size => i64::from(o),
+                    NearestIndex::Torch if u64::from(self.out) == 2 * u64::from(self.in_size) => {
+                        i64::from(o >> 1)
+                    }
+                    NearestIndex::Torch => (libm::floorf(o as f32 * scale) as i64).min(last),
+                    NearestIndex::TorchExact => {
+                        let at = ((f64::from(o) + 0.5) * f64::from(scale)) as f32;
+                        (libm::floorf(at) as i64).min(last)
+                    }
+                    NearestIndex::Pillow if pos < 0.0 => -1,
+                    NearestIndex::Pillow => pos as i64,
+                };
                 pos += self.step;
                 if (0..i64::from(self.in_size)).contains(&i) {
                     i as u32

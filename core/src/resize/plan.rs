@@ -3,7 +3,7 @@
 use super::coeffs::Quantize;
 use super::libyuv::LibyuvPlan;
 use super::opencv;
-use super::pillow::{self, PillowShape};
+use super::pillow::{self, Arithmetic, NearestIndex, PillowShape};
 use super::torch_float::{self, TorchFloatPlan, TorchFloatShape};
 use super::{Filter, Resample, SourceBox, kernels::Simd};
 use crate::arena::{Arena, Borrowed, Counting, Footprint, Scratch, Storage, Tables};
@@ -275,7 +275,7 @@ impl<S: Storage> ResizePlanIn<S> {
                     full,
                     window,
                     filter,
-                    Quantize::Pillow,
+                    Arithmetic::PILLOW,
                     limits,
                 )?;
                 let region = shape.region();
@@ -286,23 +286,36 @@ impl<S: Storage> ResizePlanIn<S> {
             // The other libraries take no fractional box: an integral one is
             // a crop, and the plan is made for the cropped size.
             _ => {
-                if let Resample::Torch(filter) | Resample::TorchFloat(filter) = resample
+                let torch_filter = match resample {
+                    Resample::Torch(f) => Some((f, Filter::Nearest)),
+                    Resample::TorchFloat(f) => Some((f, Filter::Bilinear)),
+                    _ => None,
+                };
+                if let Some((filter, also)) = torch_filter
                     && !matches!(filter, Filter::Bilinear | Filter::Bicubic)
+                    && filter != also
                 {
                     return Err(Error::InvalidParameter {
-                        name: "resize: PyTorch's antialiased resize has only BILINEAR and BICUBIC",
+                        name: "resize: PyTorch's resize has only BILINEAR and BICUBIC (and NEAREST on uint8)",
                     });
                 }
                 let (origin, boxed) = integral_box(source_box, resample)?;
                 let (method, r) = match resample {
-                    Resample::Torch(filter) => {
+                    Resample::Torch(_) | Resample::TorchNearestExact => {
+                        let (filter, nearest) = match resample {
+                            Resample::Torch(filter) => (filter, NearestIndex::Torch),
+                            _ => (Filter::Nearest, NearestIndex::TorchExact),
+                        };
                         let shape = PillowShape::new(
                             boxed,
                             SourceBox::full(boxed.0, boxed.1),
                             full,
                             window,
                             filter,
-                            Quantize::TorchInt16,
+                            Arithmetic {
+                                quantize: Quantize::TorchInt16,
+                                nearest,
+                            },
                             limits,
                         )?;
                         let r = shape.region();

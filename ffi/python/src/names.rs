@@ -184,7 +184,8 @@ pub(crate) fn dtype(name: &str) -> PyResult<DType> {
 
 /// A resampler by torchvision's / Pillow's interpolation name
 /// ([`Filter::from_name`]), OpenCV's (`"cv2-linear"`, `"cv2-area"`) or
-/// PyTorch's uint8 tensor kernels (`"torch-bilinear"`, `"torch-bicubic"`) and
+/// PyTorch's uint8 tensor kernels (`"torch-bilinear"`, `"torch-bicubic"`,
+/// `"torch-nearest"`, `"torch-nearest-exact"`) and
 /// its float32 ones (`"torch-float-bilinear"`, `"torch-float-bicubic"`).
 pub(crate) fn resample(name: &str) -> PyResult<Resample> {
     if let Some(filter) = Filter::from_name(name) {
@@ -195,13 +196,15 @@ pub(crate) fn resample(name: &str) -> PyResult<Resample> {
         "cv2-area" => Ok(Resample::OpenCvArea),
         "torch-bilinear" => Ok(Resample::Torch(Filter::Bilinear)),
         "torch-bicubic" => Ok(Resample::Torch(Filter::Bicubic)),
+        "torch-nearest" => Ok(Resample::Torch(Filter::Nearest)),
+        "torch-nearest-exact" => Ok(Resample::TorchNearestExact),
         "torch-float-bilinear" => Ok(Resample::TorchFloat(Filter::Bilinear)),
         "torch-float-bicubic" => Ok(Resample::TorchFloat(Filter::Bicubic)),
         "libyuv-bilinear" => Ok(Resample::LibyuvBilinear),
         _ => Err(errors::value(format!(
             "unknown interpolation `{name}` (nearest, bilinear, bicubic, box, hamming, \
              lanczos: Pillow's filters; cv2-linear, cv2-area: OpenCV's; torch-bilinear, \
-             torch-bicubic: PyTorch's on uint8 tensors; torch-float-bilinear, \
+             torch-bicubic, torch-nearest, torch-nearest-exact: PyTorch's on uint8 tensors; torch-float-bilinear, \
              torch-float-bicubic: PyTorch's through float32; libyuv-bilinear)"
         ))),
     }

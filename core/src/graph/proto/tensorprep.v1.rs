@@ -213,7 +213,8 @@ pub struct Resize {
     pub family: i32,
     /// Pillow: NEAREST, BOX, BILINEAR, HAMMING, BICUBIC, LANCZOS.
     /// OpenCV: BILINEAR (INTER_LINEAR) or AREA (INTER_AREA).
-    /// PyTorch (either family): BILINEAR or BICUBIC. libyuv: BILINEAR.
+    /// PyTorch (either family): BILINEAR or BICUBIC; on uint8 also NEAREST and
+    /// NEAREST_EXACT. libyuv: BILINEAR.
     #[prost(enumeration = "Filter", tag = "6")]
     pub filter: i32,
     #[prost(oneof = "resize::Size", tags = "1, 2, 3, 4, 7, 8, 9")]
@@ -342,6 +343,11 @@ pub struct Normalize {
     /// Task Library); a reader needs the feature "normalize.std_reciprocal".
     #[prost(bool, tag = "5")]
     pub std_reciprocal: bool,
+    /// Divide again by these (one value per channel, or one for all), after the
+    /// normalization (Hugging Face EfficientNet's include_top); empty: none. A
+    /// reader needs the feature "normalize.second_std".
+    #[prost(float, repeated, tag = "6")]
+    pub second_std: ::prost::alloc::vec::Vec<f32>,
 }
 /// Output layout and channel order.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
@@ -722,6 +728,8 @@ pub enum Filter {
     Lanczos = 6,
     /// OpenCV INTER_AREA.
     Area = 7,
+    /// PyTorch's mode="nearest-exact" (RESAMPLE_FAMILY_TORCH only).
+    NearestExact = 8,
 }
 impl Filter {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -738,6 +746,7 @@ impl Filter {
             Self::Bicubic => "FILTER_BICUBIC",
             Self::Lanczos => "FILTER_LANCZOS",
             Self::Area => "FILTER_AREA",
+            Self::NearestExact => "FILTER_NEAREST_EXACT",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -751,6 +760,7 @@ impl Filter {
             "FILTER_BICUBIC" => Some(Self::Bicubic),
             "FILTER_LANCZOS" => Some(Self::Lanczos),
             "FILTER_AREA" => Some(Self::Area),
+            "FILTER_NEAREST_EXACT" => Some(Self::NearestExact),
             _ => None,
         }
     }

@@ -22,7 +22,11 @@ pub(super) fn describe_normalize(f: &mut fmt::Formatter<'_>, n: &Normalize) -> f
         f,
         "Normalize (v / {} - {:?}) {op} {by}{:?}",
         n.divisor, n.mean, n.std
-    )
+    )?;
+    if n.second_std != [1.0; 3] {
+        write!(f, " / {:?}", n.second_std)?;
+    }
+    Ok(())
 }
 
 /// Describes `Op::Layout`.
@@ -145,6 +149,11 @@ pub(crate) mod message {
             domain: domain as i32,
             divisor,
             std_reciprocal: n.std_reciprocal,
+            second_std: if n.second_std == [1.0; 3] {
+                Vec::new()
+            } else {
+                n.second_std.to_vec()
+            },
         }
     }
 
@@ -172,11 +181,19 @@ pub(crate) mod message {
             std: three(&n.std, "std")?,
             divisor,
             std_reciprocal: n.std_reciprocal,
+            second_std: match n.second_std[..] {
+                [] => [1.0; 3],
+                _ => three(&n.second_std, "second_std")?,
+            },
         };
         let valid = divisor.is_finite()
             && divisor > 0.0
             && normalize.mean.iter().all(|m| m.is_finite())
-            && normalize.std.iter().all(|s| s.is_finite() && *s != 0.0);
+            && normalize
+                .std
+                .iter()
+                .chain(&normalize.second_std)
+                .all(|s| s.is_finite() && *s != 0.0);
         if !valid {
             return Err(bad(
                 "mean must be finite, std finite and non-zero, divisor finite and positive",
@@ -234,9 +251,13 @@ pub(crate) mod message {
         if n.std_reciprocal {
             out.push(STD_RECIPROCAL);
         }
+        if n.second_std != [1.0; 3] {
+            out.push(SECOND_STD);
+        }
     }
 
     const STD_RECIPROCAL: &str = "normalize.std_reciprocal";
+    const SECOND_STD: &str = "normalize.second_std";
 
     /// The features a reader needs for a cast to `dtype`.
     pub(crate) fn cast_features(dtype: DType, out: &mut Vec<&'static str>) {
@@ -248,6 +269,6 @@ pub(crate) mod message {
         DTYPES
             .iter()
             .map(|r| r.2)
-            .chain(core::iter::once(STD_RECIPROCAL))
+            .chain([STD_RECIPROCAL, SECOND_STD])
     }
 }

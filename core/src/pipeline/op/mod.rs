@@ -671,6 +671,11 @@ pub(crate) mod message {
                 std: [0.25, 2.0, 1e-3],
                 divisor,
                 std_reciprocal: divisor == 1.0,
+                second_std: if divisor == 127.5 {
+                    [0.47, 0.48, 0.49]
+                } else {
+                    [1.0; 3]
+                },
             }));
         }
         for &(layout, _) in &LAYOUTS {

@@ -201,6 +201,16 @@ pub(crate) mod message {
                 (Libyuv, F::Bilinear),
                 "resample.libyuv.bilinear",
             ),
+            (
+                Resample::Torch(Filter::Nearest),
+                (Torch, F::Nearest),
+                "resample.torch.nearest",
+            ),
+            (
+                Resample::TorchNearestExact,
+                (Torch, F::NearestExact),
+                "resample.torch.nearest_exact",
+            ),
         ]
     };
     /// The size rules' features, in `SizeRule` declaration order.

@@ -61,6 +61,7 @@ pub fn pipelines() -> Result<[Pipeline; 2]> {
             std: [0.5; 3],
             divisor: 255.0,
             std_reciprocal: false,
+            second_std: [1.0; 3],
         }))?
         .then(Op::Layout {
             layout: Layout::Hwc,
