@@ -203,7 +203,7 @@ fn float_resizing_allocates_nothing_after_the_first_call() {
     let mut checked = 0;
     for r in methods {
         for (w, h) in [(31, 20), (150, 90), (97, 30), (40, 61)] {
-            let mut out = FloatImage::new(w, h, 3).unwrap();
+            let mut out = FloatImage::zeros(w, h, 3).unwrap();
             let mut resizer = FloatResizer::new();
             let first = allocations(|| resizer.resize(&src, &mut out.view_mut(), r).unwrap());
             let n = allocations(|| resizer.resize(&src, &mut out.view_mut(), r).unwrap());

@@ -470,7 +470,7 @@ fn float_images_resize_as_pillow_f_mode_and_pytorch_float() {
                     }
                 }
             };
-            let mut out = FloatImage::new(dw, dh, shape[2]).unwrap();
+            let mut out = FloatImage::zeros(dw, dh, shape[2]).unwrap();
             resizer
                 .resize_box(&src, source_box, &mut out.view_mut(), resample)
                 .unwrap();

@@ -239,7 +239,7 @@ fn bench_resize_f32(c: &mut Criterion) {
     let src = FloatView::new(&depth, sw, sh, 1).unwrap();
     let mut g = c.benchmark_group(format!("resize f32 {sw}x{sh}->{dw}x{dh} 1 channel"));
     g.throughput(Throughput::Bytes(u64::from(dw * dh * 4)));
-    let mut out = FloatImage::new(dw, dh, 1).unwrap();
+    let mut out = FloatImage::zeros(dw, dh, 1).unwrap();
     for (label, resample) in [
         (
             "tensorprep Pillow F bilinear",

@@ -25,7 +25,7 @@
 //! let src = FloatView::new(&depth, 64, 48, 1)?;
 //! let rule = SizeRule::Exact { width: 32, height: 24 };
 //! let mut resizer = FloatResizer::new();
-//! let mut out = FloatImage::new(32, 24, 1)?;
+//! let mut out = FloatImage::zeros(32, 24, 1)?;
 //! resizer.resize(&src, &mut out.view_mut(), Resample::Pillow(Filter::Bilinear))?;
 //! assert!(out.as_slice().iter().all(|&m| (1.5..2.14).contains(&m)));
 //! // The one-shot form, with a size rule.
@@ -80,33 +80,43 @@ fn check_layout(len: usize, width: u32, height: u32, channels: usize, stride: us
     Ok(())
 }
 
-/// A borrowed float32 image: `channels` interleaved samples per pixel, rows
-/// `stride` samples apart (HWC, as numpy and OpenCV hold them).
-#[derive(Clone, Copy, Debug)]
-pub struct FloatView<'a> {
-    data: &'a [f32],
+/// A float32 image: `channels` interleaved samples per pixel (HWC, as numpy
+/// and OpenCV hold them), rows `stride` samples apart, over `D`: borrowed
+/// ([`FloatView`]), borrowed for writing ([`FloatViewMut`]) or owned
+/// ([`FloatImage`]). The layout is checked against the data once, when made.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FloatPixels<D> {
+    data: D,
     width: u32,
     height: u32,
     channels: usize,
     stride: usize,
 }
 
-impl<'a> FloatView<'a> {
+/// A borrowed float32 image.
+pub type FloatView<'a> = FloatPixels<&'a [f32]>;
+/// A borrowed, writable float32 image.
+pub type FloatViewMut<'a> = FloatPixels<&'a mut [f32]>;
+/// An owned float32 image.
+pub type FloatImage = FloatPixels<Vec<f32>>;
+
+impl<D: AsRef<[f32]>> FloatPixels<D> {
     /// A tightly packed image (`stride = width * channels`).
-    pub fn new(data: &'a [f32], width: u32, height: u32, channels: usize) -> Result<Self> {
+    pub fn new(data: D, width: u32, height: u32, channels: usize) -> Result<Self> {
         Self::with_stride(data, width, height, channels, width as usize * channels)
     }
 
-    /// An image whose rows are `stride` samples apart.
+    /// An image whose rows are `stride` samples apart (only the rows'
+    /// pixels are read or written).
     pub fn with_stride(
-        data: &'a [f32],
+        data: D,
         width: u32,
         height: u32,
         channels: usize,
         stride: usize,
     ) -> Result<Self> {
-        check_layout(data.len(), width, height, channels, stride)?;
-        Ok(FloatView {
+        check_layout(data.as_ref().len(), width, height, channels, stride)?;
+        Ok(FloatPixels {
             data,
             width,
             height,
@@ -130,6 +140,49 @@ impl<'a> FloatView<'a> {
         self.channels
     }
 
+    /// The image, borrowed.
+    pub fn view(&self) -> FloatView<'_> {
+        FloatPixels {
+            data: self.data.as_ref(),
+            width: self.width,
+            height: self.height,
+            channels: self.channels,
+            stride: self.stride,
+        }
+    }
+
+    /// The samples from the first row's start to the last row's end.
+    pub fn as_slice(&self) -> &[f32] {
+        let data = self.data.as_ref();
+        let len = (self.height as usize - 1) * self.stride + self.width as usize * self.channels;
+        &data[..len]
+    }
+
+    /// Row `y`'s samples.
+    fn row(&self, y: usize) -> &[f32] {
+        &self.data.as_ref()[y * self.stride..][..self.width as usize * self.channels]
+    }
+}
+
+impl<D: AsRef<[f32]> + AsMut<[f32]>> FloatPixels<D> {
+    /// The image, borrowed for writing.
+    pub fn view_mut(&mut self) -> FloatViewMut<'_> {
+        FloatPixels {
+            data: self.data.as_mut(),
+            width: self.width,
+            height: self.height,
+            channels: self.channels,
+            stride: self.stride,
+        }
+    }
+
+    fn row_mut(&mut self, y: usize) -> &mut [f32] {
+        let row = self.width as usize * self.channels;
+        &mut self.data.as_mut()[y * self.stride..][..row]
+    }
+}
+
+impl<'a> FloatView<'a> {
     /// The part of the image inside `rect` (no copy).
     pub fn crop(&self, rect: Rect) -> Result<FloatView<'a>> {
         if !rect.fits_in(self.width, self.height) || rect.width == 0 || rect.height == 0 {
@@ -148,81 +201,12 @@ impl<'a> FloatView<'a> {
             self.stride,
         )
     }
-
-    /// Row `y`'s samples.
-    fn row(&self, y: usize) -> &'a [f32] {
-        &self.data[y * self.stride..][..self.width as usize * self.channels]
-    }
-}
-
-/// A writable float32 image, laid out as [`FloatView`].
-#[derive(Debug)]
-pub struct FloatViewMut<'a> {
-    data: &'a mut [f32],
-    width: u32,
-    height: u32,
-    channels: usize,
-    stride: usize,
-}
-
-impl<'a> FloatViewMut<'a> {
-    /// A tightly packed image (`stride = width * channels`).
-    pub fn new(data: &'a mut [f32], width: u32, height: u32, channels: usize) -> Result<Self> {
-        Self::with_stride(data, width, height, channels, width as usize * channels)
-    }
-
-    /// An image whose rows are `stride` samples apart (only the rows' pixels
-    /// are written).
-    pub fn with_stride(
-        data: &'a mut [f32],
-        width: u32,
-        height: u32,
-        channels: usize,
-        stride: usize,
-    ) -> Result<Self> {
-        check_layout(data.len(), width, height, channels, stride)?;
-        Ok(FloatViewMut {
-            data,
-            width,
-            height,
-            channels,
-            stride,
-        })
-    }
-
-    /// Width in pixels.
-    pub fn width(&self) -> u32 {
-        self.width
-    }
-
-    /// Height in pixels.
-    pub fn height(&self) -> u32 {
-        self.height
-    }
-
-    /// Samples per pixel.
-    pub fn channels(&self) -> usize {
-        self.channels
-    }
-
-    fn row_mut(&mut self, y: usize) -> &mut [f32] {
-        let row = self.width as usize * self.channels;
-        &mut self.data[y * self.stride..][..row]
-    }
-}
-
-/// An owned, tightly packed float32 image.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FloatImage {
-    data: Vec<f32>,
-    width: u32,
-    height: u32,
-    channels: usize,
 }
 
 impl FloatImage {
-    /// A zeroed image (its size checked against [`Limits::DEFAULT`]).
-    pub fn new(width: u32, height: u32, channels: usize) -> Result<FloatImage> {
+    /// A zeroed, tightly packed image (its size checked against
+    /// [`Limits::DEFAULT`] before allocating).
+    pub fn zeros(width: u32, height: u32, channels: usize) -> Result<FloatImage> {
         let len = u64::from(width) * u64::from(height) * channels as u64;
         Limits::DEFAULT.check_alloc(len.saturating_mul(4))?;
         check_layout(
@@ -236,54 +220,7 @@ impl FloatImage {
         data.try_reserve_exact(len as usize)
             .map_err(|_| Error::OutOfMemory { bytes: len * 4 })?;
         data.resize(len as usize, 0.0);
-        Ok(FloatImage {
-            data,
-            width,
-            height,
-            channels,
-        })
-    }
-
-    /// The image, borrowed.
-    pub fn view(&self) -> FloatView<'_> {
-        FloatView {
-            data: &self.data,
-            width: self.width,
-            height: self.height,
-            channels: self.channels,
-            stride: self.width as usize * self.channels,
-        }
-    }
-
-    /// The image, borrowed for writing.
-    pub fn view_mut(&mut self) -> FloatViewMut<'_> {
-        FloatViewMut {
-            stride: self.width as usize * self.channels,
-            data: &mut self.data,
-            width: self.width,
-            height: self.height,
-            channels: self.channels,
-        }
-    }
-
-    /// The samples, row after row.
-    pub fn as_slice(&self) -> &[f32] {
-        &self.data
-    }
-
-    /// Width in pixels.
-    pub fn width(&self) -> u32 {
-        self.width
-    }
-
-    /// Height in pixels.
-    pub fn height(&self) -> u32 {
-        self.height
-    }
-
-    /// Samples per pixel.
-    pub fn channels(&self) -> usize {
-        self.channels
+        FloatImage::new(data, width, height, channels)
     }
 }
 
@@ -865,7 +802,7 @@ pub fn resize_f32_by_rule(
     resample: Resample,
 ) -> Result<FloatImage> {
     let (w, h) = rule.output_size(src.width, src.height)?;
-    let mut out = FloatImage::new(w, h, src.channels)?;
+    let mut out = FloatImage::zeros(w, h, src.channels)?;
     resize_f32(src, &mut out.view_mut(), resample)?;
     Ok(out)
 }
@@ -885,7 +822,7 @@ mod tests {
         let mut resizer = FloatResizer::new();
         for r in methods {
             for (w, h) in [(5, 4), (26, 18), (13, 9), (1, 1), (13, 4), (3, 9)] {
-                let mut out = FloatImage::new(w, h, 3).unwrap();
+                let mut out = FloatImage::zeros(w, h, 3).unwrap();
                 resizer.resize(&src, &mut out.view_mut(), r).unwrap();
                 let ok = out.as_slice().iter().all(|&v| (v - 0.25).abs() < 1e-6);
                 assert!(ok, "{r:?} {w}x{h}: {:?}", &out.as_slice()[..6]);

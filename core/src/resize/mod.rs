@@ -51,7 +51,7 @@ mod torch_float;
 
 #[cfg(feature = "alloc")]
 pub use float::{
-    FloatImage, FloatResizer, FloatView, FloatViewMut, MAX_FLOAT_CHANNELS, resize_f32,
+    FloatImage, FloatPixels, FloatResizer, FloatView, FloatViewMut, MAX_FLOAT_CHANNELS, resize_f32,
     resize_f32_by_rule,
 };
 pub use kernels::Simd;
