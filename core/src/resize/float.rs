@@ -37,6 +37,7 @@
 use alloc::vec::Vec;
 
 use super::coeffs::F64Axis;
+use super::kernels::FloatPath;
 use super::pillow::{Arithmetic, F64Plan, PillowShape};
 use super::torch_float::{FloatAxis, TorchFloatShape};
 use super::{Filter, Resample, Simd, SourceBox};
@@ -343,6 +344,69 @@ struct Grown<'s> {
     sums32: &'s mut [f32],
 }
 
+/// The horizontal and vertical passes that change the size (`h`, `v`), in
+/// `S`'s arithmetic, the vertical first when asked (Pillow's split of very
+/// tall images), through a float32 intermediate when both run.
+fn separable<S: Sum, A: Taps<S::Weight>>(
+    path: FloatPath,
+    (h, v, vertical_first): (Option<&A>, Option<&A>, bool),
+    region: &FloatView<'_>,
+    dst: &mut FloatViewMut<'_>,
+    scratch: &mut Scratch,
+    limits: &Limits,
+) -> Result<()> {
+    let c = region.channels;
+    // Rows of sums and blocks as wide as the widest side read.
+    let row = region.width.max(dst.width);
+    // The intermediate: rows first, or columns first.
+    let (mw, mh) = match (h, v, vertical_first) {
+        (Some(_), Some(_), true) => (region.width, dst.height),
+        (Some(_), Some(_), false) => (dst.width, region.height),
+        _ => (0, 0),
+    };
+    let Grown {
+        floats,
+        block,
+        sums64,
+        sums32,
+    } = scratch.grow(mw, mh, c, row, limits)?;
+    let sums = S::sums(sums64, sums32);
+    match (h, v) {
+        (Some(h), Some(v)) if vertical_first => {
+            build::v::<S>(
+                path,
+                v,
+                region,
+                &mut FloatViewMut::new(&mut *floats, mw, mh, c)?,
+                sums,
+            );
+            build::h::<S>(path, h, c, &FloatView::new(floats, mw, mh, c)?, dst, block);
+        }
+        (Some(h), Some(v)) => {
+            build::h::<S>(
+                path,
+                h,
+                c,
+                region,
+                &mut FloatViewMut::new(&mut *floats, mw, mh, c)?,
+                block,
+            );
+            build::v::<S>(path, v, &FloatView::new(floats, mw, mh, c)?, dst, sums);
+        }
+        (Some(h), None) => build::h::<S>(path, h, c, region, dst, block),
+        (None, Some(v)) => build::v::<S>(path, v, region, dst, sums),
+        (None, None) => copy_rows(region, dst),
+    }
+    Ok(())
+}
+
+/// `src`'s rows into `dst` (the same size).
+fn copy_rows(src: &FloatView<'_>, dst: &mut FloatViewMut<'_>) {
+    for y in 0..dst.height as usize {
+        dst.row_mut(y).copy_from_slice(src.row(y));
+    }
+}
+
 /// `buf` with at least `len` elements (its size checked against `limits`).
 fn grow<'b, T: Copy + Default>(
     buf: &'b mut Vec<T>,
@@ -449,15 +513,8 @@ impl FloatResizer {
         let region = src.crop(plan.region)?;
         let c = src.channels;
         let path = self.simd.float_path();
-        // Rows of sums and blocks as wide as the widest side reads.
-        let row = region.width.max(dst.width);
-        let copy = |src: &FloatView<'_>, dst: &mut FloatViewMut<'_>| {
-            for y in 0..dst.height as usize {
-                dst.row_mut(y).copy_from_slice(src.row(y));
-            }
-        };
         match &plan.passes {
-            Passes::Pillow(F64Plan::Copy) => copy(&region, dst),
+            Passes::Pillow(F64Plan::Copy) => copy_rows(&region, dst),
             Passes::Pillow(F64Plan::Nearest { xs, ys }) => {
                 for (y, &sy) in ys.iter().enumerate() {
                     let out = dst.row_mut(y);
@@ -478,56 +535,22 @@ impl FloatResizer {
                 h,
                 v,
                 vertical_first,
-            }) => {
-                let s = &mut self.scratch;
-                match (h, v) {
-                    (Some(h), Some(v)) if *vertical_first => {
-                        // Rows first (Pillow's split of very tall images).
-                        let mid = s.grow(region.width, dst.height, c, row, &self.limits)?;
-                        let mut m = FloatViewMut::new(mid.floats, region.width, dst.height, c)?;
-                        build::v::<PillowSum>(path, v, &region, &mut m, mid.sums64);
-                        let m = FloatView::new(mid.floats, region.width, dst.height, c)?;
-                        build::h::<PillowSum>(path, h, c, &m, dst, mid.block);
-                    }
-                    (Some(h), Some(v)) => {
-                        let mid = s.grow(dst.width, region.height, c, row, &self.limits)?;
-                        let mut m = FloatViewMut::new(mid.floats, dst.width, region.height, c)?;
-                        build::h::<PillowSum>(path, h, c, &region, &mut m, mid.block);
-                        let m = FloatView::new(mid.floats, dst.width, region.height, c)?;
-                        build::v::<PillowSum>(path, v, &m, dst, mid.sums64);
-                    }
-                    (Some(h), None) => {
-                        let mid = s.grow(0, 0, c, row, &self.limits)?;
-                        build::h::<PillowSum>(path, h, c, &region, dst, mid.block);
-                    }
-                    (None, Some(v)) => {
-                        let mid = s.grow(0, 0, c, row, &self.limits)?;
-                        build::v::<PillowSum>(path, v, &region, dst, mid.sums64);
-                    }
-                    (None, None) => copy(&region, dst),
-                }
-            }
-            Passes::Torch { h, v } => {
-                let s = &mut self.scratch;
-                match (h, v) {
-                    (Some(h), Some(v)) => {
-                        let mid = s.grow(dst.width, region.height, c, row, &self.limits)?;
-                        let mut m = FloatViewMut::new(mid.floats, dst.width, region.height, c)?;
-                        build::h::<TorchSum>(path, h, c, &region, &mut m, mid.block);
-                        let m = FloatView::new(mid.floats, dst.width, region.height, c)?;
-                        build::v::<TorchSum>(path, v, &m, dst, mid.sums32);
-                    }
-                    (Some(h), None) => {
-                        let mid = s.grow(0, 0, c, row, &self.limits)?;
-                        build::h::<TorchSum>(path, h, c, &region, dst, mid.block);
-                    }
-                    (None, Some(v)) => {
-                        let mid = s.grow(0, 0, c, row, &self.limits)?;
-                        build::v::<TorchSum>(path, v, &region, dst, mid.sums32);
-                    }
-                    (None, None) => copy(&region, dst),
-                }
-            }
+            }) => separable::<PillowSum, _>(
+                path,
+                (h.as_ref(), v.as_ref(), *vertical_first),
+                &region,
+                dst,
+                &mut self.scratch,
+                &self.limits,
+            )?,
+            Passes::Torch { h, v } => separable::<TorchSum, _>(
+                path,
+                (h.as_ref(), v.as_ref(), false),
+                &region,
+                dst,
+                &mut self.scratch,
+                &self.limits,
+            )?,
         }
         Ok(())
     }
@@ -543,6 +566,8 @@ trait Sum {
     fn add(acc: Self::Acc, p: f32, w: Self::Weight) -> Self::Acc;
     /// The stored sample.
     fn end(acc: Self::Acc) -> f32;
+    /// Of a row of sums in each precision, the one this arithmetic keeps.
+    fn sums<'s>(f64s: &'s mut [f64], f32s: &'s mut [f32]) -> &'s mut [Self::Acc];
 }
 
 /// Pillow's `F` mode: `ss = 0.0; ss += p * k` in `f64` (the `0.0 +` keeps
@@ -564,6 +589,9 @@ impl Sum for PillowSum {
     fn end(acc: f64) -> f32 {
         acc as f32
     }
+    fn sums<'s>(f64s: &'s mut [f64], _: &'s mut [f32]) -> &'s mut [f64] {
+        f64s
+    }
 }
 
 /// PyTorch's float32 kernel: `t0 * w0`, then a fused multiply-add per tap.
@@ -583,6 +611,9 @@ impl Sum for TorchSum {
     #[inline(always)]
     fn end(acc: f32) -> f32 {
         acc
+    }
+    fn sums<'s>(_: &'s mut [f64], f32s: &'s mut [f32]) -> &'s mut [f32] {
+        f32s
     }
 }
 
