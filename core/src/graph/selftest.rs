@@ -310,7 +310,11 @@ impl Graph {
         for op in self.pipeline.ops() {
             match op {
                 Op::Normalize(n) => {
-                    let min_std = n.std.iter().copied().fold(f32::INFINITY, f32::min);
+                    // The channel whose level is worth most: the smallest
+                    // std (times the second one, if any).
+                    let min_std = (0..3)
+                        .map(|c| (n.std[c] * n.second_std[c]).abs())
+                        .fold(f32::INFINITY, f32::min);
                     if min_std > 0.0 && n.divisor > 0.0 {
                         per_level = 1.0 / (n.divisor * min_std);
                     }
