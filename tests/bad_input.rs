@@ -113,6 +113,60 @@ fn random_bytes_with(backend: Backend) {
     }
 }
 
+/// Reduced-size decoding reads a rewritten stream for progressive files at
+/// 1/8 (`jpeg::progressive`): damaged and cut progressive files go through
+/// it (or around it) without a panic, strict cuts stay errors, and what
+/// decodes has the 1/8 size.
+#[test]
+#[cfg_attr(
+    not(feature = "turbojpeg"),
+    ignore = "needs libjpeg-turbo: cargo test -p tensorprep-tests --features turbojpeg"
+)]
+fn damaged_progressive_files_at_one_eighth_never_panic() {
+    use tensorprep::jpeg::Scale;
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let eighth = |strict| {
+        JpegDecoder::new(DecodeOptions {
+            backend: Backend::LibjpegTurbo,
+            scale: Scale::Eighth,
+            strict,
+            ..DecodeOptions::default()
+        })
+    };
+    let (mut strict, mut lenient) = (eighth(true), eighth(false));
+    let mut decoded = 0;
+    for name in ["p444.jpg", "p420_restart.jpg", "p_gray.jpg", "p_cmyk.jpg"] {
+        let original = read(&format!("progressive/{name}"));
+        let full = strict.decode(&original).unwrap();
+        for round in 0..200 {
+            let mut bytes = original.clone();
+            for _ in 0..1 + round % 6 {
+                let at = rng.below(bytes.len());
+                bytes[at] = rng.next_u64() as u8;
+            }
+            for d in [&mut strict, &mut lenient] {
+                if let Ok(img) = d.decode(&bytes) {
+                    assert_eq!((img.width(), img.height()), (full.width(), full.height()));
+                    decoded += 1;
+                }
+            }
+        }
+        // Cut anywhere: strict decoding refuses, lenient never panics.
+        let step = (original.len() / 60) | 1;
+        for cut in (700..original.len() - 2).step_by(step) {
+            assert!(
+                strict.decode(&original[..cut]).is_err(),
+                "{name} cut at {cut}"
+            );
+            let _ = lenient.decode(&original[..cut]);
+        }
+    }
+    assert!(
+        decoded > 0,
+        "no damaged file decoded at all: the test reaches nothing"
+    );
+}
+
 /// `sample.jpg` with the frame header patched to claim `width` x `height`.
 fn with_claimed_size(width: u16, height: u16) -> Vec<u8> {
     let mut bytes = read("sample.jpg");
