@@ -233,63 +233,21 @@ fn decode_matches_pillow_exactly_with_libjpeg_turbo_and_closely_with_zune() {
     ignore = "needs libjpeg-turbo: cargo test -p tensorprep-tests --features turbojpeg"
 )]
 fn reduced_size_decoding_matches_pillow_draft_mode() {
-    for w in refs("draft") {
-        let scale = match n(&w, 2) {
+    // One reference: `file` at 1/`n` as `format` against Pillow's `reference`.
+    let check = |file: &str, n: u32, format: PixelFormat, reference: &str| {
+        let scale = match n {
             2 => Scale::Half,
             4 => Scale::Quarter,
             _ => Scale::Eighth,
         };
-        let format = if w[1].contains("gray") {
-            PixelFormat::Gray8
-        } else {
-            PixelFormat::Rgb8
-        };
         let options = DecodeOptions {
             format,
             backend: Backend::LibjpegTurbo,
             scale,
             ..DecodeOptions::default()
         };
-        let img = JpegDecoder::new(options).decode(&read(&w[1])).unwrap();
-        let want = read_png(&w[3]);
-        assert_eq!(
-            (img.width(), img.height()),
-            (want.width(), want.height()),
-            "{}",
-            w[1]
-        );
-        let d = Diff::of(img.as_bytes(), want.as_bytes());
-        println!(
-            "draft 1/{} {:<32} {}x{}  {d}",
-            n(&w, 2),
-            w[1],
-            img.width(),
-            img.height()
-        );
-        assert_eq!(d.max, 0.0, "{} at 1/{}: {d}", w[1], n(&w, 2));
-    }
-    // Progressive files in every chroma layout: at 1/8 the decoder leaves
-    // out the AC scans it does not read (`jpeg::progressive`), at 1/4 not.
-    for w in refs_in("progressive/refs.txt", "draft") {
-        let scale = if n(&w, 2) == 8 {
-            Scale::Eighth
-        } else {
-            Scale::Quarter
-        };
-        let format = if w[3] == "L" {
-            PixelFormat::Gray8
-        } else {
-            PixelFormat::Rgb8
-        };
-        let options = DecodeOptions {
-            format,
-            backend: Backend::LibjpegTurbo,
-            scale,
-            ..DecodeOptions::default()
-        };
-        let file = format!("progressive/{}", w[1]);
-        let img = JpegDecoder::new(options).decode(&read(&file)).unwrap();
-        let want = read_png(&format!("progressive/{}", w[4]));
+        let img = JpegDecoder::new(options).decode(&read(file)).unwrap();
+        let want = read_png(reference);
         assert_eq!(
             (img.width(), img.height()),
             (want.width(), want.height()),
@@ -297,12 +255,31 @@ fn reduced_size_decoding_matches_pillow_draft_mode() {
         );
         let d = Diff::of(img.as_bytes(), want.as_bytes());
         println!(
-            "draft 1/{} {file:<32} {}x{}  {d}",
-            n(&w, 2),
+            "draft 1/{n} {file:<32} {}x{}  {d}",
             img.width(),
             img.height()
         );
-        assert_eq!(d.max, 0.0, "{file} at 1/{}: {d}", n(&w, 2));
+        assert_eq!(d.max, 0.0, "{file} at 1/{n}: {d}");
+    };
+    let gray_if = |gray: bool| {
+        if gray {
+            PixelFormat::Gray8
+        } else {
+            PixelFormat::Rgb8
+        }
+    };
+    for w in refs("draft") {
+        check(&w[1], n(&w, 2), gray_if(w[1].contains("gray")), &w[3]);
+    }
+    // Progressive files in every chroma layout: at 1/8 the decoder leaves
+    // out the AC scans it does not read (`jpeg::progressive`), at 1/4 not.
+    for w in refs_in("progressive/refs.txt", "draft") {
+        check(
+            &format!("progressive/{}", w[1]),
+            n(&w, 2),
+            gray_if(w[3] == "L"),
+            &format!("progressive/{}", w[4]),
+        );
     }
     // zune-jpeg has no reduced-size decoding: asking for it is an error, not a full-size image.
     let zune = DecodeOptions {

@@ -158,6 +158,18 @@ const fn class(
     }
 }
 
+/// A class of the DETR family: their defaults are all the same.
+const fn detr(class_name: &'static str, yolos: bool) -> Defaults {
+    class(
+        class_name,
+        Size::ShortestLongest(800, 1333),
+        Filter::Bilinear,
+        None,
+        IMAGENET,
+        Rule::Detr { yolos },
+    )
+}
+
 const HALF: ([f32; 3], [f32; 3]) = (STANDARD, STANDARD);
 const IMAGENET: ([f32; 3], [f32; 3]) = (IMAGENET_MEAN, IMAGENET_STD);
 const CLIP: ([f32; 3], [f32; 3]) = (CLIP_MEAN, CLIP_STD);
@@ -274,38 +286,10 @@ const CLASSES: &[Defaults] = &[
         HALF,
         Rule::Dpt,
     ),
-    class(
-        "Detr",
-        Size::ShortestLongest(800, 1333),
-        Filter::Bilinear,
-        None,
-        IMAGENET,
-        Rule::Detr { yolos: false },
-    ),
-    class(
-        "ConditionalDetr",
-        Size::ShortestLongest(800, 1333),
-        Filter::Bilinear,
-        None,
-        IMAGENET,
-        Rule::Detr { yolos: false },
-    ),
-    class(
-        "DeformableDetr",
-        Size::ShortestLongest(800, 1333),
-        Filter::Bilinear,
-        None,
-        IMAGENET,
-        Rule::Detr { yolos: false },
-    ),
-    class(
-        "Yolos",
-        Size::ShortestLongest(800, 1333),
-        Filter::Bilinear,
-        None,
-        IMAGENET,
-        Rule::Detr { yolos: true },
-    ),
+    detr("Detr", false),
+    detr("ConditionalDetr", false),
+    detr("DeformableDetr", false),
+    detr("Yolos", true),
     Defaults {
         // No centre crop by default, but a crop size.
         crop_size: (289, 289),

@@ -33,6 +33,10 @@ pub struct JpegDecoder {
     padded: Vec<u8>,
     #[cfg(feature = "turbojpeg")]
     turbo: turbo::Turbo,
+    /// A progressive file without the scans a 1/8 decode leaves unread
+    /// ([`super::progressive`]).
+    #[cfg(feature = "turbojpeg")]
+    reduced: Vec<u8>,
 }
 
 /// Bytes of 1-bits (`FF 00`, stuffed) put after the last scan's coded data:
@@ -76,6 +80,8 @@ impl JpegDecoder {
             padded: Vec::new(),
             #[cfg(feature = "turbojpeg")]
             turbo: turbo::Turbo::default(),
+            #[cfg(feature = "turbojpeg")]
+            reduced: Vec::new(),
         }
     }
 
@@ -344,7 +350,13 @@ impl JpegDecoder {
         match self.options.backend {
             #[cfg(feature = "turbojpeg")]
             Backend::LibjpegTurbo => self.turbo.decode(
-                bytes,
+                if self.options.scale == Scale::Eighth
+                    && super::progressive::dc_only_stream(bytes, &mut self.reduced)
+                {
+                    &self.reduced
+                } else {
+                    bytes
+                },
                 format,
                 self.options.scale,
                 self.options.strict,

@@ -168,14 +168,14 @@ pub(super) fn dc_only_stream(jpeg: &[u8], into: &mut Vec<u8>) -> bool {
         }
         at = data_end;
     }
-    let dc_only = &components[..count];
+    let frame = &components[..count];
     // Every AC coefficient sent and refined to its last bit in the file
     // (otherwise its decode smooths blocks, and the copy must too), and at
     // least one scan to leave out.
-    if skipped == 0 || dc_only.iter().any(|c| c.sent != !1 || c.unrefined != 0) {
+    if skipped == 0 || frame.iter().any(|c| c.sent != !1 || c.unrefined != 0) {
         return false;
     }
-    let added = dc_only.iter().filter(|c| c.dc_only).map(|c| {
+    let added = frame.iter().filter(|c| c.dc_only).map(|c| {
         let interval = if restart_interval == 0 {
             c.blocks.max(1)
         } else {
@@ -194,7 +194,7 @@ pub(super) fn dc_only_stream(jpeg: &[u8], into: &mut Vec<u8>) -> bool {
     into.extend_from_slice(&[0xFF, 0xC4, 0, 2 + 1 + 16 + 15, 0x10 | TABLE]);
     into.extend_from_slice(&[0, 0, 0, 15, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
     into.extend((0..15u8).map(|r| r << 4));
-    for c in dc_only.iter().filter(|c| c.dc_only) {
+    for c in frame.iter().filter(|c| c.dc_only) {
         // One component, coefficients 1-63, first scan, full precision.
         into.extend_from_slice(&[0xFF, 0xDA, 0, 8, 1, c.id, TABLE, 1, 63, 0]);
         end_of_bands(into, c.blocks, restart_interval);

@@ -26,9 +26,6 @@ const MAX_SCANS: c_int = super::MAX_SCANS as c_int;
 #[derive(Debug, Default)]
 pub(super) struct Turbo {
     handle: Option<Handle>,
-    /// A progressive file without the scans a 1/8 decode leaves unread
-    /// ([`super::progressive`]); its capacity is kept between images.
-    reduced: Vec<u8>,
 }
 
 impl Clone for Turbo {
@@ -164,34 +161,6 @@ impl Turbo {
     /// width unless the region is the whole scaled image.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn decode(
-        &mut self,
-        bytes: &[u8],
-        format: PixelFormat,
-        scale: Scale,
-        strict: bool,
-        limits: &Limits,
-        region: Rect,
-        out: &mut [u8],
-        stride: usize,
-        cmyk: &mut Vec<u8>,
-    ) -> Result<()> {
-        let mut reduced = core::mem::take(&mut self.reduced);
-        let bytes =
-            if scale == Scale::Eighth && super::progressive::dc_only_stream(bytes, &mut reduced) {
-                &reduced[..]
-            } else {
-                bytes
-            };
-        let result = self.decode_stream(
-            bytes, format, scale, strict, limits, region, out, stride, cmyk,
-        );
-        self.reduced = reduced;
-        result
-    }
-
-    /// [`Turbo::decode`] of the stream as given.
-    #[allow(clippy::too_many_arguments)]
-    fn decode_stream(
         &mut self,
         bytes: &[u8],
         format: PixelFormat,

@@ -40,7 +40,7 @@ use super::coeffs::F64Axis;
 use super::kernels::FloatPath;
 use super::pillow::{Arithmetic, F64Plan, PillowShape};
 use super::torch_float::{FloatAxis, TorchFloatShape};
-use super::{Filter, Resample, Simd, SourceBox};
+use super::{Resample, Simd, SourceBox};
 use crate::arena::{Heap, Pools};
 use crate::math::fmaf;
 use crate::size::SizeRule;
@@ -278,7 +278,8 @@ impl Plan {
                     passes: Passes::Pillow(shape.build_f64()),
                 })
             }
-            Resample::TorchFloat(filter @ (Filter::Bilinear | Filter::Bicubic)) => {
+            Resample::TorchFloat(filter) => {
+                super::plan::check_torch_filter(resample)?;
                 let (origin, boxed) = super::plan::integral_box(source_box, resample)?;
                 let shape = TorchFloatShape::new(boxed, dst, window, filter, limits)?;
                 let plan = shape.build(&mut Pools::default())?;
@@ -293,9 +294,6 @@ impl Plan {
                     },
                 })
             }
-            Resample::TorchFloat(_) => Err(Error::InvalidParameter {
-                name: "resize: PyTorch's antialiased resize has only BILINEAR and BICUBIC",
-            }),
             _ => Err(Error::InvalidParameter {
                 name: "resize: float images resize with Pillow's filters or PyTorch's float \
                        resize (Resample::Pillow, Resample::TorchFloat) only",
@@ -841,6 +839,7 @@ pub fn resize_f32_by_rule(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resize::Filter;
 
     #[test]
     fn constant_images_stay_constant() {

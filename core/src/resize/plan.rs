@@ -100,6 +100,22 @@ pub(super) fn integral_box(b: SourceBox, resample: Resample) -> Result<((u32, u3
     ))
 }
 
+/// PyTorch's filters: BILINEAR and BICUBIC, and on `uint8` NEAREST too.
+pub(super) fn check_torch_filter(resample: Resample) -> Result<()> {
+    let supported = match resample {
+        Resample::Torch(f) => matches!(f, Filter::Bilinear | Filter::Bicubic | Filter::Nearest),
+        Resample::TorchFloat(f) => matches!(f, Filter::Bilinear | Filter::Bicubic),
+        _ => true,
+    };
+    if supported {
+        Ok(())
+    } else {
+        Err(Error::InvalidParameter {
+            name: "resize: PyTorch's resize has only BILINEAR and BICUBIC (and NEAREST on uint8)",
+        })
+    }
+}
+
 /// The checks every plan makes of its sizes, before any table is computed.
 pub(super) fn check_sizes(
     src: (u32, u32),
@@ -286,19 +302,7 @@ impl<S: Storage> ResizePlanIn<S> {
             // The other libraries take no fractional box: an integral one is
             // a crop, and the plan is made for the cropped size.
             _ => {
-                let torch_filter = match resample {
-                    Resample::Torch(f) => Some((f, Filter::Nearest)),
-                    Resample::TorchFloat(f) => Some((f, Filter::Bilinear)),
-                    _ => None,
-                };
-                if let Some((filter, also)) = torch_filter
-                    && !matches!(filter, Filter::Bilinear | Filter::Bicubic)
-                    && filter != also
-                {
-                    return Err(Error::InvalidParameter {
-                        name: "resize: PyTorch's resize has only BILINEAR and BICUBIC (and NEAREST on uint8)",
-                    });
-                }
+                check_torch_filter(resample)?;
                 let (origin, boxed) = integral_box(source_box, resample)?;
                 let (method, r) = match resample {
                     Resample::Torch(_) | Resample::TorchNearestExact => {

@@ -21,7 +21,7 @@ fn zeros<'py, T: Element>(py: Python<'py>, shape: &[usize]) -> Bound<'py, PyArra
 
 /// The caller's array as `T`, checked: dtype, shape, C order, writable and
 /// not borrowed elsewhere (the input array, another call).
-fn checked<'py, T: Element>(
+pub(crate) fn checked<'py, T: Element>(
     out: &Bound<'py, PyAny>,
     dtype: DType,
     shape: &[usize],

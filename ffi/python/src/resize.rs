@@ -3,6 +3,7 @@
 
 use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
+use tensorprep::DType;
 use tensorprep::resize::{FloatResizer, FloatView, FloatViewMut, SourceBox};
 
 use crate::errors;
@@ -59,28 +60,17 @@ pub(crate) fn resize_float<'py>(
     let out = match out {
         Some(o) => o,
         None => {
-            let limits = tensorprep::Limits::DEFAULT;
             let len = u64::from(dw) * u64::from(dh) * channels as u64;
-            limits
+            tensorprep::Limits::DEFAULT
                 .check_alloc(len.saturating_mul(4))
                 .map_err(|e| errors::core(&e))?;
             PyArrayDyn::<f32>::zeros(py, out_shape.as_slice(), false).into_any()
         }
     };
-    let dst = out
-        .cast::<PyArrayDyn<f32>>()
-        .map_err(|_| errors::input("out= must be a numpy float32 array"))?;
-    if dst.shape() != out_shape.as_slice() || !dst.is_c_contiguous() {
-        return Err(errors::input(format!(
-            "out= must be a C-contiguous array of shape {out_shape:?}"
-        )));
-    }
+    let mut dst = crate::arrays::checked::<f32>(&out, DType::F32, &out_shape)?;
     let src = src
         .try_readonly()
         .map_err(|e| errors::input(e.to_string()))?;
-    let mut dst = dst
-        .try_readwrite()
-        .map_err(|e| errors::input(format!("out= cannot be written: {e}")))?;
     let input = src.as_slice().map_err(|e| errors::input(e.to_string()))?;
     let output = dst
         .as_slice_mut()
