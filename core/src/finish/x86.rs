@@ -1,4 +1,4 @@
-//! The float32 finish with AVX2 and FMA: 16 RGB or 8 RGBA pixels per step,
+//! The float32 finish with AVX2 and FMA: 8 RGB or RGBA pixels (16 gray) per step,
 //! split into their colours, each lane computed with the fused operations of
 //! [`super::arith::Channel::apply`] (so each equals the table).
 
@@ -6,37 +6,57 @@ use core::arch::x86_64::*;
 
 use super::arith::Channel;
 
-/// `pshufb` masks gathering source byte `k` (0-2) of 16 packed 3-byte pixels
-/// from the 16-byte block `b` of the 48 bytes (-128: none from this block).
-const fn split_masks() -> [[[i8; 16]; 3]; 3] {
-    let mut m = [[[-128i8; 16]; 3]; 3];
+/// `vpshufb` masks putting source byte `k` (0-2) of 8 packed 3-byte pixels
+/// into the low byte of 32-bit lane `i` (the other bytes zero), from their 24
+/// bytes loaded as two overlapping 16-byte lanes: bytes 0-15 (pixels 0-3 at
+/// 0-11) and bytes 8-23 (pixels 4-7 at 4-15). One in-lane shuffle per colour
+/// then replaces a gather, a byte split and two widenings.
+const fn gather_masks() -> [[i8; 32]; 3] {
+    let mut m = [[-128i8; 32]; 3];
     let mut k = 0;
     while k < 3 {
-        let mut j = 0;
-        while j < 16 {
-            let at = k + 3 * j;
-            m[k][at / 16][j] = (at % 16) as i8;
-            j += 1;
+        let mut i = 0;
+        while i < 4 {
+            m[k][4 * i] = (k + 3 * i) as i8;
+            m[k][16 + 4 * i] = (4 + k + 3 * i) as i8;
+            i += 1;
         }
         k += 1;
     }
     m
 }
-const SPLIT: [[[i8; 16]; 3]; 3] = split_masks();
+const GATHER: [[i8; 32]; 3] = gather_masks();
 
-/// `pshufb` masks reversing the 3 bytes of each of 16 packed pixels: output
-/// block `b` takes from input block `i` the bytes of `REVERSE[b][i]`.
-const fn reverse_masks() -> [[[i8; 16]; 3]; 3] {
-    let mut m = [[[-128i8; 16]; 3]; 3];
-    let mut at = 0;
-    while at < 48 {
-        let from = at / 3 * 3 + (2 - at % 3);
-        m[at / 16][from / 16][at % 16] = (from % 16) as i8;
-        at += 1;
+/// `vpshufb` masks for the interleaved output with red and blue swapped:
+/// float `8g + i` (`g` 0-5, `i` 0-7) of 16 pixels is byte `j = 8g + i` of
+/// their 48 with its pixel's bytes reversed, source byte `3 (j / 3) + 2 -
+/// j % 3`. Group `g` loads 16 bytes at [`REVERSE_AT`]`[g].0` into the low
+/// lane (floats 0-3) and at `.1` into the high lane (floats 4-7); each
+/// float's source byte lies within its lane's 16 (it is at most 2 bytes from
+/// `j`, and `j` is 4 to 7 bytes past its lane's start, less at the ends).
+const fn reverse_masks() -> [[i8; 32]; 6] {
+    let mut m = [[-128i8; 32]; 6];
+    let mut g = 0;
+    while g < 6 {
+        let mut i = 0;
+        while i < 8 {
+            let j = 8 * g + i;
+            let from = j / 3 * 3 + 2 - j % 3;
+            let start = if i < 4 {
+                REVERSE_AT[g].0
+            } else {
+                REVERSE_AT[g].1
+            };
+            m[g][4 * i] = (from - start) as i8;
+            i += 1;
+        }
+        g += 1;
     }
     m
 }
-const REVERSE: [[[i8; 16]; 3]; 3] = reverse_masks();
+/// Where group `g`'s two 16-byte lanes start within the 48 bytes.
+const REVERSE_AT: [(usize, usize); 6] = [(0, 0), (4, 8), (12, 16), (20, 24), (28, 32), (32, 32)];
+const REVERSE: [[i8; 32]; 6] = reverse_masks();
 
 /// One colour's constants in every lane.
 #[derive(Clone, Copy)]
@@ -52,23 +72,36 @@ impl Lanes {
     #[inline(always)]
     unsafe fn new(c: &Channel) -> Lanes {
         // SAFETY: the caller runs with AVX enabled.
-        unsafe { Lanes::of([c; 8]) }
+        unsafe {
+            Lanes {
+                divisor_hi: _mm256_set1_ps(c.divisor.hi),
+                divisor_lo: _mm256_set1_ps(c.divisor.lo),
+                mean: _mm256_set1_ps(c.mean),
+                std_hi: _mm256_set1_ps(c.std.hi),
+                std_lo: _mm256_set1_ps(c.std.lo),
+            }
+        }
     }
 
     /// Lane `i` with `c[i]`'s constants.
+    ///
+    /// Built with `_mm256_setr_ps` rather than loaded from arrays: a vector
+    /// load from eight scalar stores just made cannot be forwarded and
+    /// stalls, once per row.
     #[inline(always)]
     unsafe fn of(c: [&Channel; 8]) -> Lanes {
-        let f = |g: fn(&Channel) -> f32| c.map(g);
-        // SAFETY: the caller runs with AVX enabled; each array is 8 floats.
-        unsafe {
-            let load = |v: [f32; 8]| _mm256_loadu_ps(v.as_ptr());
-            Lanes {
-                divisor_hi: load(f(|c| c.divisor.hi)),
-                divisor_lo: load(f(|c| c.divisor.lo)),
-                mean: load(f(|c| c.mean)),
-                std_hi: load(f(|c| c.std.hi)),
-                std_lo: load(f(|c| c.std.lo)),
-            }
+        #[inline(always)]
+        fn set(v: [f32; 8]) -> __m256 {
+            // SAFETY: AVX is enabled in every caller (`Lanes::of` is only
+            // inlined into functions built with AVX2).
+            unsafe { _mm256_setr_ps(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]) }
+        }
+        Lanes {
+            divisor_hi: set(c.map(|c| c.divisor.hi)),
+            divisor_lo: set(c.map(|c| c.divisor.lo)),
+            mean: set(c.map(|c| c.mean)),
+            std_hi: set(c.map(|c| c.std.hi)),
+            std_lo: set(c.map(|c| c.std.lo)),
         }
     }
 
@@ -83,6 +116,13 @@ impl Lanes {
             _mm256_fmadd_ps(d, self.std_hi, _mm256_mul_ps(d, self.std_lo))
         }
     }
+}
+
+/// A 32-byte shuffle mask.
+#[inline(always)]
+unsafe fn load32(m: &[i8; 32]) -> __m256i {
+    // SAFETY: `m` is 32 readable bytes; the caller runs with AVX enabled.
+    unsafe { _mm256_loadu_si256(m.as_ptr().cast()) }
 }
 
 /// Stores 8 floats at `out[x..x + 8]`.
@@ -111,27 +151,30 @@ pub(super) unsafe fn planes(
     let [o0, o1, o2] = outs;
     let w = o0.len().min(o1.len()).min(o2.len()).min(row.len() / bpp);
     // SAFETY: AVX is enabled (this function's features).
-    let lanes = channels.map(|c| unsafe { Lanes::new(c) });
+    // No closures here or below: a closure is compiled without this
+    // function's features, so the intrinsics in it are calls, once per row.
+    let lanes = unsafe {
+        [
+            Lanes::new(channels[0]),
+            Lanes::new(channels[1]),
+            Lanes::new(channels[2]),
+        ]
+    };
     let mut x = 0;
     if bpp == 3 {
-        while x + 16 <= w {
-            let bytes = &row[3 * x..3 * x + 48];
-            // SAFETY: `bytes` is 48 readable bytes; the masks are 16 bytes.
+        // SAFETY: each mask is 32 bytes.
+        let masks = unsafe { [load32(&GATHER[0]), load32(&GATHER[1]), load32(&GATHER[2])] };
+        while x + 8 <= w {
+            let bytes = &row[3 * x..3 * x + 24];
+            // SAFETY: `bytes` is 24 readable bytes: the two 16-byte loads are
+            // its bytes 0-15 and 8-23.
             unsafe {
-                let blocks = [0, 16, 32].map(|at| _mm_loadu_si128(bytes[at..].as_ptr().cast()));
+                let v = _mm256_loadu2_m128i(bytes[8..].as_ptr().cast(), bytes.as_ptr().cast());
                 for (k, out) in [&mut *o0, &mut *o1, &mut *o2].into_iter().enumerate() {
-                    let pick = |b: usize| {
-                        let m = _mm_loadu_si128(SPLIT[k][b].as_ptr().cast());
-                        _mm_shuffle_epi8(blocks[b], m)
-                    };
-                    let v = _mm_or_si128(_mm_or_si128(pick(0), pick(1)), pick(2));
-                    let lo = _mm256_cvtepu8_epi32(v);
-                    let hi = _mm256_cvtepu8_epi32(_mm_srli_si128::<8>(v));
-                    store8(out, x, lanes[k].apply(lo));
-                    store8(out, x + 8, lanes[k].apply(hi));
+                    store8(out, x, lanes[k].apply(_mm256_shuffle_epi8(v, masks[k])));
                 }
             }
-            x += 16;
+            x += 8;
         }
     } else if bpp == 1 {
         while x + 16 <= w {
@@ -216,34 +259,40 @@ pub(super) unsafe fn interleaved(
     let w = (out.len() / 3).min(row.len() / 3);
     // Lane `i` of an 8-float group starting at channel `s` is channel
     // `(s + i) % 3`; groups start at channels 0, 2, 1, 0, 2, 1.
+    let from = |s: usize| -> [&Channel; 8] { core::array::from_fn(|i| channels[(s + i) % 3]) };
+    // No closures calling intrinsics (see `planes`).
     // SAFETY: AVX is enabled (this function's features).
-    let patterns =
-        [0, 2, 1].map(|s| unsafe { Lanes::of(core::array::from_fn(|i| channels[(s + i) % 3])) });
+    let patterns = unsafe { [Lanes::of(from(0)), Lanes::of(from(2)), Lanes::of(from(1))] };
+    // SAFETY: as above; each mask is 32 bytes.
+    let masks = unsafe {
+        [
+            load32(&REVERSE[0]),
+            load32(&REVERSE[1]),
+            load32(&REVERSE[2]),
+            load32(&REVERSE[3]),
+            load32(&REVERSE[4]),
+            load32(&REVERSE[5]),
+        ]
+    };
     let mut x = 0;
     while x + 16 <= w {
         let bytes = &row[3 * x..3 * x + 48];
         let out = &mut out[3 * x..3 * x + 48];
-        // SAFETY: `bytes` is 48 readable bytes and `out` 48 writable floats;
-        // the masks are 16 bytes each.
-        unsafe {
-            let mut blocks = [0, 16, 32].map(|at| _mm_loadu_si128(bytes[at..].as_ptr().cast()));
-            if reverse {
-                let input = blocks;
-                blocks = core::array::from_fn(|b| {
-                    let pick = |i: usize| {
-                        let m = _mm_loadu_si128(REVERSE[b][i].as_ptr().cast());
-                        _mm_shuffle_epi8(input[i], m)
-                    };
-                    _mm_or_si128(_mm_or_si128(pick(0), pick(1)), pick(2))
-                });
-            }
-            for (g, half) in blocks
-                .iter()
-                .flat_map(|&v| [v, _mm_srli_si128::<8>(v)])
-                .enumerate()
-            {
-                let v = patterns[g % 3].apply(_mm256_cvtepu8_epi32(half));
-                store8(out, 8 * g, v);
+        for g in 0..6 {
+            // SAFETY: `bytes` is 48 readable bytes and `out` 48 writable
+            // floats; every load below lies within the 48 bytes.
+            unsafe {
+                let v = if reverse {
+                    let (low, high) = REVERSE_AT[g];
+                    let v = _mm256_loadu2_m128i(
+                        bytes[high..].as_ptr().cast(),
+                        bytes[low..].as_ptr().cast(),
+                    );
+                    _mm256_shuffle_epi8(v, masks[g])
+                } else {
+                    _mm256_cvtepu8_epi32(_mm_loadl_epi64(bytes[8 * g..].as_ptr().cast()))
+                };
+                store8(out, 8 * g, patterns[g % 3].apply(v));
             }
         }
         x += 16;
