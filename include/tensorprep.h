@@ -555,7 +555,8 @@ enum tp_resample
      */
     TP_RESAMPLE_TORCH_FLOAT_BICUBIC = 12,
     /**
-     * libyuv `ARGBScale(..., kFilterBilinear)` (TFLite Task Library, MediaPipe).
+     * libyuv `ARGBScale(..., kFilterBilinear)`, `ScalePlane` for gray (TFLite
+     * Task Library, MediaPipe).
      */
     TP_RESAMPLE_LIBYUV_BILINEAR = 13,
     /**

@@ -184,7 +184,8 @@ pub enum tp_resample {
     TorchFloatBilinear = 11,
     /// PyTorch `interpolate(mode="bicubic", antialias=True)` on float32, clamped and rounded.
     TorchFloatBicubic = 12,
-    /// libyuv `ARGBScale(..., kFilterBilinear)` (TFLite Task Library, MediaPipe).
+    /// libyuv `ARGBScale(..., kFilterBilinear)`, `ScalePlane` for gray (TFLite
+    /// Task Library, MediaPipe).
     LibyuvBilinear = 13,
     /// PyTorch `interpolate(mode="nearest")` on uint8 (torchvision's
     /// `Resize(interpolation=NEAREST)` on tensors).

@@ -192,10 +192,10 @@ fn input_metadata(buffer: &[u8]) -> Result<InputMetadata, GraphError> {
 /// `ImagePreprocessor` applies it.
 ///
 /// - The image is resized to the input tensor's height and width without
-///   keeping the aspect ratio with libyuv's bilinear `ARGBScale`, as the Task
-///   Library does for RGB ([`Resample::LibyuvBilinear`], bit for bit). Gray
-///   models: the Task Library scales the plane with libyuv's `ScalePlane`,
-///   which is not reproduced; the graph uses OpenCV's `INTER_LINEAR` there.
+///   keeping the aspect ratio with libyuv's bilinear scaling, as the Task
+///   Library does ([`Resample::LibyuvBilinear`], bit for bit): `ARGBScale`
+///   for RGB, `ScalePlane` for gray models (as libyuv's Android arm64 build
+///   computes it).
 /// - Float inputs are normalized `(v - mean) * (1 / std)` (the Task Library
 ///   multiplies by the reciprocal) with `NormalizationOptions` in 0-255 units
 ///   (required, as the Task Library requires it).
@@ -270,11 +270,7 @@ pub fn tflite(model: &[u8]) -> Result<Graph, GraphError> {
         }),
         Op::Resize(Resize {
             size: SizeRule::Exact { width, height },
-            resample: if gray {
-                Resample::OpenCvLinear
-            } else {
-                Resample::LibyuvBilinear
-            },
+            resample: Resample::LibyuvBilinear,
         }),
         Op::Normalize(normalize),
         Op::Layout {

@@ -7,8 +7,8 @@
 //! [`Resample::OpenCvArea`] reproduce `INTER_LINEAR` and `INTER_AREA`;
 //! [`Resample::Torch`] and [`Resample::TorchFloat`] reproduce PyTorch's
 //! antialiased resize (torchvision's `Resize` on tensors) and
-//! [`Resample::LibyuvBilinear`] libyuv's bilinear `ARGBScale` (the TFLite Task
-//! Library's). Float32 images (depth maps, HDR) resize with Pillow's `F`
+//! [`Resample::LibyuvBilinear`] libyuv's bilinear `ARGBScale` and
+//! `ScalePlane` (the TFLite Task Library's). Float32 images (depth maps, HDR) resize with Pillow's `F`
 //! mode or PyTorch's float arithmetic through [`FloatResizer`].
 //!
 //! Work is split the way a pipeline needs it: a [`ResizePlan`] holds the
@@ -115,11 +115,14 @@ pub enum Resample {
     /// Face processors' torchvision backend runs for `resample: NEAREST`.
     /// Boxes as for [`Resample::Torch`].
     TorchNearestExact,
-    /// libyuv's `ARGBScale(..., kFilterBilinear)` (and `ScalePlane`'s ARGB
-    /// twin for other packed formats): the TFLite Task Library's and
-    /// MediaPipe's resize on Android. 16.16 fixed-point positions, rows
-    /// interpolated with an 8-bit fraction, columns with a 7-bit one, and
-    /// libyuv's shortcuts for integer factors. Boxes as for [`Resample::Torch`].
+    /// libyuv's bilinear scaling: `ARGBScale(..., kFilterBilinear)` for
+    /// pixels of 2 to 4 bytes, `ScalePlane(..., kFilterBilinear)` for gray;
+    /// the TFLite Task Library's and MediaPipe's resize on Android. 16.16
+    /// fixed-point positions, rows interpolated with an 8-bit fraction,
+    /// columns with a 7-bit one (ARGB) or a 16-bit one (planes, as libyuv's
+    /// ARM build blends them), and libyuv's shortcuts for integer factors
+    /// and, on planes, for 3/4, 3/8 and 2x (with the NEON rounding Android
+    /// runs). Boxes as for [`Resample::Torch`].
     LibyuvBilinear,
     /// OpenCV's `cv2.resize(..., interpolation=cv2.INTER_LINEAR)` (no antialiasing).
     OpenCvLinear,

@@ -407,7 +407,7 @@ impl<S: Storage> ResizePlanIn<S> {
                 }
             }
             Method::Libyuv(p) => ResizeScratch {
-                premultiplied: rows(2, false),
+                premultiplied: rows(p.rows_at_once(bpp), false),
                 between: p.scratch(bpp),
                 ..Default::default()
             },
@@ -771,7 +771,9 @@ impl<S: Storage> ResizePlanIn<S> {
             ),
             Method::Libyuv(p) => {
                 state.between.reserve(p.scratch(reader.bpp()))?;
-                state.premultiplied.reserve(reader.rows_scratch(2, false))
+                state
+                    .premultiplied
+                    .reserve(reader.rows_scratch(p.rows_at_once(reader.bpp()), false))
             }
             Method::TorchFloat(p) => {
                 let (floats, bytes) = p.scratch(reader, self.dst_size().0);
@@ -1119,6 +1121,11 @@ mod tests {
     fn a_window_equals_resize_then_crop_for_every_method() {
         let cases = [
             ((37, 29), (17, 11), SourceBox::full(37, 29)),
+            // libyuv's plane routines: 3/4, 3/8, doubled, doubled across.
+            ((48, 40), (36, 30), SourceBox::full(48, 40)),
+            ((64, 48), (24, 18), SourceBox::full(64, 48)),
+            ((20, 15), (40, 30), SourceBox::full(20, 15)),
+            ((20, 15), (39, 15), SourceBox::full(20, 15)),
             ((37, 29), (90, 70), SourceBox::full(37, 29)),
             ((40, 30), (20, 15), SourceBox::full(40, 30)),
             ((37, 29), (37, 13), SourceBox::full(37, 29)),
@@ -1213,6 +1220,9 @@ mod tests {
             ((37, 29), (37, 13)),
             ((3, 400), (2, 50)),
             ((320, 240), (96, 96)),
+            // libyuv's plane routines reading 2 and 3 rows at once.
+            ((64, 48), (48, 36)),
+            ((64, 48), (24, 18)),
         ];
         let sources = [
             (PixelFormat::Rgb8, PixelFormat::Rgb8),
@@ -1327,7 +1337,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(cases, 6 * 6 * methods.len());
+        assert_eq!(cases, sizes.len() * sources.len() * methods.len());
     }
 
     #[test]

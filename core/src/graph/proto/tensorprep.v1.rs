@@ -685,7 +685,8 @@ pub enum ResampleFamily {
     /// clamped and rounded half to even (torchvision's Resize on uint8 tensors
     /// through float32: BILINEAR on CPUs without PyTorch's AVX2 kernel).
     TorchFloat = 4,
-    /// libyuv's ARGBScale with kFilterBilinear (TFLite Task Library, MediaPipe).
+    /// libyuv's ARGBScale (ScalePlane for gray) with kFilterBilinear (TFLite Task
+    /// Library, MediaPipe).
     Libyuv = 5,
 }
 impl ResampleFamily {
