@@ -854,6 +854,19 @@ mod loader {
         );
         let t = floats(batch.tensor());
         let per = 3 * 427 * 640;
+        // DETR's pixel mask: 1 on each sample's pixels, 0 on its padding.
+        assert_eq!(batch.pixel_mask_shape(), [3, 427, 640]);
+        let mut mask = vec![7u8; 3 * 427 * 640];
+        batch.pixel_mask(&mut mask).unwrap();
+        assert!(batch.pixel_mask(&mut mask[1..]).is_err());
+        for (k, shape) in batch.sample_shapes().iter().enumerate() {
+            for y in 0..427 {
+                let row = &mask[(k * 427 + y) * 640..][..640];
+                let inside = if y < shape[1] { shape[2] } else { 0 };
+                assert!(row[..inside].iter().all(|v| *v == 1), "sample {k} row {y}");
+                assert!(row[inside..].iter().all(|v| *v == 0), "sample {k} row {y}");
+            }
+        }
         for (k, i) in batch.indices().iter().enumerate() {
             let (shape, want) = alone(*i);
             let sample = &t[k * per..(k + 1) * per];

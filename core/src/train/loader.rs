@@ -420,6 +420,8 @@ struct Buffers {
     shapes: Vec<[usize; 3]>,
     /// The batch's: samples, then the (largest) sample shape.
     shape: [usize; 4],
+    /// The plan's layout: where height and width are in a sample shape.
+    layout: crate::Layout,
     /// Samples filled (a batch with skipped samples, or the last, is short).
     len: usize,
     skipped: usize,
@@ -473,6 +475,50 @@ impl Batch {
     /// Each sample's own shape (before padding).
     pub fn sample_shapes(&self) -> &[[usize; 3]] {
         &self.buffers().shapes
+    }
+
+    /// The shape of [`Batch::pixel_mask`]: samples, height, width (of the
+    /// padded tensor).
+    pub fn pixel_mask_shape(&self) -> [usize; 3] {
+        let b = self.buffers();
+        let [h, w] = spatial(b.layout, [b.shape[1], b.shape[2], b.shape[3]]);
+        [b.len, h, w]
+    }
+
+    /// Which pixels of the padded tensor are image (1) and which padding
+    /// (0), per sample: the `pixel_mask` DETR-style models take beside
+    /// `pixel_values` when a batch holds images of different sizes (each
+    /// sample sits at the top left of its slot, as transformers pads it).
+    /// All ones for a plan of fixed output size. `out` holds
+    /// [`Batch::pixel_mask_shape`]'s elements.
+    ///
+    /// ```no_run
+    /// # fn f(batch: &tensorprep::train::Batch) -> Result<(), tensorprep::train::LoadError> {
+    /// let [n, h, w] = batch.pixel_mask_shape();
+    /// let mut mask = vec![0u8; n * h * w];
+    /// batch.pixel_mask(&mut mask)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn pixel_mask(&self, out: &mut [u8]) -> Result<(), LoadError> {
+        let [n, h, w] = self.pixel_mask_shape();
+        if out.len() != n * h * w {
+            return Err(LoadError::Config(
+                "pixel_mask: the buffer must hold samples x height x width bytes",
+            ));
+        }
+        if h * w == 0 {
+            return Ok(());
+        }
+        let layout = self.buffers().layout;
+        for (mask, shape) in out.chunks_exact_mut(h * w).zip(self.sample_shapes()) {
+            let [sh, sw] = spatial(layout, *shape);
+            for (y, row) in mask.chunks_exact_mut(w).enumerate() {
+                let inside = if y < sh { sw.min(w) } else { 0 };
+                row[..inside].fill(1);
+                row[inside..].fill(0);
+            }
+        }
+        Ok(())
     }
 
     /// Samples left out of this batch ([`OnError::Skip`]).
@@ -806,6 +852,7 @@ impl Loader {
                 indices: Vec::with_capacity(config.batch_size),
                 shapes: Vec::with_capacity(config.batch_size),
                 shape: [0, shape[0], shape[1], shape[2]],
+                layout: plan.layout(),
                 len: 0,
                 skipped: 0,
             });
@@ -1252,6 +1299,14 @@ impl Buffers {
         self.shapes.truncate(filled);
         self.skipped = len - filled;
         self.len = filled;
+    }
+}
+
+/// Height and width of a sample `shape` laid out as `layout`.
+fn spatial(layout: crate::Layout, [a, b, c]: [usize; 3]) -> [usize; 2] {
+    match layout {
+        crate::Layout::Chw => [b, c],
+        crate::Layout::Hwc => [a, b],
     }
 }
 

@@ -316,6 +316,11 @@ impl TrainPlan {
         self.base.dtype()
     }
 
+    /// The output layout (CHW or HWC).
+    pub fn layout(&self) -> Layout {
+        self.base.layout().0
+    }
+
     /// The ops drawn for the sample `key` on the encoded image `bytes`
     /// (its header is read): what [`TrainPlan::run`] runs.
     pub fn draw<'s>(

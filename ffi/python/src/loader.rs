@@ -199,7 +199,8 @@ impl PyLoader {
     }
 
     /// The next batch of this epoch as `(BatchTensor, labels, indices,
-    /// lengths)`, or `None` at its end (the GIL is released while waiting).
+    /// epoch, number, pixel_mask)`, or `None` at its end (the GIL is
+    /// released while waiting).
     fn next_batch<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         if self.exhausted {
             return Ok(None);
@@ -215,6 +216,11 @@ impl PyLoader {
         let [_, a, b, c] = batch.shape();
         let labels = batch.labels()[..len].to_vec();
         let indices = batch.indices()[..len].to_vec();
+        let [_, mh, mw] = batch.pixel_mask_shape();
+        let mut mask = vec![0u8; len * mh * mw];
+        load(batch.pixel_mask(&mut mask))?;
+        let mask =
+            numpy::PyArrayMethods::reshape(&numpy::PyArray1::from_vec(py, mask), [len, mh, mw])?;
         let dtype = self.plan.dtype();
         let data = match batch.tensor_mut() {
             Tensor::F32(v) => v.as_mut_ptr() as usize,
@@ -240,6 +246,7 @@ impl PyLoader {
             numpy::PyArray1::from_vec(py, indices),
             epoch,
             number,
+            mask,
         );
         Ok(Some(out.into_pyobject(py)?.into_any()))
     }

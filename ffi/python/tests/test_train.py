@@ -97,8 +97,15 @@ def test_state_dict_resumes_with_the_very_next_batch(train):
 def test_the_dlpack_export_reaches_numpy_without_a_copy(tp, train):
     loader = train.Loader(folder(train), "imagenet-train", 4, 2, seed=1, output="numpy")
     raw = loader._native.next_batch()
-    tensor, labels, indices, epoch, number = raw
+    tensor, labels, indices, epoch, number, mask = raw
     assert isinstance(tensor, train.BatchTensor)
+    # A plan of fixed size pads nothing: its pixel mask is all ones.
+    assert mask.shape == (4, 224, 224) and mask.dtype == np.uint8 and mask.all()
+    batch = loader.next_batch()
+    assert sorted(batch) == ["epoch", "images", "indices", "labels", "number", "pixel_mask"]
+    n, _, h, w = batch["images"].shape
+    assert batch["pixel_mask"].dtype == np.int64 and batch["pixel_mask"].shape == (n, h, w)
+    assert batch["pixel_mask"].all()
     assert tensor.__dlpack_device__() == (1, 0) and tensor.shape == [4, 3, 224, 224]
     a = np.from_dlpack(tensor)  # DLPack 1.0 capsule (numpy asks with max_version)
     b = np.from_dlpack(tensor)

@@ -372,19 +372,35 @@ class Loader:
         item = self._native.next_batch()
         if item is None:
             raise StopIteration
-        tensor, labels, indices, _epoch, _number = item
+        tensor, labels, indices, _epoch, _number, _mask = item
         self.last_indices = indices
         return self._convert(tensor, labels)
 
     def next_batch(self):
         """The next batch of this epoch as a dict (``images``, ``labels``,
-        ``indices``, ``epoch``, ``number``), or ``None`` at the epoch's end."""
+        ``indices``, ``epoch``, ``number``, ``pixel_mask``), or ``None`` at the
+        epoch's end. ``pixel_mask`` (samples x height x width, int64 as
+        transformers gives it) is 1 on each image's pixels and 0 on the padding
+        of a batch of varying sizes (``max_shape``): DETR-style models take it
+        beside ``pixel_values``."""
         item = self._native.next_batch()
         if item is None:
             return None
-        tensor, labels, indices, epoch, number = item
+        tensor, labels, indices, epoch, number, mask = item
         images, labels = self._convert(tensor, labels)
-        return {"images": images, "labels": labels, "indices": indices, "epoch": epoch, "number": number}
+        mask = mask.astype("int64")
+        if self._torch:
+            import torch
+
+            mask = torch.from_numpy(mask)
+        return {
+            "images": images,
+            "labels": labels,
+            "indices": indices,
+            "epoch": epoch,
+            "number": number,
+            "pixel_mask": mask,
+        }
 
     def __len__(self):
         return len(self._native)
