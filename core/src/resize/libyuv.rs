@@ -3,7 +3,7 @@
 //! `ARGBScale(..., kFilterBilinear)` for RGB (scaled as ARGB; every byte is
 //! filtered on its own, so packed formats of 2 to 4 bytes per pixel follow
 //! the same arithmetic), and `ScalePlane(..., kFilterBilinear)` for gray
-//! (one byte per pixel), which dispatches differently (see [`Plane`]).
+//! (one byte per pixel), which dispatches differently (`plane_routine`).
 //!
 //! libyuv first simplifies the filter from the sizes (`ScaleFilterReduce`),
 //! computes 16.16 fixed-point start positions and steps (`ScaleSlope`), then
@@ -15,6 +15,14 @@
 //! shrinking, columns then rows when enlarging vertically. Each of those
 //! branches is reproduced here; checked against libyuv itself
 //! (`tests/fixtures/make_libyuv_fixtures.py`) and against the Task Library.
+//!
+//! `ScalePlane` has no integer-factor shortcuts but its own routines for
+//! exact 3/4, 1/2 and 3/8 reductions and for doublings, and blends columns
+//! with a 16-bit fraction in libyuv's ARM build (`(b - a) * f + 0x8000 >>
+//! 16`; its x86 build uses 7 bits). Its NEON 3/4 and 3/8 rows round
+//! differently from its C rows, and Android's build runs NEON on the first
+//! multiple of 24 (3/4) or 12 (3/8) outputs of a row and C on the rest;
+//! both are reproduced, checked against libyuv's arm64 build under qemu.
 
 use crate::arena::Scratch;
 use crate::rows::RowReader;
@@ -28,16 +36,17 @@ enum Filter {
     Bilinear,
 }
 
-/// The routine `ScaleARGB` dispatches to, with its start and step values.
+/// The routine `ScaleARGB` or `ScalePlane` dispatches to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Routine {
-    /// `ScaleARGBDown2` / `ScaleARGBDownEven`: blocks of `step` pixels.
+    /// `ScaleARGBDown2` / `ScaleARGBDownEven` / `ScalePlaneDown2`: blocks of
+    /// `step` pixels.
     DownEven,
     /// `ScalePlaneVertical`: the width unchanged, rows interpolated.
     Vertical,
-    /// `ScaleARGBBilinearUp`.
+    /// `ScaleARGBBilinearUp` / `ScalePlaneBilinearUp`.
     Up,
-    /// `ScaleARGBBilinearDown`.
+    /// `ScaleARGBBilinearDown` / `ScalePlaneBilinearDown`.
     Down,
     /// `ScaleARGBSimple` / `ScalePlaneSimple` (and the straight copy):
     /// point sampling.
