@@ -72,15 +72,7 @@ impl Lanes {
     #[inline(always)]
     unsafe fn new(c: &Channel) -> Lanes {
         // SAFETY: the caller runs with AVX enabled.
-        unsafe {
-            Lanes {
-                divisor_hi: _mm256_set1_ps(c.divisor.hi),
-                divisor_lo: _mm256_set1_ps(c.divisor.lo),
-                mean: _mm256_set1_ps(c.mean),
-                std_hi: _mm256_set1_ps(c.std.hi),
-                std_lo: _mm256_set1_ps(c.std.lo),
-            }
-        }
+        unsafe { Lanes::of([c; 8]) }
     }
 
     /// Lane `i` with `c[i]`'s constants.
@@ -90,18 +82,23 @@ impl Lanes {
     /// stalls, once per row.
     #[inline(always)]
     unsafe fn of(c: [&Channel; 8]) -> Lanes {
+        /// # Safety
+        ///
+        /// The CPU must have AVX.
         #[inline(always)]
-        fn set(v: [f32; 8]) -> __m256 {
-            // SAFETY: AVX is enabled in every caller (`Lanes::of` is only
-            // inlined into functions built with AVX2).
+        unsafe fn set(v: [f32; 8]) -> __m256 {
+            // SAFETY: the caller runs with AVX enabled.
             unsafe { _mm256_setr_ps(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]) }
         }
-        Lanes {
-            divisor_hi: set(c.map(|c| c.divisor.hi)),
-            divisor_lo: set(c.map(|c| c.divisor.lo)),
-            mean: set(c.map(|c| c.mean)),
-            std_hi: set(c.map(|c| c.std.hi)),
-            std_lo: set(c.map(|c| c.std.lo)),
+        // SAFETY: the caller runs with AVX enabled.
+        unsafe {
+            Lanes {
+                divisor_hi: set(c.map(|c| c.divisor.hi)),
+                divisor_lo: set(c.map(|c| c.divisor.lo)),
+                mean: set(c.map(|c| c.mean)),
+                std_hi: set(c.map(|c| c.std.hi)),
+                std_lo: set(c.map(|c| c.std.lo)),
+            }
         }
     }
 
