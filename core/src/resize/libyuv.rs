@@ -170,11 +170,12 @@ impl LibyuvPlan {
     ) {
         let bpp = src.bpp();
         let st = self.steps(bpp);
-        let plane = bpp == 1;
         let w = self.window;
         let (sw, sh) = (self.src.0 as usize, self.src.1 as usize);
         // Position of output column `i` of the window (16.16).
         let xs = |i: u32| i64::from(st.x) + i64::from(w.x + i) * i64::from(st.dx);
+        // The window's columns of one row, blended as this entry point does.
+        let cols = |row: &[u8], out: &mut [u8]| filter_cols(bpp == 1, row, bpp, &xs, out);
         let width = w.width as usize * bpp;
         match st.routine {
             Routine::DownEven => {
@@ -243,14 +244,14 @@ impl LibyuvPlan {
                     let y = (y0 + i64::from(w.y + oy as u32) * i64::from(st.dy)).min(max_y);
                     let yi = (y >> 16) as usize;
                     if st.filter == Filter::Linear {
-                        filter_cols(plane, src.rows(yi, 1, false, rows).row(0), bpp, &xs, d);
+                        cols(src.rows(yi, 1, false, rows).row(0), d);
                     } else {
                         let yf = ((y >> 8) & 255) as u32;
                         let n = if yf == 0 { 1 } else { 2 };
                         let r = src.rows(yi, n, false, rows);
                         let b = if n == 2 { r.row(1) } else { r.row(0) };
                         interpolate_row(r.row(0), b, yf, mid);
-                        filter_cols(plane, mid, bpp, &xs, d);
+                        cols(mid, d);
                     }
                 }
             }
@@ -263,23 +264,11 @@ impl LibyuvPlan {
                 let mut y = i64::from(st.y).min(max_y);
                 let mut yi = (y >> 16) as usize;
                 let mut next = yi;
-                filter_cols(
-                    plane,
-                    src.rows(next, 1, false, rows).row(0),
-                    bpp,
-                    &xs,
-                    bufs[0],
-                );
+                cols(src.rows(next, 1, false, rows).row(0), bufs[0]);
                 if sh > 1 {
                     next += 1;
                 }
-                filter_cols(
-                    plane,
-                    src.rows(next, 1, false, rows).row(0),
-                    bpp,
-                    &xs,
-                    bufs[1],
-                );
+                cols(src.rows(next, 1, false, rows).row(0), bufs[1]);
                 if sh > 2 {
                     next += 1;
                 }
@@ -296,13 +285,7 @@ impl LibyuvPlan {
                             next = yi;
                         }
                         if yi != last {
-                            filter_cols(
-                                plane,
-                                src.rows(next, 1, false, rows).row(0),
-                                bpp,
-                                &xs,
-                                bufs[cur],
-                            );
+                            cols(src.rows(next, 1, false, rows).row(0), bufs[cur]);
                             cur ^= 1;
                             last = yi;
                             if y + 65536 < max_y {
@@ -503,31 +486,15 @@ fn slope((sw, sh): (i64, i64), (dw, dh): (i64, i64), filter: Filter) -> Steps {
         if dw == 1 && sw >= 32768 { sw } else { dw },
         if dh == 1 && sh >= 32768 { sh } else { dh },
     );
-    let (mut x, mut dx) = (0, 0);
-    let horizontal = |x: &mut i32, dx: &mut i32| {
-        if dw1 <= sw {
-            *dx = fixed_div(sw, dw1);
-            *x = center_start(*dx, -32768);
-        } else if sw > 1 && dw1 > 1 {
-            *dx = fixed_div1(sw, dw1);
-            *x = 0;
-        }
-    };
-    let (y, dy) = match filter {
-        Filter::Bilinear => {
-            horizontal(&mut x, &mut dx);
-            bilinear_rows(sh, dh1)
-        }
+    let ((x, dx), (y, dy)) = match filter {
+        Filter::Bilinear => (bilinear_axis(sw, dw1), bilinear_axis(sh, dh1)),
         Filter::Linear => {
-            horizontal(&mut x, &mut dx);
             let dy = fixed_div(sh, dh1);
-            (dy >> 1, dy)
+            (bilinear_axis(sw, dw1), (dy >> 1, dy))
         }
         Filter::None => {
-            dx = fixed_div(sw, dw1);
-            x = center_start(dx, 0);
-            let dy = fixed_div(sh, dh1);
-            (center_start(dy, 0), dy)
+            let (dx, dy) = (fixed_div(sw, dw1), fixed_div(sh, dh1));
+            ((center_start(dx, 0), dx), (center_start(dy, 0), dy))
         }
     };
     Steps {
@@ -540,14 +507,15 @@ fn slope((sw, sh): (i64, i64), (dw, dh): (i64, i64), filter: Filter) -> Steps {
     }
 }
 
-/// The bilinear row start and step: centred when shrinking, the last row
-/// rendered once when enlarging.
-fn bilinear_rows(sh: i64, dh: i64) -> (i32, i32) {
-    if dh <= sh {
-        let dy = fixed_div(sh, dh);
-        (center_start(dy, -32768), dy)
-    } else if sh > 1 && dh > 1 {
-        (0, fixed_div1(sh, dh))
+/// The bilinear start and step along an axis of `s` source and `d`
+/// output pixels: centred when shrinking, the last pixel rendered once when
+/// enlarging.
+fn bilinear_axis(s: i64, d: i64) -> (i32, i32) {
+    if d <= s {
+        let step = fixed_div(s, d);
+        (center_start(step, -32768), step)
+    } else if s > 1 && d > 1 {
+        (0, fixed_div1(s, d))
     } else {
         (0, 0)
     }
@@ -590,7 +558,7 @@ fn plane_routine((sw, sh): (i64, i64), (dw, dh): (i64, i64), s: Steps) -> Steps 
         return routine(Routine::Simple);
     }
     if dw == sw {
-        let (y, dy) = bilinear_rows(sh, dh);
+        let (y, dy) = bilinear_axis(sh, dh);
         return Steps {
             x: 0,
             dx: 0x10000,
