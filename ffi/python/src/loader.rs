@@ -200,8 +200,15 @@ impl PyLoader {
 
     /// The next batch of this epoch as `(BatchTensor, labels, indices,
     /// epoch, number, pixel_mask)`, or `None` at its end (the GIL is
-    /// released while waiting).
-    fn next_batch<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    /// released while waiting). `pixel_mask` is `None` unless `mask` asks for
+    /// it (iteration does not: it would fill samples x height x width bytes
+    /// per batch for nothing).
+    #[pyo3(signature = (mask=false))]
+    fn next_batch<'py>(
+        &mut self,
+        py: Python<'py>,
+        mask: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         if self.exhausted {
             return Ok(None);
         }
@@ -216,11 +223,15 @@ impl PyLoader {
         let [_, a, b, c] = batch.shape();
         let labels = batch.labels()[..len].to_vec();
         let indices = batch.indices()[..len].to_vec();
-        let [_, mh, mw] = batch.pixel_mask_shape();
-        let mut mask = vec![0u8; len * mh * mw];
-        load(batch.pixel_mask(&mut mask))?;
-        let mask =
-            numpy::PyArrayMethods::reshape(&numpy::PyArray1::from_vec(py, mask), [len, mh, mw])?;
+        let mask = if mask {
+            let [_, mh, mw] = batch.pixel_mask_shape();
+            let mut m = vec![0u8; len * mh * mw];
+            load(batch.pixel_mask(&mut m))?;
+            let m = numpy::PyArray1::from_vec(py, m);
+            Some(numpy::PyArrayMethods::reshape(&m, [len, mh, mw])?)
+        } else {
+            None
+        };
         let dtype = self.plan.dtype();
         let data = match batch.tensor_mut() {
             Tensor::F32(v) => v.as_mut_ptr() as usize,

@@ -96,7 +96,11 @@ def test_state_dict_resumes_with_the_very_next_batch(train):
 
 def test_the_dlpack_export_reaches_numpy_without_a_copy(tp, train):
     loader = train.Loader(folder(train), "imagenet-train", 4, 2, seed=1, output="numpy")
-    raw = loader._native.next_batch()
+    # Iteration does not ask for the mask, and none is made.
+    plain = train.Loader(folder(train), "imagenet-train", 4, 1, seed=1, output="numpy")
+    assert plain._native.next_batch()[5] is None
+    plain.close()
+    raw = loader._native.next_batch(mask=True)
     tensor, labels, indices, epoch, number, mask = raw
     assert isinstance(tensor, train.BatchTensor)
     # A plan of fixed size pads nothing: its pixel mask is all ones.

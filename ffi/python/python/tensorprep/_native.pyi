@@ -307,9 +307,9 @@ class BatchTensor:
 class _Loader:
     def __init__(self, dataset: Dataset, pipeline: Pipeline, batch_size: int, workers: int, seed: int, **kwargs: Any) -> None: ...
     def next_batch(
-        self,
+        self, mask: bool = False
     ) -> Optional[
-        Tuple[BatchTensor, npt.NDArray[np.float32], npt.NDArray[np.uint64], int, int, npt.NDArray[np.uint8]]
+        Tuple[BatchTensor, npt.NDArray[np.float32], npt.NDArray[np.uint64], int, int, Optional[npt.NDArray[np.uint8]]]
     ]: ...
     def next_epoch(self) -> None: ...
     @property

@@ -383,7 +383,7 @@ class Loader:
         transformers gives it) is 1 on each image's pixels and 0 on the padding
         of a batch of varying sizes (``max_shape``): DETR-style models take it
         beside ``pixel_values``."""
-        item = self._native.next_batch()
+        item = self._native.next_batch(mask=True)
         if item is None:
             return None
         tensor, labels, indices, epoch, number, mask = item
