@@ -569,6 +569,31 @@ enum tp_resample
      * Face processors' torchvision backend runs for NEAREST).
      */
     TP_RESAMPLE_TORCH_NEAREST_EXACT = 15,
+    /**
+     * The `fast_image_resize` crate's nearest sampling: not exact to any
+     * Python library, chosen for speed (as are the five below).
+     */
+    TP_RESAMPLE_FAST_IMAGE_RESIZE_NEAREST = 16,
+    /**
+     * `fast_image_resize`'s box convolution.
+     */
+    TP_RESAMPLE_FAST_IMAGE_RESIZE_BOX = 17,
+    /**
+     * `fast_image_resize`'s bilinear convolution (antialiased when shrinking).
+     */
+    TP_RESAMPLE_FAST_IMAGE_RESIZE_BILINEAR = 18,
+    /**
+     * `fast_image_resize`'s Hamming convolution.
+     */
+    TP_RESAMPLE_FAST_IMAGE_RESIZE_HAMMING = 19,
+    /**
+     * `fast_image_resize`'s Catmull-Rom convolution (Pillow's bicubic kernel).
+     */
+    TP_RESAMPLE_FAST_IMAGE_RESIZE_BICUBIC = 20,
+    /**
+     * `fast_image_resize`'s Lanczos-3 convolution.
+     */
+    TP_RESAMPLE_FAST_IMAGE_RESIZE_LANCZOS = 21,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

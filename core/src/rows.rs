@@ -47,7 +47,7 @@ impl RowSource for ImageView<'_> {
     }
 }
 
-pub(crate) use reader::{RowReader, premultiply, unpremultiply};
+pub(crate) use reader::{RowReader, premultiply, unpremultiply, unpremultiply_fir};
 
 mod reader {
     use super::{RowSource, Rows};
@@ -302,6 +302,18 @@ mod reader {
             for c in &mut p[..3] {
                 *c = (255 * u32::from(*c) / a).min(255) as u8;
             }
+        }
+    }
+
+    /// `fast_image_resize`'s division by alpha: `c` times a rounded
+    /// reciprocal with 8 fractional bits, `round(255 * 2^8 / a)`, then rounded
+    /// and clamped; 0 for a = 0.
+    #[inline(always)]
+    pub(crate) fn unpremultiply_fir(p: &mut [u8]) {
+        let a = u32::from(p[3]);
+        let recip = if a == 0 { 0 } else { ((255 << 9) / a + 1) >> 1 };
+        for c in &mut p[..3] {
+            *c = ((u32::from(*c) * recip + 128) >> 8).min(255) as u8;
         }
     }
 }

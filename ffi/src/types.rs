@@ -193,6 +193,19 @@ pub enum tp_resample {
     /// PyTorch `interpolate(mode="nearest-exact")` on uint8 (what the Hugging
     /// Face processors' torchvision backend runs for NEAREST).
     TorchNearestExact = 15,
+    /// The `fast_image_resize` crate's nearest sampling: not exact to any
+    /// Python library, chosen for speed (as are the five below).
+    FastImageResizeNearest = 16,
+    /// `fast_image_resize`'s box convolution.
+    FastImageResizeBox = 17,
+    /// `fast_image_resize`'s bilinear convolution (antialiased when shrinking).
+    FastImageResizeBilinear = 18,
+    /// `fast_image_resize`'s Hamming convolution.
+    FastImageResizeHamming = 19,
+    /// `fast_image_resize`'s Catmull-Rom convolution (Pillow's bicubic kernel).
+    FastImageResizeBicubic = 20,
+    /// `fast_image_resize`'s Lanczos-3 convolution.
+    FastImageResizeLanczos = 21,
 }
 
 pub(crate) const RESAMPLES: [(u32, Resample); Resample::ALL.len()] = {
@@ -219,6 +232,30 @@ pub(crate) const RESAMPLES: [(u32, Resample); Resample::ALL.len()] = {
         (R::LibyuvBilinear as u32, Resample::LibyuvBilinear),
         (R::TorchNearest as u32, Resample::Torch(Filter::Nearest)),
         (R::TorchNearestExact as u32, Resample::TorchNearestExact),
+        (
+            R::FastImageResizeNearest as u32,
+            Resample::FastImageResize(Filter::Nearest),
+        ),
+        (
+            R::FastImageResizeBox as u32,
+            Resample::FastImageResize(Filter::Box),
+        ),
+        (
+            R::FastImageResizeBilinear as u32,
+            Resample::FastImageResize(Filter::Bilinear),
+        ),
+        (
+            R::FastImageResizeHamming as u32,
+            Resample::FastImageResize(Filter::Hamming),
+        ),
+        (
+            R::FastImageResizeBicubic as u32,
+            Resample::FastImageResize(Filter::Bicubic),
+        ),
+        (
+            R::FastImageResizeLanczos as u32,
+            Resample::FastImageResize(Filter::Lanczos3),
+        ),
     ]
 };
 

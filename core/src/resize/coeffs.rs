@@ -38,6 +38,12 @@ pub(super) enum Quantize {
     /// PyTorch's uint8 kernels: 16-bit weights with the most fractional bits
     /// (at most 22) that keep twice the axis's largest weight below 2^15.
     TorchInt16,
+    /// `fast_image_resize`'s u8 convolution (`precompute_coefficients` and
+    /// `Normalizer16`): taps from `floor`/`ceil` of the support with zero
+    /// weights trimmed from both ends, its own Hamming, and 16-bit weights
+    /// rounded half away from zero with a precision chosen as PyTorch's (at
+    /// most 21).
+    Fir,
 }
 
 impl Filter {
@@ -95,6 +101,27 @@ impl Filter {
                     0.0
                 }
             }
+        }
+    }
+}
+
+impl Filter {
+    /// The kernel as `fast_image_resize` evaluates it: Pillow's, except
+    /// Hamming's window, in `f64` and multiplied in another order.
+    fn fir_weight(self, x: f64) -> f64 {
+        match self {
+            Filter::Hamming => {
+                let x = x.abs();
+                if x == 0.0 {
+                    1.0
+                } else if x >= 1.0 {
+                    0.0
+                } else {
+                    let x = x * core::f64::consts::PI;
+                    (0.54 + 0.46 * libm::cos(x)) * libm::sin(x) / x
+                }
+            }
+            f => f.weight(x),
         }
     }
 }
@@ -223,6 +250,7 @@ pub(super) struct AxisShape {
     filter: Filter,
     /// Fractional bits of the weights before they are widened to [`PRECISION_BITS`].
     precision: u32,
+    quantize: Quantize,
 }
 
 impl AxisShape {
@@ -240,8 +268,13 @@ impl AxisShape {
         quantize: Quantize,
         limits: &Limits,
     ) -> Result<AxisShape> {
-        // Pillow subtracts in single precision, then widens.
-        let scale = f64::from(in1 - in0) / f64::from(out_size);
+        // Pillow subtracts in single precision, then widens;
+        // fast_image_resize's box is in f64.
+        let length = match quantize {
+            Quantize::Fir => f64::from(in1) - f64::from(in0),
+            _ => f64::from(in1 - in0),
+        };
+        let scale = length / f64::from(out_size);
         let filterscale = if scale < 1.0 { 1.0 } else { scale };
         let support = filter.support() * filterscale;
         let ksize = libm::ceil(support) as usize * 2 + 1;
@@ -255,19 +288,21 @@ impl AxisShape {
             window,
             filter,
             precision: PRECISION_BITS,
+            quantize,
         };
         // Our i32 table, its vpmaddwd split (x86) and the f64 row being normalized.
         limits.check_alloc(shape.weights_len() as u64 * 8 + ksize as u64 * 8)?;
-        if quantize == Quantize::TorchInt16 {
-            shape.precision = shape.torch_precision(out_size);
+        if quantize != Quantize::Pillow {
+            shape.precision = shape.int16_precision(out_size);
         }
         Ok(shape)
     }
 
-    /// PyTorch's weight precision for this axis: from the largest normalized
-    /// weight of all `out_size` outputs (not only the window's), the first
-    /// `p` below 22 at which `round(max * 2^(p+1))` reaches 2^15.
-    fn torch_precision(&self, out_size: u32) -> u32 {
+    /// The 16-bit weights' precision for this axis: from the largest
+    /// normalized weight of all `out_size` outputs (not only the window's),
+    /// the first `p` below 22 at which `round(max * 2^(p+1))` reaches 2^15
+    /// (PyTorch: 22 if none does, `fast_image_resize`: 21; each rounds its way).
+    fn int16_precision(&self, out_size: u32) -> u32 {
         let mut max = 0.0f64;
         for xx in 0..out_size {
             let (center, xmin, taps) = self.bound(xx);
@@ -278,17 +313,33 @@ impl AxisShape {
                 }
             }
         }
+        let fir = self.quantize == Quantize::Fir;
         (0..PRECISION_BITS)
-            .find(|&p| (0.5 + max * f64::from(1u32 << (p + 1))) as i32 >= 1 << 15)
-            .unwrap_or(PRECISION_BITS)
+            .find(|&p| {
+                let v = max * f64::from(1u32 << (p + 1));
+                let v = if fir { libm::round(v) } else { 0.5 + v };
+                v as i32 >= 1 << 15
+            })
+            .unwrap_or(if fir {
+                PRECISION_BITS - 1
+            } else {
+                PRECISION_BITS
+            })
     }
 
     /// The unnormalized weight of tap `x` of the output centred at `center`
     /// whose first tap is `xmin`.
     #[inline]
     fn weight(&self, x: usize, xmin: i32, center: f64) -> f64 {
-        self.filter
-            .weight((f64::from(x as i32 + xmin) - center + 0.5) * (1.0 / self.filterscale))
+        let at = f64::from(x as i32 + xmin);
+        if self.quantize == Quantize::Fir {
+            // Its `center` is the pixel centre less a half (see `bound`).
+            self.filter
+                .fir_weight((at - center) * (1.0 / self.filterscale))
+        } else {
+            self.filter
+                .weight((at - center + 0.5) * (1.0 / self.filterscale))
+        }
     }
 
     fn outputs(&self) -> usize {
@@ -312,6 +363,9 @@ impl AxisShape {
     /// Output `xx`'s centre, first source index and number of taps.
     #[inline]
     fn bound(&self, xx: u32) -> (f64, i32, usize) {
+        if self.quantize == Quantize::Fir {
+            return self.fir_bound(xx);
+        }
         let center = f64::from(self.in0) + (f64::from(xx) + 0.5) * self.scale;
         // C's (int) truncates toward zero.
         let xmin = ((center - self.support + 0.5) as i32).max(0);
@@ -319,6 +373,27 @@ impl AxisShape {
         // Never more than ksize (it cannot be, by construction; Pillow would overrun).
         let taps = ((xmax - xmin).max(0) as usize).min(self.ksize);
         (center, xmin, taps)
+    }
+
+    /// [`AxisShape::bound`] as `fast_image_resize` finds it: `floor` and
+    /// `ceil` of the support's ends, then the zero weights at either end
+    /// dropped; the centre returned is less a half, as its weights take it.
+    fn fir_bound(&self, xx: u32) -> (f64, i32, usize) {
+        let in_center = f64::from(self.in0) + (f64::from(xx) + 0.5) * self.scale;
+        let center = in_center - 0.5;
+        // `as u32` saturates: a negative start is 0, as its `max(0.)` makes it.
+        let mut first = libm::floor(in_center - self.support).max(0.0) as u32;
+        let mut end = libm::ceil(in_center + self.support).min(f64::from(self.in_size)) as u32;
+        let zero = |x: u32| self.weight(0, x as i32, center) == 0.0;
+        while first < end && zero(first) {
+            first += 1;
+        }
+        while end > first && zero(end - 1) {
+            end -= 1;
+        }
+        // Never more than ksize (ceil - floor of the support is at most that).
+        let taps = ((end - first) as usize).min(self.ksize);
+        (center, first as i32, taps)
     }
 
     /// Source indices `[first, last)` read by any output index (empty at 0 if none).
@@ -349,7 +424,9 @@ impl AxisShape {
             for (k, xx) in w.chunks_exact_mut(ksize).zip(self.window.clone()) {
                 self.normalized(xx, |x, w| {
                     let k = &mut k[x];
-                    let q = if w < 0.0 {
+                    let q = if self.quantize == Quantize::Fir {
+                        libm::round(w * one) as i16 as i32
+                    } else if w < 0.0 {
                         (-0.5 + w * one) as i32
                     } else {
                         (0.5 + w * one) as i32

@@ -129,6 +129,20 @@ pub enum Resample {
     /// OpenCV's `cv2.resize(..., interpolation=cv2.INTER_AREA)`: pixel-area
     /// averaging when shrinking, a linear variant when enlarging.
     OpenCvArea,
+    /// The arithmetic of the `fast_image_resize` crate (6.x) with its default
+    /// options, for users who choose speed over matching Pillow: its
+    /// `ResizeAlg::Convolution` with this filter ([`Filter::Bicubic`] is its
+    /// `CatmullRom`), or `ResizeAlg::Nearest` for [`Filter::Nearest`]. **Not
+    /// exact to any Python library**: like Pillow it antialiases when
+    /// shrinking, but it trims zero taps, rounds its weights to 16 bits with a
+    /// precision chosen per axis and filters columns before rows, so it
+    /// differs from Pillow by a level or two on some pixels (measured in the
+    /// README). Bit-identical to `fast_image_resize` itself, with the
+    /// coefficient tables computed once per plan (the crate recomputes them,
+    /// with hundreds of allocations, on every call). A [`SourceBox`] may be
+    /// fractional (its `SrcCropping::Crop`); 4-byte pixels are resampled with
+    /// their alpha multiplied in and divided back as the crate does.
+    FastImageResize(Filter),
 }
 
 impl Filter {
@@ -171,9 +185,9 @@ impl Filter {
 
 impl Resample {
     /// Every method: the six Pillow filters, the two OpenCV modes,
-    /// PyTorch's on `uint8` and on float32, libyuv's bilinear, then
-    /// PyTorch's nearest and nearest-exact.
-    pub const ALL: [Resample; 15] = [
+    /// PyTorch's on `uint8` and on float32, libyuv's bilinear,
+    /// PyTorch's nearest and nearest-exact, then `fast_image_resize`'s six.
+    pub const ALL: [Resample; 21] = [
         Resample::Pillow(Filter::Nearest),
         Resample::Pillow(Filter::Box),
         Resample::Pillow(Filter::Bilinear),
@@ -189,7 +203,25 @@ impl Resample {
         Resample::LibyuvBilinear,
         Resample::Torch(Filter::Nearest),
         Resample::TorchNearestExact,
+        Resample::FastImageResize(Filter::Nearest),
+        Resample::FastImageResize(Filter::Box),
+        Resample::FastImageResize(Filter::Bilinear),
+        Resample::FastImageResize(Filter::Hamming),
+        Resample::FastImageResize(Filter::Bicubic),
+        Resample::FastImageResize(Filter::Lanczos3),
     ];
+
+    /// Whether the method reproduces a reference library bit for bit
+    /// (every one but [`Resample::FastImageResize`], which trades that for speed).
+    ///
+    /// ```
+    /// use tensorprep::resize::{Filter, Resample};
+    /// assert!(Resample::Pillow(Filter::Bilinear).is_exact());
+    /// assert!(!Resample::FastImageResize(Filter::Bilinear).is_exact());
+    /// ```
+    pub const fn is_exact(self) -> bool {
+        !matches!(self, Resample::FastImageResize(_))
+    }
 }
 
 impl Default for Resample {

@@ -13,7 +13,7 @@ use super::coeffs::{Axis, AxisShape, Quantize};
 use super::kernels::{self, Simd};
 use super::{Filter, ResizeStateIn, SourceBox};
 use crate::arena::{Scratch, Storage, Tables};
-use crate::rows::{RowReader, Rows, premultiply, unpremultiply};
+use crate::rows::{RowReader, Rows, premultiply, unpremultiply, unpremultiply_fir};
 use crate::{ImageViewMut, Limits, Rect, Result};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -40,6 +40,8 @@ pub(super) struct Convolve<S: Storage> {
     h: Option<Axis<S>>,
     v: Option<Axis<S>>,
     vertical_first: bool,
+    /// Alpha is divided back as `fast_image_resize` does, not as Pillow does.
+    fir_alpha: bool,
 }
 
 /// Which passes a plan runs: all its scratch depends on.
@@ -74,6 +76,7 @@ enum ShapeKind {
         h: Option<AxisShape>,
         v: Option<AxisShape>,
         vertical_first: bool,
+        fir_alpha: bool,
     },
 }
 
@@ -94,9 +97,18 @@ impl PillowShape {
             window.y..window.y + window.height,
         );
         let integral = |v: f32| v == libm::truncf(v);
-        // `_resize`'s crop test, per axis.
-        let x_is_crop = integral(bx.x0) && bx.x1 - bx.x0 == dw as f32;
-        let y_is_crop = integral(bx.y0) && bx.y1 - bx.y0 == dh as f32;
+        let fir = quantize == Quantize::Fir;
+        // `_resize`'s crop test, per axis (fast_image_resize's box is in f64).
+        let is_crop = |b0: f32, b1: f32, d: u32| {
+            integral(b0)
+                && if fir {
+                    f64::from(b1) - f64::from(b0) == f64::from(d)
+                } else {
+                    b1 - b0 == d as f32
+                }
+        };
+        let x_is_crop = is_crop(bx.x0, bx.x1, dw);
+        let y_is_crop = is_crop(bx.y0, bx.y1, dh);
         if (bx == SourceBox::full(sw, sh) && (sw, sh) == (dw, dh)) || (x_is_crop && y_is_crop) {
             let region = Rect::new(
                 bx.x0 as u32 + window.x,
@@ -104,13 +116,14 @@ impl PillowShape {
                 window.width,
                 window.height,
             );
-            let roundtrip = (sw, sh) != (dw, dh);
+            // fast_image_resize copies before it multiplies alpha in.
+            let roundtrip = (sw, sh) != (dw, dh) && !fir;
             let kind = ShapeKind::Copy { roundtrip };
             return Ok(PillowShape { kind, region });
         }
         if filter == Filter::Nearest {
             let x = NearestAxis::new(bx.x0, bx.x1, dw, sw, wx, nearest);
-            let y = NearestAxis::new(bx.y0, bx.y1, dh, sh, wy, nearest);
+            let y = NearestAxis::new(bx.y0, bx.y1, dh, sh, wy, nearest.for_rows());
             let ((x0, x1), (y0, y1)) = (x.span(), y.span());
             let region = Rect::new(x0, y0, x1 - x0, y1 - y0);
             let kind = ShapeKind::Nearest { x, y };
@@ -119,18 +132,24 @@ impl PillowShape {
         let axis = |size, b0, b1, out, range| {
             AxisShape::new(size, b0, b1, out, range, filter, quantize, limits)
         };
-        // Python's resize splits images more than 100 times taller than wide into
-        // a vertical-only call, then a horizontal-only one, each possibly a crop.
-        // PyTorch always runs the horizontal pass first.
-        let vertical_first = quantize == Quantize::Pillow && sh > sw.saturating_mul(100) && dh < sh;
-        let (need_h, need_v) = if vertical_first {
-            (!x_is_crop, !y_is_crop)
+        // PyTorch always runs the horizontal pass first, Pillow unless the
+        // image is very tall (see `pillow_passes`).
+        let (need_h, need_v, vertical_first) = if fir {
+            // A pass wherever the size changes or the box starts between
+            // pixels; columns first when both run, as it does for u8.
+            let (h, v) = (!x_is_crop, !y_is_crop);
+            (h, v, h && v)
         } else {
-            // `ImagingResampleInner`: a pass runs only where the size or the box changes.
-            (
-                dw != sw || bx.x0 != 0.0 || bx.x1 != dw as f32,
-                dh != sh || bx.y0 != 0.0 || bx.y1 != dh as f32,
-            )
+            let vertical_first =
+                quantize == Quantize::Pillow && sh > sw.saturating_mul(100) && dh < sh;
+            let (h, v) = Self::pillow_passes(
+                vertical_first,
+                (sw, sh),
+                bx,
+                (dw, dh),
+                (x_is_crop, y_is_crop),
+            );
+            (h, v, vertical_first)
         };
         let h = need_h
             .then(|| axis(sw, bx.x0, bx.x1, dw, wx.clone()))
@@ -150,8 +169,29 @@ impl PillowShape {
             h,
             v,
             vertical_first,
+            fir_alpha: fir,
         };
         Ok(PillowShape { kind, region })
+    }
+
+    /// Which passes Pillow runs: `_resize` splits images more than 100 times
+    /// taller than wide into two calls, each possibly a crop; otherwise
+    /// (`ImagingResampleInner`) a pass runs where the size or the box changes.
+    fn pillow_passes(
+        vertical_first: bool,
+        (sw, sh): (u32, u32),
+        bx: SourceBox,
+        (dw, dh): (u32, u32),
+        (x_is_crop, y_is_crop): (bool, bool),
+    ) -> (bool, bool) {
+        if vertical_first {
+            (!x_is_crop, !y_is_crop)
+        } else {
+            (
+                dw != sw || bx.x0 != 0.0 || bx.x1 != dw as f32,
+                dh != sh || bx.y0 != 0.0 || bx.y1 != dh as f32,
+            )
+        }
     }
 
     /// The source region the plan reads.
@@ -166,6 +206,7 @@ impl PillowShape {
                 h,
                 v,
                 vertical_first,
+                ..
             } => Passes::convolve(
                 h.is_some(),
                 v.as_ref().map(AxisShape::ksize),
@@ -190,6 +231,7 @@ impl PillowShape {
                 h,
                 v,
                 vertical_first,
+                fir_alpha,
             } => PillowPlan::Convolve(Convolve {
                 h: h.as_ref()
                     .map(|a| a.build(x0 as usize, tables))
@@ -198,6 +240,7 @@ impl PillowShape {
                     .map(|a| a.build(y0 as usize, tables))
                     .transpose()?,
                 vertical_first: *vertical_first,
+                fir_alpha: *fir_alpha,
             }),
         })
     }
@@ -239,6 +282,7 @@ impl PillowShape {
                 h,
                 v,
                 vertical_first,
+                ..
             } => F64Plan::Convolve {
                 h: h.as_ref().map(|a| a.build_f64(x0 as usize)),
                 v: v.as_ref().map(|a| a.build_f64(y0 as usize)),
@@ -294,7 +338,7 @@ impl Passes {
             return [0, rows_scratch(1), 0]; // one row at a time
         }
         let between = match (self.vertical_first, self.h, self.v) {
-            (true, _, true) => dh * rw * bpp,
+            (true, _, true) => dh.min(8) * rw * bpp,
             // The streaming window (see `h_then_v`).
             (false, true, true) => window_rows(self.v_ksize, rh as usize) as u64 * dw * bpp,
             _ => 0,
@@ -386,6 +430,11 @@ impl Arithmetic {
         quantize: Quantize::Pillow,
         nearest: NearestIndex::Pillow,
     };
+    /// `fast_image_resize`'s.
+    pub(super) const FIR: Arithmetic = Arithmetic {
+        quantize: Quantize::Fir,
+        nearest: NearestIndex::FirColumns,
+    };
 }
 
 /// How a nearest resize picks its source index.
@@ -401,6 +450,22 @@ pub(super) enum NearestIndex {
     /// PyTorch's `mode="nearest-exact"`: `min(floorf((i + 0.5) * scale), in - 1)`,
     /// the product in double, rounded to float32 before the floor.
     TorchExact,
+    /// `fast_image_resize`'s `ResizeAlg::Nearest` across a row: `box0 +
+    /// step / 2 + step * i` truncated, `step` from the box's `f64` width.
+    FirColumns,
+    /// The same down the rows, where the position is accumulated as Pillow's
+    /// is (`iter_rows_with_step`).
+    FirRows,
+}
+
+impl NearestIndex {
+    /// The rule for the rows of an image whose columns take this one.
+    fn for_rows(self) -> NearestIndex {
+        match self {
+            NearestIndex::FirColumns => NearestIndex::FirRows,
+            n => n,
+        }
+    }
 }
 
 /// The source index per output index in a window ([`NearestIndex`]).
@@ -423,7 +488,11 @@ impl NearestAxis {
         window: core::ops::Range<u32>,
         rule: NearestIndex,
     ) -> Self {
-        let step = f64::from(b1 - b0) / f64::from(out);
+        let length = match rule {
+            NearestIndex::FirColumns | NearestIndex::FirRows => f64::from(b1) - f64::from(b0),
+            _ => f64::from(b1 - b0),
+        };
+        let step = length / f64::from(out);
         NearestAxis {
             b0,
             step,
@@ -451,8 +520,12 @@ impl NearestAxis {
                         let at = ((f64::from(o) + 0.5) * f64::from(scale)) as f32;
                         (libm::floorf(at) as i64).min(last)
                     }
-                    NearestIndex::Pillow if pos < 0.0 => -1,
-                    NearestIndex::Pillow => pos as i64,
+                    NearestIndex::Pillow | NearestIndex::FirRows if pos < 0.0 => -1,
+                    NearestIndex::Pillow | NearestIndex::FirRows => pos as i64,
+                    NearestIndex::FirColumns => {
+                        let start = f64::from(self.b0) + self.step * 0.5;
+                        (start + self.step * f64::from(o)) as i64
+                    }
                 };
                 pos += self.step;
                 if (0..i64::from(self.in_size)).contains(&i) {
@@ -622,33 +695,44 @@ impl<S: Storage> Convolve<S> {
         } = state;
         let stride = dst.stride(0);
         if self.vertical_first {
-            // Vertical (or a row crop) into region-wide rows, then horizontal (or a column crop).
-            let mid = match &self.v {
-                Some(v) => {
-                    let src = input.rows(0, rh, alpha, premultiplied);
-                    let len = rw * bpp;
-                    let out = between.grow(dh * len);
-                    for (y, o) in out.chunks_exact_mut(len).enumerate() {
-                        let (start, k) = v.taps().at(y);
-                        kernels::v_row(simd, &src, start, k, o);
+            // Vertical (or a row crop) into region-wide rows, then horizontal
+            // (or a column crop), eight output rows at a time so that the
+            // rows between the passes stay in cache.
+            let src = input.rows(
+                0,
+                if self.v.is_some() { rh } else { dh },
+                alpha,
+                premultiplied,
+            );
+            let len = rw * bpp;
+            let out = dst.plane_data_mut(0);
+            for y0 in (0..dh).step_by(8) {
+                let m = 8.min(dh - y0);
+                let mid = match &self.v {
+                    Some(v) => {
+                        let rows = between.grow(m * len);
+                        for (i, o) in rows.chunks_exact_mut(len).enumerate() {
+                            let (start, k) = v.taps().at(y0 + i);
+                            kernels::v_row(simd, &src, start, k, o);
+                        }
+                        Rows {
+                            data: rows,
+                            stride: len,
+                            len,
+                        }
                     }
-                    Rows {
-                        data: out,
-                        stride: len,
-                        len,
+                    None => src.from(y0),
+                };
+                let out = &mut out[y0 * stride..];
+                match &self.h {
+                    Some(h) => {
+                        let mut mid = HInput::<S::Scratch<u8>>::Rows(mid);
+                        h_pass(simd, bpp, &h.taps(), &mut mid, 0, m, out, stride, block);
                     }
-                }
-                None => input.rows(0, dh, alpha, premultiplied),
-            };
-            match &self.h {
-                Some(h) => {
-                    let out = dst.plane_data_mut(0);
-                    let mut mid = HInput::<S::Scratch<u8>>::Rows(mid);
-                    h_pass(simd, bpp, &h.taps(), &mut mid, 0, dh, out, stride, block);
-                }
-                None => {
-                    for (y, d) in dst.plane_rows_mut(0).enumerate() {
-                        d.copy_from_slice(&mid.row(y)[..dw * bpp]);
+                    None => {
+                        for i in 0..m {
+                            out[i * stride..][..dw * bpp].copy_from_slice(&mid.row(i)[..dw * bpp]);
+                        }
                     }
                 }
             }
@@ -694,8 +778,13 @@ impl<S: Storage> Convolve<S> {
             }
         }
         if alpha {
+            let divide = if self.fir_alpha {
+                unpremultiply_fir
+            } else {
+                unpremultiply
+            };
             for d in dst.plane_rows_mut(0) {
-                d.chunks_exact_mut(4).for_each(unpremultiply);
+                d.chunks_exact_mut(4).for_each(divide);
             }
         }
     }

@@ -284,16 +284,13 @@ impl<S: Storage> ResizePlanIn<S> {
         check_sizes(src, source_box, full, window, limits)?;
         let out = (window.width, window.height);
         let (method, region) = match resample {
-            Resample::Pillow(filter) => {
-                let shape = PillowShape::new(
-                    src,
-                    source_box,
-                    full,
-                    window,
-                    filter,
-                    Arithmetic::PILLOW,
-                    limits,
-                )?;
+            Resample::Pillow(filter) | Resample::FastImageResize(filter) => {
+                let arithmetic = match resample {
+                    Resample::Pillow(_) => Arithmetic::PILLOW,
+                    _ => Arithmetic::FIR,
+                };
+                let shape =
+                    PillowShape::new(src, source_box, full, window, filter, arithmetic, limits)?;
                 let region = shape.region();
                 // The scratch a run will grow to, refused now rather than when running.
                 limits.check_alloc(shape.passes().scratch_bytes(region, out))?;
@@ -592,7 +589,8 @@ pub fn resize_in(
 /// alpha (Pillow's `RGBa`; not for `NEAREST`, which Pillow applies to the raw values).
 fn alpha(format: PixelFormat, resample: Resample) -> bool {
     format.alpha_offset().is_some()
-        && matches!(resample, Resample::Pillow(f) if f != Filter::Nearest)
+        && matches!(resample,
+            Resample::Pillow(f) | Resample::FastImageResize(f) if f != Filter::Nearest)
 }
 
 impl<S: Storage> ResizePlanIn<S> {

@@ -186,12 +186,18 @@ pub(crate) fn dtype(name: &str) -> PyResult<DType> {
 /// ([`Filter::from_name`]), OpenCV's (`"cv2-linear"`, `"cv2-area"`) or
 /// PyTorch's uint8 tensor kernels (`"torch-bilinear"`, `"torch-bicubic"`,
 /// `"torch-nearest"`, `"torch-nearest-exact"`) and
-/// its float32 ones (`"torch-float-bilinear"`, `"torch-float-bicubic"`).
+/// its float32 ones (`"torch-float-bilinear"`, `"torch-float-bicubic"`),
+/// libyuv's (`"libyuv-bilinear"`) or the `fast_image_resize` crate's, not
+/// exact to any Python library (`"fir-"` and a filter name: `"fir-bilinear"`).
 pub(crate) fn resample(name: &str) -> PyResult<Resample> {
     if let Some(filter) = Filter::from_name(name) {
         return Ok(Resample::Pillow(filter));
     }
-    match name.to_ascii_lowercase().as_str() {
+    let lower = name.to_ascii_lowercase();
+    if let Some(filter) = lower.strip_prefix("fir-").and_then(Filter::from_name) {
+        return Ok(Resample::FastImageResize(filter));
+    }
+    match lower.as_str() {
         "cv2-linear" => Ok(Resample::OpenCvLinear),
         "cv2-area" => Ok(Resample::OpenCvArea),
         "torch-bilinear" => Ok(Resample::Torch(Filter::Bilinear)),
@@ -205,7 +211,8 @@ pub(crate) fn resample(name: &str) -> PyResult<Resample> {
             "unknown interpolation `{name}` (nearest, bilinear, bicubic, box, hamming, \
              lanczos: Pillow's filters; cv2-linear, cv2-area: OpenCV's; torch-bilinear, \
              torch-bicubic, torch-nearest, torch-nearest-exact: PyTorch's on uint8 tensors; torch-float-bilinear, \
-             torch-float-bicubic: PyTorch's through float32; libyuv-bilinear)"
+             torch-float-bicubic: PyTorch's through float32; libyuv-bilinear; fir-bilinear \
+             and the other filters after fir-: fast_image_resize's, not exact)"
         ))),
     }
 }

@@ -214,7 +214,8 @@ pub struct Resize {
     /// Pillow: NEAREST, BOX, BILINEAR, HAMMING, BICUBIC, LANCZOS.
     /// OpenCV: BILINEAR (INTER_LINEAR) or AREA (INTER_AREA).
     /// PyTorch (either family): BILINEAR or BICUBIC; on uint8 also NEAREST and
-    /// NEAREST_EXACT. libyuv: BILINEAR.
+    /// NEAREST_EXACT. libyuv: BILINEAR. fast_image_resize: NEAREST, BOX,
+    /// BILINEAR, HAMMING, BICUBIC, LANCZOS.
     #[prost(enumeration = "Filter", tag = "6")]
     pub filter: i32,
     #[prost(oneof = "resize::Size", tags = "1, 2, 3, 4, 7, 8, 9")]
@@ -688,6 +689,10 @@ pub enum ResampleFamily {
     /// libyuv's ARGBScale (ScalePlane for gray) with kFilterBilinear (TFLite Task
     /// Library, MediaPipe).
     Libyuv = 5,
+    /// The fast_image_resize crate's arithmetic (6.x, default options): NOT exact
+    /// to any Python library, chosen for speed. Convolution with the filter
+    /// (BICUBIC is its CatmullRom), or its nearest sampling for NEAREST.
+    FastImageResize = 6,
 }
 impl ResampleFamily {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -702,6 +707,7 @@ impl ResampleFamily {
             Self::Torch => "RESAMPLE_FAMILY_TORCH",
             Self::TorchFloat => "RESAMPLE_FAMILY_TORCH_FLOAT",
             Self::Libyuv => "RESAMPLE_FAMILY_LIBYUV",
+            Self::FastImageResize => "RESAMPLE_FAMILY_FAST_IMAGE_RESIZE",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -713,6 +719,7 @@ impl ResampleFamily {
             "RESAMPLE_FAMILY_TORCH" => Some(Self::Torch),
             "RESAMPLE_FAMILY_TORCH_FLOAT" => Some(Self::TorchFloat),
             "RESAMPLE_FAMILY_LIBYUV" => Some(Self::Libyuv),
+            "RESAMPLE_FAMILY_FAST_IMAGE_RESIZE" => Some(Self::FastImageResize),
             _ => None,
         }
     }

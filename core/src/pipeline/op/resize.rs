@@ -20,7 +20,12 @@ pub struct Resize {
 
 impl fmt::Display for Resize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Resize {:?} with {:?}", self.size, self.resample)
+        write!(f, "Resize {:?} with {:?}", self.size, self.resample)?;
+        if !self.resample.is_exact() {
+            // Say so wherever a graph or plan is described.
+            f.write_str(" (not exact: fast_image_resize's arithmetic, not a Python library's)")?;
+        }
+        Ok(())
     }
 }
 
@@ -134,7 +139,9 @@ pub(crate) mod message {
     pub(crate) const RESAMPLES: [(Resample, (pb::ResampleFamily, pb::Filter), &str);
         Resample::ALL.len()] = {
         use pb::Filter as F;
-        use pb::ResampleFamily::{Libyuv, Opencv as OpenCv, Pillow, Torch, TorchFloat};
+        use pb::ResampleFamily::{
+            FastImageResize as Fir, Libyuv, Opencv as OpenCv, Pillow, Torch, TorchFloat,
+        };
         [
             (
                 Resample::Pillow(Filter::Nearest),
@@ -211,6 +218,36 @@ pub(crate) mod message {
                 (Torch, F::NearestExact),
                 "resample.torch.nearest_exact",
             ),
+            (
+                Resample::FastImageResize(Filter::Nearest),
+                (Fir, F::Nearest),
+                "resample.fast_image_resize.nearest",
+            ),
+            (
+                Resample::FastImageResize(Filter::Box),
+                (Fir, F::Box),
+                "resample.fast_image_resize.box",
+            ),
+            (
+                Resample::FastImageResize(Filter::Bilinear),
+                (Fir, F::Bilinear),
+                "resample.fast_image_resize.bilinear",
+            ),
+            (
+                Resample::FastImageResize(Filter::Hamming),
+                (Fir, F::Hamming),
+                "resample.fast_image_resize.hamming",
+            ),
+            (
+                Resample::FastImageResize(Filter::Bicubic),
+                (Fir, F::Bicubic),
+                "resample.fast_image_resize.bicubic",
+            ),
+            (
+                Resample::FastImageResize(Filter::Lanczos3),
+                (Fir, F::Lanczos),
+                "resample.fast_image_resize.lanczos",
+            ),
         ]
     };
     /// The size rules' features, in `SizeRule` declaration order.
@@ -249,7 +286,8 @@ pub(crate) mod message {
                 .map(|row| row.0)
                 .ok_or_else(|| {
                     bad("this filter is not available for this family \
-                         (OpenCV: BILINEAR or AREA; PyTorch: BILINEAR or BICUBIC)")
+                         (OpenCV: BILINEAR or AREA; PyTorch: BILINEAR, BICUBIC, NEAREST, \
+                         NEAREST_EXACT; libyuv: BILINEAR)")
                 })?;
             let size = r
                 .size
