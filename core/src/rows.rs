@@ -311,7 +311,7 @@ mod reader {
     #[inline(always)]
     pub(crate) fn unpremultiply_fir(p: &mut [u8]) {
         let a = u32::from(p[3]);
-        let recip = if a == 0 { 0 } else { ((255 << 9) / a + 1) >> 1 };
+        let recip = (255u32 << 9).checked_div(a).map_or(0, |r| (r + 1) >> 1);
         for c in &mut p[..3] {
             *c = ((u32::from(*c) * recip + 128) >> 8).min(255) as u8;
         }

@@ -137,6 +137,8 @@ fn bench_resize(c: &mut Criterion) {
                 Resample::TorchFloat(Filter::Bilinear),
             ),
             ("libyuv-bilinear", Resample::LibyuvBilinear),
+            ("fir-bilinear", Resample::FastImageResize(Filter::Bilinear)),
+            ("fir-lanczos3", Resample::FastImageResize(Filter::Lanczos3)),
         ] {
             let plan = ResizePlan::new(src_size, (w, h), resample).unwrap();
             g.bench_function(format!("tensorprep {label}"), |b| {

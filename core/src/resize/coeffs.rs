@@ -148,8 +148,13 @@ pub(super) struct Axis<S: Storage> {
     /// pairs of taps, each as `[hi, lo]` where a 32-bit word holds the two taps'
     /// 16-bit halves of `w = 256 * hi + lo` (`hi` = `w >> 8`, `lo` = `w & 255`).
     /// Only the x86 kernels use them.
+    /// With 16-bit weights (PyTorch's, `fast_image_resize`'s): `[q, 0]`,
+    /// `q` holding the two taps' weights before widening, so that one
+    /// `vpmaddwd` per pair does (see [`Taps::narrow`]).
     #[cfg(target_arch = "x86_64")]
     pub(super) pairs: S::Table<[i32; 2]>,
+    /// Fractional bits of the weights before widening to [`PRECISION_BITS`].
+    pub(super) precision: u32,
 }
 
 /// An axis's tables as the kernels read them, whatever holds them.
@@ -160,6 +165,7 @@ pub(super) struct Taps<'t> {
     weights: &'t [i32],
     #[cfg(target_arch = "x86_64")]
     pairs: &'t [[i32; 2]],
+    precision: u32,
 }
 
 impl<S: Storage> Axis<S> {
@@ -172,6 +178,7 @@ impl<S: Storage> Axis<S> {
             weights: &self.weights,
             #[cfg(target_arch = "x86_64")]
             pairs: &self.pairs,
+            precision: self.precision,
         }
     }
 }
@@ -183,10 +190,10 @@ impl Axis<Heap> {
     #[cfg(test)]
     pub(super) fn new(
         in_size: u32,
-        in0: f32,
-        in1: f32,
+        (in0, in1): (f32, f32),
         out_size: u32,
         filter: Filter,
+        quantize: Quantize,
         limits: &Limits,
     ) -> Result<Axis<Heap>> {
         AxisShape::new(
@@ -196,7 +203,7 @@ impl Axis<Heap> {
             out_size,
             0..out_size,
             filter,
-            Quantize::Pillow,
+            quantize,
             limits,
         )?
         .build(0, &mut crate::arena::Pools::default())
@@ -218,6 +225,16 @@ impl<'t> Taps<'t> {
         let (start, len) = self.bounds[i];
         let k = &self.weights[i * self.ksize..];
         (start as usize, &k[..len as usize])
+    }
+
+    /// The precision of 16-bit weights, when the axis has them: each weight
+    /// is then `q << (22 - p)` with `q` an `i16`, and a sum of `q` times
+    /// pixels, plus `2^(p-1)`, shifted right by `p` is the same pixel as the
+    /// widened sum (the power of two divides out). `None` for Pillow's
+    /// 22-bit weights.
+    #[inline(always)]
+    pub(super) fn narrow(&self) -> Option<u32> {
+        (self.precision < PRECISION_BITS).then_some(self.precision)
     }
 
     /// Output index `i`: the `vpmaddwd` pairs covering its taps (see [`Axis::pairs`]).
@@ -443,7 +460,7 @@ impl AxisShape {
         })?;
         #[cfg(target_arch = "x86_64")]
         let pairs = tables.table(self.pairs_len(), |p| {
-            madd_pairs(&weights[..ksize * self.outputs()], ksize, p)
+            madd_pairs(&weights[..ksize * self.outputs()], ksize, widen, p)
         })?;
         Ok(Axis {
             ksize,
@@ -451,6 +468,7 @@ impl AxisShape {
             weights,
             #[cfg(target_arch = "x86_64")]
             pairs,
+            precision: self.precision,
         })
     }
 }
@@ -534,16 +552,21 @@ pub(super) fn span_of(
 }
 
 /// The weights as `vpmaddwd` operands, per output `ksize.div_ceil(2)` pairs of
-/// `[hi, lo]` words (see [`Axis::pairs`]).
+/// `[hi, lo]` words, or of `[q, 0]` for 16-bit weights widened by `widen`
+/// bits (see [`Axis::pairs`]).
 #[cfg(target_arch = "x86_64")]
-fn madd_pairs(weights: &[i32], ksize: usize, out: &mut [[i32; 2]]) {
+fn madd_pairs(weights: &[i32], ksize: usize, widen: u32, out: &mut [[i32; 2]]) {
     let half = ksize.div_ceil(2);
     let word = |a: i32, b: i32| (a & 0xffff) | (b << 16);
     for (o, k) in out.chunks_exact_mut(half).zip(weights.chunks_exact(ksize)) {
         for (j, o) in o.iter_mut().enumerate() {
             let w0 = k[2 * j];
             let w1 = k.get(2 * j + 1).copied().unwrap_or(0);
-            *o = [word(w0 >> 8, w1 >> 8), word(w0 & 0xff, w1 & 0xff)];
+            *o = if widen > 0 {
+                [word(w0 >> widen, w1 >> widen), 0]
+            } else {
+                [word(w0 >> 8, w1 >> 8), word(w0 & 0xff, w1 & 0xff)]
+            };
         }
     }
 }
@@ -554,7 +577,15 @@ mod tests {
     use crate::Error;
 
     fn axis(in_size: u32, out: u32, f: Filter) -> Axis<Heap> {
-        Axis::new(in_size, 0.0, in_size as f32, out, f, &Limits::DEFAULT).unwrap()
+        Axis::new(
+            in_size,
+            (0.0, in_size as f32),
+            out,
+            f,
+            Quantize::Pillow,
+            &Limits::DEFAULT,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -644,10 +675,10 @@ mod tests {
         };
         let r = Axis::new(
             1 << 18,
-            0.0,
-            (1 << 18) as f32,
+            (0.0, (1 << 18) as f32),
             1 << 18,
             Filter::Lanczos3,
+            Quantize::Pillow,
             &tiny,
         );
         assert!(matches!(r, Err(Error::AllocationTooLarge { .. })));

@@ -670,7 +670,7 @@ fn h_then_v<B: Scratch>(
             stride: len,
             len,
         };
-        kernels::v_row(simd, &mid, start - base, k, d);
+        kernels::v_row(simd, &mid, start - base, k, v.narrow(), d);
     }
 }
 
@@ -713,7 +713,7 @@ impl<S: Storage> Convolve<S> {
                         let rows = between.grow(m * len);
                         for (i, o) in rows.chunks_exact_mut(len).enumerate() {
                             let (start, k) = v.taps().at(y0 + i);
-                            kernels::v_row(simd, &src, start, k, o);
+                            kernels::v_row(simd, &src, start, k, v.taps().narrow(), o);
                         }
                         Rows {
                             data: rows,
@@ -769,7 +769,7 @@ impl<S: Storage> Convolve<S> {
                         match v {
                             Some(v) => {
                                 let (start, k) = v.taps().at(y);
-                                kernels::v_row(simd, &src, start, k, d);
+                                kernels::v_row(simd, &src, start, k, v.taps().narrow(), d);
                             }
                             None => d.copy_from_slice(src.row(y)),
                         }

@@ -7,6 +7,8 @@
 //! once, so the vector paths are bit-identical to the scalar one by construction;
 //! the tests below check that on random rows and weights anyway.
 
+#[cfg(target_arch = "x86_64")]
+use super::coeffs::PRECISION_BITS;
 use super::coeffs::{HALF, Taps, clip8};
 use crate::arena::Scratch;
 use crate::rows::Rows;
@@ -152,6 +154,14 @@ pub(super) fn h_block(
         // (checked in `ResizePlan::with_simd`); on x86_64 that is SSE4.1 or AVX2.
         unsafe {
             match (simd, n) {
+                (Simd::Avx2, n) if axis.narrow().is_some() => {
+                    let p = axis.narrow().unwrap_or(PRECISION_BITS);
+                    match n {
+                        1 => x86::sums8_avx2_narrow::<1>(t, o, axis, p),
+                        3 => x86::sums8_avx2_narrow::<3>(t, o, axis, p),
+                        _ => x86::sums8_avx2_narrow::<4>(t, o, axis, p),
+                    }
+                }
                 (Simd::Avx2, 1) => x86::sums8_avx2::<1>(t, o, axis),
                 (Simd::Avx2, 3) => x86::sums8_avx2::<3>(t, o, axis),
                 (Simd::Avx2, 4) => x86::sums8_avx2::<4>(t, o, axis),
@@ -214,13 +224,27 @@ fn deinterleave8_tail(o: &[u8], out: &mut [u8], m: usize, len: usize, stride: us
     }
 }
 
-/// One vertical pass row: `out[x] = clip8(HALF + sum_t rows.row(start + t)[x] * k[t])`.
-pub(super) fn v_row(simd: Simd, rows: &Rows<'_>, start: usize, k: &[i32], out: &mut [u8]) {
+/// One vertical pass row: `out[x] = clip8(HALF + sum_t rows.row(start + t)[x] * k[t])`,
+/// `narrow` the axis's [`Taps::narrow`].
+pub(super) fn v_row(
+    simd: Simd,
+    rows: &Rows<'_>,
+    start: usize,
+    k: &[i32],
+    narrow: Option<u32>,
+    out: &mut [u8],
+) {
     debug_assert!(simd.is_available());
+    let _ = narrow; // only the AVX2 kernel has a 16-bit weight version
     match simd {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: plans only hold a `Simd` whose `is_available()` returned true.
-        Simd::Avx2 => unsafe { x86::v_row_avx2(rows, start, k, out) },
+        Simd::Avx2 => unsafe {
+            match narrow {
+                Some(p) => x86::v_row_avx2_narrow(rows, start, k, p, out),
+                None => x86::v_row_avx2(rows, start, k, out),
+            }
+        },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Simd::Sse41 => unsafe { x86::v_row_sse41(rows, start, k, out) },
@@ -273,6 +297,7 @@ mod tests {
     use super::*;
     use crate::Limits;
     use crate::resize::Filter;
+    use crate::resize::coeffs::Quantize;
     use alloc::vec;
     use alloc::vec::Vec;
 
@@ -315,71 +340,80 @@ mod tests {
             (33, 133),
         ];
         let mut cases = 0;
+        // Pillow's 22-bit weights and the 16-bit ones of PyTorch and
+        // fast_image_resize (their own kernels on AVX2).
+        let quantizations = [Quantize::Pillow, Quantize::TorchInt16, Quantize::Fir];
         for simd in Simd::available().filter(|&s| s != Simd::Scalar) {
             for (fi, &f) in filters.iter().enumerate() {
                 for (si, &(w_in, w_out)) in sizes.iter().enumerate() {
-                    let table = crate::resize::coeffs::Axis::new(
-                        w_in,
-                        0.0,
-                        w_in as f32,
-                        w_out,
-                        f,
-                        &Limits::DEFAULT,
-                    )
-                    .unwrap();
-                    let axis = table.taps();
-                    // Blocks of eight rows and partial ones, rows `stride` apart.
-                    for n in [1usize, 3, 4] {
-                        let len = w_in as usize * n;
-                        let stride = len + 5;
-                        let data = noise((fi * 31 + si * 7 + n) as u64, stride * 11);
-                        let rows = Rows {
-                            data: &data,
-                            stride,
-                            len,
-                        };
-                        let out_len = w_out as usize * n;
-                        for m in [1, 3, 7, 8] {
-                            let mut a = vec![1u8; 8 * out_len];
-                            for (r, o) in a.chunks_exact_mut(out_len).take(m).enumerate() {
-                                h_row_scalar_n(n, rows.row(2 + r), o, &axis);
+                    for q in quantizations {
+                        let table = crate::resize::coeffs::Axis::new(
+                            w_in,
+                            (0.0, w_in as f32),
+                            w_out,
+                            f,
+                            q,
+                            &Limits::DEFAULT,
+                        )
+                        .unwrap();
+                        assert_eq!(axis_is_narrow(&table.taps()), q != Quantize::Pillow);
+                        let axis = table.taps();
+                        // Blocks of eight rows and partial ones, rows `stride` apart.
+                        for n in [1usize, 3, 4] {
+                            let len = w_in as usize * n;
+                            let stride = len + 5;
+                            let data = noise((fi * 31 + si * 7 + n) as u64, stride * 11);
+                            let rows = Rows {
+                                data: &data,
+                                stride,
+                                len,
+                            };
+                            let out_len = w_out as usize * n;
+                            for m in [1, 3, 7, 8] {
+                                let mut a = vec![1u8; 8 * out_len];
+                                for (r, o) in a.chunks_exact_mut(out_len).take(m).enumerate() {
+                                    h_row_scalar_n(n, rows.row(2 + r), o, &axis);
+                                }
+                                // Rows past `m` keep their 1s in both: nothing is written there.
+                                let mut b = vec![1u8; 8 * out_len];
+                                h_block(
+                                    simd,
+                                    n,
+                                    &rows.from(2),
+                                    m,
+                                    &mut b,
+                                    out_len,
+                                    &axis,
+                                    &mut Vec::new(),
+                                );
+                                assert_eq!(
+                                    a, b,
+                                    "h {simd:?} {f:?} {q:?} n={n} m={m} {w_in}->{w_out}"
+                                );
+                                cases += 1;
                             }
-                            // Rows past `m` keep their 1s in both: nothing is written there.
-                            let mut b = vec![1u8; 8 * out_len];
-                            h_block(
-                                simd,
-                                n,
-                                &rows.from(2),
-                                m,
-                                &mut b,
-                                out_len,
-                                &axis,
-                                &mut Vec::new(),
-                            );
-                            assert_eq!(a, b, "h {simd:?} {f:?} n={n} m={m} {w_in}->{w_out}");
-                            cases += 1;
                         }
-                    }
-                    // Vertical: w_in rows of an odd width, sampled by the table.
-                    for width in [1usize, 15, 16, 33, 100] {
-                        let stride = width + 3;
-                        let data = noise((fi * 7 + si + width) as u64, stride * w_in as usize);
-                        let rows = Rows {
-                            data: &data,
-                            stride,
-                            len: width,
-                        };
-                        for y in 0..w_out as usize {
-                            let (start, k) = axis.at(y);
-                            let mut a = vec![0u8; width];
-                            let mut b = vec![1u8; width];
-                            v_row_scalar(&rows, start, k, &mut a, 0);
-                            v_row(simd, &rows, start, k, &mut b);
-                            assert_eq!(
-                                a, b,
-                                "v {simd:?} {f:?} {w_in}->{w_out} y={y} width={width}"
-                            );
-                            cases += 1;
+                        // Vertical: w_in rows of an odd width, sampled by the table.
+                        for width in [1usize, 15, 16, 33, 100] {
+                            let stride = width + 3;
+                            let data = noise((fi * 7 + si + width) as u64, stride * w_in as usize);
+                            let rows = Rows {
+                                data: &data,
+                                stride,
+                                len: width,
+                            };
+                            for y in 0..w_out as usize {
+                                let (start, k) = axis.at(y);
+                                let mut a = vec![0u8; width];
+                                let mut b = vec![1u8; width];
+                                v_row_scalar(&rows, start, k, &mut a, 0);
+                                v_row(simd, &rows, start, k, axis.narrow(), &mut b);
+                                assert_eq!(
+                                    a, b,
+                                    "v {simd:?} {f:?} {q:?} {w_in}->{w_out} y={y} width={width}"
+                                );
+                                cases += 1;
+                            }
                         }
                     }
                 }
@@ -389,6 +423,10 @@ mod tests {
         #[cfg(all(target_arch = "x86_64", feature = "std"))]
         assert!(cases > 0, "no SIMD path was available to test");
         let _ = cases;
+    }
+
+    fn axis_is_narrow(axis: &Taps<'_>) -> bool {
+        axis.narrow().is_some()
     }
 
     fn h_row_scalar_n(n: usize, src: &[u8], out: &mut [u8], axis: &Taps<'_>) {

@@ -11,6 +11,59 @@ use core::arch::x86_64::*;
 use super::{Rows, v_row_scalar};
 use crate::resize::coeffs::{HALF, PRECISION_BITS, Taps};
 
+/// [`v_row_avx2`] for 16-bit weights of precision `p` (see
+/// [`Taps::narrow`]): one `vpmaddwd` per pair of rows instead of two.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn v_row_avx2_narrow(
+    rows: &Rows<'_>,
+    start: usize,
+    k: &[i32],
+    p: u32,
+    out: &mut [u8],
+) {
+    let widen = PRECISION_BITS - p;
+    let word = |a: i32, b: i32| ((a >> widen) & 0xffff) | ((b >> widen) << 16);
+    let zero = _mm256_setzero_si256();
+    let half = _mm256_set1_epi32(1 << (p - 1));
+    let shift = _mm_cvtsi32_si128(p as i32);
+    let n = out.len();
+    let mut x = 0;
+    while x + 32 <= n {
+        // acc[i]: pixels 4i..4i+4 of each 16-pixel lane half.
+        let mut acc = [half; 4];
+        for (j, w) in k.chunks(2).enumerate() {
+            let wq = _mm256_set1_epi32(word(w[0], w.get(1).copied().unwrap_or(0)));
+            let r0 = &rows.row(start + 2 * j)[x..x + 32];
+            // A lone last row pairs with itself under a zero weight.
+            let r1 = &rows.row(start + 2 * j + usize::from(w.len() == 2))[x..x + 32];
+            // SAFETY: `r0` and `r1` are exactly 32 bytes long.
+            let (a, b) = unsafe {
+                (
+                    _mm256_loadu_si256(r0.as_ptr().cast()),
+                    _mm256_loadu_si256(r1.as_ptr().cast()),
+                )
+            };
+            let (l, h) = (_mm256_unpacklo_epi8(a, b), _mm256_unpackhi_epi8(a, b));
+            acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(_mm256_unpacklo_epi8(l, zero), wq));
+            acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(_mm256_unpackhi_epi8(l, zero), wq));
+            acc[2] = _mm256_add_epi32(acc[2], _mm256_madd_epi16(_mm256_unpacklo_epi8(h, zero), wq));
+            acc[3] = _mm256_add_epi32(acc[3], _mm256_madd_epi16(_mm256_unpackhi_epi8(h, zero), wq));
+        }
+        let s0 = _mm256_sra_epi32(acc[0], shift);
+        let s1 = _mm256_sra_epi32(acc[1], shift);
+        let s2 = _mm256_sra_epi32(acc[2], shift);
+        let s3 = _mm256_sra_epi32(acc[3], shift);
+        // Per lane: (0-3, 4-7) and (8-11, 12-15), then bytes 0-15: in order.
+        let bytes = _mm256_packus_epi16(_mm256_packs_epi32(s0, s1), _mm256_packs_epi32(s2, s3));
+        let dst = &mut out[x..x + 32];
+        // SAFETY: `dst` is exactly 32 bytes long.
+        unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), bytes) };
+        x += 32;
+    }
+    // SAFETY: AVX2 implies SSE4.1.
+    unsafe { v_row_sse41_from(rows, start, k, out, x) };
+}
+
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn v_row_avx2(rows: &Rows<'_>, start: usize, k: &[i32], out: &mut [u8]) {
     // Two rows per `vpmaddwd`: the (row t, row t + 1) pixel pairs times the weights
@@ -202,6 +255,39 @@ pub(super) unsafe fn sums8_avx2<const N: usize>(t: &[u8], o: &mut [u8], axis: &T
     }
 }
 
+/// [`sums8_avx2`] for 16-bit weights of precision `p` (see [`Taps::narrow`]):
+/// the pairs hold the weights themselves, one `vpmaddwd` per pair of taps.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn sums8_avx2_narrow<const N: usize>(
+    t: &[u8],
+    o: &mut [u8],
+    axis: &Taps<'_>,
+    p: u32,
+) {
+    let half = _mm256_set1_epi32(1 << (p - 1));
+    let shift = _mm_cvtsi32_si128(p as i32);
+    for (x, ox) in o.chunks_exact_mut(8 * N).enumerate() {
+        let first = 8 * N * axis.bounds[x].0 as usize;
+        let mut acc = [half; N];
+        for (j, &[q, _]) in axis.pairs_at(x).iter().enumerate() {
+            let w = _mm256_set1_epi32(q);
+            let at = first + 16 * N * j;
+            // Tap pair j of all channels; `t` has room for the spare tap (see `h_block`).
+            let taps = &t[at..at + 16 * N];
+            for (c, acc) in acc.iter_mut().enumerate() {
+                let v = _mm256_cvtepu8_epi16(tap_pair::<N>(taps, c));
+                *acc = _mm256_add_epi32(*acc, _mm256_madd_epi16(v, w));
+            }
+        }
+        for (c, acc) in acc.into_iter().enumerate() {
+            let s = _mm256_sra_epi32(acc, shift);
+            let w16 = _mm_packs_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
+            let bytes = _mm_cvtsi128_si64(_mm_packus_epi16(w16, w16));
+            ox[8 * c..8 * c + 8].copy_from_slice(&bytes.to_le_bytes());
+        }
+    }
+}
+
 /// Channel `c` of a tap pair in the interleaved block: the 8 rows' bytes of the
 /// first tap, then of the second, interleaved byte by byte (`a0 b0 a1 b1 ...`).
 #[inline(always)]
@@ -220,6 +306,9 @@ fn tap_pair<const N: usize>(taps: &[u8], c: usize) -> __m128i {
 #[target_feature(enable = "sse4.1")]
 pub(super) unsafe fn sums8_sse41<const N: usize>(t: &[u8], o: &mut [u8], axis: &Taps<'_>) {
     let zero = _mm_setzero_si128();
+    // 16-bit weights come as `[q, 0]` pairs: the high sums are then the
+    // sums of `q`, widened to 22 bits by the shift (the low ones stay 0).
+    let widen = _mm_cvtsi32_si128(axis.narrow().map_or(8, |p| (PRECISION_BITS - p) as i32));
     for (x, ox) in o.chunks_exact_mut(8 * N).enumerate() {
         let first = 8 * N * axis.bounds[x].0 as usize;
         let mut acc_hi = [[zero; 2]; N];
@@ -241,7 +330,7 @@ pub(super) unsafe fn sums8_sse41<const N: usize>(t: &[u8], o: &mut [u8], axis: &
         }
         for c in 0..N {
             let s = [0, 1].map(|h| {
-                let sum = _mm_add_epi32(_mm_slli_epi32::<8>(acc_hi[c][h]), acc_lo[c][h]);
+                let sum = _mm_add_epi32(_mm_sll_epi32(acc_hi[c][h], widen), acc_lo[c][h]);
                 _mm_srai_epi32::<{ PRECISION_BITS as i32 }>(_mm_add_epi32(
                     sum,
                     _mm_set1_epi32(HALF),
