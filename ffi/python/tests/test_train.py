@@ -371,3 +371,22 @@ def test_torchvision_transform_objects_convert(tp, train):
 
     want = np.stack([ev(Image.open(io.BytesIO(data[i][0])).convert("RGB")).numpy() for i in range(6)])
     assert np.array_equal(images, want)
+
+
+def test_fast_image_resize_is_a_named_interpolation(train):
+    # fast_image_resize's arithmetic ("fir-" and a filter): not Pillow's, but
+    # within a level of it for bilinear on a photo (the README's measurement).
+    photo = open(fixture("lxqt_butterfly_kenneth_wimer.jpg"), "rb").read()
+    data = train.Samples([(photo, 0)])
+
+    def batch(interpolation):
+        p = train.Pipeline([train.Resize((64, 48), interpolation=interpolation)])
+        images, _ = next(iter(train.Loader(data, p, 1, 1, seed=0, output="numpy")))
+        return images.astype(np.int16)
+
+    fir, pil = batch("fir-bilinear"), batch("bilinear")
+    assert fir.shape == pil.shape
+    diff = np.abs(fir - pil)
+    assert 0 < diff.max() <= 1
+    with pytest.raises(ValueError, match="fir-"):
+        batch("fir-area")

@@ -12,7 +12,8 @@ use super::{Rows, v_row_scalar};
 use crate::resize::coeffs::{HALF, PRECISION_BITS, Taps};
 
 /// [`v_row_avx2`] for 16-bit weights of precision `p` (see
-/// [`Taps::narrow`]): one `vpmaddwd` per pair of rows instead of two.
+/// [`Taps::narrow`]): one `vpmaddwd` per pair of rows instead of two, 64
+/// bytes a step, the rows addressed once per call.
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn v_row_avx2_narrow(
     rows: &Rows<'_>,
@@ -21,44 +22,70 @@ pub(super) unsafe fn v_row_avx2_narrow(
     p: u32,
     out: &mut [u8],
 ) {
+    let n = out.len();
+    // Every row read exists and is at least `n` bytes long (the slicing
+    // panics otherwise, as the safe kernels' would).
+    let first = rows.from(start);
+    if let Some(last) = k.len().checked_sub(1) {
+        let _ = &first.row(last)[..n];
+    } else {
+        let _ = &first.data[..0];
+    }
+    let (base, stride) = (first.data.as_ptr(), rows.stride);
     let widen = PRECISION_BITS - p;
     let word = |a: i32, b: i32| ((a >> widen) & 0xffff) | ((b >> widen) << 16);
     let zero = _mm256_setzero_si256();
     let half = _mm256_set1_epi32(1 << (p - 1));
     let shift = _mm_cvtsi32_si128(p as i32);
-    let n = out.len();
     let mut x = 0;
-    while x + 32 <= n {
-        // acc[i]: pixels 4i..4i+4 of each 16-pixel lane half.
-        let mut acc = [half; 4];
+    while x + 64 <= n {
+        // acc[4h + i]: pixels 4i..4i+4 of each 16-pixel lane half of bytes 32h..32h+32.
+        let mut acc = [half; 8];
         for (j, w) in k.chunks(2).enumerate() {
             let wq = _mm256_set1_epi32(word(w[0], w.get(1).copied().unwrap_or(0)));
-            let r0 = &rows.row(start + 2 * j)[x..x + 32];
-            // A lone last row pairs with itself under a zero weight.
-            let r1 = &rows.row(start + 2 * j + usize::from(w.len() == 2))[x..x + 32];
-            // SAFETY: `r0` and `r1` are exactly 32 bytes long.
-            let (a, b) = unsafe {
-                (
-                    _mm256_loadu_si256(r0.as_ptr().cast()),
-                    _mm256_loadu_si256(r1.as_ptr().cast()),
-                )
+            // SAFETY: rows `2j` and `2j + 1` (a lone last row pairs with
+            // itself under a zero weight) are below `k.len()`, so they start
+            // inside `first.data` with `n >= x + 64` bytes after them (checked above).
+            let (r0, r1) = unsafe {
+                let r0 = base.add(2 * j * stride + x);
+                (r0, if w.len() == 2 { r0.add(stride) } else { r0 })
             };
-            let (l, h) = (_mm256_unpacklo_epi8(a, b), _mm256_unpackhi_epi8(a, b));
-            acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(_mm256_unpacklo_epi8(l, zero), wq));
-            acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(_mm256_unpackhi_epi8(l, zero), wq));
-            acc[2] = _mm256_add_epi32(acc[2], _mm256_madd_epi16(_mm256_unpacklo_epi8(h, zero), wq));
-            acc[3] = _mm256_add_epi32(acc[3], _mm256_madd_epi16(_mm256_unpackhi_epi8(h, zero), wq));
+            for h in 0..2 {
+                // SAFETY: bytes `x + 32h .. x + 32h + 32` of both rows, in bounds as above.
+                let (a, b) = unsafe {
+                    (
+                        _mm256_loadu_si256(r0.add(32 * h).cast()),
+                        _mm256_loadu_si256(r1.add(32 * h).cast()),
+                    )
+                };
+                let (l, hi) = (_mm256_unpacklo_epi8(a, b), _mm256_unpackhi_epi8(a, b));
+                let acc = &mut acc[4 * h..4 * h + 4];
+                acc[0] =
+                    _mm256_add_epi32(acc[0], _mm256_madd_epi16(_mm256_unpacklo_epi8(l, zero), wq));
+                acc[1] =
+                    _mm256_add_epi32(acc[1], _mm256_madd_epi16(_mm256_unpackhi_epi8(l, zero), wq));
+                acc[2] = _mm256_add_epi32(
+                    acc[2],
+                    _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), wq),
+                );
+                acc[3] = _mm256_add_epi32(
+                    acc[3],
+                    _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), wq),
+                );
+            }
         }
-        let s0 = _mm256_sra_epi32(acc[0], shift);
-        let s1 = _mm256_sra_epi32(acc[1], shift);
-        let s2 = _mm256_sra_epi32(acc[2], shift);
-        let s3 = _mm256_sra_epi32(acc[3], shift);
-        // Per lane: (0-3, 4-7) and (8-11, 12-15), then bytes 0-15: in order.
-        let bytes = _mm256_packus_epi16(_mm256_packs_epi32(s0, s1), _mm256_packs_epi32(s2, s3));
-        let dst = &mut out[x..x + 32];
-        // SAFETY: `dst` is exactly 32 bytes long.
-        unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), bytes) };
-        x += 32;
+        for h in 0..2 {
+            let s0 = _mm256_sra_epi32(acc[4 * h], shift);
+            let s1 = _mm256_sra_epi32(acc[4 * h + 1], shift);
+            let s2 = _mm256_sra_epi32(acc[4 * h + 2], shift);
+            let s3 = _mm256_sra_epi32(acc[4 * h + 3], shift);
+            // Per lane: (0-3, 4-7) and (8-11, 12-15), then bytes 0-15: in order.
+            let bytes = _mm256_packus_epi16(_mm256_packs_epi32(s0, s1), _mm256_packs_epi32(s2, s3));
+            let dst = &mut out[x + 32 * h..x + 32 * h + 32];
+            // SAFETY: `dst` is exactly 32 bytes long.
+            unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), bytes) };
+        }
+        x += 64;
     }
     // SAFETY: AVX2 implies SSE4.1.
     unsafe { v_row_sse41_from(rows, start, k, out, x) };
