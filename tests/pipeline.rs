@@ -773,78 +773,97 @@ fn batches_sequential_parallel_and_pulled_equal_single_runs() {
 fn fast_decode_equals_scaled_decode_then_the_same_resize() {
     use tensorprep::jpeg::Scale;
     use tensorprep::pipeline::DecodeScaling;
-    let mut p = Pipeline::imagenet_eval().with_decoder(Backend::LibjpegTurbo);
-    let exact = p.compile(InputDesc::Encoded).unwrap();
-    for (scaling, gap) in [(DecodeScaling::Fast, 2), (DecodeScaling::Draft, 1)] {
-        assert_eq!(scaling.reducing_gap(), Some(gap));
-        p.map_decode(|d| d.scaling = scaling);
-        let fast = p.compile(InputDesc::Encoded).unwrap();
-        let rule = SizeRule::ShorterSide {
-            size: 256,
-            max_size: None,
-            rounding: Rounding::Truncate,
-        };
-        let mut state = PlanState::new();
-        let mut scaled = 0;
-        for name in PHOTOS.iter().chain(&["lxqt_butterfly_kenneth_wimer.jpg"]) {
-            let bytes = read(name);
-            let mut dec = JpegDecoder::new(DecodeOptions {
-                backend: Backend::LibjpegTurbo,
-                ..DecodeOptions::default()
-            });
-            let info = dec.read_info(&bytes).unwrap();
-            // The target comes from the full size; the decode is the smallest scale
-            // at least `gap` times that target; the resize goes from there to the
-            // same target.
-            let target = rule.output_size(info.width, info.height).unwrap();
-            let scale = Scale::keeping((info.stored_width, info.stored_height), target, gap);
-            scaled += usize::from(scale != Scale::Full);
-            let small = JpegDecoder::new(DecodeOptions {
-                backend: Backend::LibjpegTurbo,
-                scale,
-                ..DecodeOptions::default()
+    // Pillow's resize, and fast_image_resize's (which the fast mode suits).
+    for resample in [
+        Resample::default(),
+        Resample::FastImageResize(Filter::Bilinear),
+    ] {
+        let ops: Vec<Op> = Pipeline::imagenet_eval()
+            .ops()
+            .iter()
+            .map(|op| match op {
+                Op::Resize(r) => Op::Resize(Resize { resample, ..*r }),
+                other => other.clone(),
             })
-            .decode(&bytes)
-            .unwrap();
-            let resized =
-                resize_owned(&small.view(), target.0, target.1, Resample::default()).unwrap();
-            let rect = CenterCrop {
-                width: 224,
-                height: 224,
-                rounding: CropRounding::HalfEven,
-            }
-            .rect(target.0, target.1)
-            .unwrap();
-            let want = Finisher::new(&FinishSpec::imagenet())
-                .unwrap()
-                .run_to_tensor(&resized.view().crop(rect).unwrap())
-                .unwrap();
-            let got = run_plan(&fast, &mut state, Input::Encoded(&bytes), want.len()).unwrap();
-            assert!(same(&got, &want), "{name} at {scale:?} ({scaling:?})");
-            let full = run_plan(&exact, &mut state, Input::Encoded(&bytes), want.len()).unwrap();
-            let (Tensor::F32(a), Tensor::F32(b)) = (&got, &full) else {
-                unreachable!()
+            .collect();
+        let mut p = Pipeline::from_ops(&ops)
+            .unwrap()
+            .with_decoder(Backend::LibjpegTurbo);
+        let exact = p.compile(InputDesc::Encoded).unwrap();
+        for (scaling, gap) in [(DecodeScaling::Fast, 2), (DecodeScaling::Draft, 1)] {
+            assert_eq!(scaling.reducing_gap(), Some(gap));
+            p.map_decode(|d| d.scaling = scaling);
+            let fast = p.compile(InputDesc::Encoded).unwrap();
+            let rule = SizeRule::ShorterSide {
+                size: 256,
+                max_size: None,
+                rounding: Rounding::Truncate,
             };
-            let levels = a
-                .iter()
-                .zip(b)
-                .enumerate()
-                .map(|(i, (x, y))| {
-                    f64::from((x - y).abs())
-                        * 255.0
-                        * f64::from(Normalize::IMAGENET.std[i / (224 * 224)])
+            let mut state = PlanState::new();
+            let mut scaled = 0;
+            for name in PHOTOS.iter().chain(&["lxqt_butterfly_kenneth_wimer.jpg"]) {
+                let bytes = read(name);
+                let mut dec = JpegDecoder::new(DecodeOptions {
+                    backend: Backend::LibjpegTurbo,
+                    ..DecodeOptions::default()
+                });
+                let info = dec.read_info(&bytes).unwrap();
+                // The target comes from the full size; the decode is the smallest scale
+                // at least `gap` times that target; the resize goes from there to the
+                // same target.
+                let target = rule.output_size(info.width, info.height).unwrap();
+                let scale = Scale::keeping((info.stored_width, info.stored_height), target, gap);
+                scaled += usize::from(scale != Scale::Full);
+                let small = JpegDecoder::new(DecodeOptions {
+                    backend: Backend::LibjpegTurbo,
+                    scale,
+                    ..DecodeOptions::default()
                 })
-                .fold((0.0f64, 0.0f64), |(m, s), d| (m.max(d), s + d));
-            println!(
-                "{scaling:?} decode {name:<32} {scale:?}: max {:.1} mean {:.3} levels from the exact tensor",
-                levels.0,
-                levels.1 / a.len() as f64
+                .decode(&bytes)
+                .unwrap();
+                let resized = resize_owned(&small.view(), target.0, target.1, resample).unwrap();
+                let rect = CenterCrop {
+                    width: 224,
+                    height: 224,
+                    rounding: CropRounding::HalfEven,
+                }
+                .rect(target.0, target.1)
+                .unwrap();
+                let want = Finisher::new(&FinishSpec::imagenet())
+                    .unwrap()
+                    .run_to_tensor(&resized.view().crop(rect).unwrap())
+                    .unwrap();
+                let got = run_plan(&fast, &mut state, Input::Encoded(&bytes), want.len()).unwrap();
+                assert!(
+                    same(&got, &want),
+                    "{name} at {scale:?} ({scaling:?}, {resample:?})"
+                );
+                let full =
+                    run_plan(&exact, &mut state, Input::Encoded(&bytes), want.len()).unwrap();
+                let (Tensor::F32(a), Tensor::F32(b)) = (&got, &full) else {
+                    unreachable!()
+                };
+                let levels = a
+                    .iter()
+                    .zip(b)
+                    .enumerate()
+                    .map(|(i, (x, y))| {
+                        f64::from((x - y).abs())
+                            * 255.0
+                            * f64::from(Normalize::IMAGENET.std[i / (224 * 224)])
+                    })
+                    .fold((0.0f64, 0.0f64), |(m, s), d| (m.max(d), s + d));
+                println!(
+                    "{scaling:?} decode {name:<32} {scale:?} {resample:?}: max {:.1} mean {:.3} levels from the exact tensor",
+                    levels.0,
+                    levels.1 / a.len() as f64
+                );
+            }
+            assert!(
+                scaled > 0,
+                "no photo was large enough to decode at reduced size ({scaling:?})"
             );
         }
-        assert!(
-            scaled > 0,
-            "no photo was large enough to decode at reduced size ({scaling:?})"
-        );
     }
 }
 
