@@ -175,10 +175,13 @@ pub(super) fn h_block(
     #[cfg(target_arch = "aarch64")]
     {
         neon::interleave8(&src, &mut t[..8 * in_len]);
-        match n {
-            1 => neon::sums8::<1>(t, o, axis),
-            3 => neon::sums8::<3>(t, o, axis),
-            _ => neon::sums8::<4>(t, o, axis),
+        match (n, axis.narrow()) {
+            (1, Some(p)) => neon::sums8_narrow::<1>(t, o, axis, p),
+            (3, Some(p)) => neon::sums8_narrow::<3>(t, o, axis, p),
+            (_, Some(p)) => neon::sums8_narrow::<4>(t, o, axis, p),
+            (1, None) => neon::sums8::<1>(t, o, axis),
+            (3, None) => neon::sums8::<3>(t, o, axis),
+            (_, None) => neon::sums8::<4>(t, o, axis),
         }
         neon::deinterleave8(o, out, m, out_len, out_stride);
     }
@@ -225,7 +228,8 @@ fn deinterleave8_tail(o: &[u8], out: &mut [u8], m: usize, len: usize, stride: us
 }
 
 /// One vertical pass row: `out[x] = clip8(HALF + sum_t rows.row(start + t)[x] * k[t])`,
-/// `narrow` the axis's [`Taps::narrow`].
+/// `narrow` the axis's [`Taps::narrow`] (the AVX2 and NEON kernels have
+/// 16-bit weight versions).
 pub(super) fn v_row(
     simd: Simd,
     rows: &Rows<'_>,
@@ -235,7 +239,8 @@ pub(super) fn v_row(
     out: &mut [u8],
 ) {
     debug_assert!(simd.is_available());
-    let _ = narrow; // only the AVX2 kernel has a 16-bit weight version
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let _ = narrow; // no vector kernel here
     match simd {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: plans only hold a `Simd` whose `is_available()` returned true.
@@ -249,7 +254,10 @@ pub(super) fn v_row(
         // SAFETY: as above.
         Simd::Sse41 => unsafe { x86::v_row_sse41(rows, start, k, out) },
         #[cfg(target_arch = "aarch64")]
-        Simd::Neon => neon::v_row(rows, start, k, out),
+        Simd::Neon => match narrow {
+            Some(p) => neon::v_row_narrow(rows, start, k, p, out),
+            None => neon::v_row(rows, start, k, out),
+        },
         _ => v_row_scalar(rows, start, k, out, 0),
     }
 }

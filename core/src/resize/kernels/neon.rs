@@ -1,11 +1,49 @@
 //! NEON kernels (aarch64, where NEON is part of the base instruction set):
 //! u8 widened to i32 and multiplied by the full weights with `vmlaq_n_s32`, so
-//! the sums equal the scalar ones.
+//! the sums equal the scalar ones; 16-bit weights multiply u8 widened to i16
+//! with `vmlal_n_s16` and shift by their own precision, the same pixels.
 
 use core::arch::aarch64::*;
 
 use super::{Rows, v_row_scalar};
 use crate::resize::coeffs::{HALF, PRECISION_BITS, Taps};
+
+/// [`v_row`] for 16-bit weights of precision `p` (see [`Taps::narrow`]):
+/// pixels widened to 16 bits and multiplied by the weight with one
+/// `vmlal` per four lanes, no second widening.
+pub(super) fn v_row_narrow(rows: &Rows<'_>, start: usize, k: &[i32], p: u32, out: &mut [u8]) {
+    let widen = PRECISION_BITS - p;
+    let n = out.len();
+    let mut x = 0;
+    while x + 16 <= n {
+        // SAFETY: register arithmetic and loads/stores of exactly 16 bytes from
+        // slices of 16 bytes.
+        unsafe {
+            let mut acc = [vdupq_n_s32(1 << (p - 1)); 4];
+            for (t, &kt) in k.iter().enumerate() {
+                let q = (kt >> widen) as i16;
+                let row = &rows.row(start + t)[x..x + 16];
+                let v = vld1q_u8(row.as_ptr());
+                let lo = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(v)));
+                let hi = vreinterpretq_s16_u16(vmovl_high_u8(v));
+                acc[0] = vmlal_n_s16(acc[0], vget_low_s16(lo), q);
+                acc[1] = vmlal_high_n_s16(acc[1], lo, q);
+                acc[2] = vmlal_n_s16(acc[2], vget_low_s16(hi), q);
+                acc[3] = vmlal_high_n_s16(acc[3], hi, q);
+            }
+            let shift = vdupq_n_s32(-(p as i32));
+            let s = acc.map(|a| vshlq_s32(a, shift));
+            // Saturating narrows: negative to 0 (i32 -> u16), above 255 to 255 (u16 -> u8).
+            let lo = vcombine_u16(vqmovun_s32(s[0]), vqmovun_s32(s[1]));
+            let hi = vcombine_u16(vqmovun_s32(s[2]), vqmovun_s32(s[3]));
+            let bytes = vcombine_u8(vqmovn_u16(lo), vqmovn_u16(hi));
+            let dst = &mut out[x..x + 16];
+            vst1q_u8(dst.as_mut_ptr(), bytes);
+        }
+        x += 16;
+    }
+    v_row_scalar(rows, start, k, out, x);
+}
 
 pub(super) fn v_row(rows: &Rows<'_>, start: usize, k: &[i32], out: &mut [u8]) {
     let n = out.len();
@@ -96,6 +134,38 @@ pub(super) fn deinterleave8(o: &[u8], out: &mut [u8], m: usize, len: usize, stri
         }
     }
     super::deinterleave8_tail(o, out, m, len, stride, full);
+}
+
+/// [`sums8`] for 16-bit weights of precision `p` (see [`Taps::narrow`]):
+/// each tap one `vmlal` per four rows on pixels widened once.
+pub(super) fn sums8_narrow<const N: usize>(t: &[u8], o: &mut [u8], axis: &Taps<'_>, p: u32) {
+    let widen = PRECISION_BITS - p;
+    for (x, ox) in o.chunks_exact_mut(8 * N).enumerate() {
+        let (start, k) = axis.at(x);
+        let taps = &t[8 * N * start..8 * N * (start + k.len())];
+        // SAFETY: register arithmetic, and 8-byte loads from 8-byte slices.
+        unsafe {
+            let mut acc = [[vdupq_n_s32(1 << (p - 1)); 2]; N];
+            for (tap, &w) in taps.chunks_exact(8 * N).zip(k) {
+                let q = (w >> widen) as i16;
+                for (c, a) in acc.iter_mut().enumerate() {
+                    let px =
+                        vreinterpretq_s16_u16(vmovl_u8(vld1_u8(tap[8 * c..8 * c + 8].as_ptr())));
+                    a[0] = vmlal_n_s16(a[0], vget_low_s16(px), q);
+                    a[1] = vmlal_high_n_s16(a[1], px, q);
+                }
+            }
+            let shift = vdupq_n_s32(-(p as i32));
+            for (c, a) in acc.iter().enumerate() {
+                let lo = vqmovun_s32(vshlq_s32(a[0], shift));
+                let hi = vqmovun_s32(vshlq_s32(a[1], shift));
+                vst1_u8(
+                    ox[8 * c..8 * c + 8].as_mut_ptr(),
+                    vqmovn_u16(vcombine_u16(lo, hi)),
+                );
+            }
+        }
+    }
 }
 
 /// Eight-row sums: channel c of output x for all eight rows, in two vectors of
