@@ -219,3 +219,45 @@ fn converted_graphs_survive_the_file_format_and_verify() {
         );
     }
 }
+
+#[test]
+fn a_fast_image_resize_graph_round_trips_and_says_it_is_not_exact() {
+    use tensorprep::pipeline::{Op, Pipeline, Resize};
+    use tensorprep::resize::{Filter, Resample};
+    let with = |resample| {
+        let ops: Vec<Op> = Pipeline::imagenet_eval()
+            .ops()
+            .iter()
+            .map(|op| match op {
+                Op::Resize(r) => Op::Resize(Resize { resample, ..*r }),
+                other => other.clone(),
+            })
+            .collect();
+        Graph::new(Pipeline::from_ops(&ops).unwrap()).unwrap()
+    };
+    for filter in Filter::ALL {
+        let graph = with(Resample::FastImageResize(filter));
+        let loaded = Graph::decode(&graph.encode()).unwrap();
+        assert_eq!(loaded.pipeline.ops(), graph.pipeline.ops(), "{filter:?}");
+        assert!(
+            loaded
+                .required_features()
+                .iter()
+                .any(|f| f.starts_with("resample.fast_image_resize.")),
+            "{filter:?}"
+        );
+        let described: Vec<String> = loaded.pipeline.ops().iter().map(Op::to_string).collect();
+        assert!(
+            described.iter().any(|d| d.contains("not exact")),
+            "{described:?}"
+        );
+    }
+    let exact = with(Resample::Pillow(Filter::Bilinear));
+    assert!(
+        exact
+            .pipeline
+            .ops()
+            .iter()
+            .all(|op| !op.to_string().contains("not exact"))
+    );
+}
