@@ -230,7 +230,7 @@ fn a_fast_image_resize_graph_round_trips_and_says_it_is_not_exact() {
             .iter()
             .map(|op| match op {
                 Op::Resize(r) => Op::Resize(Resize { resample, ..*r }),
-                other => other.clone(),
+                other => *other,
             })
             .collect();
         Graph::new(Pipeline::from_ops(&ops).unwrap()).unwrap()

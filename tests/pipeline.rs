@@ -783,7 +783,7 @@ fn fast_decode_equals_scaled_decode_then_the_same_resize() {
             .iter()
             .map(|op| match op {
                 Op::Resize(r) => Op::Resize(Resize { resample, ..*r }),
-                other => other.clone(),
+                other => *other,
             })
             .collect();
         let mut p = Pipeline::from_ops(&ops)
