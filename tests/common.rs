@@ -398,3 +398,20 @@ pub fn folder_list() -> Vec<(u64, f32, String)> {
         })
         .collect()
 }
+
+/// torchvision's eval preset (`Pipeline::imagenet_eval`) with its resize
+/// reproducing `resample` instead of Pillow's bilinear.
+pub fn imagenet_eval_with(
+    resample: tensorprep::resize::Resample,
+) -> tensorprep::pipeline::Pipeline {
+    use tensorprep::pipeline::{Op, Pipeline, Resize};
+    let ops: Vec<Op> = Pipeline::imagenet_eval()
+        .ops()
+        .iter()
+        .map(|op| match op {
+            Op::Resize(r) => Op::Resize(Resize { resample, ..*r }),
+            other => *other,
+        })
+        .collect();
+    Pipeline::from_ops(&ops).expect("the preset's ops make a pipeline")
+}

@@ -222,19 +222,9 @@ fn converted_graphs_survive_the_file_format_and_verify() {
 
 #[test]
 fn a_fast_image_resize_graph_round_trips_and_says_it_is_not_exact() {
-    use tensorprep::pipeline::{Op, Pipeline, Resize};
+    use tensorprep::pipeline::Op;
     use tensorprep::resize::{Filter, Resample};
-    let with = |resample| {
-        let ops: Vec<Op> = Pipeline::imagenet_eval()
-            .ops()
-            .iter()
-            .map(|op| match op {
-                Op::Resize(r) => Op::Resize(Resize { resample, ..*r }),
-                other => *other,
-            })
-            .collect();
-        Graph::new(Pipeline::from_ops(&ops).unwrap()).unwrap()
-    };
+    let with = |resample| Graph::new(tensorprep_tests::imagenet_eval_with(resample)).unwrap();
     for filter in Filter::ALL {
         let graph = with(Resample::FastImageResize(filter));
         let loaded = Graph::decode(&graph.encode()).unwrap();

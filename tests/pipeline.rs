@@ -778,17 +778,8 @@ fn fast_decode_equals_scaled_decode_then_the_same_resize() {
         Resample::default(),
         Resample::FastImageResize(Filter::Bilinear),
     ] {
-        let ops: Vec<Op> = Pipeline::imagenet_eval()
-            .ops()
-            .iter()
-            .map(|op| match op {
-                Op::Resize(r) => Op::Resize(Resize { resample, ..*r }),
-                other => *other,
-            })
-            .collect();
-        let mut p = Pipeline::from_ops(&ops)
-            .unwrap()
-            .with_decoder(Backend::LibjpegTurbo);
+        let mut p =
+            tensorprep_tests::imagenet_eval_with(resample).with_decoder(Backend::LibjpegTurbo);
         let exact = p.compile(InputDesc::Encoded).unwrap();
         for (scaling, gap) in [(DecodeScaling::Fast, 2), (DecodeScaling::Draft, 1)] {
             assert_eq!(scaling.reducing_gap(), Some(gap));

@@ -72,17 +72,9 @@ impl Filter {
                 let x = x.abs();
                 if x < 1.0 { 1.0 - x } else { 0.0 }
             }
-            Filter::Hamming => {
-                let x = x.abs();
-                if x == 0.0 {
-                    1.0
-                } else if x >= 1.0 {
-                    0.0
-                } else {
-                    let x = x * core::f64::consts::PI;
-                    libm::sin(x) / x * (f64::from(0.54f32) + f64::from(0.46f32) * libm::cos(x))
-                }
-            }
+            Filter::Hamming => hamming(x, |x| {
+                libm::sin(x) / x * (f64::from(0.54f32) + f64::from(0.46f32) * libm::cos(x))
+            }),
             Filter::Bicubic => {
                 const A: f64 = -0.5;
                 let x = x.abs();
@@ -110,19 +102,22 @@ impl Filter {
     /// Hamming's window, in `f64` and multiplied in another order.
     fn fir_weight(self, x: f64) -> f64 {
         match self {
-            Filter::Hamming => {
-                let x = x.abs();
-                if x == 0.0 {
-                    1.0
-                } else if x >= 1.0 {
-                    0.0
-                } else {
-                    let x = x * core::f64::consts::PI;
-                    (0.54 + 0.46 * libm::cos(x)) * libm::sin(x) / x
-                }
-            }
+            Filter::Hamming => hamming(x, |x| (0.54 + 0.46 * libm::cos(x)) * libm::sin(x) / x),
             f => f.weight(x),
         }
+    }
+}
+
+/// The Hamming-windowed sinc's support and its centre, with the product
+/// `window_sinc(pi * |x|)` as each library writes it inside.
+fn hamming(x: f64, window_sinc: impl Fn(f64) -> f64) -> f64 {
+    let x = x.abs();
+    if x == 0.0 {
+        1.0
+    } else if x >= 1.0 {
+        0.0
+    } else {
+        window_sinc(x * core::f64::consts::PI)
     }
 }
 

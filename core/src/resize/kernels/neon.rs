@@ -8,6 +8,22 @@ use core::arch::aarch64::*;
 use super::{Rows, v_row_scalar};
 use crate::resize::coeffs::{HALF, PRECISION_BITS, Taps};
 
+/// Sixteen shifted sums clamped to 0..=255 into `dst` (16 bytes): saturating
+/// narrows, negative to 0 (i32 -> u16), above 255 to 255 (u16 -> u8).
+#[inline(always)]
+fn store16(s: [int32x4_t; 4], dst: &mut [u8]) {
+    // SAFETY: register arithmetic, and a 16-byte store into the 16-byte `dst`
+    // (the slice index panics before it otherwise).
+    unsafe {
+        let lo = vcombine_u16(vqmovun_s32(s[0]), vqmovun_s32(s[1]));
+        let hi = vcombine_u16(vqmovun_s32(s[2]), vqmovun_s32(s[3]));
+        vst1q_u8(
+            dst[..16].as_mut_ptr(),
+            vcombine_u8(vqmovn_u16(lo), vqmovn_u16(hi)),
+        );
+    }
+}
+
 /// [`v_row`] for 16-bit weights of precision `p` (see [`Taps::narrow`]):
 /// pixels widened to 16 bits and multiplied by the weight with one
 /// `vmlal` per four lanes, no second widening.
@@ -32,13 +48,7 @@ pub(super) fn v_row_narrow(rows: &Rows<'_>, start: usize, k: &[i32], p: u32, out
                 acc[3] = vmlal_high_n_s16(acc[3], hi, q);
             }
             let shift = vdupq_n_s32(-(p as i32));
-            let s = acc.map(|a| vshlq_s32(a, shift));
-            // Saturating narrows: negative to 0 (i32 -> u16), above 255 to 255 (u16 -> u8).
-            let lo = vcombine_u16(vqmovun_s32(s[0]), vqmovun_s32(s[1]));
-            let hi = vcombine_u16(vqmovun_s32(s[2]), vqmovun_s32(s[3]));
-            let bytes = vcombine_u8(vqmovn_u16(lo), vqmovn_u16(hi));
-            let dst = &mut out[x..x + 16];
-            vst1q_u8(dst.as_mut_ptr(), bytes);
+            store16(acc.map(|a| vshlq_s32(a, shift)), &mut out[x..x + 16]);
         }
         x += 16;
     }
@@ -69,12 +79,7 @@ pub(super) fn v_row(rows: &Rows<'_>, start: usize, k: &[i32], out: &mut [u8]) {
                 }
             }
             let s = acc.map(|a| vshrq_n_s32::<{ PRECISION_BITS as i32 }>(a));
-            // Saturating narrows: negative to 0 (i32 -> u16), above 255 to 255 (u16 -> u8).
-            let lo = vcombine_u16(vqmovun_s32(s[0]), vqmovun_s32(s[1]));
-            let hi = vcombine_u16(vqmovun_s32(s[2]), vqmovun_s32(s[3]));
-            let bytes = vcombine_u8(vqmovn_u16(lo), vqmovn_u16(hi));
-            let dst = &mut out[x..x + 16];
-            vst1q_u8(dst.as_mut_ptr(), bytes);
+            store16(s, &mut out[x..x + 16]);
         }
         x += 16;
     }
