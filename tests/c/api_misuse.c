@@ -669,7 +669,8 @@ static void eager(const unsigned char *jpeg, size_t jpeg_len, const unsigned cha
     EXPECT(tp_resize(NULL, &dst, TP_RESAMPLE_PILLOW_BILINEAR), TP_RESULT_NULL_PARAMETER);
     EXPECT(tp_resize(&src, NULL, TP_RESAMPLE_PILLOW_BILINEAR), TP_RESULT_NULL_PARAMETER);
     EXPECT(tp_resize(&src, &dst, 0), TP_RESULT_INVALID_PARAMETER);
-    EXPECT(tp_resize(&src, &dst, 16), TP_RESULT_INVALID_PARAMETER);
+    EXPECT(tp_resize(&src, &dst, TP_RESAMPLE_FAST_IMAGE_RESIZE_LANCZOS + 1), TP_RESULT_INVALID_PARAMETER);
+    EXPECT(tp_resize(&src, &dst, TP_RESAMPLE_FAST_IMAGE_RESIZE_BILINEAR), TP_RESULT_OK);
     {
         tp_image_mut alias = packed_mut(TP_PIXEL_FORMAT_RGB8, 64, 48, rgb + 1000, 64 * 48 * 3);
         EXPECT_MSG(tp_resize(&src, &alias, TP_RESAMPLE_PILLOW_BILINEAR),
