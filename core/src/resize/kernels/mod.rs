@@ -7,8 +7,6 @@
 //! once, so the vector paths are bit-identical to the scalar one by construction;
 //! the tests below check that on random rows and weights anyway.
 
-#[cfg(target_arch = "x86_64")]
-use super::coeffs::PRECISION_BITS;
 use super::coeffs::{HALF, Taps, clip8};
 use crate::arena::Scratch;
 use crate::rows::Rows;
@@ -153,20 +151,15 @@ pub(super) fn h_block(
         // SAFETY: plans only hold a `Simd` whose `is_available()` returned true
         // (checked in `ResizePlan::with_simd`); on x86_64 that is SSE4.1 or AVX2.
         unsafe {
-            match (simd, n) {
-                (Simd::Avx2, n) if axis.narrow().is_some() => {
-                    let p = axis.narrow().unwrap_or(PRECISION_BITS);
-                    match n {
-                        1 => x86::sums8_avx2_narrow::<1>(t, o, axis, p),
-                        3 => x86::sums8_avx2_narrow::<3>(t, o, axis, p),
-                        _ => x86::sums8_avx2_narrow::<4>(t, o, axis, p),
-                    }
-                }
-                (Simd::Avx2, 1) => x86::sums8_avx2::<1>(t, o, axis),
-                (Simd::Avx2, 3) => x86::sums8_avx2::<3>(t, o, axis),
-                (Simd::Avx2, 4) => x86::sums8_avx2::<4>(t, o, axis),
-                (_, 1) => x86::sums8_sse41::<1>(t, o, axis),
-                (_, 3) => x86::sums8_sse41::<3>(t, o, axis),
+            match (simd, n, axis.narrow()) {
+                (Simd::Avx2, 1, Some(p)) => x86::sums8_avx2_narrow::<1>(t, o, axis, p),
+                (Simd::Avx2, 3, Some(p)) => x86::sums8_avx2_narrow::<3>(t, o, axis, p),
+                (Simd::Avx2, _, Some(p)) => x86::sums8_avx2_narrow::<4>(t, o, axis, p),
+                (Simd::Avx2, 1, None) => x86::sums8_avx2::<1>(t, o, axis),
+                (Simd::Avx2, 3, None) => x86::sums8_avx2::<3>(t, o, axis),
+                (Simd::Avx2, _, None) => x86::sums8_avx2::<4>(t, o, axis),
+                (_, 1, _) => x86::sums8_sse41::<1>(t, o, axis),
+                (_, 3, _) => x86::sums8_sse41::<3>(t, o, axis),
                 _ => x86::sums8_sse41::<4>(t, o, axis),
             }
         }
@@ -364,7 +357,7 @@ mod tests {
                             &Limits::DEFAULT,
                         )
                         .unwrap();
-                        assert_eq!(axis_is_narrow(&table.taps()), q != Quantize::Pillow);
+                        assert_eq!(table.taps().narrow().is_some(), q != Quantize::Pillow);
                         let axis = table.taps();
                         // Blocks of eight rows and partial ones, rows `stride` apart.
                         for n in [1usize, 3, 4] {
@@ -431,10 +424,6 @@ mod tests {
         #[cfg(all(target_arch = "x86_64", feature = "std"))]
         assert!(cases > 0, "no SIMD path was available to test");
         let _ = cases;
-    }
-
-    fn axis_is_narrow(axis: &Taps<'_>) -> bool {
-        axis.narrow().is_some()
     }
 
     fn h_row_scalar_n(n: usize, src: &[u8], out: &mut [u8], axis: &Taps<'_>) {
