@@ -119,10 +119,11 @@ mod tests {
         // SAFETY: a 256-byte buffer and a local length.
         let r = unsafe { tp_last_error_message(buf.as_mut_ptr(), buf.len(), &mut n) };
         assert_eq!(r, tp_result::Ok);
+        // `c_char` is i8 on x86_64 and u8 on aarch64: reinterpret its bits.
         let bytes: Vec<u8> = buf
             .iter()
             .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
+            .map(|&c| u8::from_ne_bytes(c.to_ne_bytes()))
             .collect();
         assert_eq!(bytes.len(), n.min(255));
         String::from_utf8(bytes).unwrap()

@@ -55,8 +55,12 @@ pub(super) struct Linear<S: Storage> {
 
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Area<S: Storage> {
-    /// `(destination, source, weight)` per horizontal tap, in OpenCV's order.
-    xtab: S::Table<(usize, usize, f32)>,
+    /// Per output column, the source pixel its horizontal weights start at.
+    xstart: S::Table<u32>,
+    /// `xtaps` horizontal weights per output column, in OpenCV's order.
+    xweights: S::Table<f32>,
+    xtaps: usize,
+    /// `(destination, source, weight)` per vertical tap, in OpenCV's order.
     ytab: S::Table<(usize, usize, f32)>,
 }
 
@@ -72,7 +76,8 @@ impl OpenCvPlan<crate::arena::Heap> {
                 pools.give(l.rows);
             }
             OpenCvPlan::Area(a) => {
-                pools.give(a.xtab);
+                pools.give(a.xstart);
+                pools.give(a.xweights);
                 pools.give(a.ytab);
             }
             OpenCvPlan::Copy | OpenCvPlan::AreaFast { .. } => {}
@@ -196,8 +201,11 @@ impl<S: Storage> OpenCvPlan<S> {
                 });
             }
             let region = rect(x.span(), y.span());
+            let (xstart, xweights, xtaps) = x.build_columns(tables)?;
             let area = Area {
-                xtab: x.build(tables)?,
+                xstart,
+                xweights,
+                xtaps,
                 ytab: y.build(tables)?,
             };
             return Ok((OpenCvPlan::Area(area), region));
@@ -314,7 +322,7 @@ impl<S: Storage> OpenCvPlan<S> {
                 src_rows(AREA_ROWS),
                 0,
                 dst_width as usize * cn,
-                AREA_ROWS * (src_width as usize + 2 * dst_width as usize) * cn,
+                AREA_ROWS * dst_width as usize * cn,
                 AREA_ROWS * src_width as usize * cn,
             ),
         };
@@ -462,6 +470,60 @@ impl AreaAxis {
             });
         })
     }
+
+    /// The taps as a fixed number of weights per output column, the most any
+    /// column has, and the source pixel (relative to the span) each column's
+    /// weights start at: a column's taps are consecutive pixels, and the
+    /// kernel then runs the same loop for every column. The padding is zero
+    /// weights, which add exactly nothing (every sum starts at +0 and no
+    /// product is negative): after a column's taps, or before them where
+    /// they end too close to the span's end.
+    #[allow(clippy::type_complexity)]
+    fn build_columns<S: Storage>(
+        &self,
+        tables: &mut impl Tables<S>,
+    ) -> Result<(S::Table<u32>, S::Table<f32>, usize)> {
+        let (s0, s1) = self.span();
+        let (d0, columns) = (self.window.start, self.window.len());
+        // Each column's first tap and count; the taps must be consecutive.
+        let mut taps = 0;
+        let (mut column, mut first, mut count, mut consecutive) = (usize::MAX, 0, 0, true);
+        self.visit(|d, s, _| {
+            if d != column {
+                (column, first, count) = (d, s, 0);
+            }
+            consecutive &= s == first + count;
+            count += 1;
+            taps = usize::max(taps, count);
+        });
+        if !consecutive || taps > s1 - s0 {
+            return Err(crate::Error::InvalidParameter {
+                name: "resize: INTER_AREA's taps are not consecutive pixels",
+            });
+        }
+        let start = |first: usize| (first - s0).min(s1 - s0 - taps);
+        let starts = tables.table(columns, |t: &mut [u32]| {
+            let mut column = usize::MAX;
+            self.visit(|d, s, _| {
+                if d != column {
+                    column = d;
+                    t[d - d0] = start(s) as u32;
+                }
+            });
+        })?;
+        let weights = tables.table(columns * taps, |t: &mut [f32]| {
+            let (mut column, mut at) = (usize::MAX, 0);
+            self.visit(|d, s, w| {
+                if d != column {
+                    column = d;
+                    at = (d - d0) * taps + (s - s0 - start(s));
+                }
+                t[at] = w;
+                at += 1;
+            });
+        })?;
+        Ok((starts, weights, taps))
+    }
 }
 
 impl<S: Storage> Linear<S> {
@@ -587,38 +649,25 @@ impl<S: Storage> Area<S> {
         let sum = sum.grow(width);
         let src_len = src.size().0 as usize * cn;
         let bytes = bytes.grow(AREA_ROWS * src_len);
-        let (t, rest) = block
-            .grow(AREA_ROWS * (src_len + 2 * width))
-            .split_at_mut(AREA_ROWS * src_len);
-        let (acc, sums) = rest.split_at_mut(AREA_ROWS * width);
+        let acc = block.grow(AREA_ROWS * width);
         sum.fill(0.0);
         let mut prev_dy = self.ytab.first().map_or(0, |t| t.0);
-        let mut taps = self.ytab.iter().peekable();
+        let ytab: &[(usize, usize, f32)] = &self.ytab;
+        let mut next = 0;
         let rows = src.size().1 as usize;
         for y0 in (0..rows).step_by(AREA_ROWS) {
-            // Only the rows the vertical table reads.
-            if taps.peek().is_none_or(|&&(_, sy, _)| sy >= y0 + AREA_ROWS) {
-                continue;
-            }
             let m = AREA_ROWS.min(rows - y0);
+            // The vertical taps reading this block's rows (none: skip it).
+            let end = next + ytab[next..].partition_point(|&(_, sy, _)| sy < y0 + m);
+            let Some(&(last_dy, _, _)) = ytab[next..end].last() else {
+                continue;
+            };
             let rows = src.rows(y0, m, false, line);
-            area_kernels::horizontal(avx2, &self.xtab, &rows, m, cn, bytes, t, acc);
-            // Each row's sums, out of their lanes.
-            area_kernels::deinterleave(avx2, acc, sums, width, m);
-            while let Some(&&(dy, sy, beta)) = taps.peek() {
-                if sy >= y0 + m {
-                    break;
-                }
-                taps.next();
-                let b = &sums[(sy - y0) * width..][..width];
-                if dy != prev_dy {
-                    let d = dst.plane_row_mut(0, prev_dy);
-                    area_kernels::vertical(avx2, Some(d), sum, b, beta);
-                    prev_dy = dy;
-                } else {
-                    area_kernels::vertical(avx2, None, sum, b, beta);
-                }
-            }
+            let x = (&*self.xstart, &*self.xweights, self.xtaps);
+            area_kernels::horizontal(avx2, x, &rows, m, cn, bytes, acc);
+            let taps = &ytab[next..end];
+            area_kernels::vertical(avx2, acc, taps, y0, prev_dy, sum, dst);
+            (next, prev_dy) = (end, last_dy);
         }
         let d = dst.plane_row_mut(0, prev_dy);
         for (o, &sum) in d.iter_mut().zip(sum.iter()) {
@@ -630,56 +679,57 @@ impl<S: Storage> Area<S> {
 /// `INTER_AREA`'s horizontal pass over a block of rows.
 mod area_kernels {
     use super::AREA_ROWS;
+    use crate::ImageViewMut;
     use crate::rows::Rows;
+
+    /// The horizontal weights: per output column its first source pixel,
+    /// then the weights of all columns, then how many each column has.
+    pub(super) type Columns<'a> = (&'a [u32], &'a [f32], usize);
 
     /// `m` rows into `acc` (value `x` of row `r` at `AREA_ROWS * x + r`),
     /// through `bytes`, the rows interleaved the same way (a partial block
-    /// repeats its last row), and `t`, those bytes as floats. A plain
-    /// multiply and add per tap, as OpenCV (no fused multiply-add: Rust never
-    /// contracts).
+    /// repeats its last row). A plain multiply and add per tap, as OpenCV (no
+    /// fused multiply-add: Rust never contracts).
     #[inline(always)]
     fn body(
-        xtab: &[(usize, usize, f32)],
+        x: Columns<'_>,
         src: &Rows<'_>,
         m: usize,
         cn: usize,
         bytes: &mut [u8],
-        t: &mut [f32],
         acc: &mut [f32],
     ) {
         let len = src.len;
         let rows: [&[u8]; AREA_ROWS] = core::array::from_fn(|r| &src.row(r.min(m - 1))[..len]);
         let bytes = &mut bytes[..len * AREA_ROWS];
         crate::resize::kernels::interleave8(&rows, bytes);
-        t.iter_mut()
-            .zip(bytes.iter())
-            .for_each(|(f, &b)| *f = f32::from(b));
         // Every output column has at least one tap (the area path only
         // shrinks: each column covers a source interval of at least one
         // pixel), so `taps` writes every sum: no clearing first.
         match cn {
-            1 => taps::<1>(xtab, t, acc),
-            3 => taps::<3>(xtab, t, acc),
-            _ => taps::<4>(xtab, t, acc),
+            1 => taps::<1>(x, bytes, acc),
+            3 => taps::<3>(x, bytes, acc),
+            _ => taps::<4>(x, bytes, acc),
         }
     }
 
-    /// The taps of each output column summed in registers, in table order
-    /// (the table lists each column's taps together), then stored.
+    /// Each output column's weights (`x`: the columns' first source pixels,
+    /// their weights, how many each) applied in order to the rows' pixels,
+    /// summed in registers, then stored. The bytes become floats as they are
+    /// read (exactly: every byte is a float).
     #[inline(always)]
-    fn taps<const CN: usize>(xtab: &[(usize, usize, f32)], t: &[f32], acc: &mut [f32]) {
-        for column in xtab.chunk_by(|a, b| a.0 == b.0) {
+    fn taps<const CN: usize>((starts, weights, k): Columns<'_>, t: &[u8], acc: &mut [f32]) {
+        let columns = starts.iter().zip(weights.chunks_exact(k));
+        for ((&start, w), o) in columns.zip(acc.chunks_exact_mut(CN * AREA_ROWS)) {
+            let px = &t[start as usize * CN * AREA_ROWS..][..k * CN * AREA_ROWS];
             let mut sums = [[0f32; AREA_ROWS]; CN];
-            for &(_, sx, alpha) in column {
-                let px = &t[sx * CN * AREA_ROWS..][..CN * AREA_ROWS];
+            for (&alpha, px) in w.iter().zip(px.chunks_exact(CN * AREA_ROWS)) {
                 for (sum, s) in sums.iter_mut().zip(px.chunks_exact(AREA_ROWS)) {
-                    for (o, s) in sum.iter_mut().zip(s) {
-                        *o += s * alpha;
+                    for (o, &s) in sum.iter_mut().zip(s) {
+                        *o += f32::from(s) * alpha;
                     }
                 }
             }
-            let dx = column[0].0;
-            let o = &mut acc[dx * CN * AREA_ROWS..][..CN * AREA_ROWS];
             for (o, sum) in o.chunks_exact_mut(AREA_ROWS).zip(&sums) {
                 o.copy_from_slice(sum);
             }
@@ -689,15 +739,14 @@ mod area_kernels {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     fn body_avx2(
-        xtab: &[(usize, usize, f32)],
+        x: Columns<'_>,
         src: &Rows<'_>,
         m: usize,
         cn: usize,
         bytes: &mut [u8],
-        t: &mut [f32],
         acc: &mut [f32],
     ) {
-        body(xtab, src, m, cn, bytes, t, acc)
+        body(x, src, m, cn, bytes, acc)
     }
 
     /// `saturate_cast<uchar>`: round half to even, clamp.
@@ -706,134 +755,194 @@ mod area_kernels {
         crate::math::rintf(v).clamp(0.0, 255.0) as u8
     }
 
-    /// One tap of the vertical table: `sum += beta * row`, or, when the tap
-    /// starts a new output row, the finished row `done` rounded from `sum`
-    /// first and `sum` restarted as `beta * row`.
+    /// The vertical taps `taps` (all reading rows of the block starting at
+    /// source row `y0`, the current output row `dy` when they start) over
+    /// `acc`, the block's interleaved sums: per tap, `sum += beta * row`, or,
+    /// when the tap starts a new output row, the finished row rounded from
+    /// `sum` into `dst` first and `sum` restarted as `beta * row`. Eight
+    /// values at a time, their sums kept in registers across the taps.
     #[inline(always)]
-    fn vertical_body(done: Option<&mut [u8]>, sum: &mut [f32], row: &[f32], beta: f32) {
-        match done {
-            Some(d) => {
-                for ((o, sum), &b) in d.iter_mut().zip(sum.iter_mut()).zip(row) {
-                    *o = round(*sum);
-                    *sum = beta * b;
-                }
-            }
-            None => {
-                for (sum, &b) in sum.iter_mut().zip(row) {
-                    *sum += beta * b;
-                }
-            }
+    fn vertical_body(
+        acc: &[f32],
+        taps: &[(usize, usize, f32)],
+        y0: usize,
+        dy: usize,
+        sum: &mut [f32],
+        dst: &mut ImageViewMut<'_>,
+    ) {
+        let full = sum.len() / 8 * 8;
+        for x in (0..full).step_by(8) {
+            vertical_values::<8>(acc, taps, y0, dy, x, sum, dst);
+        }
+        for x in full..sum.len() {
+            vertical_values::<1>(acc, taps, y0, dy, x, sum, dst);
         }
     }
 
+    /// [`vertical_body`] for the `N` values from `x` on.
+    #[inline(always)]
+    fn vertical_values<const N: usize>(
+        acc: &[f32],
+        taps: &[(usize, usize, f32)],
+        y0: usize,
+        mut dy: usize,
+        x: usize,
+        sum: &mut [f32],
+        dst: &mut ImageViewMut<'_>,
+    ) {
+        // Value `x + j` of the block's row `r` at `AREA_ROWS * (x + j) + r`.
+        let a = &acc[AREA_ROWS * x..][..AREA_ROWS * N];
+        let rows: [[f32; N]; AREA_ROWS] =
+            core::array::from_fn(|r| core::array::from_fn(|j| a[AREA_ROWS * j + r]));
+        let sum = &mut sum[x..x + N];
+        let mut s: [f32; N] = core::array::from_fn(|j| sum[j]);
+        for &(tap_dy, sy, beta) in taps {
+            let row = &rows[sy - y0];
+            if tap_dy != dy {
+                let d = &mut dst.plane_row_mut(0, dy)[x..x + N];
+                for ((o, s), &b) in d.iter_mut().zip(s.iter_mut()).zip(row) {
+                    *o = round(*s);
+                    *s = beta * b;
+                }
+                dy = tap_dy;
+            } else {
+                for (s, &b) in s.iter_mut().zip(row) {
+                    *s += beta * b;
+                }
+            }
+        }
+        sum.copy_from_slice(&s);
+    }
+
+    /// [`vertical_body`] with AVX2: eight values' block rows transposed out
+    /// of their lanes, their sums kept in one register across the taps, and
+    /// rounded by the conversion's round-half-to-even and the packs' clamp.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    fn vertical_avx2(done: Option<&mut [u8]>, sum: &mut [f32], row: &[f32], beta: f32) {
-        vertical_body(done, sum, row, beta)
+    fn vertical_avx2(
+        acc: &[f32],
+        taps: &[(usize, usize, f32)],
+        y0: usize,
+        dy0: usize,
+        sum: &mut [f32],
+        dst: &mut ImageViewMut<'_>,
+    ) {
+        use core::arch::x86_64::*;
+        let full = sum.len() / 8 * 8;
+        for x in (0..full).step_by(8) {
+            let a = &acc[AREA_ROWS * x..][..AREA_ROWS * 8];
+            // SAFETY: `a` holds 64 floats, eight loads of eight.
+            let v: [__m256; 8] =
+                core::array::from_fn(|j| unsafe { _mm256_loadu_ps(a[8 * j..].as_ptr()) });
+            // The rows through memory: an array of registers indexed per tap
+            // would become a jump table.
+            let mut rows = [0f32; 8 * AREA_ROWS];
+            for (r, v) in transpose8(v).into_iter().enumerate() {
+                // SAFETY: `rows` holds eight floats from `8 * r` on.
+                unsafe { _mm256_storeu_ps(rows[8 * r..][..8].as_mut_ptr(), v) };
+            }
+            let s = &mut sum[x..x + 8];
+            // SAFETY: `s` is exactly eight floats.
+            let mut acc = unsafe { _mm256_loadu_ps(s.as_ptr()) };
+            let mut dy = dy0;
+            for &(tap_dy, sy, beta) in taps {
+                let row = &rows[8 * (sy - y0)..][..8];
+                // SAFETY: `row` is exactly eight floats.
+                let term = _mm256_mul_ps(_mm256_set1_ps(beta), unsafe {
+                    _mm256_loadu_ps(row.as_ptr())
+                });
+                if tap_dy != dy {
+                    let d = &mut dst.plane_row_mut(0, dy)[x..x + 8];
+                    let i = _mm256_cvtps_epi32(acc);
+                    let w = _mm_packus_epi32(
+                        _mm256_castsi256_si128(i),
+                        _mm256_extracti128_si256::<1>(i),
+                    );
+                    // SAFETY: `d` is exactly eight bytes.
+                    unsafe { _mm_storel_epi64(d.as_mut_ptr().cast(), _mm_packus_epi16(w, w)) };
+                    acc = term;
+                    dy = tap_dy;
+                } else {
+                    acc = _mm256_add_ps(acc, term);
+                }
+            }
+            // SAFETY: `s` is exactly eight floats.
+            unsafe { _mm256_storeu_ps(s.as_mut_ptr(), acc) };
+        }
+        for x in full..sum.len() {
+            vertical_values::<1>(acc, taps, y0, dy0, x, sum, dst);
+        }
+    }
+
+    /// An 8x8 transpose: `v[j]` lane `r` to lane `j` of the result's `r`.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx")]
+    fn transpose8(v: [core::arch::x86_64::__m256; 8]) -> [core::arch::x86_64::__m256; 8] {
+        use core::arch::x86_64::*;
+        let a0 = _mm256_unpacklo_ps(v[0], v[1]);
+        let a1 = _mm256_unpackhi_ps(v[0], v[1]);
+        let a2 = _mm256_unpacklo_ps(v[2], v[3]);
+        let a3 = _mm256_unpackhi_ps(v[2], v[3]);
+        let a4 = _mm256_unpacklo_ps(v[4], v[5]);
+        let a5 = _mm256_unpackhi_ps(v[4], v[5]);
+        let a6 = _mm256_unpacklo_ps(v[6], v[7]);
+        let a7 = _mm256_unpackhi_ps(v[6], v[7]);
+        let b0 = _mm256_shuffle_ps::<0x44>(a0, a2);
+        let b1 = _mm256_shuffle_ps::<0xEE>(a0, a2);
+        let b2 = _mm256_shuffle_ps::<0x44>(a1, a3);
+        let b3 = _mm256_shuffle_ps::<0xEE>(a1, a3);
+        let b4 = _mm256_shuffle_ps::<0x44>(a4, a6);
+        let b5 = _mm256_shuffle_ps::<0xEE>(a4, a6);
+        let b6 = _mm256_shuffle_ps::<0x44>(a5, a7);
+        let b7 = _mm256_shuffle_ps::<0xEE>(a5, a7);
+        [
+            _mm256_permute2f128_ps::<0x20>(b0, b4),
+            _mm256_permute2f128_ps::<0x20>(b1, b5),
+            _mm256_permute2f128_ps::<0x20>(b2, b6),
+            _mm256_permute2f128_ps::<0x20>(b3, b7),
+            _mm256_permute2f128_ps::<0x31>(b0, b4),
+            _mm256_permute2f128_ps::<0x31>(b1, b5),
+            _mm256_permute2f128_ps::<0x31>(b2, b6),
+            _mm256_permute2f128_ps::<0x31>(b3, b7),
+        ]
     }
 
     /// [`vertical_body`], built for AVX2 when `avx2`.
     pub(super) fn vertical(
         avx2: bool,
-        done: Option<&mut [u8]>,
+        acc: &[f32],
+        taps: &[(usize, usize, f32)],
+        y0: usize,
+        dy: usize,
         sum: &mut [f32],
-        row: &[f32],
-        beta: f32,
+        dst: &mut ImageViewMut<'_>,
     ) {
         #[cfg(target_arch = "x86_64")]
         if avx2 {
             // SAFETY: `avx2` comes from a plan's available `Simd::Avx2`.
-            return unsafe { vertical_avx2(done, sum, row, beta) };
+            return unsafe { vertical_avx2(acc, taps, y0, dy, sum, dst) };
         }
         let _ = avx2;
-        vertical_body(done, sum, row, beta)
-    }
-
-    /// The first `m` rows of `acc` (value `x` of row `r` at index
-    /// `AREA_ROWS * x + r`) into `rows`, one after the other, `width` values
-    /// each: 8x8 transposes with AVX when `avx2`, a plain copy otherwise.
-    pub(super) fn deinterleave(avx2: bool, acc: &[f32], rows: &mut [f32], width: usize, m: usize) {
-        #[cfg(target_arch = "x86_64")]
-        if avx2 {
-            // SAFETY: `avx2` comes from a plan's available `Simd::Avx2` (AVX2 implies AVX).
-            return unsafe { deinterleave_avx(acc, rows, width, m) };
-        }
-        let _ = avx2;
-        deinterleave_tail(acc, rows, width, m, 0)
-    }
-
-    fn deinterleave_tail(acc: &[f32], rows: &mut [f32], width: usize, m: usize, from: usize) {
-        for r in 0..m {
-            for x in from..width {
-                rows[r * width + x] = acc[x * AREA_ROWS + r];
-            }
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx")]
-    fn deinterleave_avx(acc: &[f32], rows: &mut [f32], width: usize, m: usize) {
-        use core::arch::x86_64::*;
-        let full = width / 8 * 8;
-        for x in (0..full).step_by(8) {
-            let src = &acc[x * AREA_ROWS..(x + 8) * AREA_ROWS];
-            // SAFETY: `src` holds 64 floats, eight loads of eight.
-            let v: [__m256; 8] =
-                core::array::from_fn(|j| unsafe { _mm256_loadu_ps(src[8 * j..].as_ptr()) });
-            // Transpose: v[j][r] (column x + j, row r) to t[r][j].
-            let a0 = _mm256_unpacklo_ps(v[0], v[1]);
-            let a1 = _mm256_unpackhi_ps(v[0], v[1]);
-            let a2 = _mm256_unpacklo_ps(v[2], v[3]);
-            let a3 = _mm256_unpackhi_ps(v[2], v[3]);
-            let a4 = _mm256_unpacklo_ps(v[4], v[5]);
-            let a5 = _mm256_unpackhi_ps(v[4], v[5]);
-            let a6 = _mm256_unpacklo_ps(v[6], v[7]);
-            let a7 = _mm256_unpackhi_ps(v[6], v[7]);
-            let b0 = _mm256_shuffle_ps::<0x44>(a0, a2);
-            let b1 = _mm256_shuffle_ps::<0xEE>(a0, a2);
-            let b2 = _mm256_shuffle_ps::<0x44>(a1, a3);
-            let b3 = _mm256_shuffle_ps::<0xEE>(a1, a3);
-            let b4 = _mm256_shuffle_ps::<0x44>(a4, a6);
-            let b5 = _mm256_shuffle_ps::<0xEE>(a4, a6);
-            let b6 = _mm256_shuffle_ps::<0x44>(a5, a7);
-            let b7 = _mm256_shuffle_ps::<0xEE>(a5, a7);
-            let t = [
-                _mm256_permute2f128_ps::<0x20>(b0, b4),
-                _mm256_permute2f128_ps::<0x20>(b1, b5),
-                _mm256_permute2f128_ps::<0x20>(b2, b6),
-                _mm256_permute2f128_ps::<0x20>(b3, b7),
-                _mm256_permute2f128_ps::<0x31>(b0, b4),
-                _mm256_permute2f128_ps::<0x31>(b1, b5),
-                _mm256_permute2f128_ps::<0x31>(b2, b6),
-                _mm256_permute2f128_ps::<0x31>(b3, b7),
-            ];
-            for (r, t) in t.into_iter().enumerate().take(m) {
-                let d = &mut rows[r * width + x..r * width + x + 8];
-                // SAFETY: `d` is exactly eight floats.
-                unsafe { _mm256_storeu_ps(d.as_mut_ptr(), t) };
-            }
-        }
-        deinterleave_tail(acc, rows, width, m, full);
+        vertical_body(acc, taps, y0, dy, sum, dst)
     }
 
     /// [`body`], built for AVX2 when `avx2`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn horizontal(
         avx2: bool,
-        xtab: &[(usize, usize, f32)],
+        x: Columns<'_>,
         src: &Rows<'_>,
         m: usize,
         cn: usize,
         bytes: &mut [u8],
-        t: &mut [f32],
         acc: &mut [f32],
     ) {
         #[cfg(target_arch = "x86_64")]
         if avx2 {
             // SAFETY: `avx2` comes from a plan's available `Simd::Avx2`.
-            return unsafe { body_avx2(xtab, src, m, cn, bytes, t, acc) };
+            return unsafe { body_avx2(x, src, m, cn, bytes, acc) };
         }
         let _ = avx2;
-        body(xtab, src, m, cn, bytes, t, acc)
+        body(x, src, m, cn, bytes, acc)
     }
 }
