@@ -94,8 +94,6 @@ pub(super) struct OpenCvState<S: Storage> {
     pub(super) rows: [S::Scratch<i32>; 2],
     pub(super) row_y: [usize; 2],
     pub(super) sum: S::Scratch<f32>,
-    /// `INTER_AREA`'s horizontal sums of a block of rows, interleaved.
-    pub(super) block: S::Scratch<f32>,
 }
 
 /// The elements of each of [`OpenCvState`]'s buffers a run needs.
@@ -106,8 +104,6 @@ pub(super) struct StateSizes {
     pub(super) rows: usize,
     /// The output row's sums.
     pub(super) sums: usize,
-    /// The interleaved sums of a block of rows.
-    pub(super) block: usize,
     /// The interleaved block of source rows (bytes, in the resizer's `block`).
     pub(super) bytes: usize,
 }
@@ -115,13 +111,12 @@ pub(super) struct StateSizes {
 impl<S: Storage> OpenCvState<S> {
     /// The capacity of every scratch buffer.
     #[cfg(debug_assertions)]
-    pub(super) fn capacities(&self) -> [usize; 5] {
+    pub(super) fn capacities(&self) -> [usize; 4] {
         [
             self.line.capacity(),
             self.rows[0].capacity(),
             self.rows[1].capacity(),
             self.sum.capacity(),
-            self.block.capacity(),
         ]
     }
 }
@@ -307,22 +302,20 @@ impl<S: Storage> OpenCvPlan<S> {
         src_width: u32,
         dst_width: u32,
     ) -> StateSizes {
-        let (line, rows, sums, block, bytes) = match self {
-            OpenCvPlan::Copy => (src_row, 0, 0, 0, 0),
+        let (line, rows, sums, bytes) = match self {
+            OpenCvPlan::Copy => (src_row, 0, 0, 0),
             // One sum per channel of every output column.
             OpenCvPlan::Linear(l) => (
                 src_row.max(gather(l.needed_len)),
                 dst_width as usize * cn,
                 0,
                 0,
-                0,
             ),
-            OpenCvPlan::AreaFast { fy, .. } => (src_rows(*fy), 0, 0, 0, 0),
+            OpenCvPlan::AreaFast { fy, .. } => (src_rows(*fy), 0, 0, 0),
             OpenCvPlan::Area(_) => (
                 src_rows(AREA_ROWS),
                 0,
                 dst_width as usize * cn,
-                AREA_ROWS * dst_width as usize * cn,
                 AREA_ROWS * src_width as usize * cn,
             ),
         };
@@ -330,7 +323,6 @@ impl<S: Storage> OpenCvPlan<S> {
             line,
             rows,
             sums,
-            block,
             bytes,
         }
     }
@@ -358,7 +350,6 @@ impl<S: Storage> OpenCvPlan<S> {
             r.reserve(sizes.rows)?;
         }
         state.sum.reserve(sizes.sums)?;
-        state.block.reserve(sizes.block)?;
         bytes.reserve(sizes.bytes)
     }
 
@@ -643,13 +634,10 @@ impl<S: Storage> Area<S> {
         cn: usize,
     ) {
         let width = dst.width() as usize * cn;
-        let OpenCvState {
-            line, sum, block, ..
-        } = st;
+        let OpenCvState { line, sum, .. } = st;
         let sum = sum.grow(width);
         let src_len = src.size().0 as usize * cn;
         let bytes = bytes.grow(AREA_ROWS * src_len);
-        let acc = block.grow(AREA_ROWS * width);
         sum.fill(0.0);
         let mut prev_dy = self.ytab.first().map_or(0, |t| t.0);
         let ytab: &[(usize, usize, f32)] = &self.ytab;
@@ -664,9 +652,12 @@ impl<S: Storage> Area<S> {
             };
             let rows = src.rows(y0, m, false, line);
             let x = (&*self.xstart, &*self.xweights, self.xtaps);
-            area_kernels::horizontal(avx2, x, &rows, m, cn, bytes, acc);
-            let taps = &ytab[next..end];
-            area_kernels::vertical(avx2, acc, taps, y0, prev_dy, sum, dst);
+            let v = area_kernels::Vertical {
+                taps: &ytab[next..end],
+                y0,
+                dy: prev_dy,
+            };
+            area_kernels::block(avx2, x, &rows, m, cn, bytes, &v, sum, dst);
             (next, prev_dy) = (end, last_dy);
         }
         let d = dst.plane_row_mut(0, prev_dy);
@@ -676,7 +667,7 @@ impl<S: Storage> Area<S> {
     }
 }
 
-/// `INTER_AREA`'s horizontal pass over a block of rows.
+/// `INTER_AREA` over a block of [`AREA_ROWS`] source rows.
 mod area_kernels {
     use super::AREA_ROWS;
     use crate::ImageViewMut;
@@ -686,37 +677,119 @@ mod area_kernels {
     /// then the weights of all columns, then how many each column has.
     pub(super) type Columns<'a> = (&'a [u32], &'a [f32], usize);
 
-    /// `m` rows into `acc` (value `x` of row `r` at `AREA_ROWS * x + r`),
-    /// through `bytes`, the rows interleaved the same way (a partial block
-    /// repeats its last row). A plain multiply and add per tap, as OpenCV (no
-    /// fused multiply-add: Rust never contracts).
-    #[inline(always)]
-    fn body(
+    /// A block's vertical taps `(dy, sy, beta)` (all reading its rows), its
+    /// first source row, and the output row being summed when they start.
+    pub(super) struct Vertical<'a> {
+        pub(super) taps: &'a [(usize, usize, f32)],
+        pub(super) y0: usize,
+        pub(super) dy: usize,
+    }
+
+    /// Output pixels whose horizontal sums are made and then used by the
+    /// vertical taps at once: the sums of 8 rows stay in L1 (2 KiB at most).
+    const CHUNK: usize = 16;
+
+    /// One block: the `m` rows interleaved into `bytes` (byte `i` of row `r`
+    /// at `AREA_ROWS * i + r`; a partial block repeats its last row), then,
+    /// [`CHUNK`] output pixels at a time, their horizontal sums (one row per
+    /// lane) and the vertical taps over them into `sum` and `dst`. Built for
+    /// AVX2 when `avx2` (the plan's `Simd` is AVX2).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn block(
+        avx2: bool,
         x: Columns<'_>,
         src: &Rows<'_>,
         m: usize,
         cn: usize,
         bytes: &mut [u8],
-        acc: &mut [f32],
+        v: &Vertical<'_>,
+        sum: &mut [f32],
+        dst: &mut ImageViewMut<'_>,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if avx2 {
+            // SAFETY: `avx2` comes from a plan's available `Simd::Avx2`.
+            return unsafe { block_avx2(x, src, m, cn, bytes, v, sum, dst) };
+        }
+        let _ = avx2;
+        block_body(x, src, m, cn, bytes, v, sum, dst, vertical_body);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
+    fn block_avx2(
+        x: Columns<'_>,
+        src: &Rows<'_>,
+        m: usize,
+        cn: usize,
+        bytes: &mut [u8],
+        v: &Vertical<'_>,
+        sum: &mut [f32],
+        dst: &mut ImageViewMut<'_>,
+    ) {
+        // The closure inherits AVX2 from this function.
+        let vertical =
+            |acc: &[f32], v: &Vertical<'_>, x0, sum: &mut [f32], dst: &mut ImageViewMut<'_>| {
+                vertical_avx2(acc, v, x0, sum, dst)
+            };
+        block_body(x, src, m, cn, bytes, v, sum, dst, vertical);
+    }
+
+    /// The vertical pass over a chunk: its sums, the taps, the chunk's first
+    /// value in the row, its values of the row's sums, the output.
+    trait VerticalPass: Fn(&[f32], &Vertical<'_>, usize, &mut [f32], &mut ImageViewMut<'_>) {}
+    impl<F: Fn(&[f32], &Vertical<'_>, usize, &mut [f32], &mut ImageViewMut<'_>)> VerticalPass for F {}
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn block_body(
+        x: Columns<'_>,
+        src: &Rows<'_>,
+        m: usize,
+        cn: usize,
+        bytes: &mut [u8],
+        v: &Vertical<'_>,
+        sum: &mut [f32],
+        dst: &mut ImageViewMut<'_>,
+        vertical: impl VerticalPass,
     ) {
         let len = src.len;
         let rows: [&[u8]; AREA_ROWS] = core::array::from_fn(|r| &src.row(r.min(m - 1))[..len]);
         let bytes = &mut bytes[..len * AREA_ROWS];
         crate::resize::kernels::interleave8(&rows, bytes);
-        // Every output column has at least one tap (the area path only
-        // shrinks: each column covers a source interval of at least one
-        // pixel), so `taps` writes every sum: no clearing first.
         match cn {
-            1 => taps::<1>(x, bytes, acc),
-            3 => taps::<3>(x, bytes, acc),
-            _ => taps::<4>(x, bytes, acc),
+            1 => chunks::<1>(x, bytes, v, sum, dst, vertical),
+            3 => chunks::<3>(x, bytes, v, sum, dst, vertical),
+            _ => chunks::<4>(x, bytes, v, sum, dst, vertical),
+        }
+    }
+
+    #[inline(always)]
+    fn chunks<const CN: usize>(
+        (starts, weights, k): Columns<'_>,
+        bytes: &[u8],
+        v: &Vertical<'_>,
+        sum: &mut [f32],
+        dst: &mut ImageViewMut<'_>,
+        vertical: impl VerticalPass,
+    ) {
+        let mut acc = [0f32; CHUNK * 4 * AREA_ROWS];
+        for (c, starts) in starts.chunks(CHUNK).enumerate() {
+            let (c0, n) = (c * CHUNK, starts.len());
+            let acc = &mut acc[..n * CN * AREA_ROWS];
+            taps::<CN>((starts, &weights[c0 * k..][..n * k], k), bytes, acc);
+            let x0 = c0 * CN;
+            vertical(acc, v, x0, &mut sum[x0..x0 + n * CN], dst);
         }
     }
 
     /// Each output column's weights (`x`: the columns' first source pixels,
     /// their weights, how many each) applied in order to the rows' pixels,
-    /// summed in registers, then stored. The bytes become floats as they are
-    /// read (exactly: every byte is a float).
+    /// summed in registers, then stored (value `x` of row `r` at
+    /// `AREA_ROWS * x + r`). A plain multiply and add per tap, as OpenCV (no
+    /// fused multiply-add: Rust never contracts). The bytes become floats as
+    /// they are read (exactly: every byte is a float).
     #[inline(always)]
     fn taps<const CN: usize>((starts, weights, k): Columns<'_>, t: &[u8], acc: &mut [f32]) {
         let columns = starts.iter().zip(weights.chunks_exact(k));
@@ -736,56 +809,39 @@ mod area_kernels {
         }
     }
 
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn body_avx2(
-        x: Columns<'_>,
-        src: &Rows<'_>,
-        m: usize,
-        cn: usize,
-        bytes: &mut [u8],
-        acc: &mut [f32],
-    ) {
-        body(x, src, m, cn, bytes, acc)
-    }
-
     /// `saturate_cast<uchar>`: round half to even, clamp.
     #[inline(always)]
     pub(super) fn round(v: f32) -> u8 {
         crate::math::rintf(v).clamp(0.0, 255.0) as u8
     }
 
-    /// The vertical taps `taps` (all reading rows of the block starting at
-    /// source row `y0`, the current output row `dy` when they start) over
-    /// `acc`, the block's interleaved sums: per tap, `sum += beta * row`, or,
-    /// when the tap starts a new output row, the finished row rounded from
-    /// `sum` into `dst` first and `sum` restarted as `beta * row`. Eight
-    /// values at a time, their sums kept in registers across the taps.
-    #[inline(always)]
+    /// The vertical taps over `acc`, a chunk's interleaved sums (its values
+    /// from `x0` on in the row): per tap, `sum += beta * row`, or, when the
+    /// tap starts a new output row, the finished row rounded from `sum` into
+    /// `dst` first and `sum` restarted as `beta * row`. Eight values at a
+    /// time, their sums kept in registers across the taps.
     fn vertical_body(
         acc: &[f32],
-        taps: &[(usize, usize, f32)],
-        y0: usize,
-        dy: usize,
+        v: &Vertical<'_>,
+        x0: usize,
         sum: &mut [f32],
         dst: &mut ImageViewMut<'_>,
     ) {
         let full = sum.len() / 8 * 8;
         for x in (0..full).step_by(8) {
-            vertical_values::<8>(acc, taps, y0, dy, x, sum, dst);
+            vertical_values::<8>(acc, v, x0, x, sum, dst);
         }
         for x in full..sum.len() {
-            vertical_values::<1>(acc, taps, y0, dy, x, sum, dst);
+            vertical_values::<1>(acc, v, x0, x, sum, dst);
         }
     }
 
-    /// [`vertical_body`] for the `N` values from `x` on.
+    /// [`vertical_body`] for the chunk's `N` values from `x` on.
     #[inline(always)]
     fn vertical_values<const N: usize>(
         acc: &[f32],
-        taps: &[(usize, usize, f32)],
-        y0: usize,
-        mut dy: usize,
+        v: &Vertical<'_>,
+        x0: usize,
         x: usize,
         sum: &mut [f32],
         dst: &mut ImageViewMut<'_>,
@@ -796,10 +852,11 @@ mod area_kernels {
             core::array::from_fn(|r| core::array::from_fn(|j| a[AREA_ROWS * j + r]));
         let sum = &mut sum[x..x + N];
         let mut s: [f32; N] = core::array::from_fn(|j| sum[j]);
-        for &(tap_dy, sy, beta) in taps {
-            let row = &rows[sy - y0];
+        let mut dy = v.dy;
+        for &(tap_dy, sy, beta) in v.taps {
+            let row = &rows[sy - v.y0];
             if tap_dy != dy {
-                let d = &mut dst.plane_row_mut(0, dy)[x..x + N];
+                let d = &mut dst.plane_row_mut(0, dy)[x0 + x..][..N];
                 for ((o, s), &b) in d.iter_mut().zip(s.iter_mut()).zip(row) {
                     *o = round(*s);
                     *s = beta * b;
@@ -815,62 +872,92 @@ mod area_kernels {
     }
 
     /// [`vertical_body`] with AVX2: eight values' block rows transposed out
-    /// of their lanes, their sums kept in one register across the taps, and
+    /// of their lanes, their sums kept in registers across the taps, and
     /// rounded by the conversion's round-half-to-even and the packs' clamp.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
+    #[inline]
     fn vertical_avx2(
         acc: &[f32],
-        taps: &[(usize, usize, f32)],
-        y0: usize,
-        dy0: usize,
+        v: &Vertical<'_>,
+        x0: usize,
+        sum: &mut [f32],
+        dst: &mut ImageViewMut<'_>,
+    ) {
+        let (pairs, full) = (sum.len() / 16 * 16, sum.len() / 8 * 8);
+        for x in (0..pairs).step_by(16) {
+            vertical_avx2_at::<2>(acc, v, x0, x, sum, dst);
+        }
+        for x in (pairs..full).step_by(8) {
+            vertical_avx2_at::<1>(acc, v, x0, x, sum, dst);
+        }
+        for x in full..sum.len() {
+            vertical_values::<1>(acc, v, x0, x, sum, dst);
+        }
+    }
+
+    /// [`vertical_avx2`] for the chunk's `8 * G` values from `x` on: `G`
+    /// independent sums per tap, the tap's bookkeeping shared.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn vertical_avx2_at<const G: usize>(
+        acc: &[f32],
+        v: &Vertical<'_>,
+        x0: usize,
+        x: usize,
         sum: &mut [f32],
         dst: &mut ImageViewMut<'_>,
     ) {
         use core::arch::x86_64::*;
-        let full = sum.len() / 8 * 8;
-        for x in (0..full).step_by(8) {
-            let a = &acc[AREA_ROWS * x..][..AREA_ROWS * 8];
+        // The rows through memory (an array of registers indexed per tap
+        // would become a jump table): group `g`'s row `r` from `64 * g + 8 * r`.
+        let mut rows = [[0f32; 8 * AREA_ROWS]; G];
+        for (g, rows) in rows.iter_mut().enumerate() {
+            let a = &acc[AREA_ROWS * (x + 8 * g)..][..AREA_ROWS * 8];
             // SAFETY: `a` holds 64 floats, eight loads of eight.
             let v: [__m256; 8] =
                 core::array::from_fn(|j| unsafe { _mm256_loadu_ps(a[8 * j..].as_ptr()) });
-            // The rows through memory: an array of registers indexed per tap
-            // would become a jump table.
-            let mut rows = [0f32; 8 * AREA_ROWS];
             for (r, v) in transpose8(v).into_iter().enumerate() {
                 // SAFETY: `rows` holds eight floats from `8 * r` on.
                 unsafe { _mm256_storeu_ps(rows[8 * r..][..8].as_mut_ptr(), v) };
             }
-            let s = &mut sum[x..x + 8];
-            // SAFETY: `s` is exactly eight floats.
-            let mut acc = unsafe { _mm256_loadu_ps(s.as_ptr()) };
-            let mut dy = dy0;
-            for &(tap_dy, sy, beta) in taps {
-                let row = &rows[8 * (sy - y0)..][..8];
+        }
+        let s = &mut sum[x..x + 8 * G];
+        // SAFETY: `s` holds `8 * G` floats, `G` loads of eight.
+        let mut sums: [__m256; G] =
+            core::array::from_fn(|g| unsafe { _mm256_loadu_ps(s[8 * g..].as_ptr()) });
+        let mut dy = v.dy;
+        for &(tap_dy, sy, beta) in v.taps {
+            let r = 8 * (sy - v.y0);
+            let beta = _mm256_set1_ps(beta);
+            let terms: [__m256; G] = core::array::from_fn(|g| {
+                let row = &rows[g][r..][..8];
                 // SAFETY: `row` is exactly eight floats.
-                let term = _mm256_mul_ps(_mm256_set1_ps(beta), unsafe {
-                    _mm256_loadu_ps(row.as_ptr())
-                });
-                if tap_dy != dy {
-                    let d = &mut dst.plane_row_mut(0, dy)[x..x + 8];
-                    let i = _mm256_cvtps_epi32(acc);
+                _mm256_mul_ps(beta, unsafe { _mm256_loadu_ps(row.as_ptr()) })
+            });
+            if tap_dy != dy {
+                let d = &mut dst.plane_row_mut(0, dy)[x0 + x..][..8 * G];
+                for (d, sum) in d.chunks_exact_mut(8).zip(sums) {
+                    let i = _mm256_cvtps_epi32(sum);
                     let w = _mm_packus_epi32(
                         _mm256_castsi256_si128(i),
                         _mm256_extracti128_si256::<1>(i),
                     );
                     // SAFETY: `d` is exactly eight bytes.
                     unsafe { _mm_storel_epi64(d.as_mut_ptr().cast(), _mm_packus_epi16(w, w)) };
-                    acc = term;
-                    dy = tap_dy;
-                } else {
-                    acc = _mm256_add_ps(acc, term);
+                }
+                sums = terms;
+                dy = tap_dy;
+            } else {
+                for (sum, term) in sums.iter_mut().zip(terms) {
+                    *sum = _mm256_add_ps(*sum, term);
                 }
             }
-            // SAFETY: `s` is exactly eight floats.
-            unsafe { _mm256_storeu_ps(s.as_mut_ptr(), acc) };
         }
-        for x in full..sum.len() {
-            vertical_values::<1>(acc, taps, y0, dy0, x, sum, dst);
+        for (s, sum) in s.chunks_exact_mut(8).zip(sums) {
+            // SAFETY: `s` is exactly eight floats.
+            unsafe { _mm256_storeu_ps(s.as_mut_ptr(), sum) };
         }
     }
 
@@ -905,44 +992,5 @@ mod area_kernels {
             _mm256_permute2f128_ps::<0x31>(b2, b6),
             _mm256_permute2f128_ps::<0x31>(b3, b7),
         ]
-    }
-
-    /// [`vertical_body`], built for AVX2 when `avx2`.
-    pub(super) fn vertical(
-        avx2: bool,
-        acc: &[f32],
-        taps: &[(usize, usize, f32)],
-        y0: usize,
-        dy: usize,
-        sum: &mut [f32],
-        dst: &mut ImageViewMut<'_>,
-    ) {
-        #[cfg(target_arch = "x86_64")]
-        if avx2 {
-            // SAFETY: `avx2` comes from a plan's available `Simd::Avx2`.
-            return unsafe { vertical_avx2(acc, taps, y0, dy, sum, dst) };
-        }
-        let _ = avx2;
-        vertical_body(acc, taps, y0, dy, sum, dst)
-    }
-
-    /// [`body`], built for AVX2 when `avx2`.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn horizontal(
-        avx2: bool,
-        x: Columns<'_>,
-        src: &Rows<'_>,
-        m: usize,
-        cn: usize,
-        bytes: &mut [u8],
-        acc: &mut [f32],
-    ) {
-        #[cfg(target_arch = "x86_64")]
-        if avx2 {
-            // SAFETY: `avx2` comes from a plan's available `Simd::Avx2`.
-            return unsafe { body_avx2(x, src, m, cn, bytes, acc) };
-        }
-        let _ = avx2;
-        body(x, src, m, cn, bytes, acc)
     }
 }

@@ -220,7 +220,7 @@ impl ResizePlan {
 }
 
 /// The scratch a run of a plan needs: the Pillow resampler's rows (bytes),
-/// OpenCV's (a converted line, two rows of 32-bit sums, two of float sums)
+/// OpenCV's (a converted line, two rows of 32-bit sums, a row of float sums)
 /// and PyTorch's float32 intermediate.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ResizeScratch {
@@ -242,7 +242,6 @@ impl ResizeScratch {
                 line: self.opencv.line.max(o.opencv.line),
                 rows: self.opencv.rows.max(o.opencv.rows),
                 sums: self.opencv.sums.max(o.opencv.sums),
-                block: self.opencv.block.max(o.opencv.block),
                 bytes: self.opencv.bytes.max(o.opencv.bytes),
             },
             floats: self.floats.max(o.floats),
@@ -263,7 +262,6 @@ impl ResizeScratch {
             f.add::<i32>(self.opencv.rows)?;
         }
         f.add::<f32>(self.opencv.sums)?;
-        f.add::<f32>(self.opencv.block)?;
         f.add::<f32>(self.floats)?;
         Ok(())
     }
@@ -538,7 +536,6 @@ impl<'a> ArenaResizeState<'a> {
                 ],
                 row_y: [usize::MAX; 2],
                 sum: arena.scratch(sizes.opencv.sums)?,
-                block: arena.scratch(sizes.opencv.block)?,
             },
             floats: arena.scratch(sizes.floats)?,
         })
@@ -870,7 +867,6 @@ impl Default for ResizeState {
                 rows: Default::default(),
                 row_y: [usize::MAX; 2],
                 sum: Default::default(),
-                block: Default::default(),
             },
             floats: Default::default(),
         }
@@ -889,7 +885,6 @@ impl Clone for ResizeState {
                 rows: self.opencv.rows.clone(),
                 row_y: self.opencv.row_y,
                 sum: self.opencv.sum.clone(),
-                block: self.opencv.block.clone(),
             },
             floats: self.floats.clone(),
         }
@@ -907,10 +902,9 @@ impl ResizeState {
 impl<S: Storage> ResizeStateIn<S> {
     /// The capacity of every scratch buffer.
     #[cfg(debug_assertions)]
-    fn capacities(&self) -> [usize; 9] {
-        let [line, r0, r1, sum, block] = self.opencv.capacities();
+    fn capacities(&self) -> [usize; 8] {
+        let [line, r0, r1, sum] = self.opencv.capacities();
         [
-            block,
             self.floats.capacity(),
             self.between.capacity(),
             self.premultiplied.capacity(),
