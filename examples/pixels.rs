@@ -9,7 +9,10 @@
 //!
 //! Every case turns a 1920x1080 frame (RGB or NV21, made from a real photo) into a
 //! 224x224 ImageNet-normalized CHW float32 tensor. Prints per-frame p50 and p99
-//! latency, and the ratios of the medians.
+//! latency, and the ratios of the medians. A last race times the resamplers
+//! alone (the RGB frame to 455x256): OpenCV `INTER_AREA` against
+//! `INTER_LINEAR`, the same interleaving keeping the ratio steady on a noisy
+//! machine.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -18,7 +21,7 @@ use tensorprep::color::{YuvRange, convert_color};
 use tensorprep::finish::{ChannelOrder, FinishSpec, Finisher, Normalize};
 use tensorprep::jpeg::{DecodeOptions, JpegDecoder};
 use tensorprep::pipeline::{Input, InputDesc, Op, Pipeline, Plan, PlanState, Resize};
-use tensorprep::resize::{Filter, Resample, Resizer};
+use tensorprep::resize::{Filter, Resample, ResizePlan, ResizeState, Resizer};
 use tensorprep::size::{Rounding, SizeRule};
 use tensorprep::{DType, Image, ImageView, Layout, PixelFormat, Quantization, TensorMut};
 
@@ -401,4 +404,28 @@ fn main() {
         }
         assert!(same, "{title}: the fused plan must equal the eager ops");
     }
+    resamplers_alone(&rgb_view);
+}
+
+/// The RGB frame to 455x256 by each OpenCV resampler alone, interleaved.
+fn resamplers_alone(src: &ImageView<'_>) {
+    let (w, h) = (455, 256);
+    // Each contestant with its plan, state and output.
+    let contestant = |resample| {
+        let plan = ResizePlan::new((W, H), (w, h), resample).expect("plan");
+        let mut state = ResizeState::new();
+        let mut out = Image::new(PixelFormat::Rgb8, w, h).expect("image");
+        move || {
+            plan.run(&mut state, src, &mut out.view_mut())
+                .expect("runs");
+            black_box(out.as_bytes());
+        }
+    };
+    let mut linear = contestant(Resample::OpenCvLinear);
+    let mut area = contestant(Resample::OpenCvArea);
+    let t = race(&mut [
+        ("OpenCV INTER_LINEAR", &mut linear),
+        ("OpenCV INTER_AREA (fractional: 4.22x)", &mut area),
+    ]);
+    report(&format!("RGB {W}x{H} -> {w}x{h}, the resampler alone"), &t);
 }
