@@ -650,14 +650,18 @@ impl<S: Storage> Area<S> {
             let Some(&(last_dy, _, _)) = ytab[next..end].last() else {
                 continue;
             };
-            let rows = src.rows(y0, m, false, line);
-            let x = (&*self.xstart, &*self.xweights, self.xtaps);
-            let v = area_kernels::Vertical {
-                taps: &ytab[next..end],
-                y0,
-                dy: prev_dy,
+            let b = area_kernels::Block {
+                x: (&self.xstart, &self.xweights, self.xtaps),
+                rows: src.rows(y0, m, false, line),
+                m,
+                cn,
+                v: area_kernels::Vertical {
+                    taps: &ytab[next..end],
+                    y0,
+                    dy: prev_dy,
+                },
             };
-            area_kernels::block(avx2, x, &rows, m, cn, bytes, &v, sum, dst);
+            area_kernels::block(avx2, &b, bytes, sum, dst);
             (next, prev_dy) = (end, last_dy);
         }
         let d = dst.plane_row_mut(0, prev_dy);
@@ -677,6 +681,16 @@ mod area_kernels {
     /// then the weights of all columns, then how many each column has.
     pub(super) type Columns<'a> = (&'a [u32], &'a [f32], usize);
 
+    /// A block: the horizontal weights, its `m` rows (of [`AREA_ROWS`]) of
+    /// `cn` channels, and its vertical taps.
+    pub(super) struct Block<'a> {
+        pub(super) x: Columns<'a>,
+        pub(super) rows: Rows<'a>,
+        pub(super) m: usize,
+        pub(super) cn: usize,
+        pub(super) v: Vertical<'a>,
+    }
+
     /// A block's vertical taps `(dy, sy, beta)` (all reading its rows), its
     /// first source row, and the output row being summed when they start.
     pub(super) struct Vertical<'a> {
@@ -694,46 +708,31 @@ mod area_kernels {
     /// [`CHUNK`] output pixels at a time, their horizontal sums (one row per
     /// lane) and the vertical taps over them into `sum` and `dst`. Built for
     /// AVX2 when `avx2` (the plan's `Simd` is AVX2).
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn block(
         avx2: bool,
-        x: Columns<'_>,
-        src: &Rows<'_>,
-        m: usize,
-        cn: usize,
+        b: &Block<'_>,
         bytes: &mut [u8],
-        v: &Vertical<'_>,
         sum: &mut [f32],
         dst: &mut ImageViewMut<'_>,
     ) {
         #[cfg(target_arch = "x86_64")]
         if avx2 {
             // SAFETY: `avx2` comes from a plan's available `Simd::Avx2`.
-            return unsafe { block_avx2(x, src, m, cn, bytes, v, sum, dst) };
+            return unsafe { block_avx2(b, bytes, sum, dst) };
         }
         let _ = avx2;
-        block_body(x, src, m, cn, bytes, v, sum, dst, vertical_body);
+        block_body(b, bytes, sum, dst, vertical_body);
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    #[allow(clippy::too_many_arguments)]
-    fn block_avx2(
-        x: Columns<'_>,
-        src: &Rows<'_>,
-        m: usize,
-        cn: usize,
-        bytes: &mut [u8],
-        v: &Vertical<'_>,
-        sum: &mut [f32],
-        dst: &mut ImageViewMut<'_>,
-    ) {
+    fn block_avx2(b: &Block<'_>, bytes: &mut [u8], sum: &mut [f32], dst: &mut ImageViewMut<'_>) {
         // The closure inherits AVX2 from this function.
         let vertical =
             |acc: &[f32], v: &Vertical<'_>, x0, sum: &mut [f32], dst: &mut ImageViewMut<'_>| {
                 vertical_avx2(acc, v, x0, sum, dst)
             };
-        block_body(x, src, m, cn, bytes, v, sum, dst, vertical);
+        block_body(b, bytes, sum, dst, vertical);
     }
 
     /// The vertical pass over a chunk: its sums, the taps, the chunk's first
@@ -742,23 +741,19 @@ mod area_kernels {
     impl<F: Fn(&[f32], &Vertical<'_>, usize, &mut [f32], &mut ImageViewMut<'_>)> VerticalPass for F {}
 
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     fn block_body(
-        x: Columns<'_>,
-        src: &Rows<'_>,
-        m: usize,
-        cn: usize,
+        b: &Block<'_>,
         bytes: &mut [u8],
-        v: &Vertical<'_>,
         sum: &mut [f32],
         dst: &mut ImageViewMut<'_>,
         vertical: impl VerticalPass,
     ) {
-        let len = src.len;
-        let rows: [&[u8]; AREA_ROWS] = core::array::from_fn(|r| &src.row(r.min(m - 1))[..len]);
+        let (len, m) = (b.rows.len, b.m);
+        let rows: [&[u8]; AREA_ROWS] = core::array::from_fn(|r| &b.rows.row(r.min(m - 1))[..len]);
         let bytes = &mut bytes[..len * AREA_ROWS];
         crate::resize::kernels::interleave8(&rows, bytes);
-        match cn {
+        let (x, v) = (b.x, &b.v);
+        match b.cn {
             1 => chunks::<1>(x, bytes, v, sum, dst, vertical),
             3 => chunks::<3>(x, bytes, v, sum, dst, vertical),
             _ => chunks::<4>(x, bytes, v, sum, dst, vertical),
