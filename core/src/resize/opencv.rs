@@ -188,8 +188,8 @@ impl<S: Storage> OpenCvPlan<S> {
                 AreaAxis::new(sw, scale_x, wx),
                 AreaAxis::new(sh, scale_y, wy),
             );
-            // The horizontal kernel writes each output column's sums
-            // without clearing them first: every column must have a tap.
+            // `build_columns` takes each output column's first source pixel
+            // from its first tap: every column must have one.
             if !x.covers_window() {
                 return Err(crate::Error::InvalidParameter {
                     name: "resize: INTER_AREA left an output column without source pixels",
