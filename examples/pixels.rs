@@ -15,7 +15,6 @@
 //! machine.
 
 use std::hint::black_box;
-use std::time::Instant;
 
 use tensorprep::color::{YuvRange, convert_color};
 use tensorprep::finish::{ChannelOrder, FinishSpec, Finisher, Normalize};
@@ -24,15 +23,12 @@ use tensorprep::pipeline::{Input, InputDesc, Op, Pipeline, Plan, PlanState, Resi
 use tensorprep::resize::{Filter, Resample, ResizePlan, ResizeState, Resizer};
 use tensorprep::size::{Rounding, SizeRule};
 use tensorprep::{DType, Image, ImageView, Layout, PixelFormat, Quantization, TensorMut};
+// (This package's library also carries the OpenCV reference, when its build script found OpenCV.)
+use tensorprep_examples::race::{race, report};
 
 const W: u32 = 1920;
 const H: u32 = 1080;
 const FRAMES: usize = 300;
-
-// The build script links the OpenCV reference into this package's library.
-#[cfg(tp_opencv)]
-#[allow(unused_extern_crates)]
-extern crate tensorprep_examples;
 
 #[cfg(tp_opencv)]
 mod opencv {
@@ -177,58 +173,6 @@ type Case<'a> = (
     Option<u32>,
     Resample,
 );
-
-/// Per-frame latencies of one contestant.
-struct Timings {
-    name: String,
-    ns: Vec<u64>,
-}
-
-impl Timings {
-    fn percentile(&self, p: f64) -> f64 {
-        let mut v = self.ns.clone();
-        v.sort_unstable();
-        let i = ((v.len() - 1) as f64 * p).round() as usize;
-        v[i] as f64 / 1e6
-    }
-}
-
-/// Runs each contestant once per frame, round-robin, `FRAMES` times.
-fn race(contestants: &mut [(&str, &mut dyn FnMut())]) -> Vec<Timings> {
-    for (_, f) in contestants.iter_mut() {
-        f(); // warm-up: first-run allocations, caches
-    }
-    let mut t: Vec<Timings> = contestants
-        .iter()
-        .map(|(n, _)| Timings {
-            name: (*n).to_owned(),
-            ns: Vec::with_capacity(FRAMES),
-        })
-        .collect();
-    for _ in 0..FRAMES {
-        for ((_, f), t) in contestants.iter_mut().zip(&mut t) {
-            let start = Instant::now();
-            f();
-            t.ns.push(start.elapsed().as_nanos() as u64);
-        }
-    }
-    t
-}
-
-fn report(title: &str, t: &[Timings]) {
-    println!("\n{title}");
-    let base = t[0].percentile(0.5);
-    for x in t {
-        let p50 = x.percentile(0.5);
-        println!(
-            "  {:<44} p50 {:>7.3} ms  p99 {:>7.3} ms  {:>6.2}x of the first",
-            x.name,
-            p50,
-            x.percentile(0.99),
-            p50 / base
-        );
-    }
-}
 
 /// Largest difference between two ImageNet-normalized tensors, in 8-bit levels.
 #[cfg_attr(not(tp_opencv), allow(dead_code))]
@@ -375,7 +319,7 @@ fn main() {
             contestants.push(("OpenCV C++ INTER_LINEAR", &mut cv_linear));
             contestants.push(("OpenCV C++ INTER_AREA", &mut cv_area));
         }
-        let t = race(&mut contestants);
+        let t = race(&mut contestants, FRAMES);
         drop(contestants);
         report(title, &t);
         let same = fused_out
@@ -423,9 +367,12 @@ fn resamplers_alone(src: &ImageView<'_>) {
     };
     let mut linear = contestant(Resample::OpenCvLinear);
     let mut area = contestant(Resample::OpenCvArea);
-    let t = race(&mut [
-        ("OpenCV INTER_LINEAR", &mut linear),
-        ("OpenCV INTER_AREA (fractional: 4.22x)", &mut area),
-    ]);
+    let t = race(
+        &mut [
+            ("OpenCV INTER_LINEAR", &mut linear),
+            ("OpenCV INTER_AREA (fractional: 4.22x)", &mut area),
+        ],
+        FRAMES,
+    );
     report(&format!("RGB {W}x{H} -> {w}x{h}, the resampler alone"), &t);
 }
