@@ -105,6 +105,24 @@ fn images() -> (Image, Image) {
     (photo, frame)
 }
 
+/// `kernel` raced against a memcpy of the `n` elements it writes.
+fn against_memcpy<T: Copy + 'static>(
+    (name, kernel): (&str, &mut dyn FnMut()),
+    n: usize,
+    value: T,
+    rounds: usize,
+) -> Vec<Timings> {
+    let (mut copy, reference) = (vec![value; n], vec![value; n]);
+    let mut memcpy = || {
+        copy.copy_from_slice(black_box(&reference));
+        black_box(&copy);
+    };
+    race(
+        &mut [(name, kernel), ("memcpy of the same output", &mut memcpy)],
+        rounds,
+    )
+}
+
 /// The finish pass on a 224x224 crop of `photo` against a memcpy of the tensor.
 fn finish(photo: &Image, layout: Layout, rounds: usize) -> Line {
     let spec = FinishSpec {
@@ -114,22 +132,14 @@ fn finish(photo: &Image, layout: Layout, rounds: usize) -> Line {
     let finisher = Finisher::new(&spec).expect("spec");
     let crop = center_crop(&photo.view(), 224, 224).expect("crop");
     let n = finisher.output_len(224, 224);
-    let (mut tensor, mut copy, reference) = (vec![0f32; n], vec![0f32; n], vec![1f32; n]);
-    let t = race(
-        &mut [
-            ("finish", &mut || {
-                finisher
-                    .run(black_box(&crop), TensorMut::F32(&mut tensor))
-                    .expect("runs");
-                black_box(&tensor);
-            }),
-            ("memcpy of the same tensor", &mut || {
-                copy.copy_from_slice(black_box(&reference));
-                black_box(&copy);
-            }),
-        ],
-        rounds,
-    );
+    let mut tensor = vec![0f32; n];
+    let mut kernel = || {
+        finisher
+            .run(black_box(&crop), TensorMut::F32(&mut tensor))
+            .expect("runs");
+        black_box(&tensor);
+    };
+    let t = against_memcpy(("finish", &mut kernel), n, 1f32, rounds);
     Line {
         title: match layout {
             Layout::Chw => "finish: 224x224 crop -> ImageNet-normalized f32 CHW",
@@ -224,21 +234,13 @@ fn color(
 ) -> Line {
     let (w, h) = (src.width(), src.height());
     let n = (w * h) as usize * to.bytes_per_pixel().expect("a packed format");
-    let (mut out, mut copy, reference) = (vec![0u8; n], vec![0u8; n], vec![1u8; n]);
-    let t = race(
-        &mut [
-            ("convert_color", &mut || {
-                let mut dst = ImageViewMut::new(to, w, h, &mut out).expect("view");
-                convert_color(black_box(src), &mut dst, range).expect("converts");
-                black_box(&out);
-            }),
-            ("memcpy of the same bytes", &mut || {
-                copy.copy_from_slice(black_box(&reference));
-                black_box(&copy);
-            }),
-        ],
-        rounds,
-    );
+    let mut out = vec![0u8; n];
+    let mut kernel = || {
+        let mut dst = ImageViewMut::new(to, w, h, &mut out).expect("view");
+        convert_color(black_box(src), &mut dst, range).expect("converts");
+        black_box(&out);
+    };
+    let t = against_memcpy(("convert_color", &mut kernel), n, 1u8, rounds);
     Line {
         title,
         target: Target::Bandwidth(None),
