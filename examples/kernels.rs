@@ -24,19 +24,18 @@
 //! only Python can run: `ffi/python/bench.py`.
 
 use std::hint::black_box;
-use std::path::PathBuf;
 
 use fast_image_resize::images::{Image as FirImage, ImageRef as FirImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions};
 use tensorprep::color::{YuvRange, convert_color};
 use tensorprep::finish::{FinishSpec, Finisher};
 use tensorprep::geometry::center_crop;
-use tensorprep::jpeg::{DecodeOptions, JpegDecoder};
 use tensorprep::resize::{
-    Filter, FloatImage, FloatResizer, FloatView, Resample, ResizePlan, ResizeState, Resizer,
+    Filter, FloatImage, FloatResizer, FloatView, Resample, ResizePlan, ResizeState, resize_owned,
 };
 use tensorprep::{Image, ImageView, ImageViewMut, Layout, PixelFormat, TensorMut};
 use tensorprep_examples::race::{Timings, race};
+use tensorprep_examples::{decode_fixture, nv21_from_rgb};
 
 /// How a kernel's time relates to its reference's, and the bound it is held to.
 #[derive(Clone, Copy)]
@@ -51,7 +50,7 @@ enum Target {
 
 /// One printed line: the race's two timings and what the ratio must be.
 struct Line {
-    title: &'static str,
+    title: String,
     target: Target,
     t: Vec<Timings>,
 }
@@ -59,16 +58,12 @@ struct Line {
 impl Line {
     fn print(&self) {
         let (k, r) = (self.t[0].percentile(0.5), self.t[1].percentile(0.5));
-        let (ratio, goal) = match self.target {
-            Target::Bandwidth(g) => (r / k, g.map(|g| (ratio_ok(r / k >= g), format!(">= {g}x")))),
-            Target::TimeWithin(g) => (k / r, g.map(|g| (ratio_ok(k / r <= g), format!("<= {g}x")))),
+        let (kind, ratio, goal) = match self.target {
+            Target::Bandwidth(g) => ("bandwidth", r / k, g.map(|g| (r / k >= g, ">=", g))),
+            Target::TimeWithin(g) => ("time", k / r, g.map(|g| (k / r <= g, "<=", g))),
         };
-        let kind = match self.target {
-            Target::Bandwidth(_) => "bandwidth",
-            Target::TimeWithin(_) => "time",
-        };
-        let goal = goal.map_or(String::from("(for scale)"), |(ok, g)| {
-            format!("target {g}: {ok}")
+        let goal = goal.map_or(String::from("(for scale)"), |(ok, op, g)| {
+            format!("target {op} {g}x: {}", if ok { "met" } else { "MISSED" })
         });
         println!("{}", self.title);
         println!(
@@ -78,29 +73,10 @@ impl Line {
     }
 }
 
-fn ratio_ok(ok: bool) -> &'static str {
-    if ok { "met" } else { "MISSED" }
-}
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 /// The bundled photo (640x427 RGB) and a 1920x1080 frame made from it.
 fn images() -> (Image, Image) {
-    let photo = JpegDecoder::new(DecodeOptions::default())
-        .decode(&fixture("sklearn_china.jpg"))
-        .expect("fixture decodes");
-    let mut frame = Image::new(PixelFormat::Rgb8, 1920, 1080).expect("frame");
-    Resizer::new()
-        .resize(
-            &photo.view(),
-            &mut frame.view_mut(),
-            Resample::Pillow(Filter::Bicubic),
-        )
+    let photo = decode_fixture("sklearn_china.jpg");
+    let frame = resize_owned(&photo.view(), 1920, 1080, Resample::Pillow(Filter::Bicubic))
         .expect("resizes");
     (photo, frame)
 }
@@ -141,10 +117,7 @@ fn finish(photo: &Image, layout: Layout, rounds: usize) -> Line {
     };
     let t = against_memcpy(("finish", &mut kernel), n, 1f32, rounds);
     Line {
-        title: match layout {
-            Layout::Chw => "finish: 224x224 crop -> ImageNet-normalized f32 CHW",
-            _ => "finish: 224x224 crop -> ImageNet-normalized f32 HWC",
-        },
+        title: format!("finish: 224x224 crop -> ImageNet-normalized f32 {layout:?}"),
         target: Target::Bandwidth(Some(0.5)),
         t,
     }
@@ -152,7 +125,7 @@ fn finish(photo: &Image, layout: Layout, rounds: usize) -> Line {
 
 /// Two resamplers on the same image to the same size, interleaved.
 fn resamplers(
-    title: &'static str,
+    title: String,
     src: &Image,
     (w, h): (u32, u32),
     contestants: [(&'static str, Resample); 2],
@@ -178,9 +151,14 @@ fn resamplers(
     Line { title, target, t }
 }
 
-/// `Resample::FastImageResize(filter)` against the crate with the same filter.
-fn fast_image_resize(src: &Image, filter: Filter, rounds: usize) -> Line {
-    let (w, h) = (455, 256);
+/// `Resample::FastImageResize(filter)` against the crate with its filter of
+/// the same name, `src` to `w`x`h`.
+fn fast_image_resize(
+    src: &Image,
+    (w, h): (u32, u32),
+    (filter, fir_filter): (Filter, FilterType),
+    rounds: usize,
+) -> Line {
     let plan = ResizePlan::new(
         (src.width(), src.height()),
         (w, h),
@@ -193,10 +171,6 @@ fn fast_image_resize(src: &Image, filter: Filter, rounds: usize) -> Line {
         .expect("image");
     let mut fir_dst = FirImage::new(w, h, PixelType::U8x3);
     let mut fir = fast_image_resize::Resizer::new();
-    let fir_filter = match filter {
-        Filter::Lanczos3 => FilterType::Lanczos3,
-        _ => FilterType::Bilinear,
-    };
     let opts = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(fir_filter));
     let t = race(
         &mut [
@@ -215,10 +189,11 @@ fn fast_image_resize(src: &Image, filter: Filter, rounds: usize) -> Line {
     let same = ours.as_bytes() == fir_dst.buffer();
     assert!(same, "the family must equal the crate byte for byte");
     Line {
-        title: match filter {
-            Filter::Lanczos3 => "fast_image_resize family, lanczos3: 1920x1080 RGB -> 455x256",
-            _ => "fast_image_resize family, bilinear: 1920x1080 RGB -> 455x256",
-        },
+        title: format!(
+            "fast_image_resize family, {filter:?}: {}x{} RGB -> {w}x{h}",
+            src.width(),
+            src.height()
+        ),
         target: Target::TimeWithin(Some(1.0)),
         t,
     }
@@ -226,7 +201,7 @@ fn fast_image_resize(src: &Image, filter: Filter, rounds: usize) -> Line {
 
 /// A colour conversion of the photo against a memcpy of the bytes it writes.
 fn color(
-    title: &'static str,
+    title: String,
     src: &ImageView<'_>,
     to: PixelFormat,
     range: YuvRange,
@@ -285,36 +260,10 @@ fn float(frame: &Image, rounds: usize) -> Line {
         rounds,
     );
     Line {
-        title: "float32 resize: 1920x1080 depth map -> 455x256",
+        title: "float32 resize: 1920x1080 depth map -> 455x256".into(),
         target: Target::TimeWithin(None),
         t,
     }
-}
-
-/// An NV21 frame from the photo (its even part): full-range BT.601 luma per
-/// pixel, chroma from each 2x2 block's top-left pixel.
-fn nv21(photo: &Image) -> Image {
-    let (w, h) = (photo.width() as usize & !1, photo.height() as usize & !1);
-    let rgb = photo.as_bytes();
-    let px = |x: usize, y: usize| {
-        let i = (y * photo.width() as usize + x) * 3;
-        [0, 1, 2].map(|c| f32::from(rgb[i + c]))
-    };
-    let mut out = Image::new(PixelFormat::Nv21, w as u32, h as u32).expect("image");
-    let (luma, chroma) = out.as_bytes_mut().split_at_mut(w * h);
-    for y in 0..h {
-        for x in 0..w {
-            let [r, g, b] = px(x, y);
-            luma[y * w + x] = (0.299 * r + 0.587 * g + 0.114 * b).round() as u8;
-        }
-    }
-    for (i, vu) in chroma.chunks_exact_mut(2).enumerate() {
-        let [r, g, b] = px(i % (w / 2) * 2, i / (w / 2) * 2);
-        let v = 128.0 + 0.5 * r - 0.418_688 * g - 0.081_312 * b;
-        let u = 128.0 - 0.168_736 * r - 0.331_264 * g + 0.5 * b;
-        vu.copy_from_slice(&[v.round() as u8, u.round() as u8]);
-    }
-    out
 }
 
 fn main() {
@@ -329,13 +278,13 @@ fn main() {
         convert_color(&photo.view(), &mut out.view_mut(), YuvRange::Full).expect("converts");
         out
     };
-    let nv21 = nv21(&photo);
+    let nv21 = nv21_from_rgb(&photo, YuvRange::Full);
     println!("median per call; each pair interleaved call by call, {scale}x the default rounds");
     let lines = [
         finish(&photo, Layout::Chw, 8000 * scale),
         finish(&photo, Layout::Hwc, 8000 * scale),
         resamplers(
-            "OpenCV INTER_AREA (fractional, 4.22x): 1920x1080 RGB -> 455x256",
+            "OpenCV INTER_AREA (fractional, 4.22x): 1920x1080 RGB -> 455x256".into(),
             &frame,
             big,
             [
@@ -345,17 +294,27 @@ fn main() {
             Target::TimeWithin(Some(2.0)),
             1800 * scale,
         ),
-        fast_image_resize(&frame, Filter::Bilinear, 1800 * scale),
-        fast_image_resize(&frame, Filter::Lanczos3, 800 * scale),
+        fast_image_resize(
+            &frame,
+            big,
+            (Filter::Bilinear, FilterType::Bilinear),
+            1800 * scale,
+        ),
+        fast_image_resize(
+            &frame,
+            big,
+            (Filter::Lanczos3, FilterType::Lanczos3),
+            800 * scale,
+        ),
         color(
-            "packed colour: BGRA -> RGB, 640x427",
+            "packed colour: BGRA -> RGB, 640x427".into(),
             &bgra.view(),
             PixelFormat::Rgb8,
             YuvRange::Full,
             8000 * scale,
         ),
         color(
-            "full-range YUV: NV21 -> RGB, 640x426",
+            "full-range YUV: NV21 -> RGB, 640x426".into(),
             &nv21.view(),
             PixelFormat::Rgb8,
             YuvRange::Full,

@@ -18,13 +18,13 @@ use std::hint::black_box;
 
 use tensorprep::color::{YuvRange, convert_color};
 use tensorprep::finish::{ChannelOrder, FinishSpec, Finisher, Normalize};
-use tensorprep::jpeg::{DecodeOptions, JpegDecoder};
 use tensorprep::pipeline::{Input, InputDesc, Op, Pipeline, Plan, PlanState, Resize};
 use tensorprep::resize::{Filter, Resample, ResizePlan, ResizeState, Resizer};
 use tensorprep::size::{Rounding, SizeRule};
 use tensorprep::{DType, Image, ImageView, Layout, PixelFormat, Quantization, TensorMut};
 // (This package's library also carries the OpenCV reference, when its build script found OpenCV.)
 use tensorprep_examples::race::{race, report};
+use tensorprep_examples::{decode_fixture, nv21_from_rgb};
 
 const W: u32 = 1920;
 const H: u32 = 1080;
@@ -55,43 +55,8 @@ mod opencv {
 
 /// A 1920x1080 RGB frame made from the bundled photo (bilinear upscale).
 fn rgb_frame() -> Image {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/fixtures/sklearn_china.jpg"
-    );
-    let bytes = std::fs::read(path).expect("fixture");
-    let photo = JpegDecoder::new(DecodeOptions::default())
-        .decode(&bytes)
-        .expect("decodes");
+    let photo = decode_fixture("sklearn_china.jpg");
     tensorprep::resize::resize_owned(&photo.view(), W, H, Resample::default()).expect("resizes")
-}
-
-/// The same frame as NV21 with BT.601 limited range (what cameras and OpenCV use).
-fn nv21_frame(rgb: &Image) -> Vec<u8> {
-    let (w, h) = (W as usize, H as usize);
-    let px = rgb.as_bytes();
-    let mut out = vec![0u8; w * h * 3 / 2];
-    let (y_plane, uv) = out.split_at_mut(w * h);
-    let ycc = |p: &[u8]| {
-        let (r, g, b) = (f64::from(p[0]), f64::from(p[1]), f64::from(p[2]));
-        let y = 16.0 + (65.481 * r + 128.553 * g + 24.966 * b) / 255.0;
-        let u = 128.0 + (-37.797 * r - 74.203 * g + 112.0 * b) / 255.0;
-        let v = 128.0 + (112.0 * r - 93.786 * g - 18.214 * b) / 255.0;
-        (y, u, v)
-    };
-    for yy in 0..h {
-        for x in 0..w {
-            y_plane[yy * w + x] = ycc(&px[(yy * w + x) * 3..]).0.round() as u8;
-        }
-    }
-    for cy in 0..h / 2 {
-        for cx in 0..w / 2 {
-            let (_, u, v) = ycc(&px[((2 * cy) * w + 2 * cx) * 3..]);
-            uv[cy * w + 2 * cx] = v.round() as u8;
-            uv[cy * w + 2 * cx + 1] = u.round() as u8;
-        }
-    }
-    out
 }
 
 fn finish_ops() -> [Op; 3] {
@@ -189,8 +154,9 @@ fn max_levels(a: &[f32], b: &[f32]) -> f64 {
 
 fn main() {
     let rgb = rgb_frame();
-    let nv21 = nv21_frame(&rgb);
-    let nv21_view = ImageView::new(PixelFormat::Nv21, W, H, &nv21).expect("frame");
+    // BT.601 limited range, what cameras and OpenCV use.
+    let nv21 = nv21_from_rgb(&rgb, YuvRange::Limited);
+    let nv21_view = nv21.view();
     let rgb_view = rgb.view();
     let one = 3 * 224 * 224;
     let to_224 = |resample| {

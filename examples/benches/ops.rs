@@ -5,7 +5,6 @@
 //! `cargo bench -p tensorprep-examples --bench ops`
 
 use std::hint::black_box;
-use std::path::PathBuf;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use fast_image_resize::images::{Image as FirImage, ImageRef as FirImageRef};
@@ -14,20 +13,13 @@ use tensorprep::color::{YuvRange, convert_color};
 use tensorprep::finish::{FinishSpec, Finisher};
 use tensorprep::geometry::center_crop;
 use tensorprep::jpeg::{Backend, DecodeOptions, JpegDecoder, Scale};
-use tensorprep::resize::{Filter, Resample, ResizePlan, ResizeState, Resizer, Simd};
+use tensorprep::resize::{Filter, Resample, ResizePlan, ResizeState, Resizer, Simd, resize_owned};
 use tensorprep::{Image, ImageView, ImageViewMut, PixelFormat, TensorMut};
+use tensorprep_examples::{decode_fixture, fixture, nv21_from_rgb};
 
-fn fixture(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn decode(name: &str) -> Image {
-    JpegDecoder::new(DecodeOptions::default())
-        .decode(&fixture(name))
-        .expect("fixture decodes")
+/// A photo enlarged (Pillow's bicubic) to a `w`x`h` frame.
+fn enlarge(photo: &Image, w: u32, h: u32) -> Image {
+    resize_owned(&photo.view(), w, h, Resample::Pillow(Filter::Bicubic)).unwrap()
 }
 
 fn bench_decode(c: &mut Criterion) {
@@ -38,7 +30,7 @@ fn bench_decode(c: &mut Criterion) {
         "exif_orient6_grace_hopper.jpg",
     ] {
         let bytes = fixture(name);
-        let img = decode(name);
+        let img = decode_fixture(name);
         g.throughput(Throughput::Bytes(img.as_bytes().len() as u64));
         let mut out = Image::new(PixelFormat::Rgb8, img.width(), img.height()).unwrap();
         for backend in Backend::available() {
@@ -96,15 +88,8 @@ fn bench_decode(c: &mut Criterion) {
 
 fn bench_resize(c: &mut Criterion) {
     // The case: a 1080p RGB frame (a real photo enlarged) to 455x256.
-    let photo = decode("sklearn_china.jpg");
-    let mut frame = Image::new(PixelFormat::Rgb8, 1920, 1080).unwrap();
-    Resizer::new()
-        .resize(
-            &photo.view(),
-            &mut frame.view_mut(),
-            Resample::Pillow(Filter::Bicubic),
-        )
-        .unwrap();
+    let photo = decode_fixture("sklearn_china.jpg");
+    let frame = enlarge(&photo, 1920, 1080);
     for (img, (w, h)) in [(&frame, (455u32, 256u32)), (&photo, (256, 171))] {
         let name = format!("resize {}x{}->{w}x{h} rgb", img.width(), img.height());
         let mut g = c.benchmark_group(name);
@@ -168,7 +153,7 @@ fn bench_resize(c: &mut Criterion) {
 /// Each pass of the exact resampler alone (1080p RGB to 455x256 splits into these
 /// two), against fast_image_resize doing the same one-dimensional resize.
 fn bench_resize_passes(c: &mut Criterion) {
-    let photo = decode("sklearn_china.jpg");
+    let photo = decode_fixture("sklearn_china.jpg");
     for (label, (sw, sh), (dw, dh)) in [
         (
             "horizontal pass only",
@@ -177,14 +162,7 @@ fn bench_resize_passes(c: &mut Criterion) {
         ),
         ("vertical pass only", (455, 1080), (455, 256)),
     ] {
-        let mut src = Image::new(PixelFormat::Rgb8, sw, sh).unwrap();
-        Resizer::new()
-            .resize(
-                &photo.view(),
-                &mut src.view_mut(),
-                Resample::Pillow(Filter::Bicubic),
-            )
-            .unwrap();
+        let src = enlarge(&photo, sw, sh);
         let mut g = c.benchmark_group(format!("resize {sw}x{sh}->{dw}x{dh} rgb ({label})"));
         g.throughput(Throughput::Bytes(u64::from(dw * dh * 3)));
         let mut out = Image::new(PixelFormat::Rgb8, dw, dh).unwrap();
@@ -216,17 +194,10 @@ fn bench_resize_passes(c: &mut Criterion) {
 /// fast_image_resize's `F32` convolution in the same run.
 fn bench_resize_f32(c: &mut Criterion) {
     use tensorprep::resize::{FloatImage, FloatResizer, FloatView};
-    let photo = decode("sklearn_china.jpg");
+    let photo = decode_fixture("sklearn_china.jpg");
     let (sw, sh, dw, dh) = (1920u32, 1080u32, 455u32, 256u32);
     let mut gray = Image::new(PixelFormat::Gray8, sw, sh).unwrap();
-    let mut big = Image::new(PixelFormat::Rgb8, sw, sh).unwrap();
-    Resizer::new()
-        .resize(
-            &photo.view(),
-            &mut big.view_mut(),
-            Resample::Pillow(Filter::Bicubic),
-        )
-        .unwrap();
+    let big = enlarge(&photo, sw, sh);
     tensorprep::color::convert_color(
         &big.view(),
         &mut gray.view_mut(),
@@ -269,34 +240,10 @@ fn bench_resize_f32(c: &mut Criterion) {
     g.finish();
 }
 
-/// An NV21 frame built from a real photo: luma from the photo, chroma from its colours.
-fn nv21_frame() -> (u32, u32, Vec<u8>) {
-    let img = decode("sklearn_china.jpg");
-    let (w, h) = (img.width() & !1, img.height() & !1);
-    let rgb = img.as_bytes();
-    let px = |x: u32, y: u32| &rgb[((y * img.width() + x) * 3) as usize..][..3];
-    let mut frame = Vec::with_capacity((w * h * 3 / 2) as usize);
-    for y in 0..h {
-        for x in 0..w {
-            let p = px(x, y);
-            frame.push(
-                ((u32::from(p[0]) * 77 + u32::from(p[1]) * 150 + u32::from(p[2]) * 29) >> 8) as u8,
-            );
-        }
-    }
-    for y in (0..h).step_by(2) {
-        for x in (0..w).step_by(2) {
-            let p = px(x, y);
-            frame.push(p[0] / 2 + 64);
-            frame.push(p[2] / 2 + 64);
-        }
-    }
-    (w, h, frame)
-}
-
 fn bench_color(c: &mut Criterion) {
-    let (w, h, frame) = nv21_frame();
-    let src = ImageView::new(PixelFormat::Nv21, w, h, &frame).unwrap();
+    // The photo as a camera frame, full-range BT.601.
+    let frame = nv21_from_rgb(&decode_fixture("sklearn_china.jpg"), YuvRange::Full);
+    let (w, h, src) = (frame.width(), frame.height(), frame.view());
     let mut g = c.benchmark_group("convert_color 640x426");
     let bytes = (w * h * 3) as usize;
     g.throughput(Throughput::Bytes(bytes as u64));
@@ -311,7 +258,7 @@ fn bench_color(c: &mut Criterion) {
             .unwrap()
         })
     });
-    let rgb = decode("sklearn_china.jpg");
+    let rgb = decode_fixture("sklearn_china.jpg");
     let rgb = rgb.view().crop(tensorprep::Rect::new(0, 0, w, h)).unwrap();
     g.bench_function("rgb->bgr", |b| {
         b.iter(|| {
@@ -349,7 +296,7 @@ fn bench_color(c: &mut Criterion) {
 }
 
 fn bench_finish(c: &mut Criterion) {
-    let img = decode("sklearn_china.jpg");
+    let img = decode_fixture("sklearn_china.jpg");
     let chw = FinishSpec::imagenet();
     let hwc = FinishSpec {
         layout: tensorprep::Layout::Hwc,
@@ -429,8 +376,8 @@ fn bench_pipeline(c: &mut Criterion) {
         }
         g.finish();
     }
-    let frame = tensorprep::resize::resize_owned(
-        &decode("sklearn_china.jpg").view(),
+    let frame = resize_owned(
+        &decode_fixture("sklearn_china.jpg").view(),
         1920,
         1080,
         Resample::default(),
