@@ -305,6 +305,30 @@ impl LoaderState {
         b
     }
 
+    /// Whether a loader over a dataset of `len` samples and `fingerprint`,
+    /// configured by `config`, can continue at this state.
+    fn fits(&self, len: u64, fingerprint: u64, config: &LoaderConfig) -> Result<(), LoadError> {
+        if self.dataset_len != len {
+            return Err(LoadError::Config(
+                "the state is for a dataset of another length",
+            ));
+        }
+        if self.fingerprint != fingerprint {
+            return Err(LoadError::Config(
+                "the state is for another dataset (its fingerprint differs)",
+            ));
+        }
+        if self.seed != config.seed {
+            return Err(LoadError::Config("the state is for another seed"));
+        }
+        if self.global_batch != config.global_batch() {
+            return Err(LoadError::Config(
+                "the state is for another global batch (batch size x shard count)",
+            ));
+        }
+        Ok(())
+    }
+
     /// Reads what [`LoaderState::to_bytes`] wrote (`None` for anything else).
     pub fn from_bytes(b: &[u8]) -> Option<LoaderState> {
         if b.len() != LoaderState::BYTES || b[..4] != LoaderState::MAGIC {
@@ -770,24 +794,7 @@ impl Loader {
         state: LoaderState,
         fingerprint: u64,
     ) -> Result<Loader, LoadError> {
-        if state.dataset_len != dataset.len() as u64 {
-            return Err(LoadError::Config(
-                "the state is for a dataset of another length",
-            ));
-        }
-        if state.fingerprint != fingerprint {
-            return Err(LoadError::Config(
-                "the state is for another dataset (its fingerprint differs)",
-            ));
-        }
-        if state.seed != config.seed {
-            return Err(LoadError::Config("the state is for another seed"));
-        }
-        if state.global_batch != config.global_batch() {
-            return Err(LoadError::Config(
-                "the state is for another global batch (batch size x shard count)",
-            ));
-        }
+        state.fits(dataset.len() as u64, fingerprint, &config)?;
         config.check()?;
         let (shape, variable) = match (plan.output_shape(), config.max_shape) {
             (Some(shape), _) => (shape, false),
@@ -923,6 +930,37 @@ impl Loader {
         }
     }
 
+    /// Whether [`Loader::resume`] with this loader's dataset and
+    /// configuration would accept `state` (checked without stopping or
+    /// starting any thread): the same dataset (length and fingerprint), seed
+    /// and global batch.
+    pub fn check_state(&self, state: &LoaderState) -> Result<(), LoadError> {
+        let s = &self.shared;
+        state.fits(s.dataset.len() as u64, s.fingerprint, &s.config)
+    }
+
+    /// A handle that stops this loader from another thread: the batch being
+    /// waited for, and every later one, is `None` (the iteration ends); the
+    /// threads finish the samples they are on and are joined when the
+    /// loader is dropped.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tensorprep::train::data::recordio::RecordIoDataset;
+    /// use tensorprep::train::{Loader, LoaderConfig, TrainPipeline};
+    ///
+    /// let data = Arc::new(RecordIoDataset::open("../tests/fixtures/records/folder.rec")?);
+    /// let plan = Arc::new(TrainPipeline::imagenet_train().compile()?);
+    /// let mut loader = Loader::new(data, plan, LoaderConfig::new(2, 1, 0))?;
+    /// let stopper = loader.stopper();
+    /// std::thread::spawn(move || stopper.stop()).join().unwrap();
+    /// assert!(loader.next().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stopper(&self) -> Stopper {
+        Stopper(Arc::clone(&self.shared))
+    }
+
     /// Batches in an epoch (for this shard).
     pub fn batches(&self) -> u64 {
         self.shared.layout.batches
@@ -1035,17 +1073,41 @@ impl Iterator for Loader {
     }
 }
 
+/// Stops a [`Loader`] from another thread ([`Loader::stopper`]).
+#[derive(Clone)]
+pub struct Stopper(Arc<Shared>);
+
+impl fmt::Debug for Stopper {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Stopper(..)")
+    }
+}
+
+impl Stopper {
+    /// Stops the loader: its iteration ends (a waiting `next()` returns
+    /// `None`), its threads stop after the sample they are on.
+    pub fn stop(&self) {
+        self.0.shut_down();
+    }
+}
+
+impl Shared {
+    /// Stops every stage and wakes every waiter.
+    fn shut_down(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.read.close();
+        self.assembled.close();
+        self.collated.close();
+        self.buffers.close();
+        // Threads waiting for their batch to open see the stop.
+        drop(lock(&self.open));
+        self.opened.notify_all();
+    }
+}
+
 impl Drop for Loader {
     fn drop(&mut self) {
-        let s = &self.shared;
-        s.stop.store(true, Ordering::SeqCst);
-        s.read.close();
-        s.assembled.close();
-        s.collated.close();
-        s.buffers.close();
-        // Threads waiting for their batch to open see the stop.
-        drop(lock(&s.open));
-        s.opened.notify_all();
+        self.shared.shut_down();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }

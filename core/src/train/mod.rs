@@ -37,6 +37,7 @@ pub use autotune::{Budget, Tuned, autotune};
 pub use erase::{EraseValue, RandomErasing, erase};
 pub use loader::{
     Batch, BatchMut, LoadError, Loader, LoaderConfig, LoaderState, OnEpoch, OnError, PerBatch,
+    Stopper,
 };
 pub use mix::{BatchShape, MixDraws, MixMode, MixScratch, Mixup};
 pub use plan::{MAX_AUGMENTS, TrainPipeline, TrainPlan, TrainState};
