@@ -10,6 +10,8 @@
 //!   [`Shard::from_env`] reads the rank and world size that torchrun, MPI and
 //!   Horovod launchers set.
 
+#![forbid(unsafe_code)]
+
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
@@ -104,53 +106,147 @@ impl Weighted {
         })
     }
 
-    /// The epoch's draws, in order.
-    fn draw(&self, seed: u64, epoch: u32) -> Vec<u64> {
-        let w = &self.weights;
-        let key = |i: usize| Draws::new(SampleKey::new(seed, epoch, i as u64), PERMUTATION);
-        if self.replacement {
-            let mut sums = Vec::with_capacity(w.len());
-            let mut total = 0.0;
-            for x in w.iter() {
+    /// The running sums of the weights, for draws with replacement (as
+    /// long as the weights, which are held already).
+    fn sums(&self) -> Vec<f64> {
+        let mut total = 0.0;
+        self.weights
+            .iter()
+            .map(|x| {
                 total += x;
-                sums.push(total);
+                total
+            })
+            .collect()
+    }
+
+    /// Without replacement: the epoch's draws, in order (at most one per
+    /// positive weight). Keys ln(u) / w, largest first: the order of
+    /// drawing without replacement by weight.
+    fn draw_without_replacement(&self, seed: u64, epoch: u32) -> Vec<u64> {
+        let mut keys: Vec<(f64, u64)> = self
+            .weights
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| **x > 0.0)
+            .map(|(i, x)| {
+                let u = weight_key(seed, epoch, i).unit_f64().max(f64::MIN_POSITIVE);
+                (u.ln() / x, i as u64)
+            })
+            .collect();
+        keys.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        keys.truncate(self.samples);
+        keys.into_iter().map(|(_, i)| i).collect()
+    }
+}
+
+/// The draws of position `i` of a weighted epoch.
+fn weight_key(seed: u64, epoch: u32, i: usize) -> Draws {
+    Draws::new(SampleKey::new(seed, epoch, i as u64), PERMUTATION)
+}
+
+/// One shard's part of one epoch, answered position by position: nothing
+/// as long as the epoch is held beyond what its order needs (a permutation
+/// of the dataset, the weights' running sums), so an epoch of 10^12 weighted
+/// draws costs what its weights cost.
+#[derive(Debug)]
+pub(crate) struct EpochOrder {
+    kind: Kind,
+    /// Entries of the whole epoch's order, before padding.
+    whole: usize,
+    shard: Shard,
+    /// Positions this shard visits.
+    per: usize,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Sequential,
+    /// Position `p` is `perm[p]`.
+    Permutation(Vec<u64>),
+    /// Position `p` is drawn by weight from its own key.
+    Replacement {
+        sums: Vec<f64>,
+        total: f64,
+        last: usize,
+        seed: u64,
+        epoch: u32,
+    },
+    /// Position `p` is `drawn[p]`.
+    Drawn(Vec<u64>),
+}
+
+impl EpochOrder {
+    /// Shard `shard`'s part of `epoch` of a dataset of `len`, drawn by
+    /// `order` from `seed`.
+    pub(crate) fn new(
+        order: &Order,
+        seed: u64,
+        shard: Shard,
+        epoch: u32,
+        len: usize,
+    ) -> EpochOrder {
+        let kind = match order {
+            Order::Sequential => Kind::Sequential,
+            Order::Shuffled => Kind::Permutation(permutation(seed, epoch, len)),
+            Order::Weighted(w) if w.replacement => {
+                let sums = w.sums();
+                Kind::Replacement {
+                    total: sums.last().copied().unwrap_or(0.0),
+                    // The last index that can be drawn (rounding may reach the top).
+                    last: w.weights.iter().rposition(|x| *x > 0.0).unwrap_or(0),
+                    sums,
+                    seed,
+                    epoch,
+                }
             }
-            // The last index that can be drawn (rounding may reach the top).
-            let last = w.iter().rposition(|x| *x > 0.0).unwrap_or(0);
-            (0..self.samples)
-                .map(|i| {
-                    let u = key(i).unit_f64() * total;
-                    sums.partition_point(|&c| c <= u).min(last) as u64
-                })
-                .collect()
-        } else {
-            // Keys ln(u) / w, largest first: the order of drawing without
-            // replacement by weight.
-            let mut keys: Vec<(f64, u64)> = w
-                .iter()
-                .enumerate()
-                .filter(|(_, x)| **x > 0.0)
-                .map(|(i, x)| {
-                    let u = key(i).unit_f64().max(f64::MIN_POSITIVE);
-                    (u.ln() / x, i as u64)
-                })
-                .collect();
-            keys.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            keys.truncate(self.samples);
-            keys.into_iter().map(|(_, i)| i).collect()
+            Order::Weighted(w) => Kind::Drawn(w.draw_without_replacement(seed, epoch)),
+        };
+        let len = order.epoch_len(len);
+        EpochOrder {
+            kind,
+            whole: len,
+            shard,
+            per: if len == 0 { 0 } else { shard.samples(len) },
+        }
+    }
+
+    /// Positions this shard visits in the epoch.
+    pub(crate) fn len(&self) -> usize {
+        self.per
+    }
+
+    /// The dataset index at this shard's position `k` (below
+    /// [`EpochOrder::len`]). Position p of the padded epoch is position
+    /// p % len of its order: padding repeats the order from its start.
+    pub(crate) fn index(&self, k: usize) -> u64 {
+        let n = self.shard.count as usize;
+        let p = ((self.shard.index as usize) + k * n) % self.whole;
+        match &self.kind {
+            Kind::Sequential => p as u64,
+            Kind::Permutation(perm) => perm[p],
+            Kind::Drawn(drawn) => drawn[p],
+            Kind::Replacement {
+                sums,
+                total,
+                last,
+                seed,
+                epoch,
+            } => {
+                let u = weight_key(*seed, *epoch, p).unit_f64() * total;
+                sums.partition_point(|&c| c <= u).min(*last) as u64
+            }
         }
     }
 }
 
-/// One process's part of each epoch.
+/// One process's part of each epoch: shard `index` of `count`, made only
+/// by [`Shard::new`] (or [`Shard::from_env`]), which refuse an index not
+/// below the count, so no loader ever reads another rank's samples.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shard {
-    /// Number of shards (processes training together).
-    pub count: u32,
-    /// This process's shard, `0..count`.
-    pub index: u32,
-    /// Cut each epoch to a multiple of `count` instead of padding it.
-    pub drop_last: bool,
+    count: u32,
+    index: u32,
+    drop_last: bool,
 }
 
 impl Shard {
@@ -160,6 +256,45 @@ impl Shard {
         index: 0,
         drop_last: false,
     };
+
+    /// Shard `index` of `count` (`0 <= index < count`); `drop_last` cuts
+    /// each epoch to a multiple of `count` instead of padding it.
+    ///
+    /// ```
+    /// use tensorprep::train::Shard;
+    ///
+    /// assert_eq!(Shard::new(4, 3, false)?.index(), 3);
+    /// assert!(Shard::new(2, 2, false).is_err()); // rank 2 of a world of 2
+    /// assert!(Shard::new(0, 0, false).is_err());
+    /// # Ok::<(), tensorprep::Error>(())
+    /// ```
+    pub fn new(count: u32, index: u32, drop_last: bool) -> Result<Shard, crate::Error> {
+        if count == 0 || index >= count {
+            return Err(crate::Error::InvalidParameter {
+                name: "shard: the rank must be at least 0 and below the world size",
+            });
+        }
+        Ok(Shard {
+            count,
+            index,
+            drop_last,
+        })
+    }
+
+    /// Number of shards (processes training together).
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// This process's shard, `0..count`.
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// Whether each epoch is cut to a multiple of the count (else padded).
+    pub fn drop_last(&self) -> bool {
+        self.drop_last
+    }
 
     /// The shard the launcher assigned: `RANK` and `WORLD_SIZE` (torchrun,
     /// `torch.distributed.launch`), else `OMPI_COMM_WORLD_RANK` and
@@ -190,15 +325,10 @@ impl Shard {
                     name: "shard: the launcher's rank or world size is not a number",
                 });
             };
-            if count == 0 || index >= count {
-                return Err(crate::Error::InvalidParameter {
+            return Shard::new(count, index, drop_last).map_err(|_| {
+                crate::Error::InvalidParameter {
                     name: "shard: the launcher's rank is not below its world size",
-                });
-            }
-            return Ok(Shard {
-                count,
-                index,
-                drop_last,
+                }
             });
         }
         Ok(Shard {
@@ -209,7 +339,7 @@ impl Shard {
 
     /// Samples this shard visits per epoch of a dataset of `len`.
     pub fn samples(&self, len: usize) -> usize {
-        let n = self.count.max(1) as usize;
+        let n = self.count as usize;
         if self.drop_last {
             len / n
         } else {
@@ -228,10 +358,11 @@ impl Shard {
 /// use tensorprep::train::{Order, Shard, epoch_indices};
 ///
 /// let mut mine = Vec::new();
-/// let shard = Shard { count: 3, index: 1, drop_last: false };
+/// let shard = Shard::new(3, 1, false)?;
 /// epoch_indices(&Order::Sequential, 0, shard, 0, 7, &mut mine);
 /// // 7 padded to 9 (0..7 then 0, 1); shard 1 takes positions 1, 4, 7.
 /// assert_eq!(mine, [1, 4, 0]);
+/// # Ok::<(), tensorprep::Error>(())
 /// ```
 pub fn epoch_indices(
     order: &Order,
@@ -242,27 +373,8 @@ pub fn epoch_indices(
     out: &mut Vec<u64>,
 ) {
     out.clear();
-    let len = order.epoch_len(len);
-    let n = shard.count.max(1) as usize;
-    let per = shard.samples(len);
-    let total = per * n;
-    if len == 0 || total == 0 {
-        return;
-    }
-    // Position p of the padded epoch is position p % len of its order:
-    // padding repeats the order from its start.
-    let positions = (0..per).map(|k| (shard.index as usize + k * n) % len);
-    match order {
-        Order::Sequential => out.extend(positions.map(|p| p as u64)),
-        Order::Shuffled => {
-            let perm = permutation(seed, epoch, len);
-            out.extend(positions.map(|p| perm[p]));
-        }
-        Order::Weighted(w) => {
-            let drawn = w.draw(seed, epoch);
-            out.extend(positions.map(|p| drawn[p]));
-        }
-    }
+    let order = EpochOrder::new(order, seed, shard, epoch, len);
+    out.extend((0..order.len()).map(|k| order.index(k)));
 }
 
 /// The permutation of `0..len` for (seed, epoch): Fisher-Yates, each swap
