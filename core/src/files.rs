@@ -10,6 +10,8 @@
 //! an existing target's permissions (and owner and group, where the user may
 //! set them) are kept.
 
+#![forbid(unsafe_code)]
+
 use core::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
@@ -19,20 +21,40 @@ use std::vec::Vec;
 
 /// Opens `path` if it is a regular file; returns it and its length.
 ///
+/// The type is checked on the opened descriptor (`fstat`), not on the path
+/// beforehand, so a file swapped for a FIFO between a check and the open
+/// cannot block a reader: on Unix the open itself does not wait
+/// (`O_NONBLOCK`, which changes nothing for reading a regular file).
+///
 /// ```
 /// let err = tensorprep::files::open_regular("/dev/zero".as_ref()).unwrap_err();
 /// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
 /// ```
 pub fn open_regular(path: &Path) -> io::Result<(File, u64)> {
-    if !std::fs::metadata(path)?.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file (a directory, device or FIFO): refused",
-        ));
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
     }
-    let file = File::open(path)?;
-    let len = file.metadata()?.len();
-    Ok((file, len))
+    #[cfg(not(unix))]
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(not_regular());
+    }
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    Ok((file, meta.len()))
+}
+
+fn not_regular() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "not a regular file (a directory, device or FIFO): refused",
+    )
 }
 
 /// Why [`read_capped`] read nothing.
@@ -282,6 +304,52 @@ mod tests {
         let bytes = std::fs::read(&path).unwrap();
         assert!(bytes.len() == 4096 && bytes.iter().all(|&b| b == bytes[0]));
         assert_eq!(entries(&dir), ["graph.tpp"]);
+    }
+
+    /// A path swapped between a regular file and a FIFO (with no writer)
+    /// as fast as possible: every open returns promptly, the FIFO refused.
+    /// (A type check on the path before the open blocked forever when the
+    /// swap fell between the two.)
+    #[test]
+    fn a_file_swapped_for_a_fifo_never_blocks_the_open() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::{Arc, mpsc};
+        let dir = scratch("fifo");
+        let (file, fifo, path) = (dir.join("file"), dir.join("fifo"), dir.join("image.jpg"));
+        std::fs::write(&file, b"jpeg").unwrap();
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        let stop = Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let (stop, file, fifo, path) =
+                (Arc::clone(&stop), file.clone(), fifo.clone(), path.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    for from in [&file, &fifo] {
+                        let _ = std::fs::remove_file(&path);
+                        let _ = std::fs::hard_link(from, &path);
+                    }
+                }
+            })
+        };
+        let (done, finished) = mpsc::channel();
+        let opener = std::thread::spawn(move || {
+            let (mut files, mut refused) = (0, 0);
+            for _ in 0..20_000 {
+                match open_regular(&path) {
+                    Ok(_) => files += 1,
+                    Err(e) if e.kind() == io::ErrorKind::InvalidInput => refused += 1,
+                    Err(_) => {} // between the remove and the link
+                }
+            }
+            let _ = done.send((files, refused));
+        });
+        let result = finished.recv_timeout(std::time::Duration::from_secs(60));
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().unwrap();
+        let (files, refused) = result.expect("an open blocked on the FIFO");
+        opener.join().unwrap();
+        assert!(files > 0 && refused > 0, "{files} files, {refused} FIFOs");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! the files whose extension (any case) names a format the decoder reads:
 //! `.jpg`, `.jpeg`, `.png`, `.webp`.
 
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -29,25 +29,57 @@ pub struct FolderDataset {
 
 impl FolderDataset {
     /// Lists `root`'s classes and images (no image is read yet).
+    ///
+    /// Refused, naming the folder, as torchvision refuses them: a root
+    /// without class folders, and a class folder without images. Refused
+    /// too: a folder reached twice through links (a cycle, or two links to
+    /// one folder), which would list its images again and again. A class
+    /// folder's name that is not UTF-8 is opened as it is; its class name
+    /// is its lossy text.
     pub fn open(root: impl AsRef<Path>) -> Result<FolderDataset, DataError> {
         let root = root.as_ref();
-        let mut classes: Vec<String> = Vec::new();
+        let mut classes: Vec<(String, std::ffi::OsString)> = Vec::new();
         for entry in std::fs::read_dir(root).map_err(|e| DataError::io(root, e))? {
             let entry = entry.map_err(|e| DataError::io(root, e))?;
             if entry.path().is_dir() {
-                classes.push(entry.file_name().to_string_lossy().into_owned());
+                let name = entry.file_name();
+                classes.push((name.to_string_lossy().into_owned(), name));
             }
         }
-        classes.sort();
+        if classes.is_empty() {
+            return Err(DataError::corrupt(
+                FORMAT,
+                root,
+                0,
+                "no class folders: expected one sub-folder per class, holding its images \
+                 (root/<class>/<image>.jpg)",
+            ));
+        }
+        classes.sort_by(|a, b| a.1.cmp(&b.1));
         let mut files = Vec::new();
-        for (label, class) in classes.iter().enumerate() {
+        let mut seen = Visited::default();
+        for (label, (name, dir_name)) in classes.iter().enumerate() {
+            let dir = root.join(dir_name);
             let mut dirs = Vec::new();
-            walk(&root.join(class), &mut dirs, 0)?;
+            walk(&dir, &mut dirs, &mut seen, 0)?;
             dirs.sort_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
+            let before = files.len();
             for (_, names) in dirs {
                 files.extend(names.into_iter().map(|p| (p, label as u32)));
             }
+            if files.len() == before {
+                return Err(DataError::corrupt(
+                    FORMAT,
+                    &dir,
+                    0,
+                    alloc::format!(
+                        "class `{name}` has no image files ({})",
+                        EXTENSIONS.map(|e| alloc::format!(".{e}")).join(", ")
+                    ),
+                ));
+            }
         }
+        let classes = classes.into_iter().map(|(name, _)| name).collect();
         Ok(FolderDataset { classes, files })
     }
 
@@ -62,19 +94,70 @@ impl FolderDataset {
     }
 }
 
-/// Deepest folder nesting followed (links can make cycles).
+const FORMAT: &str = "image folder";
+
+/// Deepest folder nesting followed.
 const MAX_DEPTH: usize = 64;
 
+/// The folders walked so far, by identity (device and inode on Unix), with
+/// the path each was first reached by.
+#[derive(Default)]
+struct Visited(std::collections::HashMap<(u64, u64), PathBuf>);
+
+impl Visited {
+    /// Records `dir`; a folder already walked is an error naming both paths.
+    fn enter(&mut self, dir: &Path) -> Result<(), DataError> {
+        let id = identity(dir)?;
+        if let Some(first) = self.0.get(&id) {
+            return Err(DataError::corrupt(
+                FORMAT,
+                dir,
+                0,
+                alloc::format!(
+                    "the folder {} is reached again through a link (a cycle, or two links to one \
+                     folder): its images would be listed twice",
+                    first.display()
+                ),
+            ));
+        }
+        self.0.insert(id, dir.to_path_buf());
+        Ok(())
+    }
+}
+
+/// A folder's identity: its device and inode.
+#[cfg(unix)]
+fn identity(dir: &Path) -> Result<(u64, u64), DataError> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(dir).map_err(|e| DataError::io(dir, e))?;
+    Ok((m.dev(), m.ino()))
+}
+
+/// A folder's identity: a hash of its canonical path.
+#[cfg(not(unix))]
+fn identity(dir: &Path) -> Result<(u64, u64), DataError> {
+    let canonical = std::fs::canonicalize(dir).map_err(|e| DataError::io(dir, e))?;
+    let mut h = crate::Fnv1a64::new();
+    h.update(canonical.as_os_str().as_encoded_bytes());
+    Ok((0, h.finish()))
+}
+
 /// Collects `dir` and its sub-folders with their image files (sorted).
-fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<PathBuf>)>, depth: usize) -> Result<(), DataError> {
+fn walk(
+    dir: &Path,
+    out: &mut Vec<(PathBuf, Vec<PathBuf>)>,
+    seen: &mut Visited,
+    depth: usize,
+) -> Result<(), DataError> {
     if depth > MAX_DEPTH {
         return Err(DataError::corrupt(
-            "image folder",
+            FORMAT,
             dir,
             depth as u64,
-            "folders nested deeper than 64 (a link cycle?)",
+            "folders nested deeper than 64",
         ));
     }
+    seen.enter(dir)?;
     let mut names = Vec::new();
     let mut subdirs = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(|e| DataError::io(dir, e))? {
@@ -86,9 +169,10 @@ fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<PathBuf>)>, depth: usize) -> Res
         }
     }
     names.sort();
+    subdirs.sort();
     out.push((dir.to_path_buf(), names));
     for sub in subdirs {
-        walk(&sub, out, depth + 1)?;
+        walk(&sub, out, seen, depth + 1)?;
     }
     Ok(())
 }
@@ -123,6 +207,13 @@ impl Dataset for FolderDataset {
         self.files.len()
     }
 
+    fn describe(&self, index: usize) -> String {
+        match self.files.get(index) {
+            Some((path, _)) => path.display().to_string(),
+            None => alloc::format!("sample {index}"),
+        }
+    }
+
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
         let (path, label) = self.files.get(index).ok_or(DataError::OutOfRange {
             index,
@@ -136,7 +227,7 @@ impl Dataset for FolderDataset {
             .map_err(|e| DataError::io(path, e))?;
         if sample.bytes.len() as u64 > MAX_FILE_BYTES {
             return Err(DataError::corrupt(
-                "image folder",
+                FORMAT,
                 path,
                 MAX_FILE_BYTES,
                 "larger than 256 MiB",

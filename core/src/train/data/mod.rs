@@ -5,6 +5,8 @@
 //! Every length a file states is checked against the bytes the file holds
 //! before anything is allocated for it.
 
+#![forbid(unsafe_code)]
+
 pub mod combine;
 mod error;
 pub mod folder;
@@ -60,6 +62,12 @@ pub trait Dataset: Send + Sync {
     /// Reads sample `index` into `sample`, reusing its buffers.
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError>;
 
+    /// Sample `index` as the dataset knows it, for messages: its file, or
+    /// its file and offset, or its shard and key. The default is its index.
+    fn describe(&self, index: usize) -> alloc::string::String {
+        alloc::format!("sample {index}")
+    }
+
     /// A hash of what the dataset holds, cheap to compute (its layout: the
     /// files' records, names and labels; not every byte), so that a
     /// [`LoaderState`](crate::train::LoaderState) resumes only on the
@@ -81,6 +89,75 @@ pub(crate) fn fingerprint_of(name: &str, values: impl Iterator<Item = u64>) -> u
         h.update(&v.to_le_bytes());
     }
     h.finish()
+}
+
+/// Labels travel as `f32`: a label read from a file must be finite, and an
+/// integer label one that `f32` holds exactly (up to 2^24, and the larger
+/// ones that happen to be exact), so a class index is never rounded into
+/// another. What is not is refused, naming the sample, never passed on.
+pub(crate) mod label {
+    /// A float label, refused unless finite.
+    pub(crate) fn float(x: f32) -> Result<f32, &'static str> {
+        if x.is_finite() {
+            Ok(x)
+        } else {
+            Err("a label that is not a finite number (NaN or infinite)")
+        }
+    }
+
+    /// An integer label, refused unless `f32` holds it exactly.
+    pub(crate) fn int(x: i64) -> Result<f32, &'static str> {
+        let f = x as f32;
+        if f as f64 as i128 == i128::from(x) {
+            Ok(f)
+        } else {
+            Err("an integer label that float32 cannot hold exactly (beyond 2^24)")
+        }
+    }
+
+    /// A label written as text (`7`, `-1`, `0.25`): an integer is held
+    /// exactly, a number finite after rounding to `f32`.
+    pub(crate) fn text(t: &str) -> Result<f32, &'static str> {
+        let t = t.trim();
+        if let Ok(i) = t.parse::<i64>() {
+            return int(i);
+        }
+        let x: f64 = t.parse().map_err(|_| "a label that is not a number")?;
+        if !x.is_finite() {
+            return float(f32::NAN);
+        }
+        if x.fract() == 0.0 && (x as f32) as f64 != x {
+            return Err("an integer label that float32 cannot hold exactly (beyond 2^24)");
+        }
+        float(x as f32)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn labels_are_finite_and_integers_exact() {
+            assert_eq!(super::int(16_777_216), Ok(16_777_216.0));
+            assert!(super::int(16_777_217).is_err());
+            assert!(super::int(i64::MAX).is_err());
+            assert_eq!(super::int(1 << 40), Ok((1u64 << 40) as f32));
+            assert_eq!(super::text(" 7\n"), Ok(7.0));
+            assert_eq!(super::text("-0.25"), Ok(-0.25));
+            for bad in [
+                "nan",
+                "inf",
+                "-inf",
+                "1e40",
+                "",
+                "cat",
+                "16777217",
+                "16777217.0",
+            ] {
+                assert!(super::text(bad).is_err(), "{bad:?}");
+            }
+            assert!(super::float(f32::NAN).is_err());
+            assert!(super::float(f32::INFINITY).is_err());
+        }
+    }
 }
 
 /// A length and a function reading sample `i`: a dataset from a closure.

@@ -213,15 +213,31 @@ impl RecFile {
     /// The offsets of the records that start in `[begin, end)` (aligned
     /// down to 4), found from the first record head at or after `begin`:
     /// dmlc's `InputSplit` resynchronisation on the magic.
+    ///
+    /// From offset 0 nothing is skipped: a file that does not start with a
+    /// record head is refused there (only a part starting inside the file
+    /// resynchronises).
     fn scan(&self, begin: u64, end: u64) -> Result<Vec<u64>, DataError> {
-        let mut offset = self.next_head(begin / 4 * 4)?;
+        let mut offset = if begin == 0 {
+            0
+        } else {
+            self.next_head(begin / 4 * 4)?
+        };
         let end = end.min(self.len);
-        // Every record takes at least 8 bytes: a bound on the count.
+        if offset == 0 && end > 0 {
+            // The first record's head is checked here, before any walk.
+            let (cflag, _) = self.part_header(0)?;
+            if cflag > 1 {
+                return Err(self.bad(0, "the file starts with a continuation part"));
+            }
+        }
+        // Grown as records are found (a count bound from the file's size
+        // would reserve a slot per 8 bytes: 30 GiB for a 30 GiB file).
         let mut offsets = Vec::new();
-        offsets
-            .try_reserve(((end.saturating_sub(offset)) / 8) as usize)
-            .map_err(|_| self.bad(offset, "no memory for the offsets"))?;
         while offset < end {
+            offsets
+                .try_reserve(1)
+                .map_err(|_| self.bad(offset, "no memory for the offsets"))?;
             offsets.push(offset);
             // Walk the parts without reading the data.
             let mut at = offset;
@@ -378,6 +394,13 @@ impl Dataset for RecordIoDataset {
         self.offsets.len()
     }
 
+    fn describe(&self, index: usize) -> alloc::string::String {
+        match self.offsets.get(index) {
+            Some(offset) => alloc::format!("{}: record at {offset}", self.rec.path.display()),
+            None => alloc::format!("sample {index}"),
+        }
+    }
+
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
         self.read_raw(index, &mut sample.bytes)?;
         let offset = self.offsets[index];
@@ -397,14 +420,13 @@ impl Dataset for RecordIoDataset {
             return Err(bad("its label count runs past the record"));
         }
         sample.labels.clear();
+        let checked = |x: f32| super::label::float(x).map_err(&bad);
         if flag == 0 {
-            sample.labels.push(label);
+            sample.labels.push(checked(label)?);
         } else {
-            sample.labels.extend(
-                (HEADER_BYTES..labels_end as usize)
-                    .step_by(4)
-                    .map(|i| f32::from_le_bytes(word(i))),
-            );
+            for i in (HEADER_BYTES..labels_end as usize).step_by(4) {
+                sample.labels.push(checked(f32::from_le_bytes(word(i)))?);
+            }
         }
         sample.id = id;
         // The image moves to the front of the same buffer: no allocation.

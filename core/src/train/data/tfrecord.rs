@@ -19,7 +19,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::{DataError, Dataset, Sample, append_at, open_file, read_at, read_index};
+use super::{DataError, Dataset, Sample, append_at, label, open_file, read_at, read_index};
 use crate::graph::wire::{self, Value};
 
 const FORMAT: &str = "TFRecord";
@@ -325,34 +325,41 @@ fn first_bytes(feature: &[u8]) -> Result<Option<&[u8]>, &'static str> {
     Ok(None)
 }
 
-/// The values of a float or int64 list feature, packed or not, as floats.
+/// The values of a float or int64 list feature, packed or not, as floats:
+/// at least one, each finite, each integer exact in `f32` (a bytes list, an
+/// empty list, a NaN or a rounded class index is refused).
 fn numbers(feature: &[u8], out: &mut Vec<f32>) -> Result<(), &'static str> {
     let bad = |_| "a malformed number list";
+    let start = out.len();
     for f in wire::fields(feature) {
         let f = f.map_err(bad)?;
         let list = match (f.number, f.value) {
             (2 | 3, Value::Bytes(list)) => list,
+            (1, _) => return Err("a label stored as a bytes list, not numbers"),
             _ => continue,
         };
         for v in wire::fields(list) {
             match (f.number, v.map_err(bad)?.value) {
-                (2, Value::Fixed32(x)) => out.push(f32::from_bits(x)),
-                (2, Value::Bytes(packed)) if packed.len() % 4 == 0 => out.extend(
-                    packed
-                        .chunks_exact(4)
-                        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-                ),
-                (3, Value::Varint(x)) => out.push(x as i64 as f32),
+                (2, Value::Fixed32(x)) => out.push(label::float(f32::from_bits(x))?),
+                (2, Value::Bytes(packed)) if packed.len() % 4 == 0 => {
+                    for c in packed.chunks_exact(4) {
+                        out.push(label::float(f32::from_le_bytes([c[0], c[1], c[2], c[3]]))?);
+                    }
+                }
+                (3, Value::Varint(x)) => out.push(label::int(x as i64)?),
                 (3, Value::Bytes(mut packed)) => {
                     while !packed.is_empty() {
                         let x = prost::encoding::decode_varint(&mut packed)
                             .map_err(|_| "a malformed int64 list")?;
-                        out.push(x as i64 as f32);
+                        out.push(label::int(x as i64)?);
                     }
                 }
                 _ => return Err("a malformed number list"),
             }
         }
+    }
+    if out.len() == start {
+        return Err("an empty label list");
     }
     Ok(())
 }
@@ -368,6 +375,13 @@ impl Dataset for TfRecordDataset {
 
     fn len(&self) -> usize {
         self.records.len()
+    }
+
+    fn describe(&self, index: usize) -> alloc::string::String {
+        match self.records.get(index) {
+            Some((offset, _)) => alloc::format!("{}: record at {offset}", self.path.display()),
+            None => alloc::format!("sample {index}"),
+        }
     }
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {

@@ -8,20 +8,43 @@
 //! [`WebKeys::label`] (`cls` by default: an integer or a number). Shard
 //! lists use braces: `shard-{000..099}.tar`, `{train,val}.tar`.
 //!
-//! The tar headers are read once (the `tar` crate: ustar, GNU long names,
-//! pax); samples are then read by position, like every dataset here.
+//! The tar headers are read once (the `tar` crate: ustar, checksums, sizes;
+//! GNU long names and pax paths here, each capped at [`MAX_EXTENDED_BYTES`]
+//! before it is read), seeking over the members' data; samples are then
+//! read by position, like every dataset here. Members whose file name
+//! starts with a dot (macOS's `._name.jpg`) are skipped, as webdataset
+//! skips them. A shard is opened when a sample in it is read, and at most
+//! [`MAX_OPEN_SHARDS`] stay open (1,282 ImageNet shards exceed the usual
+//! limit of 1,024 descriptors).
 
 use alloc::string::{String, ToString};
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-use super::{DataError, Dataset, Sample, append_at, open_file, read_at};
+use super::{DataError, Dataset, Sample, append_at, label, open_file, read_at};
 
 const FORMAT: &str = "WebDataset tar";
 
 /// The most shards a pattern may name.
 pub const MAX_SHARDS: usize = 1 << 20;
+
+/// The most bytes a pattern's expanded names may take in all (a long
+/// prefix times a wide range is refused before anything is built).
+pub const MAX_PATTERN_BYTES: usize = 64 << 20;
+
+/// The largest GNU long name or pax header read (its claimed size is
+/// checked before a byte of it is read).
+pub const MAX_EXTENDED_BYTES: u64 = 64 << 10;
+
+/// The largest image or label member read: the image folder's cap.
+pub const MAX_MEMBER_BYTES: u64 = super::folder::MAX_FILE_BYTES;
+
+/// Shards kept open at once (the least recently read is closed first).
+pub const MAX_OPEN_SHARDS: usize = 64;
 
 /// Which members of a sample are its image and its label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,16 +85,67 @@ struct Gathering {
     label: Option<Member>,
 }
 
+/// A shard: its path and the length it had when it was indexed (a shard
+/// changed since is refused when it is opened again).
+#[derive(Debug)]
+struct Shard {
+    path: PathBuf,
+    len: u64,
+}
+
 /// Tar shards as one dataset of samples, in shard order then member order.
 #[derive(Debug)]
 pub struct WebDataset {
-    shards: Vec<(PathBuf, File)>,
+    shards: Vec<Shard>,
     samples: Vec<SampleAt>,
     keys: Vec<String>,
+    /// The shards open now, the most recently read last.
+    open: Mutex<Vec<(u32, Arc<File>)>>,
+}
+
+/// One brace group of a pattern, or the text between groups.
+enum Part<'a> {
+    Text(&'a str),
+    List(Vec<&'a str>),
+    Range { lo: u64, hi: u64, width: usize },
+}
+
+impl Part<'_> {
+    fn count(&self) -> u64 {
+        match self {
+            Part::Text(_) => 1,
+            Part::List(l) => l.len() as u64,
+            Part::Range { lo, hi, .. } => hi - lo + 1,
+        }
+    }
+
+    /// The bytes of all its alternatives together.
+    fn bytes(&self) -> u64 {
+        match self {
+            Part::Text(t) => t.len() as u64,
+            Part::List(l) => l.iter().map(|a| a.len() as u64).sum(),
+            Part::Range { lo, hi, width } => (*lo..=*hi)
+                .map(|n| (n.checked_ilog10().unwrap_or(0) as u64 + 1).max(*width as u64))
+                .sum(),
+        }
+    }
+
+    fn push(&self, k: u64, out: &mut String) {
+        use core::fmt::Write;
+        match self {
+            Part::Text(t) => out.push_str(t),
+            Part::List(l) => out.push_str(l[k as usize]),
+            Part::Range { lo, width, .. } => {
+                let _ = write!(out, "{:0width$}", lo + k);
+            }
+        }
+    }
 }
 
 /// The paths a brace pattern names: `{a,b}` lists and `{000..099}` ranges
 /// (zero-padded to the first bound's width), several braces multiplied out.
+/// At most [`MAX_SHARDS`] names of [`MAX_PATTERN_BYTES`] in all, counted
+/// before any is built.
 ///
 /// ```
 /// use tensorprep::train::data::webdataset::expand_braces;
@@ -82,68 +156,144 @@ pub struct WebDataset {
 /// ```
 pub fn expand_braces(pattern: &str) -> Result<Vec<String>, DataError> {
     let bad = |what: &str| DataError::corrupt("shard pattern", Path::new(pattern), 0, what);
-    let Some(open) = pattern.find('{') else {
-        return Ok(alloc::vec![pattern.to_string()]);
-    };
-    let close = pattern[open..]
-        .find('}')
-        .map(|c| open + c)
-        .ok_or_else(|| bad("a `{` without its `}`"))?;
-    let (head, body, tail) = (
-        &pattern[..open],
-        &pattern[open + 1..close],
-        &pattern[close + 1..],
-    );
-    let mut alternatives = Vec::new();
-    if let Some((a, b)) = body.split_once("..") {
-        let (lo, hi) = (
-            a.parse::<u64>()
-                .map_err(|_| bad("a range bound is not a number"))?,
-            b.parse::<u64>()
-                .map_err(|_| bad("a range bound is not a number"))?,
-        );
-        if hi < lo || hi - lo >= MAX_SHARDS as u64 {
-            return Err(bad("a range runs backwards or names too many shards"));
-        }
-        let width = a.len();
-        alternatives.extend((lo..=hi).map(|n| alloc::format!("{n:0width$}")));
-    } else {
-        alternatives.extend(body.split(',').map(str::to_string));
+    let mut parts = Vec::new();
+    let mut rest = pattern;
+    while let Some(open) = rest.find('{') {
+        let close = rest[open..]
+            .find('}')
+            .map(|c| open + c)
+            .ok_or_else(|| bad("a `{` without its `}`"))?;
+        parts.push(Part::Text(&rest[..open]));
+        let body = &rest[open + 1..close];
+        parts.push(if let Some((a, b)) = body.split_once("..") {
+            let number = |x: &str| {
+                x.parse::<u64>()
+                    .map_err(|_| bad("a range bound is not a number"))
+            };
+            let (lo, hi) = (number(a)?, number(b)?);
+            if hi < lo || hi - lo >= MAX_SHARDS as u64 {
+                return Err(bad("a range runs backwards or names too many shards"));
+            }
+            Part::Range {
+                lo,
+                hi,
+                width: a.len(),
+            }
+        } else {
+            Part::List(body.split(',').collect())
+        });
+        rest = &rest[close + 1..];
     }
-    let rests = expand_braces(tail)?;
-    if alternatives.len().saturating_mul(rests.len()) > MAX_SHARDS {
-        return Err(bad("the pattern names too many shards"));
-    }
-    let mut out = Vec::with_capacity(alternatives.len() * rests.len());
-    for alt in &alternatives {
-        for rest in &rests {
-            out.push(alloc::format!("{head}{alt}{rest}"));
+    parts.push(Part::Text(rest));
+    // Count the names and their bytes first: each part's alternatives
+    // appear count / part.count() times each.
+    let count = parts
+        .iter()
+        .try_fold(1u64, |n, p| n.checked_mul(p.count()))
+        .filter(|&n| n <= MAX_SHARDS as u64)
+        .ok_or_else(|| bad("the pattern names too many shards"))?;
+    let bytes = parts
+        .iter()
+        .try_fold(0u64, |sum, p| {
+            (count / p.count().max(1))
+                .checked_mul(p.bytes())
+                .and_then(|b| sum.checked_add(b))
+        })
+        .filter(|&b| b <= MAX_PATTERN_BYTES as u64)
+        .ok_or_else(|| bad("the pattern's names take more than 64 MiB"))?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(count as usize)
+        .map_err(|_| bad("no memory for the shard names"))?;
+    let per_name = (bytes / count.max(1)) as usize + 1;
+    let mut ks = alloc::vec![0u64; parts.len()];
+    for n in 0..count {
+        let mut name = String::with_capacity(per_name);
+        // The last part varies fastest.
+        let mut k = n;
+        for (slot, p) in ks.iter_mut().zip(&parts).rev() {
+            *slot = k % p.count();
+            k /= p.count();
         }
+        for (p, k) in parts.iter().zip(&ks) {
+            p.push(*k, &mut name);
+        }
+        out.push(name);
     }
     Ok(out)
 }
 
-/// A member's key and lower-case extension (`None` without a dot).
+/// A member's key and lower-case extension (`None` without a dot, or for
+/// a hidden file: a name starting with a dot).
 fn key_and_extension(path: &str) -> Option<(&str, String)> {
     let name_start = path.rfind('/').map_or(0, |i| i + 1);
     let dot = path[name_start..].find('.')? + name_start;
+    if dot == name_start {
+        return None;
+    }
     Some((&path[..dot], path[dot + 1..].to_ascii_lowercase()))
+}
+
+/// An extended header's bytes (a GNU long name, a pax record list), its
+/// claimed size checked against [`MAX_EXTENDED_BYTES`] before reading.
+fn extended(
+    entry: &mut tar::Entry<'_, &File>,
+    bad: impl Fn(&str) -> DataError,
+) -> Result<Vec<u8>, DataError> {
+    let size = entry.size();
+    if size > MAX_EXTENDED_BYTES {
+        return Err(bad(&alloc::format!(
+            "an extended tar header of {size} bytes (more than {MAX_EXTENDED_BYTES})"
+        )));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    entry
+        .take(size)
+        .read_to_end(&mut bytes)
+        .map_err(|e| bad(&e.to_string()))?;
+    if (bytes.len() as u64) < size {
+        return Err(bad("an extended tar header runs past the end of the file"));
+    }
+    Ok(bytes)
 }
 
 impl WebDataset {
     /// Opens the shards `pattern` names (braces expanded) and lists their
-    /// samples. A sample without an image is refused, naming it.
+    /// samples. A sample without an image is refused, naming it; so is a
+    /// sample without a label when others have one.
     pub fn open(pattern: &str, keys: WebKeys<'_>) -> Result<WebDataset, DataError> {
         let mut d = WebDataset {
             shards: Vec::new(),
             samples: Vec::new(),
             keys: Vec::new(),
+            open: Mutex::new(Vec::new()),
         };
         for (i, path) in expand_braces(pattern)?.into_iter().enumerate() {
             let path = PathBuf::from(path);
             let (file, len) = open_file(&path)?;
-            d.index(i as u32, &path, &file, len, keys)?;
-            d.shards.push((path, file));
+            let shard = u32::try_from(i).map_err(|_| DataError::Invalid {
+                what: "more than 2^32 shards".into(),
+            })?;
+            d.index(shard, &path, &file, len, keys)?;
+            d.shards.push(Shard { path, len });
+        }
+        let labelled = d.samples.iter().filter(|s| s.label.is_some()).count();
+        if labelled > 0 && labelled < d.samples.len() {
+            let at = d
+                .samples
+                .iter()
+                .position(|s| s.label.is_none())
+                .unwrap_or(0);
+            let shard = &d.shards[d.samples[at].image.shard as usize];
+            return Err(DataError::corrupt(
+                FORMAT,
+                &shard.path,
+                d.samples[at].image.offset,
+                alloc::format!(
+                    "sample `{}` has no `.{}` label, while {labelled} others have one",
+                    d.keys[at],
+                    keys.label
+                ),
+            ));
         }
         Ok(d)
     }
@@ -158,7 +308,12 @@ impl WebDataset {
     ) -> Result<(), DataError> {
         let bad = |offset: u64, what: &str| DataError::corrupt(FORMAT, path, offset, what);
         let mut archive = tar::Archive::new(file);
-        let entries = archive.entries().map_err(|e| DataError::io(path, e))?;
+        // Raw: extended headers come as entries, read here under a cap;
+        // with seek: members' data is skipped, not read.
+        let entries = archive
+            .entries_with_seek()
+            .map_err(|e| DataError::io(path, e))?
+            .raw(true);
         let mut current: Option<Gathering> = None;
         let finish = |current: Option<Gathering>,
                       samples: &mut Vec<SampleAt>,
@@ -168,6 +323,9 @@ impl WebDataset {
                 let (_, image) = g.image.ok_or_else(|| {
                     bad(0, &alloc::format!("sample `{}` has no image member", g.key))
                 })?;
+                samples
+                    .try_reserve(1)
+                    .map_err(|_| bad(0, "no memory for the samples"))?;
                 samples.push(SampleAt {
                     image,
                     label: g.label,
@@ -176,21 +334,74 @@ impl WebDataset {
             }
             Ok(())
         };
+        // The next member's name from a GNU long name or a pax header, and
+        // whether an extended header waits for its member.
+        let mut long_name: Option<Vec<u8>> = None;
+        let mut pending = false;
         for entry in entries {
-            let entry = entry.map_err(|e| bad(0, &e.to_string()))?;
-            if !entry.header().entry_type().is_file() {
-                continue;
-            }
+            let mut entry = entry.map_err(|e| bad(0, &e.to_string()))?;
             let offset = entry.raw_file_position();
             let size = entry.size();
-            if offset.checked_add(size).is_none_or(|end| end > len) {
-                return Err(bad(offset, "a member runs past the end of the file"));
+            let kind = entry.header().entry_type();
+            let here = |what: &str| bad(offset, what);
+            let extension = kind.is_gnu_longname()
+                || kind.is_gnu_longlink()
+                || kind.is_pax_local_extensions()
+                || kind.is_pax_global_extensions();
+            // A global pax header describes the archive, not the next member.
+            pending = extension && !kind.is_pax_global_extensions();
+            if kind.is_gnu_longname() {
+                let mut name = extended(&mut entry, here)?;
+                while name.last() == Some(&0) {
+                    name.pop();
+                }
+                long_name = Some(name);
+                continue;
             }
-            let name = entry.path().map_err(|e| bad(offset, &e.to_string()))?;
-            let name = name.to_string_lossy().into_owned();
+            if kind.is_pax_local_extensions() {
+                let records = extended(&mut entry, here)?;
+                for ext in tar::PaxExtensions::new(&records) {
+                    let ext = ext.map_err(|_| here("a malformed pax header"))?;
+                    match ext.key_bytes() {
+                        b"path" => long_name = Some(ext.value_bytes().to_vec()),
+                        b"size" => {
+                            // Raw entries keep the ustar size: a pax size
+                            // (members of 8 GiB and more) is refused.
+                            return Err(here("a pax size (a member of 8 GiB or more)"));
+                        }
+                        _ => {}
+                    }
+                }
+                continue;
+            }
+            if kind.is_gnu_longlink() || kind.is_pax_global_extensions() {
+                extended(&mut entry, here)?;
+                continue;
+            }
+            if kind.is_gnu_sparse() {
+                return Err(here("a sparse member (not supported)"));
+            }
+            let name = match long_name.take() {
+                Some(n) => n,
+                None => entry.header().path_bytes().into_owned(),
+            };
+            if !kind.is_file() {
+                continue;
+            }
+            if offset.checked_add(size).is_none_or(|end| end > len) {
+                return Err(here("a member runs past the end of the file"));
+            }
+            let name = String::from_utf8_lossy(&name);
             let Some((key, ext)) = key_and_extension(&name) else {
                 continue;
             };
+            let image_rank = keys.image.iter().position(|x| x.eq_ignore_ascii_case(&ext));
+            let is_label = ext == keys.label.to_ascii_lowercase();
+            if (image_rank.is_some() || is_label) && size > MAX_MEMBER_BYTES {
+                return Err(here(&alloc::format!(
+                    "member `{name}` is {size} bytes (more than {MAX_MEMBER_BYTES})"
+                )));
+            }
             let member = Member {
                 shard,
                 offset,
@@ -205,13 +416,16 @@ impl WebDataset {
                 });
             }
             let c = current.as_mut().expect("set above");
-            if let Some(rank) = keys.image.iter().position(|x| x.eq_ignore_ascii_case(&ext)) {
+            if let Some(rank) = image_rank {
                 if c.image.is_none_or(|(r, _)| rank < r) {
                     c.image = Some((rank, member));
                 }
-            } else if ext == keys.label.to_ascii_lowercase() {
+            } else if is_label {
                 c.label = Some(member);
             }
+        }
+        if pending {
+            return Err(bad(len, "an extended header describes no member"));
         }
         finish(current, &mut self.samples, &mut self.keys)
     }
@@ -221,10 +435,56 @@ impl WebDataset {
         &self.keys
     }
 
+    /// Shard `shard`, opened if it is not open (the least recently read
+    /// closed past [`MAX_OPEN_SHARDS`]).
+    fn shard(&self, shard: u32) -> Result<Arc<File>, DataError> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = open.iter().position(|(s, _)| *s == shard) {
+            let entry = open.remove(at);
+            let file = Arc::clone(&entry.1);
+            open.push(entry);
+            return Ok(file);
+        }
+        let Shard { path, len } = &self.shards[shard as usize];
+        let (file, now) = open_file(path)?;
+        if now != *len {
+            return Err(DataError::corrupt(
+                FORMAT,
+                path,
+                0,
+                alloc::format!("changed since it was indexed ({len} bytes then, {now} now)"),
+            ));
+        }
+        let file = Arc::new(file);
+        if open.len() >= MAX_OPEN_SHARDS {
+            open.remove(0);
+        }
+        open.push((shard, Arc::clone(&file)));
+        Ok(file)
+    }
+
     fn read_member(&self, m: Member, out: &mut Vec<u8>) -> Result<(), DataError> {
-        let (path, file) = &self.shards[m.shard as usize];
+        let file = self.shard(m.shard)?;
         out.clear();
-        append_at(file, path, FORMAT, m.offset, m.len, out)
+        append_at(
+            &file,
+            &self.shards[m.shard as usize].path,
+            FORMAT,
+            m.offset,
+            m.len,
+            out,
+        )
+    }
+
+    /// Where sample `index` lies: its shard and key.
+    pub fn describe(&self, index: usize) -> Option<String> {
+        let s = self.samples.get(index)?;
+        let shard = &self.shards[s.image.shard as usize];
+        Some(alloc::format!(
+            "{}: sample `{}`",
+            shard.path.display(),
+            self.keys[index]
+        ))
     }
 }
 
@@ -243,6 +503,10 @@ impl Dataset for WebDataset {
         self.samples.len()
     }
 
+    fn describe(&self, index: usize) -> String {
+        WebDataset::describe(self, index).unwrap_or_else(|| alloc::format!("sample {index}"))
+    }
+
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
         let s = *self.samples.get(index).ok_or(DataError::OutOfRange {
             index,
@@ -251,16 +515,24 @@ impl Dataset for WebDataset {
         self.read_member(s.image, &mut sample.bytes)?;
         sample.labels.clear();
         if let Some(label) = s.label {
-            let (path, file) = &self.shards[label.shard as usize];
-            let bad = |what: &str| DataError::corrupt(FORMAT, path, label.offset, what);
+            let path = &self.shards[label.shard as usize].path;
+            let bad = |what: &str| {
+                DataError::corrupt(
+                    FORMAT,
+                    path,
+                    label.offset,
+                    alloc::format!("sample `{}`: {what}", self.keys[index]),
+                )
+            };
             let mut text = [0u8; 64];
             let n = usize::try_from(label.len).ok().filter(|&n| n <= text.len());
             let n = n.ok_or_else(|| bad("a label longer than 64 bytes"))?;
-            read_at(file, &mut text[..n], label.offset).map_err(|e| DataError::io(path, e))?;
+            let file = self.shard(label.shard)?;
+            read_at(&file, &mut text[..n], label.offset).map_err(|e| DataError::io(path, e))?;
             let value = core::str::from_utf8(&text[..n])
-                .ok()
-                .and_then(|t| t.trim().parse::<f32>().ok())
-                .ok_or_else(|| bad("a label that is not a number"))?;
+                .map_err(|_| "a label that is not text")
+                .and_then(label::text)
+                .map_err(bad)?;
             sample.labels.push(value);
         }
         sample.id = index as u64;
