@@ -35,7 +35,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             // Here the model trains on batch.tensor() (N x 3 x 224 x 224
             // float32) and batch.labels().
             let mut hash = Fnv1a64::new();
-            hash.update_elements(batch.tensor(), 0, batch.len() * 3 * 224 * 224);
+            hash.update_elements(batch.tensor(), 0, batch.tensor().len());
             println!(
                 "epoch {} batch {}: {} images, labels {:?}, tensor {:016x}",
                 batch.epoch,
@@ -64,7 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for batch in Loader::resume(data, plan, config, state)? {
         let batch = batch?;
         let mut hash = Fnv1a64::new();
-        hash.update_elements(batch.tensor(), 0, batch.len() * 3 * 224 * 224);
+        hash.update_elements(batch.tensor(), 0, batch.tensor().len());
         resumed.push(hash.finish());
     }
     assert_eq!(resumed, after_checkpoint);

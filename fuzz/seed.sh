@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 f=tests/fixtures
 c=fuzz/corpus
-mkdir -p "$c/decode" "$c/graph" "$c/import" "$c/onnx" "$c/c_api" "$c/records"
+mkdir -p "$c/decode" "$c/graph" "$c/import" "$c/onnx" "$c/c_api" "$c/records" "$c/webdataset" "$c/folder"
 seed() { # seed TARGET PREFIX-BYTE FILE
     local name
     name="$(basename "$3")"
@@ -40,4 +40,10 @@ rm -r "$tmp"
 for r in "$f"/records/*.rec; do seed "$c/records" 00 "$r"; done
 for r in "$f"/records/*.tfrecord; do seed "$c/records" 01 "$r"; done
 for r in "$f"/records/*.tar; do seed "$c/records" 02 "$r"; done
-echo "seeded: $(for t in decode graph import onnx c_api records; do printf '%s %s  ' "$t" "$(ls "$c/$t" | wc -l)"; done)"
+for t in "$f"/records/*.tar; do cp "$t" "$c/webdataset/"; done
+# Folder scripts: a class with an image; a class with a link to itself; two
+# classes sharing a linked folder (2-byte steps: see fuzz_targets/folder.rs).
+printf '\x00\x00\x0d\x00' > "$c/folder/one-image"
+printf '\x00\x00\x0d\x00\x06\x01' > "$c/folder/self-link"
+printf '\x00\x00\x0d\x00\x03\x00\x04\x00\x0d\x00\x06\x01' > "$c/folder/shared-link"
+echo "seeded: $(for t in decode graph import onnx c_api records webdataset folder; do printf '%s %s  ' "$t" "$(ls "$c/$t" | wc -l)"; done)"

@@ -363,11 +363,7 @@ fn shards_visit_every_sample_once_per_epoch() {
         let mut seen = vec![0u8; len];
         let mut order = Vec::new();
         for index in 0..3 {
-            let shard = Shard {
-                count: 3,
-                index,
-                drop_last: false,
-            };
+            let shard = Shard::new(3, index, false).unwrap();
             let mut mine = Vec::new();
             epoch_indices(&Order::Shuffled, 11, shard, epoch, len, &mut mine);
             assert_eq!(mine.len(), 3334);
@@ -382,11 +378,7 @@ fn shards_visit_every_sample_once_per_epoch() {
         epoch_indices(
             &Order::Shuffled,
             11,
-            Shard {
-                count: 3,
-                index: 0,
-                drop_last: false,
-            },
+            Shard::new(3, 0, false).unwrap(),
             epoch,
             len,
             &mut again,
@@ -461,11 +453,7 @@ fn padding_drop_last_and_launcher_variables() {
     use tensorprep::train::{Order, Shard, epoch_indices};
     let take = |index, drop_last| {
         let mut v = Vec::new();
-        let shard = Shard {
-            count: 4,
-            index,
-            drop_last,
-        };
+        let shard = Shard::new(4, index, drop_last).unwrap();
         epoch_indices(&Order::Sequential, 0, shard, 0, 10, &mut v);
         v
     };
@@ -484,15 +472,35 @@ fn padding_drop_last_and_launcher_variables() {
         }
     };
     let shard = Shard::from_vars(vars(&[("RANK", "2"), ("WORLD_SIZE", "8")]), false).unwrap();
-    assert_eq!((shard.index, shard.count), (2, 8));
+    assert_eq!((shard.index(), shard.count()), (2, 8));
     let shard = Shard::from_vars(
         vars(&[("OMPI_COMM_WORLD_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "2")]),
         true,
     )
     .unwrap();
-    assert_eq!((shard.index, shard.count, shard.drop_last), (1, 2, true));
+    assert_eq!(
+        (shard.index(), shard.count(), shard.drop_last()),
+        (1, 2, true)
+    );
     assert_eq!(Shard::from_vars(vars(&[]), false).unwrap(), Shard::ALL);
     assert!(Shard::from_vars(vars(&[("RANK", "8"), ("WORLD_SIZE", "8")]), false).is_err());
+}
+
+/// A shard is made only with its rank below its world size: rank 2 of 2,
+/// 5 of 2 and 0 of 0 are refused (they gave another rank's samples, or the
+/// whole dataset).
+#[test]
+fn a_shard_outside_its_world_is_refused() {
+    use tensorprep::train::Shard;
+    for (count, index) in [(2, 2), (2, 5), (0, 0), (1, 1)] {
+        assert!(
+            Shard::new(count, index, false).is_err(),
+            "{index} of {count}"
+        );
+    }
+    for index in 0..3 {
+        assert_eq!(Shard::new(3, index, true).unwrap().index(), index);
+    }
 }
 
 mod loader {
@@ -1135,11 +1143,7 @@ mod shards {
         let mut per_step: Vec<BTreeSet<u64>> = Vec::new();
         for index in 0..count {
             let mut config = LoaderConfig::new(batch, 2, 3);
-            config.shard = Shard {
-                count,
-                index,
-                drop_last: false,
-            };
+            config.shard = Shard::new(count, index, false).unwrap();
             let loader = match state {
                 Some(s) => Loader::resume(dataset(), Arc::clone(&plan), config.clone(), s).unwrap(),
                 None => Loader::new(dataset(), Arc::clone(&plan), config.clone()).unwrap(),
@@ -1175,11 +1179,7 @@ mod shards {
         assert_eq!(all.len(), 48);
         // Another global batch is refused.
         let mut config = LoaderConfig::new(3, 1, 3);
-        config.shard = Shard {
-            count: 4,
-            index: 0,
-            drop_last: false,
-        };
+        config.shard = Shard::new(4, 0, false).unwrap();
         let p = Arc::new(TrainPipeline::imagenet_train().compile().unwrap());
         assert!(Loader::resume(dataset(), p, config.clone(), state).is_err());
     }

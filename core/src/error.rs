@@ -45,6 +45,14 @@ pub enum Error {
         /// The limit in force ([`crate::Limits::max_alloc_bytes`]).
         limit: u64,
     },
+    /// A training sample's image needs more working memory than the
+    /// worker's budget ([`crate::train::LoaderConfig::decode_budget`]).
+    OverBudget {
+        /// Bytes the image is counted to need.
+        bytes: u64,
+        /// The budget.
+        limit: u64,
+    },
     /// The system could not provide memory the limits allow (an address-space
     /// limit, a full machine): the call failed instead of aborting.
     OutOfMemory {
@@ -260,6 +268,11 @@ impl fmt::Display for Error {
             Error::OutOfMemory { bytes } => {
                 write!(f, "the system could not allocate {bytes} bytes")
             }
+            Error::OverBudget { bytes, limit } => write!(
+                f,
+                "the image needs about {bytes} bytes to decode and augment, more than the \
+                 decode budget of {limit} (raise the loader's decode_budget)"
+            ),
             Error::StrideTooSmall { plane, stride, min } => write!(
                 f,
                 "plane {plane}: row stride {stride} is smaller than one row ({min} bytes)"

@@ -32,6 +32,8 @@
 //! # Ok::<(), tensorprep::graph::GraphError>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub(crate) mod convert;
 mod error;
 #[cfg(feature = "std")]

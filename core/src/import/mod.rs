@@ -30,6 +30,8 @@
 //! # Ok::<(), tensorprep::graph::GraphError>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod flatbuf;
 mod hf;
 mod json;

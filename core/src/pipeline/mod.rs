@@ -36,6 +36,8 @@
 //! # Ok::<(), tensorprep::Error>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod arena;
 mod execute;
 mod mapping;

@@ -11,13 +11,20 @@
 //! 3. **Memory**: batch buffers, read-ahead samples and each decode thread's
 //!    images are counted; read-ahead, then batch buffers, then decode
 //!    threads are cut until the total fits the budget, or it is an error
-//!    naming the least it needs.
+//!    naming the least it needs. What is left is shared out as each decode
+//!    thread's [`LoaderConfig::decode_budget`], which the loader enforces
+//!    (a larger image than any measured is refused, naming it, instead of
+//!    overrunning the budget), as it enforces the batch buffers'
+//!    [`LoaderConfig::buffer_limit`]. The read-ahead is the one estimate:
+//!    the largest encoded file measured, per sample in flight.
 //! 4. **Occupancy**: a short trial run samples the read queue: starved
 //!    decoders (a read queue mostly empty) get another read thread, within
 //!    the budget.
 //!
 //! The result is a plain [`LoaderConfig`]: print it ([`Tuned`]'s `Display`)
 //! and pin it to skip tuning next time.
+
+#![forbid(unsafe_code)]
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -74,16 +81,20 @@ impl fmt::Display for Tuned {
         write!(
             f,
             "--workers {} --read-workers {} --collate-workers {} --prefetch {} --depth {} \
-             (per sample: read {:.3} ms, decode + augment {:.3} ms; memory {} of {} MB, CPUs {})",
+             --decode-budget {} (per sample: read {:.3} ms, decode + augment {:.3} ms; memory at most {} of {} MB: \
+             batch buffers and a decode budget of {} MB per worker enforced, read-ahead \
+             estimated from the files measured; CPUs {})",
             c.workers,
             c.read_workers,
             c.collate_workers,
             c.prefetch,
             c.depth,
+            c.decode_budget >> 20,
             self.read_seconds * 1e3,
             self.decode_seconds * 1e3,
             self.memory.div_ceil(1 << 20),
             self.budget.memory >> 20,
+            c.decode_budget >> 20,
             self.budget.cpus,
         )
     }
@@ -95,7 +106,8 @@ struct Costs {
     decode: f64,
     /// Largest encoded sample seen, bytes.
     encoded: u64,
-    /// Largest decoded image seen, bytes (RGB).
+    /// What the largest image seen is counted to need
+    /// ([`TrainState::BYTES_PER_PIXEL`] per pixel).
     decoded: u64,
 }
 
@@ -132,10 +144,14 @@ fn measure(
         let key = SampleKey::new(seed, 0, index);
         let geometry = plan
             .run(&mut state, key, &sample.bytes, out.as_mut())
-            .map_err(|error| LoadError::Decode { index, error })?;
+            .map_err(|error| LoadError::Decode {
+                index,
+                sample: dataset.describe(index as usize),
+                error,
+            })?;
         decodes.push(t.elapsed().as_secs_f64());
         let (w, h) = geometry.input;
-        decoded = decoded.max(u64::from(w) * u64::from(h) * 3);
+        decoded = decoded.max(u64::from(w) * u64::from(h) * TrainState::BYTES_PER_PIXEL);
     }
     Ok(Costs {
         read: median(reads),
@@ -146,11 +162,11 @@ fn measure(
 }
 
 /// The loader's memory for `config`: batch buffers, read-ahead samples,
-/// and each decode thread's decoded image and resampler buffers.
+/// and each decode thread's budget.
 fn memory(config: &LoaderConfig, sample_bytes: u64, costs: &Costs) -> u64 {
     let batch = config.batch_size as u64 * sample_bytes;
     let reading = (config.prefetch + config.read_workers + config.workers) as u64 * costs.encoded;
-    let decoding = config.workers as u64 * 3 * costs.decoded;
+    let decoding = config.workers as u64 * config.decode_budget;
     config.depth as u64 * batch + reading + decoding
 }
 
@@ -202,6 +218,7 @@ pub fn autotune(
     config.collate_workers = 1;
     config.prefetch = 2 * workers + config.read_workers;
     config.depth = 3;
+    config.decode_budget = costs.decoded.max(1);
     // Cut to the memory budget: read-ahead, batch buffers, decode threads.
     while memory(&config, sample_bytes, &costs) > budget.memory {
         if config.prefetch > workers {
@@ -232,6 +249,11 @@ pub fn autotune(
         }
         config = more;
     }
+    // What is left of the budget: room for images larger than those
+    // measured, enforced per decode thread; the batch buffers' own limit.
+    let spare = budget.memory - memory(&config, sample_bytes, &costs);
+    config.decode_budget += spare / config.workers as u64;
+    config.buffer_limit = config.depth as u64 * config.batch_size as u64 * sample_bytes;
     Ok(Tuned {
         memory: memory(&config, sample_bytes, &costs),
         config,

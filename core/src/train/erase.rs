@@ -3,6 +3,8 @@
 //! channel or with standard normal values, after `Normalize` as in
 //! torchvision's recipes.
 
+#![forbid(unsafe_code)]
+
 use core::fmt;
 
 use super::Draws;

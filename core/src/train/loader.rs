@@ -15,7 +15,19 @@
 //! - **Bounded**: the read queue holds at most [`LoaderConfig::prefetch`]
 //!   samples and `depth` batch buffers circulate; a [`Batch`] handed out
 //!   returns its buffer when dropped. Nothing is allocated per batch in
-//!   steady state beyond the decoder's own.
+//!   steady state beyond the decoder's own. The loader's peak memory is at
+//!   most
+//!
+//!   `depth x min(batch_size, samples per epoch) x sample bytes`
+//!   (the batch buffers, each grown when first used; refused at start past
+//!   [`LoaderConfig::buffer_limit`])
+//!   `+ workers x decode_budget` (each decode thread's working memory; an
+//!   image needing more is refused from its header, naming it:
+//!   [`LoaderConfig::decode_budget`])
+//!   `+ (prefetch + read_workers + workers) x the largest encoded sample`
+//!   (samples read ahead; each at most 256 MiB, the readers' cap)
+//!   `+ the epoch's order` (8 bytes per dataset sample when shuffled; a
+//!   weighted order costs its weights, however many it draws).
 //! - **Ordered**: batches hold the epoch's samples in order and come out in
 //!   order ([`LoaderConfig::ordered`]` = false` hands out each batch as soon
 //!   as it is done instead).
@@ -41,8 +53,9 @@ use std::sync::{Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use super::data::{DataError, Dataset, Sample};
+use super::sampler::EpochOrder;
 use super::stage::{Pool, Queue, lock};
-use super::{Order, SampleKey, Shard, TrainPlan, TrainState, epoch_indices};
+use super::{Order, SampleKey, Shard, TrainPlan, TrainState};
 use crate::{Tensor, TensorMut};
 
 /// What to do with a sample that cannot be read or decoded.
@@ -103,6 +116,16 @@ pub struct LoaderConfig {
     /// it). Each batch is padded with zeros to its largest sample, its
     /// shape [`Batch::shape`], each sample's own [`Batch::sample_shapes`].
     pub max_shape: Option<[usize; 3]>,
+    /// The most bytes the batch buffers may take together (`depth` buffers
+    /// of a batch each, a batch never larger than an epoch): a
+    /// configuration past it is refused when the loader starts
+    /// ([`LoaderConfig::DEFAULT_BUFFER_LIMIT`] by default).
+    pub buffer_limit: u64,
+    /// The most bytes one sample's decode and augmentation may take (each
+    /// decode thread's working memory): a sample whose image would need
+    /// more is an error naming it ([`TrainState::with_decode_budget`];
+    /// [`LoaderConfig::DEFAULT_DECODE_BUDGET`] by default).
+    pub decode_budget: u64,
 }
 
 /// A function run on every collated batch ([`LoaderConfig::per_batch`]);
@@ -198,9 +221,15 @@ pub struct BatchMut<'a> {
 }
 
 impl LoaderConfig {
+    /// [`LoaderConfig::buffer_limit`]'s default: 8 GiB.
+    pub const DEFAULT_BUFFER_LIMIT: u64 = 8 << 30;
+    /// [`LoaderConfig::decode_budget`]'s default: 1 GiB, an image of about
+    /// 89 megapixels ([`TrainState::BYTES_PER_PIXEL`] each).
+    pub const DEFAULT_DECODE_BUDGET: u64 = 1 << 30;
+
     /// `batch_size` samples per batch, `workers` decode threads (one read
     /// and one collate thread), shuffled by `seed`, one shard, ordered,
-    /// failing on errors, no last epoch.
+    /// failing on errors, no last epoch, the default memory limits.
     pub fn new(batch_size: usize, workers: usize, seed: u64) -> LoaderConfig {
         LoaderConfig {
             batch_size,
@@ -219,12 +248,14 @@ impl LoaderConfig {
             per_batch: None,
             on_epoch: None,
             max_shape: None,
+            buffer_limit: LoaderConfig::DEFAULT_BUFFER_LIMIT,
+            decode_budget: LoaderConfig::DEFAULT_DECODE_BUDGET,
         }
     }
 
     /// Samples per step over all shards.
     fn global_batch(&self) -> u64 {
-        self.batch_size as u64 * u64::from(self.shard.count.max(1))
+        self.batch_size as u64 * u64::from(self.shard.count())
     }
 
     fn check(&self) -> Result<(), LoadError> {
@@ -244,6 +275,9 @@ impl LoaderConfig {
             return Err(LoadError::Config(
                 "depth must exceed collate_workers and be at most 4096 batches",
             ));
+        }
+        if self.decode_budget == 0 {
+            return Err(LoadError::Config("decode_budget must be at least 1 byte"));
         }
         Ok(())
     }
@@ -365,6 +399,8 @@ pub enum LoadError {
     Decode {
         /// The sample's index in the dataset.
         index: u64,
+        /// The sample as its dataset names it ([`Dataset::describe`]).
+        sample: String,
         /// Why.
         error: crate::Error,
     },
@@ -372,8 +408,25 @@ pub enum LoadError {
     Panic {
         /// The sample's index in the dataset.
         index: u64,
+        /// The sample as its dataset names it ([`Dataset::describe`]).
+        sample: String,
         /// The panic's message.
         message: String,
+    },
+    /// A stage's thread failed outside any one sample (its plumbing, or a
+    /// dataset's `len`): the stream cannot go on.
+    Worker {
+        /// The thread's name (`tp-read-0`, ...).
+        thread: String,
+        /// The panic's message.
+        message: String,
+    },
+    /// A sample has no label, or one that is not a finite number.
+    Label {
+        /// The sample's index in the dataset.
+        index: u64,
+        /// The sample as its dataset names it ([`Dataset::describe`]).
+        sample: String,
     },
     /// The per-batch function failed (or panicked) on a batch.
     PerBatch {
@@ -392,10 +445,23 @@ impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LoadError::Read { index, error } => write!(f, "sample {index}: {error}"),
-            LoadError::Decode { index, error } => write!(f, "sample {index}: {error}"),
-            LoadError::Panic { index, message } => {
-                write!(f, "sample {index}: a worker panicked: {message}")
+            LoadError::Decode {
+                index,
+                sample,
+                error,
+            } => write!(f, "{sample} (sample {index}): {error}"),
+            LoadError::Panic {
+                index,
+                sample,
+                message,
+            } => write!(f, "{sample} (sample {index}): a worker panicked: {message}"),
+            LoadError::Worker { thread, message } => {
+                write!(f, "loader thread {thread} failed: {message}")
             }
+            LoadError::Label { index, sample } => write!(
+                f,
+                "{sample} (sample {index}): no label, or one that is not a finite number"
+            ),
             LoadError::PerBatch {
                 epoch,
                 number,
@@ -409,7 +475,15 @@ impl fmt::Display for LoadError {
     }
 }
 
-impl std::error::Error for LoadError {}
+impl std::error::Error for LoadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LoadError::Read { error, .. } => Some(error),
+            LoadError::Decode { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
 
 /// One batch: the tensors of its samples, their labels and indices. Its
 /// buffer returns to the loader when it is dropped.
@@ -453,8 +527,8 @@ struct Buffers {
 
 impl Batch {
     /// The batch's tensor: [`Batch::shape`] (N x C x H x W for a CHW plan),
-    /// in the plan's element type. A short batch's tensor is longer than its
-    /// samples: the rest is stale.
+    /// in the plan's element type: exactly the batch's samples (a short
+    /// batch's tensor is short too).
     pub fn tensor(&self) -> &Tensor {
         &self.buffers().tensor
     }
@@ -650,7 +724,10 @@ struct Shared {
     fingerprint: u64,
     layout: Layout,
     /// The last epochs' orders (readers fetch one when they cross into it).
-    orders: Mutex<Vec<(u32, Arc<Vec<u64>>)>>,
+    orders: Mutex<Vec<(u32, Arc<EpochOrder>)>>,
+    /// A stage thread's failure outside any sample: handed to the consumer
+    /// once the stream has stopped.
+    fatal: Mutex<Option<LoadError>>,
     /// The next stream item to read.
     next_read: AtomicU64,
     /// Batches whose samples are being decoded (at most `depth`).
@@ -671,23 +748,20 @@ impl Shared {
         self.stop.load(Ordering::SeqCst)
     }
 
-    /// The indices of `epoch`'s positions for this shard.
-    fn order(&self, epoch: u32) -> Arc<Vec<u64>> {
+    /// `epoch`'s order for this shard.
+    fn order(&self, epoch: u32) -> Arc<EpochOrder> {
         let mut orders = self.orders.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, o)) = orders.iter().find(|(e, _)| *e == epoch) {
             return Arc::clone(o);
         }
-        let mut indices = Vec::new();
         let c = &self.config;
-        epoch_indices(
+        let o = Arc::new(EpochOrder::new(
             &c.order,
             c.seed,
             c.shard,
             epoch,
             self.dataset.len(),
-            &mut indices,
-        );
-        let o = Arc::new(indices);
+        ));
         if orders.len() >= 2 {
             orders.remove(0);
         }
@@ -719,7 +793,8 @@ type Stage = fn(&Shared);
 ///     for batch in &mut loader {
 ///         let batch = batch?;
 ///         assert_eq!(batch.epoch, epoch);
-///         assert_eq!(batch.tensor().len(), 4 * 3 * 224 * 224); // N x C x H x W
+///         // N x C x H x W: batches of 4, then the epoch's last 2.
+///         assert_eq!(batch.tensor().len(), batch.len() * 3 * 224 * 224);
 ///         samples += batch.len();
 ///     }
 ///     assert_eq!(samples, 6);
@@ -846,12 +921,26 @@ impl Loader {
             batch_size: b,
             end: config.epochs,
         };
+        // The batch buffers: `depth` of them, each of a batch at most (never
+        // more than an epoch holds), within the limit; each grows to its
+        // batch when first used, not before.
+        let largest = (config.batch_size as u64).min(per_epoch.max(1));
+        let buffer_bytes = u64::try_from(sample_len)
+            .ok()
+            .and_then(|n| n.checked_mul(largest * plan.dtype().size() as u64))
+            .and_then(|n| n.checked_mul(config.depth as u64))
+            .filter(|&n| n <= config.buffer_limit)
+            .ok_or(LoadError::Config(
+                "the batch buffers (depth x batch size x sample bytes) exceed buffer_limit: \
+                 lower depth or batch_size, or raise buffer_limit",
+            ))?;
+        debug_assert!(buffer_bytes <= config.buffer_limit);
         // Read samples in flight: the read queue's, one per read and per
         // decode thread.
         let reading = config.prefetch + config.read_workers + config.workers;
         let buffers = Arc::new(Pool::new(config.depth));
         for _ in 0..config.depth {
-            let tensor = Tensor::try_zeros(plan.dtype(), sample_len * config.batch_size)
+            let tensor = Tensor::try_zeros(plan.dtype(), 0)
                 .map_err(|_| LoadError::Config("no memory for the batch buffers"))?;
             buffers.put(Buffers {
                 tensor,
@@ -876,6 +965,7 @@ impl Loader {
             fingerprint,
             layout,
             orders: Mutex::new(Vec::with_capacity(2)),
+            fatal: Mutex::new(None),
             next_read: AtomicU64::new(0),
             open: Mutex::new(OpenBatches {
                 list: Vec::with_capacity(config.depth),
@@ -907,9 +997,10 @@ impl Loader {
         for (name, count, stage) in stages {
             for i in 0..count {
                 let shared = Arc::clone(&loader.shared);
+                let thread = alloc::format!("tp-{name}-{i}");
                 let handle = std::thread::Builder::new()
-                    .name(alloc::format!("tp-{name}-{i}"))
-                    .spawn(move || stage(&shared))
+                    .name(thread.clone())
+                    .spawn(move || run_stage(&shared, stage, thread))
                     // The threads started so far are joined by the drop.
                     .map_err(|_| LoadError::Config("cannot start a worker thread"))?;
                 loader.threads.push(handle);
@@ -1051,7 +1142,12 @@ impl Iterator for Loader {
                 "every batch buffer is held by the caller: drop batches before asking for more (or raise depth)",
             )));
         }
-        let c = self.next_collated()?;
+        let Some(c) = self.next_collated() else {
+            // Stopped: by a failed stage thread (its error), or by a
+            // [`Stopper`] or a drop (the end).
+            self.failed = true;
+            return lock(&self.shared.fatal).take().map(Err);
+        };
         self.delivered += 1;
         match c.buffers {
             Ok(buffers) => {
@@ -1124,18 +1220,39 @@ fn panic_message(panic: &(dyn core::any::Any + Send)) -> String {
 }
 
 /// Runs `f`, turning a panic into [`LoadError::Panic`] for `index`.
-fn guard<T>(index: u64, f: impl FnOnce() -> Result<T, LoadError>) -> Result<T, LoadError> {
+fn guard<T>(
+    s: &Shared,
+    index: u64,
+    f: impl FnOnce() -> Result<T, LoadError>,
+) -> Result<T, LoadError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let message = panic_message(&*panic);
+        let sample = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            s.dataset.describe(index as usize)
+        }))
+        .unwrap_or_else(|_| alloc::format!("sample {index}"));
         Err(LoadError::Panic {
             index,
-            message: panic_message(&*panic),
+            sample,
+            message,
         })
     })
 }
 
+/// Runs a stage's body on its thread. A panic outside the per-sample
+/// guards (the plumbing, a dataset's `len`) stops the stream and reaches
+/// the consumer as [`LoadError::Worker`] instead of leaving it waiting.
+fn run_stage(s: &Shared, stage: Stage, thread: String) {
+    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stage(s))) {
+        let message = panic_message(&*panic);
+        lock(&s.fatal).get_or_insert(LoadError::Worker { thread, message });
+        s.shut_down();
+    }
+}
+
 /// Read: stream items in turn, each sample's bytes and labels.
 fn read_stage(s: &Shared) {
-    let mut order: Option<(u32, Arc<Vec<u64>>)> = None;
+    let mut order: Option<(u32, Arc<EpochOrder>)> = None;
     while !s.stopped() {
         let n = s.next_read.fetch_add(1, Ordering::SeqCst);
         let Some((epoch, position)) = s.layout.item(n) else {
@@ -1144,11 +1261,15 @@ fn read_stage(s: &Shared) {
         if order.as_ref().is_none_or(|(e, _)| *e != epoch) {
             order = Some((epoch, s.order(epoch)));
         }
-        let index = order.as_ref().expect("fetched above").1[position as usize];
+        let index = order
+            .as_ref()
+            .expect("fetched above")
+            .1
+            .index(position as usize);
         // The one item that starts an epoch (or the resumed stream) calls
         // the epoch callback; its panic fails that sample.
         let hook = match &s.config.on_epoch {
-            Some(hook) if position == 0 || n == 0 => guard(index, || {
+            Some(hook) if position == 0 || n == 0 => guard(s, index, || {
                 (hook.0)(epoch);
                 Ok(())
             }),
@@ -1156,7 +1277,7 @@ fn read_stage(s: &Shared) {
         };
         let mut sample = s.samples.try_take().unwrap_or_default();
         let sample = match hook.and_then(|()| {
-            guard(index, || {
+            guard(s, index, || {
                 s.dataset
                     .read(index as usize, &mut sample)
                     .map_err(|error| LoadError::Read { index, error })
@@ -1184,7 +1305,8 @@ fn read_stage(s: &Shared) {
 /// Decode + augment: each read sample through the plan, straight into its
 /// slot of its batch's buffer.
 fn decode_stage(s: &Shared) {
-    let mut state = TrainState::new();
+    let budget = s.config.decode_budget;
+    let mut state = TrainState::with_decode_budget(budget);
     while let Some((n, read)) = s.read.take() {
         let Read {
             epoch,
@@ -1197,16 +1319,23 @@ fn decode_stage(s: &Shared) {
         };
         let mut label = f32::NAN;
         let done: Result<[usize; 3], LoadError> = sample.and_then(|sample| {
-            label = sample.labels.first().copied().unwrap_or(f32::NAN);
+            label = match sample.labels.first() {
+                Some(l) if l.is_finite() => *l,
+                _ => {
+                    s.samples.put(sample);
+                    let sample = s.dataset.describe(index as usize);
+                    return Err(LoadError::Label { index, sample });
+                }
+            };
             let key = SampleKey::new(s.config.seed, epoch, index);
             // SAFETY: `base` points at the tensor of the open batch `batch`,
             // which stays open (its buffer neither dropped nor reallocated)
             // until this sample is finished below; `slot` is this stream
             // item's alone, and `(slot + 1) * sample_len` is within the
-            // tensor (a batch holds `batch_size` samples); nothing else
+            // tensor (`open_batch` sized it to the batch's slots); nothing else
             // refers to these elements until the batch is finished.
             let out = unsafe { base.slice(slot * s.sample_len, s.sample_len) };
-            let done = guard(index, || {
+            let done = guard(s, index, || {
                 let shape = if s.variable {
                     s.plan.run_any_size(&mut state, key, &sample.bytes, out)
                 } else {
@@ -1214,11 +1343,15 @@ fn decode_stage(s: &Shared) {
                         .run(&mut state, key, &sample.bytes, out)
                         .map(|_| s.shape)
                 };
-                shape.map_err(|error| LoadError::Decode { index, error })
+                shape.map_err(|error| LoadError::Decode {
+                    index,
+                    sample: s.dataset.describe(index as usize),
+                    error,
+                })
             });
             s.samples.put(sample);
             if matches!(done, Err(LoadError::Panic { .. })) {
-                state = TrainState::new(); // its scratch may be half-written
+                state = TrainState::with_decode_budget(budget); // its scratch may be half-written
             }
             done
         });
@@ -1330,6 +1463,7 @@ impl Buffers {
             }
             each!(F32, F16, U8, I8);
         }
+        resize(&mut self.tensor, self.len * padded);
         Ok(())
     }
 
@@ -1361,7 +1495,27 @@ impl Buffers {
         self.shapes.truncate(filled);
         self.skipped = len - filled;
         self.len = filled;
+        resize(&mut self.tensor, filled * sample_len);
     }
+}
+
+/// Sets a tensor's length to `len` elements (zeros where it grows, its
+/// room kept where it shrinks); `false` when there is no memory for it.
+fn resize(t: &mut Tensor, len: usize) -> bool {
+    macro_rules! each {
+        ($($v:ident),*) => {
+            match t {
+                $(Tensor::$v(v) => {
+                    if len > v.len() && v.try_reserve_exact(len - v.len()).is_err() {
+                        return false;
+                    }
+                    v.resize(len, Default::default());
+                })*
+            }
+        };
+    }
+    each!(F32, F16, U8, I8);
+    true
 }
 
 /// Height and width of a sample `shape` laid out as `layout`.
@@ -1510,6 +1664,17 @@ impl Shared {
             buffers.indices.resize(len, u64::MAX);
             buffers.shapes.clear();
             buffers.shapes.resize(len, [0; 3]);
+            // The buffer holds this batch's slots: grown (and zeroed) only
+            // where it never held as many.
+            if !resize(&mut buffers.tensor, len * self.sample_len) {
+                self.buffers.put(buffers);
+                lock(&self.fatal).get_or_insert(LoadError::Config(
+                    "no memory for a batch buffer (lower depth or batch_size)",
+                ));
+                drop(open);
+                self.shut_down();
+                return None;
+            }
             let base = Base::of(&mut buffers.tensor);
             open.list.push(Open {
                 batch: next,
@@ -1570,6 +1735,44 @@ const _: () = {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The slot writer: decode threads write their samples' disjoint slots
+    /// of one batch buffer through [`Base`] at once, the buffer then read
+    /// whole. Run under Miri (`cargo +nightly miri test -p tensorprep
+    /// --features train --lib train::`): no data race, no access outside
+    /// the buffer.
+    #[test]
+    fn threads_write_their_own_slots_of_one_buffer() {
+        let (slots, len) = (4usize, 6usize);
+        let mut tensor = Tensor::try_zeros(crate::DType::F32, 0).unwrap();
+        assert!(resize(&mut tensor, slots * len));
+        let base = Base::of(&mut tensor);
+        std::thread::scope(|scope| {
+            for slot in 0..slots {
+                scope.spawn(move || {
+                    // SAFETY: each thread writes its own slot `slot` of the
+                    // tensor, which outlives the scope and is not resized
+                    // or read meanwhile.
+                    let out = unsafe { base.slice(slot * len, len) };
+                    let TensorMut::F32(v) = out else {
+                        unreachable!("a float tensor")
+                    };
+                    for (i, x) in v.iter_mut().enumerate() {
+                        *x = (slot * 10 + i) as f32;
+                    }
+                });
+            }
+        });
+        let Tensor::F32(v) = &tensor else {
+            unreachable!("a float tensor")
+        };
+        for (k, x) in v.iter().enumerate() {
+            assert_eq!(*x, ((k / len) * 10 + k % len) as f32);
+        }
+        // A short batch keeps its room and drops the rest.
+        assert!(resize(&mut tensor, len));
+        assert_eq!(tensor.len(), len);
+    }
 
     /// Stream items and batches map onto epochs, from a resumed position,
     /// up to the last epoch.

@@ -5,6 +5,8 @@
 //! draws come from [`MixDraws`]: the loader's keyed generator (per batch,
 //! so independent of worker count and resumable), or any replay.
 
+#![forbid(unsafe_code)]
+
 use alloc::vec::Vec;
 
 use super::{Draws, SampleKey};

@@ -5,6 +5,8 @@
 //! state travels between samples or threads, so one seed gives the same
 //! tensors for any worker count, in any arrival order, after any resume.
 
+#![forbid(unsafe_code)]
+
 /// Which sample of which epoch the draws are for, under which seed.
 ///
 /// ```

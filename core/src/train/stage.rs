@@ -7,6 +7,8 @@
 //! taken, so it never holds more than its capacity, and since the smallest
 //! unfinished item can always be put, ordered stages never deadlock.
 
+#![forbid(unsafe_code)]
+
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};

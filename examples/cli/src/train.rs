@@ -47,6 +47,13 @@ pub(crate) struct TrainBenchArgs {
     /// Batch buffers in circulation (the memory bound).
     #[arg(long, default_value_t = 3)]
     depth: usize,
+    /// The most one sample's decode and augmentation may take, in MiB (an
+    /// image needing more is an error naming it) [default: 1024].
+    #[arg(long)]
+    decode_budget: Option<u64>,
+    /// The most the batch buffers may take together, in MiB [default: 8192].
+    #[arg(long)]
+    buffer_limit: Option<u64>,
     /// Choose the threads, read-ahead and buffers from measurements within
     /// --cpu-budget and --memory-budget; prints the choice (as flags to pin it).
     #[arg(long)]
@@ -134,7 +141,14 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
     if data.is_empty() {
         return Err(format!("{}: no samples", args.data));
     }
-    let mut config = LoaderConfig::new(args.batch.max(1), args.workers.clamp(1, 1024), args.seed);
+    // Out-of-range values are the library's to refuse, with its message.
+    let mut config = LoaderConfig::new(args.batch, args.workers, args.seed);
+    if let Some(mib) = args.decode_budget {
+        config.decode_budget = mib.saturating_mul(1 << 20);
+    }
+    if let Some(mib) = args.buffer_limit {
+        config.buffer_limit = mib.saturating_mul(1 << 20);
+    }
     config.read_workers = args.read_workers;
     config.collate_workers = args.collate_workers;
     if let Some(p) = args.prefetch {
@@ -153,7 +167,6 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
         eprintln!("autotune: {tuned}");
         config = tuned.config;
     }
-    let sample_len: usize = plan.output_shape().map(|s| s.iter().product()).unwrap_or(0);
     let mut hash = Fnv1a64::new();
     let mut loader =
         Loader::new(Arc::clone(&data), Arc::clone(&plan), config).map_err(|e| e.to_string())?;
@@ -164,7 +177,7 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
         for batch in &mut loader {
             let batch = batch.map_err(|e| e.to_string())?;
             if args.checksum {
-                hash.update_elements(batch.tensor(), 0, batch.len() * sample_len);
+                hash.update_elements(batch.tensor(), 0, batch.tensor().len());
                 hash.update_f32(batch.labels());
             }
             count += batch.len() as u64;
@@ -279,7 +292,16 @@ fn ls(file: &str, json: bool) -> Result<ExitCode, String> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut line = |i: usize, sample: &Sample| -> std::io::Result<()> {
         let digest = sha256(&sample.bytes);
-        let labels: Vec<String> = sample.labels.iter().map(|l| format!("{l}")).collect();
+        let labels: Vec<String> = sample
+            .labels
+            .iter()
+            // JSON has no NaN or infinity (the readers refuse such labels).
+            .map(|l| match l.is_finite() {
+                true => format!("{l}"),
+                false if json => "null".to_owned(),
+                false => format!("{l}"),
+            })
+            .collect();
         if json {
             writeln!(
                 out,

@@ -1114,3 +1114,90 @@ fn train_bench_checksums_agree_across_data_forms_and_workers() {
         }
     }
 }
+
+/// What the library refuses, the training commands refuse with its message
+/// (they clamped `--workers 100000` to 1024 and `--batch 0` to 1 without a
+/// word); a folder without class folders is refused by name by `train-bench`
+/// and by `records pack`, which writes nothing (it wrote empty files).
+#[test]
+fn train_commands_refuse_what_the_library_refuses() {
+    let folder = fixture("records/folder");
+    for (flag, value, says) in [
+        ("--workers", "100000", "1 to 1024 threads"),
+        ("--batch", "0", "batch size"),
+    ] {
+        let o = tensorprep(&["train-bench", folder.as_str(), flag, value]);
+        assert!(!o.status.success(), "{flag} {value} accepted");
+        assert!(stderr_of(&o).contains(says), "{}", stderr_of(&o));
+    }
+    let flat = scratch("flat-folder");
+    std::fs::copy(fixture("sample.jpg"), flat.join("a.jpg")).unwrap();
+    let o = tensorprep(&["train-bench", flat.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        stderr_of(&o).contains("no class folders"),
+        "{}",
+        stderr_of(&o)
+    );
+    let out = scratch("flat-out");
+    let rec = out.join("f.rec");
+    let o = tensorprep(&[
+        "records",
+        "pack",
+        flat.to_str().unwrap(),
+        "-o",
+        rec.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr_of(&o).contains("no class folders"),
+        "{}",
+        stderr_of(&o)
+    );
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}
+
+/// `records ls --json` prints JSON a parser accepts: finite numbers only. A
+/// record whose label is NaN (JSON has no NaN) is an error naming it.
+#[test]
+fn records_ls_json_is_json() {
+    use tensorprep::train::data::recordio::{RecordIoWriter, pack_image};
+    let dir = scratch("ls-json");
+    let rec = dir.join("f.rec");
+    run_ok(&[
+        "records",
+        "pack",
+        fixture("records/folder").as_str(),
+        "-o",
+        rec.to_str().unwrap(),
+    ]);
+    let o = run_ok(&["records", "ls", "--json", rec.to_str().unwrap()]);
+    let listing = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(listing.lines().count(), 6);
+    for line in listing.lines() {
+        // A JSON object of numbers, a list of numbers and one string.
+        assert!(
+            line.starts_with("{\"position\": ") && line.ends_with("\"}"),
+            "{line}"
+        );
+        assert!(!line.contains("NaN") && !line.contains("inf"), "{line}");
+    }
+    let bad = dir.join("nan.rec");
+    let mut w = RecordIoWriter::new(Vec::new());
+    let mut record = Vec::new();
+    pack_image(&[f32::NAN], 0, b"\xff\xd8 bytes", &mut record);
+    w.write_record(&record).unwrap();
+    std::fs::write(&bad, w.into_inner()).unwrap();
+    let o = tensorprep(&["records", "ls", "--json", bad.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(stderr_of(&o).contains("nan.rec"), "{}", stderr_of(&o));
+}

@@ -158,11 +158,9 @@ impl PyLoader {
         let plan = Arc::new(pipeline.pipeline.compile().map_err(|e| errors::core(&e))?);
         let mut config = LoaderConfig::new(batch_size, workers, seed);
         config.shard = match shard {
-            Some((index, count, drop_last)) => Shard {
-                count,
-                index,
-                drop_last,
-            },
+            Some((index, count, drop_last)) => {
+                Shard::new(count, index, drop_last).map_err(|e| errors::value(e.to_string()))?
+            }
             None => Shard::ALL,
         };
         config.order = match weights {
@@ -361,7 +359,7 @@ fn shard_from_env(environ: Option<&Bound<'_, PyAny>>) -> PyResult<(u32, u32)> {
         ),
     }
     .map_err(|e| errors::value(e.to_string()))?;
-    Ok((shard.index, shard.count))
+    Ok((shard.index(), shard.count()))
 }
 
 /// Registers the loader classes.

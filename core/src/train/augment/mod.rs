@@ -7,6 +7,8 @@
 //! Each op's module holds its parameters, its check, its draw and its
 //! description; this module holds the list's shape (positions, nesting).
 
+#![forbid(unsafe_code)]
+
 mod augmix;
 mod color;
 mod crop;
