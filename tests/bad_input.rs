@@ -640,6 +640,65 @@ fn jpegs_with_too_many_scans_are_refused() {
     }
 }
 
+/// Every JPEG under `tests/fixtures`, as paths relative to it.
+fn jpeg_fixtures() -> Vec<String> {
+    let root = tensorprep_tests::fixture("");
+    let mut dirs = vec![root.clone()];
+    let mut files = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "jpg") {
+                let relative = path.strip_prefix(&root).unwrap();
+                files.push(relative.to_str().unwrap().to_owned());
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The header plausibility bound counts the blocks of every component at the
+/// fewest bits their coding process spends on one, and still refuses no real
+/// file: every JPEG fixture decodes on every backend that has its coding
+/// features, the flat 4:2:0 ones at about 2 bits per block included; the flat
+/// baseline file claiming twice its height is refused before decoding.
+#[test]
+fn the_plausibility_bound_refuses_no_real_jpeg() {
+    let files = jpeg_fixtures();
+    assert!(files.len() >= 20, "{files:?}");
+    for backend in Backend::available() {
+        let mut decoder = JpegDecoder::new(on(backend));
+        for file in &files {
+            match decoder.decode(&read(file)) {
+                Ok(_) => {}
+                Err(Error::JpegFeature { feature, .. })
+                    if feature.decoded_by() != Some(backend) => {}
+                Err(e) => panic!("{backend:?}: {file}: {e}"),
+            }
+        }
+        let mut doubled = read("flat_420_baseline.jpg");
+        let sof = doubled.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+        doubled[sof + 5..sof + 7].copy_from_slice(&3072u16.to_be_bytes());
+        reset_largest();
+        let err = decoder.read_info(&doubled).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::ImplausibleSize {
+                    width: 2048,
+                    height: 3072,
+                    ..
+                }
+            ),
+            "{backend:?}: {err}"
+        );
+        assert!(largest_allocation() < 1 << 20, "{backend:?}");
+    }
+}
+
 /// A plan's buffers are budgeted as a whole (not one by one), and only two
 /// intermediate images are alive at a time: 27 resizes and flips of a huge
 /// image cost two buffers, and a total over the limit is refused when the
@@ -843,10 +902,14 @@ fn scans_cut_before_an_end_of_image_marker_are_refused() {
                 }
                 cut_file.extend_from_slice(&[0xFF, 0xD9]);
                 let result = strict.decode(&cut_file);
+                // The first cuts leave fewer bytes than the blocks' shortest
+                // codes need: refused from the header, before decoding.
                 assert!(
                     matches!(
                         result,
-                        Err(Error::Jpeg { .. } | Error::JpegRestartMarkers { .. })
+                        Err(Error::Jpeg { .. }
+                            | Error::JpegRestartMarkers { .. }
+                            | Error::ImplausibleSize { .. })
                     ),
                     "{backend:?}: {name} cut at {cut} of {}: {:?}",
                     bytes.len(),

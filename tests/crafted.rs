@@ -29,11 +29,27 @@ fn peak_rss(reset: bool) -> u64 {
 
 /// `sample.jpg` (34 KB) whose frame header claims `w` x `h`.
 fn jpeg_claiming(w: u16, h: u16) -> Vec<u8> {
-    let mut b = read("sample.jpg");
-    let sof = b.windows(2).position(|x| x == [0xFF, 0xC0]).unwrap();
-    b[sof + 5..sof + 7].copy_from_slice(&h.to_be_bytes());
-    b[sof + 7..sof + 9].copy_from_slice(&w.to_be_bytes());
+    jpeg_file_claiming("sample.jpg", w, h)
+}
+
+/// A JPEG fixture whose frame header (found by walking the marker segments)
+/// claims `w` x `h`.
+fn jpeg_file_claiming(file: &str, w: u16, h: u16) -> Vec<u8> {
+    let mut b = read(file);
+    let mut at = 2;
+    while !matches!(b[at + 1], 0xC0..=0xC3) {
+        at += 2 + usize::from(u16::from_be_bytes([b[at + 2], b[at + 3]]));
+    }
+    b[at + 5..at + 7].copy_from_slice(&h.to_be_bytes());
+    b[at + 7..at + 9].copy_from_slice(&w.to_be_bytes());
     b
+}
+
+/// The side of the largest square the first plausibility bound let a file of
+/// `bytes` bytes claim: one bit per 64 pixels, the blocks of one plane only.
+fn largest_square_of_one_plane(bytes: usize) -> u16 {
+    let max_pixels = bytes as f64 * 8.0 * 64.0;
+    (max_pixels.sqrt() as u16).saturating_sub(1)
 }
 
 /// A PNG whose IHDR claims `w` x `h` (its CRC recomputed, so it looks valid).
@@ -71,6 +87,44 @@ fn crafted_headers_are_refused_before_allocating() {
         (
             "JPEG 10000x10000 in 34 KB",
             jpeg_claiming(10_000, 10_000),
+            |e| {
+                matches!(
+                    e,
+                    Error::ImplausibleSize {
+                        format: ImageFormat::Jpeg,
+                        ..
+                    }
+                )
+            },
+        ),
+        // Every component's blocks count, at the least its coding process
+        // spends on one: a 4:2:0 image has 1.5 blocks per 64 pixels, and a
+        // progressive file spends at least a bit on each (its DC code), a
+        // baseline one two (DC and end of block). Counting one plane at one
+        // bit let these claim three and six times what their bytes can hold:
+        // 2455x2455 in 12 KB and 4190x4190 in 34 KB (18 and 53 MB of pixels).
+        (
+            "progressive 4:2:0 JPEG, 1 bit/64 px",
+            {
+                let side = largest_square_of_one_plane(read("sample_progressive.jpg").len());
+                jpeg_file_claiming("sample_progressive.jpg", side, side)
+            },
+            |e| {
+                matches!(
+                    e,
+                    Error::ImplausibleSize {
+                        format: ImageFormat::Jpeg,
+                        ..
+                    }
+                )
+            },
+        ),
+        (
+            "baseline 4:2:0 JPEG, 1 bit/64 px",
+            {
+                let side = largest_square_of_one_plane(read("sample.jpg").len());
+                jpeg_claiming(side, side)
+            },
             |e| {
                 matches!(
                     e,

@@ -163,7 +163,7 @@ impl JpegDecoder {
         self.options
             .limits
             .check_pixels(u64::from(width), u64::from(height))?;
-        let max_pixels = max_pixels_for(bytes.len());
+        let max_pixels = max_pixels_for(bytes.len(), &frame);
         if u64::from(width) * u64::from(height) > max_pixels {
             // A file cut short is reported as such; a whole one as implausible.
             if !bytes.ends_with(&[0xFF, 0xD9]) {

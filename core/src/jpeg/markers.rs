@@ -57,6 +57,13 @@ pub(crate) struct Frame {
     pub(crate) height: u16,
     /// Colour components.
     pub(crate) components: u8,
+    /// The components' 8x8 blocks per MCU, `sum(h_i * v_i)` over the
+    /// components the header lists (1 when it is cut short).
+    pub(crate) blocks_per_mcu: u32,
+    /// The MCU's area in blocks, `max(h_i) * max(v_i)` (1 when the header is
+    /// cut short): the image has about `blocks_per_mcu / mcu_blocks` blocks
+    /// per 64 pixels.
+    pub(crate) mcu_blocks: u32,
 }
 
 /// The colour transform of an Adobe APP14 segment (0: none, the samples are
@@ -71,12 +78,19 @@ pub(crate) fn adobe_transform(jpeg: &[u8]) -> Option<u8> {
 pub(crate) fn frame(jpeg: &[u8]) -> Option<Frame> {
     segments(jpeg).find_map(|(marker, p)| {
         let sof = matches!(marker, 0xC0..=0xCF) && !matches!(marker, 0xC4 | 0xC8 | 0xCC);
-        (sof && p.len() >= 6).then(|| Frame {
-            marker,
-            precision: p[0],
-            height: u16::from_be_bytes([p[1], p[2]]),
-            width: u16::from_be_bytes([p[3], p[4]]),
-            components: p[5],
+        (sof && p.len() >= 6).then(|| {
+            let (blocks_per_mcu, mcu_blocks) = FrameComponents::parse(p)
+                .and_then(|f| f.block_shares())
+                .unwrap_or((1, 1));
+            Frame {
+                marker,
+                precision: p[0],
+                height: u16::from_be_bytes([p[1], p[2]]),
+                width: u16::from_be_bytes([p[3], p[4]]),
+                components: p[5],
+                blocks_per_mcu,
+                mcu_blocks,
+            }
         })
     })
 }
@@ -141,6 +155,17 @@ impl FrameComponents {
     #[cfg_attr(not(feature = "turbojpeg"), allow(dead_code))]
     pub(super) fn list(&self) -> &[Component] {
         &self.list[..self.count]
+    }
+
+    /// `(sum(h_i * v_i), max(h_i) * max(v_i))`: the blocks of every
+    /// component in one MCU, and the MCU's area in blocks of the most
+    /// sampled component (`None` without components).
+    fn block_shares(&self) -> Option<(u32, u32)> {
+        let list = &self.list[..self.count];
+        let hmax = u32::from(list.iter().map(|c| c.h).max()?);
+        let vmax = u32::from(list.iter().map(|c| c.v).max()?);
+        let sum = list.iter().map(|c| u32::from(c.h) * u32::from(c.v)).sum();
+        Some((sum, hmax * vmax))
     }
 
     /// MCUs in a scan of the components `ids` (JPEG spec A.2): one

@@ -172,14 +172,37 @@ pub(crate) fn count_scans(jpeg: &[u8]) -> u32 {
     jpeg.windows(2).filter(|w| w == &[0xFF, 0xDA]).count() as u32
 }
 
-/// Most pixels a JPEG of `data_bytes` bytes can describe: every 8x8 block
-/// of every component costs at least one bit (its DC code) in some scan, so
-/// one byte covers at most 8 blocks of 64 pixels. A looser bound than any real
-/// file comes near (photos spend 1-4 bits per pixel, a flat gray image about
-/// 1/20), tight enough that a small file cannot claim a gigapixel.
+/// Most pixels a JPEG of `data_bytes` bytes with the frame header `frame`
+/// can describe, from the fewest bits its coding process spends on each 8x8
+/// block of each component (an image has `blocks_per_mcu / mcu_blocks`
+/// blocks per 64 pixels: 3 for 4:4:4, 1.5 for 4:2:0, 1 for gray):
+///
+/// - sequential Huffman (SOF0, SOF1): 2 bits, a DC code and an end-of-block
+///   code (or a coefficient's), each at least one bit long;
+/// - progressive Huffman (SOF2): 1 bit, the DC code of the first DC scan
+///   (the AC scans can cover thousands of empty blocks with one end-of-band
+///   run);
+/// - lossless Huffman (SOF3): 1 bit (each sample's code costs at least one,
+///   64 per block);
+/// - arithmetic coding, whose codes can cost a small fraction of a bit:
+///   1 bit per block of one plane, a heuristic no real file comes near.
+///
+/// The count ignores the rounding of each component's size up to whole
+/// blocks, so it only errs towards allowing more. Photos spend 7 to 150 bits
+/// per block, a flat image as little as the minimum (Pillow's optimized
+/// baseline 4:2:0 file of a gray image: 2.03, passing on its headers), while
+/// a small file cannot claim a gigapixel.
 #[cfg(feature = "alloc")]
-pub(crate) const fn max_pixels_for(data_bytes: usize) -> u64 {
-    (data_bytes as u64).saturating_mul(8 * 64)
+pub(crate) fn max_pixels_for(data_bytes: usize, frame: &markers::Frame) -> u64 {
+    let (bits_per_block, blocks_per_mcu, mcu_blocks): (u64, u32, u32) = match frame.marker {
+        0xC0 | 0xC1 => (2, frame.blocks_per_mcu, frame.mcu_blocks),
+        0xC2 | 0xC3 => (1, frame.blocks_per_mcu, frame.mcu_blocks),
+        _ => (1, 1, 1),
+    };
+    // bits / (bits per block) blocks, of 64 * mcu_blocks / blocks_per_mcu pixels each.
+    let bits = (data_bytes as u64).saturating_mul(8);
+    let per = bits_per_block * u64::from(blocks_per_mcu.max(1));
+    bits.saturating_mul(64 * u64::from(mcu_blocks.max(1))) / per
 }
 
 /// Decode at a fraction of the stored size, in the DCT domain (libjpeg-turbo only).
