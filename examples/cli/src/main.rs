@@ -141,6 +141,7 @@ fn version_text() -> String {
 }
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     let version: &'static str = Box::leak(version_text().into_boxed_str());
     let matches = Cli::command().version(version).get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
@@ -174,6 +175,28 @@ fn main() -> ExitCode {
         ExitCode::FAILURE
     })
 }
+
+/// Lets a closed standard output end the command quietly, as it ends `cat`
+/// or `ls`: Rust starts programs with SIGPIPE ignored, so a print to a pipe
+/// whose reader has gone fails and `println!` panics (`tensorprep presets
+/// --torchvision | head` exited 101 with a panic message whenever `head` had
+/// closed first). With the default action back, the kernel ends the process
+/// at that write and the shell sees a pipe closed early. One switch at the
+/// start covers every command that prints (`presets`, `inspect`, `verify`,
+/// `bench`, `records ls`, `run -o -`), where a checked write would be needed
+/// at each of their prints.
+#[cfg(unix)]
+fn restore_sigpipe() {
+    // SAFETY: `signal` with the default action only changes how the process
+    // answers SIGPIPE; it runs first in `main`, before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// Elsewhere a broken pipe is an ordinary write error.
+#[cfg(not(unix))]
+fn restore_sigpipe() {}
 
 /// The decoder used when none is asked for: the exact one when built in.
 fn default_backend() -> Backend {

@@ -1200,4 +1200,51 @@ fn records_ls_json_is_json() {
         String::from_utf8_lossy(&o.stdout)
     );
     assert!(stderr_of(&o).contains("nan.rec"), "{}", stderr_of(&o));
+
+/// `tensorprep presets --torchvision | head` exited 101 with "failed printing
+/// to stdout: Broken pipe" whenever `head` had closed first. Every command
+/// that prints now ends quietly on a closed pipe (here closed before the
+/// command writes, so that the write always fails): killed by SIGPIPE, as
+/// `cat` is, or done; never a panic.
+#[test]
+fn a_closed_pipe_ends_printing_commands_quietly() {
+    use std::process::Stdio;
+    let dir = scratch("closed_pipe");
+    let graph = dir.join("resnet.tpp");
+    run_ok(&[
+        "convert",
+        "--from",
+        "torchvision:ResNet50_Weights.IMAGENET1K_V2",
+        "-o",
+        graph.to_str().unwrap(),
+    ]);
+    let sample = fixture("sample.jpg");
+    let commands: [&[&str]; 4] = [
+        &["presets", "--torchvision"],
+        &["presets"],
+        &["inspect", graph.to_str().unwrap()],
+        &["run", "--preset", "imagenet-eval", &sample, "-o", "-"],
+    ];
+    for args in commands {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tensorprep"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // the reader is gone
+        let o = child.wait_with_output().unwrap();
+        let stderr = stderr_of(&o);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_ne!(o.status.code(), Some(101), "{args:?}: {stderr}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::ExitStatusExt;
+            assert!(
+                o.status.success() || o.status.signal() == Some(13),
+                "{args:?}: {:?} {stderr}",
+                o.status
+            );
+        }
+    }
 }
