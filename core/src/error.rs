@@ -172,7 +172,8 @@ pub enum Error {
         kind: DecodeErrorKind,
     },
     /// A valid JPEG that uses a coding feature the chosen decoder lacks; the
-    /// message names the decoder that has it, if any.
+    /// message names the decoder that has it, if any ([`Error::missing_decoder`]
+    /// when this build leaves that one out).
     JpegFeature {
         /// The feature.
         feature: JpegFeature,
@@ -351,7 +352,7 @@ impl fmt::Display for Error {
                     ),
                     Some(b) if b != backend => write!(
                         f,
-                        "{} does not decode; {} does, but this build leaves it out (Cargo feature `turbojpeg`)",
+                        "{} does not decode; {} does, but this build leaves it out",
                         backend.name(),
                         b.name()
                     ),
@@ -410,6 +411,36 @@ impl DecodeErrorKind {
 // `Debug` prints the message, so that `fn main() -> Result<(), tensorprep::Error>`
 // and `unwrap()` say what went wrong ("Error: PNG data is corrupt"), not only
 // which variant it was.
+impl Error {
+    /// The JPEG decoder this build leaves out that would have decoded the
+    /// input, when that is why it failed ([`Error::JpegFeature`]).
+    ///
+    /// The message says so without naming a Cargo feature: the feature that
+    /// builds libjpeg-turbo in depends on the crate being built (`turbojpeg`
+    /// here, in the C library and in the Python package; `libjpeg-turbo` in
+    /// the CLI), so each front end adds its own build hint when this is `Some`.
+    ///
+    /// ```
+    /// use tensorprep::Error;
+    /// use tensorprep::jpeg::{Backend, JpegFeature};
+    ///
+    /// let err = Error::JpegFeature {
+    ///     feature: JpegFeature::ArithmeticCoding,
+    ///     backend: Backend::Zune,
+    /// };
+    /// let lacking = (!Backend::LibjpegTurbo.is_available()).then_some(Backend::LibjpegTurbo);
+    /// assert_eq!(err.missing_decoder(), lacking);
+    /// ```
+    pub fn missing_decoder(&self) -> Option<Backend> {
+        match self {
+            Error::JpegFeature { feature, backend } => feature
+                .decoded_by()
+                .filter(|b| b != backend && !b.is_available()),
+            _ => None,
+        }
+    }
+}
+
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(self, f)

@@ -2,7 +2,7 @@
 //! core's errors to them.
 
 use std::ffi::{CStr, c_char};
-use std::string::{String, ToString};
+use std::string::String;
 
 use tensorprep::graph::GraphError;
 use tensorprep::{DecodeErrorKind, Error, JpegErrorKind};
@@ -257,9 +257,19 @@ fn code_of(e: &Error) -> tp_result {
     }
 }
 
+/// The C library's build hint, after a message whose error needs the JPEG
+/// decoder this build leaves out ([`Error::missing_decoder`]).
+const BUILD_WITH_TURBOJPEG: &str =
+    "; build libtensorprep with the Cargo feature `turbojpeg` (needs cmake and nasm)";
+
 impl From<Error> for Failure {
     fn from(e: Error) -> Failure {
-        Failure::new(code_of(&e), e.to_string())
+        let hint = if e.missing_decoder().is_some() {
+            BUILD_WITH_TURBOJPEG
+        } else {
+            ""
+        };
+        Failure::new(code_of(&e), format!("{e}{hint}"))
     }
 }
 
@@ -281,7 +291,11 @@ impl From<GraphError> for Failure {
             GraphError::Io { .. } => R::Io,
             _ => R::Other,
         };
-        Failure::new(code, e.to_string())
+        let hint = match &e {
+            GraphError::Pipeline(core) if core.missing_decoder().is_some() => BUILD_WITH_TURBOJPEG,
+            _ => "",
+        };
+        Failure::new(code, format!("{e}{hint}"))
     }
 }
 

@@ -108,7 +108,7 @@ impl JpegDecoder {
     fn check_format(&self) -> Result<()> {
         if !self.options.backend.is_available() {
             return Err(Error::InvalidParameter {
-                name: "JPEG backend: libjpeg-turbo needs the `turbojpeg` feature",
+                name: "JPEG backend: libjpeg-turbo is not in this build",
             });
         }
         if self.options.scale != Scale::Full && self.options.backend != Backend::LibjpegTurbo {

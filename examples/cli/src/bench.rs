@@ -116,6 +116,7 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<ExitCode, String> {
             }
             Err(e) => {
                 left_out += 1;
+                let e = crate::describe(&e);
                 eprintln!("tensorprep: {}: {e} (left out)", path.display());
             }
         }

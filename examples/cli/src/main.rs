@@ -198,6 +198,20 @@ fn restore_sigpipe() {
 #[cfg(not(unix))]
 fn restore_sigpipe() {}
 
+/// How to build libjpeg-turbo into this command: the CLI's Cargo feature is
+/// `libjpeg-turbo` (the library's, which its messages leave unnamed, is `turbojpeg`).
+const REBUILD_WITH_LIBJPEG_TURBO: &str = "rebuild with \
+    `cargo build --release -p tensorprep-cli --features libjpeg-turbo` (needs cmake and nasm)";
+
+/// A library error as the CLI reports it: the library's message, and how to
+/// rebuild this command when its build leaves out the decoder the input needs.
+pub(crate) fn describe(e: &tensorprep::Error) -> String {
+    match e.missing_decoder() {
+        Some(_) => format!("{e}; {REBUILD_WITH_LIBJPEG_TURBO}"),
+        None => e.to_string(),
+    }
+}
+
 /// The decoder used when none is asked for: the exact one when built in.
 fn default_backend() -> Backend {
     Backend::available().next_back().unwrap_or_default()
@@ -222,8 +236,7 @@ pub(crate) fn reduced_decode(
         format!("{flag} needs the libjpeg-turbo decoder: add --decoder libjpeg-turbo")
     } else {
         format!(
-            "{flag} needs the libjpeg-turbo decoder, which this build lacks; rebuild with \
-             `cargo build --release -p tensorprep-cli --features libjpeg-turbo` (needs cmake and nasm)"
+            "{flag} needs the libjpeg-turbo decoder, which this build lacks; {REBUILD_WITH_LIBJPEG_TURBO}"
         )
     })
 }
@@ -232,10 +245,9 @@ fn backend(decoder: Decoder) -> Result<Backend, String> {
     match decoder {
         Decoder::ZuneJpeg => Ok(Backend::Zune),
         Decoder::LibjpegTurbo if Backend::LibjpegTurbo.is_available() => Ok(Backend::LibjpegTurbo),
-        Decoder::LibjpegTurbo => Err("this build has no libjpeg-turbo decoder; rebuild with \
-             `cargo build --release -p tensorprep-cli --features libjpeg-turbo` \
-             (needs cmake and nasm)"
-            .to_owned()),
+        Decoder::LibjpegTurbo => Err(format!(
+            "this build has no libjpeg-turbo decoder; {REBUILD_WITH_LIBJPEG_TURBO}"
+        )),
     }
 }
 

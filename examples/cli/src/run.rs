@@ -10,7 +10,7 @@ use tensorprep::{DType, Error, Tensor, npy};
 
 use crate::atomic::{self, ReadOnly};
 use crate::inputs::{self, InputFile};
-use crate::{PipelineArgs, plan, progress};
+use crate::{PipelineArgs, describe, plan, progress};
 
 #[derive(Args)]
 pub(crate) struct RunArgs {
@@ -158,13 +158,13 @@ fn preprocess(
     let input = Input::Encoded(&bytes);
     let shape = plan
         .output_shape_for(state, input)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| describe(&e))?;
     let len = shape.iter().product();
     if tensor.len() != len {
         *tensor = Tensor::try_zeros(plan.dtype(), len).map_err(|e| e.to_string())?;
     }
     plan.run(state, input, tensor.as_mut())
-        .map_err(|e: Error| e.to_string())?;
+        .map_err(|e: Error| describe(&e))?;
     Ok(shape)
 }
 

@@ -1248,3 +1248,43 @@ fn a_closed_pipe_ends_printing_commands_quietly() {
         }
     }
 }
+
+/// Whether the CLI binary (not this test's build of the library: features
+/// unify per build) has libjpeg-turbo, as its `--version` says.
+fn cli_has_libjpeg_turbo() -> bool {
+    let v = run_ok(&["--version"]);
+    let v = String::from_utf8_lossy(&v.stdout).into_owned();
+    let decoders = v.lines().find(|l| l.starts_with("JPEG decoders:")).unwrap();
+    decoders.contains("libjpeg-turbo")
+}
+
+/// A JPEG that only libjpeg-turbo decodes names the way to get it for this
+/// command: the CLI's feature is `libjpeg-turbo` (`--features turbojpeg`,
+/// which the library's message used to name, fails here), or the decoder
+/// flag when the build has it.
+#[test]
+fn a_jpeg_the_build_cannot_decode_names_the_cli_s_feature() {
+    let out = scratch("arithmetic").join("a.npy");
+    let o = tensorprep(&[
+        "run",
+        "--preset",
+        "imagenet-eval",
+        "--decoder",
+        "zune-jpeg",
+        &fixture("sample_arithmetic.jpg"),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let stderr = stderr_of(&o);
+    assert!(stderr.contains("arithmetic coding"), "{stderr}");
+    if cli_has_libjpeg_turbo() {
+        assert!(stderr.contains("--decoder libjpeg-turbo"), "{stderr}");
+    } else {
+        assert!(
+            stderr.contains("`cargo build --release -p tensorprep-cli --features libjpeg-turbo`"),
+            "{stderr}"
+        );
+    }
+    assert!(!stderr.contains("turbojpeg"), "{stderr}");
+}

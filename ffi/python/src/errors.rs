@@ -72,7 +72,14 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// A library error as the exception of its family.
 pub(crate) fn core(e: &CoreError) -> PyErr {
-    let message = e.to_string();
+    let message = match e.missing_decoder() {
+        // Only a wheel built without the default feature lacks libjpeg-turbo.
+        Some(_) => format!(
+            "{e}; build the wheel with tensorprep-python's Cargo feature `turbojpeg` \
+             (pyproject.toml's default; needs cmake and nasm)"
+        ),
+        None => e.to_string(),
+    };
     match e {
         CoreError::Jpeg { .. }
         | CoreError::Png { .. }

@@ -115,7 +115,7 @@ mod compile {
             crate::image::packed_bpp("Decode output", self.format)?;
             if !self.backend.is_available() {
                 return Err(op_error(
-                    "Decode: the libjpeg-turbo backend needs the `turbojpeg` feature",
+                    "Decode: the libjpeg-turbo backend is not in this build",
                 ));
             }
             if self.scaling != DecodeScaling::Exact {
