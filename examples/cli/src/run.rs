@@ -210,6 +210,16 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode, String> {
         (Some(out), None) if one_file && !out.is_dir() && !ends_with_separator(out) => {
             Sink::File(out.clone())
         }
+        // A directory named `one.npy/` is never what `-o one.npy` meant.
+        (Some(out), None) if names_npy_file(out) => {
+            return Err(format!(
+                "-o {} names one .npy file, but the inputs give a tensor each ({} found): \
+                 use --batch-npy {} for one N x ... batch, or name a directory for -o",
+                out.display(),
+                inputs.len(),
+                out.display()
+            ));
+        }
         (Some(out), None) => Sink::Dir(out.clone()),
         (None, None) => unreachable!("clap requires --out or --batch-npy"),
     };
@@ -308,6 +318,15 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `-o` ends in `.npy` and is no directory (neither an existing one nor
+/// written with a trailing separator).
+fn names_npy_file(out: &Path) -> bool {
+    out.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+        && !out.is_dir()
+        && !ends_with_separator(out)
 }
 
 fn ends_with_separator(p: &Path) -> bool {

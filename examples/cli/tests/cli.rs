@@ -1288,3 +1288,49 @@ fn a_jpeg_the_build_cannot_decode_names_the_cli_s_feature() {
     }
     assert!(!stderr.contains("turbojpeg"), "{stderr}");
 }
+
+/// `run DIR -o one.npy` made a directory named `one.npy/`: for several
+/// inputs an output name ending in `.npy` is refused, pointing to
+/// `--batch-npy`, and nothing is created; a trailing separator still asks
+/// for a directory of that name.
+#[test]
+fn several_inputs_into_one_npy_name_point_to_batch_npy() {
+    let dir = scratch("one_npy");
+    let folder = fixture("records/folder");
+    let one = dir.join("one.npy");
+    for inputs in [
+        vec![folder.clone()],
+        vec![fixture("sample.jpg"), fixture("sklearn_china.jpg")],
+    ] {
+        let mut args = vec!["run".to_owned(), "--preset".into(), "imagenet-eval".into()];
+        args.extend(inputs);
+        args.extend(["-o".into(), one.to_str().unwrap().to_owned()]);
+        let o = tensorprep(&args);
+        assert!(!o.status.success());
+        let stderr = stderr_of(&o);
+        assert!(
+            stderr.contains(&format!("--batch-npy {}", one.display())),
+            "{stderr}"
+        );
+        assert!(!one.exists(), "{stderr}");
+    }
+    let batch = run_ok(&[
+        "run",
+        "--preset",
+        "imagenet-eval",
+        &folder,
+        "--batch-npy",
+        one.to_str().unwrap(),
+    ]);
+    assert!(one.is_file(), "{}", stderr_of(&batch));
+    let named_dir = format!("{}/", dir.join("tensors.npy").display());
+    run_ok(&[
+        "run",
+        "--preset",
+        "imagenet-eval",
+        &folder,
+        "-o",
+        &named_dir,
+    ]);
+    assert!(dir.join("tensors.npy").is_dir());
+}
