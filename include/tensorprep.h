@@ -796,18 +796,25 @@ enum tp_hf_backend
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
     /**
-     * The torchvision backend, transformers' default: BILINEAR through
-     * float32 (as on AVX-512 CPUs, ARM), BICUBIC on uint8.
+     * The torchvision backend, transformers' default, as current PyTorch
+     * runs it on AVX2, AVX-512 and ARM CPUs: BILINEAR and BICUBIC on uint8.
      */
     TP_HF_BACKEND_TORCHVISION = 1,
     /**
-     * The torchvision backend as on CPUs PyTorch reports as AVX2: both on uint8.
+     * The old name of `TP_HF_BACKEND_TORCHVISION` (the uint8 resize, from
+     * when the default was the float32 one): the same graph.
      */
     TP_HF_BACKEND_TORCHVISION_AVX2 = 2,
     /**
      * The PIL backend (`...ImageProcessorPil`): Pillow's resize.
      */
     TP_HF_BACKEND_PIL = 3,
+    /**
+     * The torchvision backend where torchvision resizes BILINEAR through
+     * float32: AVX-512 CPUs up to torch 2.8 (torchvision 0.23), ARM up to
+     * torch 2.11 (0.26), x86 CPUs without AVX2. BICUBIC stays on uint8.
+     */
+    TP_HF_BACKEND_TORCHVISION_FLOAT32 = 4,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -1461,8 +1468,8 @@ tp_result tp_graph_from_hugging_face(const uint8_t *json, size_t len, struct tp_
 
 /**
  * [`tp_graph_from_hugging_face`] for a chosen backend (a `tp_hf_backend`:
- * the torchvision one, as on AVX2 CPUs, or the PIL one). An unknown value is
- * `TP_RESULT_INVALID_PARAMETER`.
+ * the torchvision one, its float32 variant, or the PIL one). An unknown
+ * value is `TP_RESULT_INVALID_PARAMETER`.
  *
  * # Safety
  *

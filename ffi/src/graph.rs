@@ -183,8 +183,9 @@ fn import_json(bytes: &[u8], kind: Json) -> Result<Graph> {
             use tensorprep::import::HfBackend;
             let table = [
                 (B::Torchvision as u32, HfBackend::Torchvision),
-                (B::TorchvisionAvx2 as u32, HfBackend::TorchvisionAvx2),
+                (B::TorchvisionAvx2 as u32, HfBackend::Torchvision),
                 (B::Pil as u32, HfBackend::Pil),
+                (B::TorchvisionFloat32 as u32, HfBackend::TorchvisionFloat32),
             ];
             let backend = crate::args::lookup(&table, backend, "backend")?;
             tensorprep::import::hugging_face_with(text, backend)?
@@ -223,8 +224,8 @@ pub unsafe extern "C" fn tp_graph_from_hugging_face(
 }
 
 /// [`tp_graph_from_hugging_face`] for a chosen backend (a `tp_hf_backend`:
-/// the torchvision one, as on AVX2 CPUs, or the PIL one). An unknown value is
-/// `TP_RESULT_INVALID_PARAMETER`.
+/// the torchvision one, its float32 variant, or the PIL one). An unknown
+/// value is `TP_RESULT_INVALID_PARAMETER`.
 ///
 /// # Safety
 ///

@@ -264,13 +264,18 @@ pub(crate) const RESAMPLES: [(u32, Resample); Resample::ALL.len()] = {
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum tp_hf_backend {
-    /// The torchvision backend, transformers' default: BILINEAR through
-    /// float32 (as on AVX-512 CPUs, ARM), BICUBIC on uint8.
+    /// The torchvision backend, transformers' default, as current PyTorch
+    /// runs it on AVX2, AVX-512 and ARM CPUs: BILINEAR and BICUBIC on uint8.
     Torchvision = 1,
-    /// The torchvision backend as on CPUs PyTorch reports as AVX2: both on uint8.
+    /// The old name of `TP_HF_BACKEND_TORCHVISION` (the uint8 resize, from
+    /// when the default was the float32 one): the same graph.
     TorchvisionAvx2 = 2,
     /// The PIL backend (`...ImageProcessorPil`): Pillow's resize.
     Pil = 3,
+    /// The torchvision backend where torchvision resizes BILINEAR through
+    /// float32: AVX-512 CPUs up to torch 2.8 (torchvision 0.23), ARM up to
+    /// torch 2.11 (0.26), x86 CPUs without AVX2. BICUBIC stays on uint8.
+    TorchvisionFloat32 = 4,
 }
 
 /// Mirror axes.

@@ -221,7 +221,7 @@ static void graphs(const char *sample, const char *graph_path, const unsigned ch
     EXPECT(tp_graph_from_hugging_face(timm, timm_len, &g), TP_RESULT_GRAPH_IMPORT);
     EXPECT(tp_graph_from_hugging_face(hf, hf_len, NULL), TP_RESULT_NULL_PARAMETER);
     EXPECT(tp_graph_from_hugging_face_backend(hf, hf_len, 0, &g), TP_RESULT_INVALID_PARAMETER);
-    EXPECT(tp_graph_from_hugging_face_backend(hf, hf_len, 4, &g), TP_RESULT_INVALID_PARAMETER);
+    EXPECT(tp_graph_from_hugging_face_backend(hf, hf_len, 5, &g), TP_RESULT_INVALID_PARAMETER);
     EXPECT(tp_graph_from_hugging_face_backend(NULL, 10, TP_HF_BACKEND_PIL, &g),
            TP_RESULT_NULL_PARAMETER);
     EXPECT(tp_graph_from_timm(NULL, 10, &g), TP_RESULT_NULL_PARAMETER);
@@ -231,7 +231,7 @@ static void graphs(const char *sample, const char *graph_path, const unsigned ch
     CHECK(g == SENTINEL);
     EXPECT(tp_graph_from_hugging_face(hf, hf_len, &g), TP_RESULT_OK);
     tp_graph_free(g);
-    for (uint32_t b = TP_HF_BACKEND_TORCHVISION; b <= TP_HF_BACKEND_PIL; b++) {
+    for (uint32_t b = TP_HF_BACKEND_TORCHVISION; b <= TP_HF_BACKEND_TORCHVISION_FLOAT32; b++) {
         g = SENTINEL;
         EXPECT(tp_graph_from_hugging_face_backend(hf, hf_len, b, &g), TP_RESULT_OK);
         tp_graph_free(g);

@@ -27,53 +27,118 @@ const IMAGENET_MEAN: [f32; 3] = [0.485, 0.456, 0.406];
 const IMAGENET_STD: [f32; 3] = [0.229, 0.224, 0.225];
 
 /// Which of transformers' two implementations of an image processor a graph
-/// reproduces. They differ in the resize (Pillow's on a PIL image, or
-/// PyTorch's antialiased `uint8` resize on a tensor) and in the normalize
-/// arithmetic (`(v * factor - mean) / std`, or `(v - mean / factor) / (std / factor)`
+/// reproduces, and for the torchvision one, which of torchvision's two bilinear
+/// resizes. They differ in the resize (Pillow's on a PIL image, or PyTorch's
+/// antialiased resize on a tensor) and in the normalize arithmetic
+/// (`(v * factor - mean) / std`, or `(v - mean / factor) / (std / factor)`
 /// with the fused statistics in float32).
+///
+/// torchvision resizes a `uint8` tensor BILINEAR natively where it judges
+/// PyTorch's `uint8` kernel fast (its `_do_native_uint8_resize_on_cpu`), and
+/// otherwise converts it to float32, resizes, rounds and converts back, which
+/// is one level off on 12 to 18% of the values of the test photos. Where it does what:
+///
+/// | torchvision (torch) | AVX2 CPU | AVX-512 CPU | ARM (aarch64) | x86 without AVX2 |
+/// |---|---|---|---|---|
+/// | up to 0.23 (2.8) | `uint8` | float32 | float32 | float32 |
+/// | 0.24 to 0.26 (2.9 to 2.11) | `uint8` | `uint8` | float32 | float32 |
+/// | 0.27 on (2.12 on) | `uint8` | `uint8` | `uint8` | float32 |
+///
+/// (The CPU as `torch.backends.cpu.get_cpu_capability()` reports it, which
+/// `ATEN_CPU_CAPABILITY` can lower.) PyTorch's `uint8` kernels give the same
+/// bytes on every CPU, its AVX2 and AVX-512 float32 kernels too;
+/// [`HfBackend::for_torchvision`] picks the variant from the three facts.
 ///
 /// ```
 /// use tensorprep::import::HfBackend;
 /// assert_eq!(HfBackend::default(), HfBackend::Torchvision);
 /// assert_eq!(HfBackend::from_name("PIL"), Some(HfBackend::Pil));
+/// // The uint8 variant's name before it became the default.
+/// assert_eq!(HfBackend::from_name("torchvision-avx2"), Some(HfBackend::Torchvision));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum HfBackend {
     /// `backend="torchvision"`: what `AutoImageProcessor` loads when
     /// torchvision is installed (the classes without suffix, formerly `...Fast`),
-    /// as it runs on CPUs with AVX-512, on ARM and in float32 generally:
-    /// BILINEAR through float32 ([`Resample::TorchFloat`]), BICUBIC on the
-    /// `uint8` tensor ([`Resample::Torch`]).
+    /// as current PyTorch runs it on AVX2, AVX-512 and ARM CPUs: BILINEAR and
+    /// BICUBIC on the `uint8` tensor ([`Resample::Torch`]). Exact to
+    /// transformers 5.24 with torch 2.6 under `ATEN_CPU_CAPABILITY=avx2` and
+    /// with torch 2.15 (torchvision 0.29.2) on AVX2 kernels and on PyTorch's
+    /// generic ones, which AVX-512 and ARM CPUs run. Also named
+    /// `torchvision-avx2`, its name while it was not the default.
     #[default]
     Torchvision,
-    /// The torchvision backend as it runs on CPUs PyTorch reports as `AVX2`
-    /// (not AVX-512): BILINEAR on the `uint8` tensor too.
-    TorchvisionAvx2,
+    /// The torchvision backend where torchvision resizes BILINEAR through
+    /// float32 ([`Resample::TorchFloat`]; BICUBIC stays on `uint8`): AVX-512
+    /// CPUs with torchvision 0.23 (torch 2.8) and before, ARM ones with
+    /// torchvision 0.26 (torch 2.11) and before, x86 CPUs without AVX2 with
+    /// any. Exact to transformers 5.24 with torch 2.6 on AVX-512 kernels and
+    /// with torch 2.15 on AVX2 ones; PyTorch's generic float32 kernels (x86
+    /// without AVX2) differ from those by a level on about 1 value in 10,000
+    /// (torch 2.15); ARM's were not measured.
+    TorchvisionFloat32,
     /// `backend="pil"`: the `...Pil` classes (the slow processors of transformers 4).
     Pil,
 }
 
 impl HfBackend {
-    /// transformers' name for the backend: `torchvision` or `pil`, and
-    /// `torchvision-avx2`.
+    /// The name `convert --from hf:NAME` takes: transformers' `torchvision`
+    /// or `pil`, and `torchvision-float32`.
     pub const fn name(self) -> &'static str {
         match self {
             HfBackend::Torchvision => "torchvision",
-            HfBackend::TorchvisionAvx2 => "torchvision-avx2",
+            HfBackend::TorchvisionFloat32 => "torchvision-float32",
             HfBackend::Pil => "pil",
         }
     }
 
-    /// A backend by its name ([`HfBackend::name`]), any case.
+    /// A backend by its name ([`HfBackend::name`]), any case;
+    /// `torchvision-avx2` is [`HfBackend::Torchvision`].
     pub fn from_name(name: &str) -> Option<HfBackend> {
+        if name.eq_ignore_ascii_case("torchvision-avx2") {
+            return Some(HfBackend::Torchvision);
+        }
         [
             HfBackend::Torchvision,
-            HfBackend::TorchvisionAvx2,
+            HfBackend::TorchvisionFloat32,
             HfBackend::Pil,
         ]
         .into_iter()
         .find(|b| b.name().eq_ignore_ascii_case(name))
+    }
+
+    /// The torchvision backend's variant that a torchvision version
+    /// (`torchvision.__version__`) runs on a CPU, as PyTorch reports it
+    /// (`torch.backends.cpu.get_cpu_capability()`: `"AVX2"`, `"AVX512"`,
+    /// `"DEFAULT"`, ...) on a machine (`platform.machine()`): the table of
+    /// [`HfBackend`]. A version it cannot read is taken as current.
+    ///
+    /// ```
+    /// use tensorprep::import::HfBackend;
+    /// let pick = HfBackend::for_torchvision;
+    /// assert_eq!(pick("0.21.0+cu124", "AVX512", "x86_64"), HfBackend::TorchvisionFloat32);
+    /// assert_eq!(pick("0.29.2", "AVX512", "x86_64"), HfBackend::Torchvision);
+    /// assert_eq!(pick("0.26.0", "DEFAULT", "aarch64"), HfBackend::TorchvisionFloat32);
+    /// assert_eq!(pick("0.27.1", "DEFAULT", "arm64"), HfBackend::Torchvision);
+    /// assert_eq!(pick("0.29.2", "DEFAULT", "x86_64"), HfBackend::TorchvisionFloat32);
+    /// ```
+    pub fn for_torchvision(version: &str, cpu_capability: &str, machine: &str) -> HfBackend {
+        let mut parts = version.split(['.', '+']).map(|p| p.parse::<u32>().ok());
+        let minor = match (parts.next().flatten(), parts.next().flatten()) {
+            (Some(0), Some(minor)) => minor,
+            _ => u32::MAX,
+        };
+        let native = match cpu_capability {
+            "AVX2" => true,
+            "AVX512" => minor >= 24,
+            _ => minor >= 27 && matches!(machine, "aarch64" | "arm64"),
+        };
+        if native {
+            HfBackend::Torchvision
+        } else {
+            HfBackend::TorchvisionFloat32
+        }
     }
 }
 
@@ -501,8 +566,8 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
         };
         let resample = match (backend, filter) {
             (HfBackend::Pil, _) => Resample::Pillow(filter),
-            // torchvision resizes bilinear uint8 natively only on AVX2 kernels.
-            (HfBackend::Torchvision, Filter::Bilinear) => Resample::TorchFloat(filter),
+            // Where torchvision converts bilinear uint8 to float32 (the table of `HfBackend`).
+            (HfBackend::TorchvisionFloat32, Filter::Bilinear) => Resample::TorchFloat(filter),
             (_, Filter::Bilinear | Filter::Bicubic) => Resample::Torch(filter),
             // transformers maps PIL's NEAREST to torchvision's NEAREST_EXACT.
             (_, Filter::Nearest) => Resample::TorchNearestExact,
@@ -686,7 +751,7 @@ pub fn hugging_face_with(config: &str, backend: HfBackend) -> Result<Graph, Grap
         },
         // `rescale_and_normalize` fuses the two: float32 statistics times the
         // float32 of `1 / factor`, then `(v - mean) / std` on the float32 pixels.
-        (HfBackend::Torchvision | HfBackend::TorchvisionAvx2, Some(factor)) if do_normalize => {
+        (HfBackend::Torchvision | HfBackend::TorchvisionFloat32, Some(factor)) if do_normalize => {
             let up = (1.0 / factor) as f32;
             Normalize {
                 mean: mean.map(|m| m * up),

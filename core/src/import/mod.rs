@@ -81,8 +81,9 @@ pub const SOURCES: [&str; 7] = [
 /// `tflite` and `mindir` read `source` (a `preprocessor_config.json`, a timm
 /// `config.json` or `pretrained_cfg`, an exported `.onnx`, a `.tflite`, a
 /// `.mindir`); `torchvision:WEIGHTS` and `preset:NAME` need none. `hf` takes
-/// transformers' default backend; `hf:pil`, `hf:torchvision` and
-/// `hf:torchvision-avx2` name one ([`HfBackend`]). Files are
+/// transformers' default backend as current PyTorch runs it; `hf:pil`,
+/// `hf:torchvision` and `hf:torchvision-float32` name one ([`HfBackend`];
+/// `hf:torchvision-avx2` is `hf:torchvision`). Files are
 /// read with a cap ([`MAX_CONFIG_BYTES`] for JSON, [`MAX_MODEL_BYTES`] for
 /// models) checked before reading; ONNX models are read field by field,
 /// their weights skipped.
@@ -119,7 +120,7 @@ pub fn convert(from: &str, source: Option<&std::path::Path>) -> Result<Graph, Gr
                     format,
                     message: alloc::format!(
                         "unknown backend `{name}` (hf:torchvision, the default, \
-                         hf:torchvision-avx2 or hf:pil)"
+                         hf:torchvision-float32 or hf:pil)"
                     ),
                 })?,
             };

@@ -16,9 +16,11 @@ use tensorprep::{DType, Layout, PixelFormat, Quantization};
 pub(crate) struct ConvertArgs {
     /// The source format: hf, timm, ultralytics, tflite, mindir (these read
     /// SOURCE), torchvision:WEIGHTS or preset:NAME (these need no SOURCE).
-    /// hf reproduces transformers' default torchvision backend (bilinear
-    /// through float32, as on AVX-512 and ARM CPUs); hf:torchvision-avx2 as on
-    /// AVX2 CPUs; hf:pil its PIL backend.
+    /// hf reproduces transformers' default torchvision backend as current
+    /// PyTorch runs it (bilinear on uint8: AVX2, AVX-512 and ARM CPUs);
+    /// hf:torchvision-float32 where torchvision resizes bilinear through float32
+    /// (AVX-512 CPUs up to torch 2.8, ARM up to torch 2.11, x86 without AVX2);
+    /// hf:pil its PIL backend.
     #[arg(long)]
     from: String,
     /// The configuration or model to convert: `preprocessor_config.json`

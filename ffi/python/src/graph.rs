@@ -26,6 +26,30 @@ pub(crate) struct PyGraph {
     pub(crate) graph: Graph,
 }
 
+/// The torchvision backend's variant that the installed torchvision runs on
+/// this CPU ([`import::HfBackend::for_torchvision`]), or the default where
+/// torch or torchvision cannot be imported.
+fn installed_torchvision_variant(py: Python<'_>) -> import::HfBackend {
+    let facts = || -> PyResult<(String, String, String)> {
+        let version = py
+            .import("torchvision")?
+            .getattr("__version__")?
+            .extract()?;
+        let capability = py
+            .import("torch.backends.cpu")?
+            .call_method0("get_cpu_capability")?
+            .extract()?;
+        let machine = py.import("platform")?.call_method0("machine")?.extract()?;
+        Ok((version, capability, machine))
+    };
+    match facts() {
+        Ok((version, capability, machine)) => {
+            import::HfBackend::for_torchvision(&version, &capability, &machine)
+        }
+        Err(_) => import::HfBackend::default(),
+    }
+}
+
 fn graph_result(r: Result<Graph, tensorprep::graph::GraphError>) -> PyResult<PyGraph> {
     r.map(|graph| PyGraph { graph })
         .map_err(|e| errors::graph(&e))
@@ -131,11 +155,18 @@ impl PyGraph {
     /// the processor itself, a dict (`processor.to_dict()`), JSON text, the
     /// file, or the checkpoint's directory.
     ///
-    /// `backend` is transformers' `"torchvision"` or `"pil"`. Without it, a
-    /// processor object's own backend (`processor.backend`) is reproduced, and
-    /// any other configuration as `AutoImageProcessor` loads it by default
-    /// (torchvision). The backends differ in the resize (PyTorch's on tensors,
-    /// Pillow's on PIL images) and in the normalize arithmetic.
+    /// `backend` is transformers' `"torchvision"` or `"pil"`, or
+    /// `"torchvision-float32"`: the torchvision backend where torchvision
+    /// resizes BILINEAR through float32 (AVX-512 CPUs up to torch 2.8, ARM up
+    /// to torch 2.11, x86 CPUs without AVX2); `"torchvision"` resizes on uint8,
+    /// as current torch does elsewhere. Without it, a processor object's own
+    /// backend (`processor.backend`) is reproduced, and any other configuration
+    /// as `AutoImageProcessor` loads it by default (torchvision); for the
+    /// torchvision backend, in the variant the installed torchvision runs on
+    /// this CPU (by its version, `torch.backends.cpu.get_cpu_capability()` and
+    /// `platform.machine()`), or `"torchvision"` when torch is not installed.
+    /// The backends differ in the resize (PyTorch's on tensors, Pillow's on
+    /// PIL images) and in the normalize arithmetic.
     #[staticmethod]
     #[pyo3(signature = (config, *, backend=None))]
     fn from_hugging_face(config: &Bound<'_, PyAny>, backend: Option<&str>) -> PyResult<PyGraph> {
@@ -146,13 +177,18 @@ impl PyGraph {
             }
             None => None,
         };
-        let backend = match backend.or(own.as_deref()) {
-            None => import::HfBackend::default(),
-            Some(name) => import::HfBackend::from_name(name).ok_or_else(|| {
+        let by_name = |name: &str| {
+            import::HfBackend::from_name(name).ok_or_else(|| {
                 errors::value(format!(
-                    "unknown backend `{name}` (transformers' \"torchvision\" or \"pil\")"
+                    "unknown backend `{name}` (transformers' \"torchvision\" or \"pil\", \
+                     or \"torchvision-float32\")"
                 ))
-            })?,
+            })
+        };
+        let backend = match (backend, own.as_deref()) {
+            (Some(name), _) => by_name(name)?,
+            (None, Some(name)) if !name.eq_ignore_ascii_case("torchvision") => by_name(name)?,
+            (None, _) => installed_torchvision_variant(config.py()),
         };
         graph_result(import::hugging_face_with(
             &config_text(config, "preprocessor_config.json", "hf")?,
@@ -177,7 +213,7 @@ impl PyGraph {
     }
 
     /// Any importer by name, as `tensorprep convert --from` takes it:
-    /// `"hf"` (`"hf:pil"`, `"hf:torchvision"`), `"timm"`, `"ultralytics"`, `"tflite"`, `"mindir"` (these read
+    /// `"hf"` (`"hf:pil"`, `"hf:torchvision"`, `"hf:torchvision-float32"`), `"timm"`, `"ultralytics"`, `"tflite"`, `"mindir"` (these read
     /// `source`), `"torchvision:WEIGHTS"`, `"preset:NAME"`. Adds the
     /// self-tests (a synthetic picture, a JPEG and a PNG with their outputs)
     /// unless `self_tests=False`; `name` sets the model input's name.
