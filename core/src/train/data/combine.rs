@@ -186,9 +186,10 @@ pub struct Zip {
 }
 
 std::thread_local! {
-    /// Where a zip reads its second dataset's sample (one per thread, so
-    /// nothing is allocated per sample).
-    static SECOND: core::cell::RefCell<Sample> = core::cell::RefCell::new(Sample::default());
+    /// The samples zips read their second dataset's sample into, reused (a
+    /// zip takes one for the read and puts it back, so a zip read inside
+    /// another's takes the next): nothing is allocated per sample.
+    static SECOND: core::cell::RefCell<Vec<Sample>> = const { core::cell::RefCell::new(Vec::new()) };
 }
 
 impl Zip {
@@ -219,12 +220,14 @@ impl Dataset for Zip {
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
         self.first.read(index, sample)?;
-        SECOND.with(|other| {
-            let mut other = other.borrow_mut();
-            self.second.read(index, &mut other)?;
+        // Not borrowed across the read: the second dataset may be a zip.
+        let mut other = SECOND.with(|s| s.borrow_mut().pop()).unwrap_or_default();
+        let read = self.second.read(index, &mut other);
+        if read.is_ok() {
             sample.labels.extend_from_slice(&other.labels);
-            Ok(())
-        })
+        }
+        SECOND.with(|s| s.borrow_mut().push(other));
+        read
     }
 }
 
@@ -344,5 +347,59 @@ impl Dataset for Cache {
             held.1 += size;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `len` samples whose label is `base + index` and whose bytes are the
+    /// label's.
+    fn counting(len: usize, base: f32) -> Arc<dyn Dataset> {
+        Arc::new((len, move |i: usize, s: &mut Sample| {
+            let label = base + i as f32;
+            s.bytes.clear();
+            s.bytes.extend_from_slice(&label.to_le_bytes());
+            s.labels.clear();
+            s.labels.push(label);
+            s.id = i as u64;
+            Ok(())
+        }))
+    }
+
+    /// A zip whose second dataset is a zip reads every label (before: the
+    /// inner zip borrowed the thread's scratch sample the outer one held,
+    /// and every read panicked), reusing one scratch sample per level.
+    #[test]
+    fn a_zip_of_zips_reads_every_label() {
+        let [a, b, c, d] = [0.0, 10.0, 100.0, 1000.0].map(|base| counting(5, base));
+        let right = Zip::new(
+            Arc::clone(&a),
+            Arc::new(Zip::new(Arc::clone(&b), Arc::clone(&c)).unwrap()) as Arc<dyn Dataset>,
+        )
+        .unwrap();
+        let both = Zip::new(
+            Arc::new(Zip::new(a, b).unwrap()) as Arc<dyn Dataset>,
+            Arc::new(Zip::new(c, d).unwrap()) as Arc<dyn Dataset>,
+        )
+        .unwrap();
+        let mut s = Sample::default();
+        for _ in 0..3 {
+            for i in 0..5 {
+                let i_ = i as f32;
+                right.read(i, &mut s).unwrap();
+                assert_eq!(s.labels, [i_, 10.0 + i_, 100.0 + i_]);
+                assert_eq!(
+                    (s.bytes.as_slice(), s.id),
+                    (&i_.to_le_bytes()[..], i as u64)
+                );
+                both.read(i, &mut s).unwrap();
+                assert_eq!(s.labels, [i_, 10.0 + i_, 100.0 + i_, 1000.0 + i_]);
+            }
+        }
+        // Two zips read at once at most: two scratch samples, reused.
+        assert_eq!(SECOND.with(|s| s.borrow().len()), 2);
+        assert!(right.read(5, &mut s).is_err());
     }
 }
