@@ -1220,8 +1220,8 @@ mod combine {
     fn ranges_concat_zip_and_filter_map_indices() {
         let a = numbered(0, 5);
         let b = numbered(100, 3);
-        let take = Range::take(Arc::clone(&a), 2);
-        let skip = Range::skip(Arc::clone(&a), 3);
+        let take = Range::take(Arc::clone(&a), 2).unwrap();
+        let skip = Range::skip(Arc::clone(&a), 3).unwrap();
         assert_eq!(all(&take).iter().map(|s| s.0).collect::<Vec<_>>(), [0, 1]);
         assert_eq!(all(&skip).iter().map(|s| s.0).collect::<Vec<_>>(), [3, 4]);
         assert!(Range::new(Arc::clone(&a), 2..6).is_err());
@@ -1236,7 +1236,7 @@ mod combine {
             Err(DataError::OutOfRange { index: 8, len: 8 })
         ));
         // Zip: the first's bytes, both labels; unequal lengths refused.
-        let first: Arc<dyn Dataset> = Arc::new(Range::take(Arc::clone(&a), 3));
+        let first = Range::take(Arc::clone(&a), 3).unwrap();
         let z = Zip::new(first, Arc::clone(&b)).unwrap();
         assert_eq!(all(&z)[2], (2, vec![2.0, 102.0]));
         let err = Zip::new(Arc::clone(&a), Arc::clone(&b)).err().unwrap();
@@ -1247,7 +1247,7 @@ mod combine {
             all(&f).iter().map(|s| s.0).collect::<Vec<_>>(),
             [0, 2, 4, 100, 102]
         );
-        let f = Filter::by_index(a, |i| i > 2);
+        let f = Filter::by_index(a, |i| i > 2).unwrap();
         assert_eq!(all(&f).iter().map(|s| s.0).collect::<Vec<_>>(), [3, 4]);
     }
 
@@ -1268,14 +1268,14 @@ mod combine {
         }));
         let want = all(inner.as_ref());
         reads.store(0, Ordering::SeqCst);
-        let cache = Cache::new(Arc::clone(&inner), 1_000_000);
+        let cache = Cache::new(Arc::clone(&inner), 1_000_000).unwrap();
         assert_eq!(all(&cache), want);
         assert_eq!(all(&cache), want);
         assert_eq!(reads.load(Ordering::SeqCst), 10, "each sample read once");
         assert!(cache.bytes() >= 10_000);
         // A budget of about 4 samples: 4 cached, the rest read each time.
         reads.store(0, Ordering::SeqCst);
-        let small = Cache::new(inner, 4_500);
+        let small = Cache::new(inner, 4_500).unwrap();
         assert_eq!(all(&small), want);
         assert_eq!(all(&small), want);
         assert!(small.bytes() <= 4_500);

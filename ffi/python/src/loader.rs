@@ -184,7 +184,7 @@ impl PyLoader {
         config.read_workers = read_workers;
         config.epochs = epochs;
         config.max_shape = max_shape;
-        let dataset = Arc::clone(&dataset.inner);
+        let dataset = dataset.dataset();
         let (d, p, c) = (Arc::clone(&dataset), Arc::clone(&plan), config.clone());
         let inner = load(py.detach(move || Loader::new(d, p, c)))?;
         Ok(PyLoader {

@@ -9,6 +9,7 @@ use tensorprep::finish::{ChannelOrder, Normalize};
 use tensorprep::geometry::Flip;
 use tensorprep::pipeline::{CenterCrop, CropRounding, Decode, DecodeScaling, Op, Resize};
 use tensorprep::size::{Rounding, SizeRule};
+use tensorprep::train::data::combine::Source;
 use tensorprep::train::data::{self, Dataset, Sample};
 use tensorprep::train::{
     AugMix, Augment, AutoAugmentPolicy, ColorJitter, EraseValue, GaussianBlur, RandomAffine,
@@ -27,18 +28,43 @@ use crate::{errors, names};
 /// `dataset[i]` reads one sample: `(bytes, labels)`.
 #[pyclass(frozen, module = "tensorprep.train", name = "Dataset")]
 pub(crate) struct PyDataset {
-    pub(crate) inner: Arc<dyn Dataset>,
+    source: Source,
     what: String,
     classes: Option<Vec<String>>,
 }
 
+/// The longest description a dataset keeps (a longer one keeps its start and
+/// end): a chain of `+` or `take` then costs the same at every step.
+const WHAT_MAX: usize = 160;
+
+/// `what`, shortened to about [`WHAT_MAX`] bytes around a " ... ".
+fn describe(what: String) -> String {
+    if what.len() <= WHAT_MAX {
+        return what;
+    }
+    let mut head = WHAT_MAX / 2;
+    while !what.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = what.len() - WHAT_MAX / 2;
+    while !what.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{} ... {}", &what[..head], &what[tail..])
+}
+
 impl PyDataset {
-    fn new(inner: Arc<dyn Dataset>, what: String) -> PyDataset {
+    fn new(source: impl Into<Source>, what: String) -> PyDataset {
         PyDataset {
-            inner,
-            what,
+            source: source.into(),
+            what: describe(what),
             classes: None,
         }
+    }
+
+    /// The dataset, for a loader.
+    pub(crate) fn dataset(&self) -> Arc<dyn Dataset> {
+        self.source.dataset()
     }
 }
 
@@ -55,7 +81,8 @@ impl PyDataset {
     fn image_folder(py: Python<'_>, root: PathBuf) -> PyResult<PyDataset> {
         let d = data_result(py.detach(|| data::folder::FolderDataset::open(&root)))?;
         let classes = d.classes().to_vec();
-        let mut ds = PyDataset::new(Arc::new(d), format!("ImageFolder({})", root.display()));
+        let d: Arc<dyn Dataset> = Arc::new(d);
+        let mut ds = PyDataset::new(d, format!("ImageFolder({})", root.display()));
         ds.classes = Some(classes);
         Ok(ds)
     }
@@ -69,10 +96,8 @@ impl PyDataset {
             Some(idx) => data::recordio::RecordIoDataset::open_with_index(&path, idx),
             None => data::recordio::RecordIoDataset::open(&path),
         });
-        Ok(PyDataset::new(
-            Arc::new(data_result(d)?),
-            format!("RecordIO({})", path.display()),
-        ))
+        let d: Arc<dyn Dataset> = Arc::new(data_result(d)?);
+        Ok(PyDataset::new(d, format!("RecordIO({})", path.display())))
     }
 
     /// TFRecord files of `tf.train.Example`s (CRC-32C checked), the image
@@ -94,10 +119,8 @@ impl PyDataset {
             Some(idx) => data::tfrecord::TfRecordDataset::open_with_index(&path, idx, keys),
             None => data::tfrecord::TfRecordDataset::open(&path, keys),
         });
-        Ok(PyDataset::new(
-            Arc::new(data_result(d)?),
-            format!("TFRecord({})", path.display()),
-        ))
+        let d: Arc<dyn Dataset> = Arc::new(data_result(d)?);
+        Ok(PyDataset::new(d, format!("TFRecord({})", path.display())))
     }
 
     /// WebDataset tar shards (`"shards-{000000..000099}.tar"`): the image by
@@ -123,10 +146,8 @@ impl PyDataset {
             label: label_key,
         };
         let d = py.detach(|| data::webdataset::WebDataset::open(pattern, keys));
-        Ok(PyDataset::new(
-            Arc::new(data_result(d)?),
-            format!("WebDataset({pattern})"),
-        ))
+        let d: Arc<dyn Dataset> = Arc::new(data_result(d)?);
+        Ok(PyDataset::new(d, format!("WebDataset({pattern})")))
     }
 
     /// Samples in memory: a sequence of `(encoded_bytes, label)` pairs (the
@@ -155,56 +176,50 @@ impl PyDataset {
         }
         let n = samples.len();
         Ok(PyDataset::new(
-            Arc::new(data::combine::InMemory::new(samples)),
+            data::combine::InMemory::new(samples),
             format!("Samples({n})"),
         ))
     }
 
-    /// The first `n` samples.
-    fn take(&self, n: usize) -> PyDataset {
-        let inner = Arc::clone(&self.inner);
-        PyDataset::new(
-            Arc::new(data::combine::Range::take(inner, n)),
-            format!("{}.take({n})", self.what),
-        )
+    /// The first `n` samples (a `take` of a `take` or `skip` is one range of
+    /// the dataset under them).
+    fn take(&self, n: usize) -> PyResult<PyDataset> {
+        let range = data_result(data::combine::Range::take(self.source.clone(), n))?;
+        Ok(PyDataset::new(range, format!("{}.take({n})", self.what)))
     }
 
     /// All but the first `n` samples.
-    fn skip(&self, n: usize) -> PyDataset {
-        let inner = Arc::clone(&self.inner);
-        PyDataset::new(
-            Arc::new(data::combine::Range::skip(inner, n)),
-            format!("{}.skip({n})", self.what),
-        )
+    fn skip(&self, n: usize) -> PyResult<PyDataset> {
+        let range = data_result(data::combine::Range::skip(self.source.clone(), n))?;
+        Ok(PyDataset::new(range, format!("{}.skip({n})", self.what)))
     }
 
     /// The samples' encoded bytes kept in memory once read, up to `budget`
     /// bytes (the rest read each time).
-    fn cache(&self, budget: u64) -> PyDataset {
-        let inner = Arc::clone(&self.inner);
-        PyDataset::new(
-            Arc::new(data::combine::Cache::new(inner, budget)),
-            format!("{}.cache({budget})", self.what),
-        )
-    }
-
-    /// This dataset's samples, then `other`'s.
-    fn __add__(&self, other: &PyDataset) -> PyResult<PyDataset> {
-        let parts = vec![Arc::clone(&self.inner), Arc::clone(&other.inner)];
-        let c = data_result(data::combine::Concat::new(parts))?;
+    fn cache(&self, budget: u64) -> PyResult<PyDataset> {
+        let cache = data_result(data::combine::Cache::new(self.source.clone(), budget))?;
         Ok(PyDataset::new(
-            Arc::new(c),
-            format!("{} + {}", self.what, other.what),
+            cache,
+            format!("{}.cache({budget})", self.what),
         ))
     }
 
+    /// This dataset's samples, then `other`'s (one flat concatenation of
+    /// their parts: `a + b + c` is one of three).
+    fn __add__(&self, other: &PyDataset) -> PyResult<PyDataset> {
+        let parts = [self.source.clone(), other.source.clone()];
+        let c = data_result(data::combine::Concat::new(parts))?;
+        Ok(PyDataset::new(c, format!("{} + {}", self.what, other.what)))
+    }
+
     fn __len__(&self) -> usize {
-        self.inner.len()
+        self.dataset().len()
     }
 
     /// Sample `index`: `(bytes, labels)`.
     fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyTuple>> {
-        let len = self.inner.len() as isize;
+        let dataset = self.dataset();
+        let len = dataset.len() as isize;
         let i = if index < 0 { index + len } else { index };
         if !(0..len).contains(&i) {
             return Err(pyo3::exceptions::PyIndexError::new_err(format!(
@@ -212,7 +227,7 @@ impl PyDataset {
             )));
         }
         let mut s = Sample::default();
-        data_result(py.detach(|| self.inner.read(i as usize, &mut s)))?;
+        data_result(py.detach(|| dataset.read(i as usize, &mut s)))?;
         let labels = PyList::new(py, &s.labels)?;
         PyTuple::new(
             py,
@@ -230,11 +245,11 @@ impl PyDataset {
     /// the dataset it came from.
     #[getter]
     fn fingerprint(&self) -> u64 {
-        self.inner.fingerprint()
+        self.dataset().fingerprint()
     }
 
     fn __repr__(&self) -> String {
-        format!("{} ({} samples)", self.what, self.inner.len())
+        format!("{} ({} samples)", self.what, self.dataset().len())
     }
 }
 

@@ -7,32 +7,167 @@
 //! cache holds what the dataset reads (encoded bytes and labels), before any
 //! random op by construction: augmentations are drawn afresh every epoch.
 //!
+//! A combinator takes its datasets as [`Source`]s. Given as themselves (not
+//! as `Arc<dyn Dataset>`), this module's datasets are seen through: a range
+//! of a range is one range, a concatenation of concatenations one flat
+//! concatenation (built in O(log n) per join, so `a + b + c + ...` of many
+//! parts stays fast), a filter of a filter one filter. What still nests
+//! (zips, caches, a range of a filter, ...) is counted, and nesting deeper
+//! than [`MAX_DEPTH`] is refused: reading, hashing and freeing a dataset
+//! recurse once per level, and the bound keeps that within a thread's stack.
+//!
 //! ```
 //! use std::sync::Arc;
-//! use tensorprep::train::data::combine::{Concat, Filter, InMemory, Range};
+//! use tensorprep::train::data::combine::{Concat, Filter, InMemory, Range, Source};
 //! use tensorprep::train::data::{Dataset, Sample};
 //!
 //! let sample = |label: f32| Sample { bytes: vec![1, 2, 3], labels: vec![label], id: 0 };
-//! let cats: Arc<dyn Dataset> = Arc::new(InMemory::new((0..10).map(|_| sample(0.0)).collect()));
-//! let dogs: Arc<dyn Dataset> = Arc::new(InMemory::new((0..5).map(|_| sample(1.0)).collect()));
+//! let cats = InMemory::new((0..10).map(|_| sample(0.0)).collect());
+//! let dogs = InMemory::new((0..5).map(|_| sample(1.0)).collect());
 //! // The first 8 cats, then every dog.
-//! let both = Concat::new(vec![Arc::new(Range::new(cats, 0..8)?), dogs])?;
+//! let both = Concat::new([Source::from(Range::new(cats, 0..8)?), Source::from(dogs)])?;
 //! assert_eq!(both.len(), 13);
-//! let dogs_only = Filter::new(Arc::new(both), |s: &Sample| s.labels[0] == 1.0)?;
-//! assert_eq!(dogs_only.len(), 5);
+//! let dogs_only = Filter::new(both, |s: &Sample| s.labels[0] == 1.0)?;
+//! assert_eq!((dogs_only.len(), dogs_only.depth()), (5, 3));
+//! // A range of a range is one range: this chain stays one range over `dogs_only`.
+//! let mut some = Range::skip(dogs_only, 1)?;
+//! for n in (2..100_000).rev() {
+//!     some = Range::take(some, n)?;
+//! }
+//! assert_eq!((some.len(), some.depth()), (2, 4));
 //! # Ok::<(), tensorprep::train::data::DataError>(())
 //! ```
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::cell::RefCell;
 use core::ops::Range as Span;
 use std::sync::{PoisonError, RwLock};
 
 use super::{DataError, Dataset, Sample};
 
+/// How deeply this module's datasets may nest: a zip of a cache of a filter
+/// of a dataset is 3 deep. Ranges of ranges, concatenations of
+/// concatenations and filters of filters collapse and do not count. Each
+/// level costs a few hundred bytes of stack when a sample is read, the
+/// dataset hashed or freed; 256 levels stay far inside a worker thread's
+/// stack (and far above any real pipeline).
+pub const MAX_DEPTH: u32 = 256;
+
 fn out_of_range(index: usize, len: usize) -> DataError {
     DataError::OutOfRange { index, len }
 }
+
+/// The depth of a combinator over datasets nested `inner` deep (an error
+/// past [`MAX_DEPTH`]).
+fn one_deeper(inner: u32) -> Result<u32, DataError> {
+    let depth = inner.saturating_add(1);
+    if depth > MAX_DEPTH {
+        return Err(DataError::Invalid {
+            what: alloc::format!(
+                "datasets nested {depth} deep (at most {MAX_DEPTH}: ranges of ranges, \
+                 concatenations of concatenations and filters of filters collapse; \
+                 zips and caches nest)"
+            ),
+        });
+    }
+    Ok(depth)
+}
+
+/// A dataset given to a combinator.
+///
+/// Any dataset is one (`Arc<dyn Dataset>`, counted as a leaf: what it may
+/// nest inside is not seen). This module's datasets convert as themselves
+/// (by value or in an `Arc`), which lets the combinator see through them: a
+/// range of a range becomes one range, a concatenation of concatenations
+/// one flat concatenation, a filter of a filter one filter, and the depth of
+/// the rest is counted ([`MAX_DEPTH`]).
+#[derive(Clone)]
+pub struct Source(Node);
+
+#[derive(Clone)]
+enum Node {
+    Leaf(Arc<dyn Dataset>),
+    Range(Arc<Range>),
+    Concat(Arc<Concat>),
+    Zip(Arc<Zip>),
+    Filter(Arc<Filter>),
+    Cache(Arc<Cache>),
+}
+
+impl Source {
+    /// The dataset itself.
+    pub fn dataset(&self) -> Arc<dyn Dataset> {
+        match &self.0 {
+            Node::Leaf(d) => Arc::clone(d),
+            Node::Range(d) => Arc::clone(d) as Arc<dyn Dataset>,
+            Node::Concat(d) => Arc::clone(d) as Arc<dyn Dataset>,
+            Node::Zip(d) => Arc::clone(d) as Arc<dyn Dataset>,
+            Node::Filter(d) => Arc::clone(d) as Arc<dyn Dataset>,
+            Node::Cache(d) => Arc::clone(d) as Arc<dyn Dataset>,
+        }
+    }
+
+    /// How many of this module's combinators nest in it (0 for any other
+    /// dataset).
+    pub fn depth(&self) -> u32 {
+        match &self.0 {
+            Node::Leaf(_) => 0,
+            Node::Range(d) => d.depth,
+            Node::Concat(d) => d.depth,
+            Node::Zip(d) => d.depth,
+            Node::Filter(d) => d.depth,
+            Node::Cache(d) => d.depth,
+        }
+    }
+
+    fn as_dataset(&self) -> &dyn Dataset {
+        match &self.0 {
+            Node::Leaf(d) => &**d,
+            Node::Range(d) => &**d,
+            Node::Concat(d) => &**d,
+            Node::Zip(d) => &**d,
+            Node::Filter(d) => &**d,
+            Node::Cache(d) => &**d,
+        }
+    }
+}
+
+impl From<Arc<dyn Dataset>> for Source {
+    fn from(dataset: Arc<dyn Dataset>) -> Source {
+        Source(Node::Leaf(dataset))
+    }
+}
+
+impl From<Arc<InMemory>> for Source {
+    fn from(dataset: Arc<InMemory>) -> Source {
+        Source(Node::Leaf(dataset))
+    }
+}
+
+impl From<InMemory> for Source {
+    fn from(dataset: InMemory) -> Source {
+        Source(Node::Leaf(Arc::new(dataset)))
+    }
+}
+
+macro_rules! source_of {
+    ($($kind:ident),*) => {$(
+        impl From<Arc<$kind>> for Source {
+            fn from(dataset: Arc<$kind>) -> Source {
+                Source(Node::$kind(dataset))
+            }
+        }
+
+        impl From<$kind> for Source {
+            fn from(dataset: $kind) -> Source {
+                Source(Node::$kind(Arc::new(dataset)))
+            }
+        }
+    )*};
+}
+
+source_of!(Range, Concat, Zip, Filter, Cache);
 
 /// Samples held in memory.
 #[derive(Clone, Debug, Default)]
@@ -76,44 +211,68 @@ impl Dataset for InMemory {
 }
 
 /// A contiguous part of a dataset: `take(n)` is `0..n`, `skip(n)` is
-/// `n..len`.
+/// `n..len`. A range of a range is one range of the inner dataset (its
+/// span within the outer's).
 pub struct Range {
     inner: Arc<dyn Dataset>,
     span: Span<usize>,
+    depth: u32,
 }
 
 impl Range {
     /// Samples `span` of `inner` (inside it, or an error).
-    pub fn new(inner: Arc<dyn Dataset>, span: Span<usize>) -> Result<Range, DataError> {
-        if span.start > span.end || span.end > inner.len() {
+    pub fn new(inner: impl Into<Source>, span: Span<usize>) -> Result<Range, DataError> {
+        let inner = inner.into();
+        let len = inner.as_dataset().len();
+        if span.start > span.end || span.end > len {
             return Err(DataError::Invalid {
                 what: alloc::format!(
-                    "the range {}..{} is not within a dataset of {}",
+                    "the range {}..{} is not within a dataset of {len}",
                     span.start,
                     span.end,
-                    inner.len()
                 ),
             });
         }
-        Ok(Range { inner, span })
+        Range::within(inner, span)
     }
 
     /// The first `n` samples (all of them if fewer).
-    pub fn take(inner: Arc<dyn Dataset>, n: usize) -> Range {
-        let end = n.min(inner.len());
-        Range {
-            inner,
-            span: 0..end,
-        }
+    pub fn take(inner: impl Into<Source>, n: usize) -> Result<Range, DataError> {
+        let inner = inner.into();
+        let end = n.min(inner.as_dataset().len());
+        Range::within(inner, 0..end)
     }
 
     /// All but the first `n` samples.
-    pub fn skip(inner: Arc<dyn Dataset>, n: usize) -> Range {
-        let len = inner.len();
-        Range {
-            inner,
-            span: n.min(len)..len,
+    pub fn skip(inner: impl Into<Source>, n: usize) -> Result<Range, DataError> {
+        let inner = inner.into();
+        let len = inner.as_dataset().len();
+        Range::within(inner, n.min(len)..len)
+    }
+
+    /// `span` (within `inner`) of `inner`; of a range, the span within its
+    /// inner dataset.
+    fn within(inner: Source, span: Span<usize>) -> Result<Range, DataError> {
+        match inner.0 {
+            Node::Range(outer) => {
+                let at = outer.span.start;
+                Ok(Range {
+                    inner: Arc::clone(&outer.inner),
+                    span: at + span.start..at + span.end,
+                    depth: outer.depth,
+                })
+            }
+            _ => Ok(Range {
+                depth: one_deeper(inner.depth())?,
+                inner: inner.dataset(),
+                span,
+            }),
         }
+    }
+
+    /// How deeply it nests ([`MAX_DEPTH`]).
+    pub fn depth(&self) -> u32 {
+        self.depth
     }
 }
 
@@ -135,45 +294,222 @@ impl Dataset for Range {
     }
 }
 
-/// Datasets one after the other.
+/// A concatenation's parts in order: a balanced (AVL) tree over them, its
+/// subtrees shared by the concatenations that hold them, so that joining two
+/// makes O(log n) new nodes and finding a sample's part takes O(log n) steps.
+/// Its height stays below 1.45 log2(parts + 2), so its recursions are short.
+enum Parts {
+    /// One dataset.
+    One {
+        part: Arc<dyn Dataset>,
+        len: usize,
+        depth: u32,
+    },
+    /// `left`'s parts, then `right`'s.
+    Two {
+        left: Arc<Parts>,
+        right: Arc<Parts>,
+        /// Samples, parts, the tree's height and the parts' deepest nesting.
+        len: usize,
+        count: usize,
+        height: u8,
+        depth: u32,
+    },
+}
+
+impl Parts {
+    fn len(&self) -> usize {
+        match self {
+            Parts::One { len, .. } | Parts::Two { len, .. } => *len,
+        }
+    }
+
+    fn count(&self) -> usize {
+        match self {
+            Parts::One { .. } => 1,
+            Parts::Two { count, .. } => *count,
+        }
+    }
+
+    fn height(&self) -> u8 {
+        match self {
+            Parts::One { .. } => 0,
+            Parts::Two { height, .. } => *height,
+        }
+    }
+
+    fn depth(&self) -> u32 {
+        match self {
+            Parts::One { depth, .. } | Parts::Two { depth, .. } => *depth,
+        }
+    }
+
+    /// `left` then `right` under one node (their total length was checked
+    /// to fit by [`Concat::new`]: every node holds a stretch of it).
+    fn pair(left: &Arc<Parts>, right: &Arc<Parts>) -> Arc<Parts> {
+        Arc::new(Parts::Two {
+            len: left.len() + right.len(),
+            count: left.count() + right.count(),
+            height: left.height().max(right.height()) + 1,
+            depth: left.depth().max(right.depth()),
+            left: Arc::clone(left),
+            right: Arc::clone(right),
+        })
+    }
+
+    /// The children of a node (a tree of height 1 or more).
+    fn children(&self) -> (&Arc<Parts>, &Arc<Parts>) {
+        match self {
+            Parts::Two { left, right, .. } => (left, right),
+            Parts::One { .. } => unreachable!("a tree of height 0 has no children"),
+        }
+    }
+
+    /// `left`'s parts then `right`'s, balanced: the AVL join (down the
+    /// taller tree's inner edge to a subtree of the other's height, joined
+    /// there, rebalanced on the way back up).
+    fn join(left: &Arc<Parts>, right: &Arc<Parts>) -> Arc<Parts> {
+        let (hl, hr) = (left.height(), right.height());
+        if hl > hr + 1 {
+            let (ll, lr) = left.children();
+            Parts::balance(ll, &Parts::join(lr, right))
+        } else if hr > hl + 1 {
+            let (rl, rr) = right.children();
+            Parts::balance(&Parts::join(left, rl), rr)
+        } else {
+            Parts::pair(left, right)
+        }
+    }
+
+    /// `left` then `right`, two balanced trees whose heights differ by at
+    /// most 2, as one balanced tree (a single or double rotation).
+    fn balance(left: &Arc<Parts>, right: &Arc<Parts>) -> Arc<Parts> {
+        let (hl, hr) = (left.height(), right.height());
+        if hr > hl + 1 {
+            let (rl, rr) = right.children();
+            if rl.height() > rr.height() {
+                let (rll, rlr) = rl.children();
+                Parts::pair(&Parts::pair(left, rll), &Parts::pair(rlr, rr))
+            } else {
+                Parts::pair(&Parts::pair(left, rl), rr)
+            }
+        } else if hl > hr + 1 {
+            let (ll, lr) = left.children();
+            if lr.height() > ll.height() {
+                let (lrl, lrr) = lr.children();
+                Parts::pair(&Parts::pair(ll, lrl), &Parts::pair(lrr, right))
+            } else {
+                Parts::pair(ll, &Parts::pair(lr, right))
+            }
+        } else {
+            Parts::pair(left, right)
+        }
+    }
+
+    /// The parts in order (no recursion).
+    fn each(&self) -> impl Iterator<Item = &Arc<dyn Dataset>> {
+        let mut stack = Vec::with_capacity(usize::from(self.height()) + 1);
+        stack.push(self);
+        core::iter::from_fn(move || {
+            loop {
+                match stack.pop()? {
+                    Parts::One { part, .. } => return Some(part),
+                    Parts::Two { left, right, .. } => {
+                        stack.push(&**right);
+                        stack.push(&**left);
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// Datasets one after the other. Concatenations given as themselves are
+/// flattened: `a + b + c` is one concatenation of three parts.
 pub struct Concat {
-    parts: Vec<Arc<dyn Dataset>>,
-    /// Where each part starts, and the total at the end.
-    starts: Vec<usize>,
+    parts: Option<Arc<Parts>>,
+    depth: u32,
 }
 
 impl Concat {
     /// `parts` in order (their total length must fit a `usize`).
-    pub fn new(parts: Vec<Arc<dyn Dataset>>) -> Result<Concat, DataError> {
-        let mut starts = Vec::with_capacity(parts.len() + 1);
-        let mut total = 0usize;
-        for p in &parts {
-            starts.push(total);
-            total = total.checked_add(p.len()).ok_or(DataError::Invalid {
-                what: "the concatenated datasets' length overflows".into(),
-            })?;
+    pub fn new<S: Into<Source>>(parts: impl IntoIterator<Item = S>) -> Result<Concat, DataError> {
+        let mut all: Option<Arc<Parts>> = None;
+        for part in parts {
+            let part = part.into();
+            let next = match &part.0 {
+                Node::Concat(c) => match &c.parts {
+                    Some(p) => Arc::clone(p),
+                    None => continue,
+                },
+                _ => {
+                    let depth = part.depth();
+                    let part = part.dataset();
+                    Arc::new(Parts::One {
+                        len: part.len(),
+                        part,
+                        depth,
+                    })
+                }
+            };
+            all = Some(match all {
+                None => next,
+                Some(before) => {
+                    if before.len().checked_add(next.len()).is_none() {
+                        return Err(DataError::Invalid {
+                            what: "the concatenated datasets' length overflows".into(),
+                        });
+                    }
+                    Parts::join(&before, &next)
+                }
+            });
         }
-        starts.push(total);
-        Ok(Concat { parts, starts })
+        let depth = one_deeper(all.as_ref().map_or(0, |p| p.depth()))?;
+        Ok(Concat { parts: all, depth })
+    }
+
+    /// The number of datasets concatenated (those of concatenations given
+    /// as parts counted one by one).
+    pub fn parts(&self) -> usize {
+        self.parts.as_ref().map_or(0, |p| p.count())
+    }
+
+    /// How deeply it nests ([`MAX_DEPTH`]).
+    pub fn depth(&self) -> u32 {
+        self.depth
     }
 }
 
 impl Dataset for Concat {
+    /// The parts' fingerprints in order (however the concatenation was
+    /// built up).
     fn fingerprint(&self) -> u64 {
-        super::fingerprint_of("concat", self.parts.iter().map(|p| p.fingerprint()))
+        let parts = self.parts.iter().flat_map(|p| p.each());
+        super::fingerprint_of("concat", parts.map(|p| p.fingerprint()))
     }
 
     fn len(&self) -> usize {
-        self.starts.last().copied().unwrap_or(0)
+        self.parts.as_ref().map_or(0, |p| p.len())
     }
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
-        if index >= self.len() {
+        let Some(mut at) = self.parts.as_deref().filter(|p| index < p.len()) else {
             return Err(out_of_range(index, self.len()));
+        };
+        let mut index = index;
+        loop {
+            match at {
+                Parts::One { part, .. } => return part.read(index, sample),
+                Parts::Two { left, right, .. } => {
+                    if index < left.len() {
+                        at = &**left;
+                    } else {
+                        index -= left.len();
+                        at = &**right;
+                    }
+                }
+            }
         }
-        // The last part starting at or before `index` (empty parts skipped).
-        let part = self.starts.partition_point(|&s| s <= index) - 1;
-        self.parts[part].read(index - self.starts[part], sample)
     }
 }
 
@@ -183,28 +519,36 @@ impl Dataset for Concat {
 pub struct Zip {
     first: Arc<dyn Dataset>,
     second: Arc<dyn Dataset>,
+    depth: u32,
 }
 
 std::thread_local! {
     /// The samples zips read their second dataset's sample into, reused (a
     /// zip takes one for the read and puts it back, so a zip read inside
     /// another's takes the next): nothing is allocated per sample.
-    static SECOND: core::cell::RefCell<Vec<Sample>> = const { core::cell::RefCell::new(Vec::new()) };
+    static SECOND: RefCell<Vec<Sample>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Zip {
     /// `first` and `second`, which must have the same length.
-    pub fn new(first: Arc<dyn Dataset>, second: Arc<dyn Dataset>) -> Result<Zip, DataError> {
-        if first.len() != second.len() {
+    pub fn new(first: impl Into<Source>, second: impl Into<Source>) -> Result<Zip, DataError> {
+        let (first, second) = (first.into(), second.into());
+        let (a, b) = (first.as_dataset().len(), second.as_dataset().len());
+        if a != b {
             return Err(DataError::Invalid {
-                what: alloc::format!(
-                    "zip of datasets of {} and {} samples",
-                    first.len(),
-                    second.len()
-                ),
+                what: alloc::format!("zip of datasets of {a} and {b} samples"),
             });
         }
-        Ok(Zip { first, second })
+        Ok(Zip {
+            depth: one_deeper(first.depth().max(second.depth()))?,
+            first: first.dataset(),
+            second: second.dataset(),
+        })
+    }
+
+    /// How deeply it nests ([`MAX_DEPTH`]).
+    pub fn depth(&self) -> u32 {
+        self.depth
     }
 }
 
@@ -233,34 +577,66 @@ impl Dataset for Zip {
 
 /// The samples a predicate keeps, in order. Built by reading every sample
 /// once (the predicate sees bytes, labels and id); then random access as
-/// any dataset.
+/// any dataset. A filter of a filter is one filter of the inner dataset.
 pub struct Filter {
     inner: Arc<dyn Dataset>,
     kept: Vec<usize>,
+    depth: u32,
 }
 
 impl Filter {
     /// The samples of `inner` for which `keep` is true (read errors are
     /// returned).
     pub fn new(
-        inner: Arc<dyn Dataset>,
+        inner: impl Into<Source>,
         keep: impl Fn(&Sample) -> bool,
     ) -> Result<Filter, DataError> {
+        let inner = inner.into();
+        let data = inner.as_dataset();
         let mut kept = Vec::new();
         let mut sample = Sample::default();
-        for i in 0..inner.len() {
-            inner.read(i, &mut sample)?;
+        for i in 0..data.len() {
+            data.read(i, &mut sample)?;
             if keep(&sample) {
                 kept.push(i);
             }
         }
-        Ok(Filter { inner, kept })
+        Filter::of(inner, kept)
     }
 
     /// The samples of `inner` whose index `keep` accepts (nothing read).
-    pub fn by_index(inner: Arc<dyn Dataset>, keep: impl Fn(usize) -> bool) -> Filter {
-        let kept = (0..inner.len()).filter(|&i| keep(i)).collect();
-        Filter { inner, kept }
+    pub fn by_index(
+        inner: impl Into<Source>,
+        keep: impl Fn(usize) -> bool,
+    ) -> Result<Filter, DataError> {
+        let inner = inner.into();
+        let kept = (0..inner.as_dataset().len()).filter(|&i| keep(i)).collect();
+        Filter::of(inner, kept)
+    }
+
+    /// Samples `kept` (ascending) of `inner`; of a filter, its kept samples
+    /// among them.
+    fn of(inner: Source, mut kept: Vec<usize>) -> Result<Filter, DataError> {
+        match inner.0 {
+            Node::Filter(outer) => {
+                kept.iter_mut().for_each(|i| *i = outer.kept[*i]);
+                Ok(Filter {
+                    inner: Arc::clone(&outer.inner),
+                    kept,
+                    depth: outer.depth,
+                })
+            }
+            _ => Ok(Filter {
+                depth: one_deeper(inner.depth())?,
+                inner: inner.dataset(),
+                kept,
+            }),
+        }
+    }
+
+    /// How deeply it nests ([`MAX_DEPTH`]).
+    pub fn depth(&self) -> u32 {
+        self.depth
     }
 }
 
@@ -293,24 +669,33 @@ pub struct Cache {
     inner: Arc<dyn Dataset>,
     budget: u64,
     held: RwLock<(Vec<Option<Arc<Sample>>>, u64)>,
+    depth: u32,
 }
 
 impl Cache {
     /// A cache of `inner` holding at most `budget` bytes of samples.
-    pub fn new(inner: Arc<dyn Dataset>, budget: u64) -> Cache {
-        let len = inner.len();
+    pub fn new(inner: impl Into<Source>, budget: u64) -> Result<Cache, DataError> {
+        let inner = inner.into();
+        let depth = one_deeper(inner.depth())?;
+        let inner = inner.dataset();
         let mut slots = Vec::new();
-        slots.resize_with(len, || None);
-        Cache {
+        slots.resize_with(inner.len(), || None);
+        Ok(Cache {
             inner,
             budget,
             held: RwLock::new((slots, 0)),
-        }
+            depth,
+        })
     }
 
     /// Bytes held (encoded images and labels).
     pub fn bytes(&self) -> u64 {
         self.held.read().unwrap_or_else(PoisonError::into_inner).1
+    }
+
+    /// How deeply it nests ([`MAX_DEPTH`]).
+    pub fn depth(&self) -> u32 {
+        self.depth
     }
 }
 
@@ -352,6 +737,9 @@ impl Dataset for Cache {
 
 #[cfg(test)]
 mod tests {
+    use alloc::string::{String, ToString};
+    use alloc::vec;
+
     use super::*;
 
     /// `len` samples whose label is `base + index` and whose bytes are the
@@ -366,6 +754,110 @@ mod tests {
             s.id = i as u64;
             Ok(())
         }))
+    }
+
+    fn labels(d: &dyn Dataset) -> Vec<Vec<f32>> {
+        let mut s = Sample::default();
+        (0..d.len())
+            .map(|i| {
+                d.read(i, &mut s).unwrap();
+                s.labels.clone()
+            })
+            .collect()
+    }
+
+    fn message(e: DataError) -> String {
+        assert!(matches!(e, DataError::Invalid { .. }), "{e:?}");
+        e.to_string()
+    }
+
+    /// 300,000 nested `take`s and `skip`s are one range over the dataset
+    /// (before: one level each, and hashing or freeing the chain overflowed
+    /// the stack).
+    #[test]
+    fn a_chain_of_ranges_is_one_range() {
+        let data = counting(1_000_000, 0.0);
+        let mut range = Range::take(Arc::clone(&data), usize::MAX).unwrap();
+        for _ in 0..150_000 {
+            range = Range::skip(range, 1).unwrap();
+            let n = range.len() - 1;
+            range = Range::take(range, n).unwrap();
+        }
+        assert_eq!((range.len(), range.depth()), (700_000, 1));
+        let mut s = Sample::default();
+        range.read(0, &mut s).unwrap();
+        assert_eq!(s.labels, [150_000.0]);
+        range.read(699_999, &mut s).unwrap();
+        assert_eq!(s.labels, [849_999.0]);
+        assert!(range.read(700_000, &mut s).is_err());
+        let direct = Range::new(data, 150_000..850_000).unwrap();
+        assert_eq!(range.fingerprint(), direct.fingerprint());
+        // A range checked against the range it is of, not the dataset.
+        let e = Range::new(range, 0..700_001).err().unwrap();
+        assert!(message(e).contains("0..700001 is not within a dataset of 700000"));
+    }
+
+    /// 100,000 joins (appending, prepending, pairwise) make one flat
+    /// concatenation of 100,000 parts in a tree of logarithmic height, read
+    /// in order and hashed as the same parts given at once (before: one
+    /// nested concatenation per join, and each join copied its parts).
+    #[test]
+    fn concatenations_flatten_into_one_balanced_concatenation() {
+        let n = 100_000;
+        // Parts of 0, 1 and 2 samples.
+        let parts: Vec<Arc<dyn Dataset>> =
+            (0..n).map(|k| counting(k % 3, 10.0 * k as f32)).collect();
+        let expected: Vec<Vec<f32>> = (0..n)
+            .flat_map(|k| (0..k % 3).map(move |i| vec![10.0 * k as f32 + i as f32]))
+            .collect();
+        let at_once = Concat::new(parts.iter().cloned()).unwrap();
+        let old_fingerprint =
+            super::super::fingerprint_of("concat", parts.iter().map(|p| p.fingerprint()));
+        assert_eq!(at_once.fingerprint(), old_fingerprint);
+
+        let appended = parts
+            .iter()
+            .skip(1)
+            .fold(Concat::new([Arc::clone(&parts[0])]).unwrap(), |c, p| {
+                Concat::new([Source::from(c), Source::from(Arc::clone(p))]).unwrap()
+            });
+        let prepended = parts
+            .iter()
+            .rev()
+            .skip(1)
+            .fold(Concat::new([Arc::clone(&parts[n - 1])]).unwrap(), |c, p| {
+                Concat::new([Source::from(Arc::clone(p)), Source::from(c)]).unwrap()
+            });
+        let mut level: Vec<Source> = parts.iter().map(|p| Source::from(Arc::clone(p))).collect();
+        while level.len() > 1 {
+            level = level
+                .chunks(2)
+                .map(|pair| Source::from(Concat::new(pair.iter().cloned()).unwrap()))
+                .collect();
+        }
+        let Node::Concat(pairwise) = level.pop().unwrap().0 else {
+            panic!("a concatenation");
+        };
+        for c in [&at_once, &appended, &prepended, &*pairwise] {
+            assert_eq!((c.parts(), c.depth(), c.len()), (n, 1, expected.len()));
+            let height = c.parts.as_ref().unwrap().height();
+            assert!(
+                f64::from(height) <= 1.4405 * ((n + 2) as f64).log2(),
+                "height {height}"
+            );
+            assert_eq!(labels(c), expected);
+            assert_eq!(c.fingerprint(), old_fingerprint);
+        }
+        let empty = Concat::new(Vec::<Source>::new()).unwrap();
+        assert_eq!((empty.len(), empty.parts()), (0, 0));
+        let mut s = Sample::default();
+        assert!(matches!(
+            appended.read(expected.len(), &mut s),
+            Err(DataError::OutOfRange { index, len }) if index == expected.len() && len == expected.len()
+        ));
+        let huge = counting(usize::MAX, 0.0);
+        let e = Concat::new([Arc::clone(&huge), huge]).err().unwrap();
+        assert!(message(e).contains("overflows"));
     }
 
     /// A zip whose second dataset is a zip reads every label (before: the
@@ -401,5 +893,63 @@ mod tests {
         // Two zips read at once at most: two scratch samples, reused.
         assert_eq!(SECOND.with(|s| s.borrow().len()), 2);
         assert!(right.read(5, &mut s).is_err());
+    }
+
+    /// A filter of a filter is one filter keeping the samples both keep.
+    #[test]
+    fn filters_of_filters_collapse() {
+        let even = Filter::by_index(counting(30, 0.0), |i| i % 2 == 0).unwrap();
+        let sixth = Filter::by_index(even, |i| i % 3 == 0).unwrap();
+        let big = Filter::new(sixth, |s: &Sample| s.labels[0] >= 10.0).unwrap();
+        assert_eq!(big.depth(), 1);
+        assert_eq!(labels(&big), [[12.0], [18.0], [24.0]]);
+    }
+
+    /// What nests (zips, caches, a range of a filter...) nests at most
+    /// `MAX_DEPTH` deep: one level more is an error naming the depth, never
+    /// a stack overflow; a dataset `MAX_DEPTH` deep is read, hashed and
+    /// freed on a 256 KiB stack.
+    #[test]
+    fn nesting_is_bounded() {
+        let leaf = counting(4, 0.0);
+        let mut deepest = Source::from(Arc::clone(&leaf));
+        for level in 0..MAX_DEPTH {
+            deepest = match level % 4 {
+                0 => Cache::new(deepest, 1 << 10).unwrap().into(),
+                1 => Zip::new(Arc::clone(&leaf), deepest).unwrap().into(),
+                2 => Range::skip(deepest, 0).unwrap().into(),
+                _ => Filter::by_index(deepest, |_| true).unwrap().into(),
+            };
+        }
+        assert_eq!(deepest.depth(), MAX_DEPTH);
+        let again = deepest.clone();
+        std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || {
+                let d = again.dataset();
+                let mut s = Sample::default();
+                d.read(3, &mut s).unwrap();
+                assert_eq!(s.labels.len(), 1 + MAX_DEPTH as usize / 4);
+                assert_ne!(d.fingerprint(), 0);
+                drop((d, again));
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let too_deep = alloc::format!("nested {} deep", MAX_DEPTH + 1);
+        let refused = [
+            Cache::new(deepest.clone(), 0).err(),
+            Zip::new(deepest.clone(), Arc::clone(&leaf)).err(),
+            Range::take(deepest.clone(), 1).err(),
+            Concat::new([deepest.clone()]).err(),
+        ];
+        for e in refused {
+            assert!(message(e.expect("refused")).contains(&too_deep));
+        }
+        // The top is a filter: a filter of it is not one level more.
+        assert_eq!(
+            Filter::by_index(deepest, |i| i > 0).unwrap().depth(),
+            MAX_DEPTH
+        );
     }
 }

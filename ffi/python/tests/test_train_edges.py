@@ -1,0 +1,91 @@
+"""The training data at its edges: datasets joined or nested many times.
+
+What could crash the interpreter (a stack overflow while freeing or hashing
+a deep dataset) runs in a fresh interpreter, so that a crash or a hang fails
+its test rather than the whole run."""
+
+import subprocess
+import sys
+import textwrap
+
+
+def run(code, timeout=120):
+    """`code` run by a fresh interpreter (this one's, so the same
+    tensorprep); what it printed."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, f"exit code {done.returncode}: {done.stderr[-3000:]}"
+    return done.stdout
+
+
+def test_joining_100k_datasets_with_plus_is_fast_flat_and_freed():
+    # Before: 24 s to build (each `+` nested one level and copied the
+    # description), and a segfault when the chain was freed.
+    took = run(
+        """
+        import time
+        from tensorprep import train
+        parts = [train.Samples([(bytes([i % 256]), i)]) for i in range(100_000)]
+        start = time.perf_counter()
+        joined = parts[0]
+        for p in parts[1:]:
+            joined = joined + p
+        took = time.perf_counter() - start
+        assert len(joined) == 100_000
+        assert joined[0] == (b"\\x00", [0.0]) and joined[99_999] == (bytes([99_999 % 256]), [99_999.0])
+        # One flat concatenation: the same parts joined another way hash the same.
+        pairs = parts
+        while len(pairs) > 1:
+            pairs = [a + b for a, b in zip(pairs[::2], pairs[1::2])] + pairs[len(pairs) // 2 * 2:]
+        assert pairs[0].fingerprint == joined.fingerprint
+        # The description is summarised, not 100,000 names long.
+        assert len(repr(joined)) < 300, repr(joined)
+        assert repr(joined).startswith("Samples(1) + Samples(1)")
+        assert repr(joined).endswith("+ Samples(1) (100000 samples)")
+        del joined, pairs, parts
+        print(took)
+        """
+    )
+    assert float(took) < 2.0, f"100,000 joins took {float(took):.2f} s"
+
+
+def test_a_300k_chain_of_take_and_skip_is_one_range():
+    # Before: fingerprinting (a loader does) or freeing the chain overflowed the stack.
+    run(
+        """
+        from tensorprep import train
+        base = train.Samples([(b"x", i) for i in range(400_000)])
+        d = base
+        for _ in range(150_000):
+            d = d.skip(1)
+            d = d.take(len(d) - 1)
+        assert len(d) == 100_000
+        assert d[0] == (b"x", [150_000.0]) and d[-1] == (b"x", [249_999.0])
+        assert d.fingerprint == base.skip(150_000).take(100_000).fingerprint
+        assert len(repr(d)) < 300
+        del d
+        """
+    )
+
+
+def test_nesting_deeper_than_the_bound_is_a_data_error_naming_the_depth():
+    # Before: 300,000 nested caches were accepted, and reading, hashing or
+    # freeing them overflowed the stack.
+    run(
+        """
+        import tensorprep
+        from tensorprep import train
+        d = train.Samples([(b"x", 7)])
+        try:
+            for _ in range(300_000):
+                d = d.cache(1 << 20)
+        except tensorprep.DataError as e:
+            assert "nested 257 deep" in str(e), e
+        else:
+            raise AssertionError("300,000 nested caches were accepted")
+        # The deepest accepted still reads, hashes and frees.
+        assert d[0] == (b"x", [7.0]) and d.fingerprint
+        del d
+        """
+    )
