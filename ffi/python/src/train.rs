@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyFloat, PyInt, PyList, PyString, PyTuple};
 use tensorprep::finish::{ChannelOrder, Normalize};
 use tensorprep::geometry::Flip;
 use tensorprep::pipeline::{CenterCrop, CropRounding, Decode, DecodeScaling, Op, Resize};
@@ -70,6 +70,67 @@ impl PyDataset {
 
 fn data_result<T>(r: Result<T, data::DataError>) -> PyResult<T> {
     r.map_err(|e| errors::data(&e))
+}
+
+/// A sample's label: a number float32 holds (an integer exactly), or a
+/// sequence of them; `Err` says what is wrong with it.
+fn labels_of(label: &Bound<'_, PyAny>) -> Result<Vec<f32>, String> {
+    if label.is_instance_of::<PyString>() || label.is_instance_of::<PyBytes>() {
+        return Err("a label is a number or a sequence of numbers".into());
+    }
+    if let Ok(one) = number(label) {
+        return one.map(|l| vec![l]);
+    }
+    let Ok(items) = label.try_iter() else {
+        return Err("a label is a number or a sequence of numbers".into());
+    };
+    let mut labels = Vec::new();
+    for (j, item) in items.enumerate() {
+        let item = item.map_err(|e| e.to_string())?;
+        let l = number(&item)
+            .map_err(|()| format!("label {j}: not a number"))?
+            .map_err(|e| format!("label {j}: {e}"))?;
+        labels.push(l);
+    }
+    Ok(labels)
+}
+
+/// A number as float32: `Err(())` for what is not a number, `Ok(Err(_))`
+/// for a number float32 cannot stand for (NaN, an infinity, a float past
+/// float32's range, an integer it would round).
+fn number(value: &Bound<'_, PyAny>) -> Result<Result<f32, String>, ()> {
+    let inexact = |int: &dyn std::fmt::Display| {
+        format!(
+            "the integer label {int} is not exact in float32 (labels are float32: integers up to 2^24 are)"
+        )
+    };
+    // Integers (Python's, numpy's: whatever has `__index__`), not floats.
+    if !value.is_instance_of::<PyFloat>() {
+        match value.extract::<i128>() {
+            Ok(int) => {
+                // Exact when its significant bits fit float32's 24.
+                let m = int.unsigned_abs();
+                return Ok(if m >> m.trailing_zeros().min(127) < 1 << 24 {
+                    Ok(int as f32)
+                } else {
+                    Err(inexact(&int))
+                });
+            }
+            Err(_) if value.is_instance_of::<PyInt>() => return Ok(Err(inexact(value))),
+            Err(_) => {}
+        }
+    }
+    let Ok(x) = value.extract::<f64>() else {
+        return Err(());
+    };
+    let l = x as f32;
+    Ok(if !x.is_finite() {
+        Err(format!("the label {x} is not finite"))
+    } else if !l.is_finite() {
+        Err(format!("the label {x} is past float32's range"))
+    } else {
+        Ok(l)
+    })
 }
 
 #[pymethods]
@@ -151,7 +212,8 @@ impl PyDataset {
     }
 
     /// Samples in memory: a sequence of `(encoded_bytes, label)` pairs (the
-    /// label a number or a sequence of numbers).
+    /// label a number or a sequence of numbers, each one float32 holds: NaN,
+    /// infinities and integers float32 would round, past 2^24, are refused).
     #[staticmethod]
     fn samples(items: &Bound<'_, PyAny>) -> PyResult<PyDataset> {
         let mut samples = Vec::new();
@@ -160,14 +222,8 @@ impl PyDataset {
             let (bytes, label): (Vec<u8>, Bound<'_, PyAny>) = item
                 .extract()
                 .map_err(|_| errors::value(format!("sample {i}: expected (bytes, label)")))?;
-            let labels = match label.extract::<f32>() {
-                Ok(l) => vec![l],
-                Err(_) => label.extract::<Vec<f32>>().map_err(|_| {
-                    errors::value(format!(
-                        "sample {i}: a label is a number or a sequence of numbers"
-                    ))
-                })?,
-            };
+            let labels =
+                labels_of(&label).map_err(|e| errors::value(format!("sample {i}: {e}")))?;
             samples.push(Sample {
                 bytes,
                 labels,

@@ -1,4 +1,5 @@
-"""The training data at its edges: datasets joined or nested many times.
+"""The training data at its edges: datasets joined or nested many times,
+labels float32 cannot hold.
 
 What could crash the interpreter (a stack overflow while freeing or hashing
 a deep dataset) runs in a fresh interpreter, so that a crash or a hang fails
@@ -7,6 +8,16 @@ its test rather than the whole run."""
 import subprocess
 import sys
 import textwrap
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(scope="module")
+def train(tp):
+    from tensorprep import train
+
+    return train
 
 
 def run(code, timeout=120):
@@ -89,3 +100,42 @@ def test_nesting_deeper_than_the_bound_is_a_data_error_naming_the_depth():
         del d
         """
     )
+
+
+@pytest.mark.parametrize(
+    "label",
+    [
+        float("nan"),
+        float("inf"),
+        -float("inf"),
+        1e39,  # past float32's range
+        16_777_217,  # 2**24 + 1: float32 would round it
+        -16_777_217,
+        2**64 + 1,
+        2**200,
+        np.int64(16_777_217),
+        [0, float("nan")],
+        [1, 16_777_217],
+        "3",
+    ],
+    ids=repr,
+)
+def test_a_label_float32_cannot_hold_is_a_value_error_naming_the_sample(train, label):
+    # Before: NaN and infinities were kept, 16777217 became 16777216.
+    with pytest.raises(ValueError, match="sample 1: "):
+        train.Samples([(b"a", 0), (b"b", label)])
+
+
+def test_labels_float32_holds_are_kept(train):
+    d = train.Samples(
+        [
+            (b"a", 16_777_216),
+            (b"b", -(2**40)),  # exact: one significant bit
+            (b"c", 0.1),  # a float label is rounded to float32, as always
+            (b"d", [1, 2.5, np.float32(3)]),
+            (b"e", True),
+            (b"f", np.int64(7)),
+        ]
+    )
+    got = [d[i][1] for i in range(len(d))]
+    assert got == [[16_777_216.0], [-(2.0**40)], [float(np.float32(0.1))], [1.0, 2.5, 3.0], [1.0], [7.0]]

@@ -121,7 +121,9 @@ def WebDataset(pattern, *, image_keys=None, label_key="cls"):
 
 
 def Samples(items):
-    """Samples in memory: ``(encoded_bytes, label)`` pairs."""
+    """Samples in memory: ``(encoded_bytes, label)`` pairs; a label is a
+    number or a sequence of numbers, each one float32 holds (NaN, infinities
+    and integers past 2**24 that float32 would round are a ``ValueError``)."""
     return Dataset.samples(list(items))
 
 
