@@ -2,12 +2,13 @@
 //! out as numpy arrays or torch tensors that share the batch's buffer
 //! (DLPack); the buffer returns to the loader when the array is freed.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tensorprep::train::{
-    Batch, Loader, LoaderConfig, LoaderState, OnError, Order, Shard, TrainPlan, Weighted,
+    Batch, LoadError, Loader, LoaderConfig, LoaderState, OnError, Order, Shard, Stopper, TrainPlan,
+    Weighted,
 };
 use tensorprep::{DType, Tensor};
 
@@ -88,41 +89,94 @@ impl BatchTensor {
 /// dataset, made by worker threads (the GIL released), in order, the same
 /// for any number of workers, resumable exactly. See `tensorprep.train.Loader`
 /// (the Python class wrapping this one) for the arguments.
-#[pyclass(module = "tensorprep.train", name = "_Loader")]
+///
+/// Any Python thread may call it: a thread waiting for a batch holds the
+/// running loader (its lock, taken only with the GIL released), and
+/// `close` from another thread stops that wait through the loader's
+/// [`Stopper`] before taking the loader to join its threads.
+#[pyclass(frozen, module = "tensorprep.train", name = "_Loader")]
 pub(crate) struct PyLoader {
     dataset: Arc<dyn tensorprep::train::data::Dataset>,
     plan: Arc<TrainPlan>,
     config: LoaderConfig,
-    inner: Option<Loader>,
-    /// The current epoch's batches are all delivered.
+    running: Mutex<Running>,
+    /// Stops the running loader (replaced with it; taken by `close`).
+    stopper: Mutex<Option<Stopper>>,
+}
+
+/// The loader and where its epoch is.
+struct Running {
+    /// `None` once closed (or when a restart failed).
+    loader: Option<Loader>,
+    /// The current epoch is over: its batches all delivered, a batch that
+    /// failed (the error ends the epoch), or the loader closed.
     exhausted: bool,
 }
 
-fn load<T>(r: Result<T, tensorprep::train::LoadError>) -> PyResult<T> {
+/// Why a call on the loader failed (turned into the exception with the GIL).
+enum Failed {
+    Closed,
+    Load(LoadError),
+}
+
+impl From<LoadError> for Failed {
+    fn from(e: LoadError) -> Failed {
+        Failed::Load(e)
+    }
+}
+
+fn raise(e: Failed) -> PyErr {
+    match e {
+        Failed::Closed => errors::LoaderError::new_err("the loader is closed"),
+        Failed::Load(e) => errors::load(&e),
+    }
+}
+
+fn load<T>(r: Result<T, LoadError>) -> PyResult<T> {
     r.map_err(|e| errors::load(&e))
 }
 
+/// `m` locked, whatever a panic left in it (the state stays consistent:
+/// each field is replaced whole).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Running {
+    fn loader(&mut self) -> Result<&mut Loader, Failed> {
+        self.loader.as_mut().ok_or(Failed::Closed)
+    }
+}
+
 impl PyLoader {
-    fn loader(&mut self) -> PyResult<&mut Loader> {
-        self.inner
-            .as_mut()
-            .ok_or_else(|| errors::LoaderError::new_err("the loader is closed"))
+    /// `f` on the running loader, with the GIL released while waiting for
+    /// it and while `f` runs (never hold the lock and wait for the GIL: a
+    /// thread waiting for a batch holds the lock without the GIL).
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Running) -> Result<T, Failed> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| f(&mut lock(&self.running))).map_err(raise)
+    }
+
+    /// Makes `loader` the running one, at its epoch's start or middle.
+    fn install(&self, running: &mut Running, loader: Loader) {
+        *lock(&self.stopper) = Some(loader.stopper());
+        running.loader = Some(loader);
+        running.exhausted = false;
     }
 
     /// Restarts the threads at `state` (the old ones are joined first).
-    fn restart(&mut self, py: Python<'_>, state: LoaderState) -> PyResult<()> {
-        let old = self.inner.take();
+    fn restart(&self, running: &mut Running, state: LoaderState) -> Result<(), Failed> {
+        drop(running.loader.take());
         let (dataset, plan, config) = (
             Arc::clone(&self.dataset),
             Arc::clone(&self.plan),
             self.config.clone(),
         );
-        let loader = py.detach(move || {
-            drop(old);
-            Loader::resume(dataset, plan, config, state)
-        });
-        self.inner = Some(load(loader)?);
-        self.exhausted = false;
+        let loader = Loader::resume(dataset, plan, config, state)?;
+        self.install(running, loader);
         Ok(())
     }
 }
@@ -186,37 +240,40 @@ impl PyLoader {
         config.max_shape = max_shape;
         let dataset = dataset.dataset();
         let (d, p, c) = (Arc::clone(&dataset), Arc::clone(&plan), config.clone());
-        let inner = load(py.detach(move || Loader::new(d, p, c)))?;
+        let loader = load(py.detach(move || Loader::new(d, p, c)))?;
         Ok(PyLoader {
             dataset,
             plan,
             config,
-            inner: Some(inner),
-            exhausted: false,
+            stopper: Mutex::new(Some(loader.stopper())),
+            running: Mutex::new(Running {
+                loader: Some(loader),
+                exhausted: false,
+            }),
         })
     }
 
     /// The next batch of this epoch as `(BatchTensor, labels, indices,
     /// epoch, number, pixel_mask)`, or `None` at its end (the GIL is
-    /// released while waiting). `pixel_mask` is `None` unless `mask` asks for
-    /// it (iteration does not: it would fill samples x height x width bytes
-    /// per batch for nothing).
+    /// released while waiting). A batch that fails raises its error and ends
+    /// the epoch; `close` (from any thread) ends it too. `pixel_mask` is
+    /// `None` unless `mask` asks for it (iteration does not: it would fill
+    /// samples x height x width bytes per batch for nothing).
     #[pyo3(signature = (mask=false))]
-    fn next_batch<'py>(
-        &mut self,
-        py: Python<'py>,
-        mask: bool,
-    ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        if self.exhausted {
-            return Ok(None);
-        }
-        let loader = self.loader()?;
-        let next = py.detach(|| loader.next());
-        let Some(batch) = next else {
-            self.exhausted = true;
+    fn next_batch<'py>(&self, py: Python<'py>, mask: bool) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let next = self.with(py, |running| {
+            if running.exhausted {
+                return Ok(None);
+            }
+            let next = running.loader()?.next();
+            if !matches!(next, Some(Ok(_))) {
+                running.exhausted = true;
+            }
+            next.transpose().map_err(Failed::Load)
+        })?;
+        let Some(mut batch) = next else {
             return Ok(None);
         };
-        let mut batch = load(batch)?;
         let len = batch.len();
         let [_, a, b, c] = batch.shape();
         let labels = batch.labels()[..len].to_vec();
@@ -261,28 +318,28 @@ impl PyLoader {
     }
 
     /// Moves to the next epoch (its first batches are already being made
-    /// when this one was read to its end).
-    fn next_epoch(&mut self, py: Python<'_>) -> PyResult<()> {
-        let loader = self
-            .inner
-            .take()
-            .ok_or_else(|| errors::LoaderError::new_err("the loader is closed"))?;
-        let next = py.detach(move || loader.next_epoch());
-        self.inner = Some(load(next)?);
-        self.exhausted = false;
-        Ok(())
+    /// when this one was read to its end; after a partial or failed epoch
+    /// the threads restart at the next one's start).
+    fn next_epoch(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |running| {
+            let loader = running.loader.take().ok_or(Failed::Closed)?;
+            let next = loader.next_epoch()?;
+            self.install(running, next);
+            Ok(())
+        })
     }
 
-    /// Whether this epoch's batches have all been delivered.
+    /// Whether this epoch is over: its batches all delivered, ended by a
+    /// batch that failed, or the loader closed.
     #[getter]
-    fn exhausted(&self) -> bool {
-        self.exhausted
+    fn exhausted(&self, py: Python<'_>) -> PyResult<bool> {
+        self.with(py, |running| Ok(running.exhausted))
     }
 
     /// Where the loader is: `seed`, `epoch`, `batches` (delivered in this
     /// epoch), `global_batch`, `dataset_len`, `fingerprint`.
-    fn state_dict<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.loader()?.state();
+    fn state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.with(py, |running| Ok(running.loader()?.state()))?;
         let d = PyDict::new(py);
         d.set_item("seed", s.seed)?;
         d.set_item("epoch", s.epoch)?;
@@ -294,8 +351,10 @@ impl PyLoader {
     }
 
     /// Continues exactly where `state` (from `state_dict`) was: the next
-    /// batch is the one that followed, with any worker count.
-    fn load_state_dict(&mut self, py: Python<'_>, state: &Bound<'_, PyDict>) -> PyResult<()> {
+    /// batch is the one that followed, with any worker count. A state for
+    /// another dataset, seed or global batch is refused with the loader
+    /// left running as it was.
+    fn load_state_dict(&self, py: Python<'_>, state: &Bound<'_, PyDict>) -> PyResult<()> {
         let get = |k: &str| -> PyResult<u64> {
             state
                 .get_item(k)?
@@ -310,33 +369,50 @@ impl PyLoader {
             dataset_len: get("dataset_len")?,
             fingerprint: get("fingerprint")?,
         };
-        self.restart(py, s)
+        self.with(py, |running| {
+            running.loader()?.check_state(&s)?;
+            self.restart(running, s)
+        })
     }
 
     /// Restarts at the beginning of `epoch` (as `DistributedSampler.set_epoch`).
-    fn set_epoch(&mut self, py: Python<'_>, epoch: u32) -> PyResult<()> {
-        let mut s = self.loader()?.state();
-        s.epoch = epoch;
-        s.batches = 0;
-        self.restart(py, s)
+    fn set_epoch(&self, py: Python<'_>, epoch: u32) -> PyResult<()> {
+        self.with(py, |running| {
+            let mut s = running.loader()?.state();
+            s.epoch = epoch;
+            s.batches = 0;
+            self.restart(running, s)
+        })
     }
 
     /// The epoch being delivered.
     #[getter]
-    fn epoch(&mut self) -> PyResult<u32> {
-        Ok(self.loader()?.epoch())
+    fn epoch(&self, py: Python<'_>) -> PyResult<u32> {
+        self.with(py, |running| Ok(running.loader()?.epoch()))
     }
 
     /// Batches per epoch (for this shard).
-    fn __len__(&mut self) -> PyResult<usize> {
-        Ok(self.loader()?.batches() as usize)
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with(py, |running| Ok(running.loader()?.batches() as usize))
     }
 
     /// Stops and joins the worker threads (also done when the loader is
-    /// garbage-collected).
-    fn close(&mut self, py: Python<'_>) {
-        let old = self.inner.take();
-        py.detach(move || drop(old));
+    /// garbage-collected). From another thread, it ends an iteration in
+    /// progress there: a wait for a batch, and every later one, gives
+    /// `None` (the end of the epoch).
+    fn close(&self, py: Python<'_>) {
+        py.detach(|| {
+            if let Some(stopper) = lock(&self.stopper).take() {
+                stopper.stop();
+            }
+            // The waiting thread, if any, lets go of the loader once stopped.
+            let old = {
+                let mut running = lock(&self.running);
+                running.exhausted = true;
+                running.loader.take()
+            };
+            drop(old);
+        });
     }
 }
 

@@ -1,16 +1,22 @@
 """The training data at its edges: datasets joined or nested many times,
-labels float32 cannot hold.
+labels float32 cannot hold, and the loader after a failed batch, after a
+refused resume state, and closed from another thread.
 
 What could crash the interpreter (a stack overflow while freeing or hashing
 a deep dataset) runs in a fresh interpreter, so that a crash or a hang fails
 its test rather than the whole run."""
 
+import faulthandler
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import numpy as np
 import pytest
+
+from conftest import fixture
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +34,14 @@ def run(code, timeout=120):
     )
     assert done.returncode == 0, f"exit code {done.returncode}: {done.stderr[-3000:]}"
     return done.stdout
+
+
+def copied(batch):
+    return tuple(np.array(x, copy=True) for x in batch)
+
+
+def same(a, b):
+    return len(a) == len(b) and all(np.array_equal(x, p) and np.array_equal(y, q) for (x, y), (p, q) in zip(a, b))
 
 
 def test_joining_100k_datasets_with_plus_is_fast_flat_and_freed():
@@ -139,3 +153,78 @@ def test_labels_float32_holds_are_kept(train):
     )
     got = [d[i][1] for i in range(len(d))]
     assert got == [[16_777_216.0], [-(2.0**40)], [float(np.float32(0.1))], [1.0, 2.5, 3.0], [1.0], [7.0]]
+
+
+def test_after_a_failed_batch_the_next_for_runs_the_next_epoch(tp, train):
+    good = train.ImageFolder(fixture("records", "folder"))
+    samples = [good[i] for i in range(6)]
+    samples[4] = (b"not an image" * 8, samples[4][1])
+    loader = train.Loader(train.Samples(samples), "imagenet-train", 2, 2, seed=0, shuffle=False, output="numpy")
+    # Before: the second `for` ended at once, silently, with no batch.
+    for epoch in range(3):
+        sizes = []
+        with pytest.raises(tp.DecodeError, match="sample 4"):
+            for _images, labels in loader:
+                sizes.append(len(labels))
+        assert sizes == [2, 2], f"epoch {epoch}: batches 0 and 1, then batch 2 holds sample 4"
+        assert loader.epoch == epoch
+    # The error ended the epoch: it has no more batches.
+    assert loader.next_batch() is None and loader.epoch == 2
+
+
+def test_a_refused_state_leaves_the_loader_running(tp, train):
+    data = train.RecordIO(fixture("records", "folder.rec"))
+
+    def make(seed=5):
+        return train.Loader(data, "imagenet-train", 2, 2, seed=seed, output="numpy")
+
+    whole = [copied(b) for b in make()]  # 3 batches
+    loader = make()
+    it = iter(loader)
+    got = [copied(next(it))]
+    # Before: the refusal stopped the loader first, and the next batch
+    # raised "the loader is closed".
+    with pytest.raises(tp.LoaderError, match="seed"):
+        loader.load_state_dict(make(seed=6).state_dict())
+    with pytest.raises(tp.LoaderError, match="another length"):
+        loader.load_state_dict(dict(loader.state_dict(), dataset_len=5))
+    got += [copied(b) for b in it]
+    assert same(got, whole)
+
+
+def test_close_from_another_thread_ends_the_iteration(tp, train):
+    photo = open(fixture("lxqt_butterfly_kenneth_wimer.jpg"), "rb").read()
+    loader = train.Loader(train.Samples([(photo, 0)] * 200), "imagenet-train", 1, 1, seed=0, output="numpy")
+    first = threading.Event()
+    failures = []
+
+    def close():
+        first.wait(30)
+        try:
+            loader.close()
+        except BaseException as e:  # noqa: BLE001 (reported by the main thread)
+            failures.append(e)
+
+    closer = threading.Thread(target=close)
+    closer.start()
+    # A hang (close waiting for the iteration, or the other way round) ends
+    # the process with every thread's traceback.
+    faulthandler.dump_traceback_later(60, exit=True)
+    try:
+        start = time.monotonic()
+        batches = 0
+        for _images, _labels in loader:
+            batches += 1
+            first.set()
+        took = time.monotonic() - start
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        first.set()
+        closer.join(30)
+    # Before: close raised "Already borrowed" in its thread (and the loop ran
+    # to its end), or the next batch raised "the loader is closed".
+    assert failures == [] and not closer.is_alive()
+    assert 1 <= batches < 200 and took < 30, (batches, took)
+    # Closed: a new iteration is refused.
+    with pytest.raises(tp.LoaderError, match="closed"):
+        iter(loader)

@@ -271,7 +271,8 @@ class Loader:
     - ``shuffle`` (default on), or ``weights`` (PyTorch's
       ``WeightedRandomSampler``: ``num_samples``, ``replacement``).
     - ``drop_last``: leave out a short last batch. ``skip_errors``: leave out
-      samples that fail (else the epoch ends with the error, naming the sample).
+      samples that fail (else the sample's error is raised, naming it, and
+      ends the epoch).
     - ``output``: ``"auto"`` (torch tensors when torch is installed, numpy
       arrays otherwise), ``"numpy"`` or ``"torch"``. ``labels``: ``"int64"``
       (class indices, the default) or ``"float32"``.
@@ -279,9 +280,17 @@ class Loader:
       by Python keeps its buffer until it is freed).
 
     Iterating gives ``(images, labels)`` for one epoch; iterating again moves
-    to the next epoch (a loop broken out of continues where it stopped).
-    ``state_dict()`` / ``load_state_dict()`` resume exactly, with any worker
-    count; ``set_epoch(n)`` restarts at epoch ``n``'s beginning.
+    to the next epoch (a loop broken out of continues where it stopped). An
+    error raised by the iteration (a sample that cannot be read or decoded)
+    ends its epoch, as an exception ends a ``for`` over a PyTorch
+    ``DataLoader``: the next ``for`` starts the next epoch, which raises
+    again if it reaches the same sample (``skip_errors`` leaves such samples
+    out). ``state_dict()`` / ``load_state_dict()`` resume exactly, with any
+    worker count (a state for another dataset, seed or batch size is refused
+    and the loader goes on as it was); ``set_epoch(n)`` restarts at epoch
+    ``n``'s beginning. ``close()`` may be called from another thread: an
+    iteration in progress then ends (``StopIteration``) once the batch it
+    waits for is given up.
     """
 
     def __init__(
@@ -417,7 +426,9 @@ class Loader:
         return self._native.state_dict()
 
     def load_state_dict(self, state):
-        """Continue exactly after ``state``: the next batch is the one that followed."""
+        """Continue exactly after ``state``: the next batch is the one that followed.
+        A state of another dataset, seed or global batch raises ``LoaderError``
+        and leaves the loader where it was."""
         self._native.load_state_dict(dict(state))
 
     def set_epoch(self, epoch):
@@ -425,7 +436,10 @@ class Loader:
         self._native.set_epoch(int(epoch))
 
     def close(self):
-        """Stop and join the worker threads (done too when the loader is freed)."""
+        """Stop and join the worker threads (done too when the loader is freed).
+        From another thread, it ends the iteration going on: its ``for`` loop
+        stops as at an epoch's end. Iterating a closed loader raises
+        ``LoaderError``."""
         self._native.close()
 
     def __enter__(self):
