@@ -385,6 +385,29 @@ mod folders {
             .unwrap();
         assert!(matches!(err, LoadError::Decode { index: 1, .. }), "{err}");
         assert!(err.to_string().contains("cat/b.jpg"), "{err}");
+        // Through datasets made of others, the file is still the one named.
+        use tensorprep::train::data::combine::{Concat, Range};
+        let d: Arc<dyn Dataset> = Arc::new(FolderDataset::open(&root).unwrap());
+        let both = Concat::new([
+            Arc::new(Range::skip(Arc::clone(&d), 1).unwrap()) as Arc<dyn Dataset>,
+            d,
+        ])
+        .unwrap();
+        assert!(
+            both.describe(0).ends_with("cat/b.jpg"),
+            "{}",
+            both.describe(0)
+        );
+        assert!(
+            both.describe(2).ends_with("cat/b.jpg"),
+            "{}",
+            both.describe(2)
+        );
+        assert!(
+            both.describe(1).ends_with("cat/a.jpg"),
+            "{}",
+            both.describe(1)
+        );
     }
 }
 

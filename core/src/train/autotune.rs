@@ -236,9 +236,12 @@ pub fn autotune(
             ));
         }
     }
-    // Occupancy: a short trial; starved decoders get another reader.
+    // Occupancy: a short trial (with the decode budget it would run with);
+    // starved decoders get another reader.
     for _ in 0..3 {
-        if config.read_workers >= 4 * cpus || !starved(&dataset, &plan, &config)? {
+        let mut trial = config.clone();
+        share_out(&mut trial, &budget, sample_bytes, &costs);
+        if config.read_workers >= 4 * cpus || !starved(&dataset, &plan, &trial)? {
             break;
         }
         let mut more = config.clone();
@@ -249,10 +252,7 @@ pub fn autotune(
         }
         config = more;
     }
-    // What is left of the budget: room for images larger than those
-    // measured, enforced per decode thread; the batch buffers' own limit.
-    let spare = budget.memory - memory(&config, sample_bytes, &costs);
-    config.decode_budget += spare / config.workers as u64;
+    share_out(&mut config, &budget, sample_bytes, &costs);
     config.buffer_limit = config.depth as u64 * config.batch_size as u64 * sample_bytes;
     Ok(Tuned {
         memory: memory(&config, sample_bytes, &costs),
@@ -261,6 +261,17 @@ pub fn autotune(
         decode_seconds: costs.decode,
         budget,
     })
+}
+
+/// Gives each decode thread what its measured images need and an equal
+/// share of what the budget leaves (room for larger images than those
+/// measured, enforced by the loader).
+fn share_out(config: &mut LoaderConfig, budget: &Budget, sample_bytes: u64, costs: &Costs) {
+    config.decode_budget = costs.decoded.max(1);
+    let spare = budget
+        .memory
+        .saturating_sub(memory(config, sample_bytes, costs));
+    config.decode_budget += spare / config.workers as u64;
 }
 
 /// Runs `config` for a few batches (at most about a second) and says

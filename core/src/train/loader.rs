@@ -25,7 +25,8 @@
 //!   image needing more is refused from its header, naming it:
 //!   [`LoaderConfig::decode_budget`])
 //!   `+ (prefetch + read_workers + workers) x the largest encoded sample`
-//!   (samples read ahead; each at most 256 MiB, the readers' cap)
+//!   (samples read ahead; each at most
+//!   [`MAX_SAMPLE_BYTES`](super::data::MAX_SAMPLE_BYTES), 256 MiB)
 //!   `+ the epoch's order` (8 bytes per dataset sample when shuffled; a
 //!   weighted order costs its weights, however many it draws).
 //! - **Ordered**: batches hold the epoch's samples in order and come out in

@@ -1200,6 +1200,7 @@ fn records_ls_json_is_json() {
         String::from_utf8_lossy(&o.stdout)
     );
     assert!(stderr_of(&o).contains("nan.rec"), "{}", stderr_of(&o));
+}
 
 /// `tensorprep presets --torchvision | head` exited 101 with "failed printing
 /// to stdout: Broken pipe" whenever `head` had closed first. Every command

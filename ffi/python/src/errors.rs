@@ -92,7 +92,8 @@ pub(crate) fn core(e: &CoreError) -> PyErr {
         CoreError::TooManyPixels { .. }
         | CoreError::AllocationTooLarge { .. }
         | CoreError::PlanTooLarge { .. }
-        | CoreError::ArenaTooSmall { .. } => LimitError::new_err(message),
+        | CoreError::ArenaTooSmall { .. }
+        | CoreError::OverBudget { .. } => LimitError::new_err(message),
         CoreError::OutOfMemory { .. } => PyMemoryError::new_err(message),
         CoreError::Io { .. } => PyOSError::new_err(message),
         _ => InputError::new_err(message),
@@ -125,7 +126,7 @@ pub(crate) fn data(e: &CoreDataError) -> PyErr {
 pub(crate) fn load(e: &LoadError) -> PyErr {
     let message = e.to_string();
     match e {
-        LoadError::Read { .. } => DataError::new_err(message),
+        LoadError::Read { .. } | LoadError::Label { .. } => DataError::new_err(message),
         LoadError::Decode { error, .. } => {
             let class = core(error);
             Python::attach(|py| PyErr::from_type(class.get_type(py), message))

@@ -228,3 +228,41 @@ def test_close_from_another_thread_ends_the_iteration(tp, train):
     # Closed: a new iteration is refused.
     with pytest.raises(tp.LoaderError, match="closed"):
         iter(loader)
+
+
+@pytest.mark.parametrize("shard", [(2, 2), (5, 2), (0, 0), (-1, 2)])
+def test_an_explicit_shard_outside_its_world_is_refused(train, shard):
+    # They gave another rank's samples or the whole dataset.
+    data = train.ImageFolder(fixture("records", "folder"))
+    with pytest.raises((ValueError, OverflowError)):
+        train.Loader(data, "imagenet-train", 2, 1, seed=0, shard=shard)
+    assert train.Loader(data, "imagenet-train", 2, 1, seed=0, shard=(1, 2)).shard == (1, 2)
+
+
+def test_a_folder_without_class_folders_is_refused_by_name(tp, train, tmp_path):
+    # It gave an empty epoch (len(loader) == 0) with no error.
+    (tmp_path / "a.jpg").write_bytes(open(fixture("sample.jpg"), "rb").read())
+    with pytest.raises(tp.DataError, match="no class folders"):
+        train.ImageFolder(tmp_path)
+    (tmp_path / "cat").mkdir()
+    with pytest.raises(tp.DataError, match="class `cat` has no image files"):
+        train.ImageFolder(tmp_path)
+
+
+def test_a_huge_weighted_epoch_is_drawn_as_it_is_read(train):
+    # num_samples=10**12 aborted the interpreter allocating 8 TB for the order.
+    data = train.ImageFolder(fixture("records", "folder"))
+    loader = train.Loader(
+        data, "imagenet-train", 2, 1, seed=0, weights=[1.0] * 6, num_samples=10**12, output="numpy"
+    )
+    assert len(loader) == 5 * 10**11
+    images, labels = next(iter(loader))
+    assert images.shape == (2, 3, 224, 224) and labels.shape == (2,)
+    loader.close()
+
+
+def test_a_short_batch_holds_exactly_its_samples(train):
+    data = train.ImageFolder(fixture("records", "folder"))
+    loader = train.Loader(data, "imagenet-train", 4, 1, seed=0, output="numpy")
+    shapes = [images.shape[0] for images, _ in loader]
+    assert shapes == [4, 2]

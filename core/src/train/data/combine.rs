@@ -38,6 +38,7 @@
 //! # Ok::<(), tensorprep::train::data::DataError>(())
 //! ```
 
+use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::cell::RefCell;
@@ -292,6 +293,10 @@ impl Dataset for Range {
         }
         self.inner.read(self.span.start + index, sample)
     }
+
+    fn describe(&self, index: usize) -> String {
+        self.inner.describe(self.span.start.saturating_add(index))
+    }
 }
 
 /// A concatenation's parts in order: a balanced (AVL) tree over them, its
@@ -493,13 +498,28 @@ impl Dataset for Concat {
     }
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
-        let Some(mut at) = self.parts.as_deref().filter(|p| index < p.len()) else {
-            return Err(out_of_range(index, self.len()));
-        };
+        let (part, at) = self
+            .locate(index)
+            .ok_or_else(|| out_of_range(index, self.len()))?;
+        part.read(at, sample)
+    }
+
+    fn describe(&self, index: usize) -> String {
+        match self.locate(index) {
+            Some((part, at)) => part.describe(at),
+            None => alloc::format!("sample {index}"),
+        }
+    }
+}
+
+impl Concat {
+    /// The part holding sample `index`, and the sample's index in it.
+    fn locate(&self, index: usize) -> Option<(&Arc<dyn Dataset>, usize)> {
+        let mut at = self.parts.as_deref().filter(|p| index < p.len())?;
         let mut index = index;
         loop {
             match at {
-                Parts::One { part, .. } => return part.read(index, sample),
+                Parts::One { part, .. } => return Some((part, index)),
                 Parts::Two { left, right, .. } => {
                     if index < left.len() {
                         at = &**left;
@@ -572,6 +592,11 @@ impl Dataset for Zip {
         }
         SECOND.with(|s| s.borrow_mut().push(other));
         read
+    }
+
+    /// The first dataset's name for the sample (its bytes are the sample's).
+    fn describe(&self, index: usize) -> String {
+        self.first.describe(index)
     }
 }
 
@@ -660,6 +685,13 @@ impl Dataset for Filter {
             .ok_or_else(|| out_of_range(index, self.kept.len()))?;
         self.inner.read(at, sample)
     }
+
+    fn describe(&self, index: usize) -> String {
+        match self.kept.get(index) {
+            Some(&at) => self.inner.describe(at),
+            None => alloc::format!("sample {index}"),
+        }
+    }
 }
 
 /// Samples kept in memory after their first read, up to a byte budget
@@ -710,6 +742,10 @@ impl Dataset for Cache {
 
     fn len(&self) -> usize {
         self.inner.len()
+    }
+
+    fn describe(&self, index: usize) -> String {
+        self.inner.describe(index)
     }
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {

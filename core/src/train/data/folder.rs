@@ -17,8 +17,8 @@ use super::{DataError, Dataset, Sample};
 /// Extensions of the files an image folder holds (compared in lower case).
 pub const EXTENSIONS: [&str; 4] = ["jpg", "jpeg", "png", "webp"];
 
-/// The largest image file read (256 MiB).
-pub const MAX_FILE_BYTES: u64 = 256 << 20;
+/// The largest image file read: [`super::MAX_SAMPLE_BYTES`].
+pub const MAX_FILE_BYTES: u64 = super::MAX_SAMPLE_BYTES;
 
 /// A folder of class folders of images.
 #[derive(Clone, Debug)]

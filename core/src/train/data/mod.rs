@@ -18,6 +18,12 @@ use alloc::vec::Vec;
 
 pub use error::DataError;
 
+/// The largest sample a dataset reads (256 MiB): an image file, a tar
+/// member, a record (header, labels and image). A larger one is an error
+/// naming it, before it is read; the loader's read-ahead holds at most this
+/// per sample in flight.
+pub const MAX_SAMPLE_BYTES: u64 = 256 << 20;
+
 /// One sample: its encoded image, its labels, its id (the record's own, or
 /// its index).
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -183,6 +183,15 @@ impl RecFile {
         let first = offset;
         loop {
             let (cflag, len) = self.part_header(offset)?;
+            if out.len() as u64 + u64::from(len) > super::MAX_SAMPLE_BYTES {
+                return Err(self.bad(
+                    first,
+                    alloc::format!(
+                        "a record of more than {} bytes (the samples' cap)",
+                        super::MAX_SAMPLE_BYTES
+                    ),
+                ));
+            }
             let expected_first = offset == first;
             if expected_first != matches!(cflag, 0 | 1) {
                 return Err(self.bad(

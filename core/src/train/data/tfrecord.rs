@@ -389,6 +389,15 @@ impl Dataset for TfRecordDataset {
             index,
             len: self.records.len(),
         })?;
+        if n > super::MAX_SAMPLE_BYTES {
+            return Err(self.bad(
+                offset,
+                alloc::format!(
+                    "a record of {n} bytes (more than the samples' cap of {})",
+                    super::MAX_SAMPLE_BYTES
+                ),
+            ));
+        }
         let bytes = &mut sample.bytes;
         bytes.clear();
         // The data and its checksum.

@@ -40,8 +40,8 @@ pub const MAX_PATTERN_BYTES: usize = 64 << 20;
 /// checked before a byte of it is read).
 pub const MAX_EXTENDED_BYTES: u64 = 64 << 10;
 
-/// The largest image or label member read: the image folder's cap.
-pub const MAX_MEMBER_BYTES: u64 = super::folder::MAX_FILE_BYTES;
+/// The largest image or label member read: [`super::MAX_SAMPLE_BYTES`].
+pub const MAX_MEMBER_BYTES: u64 = super::MAX_SAMPLE_BYTES;
 
 /// Shards kept open at once (the least recently read is closed first).
 pub const MAX_OPEN_SHARDS: usize = 64;
