@@ -27,13 +27,17 @@ use tensorprep_tests::{LargestAllocator, largest_allocation, read, reset_largest
 #[global_allocator]
 static A: LargestAllocator = LargestAllocator;
 
-/// The memory cases run one at a time (the largest allocation is global).
-static MEMORY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// The tests run one at a time: the largest allocation is the process's,
+/// so another test running meanwhile would be counted too.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// The largest allocation made while `f` runs (a lower bound on what the
-/// other tests running meanwhile could add: they allocate little).
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The largest allocation made while `f` runs (in a test holding
+/// [`serial`]).
 fn largest<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let _one = MEMORY.lock().unwrap_or_else(|e| e.into_inner());
     reset_largest();
     let out = f();
     (out, largest_allocation())
@@ -87,6 +91,7 @@ mod labels {
     /// exact one reads back.
     #[test]
     fn tfrecord_labels_are_numbers_float32_holds() {
+        let _serial = serial();
         for (label, what) in [
             (Feature::Bytes(&[b"3"]), "bytes list"),
             (Feature::Int64(&[]), "empty label list"),
@@ -108,6 +113,7 @@ mod labels {
     /// record's offset.
     #[test]
     fn recordio_labels_are_finite() {
+        let _serial = serial();
         let dir = scratch("rec-label");
         let jpeg = read("sample.jpg");
         for (labels, ok) in [
@@ -155,6 +161,7 @@ mod labels {
     /// one: errors naming the shard and the sample's key.
     #[test]
     fn webdataset_labels_are_numbers_float32_holds() {
+        let _serial = serial();
         let dir = scratch("wds-label");
         let jpeg = read("sample.jpg");
         let path = dir.join("s.tar");
@@ -209,6 +216,7 @@ mod labels {
     /// webdataset skips names starting with a dot.
     #[test]
     fn hidden_tar_members_are_skipped() {
+        let _serial = serial();
         let dir = scratch("wds-hidden");
         let jpeg = read("sample.jpg");
         let path = dir.join("s.tar");
@@ -249,6 +257,7 @@ mod recordio {
     /// records, or none, before).
     #[test]
     fn a_file_that_does_not_start_with_a_record_is_refused_at_offset_0() {
+        let _serial = serial();
         let dir = scratch("rec-start");
         let path = dir.join("data.rec");
         let mut bytes = three_records();
@@ -274,6 +283,7 @@ mod recordio {
     /// not a slot per 8 bytes of file (which refused a valid 30 GiB file).
     #[test]
     fn scanning_allocates_by_the_records_found() {
+        let _serial = serial();
         let dir = scratch("rec-scan");
         let path = dir.join("big.rec");
         let mut w = RecordIoWriter::new(std::fs::File::create(&path).unwrap());
@@ -304,6 +314,7 @@ mod folders {
     /// are refused by name (as torchvision's `ImageFolder` refuses them).
     #[test]
     fn empty_classes_and_no_classes_are_refused() {
+        let _serial = serial();
         let root = scratch("folder-empty");
         photo(&root.join("cat"), "a.jpg");
         std::fs::create_dir_all(root.join("dog/nested")).unwrap();
@@ -326,6 +337,7 @@ mod folders {
     #[test]
     #[cfg(unix)]
     fn link_cycles_and_repeated_folders_are_refused() {
+        let _serial = serial();
         use std::os::unix::fs::symlink;
         let root = scratch("folder-cycle");
         photo(&root.join("cat"), "a.jpg");
@@ -359,6 +371,7 @@ mod folders {
     #[test]
     #[cfg(unix)]
     fn a_class_folder_that_is_not_utf8_opens() {
+        let _serial = serial();
         use std::os::unix::ffi::OsStrExt;
         let root = scratch("folder-latin1");
         let name = std::ffi::OsStr::from_bytes(b"caf\xe9");
@@ -373,6 +386,7 @@ mod folders {
     /// A decode error names the file, not only the sample's index.
     #[test]
     fn decode_errors_name_the_file() {
+        let _serial = serial();
         let root = scratch("folder-broken");
         photo(&root.join("cat"), "a.jpg");
         std::fs::write(root.join("cat/b.jpg"), &read("sample.jpg")[..500]).unwrap();
@@ -435,6 +449,7 @@ mod tars {
     /// peaks before, and the long-name case then listed no samples).
     #[test]
     fn extended_headers_are_capped_before_reading() {
+        let _serial = serial();
         let dir = scratch("tar-extended");
         for kind in [b'L', b'x'] {
             let path = dir.join(format!("bomb-{}.tar", kind as char));
@@ -454,6 +469,7 @@ mod tars {
     /// whole); the shard is a sparse file, so this costs no disk.
     #[test]
     fn members_larger_than_the_cap_are_refused() {
+        let _serial = serial();
         let dir = scratch("tar-member");
         let path = dir.join("big.tar");
         let mut f = std::fs::File::create(&path).unwrap();
@@ -469,6 +485,7 @@ mod tars {
     /// of descriptors): 200 shards read back in a scattered order.
     #[test]
     fn shards_are_seeked_and_opened_lazily() {
+        let _serial = serial();
         let dir = scratch("tar-lazy");
         let jpeg = read("sample.jpg");
         for s in 0..200 {
@@ -496,6 +513,7 @@ mod tars {
     /// refused before any name is built; a 100 KB prefix too.
     #[test]
     fn brace_patterns_are_bounded_before_expanding() {
+        let _serial = serial();
         for prefix in [3_000, 100_000] {
             let pattern = format!("{}{{0..1048575}}.tar", "p".repeat(prefix));
             let (got, peak) = largest(|| expand_braces(&pattern));
@@ -519,6 +537,7 @@ mod loader {
     /// whole recycled buffer, stale samples included).
     #[test]
     fn a_short_batch_s_tensor_is_its_samples() {
+        let _serial = serial();
         let mut config = LoaderConfig::new(4, 2, 0);
         config.epochs = Some(2);
         let mut loader = Loader::new(six(), plan(16), config).unwrap();
@@ -542,6 +561,7 @@ mod loader {
     /// the buffer limit are refused with a clear error (24 GB, killed).
     #[test]
     fn batch_buffers_are_what_an_epoch_fills() {
+        let _serial = serial();
         let sample = 3 * 224 * 224 * 4;
         let mut config = LoaderConfig::new(1000, 1, 0);
         config.depth = 8;
@@ -565,6 +585,7 @@ mod loader {
     /// when it is read.
     #[test]
     fn a_huge_weighted_epoch_is_not_materialised() {
+        let _serial = serial();
         let mut config = LoaderConfig::new(2, 1, 0);
         config.order =
             Order::Weighted(Weighted::new(vec![1.0; 6], 1_000_000_000_000, true).unwrap());
@@ -583,6 +604,7 @@ mod loader {
     /// PNG cost 1.46 GB per worker); within the budget it decodes.
     #[test]
     fn the_decode_budget_refuses_large_images_before_decoding() {
+        let _serial = serial();
         let (w, h) = (4096u32, 4096u32);
         let mut png = Vec::new();
         {
@@ -617,6 +639,7 @@ mod loader {
     /// the consumer waited forever before.
     #[test]
     fn a_stage_thread_that_dies_is_an_error_not_a_hang() {
+        let _serial = serial();
         struct Treacherous(Arc<dyn Dataset>);
         impl Dataset for Treacherous {
             fn len(&self) -> usize {
@@ -650,6 +673,7 @@ mod loader {
     /// Stopped from another thread, a waiting `next()` returns `None`.
     #[test]
     fn a_stopper_ends_the_iteration_from_another_thread() {
+        let _serial = serial();
         let slow = Arc::new((8usize, |i: usize, s: &mut Sample| {
             std::thread::sleep(std::time::Duration::from_millis(200));
             s.bytes = read("sample.jpg");
