@@ -187,7 +187,7 @@ impl PyLoader {
     #[pyo3(signature = (dataset, pipeline, batch_size, workers, seed, *, shard=None, shuffle=true,
                         weights=None, replacement=true, num_samples=None, drop_last=false,
                         skip_errors=false, prefetch=None, depth=4, read_workers=1, epochs=None,
-                        max_shape=None))]
+                        max_shape=None, decode_budget=None, buffer_limit=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -208,6 +208,8 @@ impl PyLoader {
         read_workers: usize,
         epochs: Option<u32>,
         max_shape: Option<[usize; 3]>,
+        decode_budget: Option<u64>,
+        buffer_limit: Option<u64>,
     ) -> PyResult<PyLoader> {
         let plan = Arc::new(pipeline.pipeline.compile().map_err(|e| errors::core(&e))?);
         let mut config = LoaderConfig::new(batch_size, workers, seed);
@@ -238,6 +240,12 @@ impl PyLoader {
         config.read_workers = read_workers;
         config.epochs = epochs;
         config.max_shape = max_shape;
+        if let Some(bytes) = decode_budget {
+            config.decode_budget = bytes;
+        }
+        if let Some(bytes) = buffer_limit {
+            config.buffer_limit = bytes;
+        }
         let dataset = dataset.dataset();
         let (d, p, c) = (Arc::clone(&dataset), Arc::clone(&plan), config.clone());
         let loader = load(py.detach(move || Loader::new(d, p, c)))?;

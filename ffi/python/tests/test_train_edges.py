@@ -266,3 +266,18 @@ def test_a_short_batch_holds_exactly_its_samples(train):
     loader = train.Loader(data, "imagenet-train", 4, 1, seed=0, output="numpy")
     shapes = [images.shape[0] for images, _ in loader]
     assert shapes == [4, 2]
+
+
+def test_the_decode_budget_and_the_buffer_limit_are_loader_settings(tp, train):
+    # The folder's 40x30 images count 12 bytes a pixel (14,400 bytes): under
+    # a budget of 10,000 each is refused, naming its file, before it is
+    # decoded; the default budget takes them.
+    data = train.ImageFolder(fixture("records", "folder"))
+    loader = train.Loader(data, "imagenet-train", 2, 1, seed=0, decode_budget=10_000, output="numpy")
+    with pytest.raises(tp.LimitError, match="decode budget of 10000") as refused:
+        next(iter(loader))
+    assert "records/folder/" in str(refused.value)
+    assert next(iter(train.Loader(data, "imagenet-train", 2, 1, seed=0, output="numpy")))[0].shape[0] == 2
+    # depth x batch x sample bytes past the limit: refused at once.
+    with pytest.raises(tp.LoaderError, match="buffer_limit"):
+        train.Loader(data, "imagenet-train", 6, 1, seed=0, depth=8, buffer_limit=1 << 20)

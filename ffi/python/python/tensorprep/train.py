@@ -278,6 +278,13 @@ class Loader:
       (class indices, the default) or ``"float32"``.
     - ``depth``: batch buffers in circulation (the memory bound; a batch held
       by Python keeps its buffer until it is freed).
+    - ``decode_budget``: the most bytes one sample's decode and augmentation
+      may take, per worker (1 GiB by default: an image that would need more,
+      counted from its header, is an error naming its file); ``buffer_limit``:
+      the most the batch buffers may take together (8 GiB by default; a
+      ``depth`` and ``batch_size`` past it are refused at once). The loader's
+      peak is about ``depth x batch x sample bytes + workers x decode_budget``
+      plus the samples read ahead.
 
     Iterating gives ``(images, labels)`` for one epoch; iterating again moves
     to the next epoch (a loop broken out of continues where it stopped). An
@@ -316,6 +323,8 @@ class Loader:
         read_workers=1,
         epochs=None,
         max_shape=None,
+        decode_budget=None,
+        buffer_limit=None,
     ):
         if isinstance(pipeline, str):
             pipeline = Pipeline.preset(pipeline)
@@ -355,6 +364,8 @@ class Loader:
             read_workers=read_workers,
             epochs=epochs,
             max_shape=None if max_shape is None else tuple(max_shape),
+            decode_budget=None if decode_budget is None else int(decode_budget),
+            buffer_limit=None if buffer_limit is None else int(buffer_limit),
         )
         self.last_indices = None
 
