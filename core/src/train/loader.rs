@@ -926,7 +926,7 @@ impl Loader {
         // more than an epoch holds), within the limit; each grows to its
         // batch when first used, not before.
         let largest = (config.batch_size as u64).min(per_epoch.max(1));
-        let buffer_bytes = u64::try_from(sample_len)
+        u64::try_from(sample_len)
             .ok()
             .and_then(|n| n.checked_mul(largest * plan.dtype().size() as u64))
             .and_then(|n| n.checked_mul(config.depth as u64))
@@ -935,7 +935,6 @@ impl Loader {
                 "the batch buffers (depth x batch size x sample bytes) exceed buffer_limit: \
                  lower depth or batch_size, or raise buffer_limit",
             ))?;
-        debug_assert!(buffer_bytes <= config.buffer_limit);
         // Read samples in flight: the read queue's, one per read and per
         // decode thread.
         let reading = config.prefetch + config.read_workers + config.workers;

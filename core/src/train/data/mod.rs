@@ -102,12 +102,15 @@ pub(crate) fn fingerprint_of(name: &str, values: impl Iterator<Item = u64>) -> u
 /// ones that happen to be exact), so a class index is never rounded into
 /// another. What is not is refused, naming the sample, never passed on.
 pub(crate) mod label {
+    const NOT_FINITE: &str = "a label that is not a finite number (NaN or infinite)";
+    const NOT_EXACT: &str = "an integer label that float32 cannot hold exactly (beyond 2^24)";
+
     /// A float label, refused unless finite.
     pub(crate) fn float(x: f32) -> Result<f32, &'static str> {
         if x.is_finite() {
             Ok(x)
         } else {
-            Err("a label that is not a finite number (NaN or infinite)")
+            Err(NOT_FINITE)
         }
     }
 
@@ -117,7 +120,7 @@ pub(crate) mod label {
         if f as f64 as i128 == i128::from(x) {
             Ok(f)
         } else {
-            Err("an integer label that float32 cannot hold exactly (beyond 2^24)")
+            Err(NOT_EXACT)
         }
     }
 
@@ -130,10 +133,10 @@ pub(crate) mod label {
         }
         let x: f64 = t.parse().map_err(|_| "a label that is not a number")?;
         if !x.is_finite() {
-            return float(f32::NAN);
+            return Err(NOT_FINITE);
         }
         if x.fract() == 0.0 && (x as f32) as f64 != x {
-            return Err("an integer label that float32 cannot hold exactly (beyond 2^24)");
+            return Err(NOT_EXACT);
         }
         float(x as f32)
     }

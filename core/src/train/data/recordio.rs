@@ -233,13 +233,6 @@ impl RecFile {
             self.next_head(begin / 4 * 4)?
         };
         let end = end.min(self.len);
-        if offset == 0 && end > 0 {
-            // The first record's head is checked here, before any walk.
-            let (cflag, _) = self.part_header(0)?;
-            if cflag > 1 {
-                return Err(self.bad(0, "the file starts with a continuation part"));
-            }
-        }
         // Grown as records are found (a count bound from the file's size
         // would reserve a slot per 8 bytes: 30 GiB for a 30 GiB file).
         let mut offsets = Vec::new();
@@ -248,10 +241,14 @@ impl RecFile {
                 .try_reserve(1)
                 .map_err(|_| self.bad(offset, "no memory for the offsets"))?;
             offsets.push(offset);
-            // Walk the parts without reading the data.
+            // Walk the parts without reading the data; a record starts
+            // with a whole or first part.
             let mut at = offset;
             loop {
                 let (cflag, len) = self.part_header(at)?;
+                if at == offset && cflag > 1 {
+                    return Err(self.bad(at, "a record starts with a continuation part"));
+                }
                 at += part_bytes(len);
                 if matches!(cflag, 0 | 3) {
                     break;

@@ -475,17 +475,6 @@ impl WebDataset {
             out,
         )
     }
-
-    /// Where sample `index` lies: its shard and key.
-    pub fn describe(&self, index: usize) -> Option<String> {
-        let s = self.samples.get(index)?;
-        let shard = &self.shards[s.image.shard as usize];
-        Some(alloc::format!(
-            "{}: sample `{}`",
-            shard.path.display(),
-            self.keys[index]
-        ))
-    }
 }
 
 impl Dataset for WebDataset {
@@ -503,8 +492,15 @@ impl Dataset for WebDataset {
         self.samples.len()
     }
 
+    /// Its shard and key.
     fn describe(&self, index: usize) -> String {
-        WebDataset::describe(self, index).unwrap_or_else(|| alloc::format!("sample {index}"))
+        match self.samples.get(index) {
+            Some(s) => {
+                let shard = &self.shards[s.image.shard as usize];
+                alloc::format!("{}: sample `{}`", shard.path.display(), self.keys[index])
+            }
+            None => alloc::format!("sample {index}"),
+        }
     }
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
