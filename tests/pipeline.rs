@@ -48,7 +48,8 @@ fn eager(ops: &[Op], img: Image, decode: Option<(&[u8], Decode)>) -> Result<Tens
                 let rect = c
                     .rect(v.width(), v.height())
                     .ok_or(Error::InvalidParameter {
-                        name: "crop does not fit",
+                        name: "crop",
+                        reason: "does not fit",
                     })?;
                 copy(&v.crop(rect)?)
             }

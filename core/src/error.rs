@@ -145,10 +145,36 @@ pub enum Error {
         /// The rectangle.
         rect: crate::Rect,
     },
-    /// A numeric parameter is out of range (the name says which).
+    /// A parameter is out of range, or does not fit with the others.
     InvalidParameter {
-        /// Name of the parameter.
+        /// The parameter, or the op or type it belongs to when the reason
+        /// names several (`"RandomAffine"`, `"shard"`, `"sigma"`).
         name: &'static str,
+        /// What is wrong with it ("scale must be positive, min <= max").
+        reason: &'static str,
+    },
+    /// A kernel path was asked for that this CPU (or, without `std`, the
+    /// target the crate was compiled for) does not have.
+    UnsupportedCpu {
+        /// The path asked for.
+        requested: crate::cpu::Simd,
+    },
+    /// The input is of another kind than the plan or op takes (encoded bytes
+    /// given to a plan compiled for raw pixels, or the reverse).
+    WrongInputKind {
+        /// What takes the input ("this plan", "a plan in caller memory").
+        op: &'static str,
+        /// The kind it takes.
+        expected: InputKind,
+        /// The kind given.
+        found: InputKind,
+    },
+    /// A tensor's element type differs from the one the output was set up for.
+    DTypeMismatch {
+        /// The element type of the finish spec.
+        expected: crate::DType,
+        /// The element type of the tensor given.
+        found: crate::DType,
     },
     /// The JPEG could not be decoded.
     Jpeg {
@@ -220,6 +246,25 @@ pub enum Error {
         /// What the operating system reported.
         kind: std::io::ErrorKind,
     },
+}
+
+/// What a plan or op is given to read ([`Error::WrongInputKind`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InputKind {
+    /// Raw pixels of a known format and size.
+    Pixels,
+    /// The bytes of an encoded file (JPEG, PNG, WebP).
+    Encoded,
+}
+
+impl fmt::Display for InputKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            InputKind::Pixels => "raw pixels",
+            InputKind::Encoded => "encoded bytes",
+        })
+    }
 }
 
 /// Why a JPEG (`JpegErrorKind`) was rejected.
@@ -325,7 +370,21 @@ impl fmt::Display for Error {
                  (even x and y for YUV 4:2:0, even x for YUV 4:2:2)",
                 rect.x, rect.y
             ),
-            Error::InvalidParameter { name } => write!(f, "invalid parameter: {name}"),
+            Error::InvalidParameter { name, reason } => write!(f, "{name}: {reason}"),
+            Error::UnsupportedCpu { requested } => write!(
+                f,
+                "the {requested} kernels were asked for, but this CPU does not have {requested} \
+                 (Simd::available lists the paths it has)"
+            ),
+            Error::WrongInputKind {
+                op,
+                expected,
+                found,
+            } => write!(f, "{op} takes {expected}, given {found}"),
+            Error::DTypeMismatch { expected, found } => write!(
+                f,
+                "the tensor holds {found:?} elements but the output was set up for {expected:?}"
+            ),
             Error::Jpeg { kind } => kind.describe(f, "JPEG"),
             Error::UnsupportedImageFormat { found } => {
                 let supported = crate::decode::SupportedList;

@@ -108,7 +108,8 @@ pub fn fill_border(dst: &mut ImageViewMut<'_>, inner: Rect, fill: &[u8]) -> Resu
     let bpp = packed_bpp("fill_border", dst.format())?;
     if fill.len() != bpp {
         return Err(Error::InvalidParameter {
-            name: "fill value length must equal bytes per pixel",
+            name: "fill",
+            reason: "its length must equal the bytes per pixel",
         });
     }
     if !inner.fits_in(dst.width(), dst.height()) {
@@ -286,7 +287,8 @@ pub fn transform(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, t: Transform) 
         && t != Transform::IDENTITY
     {
         return Err(Error::InvalidParameter {
-            name: "flipping or rotating 4:2:0 images needs even width and height",
+            name: "flip or rotate",
+            reason: "a YUV 4:2:0 image needs an even width and height",
         });
     }
     // A YUV 4:2:2 pixel pair shares its chroma: only a vertical flip keeps pairs whole.

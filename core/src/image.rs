@@ -576,7 +576,8 @@ impl<'a> ImageViewMut<'a> {
         let bpp = packed_bpp("fill", self.format)?;
         if pixel.len() != bpp {
             return Err(Error::InvalidParameter {
-                name: "fill value length must equal bytes per pixel",
+                name: "fill",
+                reason: "its length must equal the bytes per pixel",
             });
         }
         for row in self.plane_rows_mut(0) {
@@ -645,7 +646,8 @@ impl Image {
         let needed = tight_len(format, width, height).unwrap_or(u64::MAX);
         if data.len() as u64 != needed {
             return Err(Error::InvalidParameter {
-                name: "Image::from_vec: data length must equal the tight image size",
+                name: "Image::from_vec",
+                reason: "data length must equal the tight image size",
             });
         }
         Ok(Image {

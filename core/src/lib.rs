@@ -72,6 +72,7 @@ mod testing;
 pub mod adjust;
 pub mod arena;
 pub mod color;
+pub mod cpu;
 pub mod decode;
 #[cfg(feature = "std")]
 pub mod files;
@@ -91,7 +92,7 @@ pub mod size;
 pub mod train;
 pub mod warp;
 
-pub use error::{DecodeErrorKind, Error, JpegErrorKind, Result};
+pub use error::{DecodeErrorKind, Error, InputKind, JpegErrorKind, Result};
 pub use format::{PixelFormat, PlaneGeometry};
 #[cfg(feature = "alloc")]
 pub use image::Image;

@@ -150,7 +150,8 @@ impl SizeRule {
                 if let Some(max) = max_size {
                     if max <= size {
                         return Err(Error::InvalidParameter {
-                            name: "max_size must be greater than size",
+                            name: "max_size",
+                            reason: "must be greater than size",
                         });
                     }
                     if new_long > u64::from(max) {
@@ -194,7 +195,8 @@ impl SizeRule {
                 check_dimensions(u64::from(tw), u64::from(th))?;
                 if multiple == 0 {
                     return Err(Error::InvalidParameter {
-                        name: "size: `multiple` must be at least 1",
+                        name: "size",
+                        reason: "`multiple` must be at least 1",
                     });
                 }
                 let mut sh = f64::from(th) / f64::from(height);

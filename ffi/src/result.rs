@@ -231,7 +231,12 @@ fn code_of(e: &Error) -> tp_result {
         Error::OutOfMemory { .. } => R::OutOfMemory,
         Error::PlanTooLarge { .. } => R::PlanTooLarge,
         Error::ArenaTooSmall { .. } => R::ArenaTooSmall,
-        Error::InvalidParameter { .. } => R::InvalidParameter,
+        // The C API had no codes of their own for these: they were
+        // `InvalidParameter` before they were told apart, and stay so.
+        Error::InvalidParameter { .. }
+        | Error::UnsupportedCpu { .. }
+        | Error::WrongInputKind { .. }
+        | Error::DTypeMismatch { .. } => R::InvalidParameter,
         Error::Jpeg { kind } => match kind {
             JpegErrorKind::Truncated => R::JpegTruncated,
             JpegErrorKind::Corrupt => R::JpegCorrupt,

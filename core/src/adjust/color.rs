@@ -26,7 +26,8 @@ pub fn saturation(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, factor: f32) 
     let channels = channels(src, dst, "saturation")?;
     if !factor.is_finite() || factor < 0.0 {
         return Err(Error::InvalidParameter {
-            name: "saturation: the factor must be finite and not negative",
+            name: "saturation",
+            reason: "the factor must be finite and not negative",
         });
     }
     if channels.count == 1 {
@@ -72,7 +73,8 @@ pub fn hue(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, factor: f32) -> Resu
     let channels = channels(src, dst, "hue")?;
     if !(-0.5..=0.5).contains(&factor) {
         return Err(Error::InvalidParameter {
-            name: "hue: the factor must be in -0.5..=0.5",
+            name: "hue",
+            reason: "the factor must be in -0.5..=0.5",
         });
     }
     if channels.count == 1 {

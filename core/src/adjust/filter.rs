@@ -26,7 +26,8 @@ pub fn sharpness(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, factor: f32) -
     let channels = channels(src, dst, "sharpness")?;
     if !factor.is_finite() || factor < 0.0 {
         return Err(Error::InvalidParameter {
-            name: "sharpness: the factor must be finite and not negative",
+            name: "sharpness",
+            reason: "the factor must be finite and not negative",
         });
     }
     // The border (and an image too small to filter) is its own smoothing,
@@ -88,12 +89,14 @@ impl GaussianKernel {
     pub fn new(size: usize, sigma: f32) -> Result<GaussianKernel> {
         if size.is_multiple_of(2) || size > MAX_GAUSSIAN_TAPS {
             return Err(Error::InvalidParameter {
-                name: "gaussian blur: the kernel size must be odd and at most 255",
+                name: "gaussian blur",
+                reason: "the kernel size must be odd and at most 255",
             });
         }
         if !(sigma.is_finite() && sigma > 0.0) {
             return Err(Error::InvalidParameter {
-                name: "gaussian blur: sigma must be finite and positive",
+                name: "gaussian blur",
+                reason: "sigma must be finite and positive",
             });
         }
         let mut taps = [0f32; MAX_GAUSSIAN_TAPS];
@@ -169,13 +172,17 @@ pub fn gaussian_blur(
     let (half_x, half_y) = (across.size / 2, down.size / 2);
     if half_x >= w || half_y >= h {
         return Err(Error::InvalidParameter {
-            name: "gaussian blur: the kernel's half must be shorter than each side of the image",
+            name: "gaussian blur",
+            reason: "the kernel's half must be shorter than each side of the image",
         });
     }
     let n = channels.count;
     let row_len = w * n;
-    let column = scratch.get_mut(..row_len).ok_or(Error::InvalidParameter {
-        name: "gaussian blur: the scratch row is shorter than width * channels",
+    let len = scratch.len();
+    let column = scratch.get_mut(..row_len).ok_or(Error::BufferTooSmall {
+        plane: 0,
+        len,
+        needed: row_len,
     })?;
     for y in 0..h {
         // Vertical pass into the scratch row.

@@ -85,7 +85,8 @@ pub fn contrast(src: &ImageView<'_>, dst: &mut ImageViewMut<'_>, factor: f32) ->
     let channels = channels(src, dst, "contrast")?;
     if !factor.is_finite() || factor < 0.0 {
         return Err(Error::InvalidParameter {
-            name: "contrast: the factor must be finite and not negative",
+            name: "contrast",
+            reason: "the factor must be finite and not negative",
         });
     }
     let mut histogram = [0u64; 256];

@@ -84,7 +84,8 @@ impl Point {
             Point::Posterize { bits } => {
                 if bits > 8 {
                     return Err(Error::InvalidParameter {
-                        name: "posterize: bits must be 0 to 8",
+                        name: "posterize",
+                        reason: "bits must be 0 to 8",
                     });
                 }
                 let mask = (0xff00u16 >> bits) as u8;
@@ -99,7 +100,8 @@ impl Point {
             Point::Brightness { factor } => {
                 if !factor.is_finite() || factor < 0.0 {
                     return Err(Error::InvalidParameter {
-                        name: "brightness: the factor must be finite and not negative",
+                        name: "brightness",
+                        reason: "the factor must be finite and not negative",
                     });
                 }
                 t.iter_mut()

@@ -46,6 +46,7 @@ mod yuv_x86;
 #[cfg(any(target_arch = "aarch64", all(target_arch = "x86_64", feature = "std")))]
 mod shuffle;
 
+use crate::cpu::Simd;
 use crate::image::packed_bpp;
 use crate::{Error, ImageView, ImageViewMut, PixelFormat, Result};
 
@@ -173,14 +174,15 @@ pub(crate) struct RowConverter {
 impl RowConverter {
     /// The conversion from `from` (any format) to `to` (a packed format).
     pub(crate) fn new(from: PixelFormat, to: PixelFormat, range: YuvRange) -> Result<Self> {
-        Self::with_simd(from, to, range, true)
+        Self::with_simd(from, to, range, Simd::detect())
     }
 
-    /// [`RowConverter::new`], with the vector kernels allowed or not (the
-    /// scalar code is the reference they are tested against).
-    fn with_simd(from: PixelFormat, to: PixelFormat, range: YuvRange, simd: bool) -> Result<Self> {
+    /// [`RowConverter::new`] with the row kernels of `simd`, an available
+    /// path (`Simd::Scalar`: the scalar code, the reference the vector kernels
+    /// are tested against).
+    fn with_simd(from: PixelFormat, to: PixelFormat, range: YuvRange, simd: Simd) -> Result<Self> {
         packed_bpp("colour conversion destination", to)?;
-        let vector = if simd { simd_row(from, to) } else { None };
+        let vector = simd_row(simd, from, to);
         let convert: RowFn = match from {
             _ if vector.is_some() => vector.unwrap_or(copy_row),
             f if f == to => copy_row,
@@ -329,10 +331,10 @@ fn vector_per_pixel<D: PackedLayout>(
     out: &mut [u8],
     m: &YuvMatrix,
 ) -> usize {
-    if !vector_kernel() {
+    if !Simd::detect().color_kernel() {
         return 0;
     }
-    // SAFETY: `vector_kernel()` holds; the planes hold `ys.len()` pixels each
+    // SAFETY: the detected path has the colour kernels; the planes hold `ys.len()` pixels each
     // and `out` as many destination pixels.
     unsafe { vector_blocks::<D, PER_PIXEL>(ys, us, vs, out, m) }
 }
@@ -498,7 +500,7 @@ impl<S: PackedLayout, D: PackedLayout> shuffle::Pair for Moves<S, D> {
 }
 
 /// [`packed_row`] with the vector kernel for whole blocks of 16 pixels and
-/// the scalar code for the rest. Chosen only where [`vector_kernel`] holds
+/// the scalar code for the rest. Chosen only where [`Simd::color_kernel`] holds
 /// and the destination has colour (3 or 4 bytes).
 #[cfg(any(target_arch = "aarch64", all(target_arch = "x86_64", feature = "std")))]
 fn packed_row_vector<S: PackedLayout, D: PackedLayout>(
@@ -509,8 +511,8 @@ fn packed_row_vector<S: PackedLayout, D: PackedLayout>(
 ) {
     let row = src.plane_row(0, y);
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    // SAFETY: `simd_row` picks this function only where `vector_kernel()`
-    // found AVX2.
+    // SAFETY: `simd_row` picks this function only for an available path
+    // with `Simd::color_kernel`, on x86_64 AVX2.
     let done = unsafe { shuffle::x86::row::<Moves<S, D>>(row, out) };
     #[cfg(target_arch = "aarch64")]
     let done = shuffle::neon::row::<Moves<S, D>>(row, out);
@@ -544,19 +546,9 @@ const I420: u8 = 2;
 )]
 const PER_PIXEL: u8 = 3;
 
-/// Whether this CPU has a vector YUV kernel: AVX2 (detected at run time) or NEON.
-fn vector_kernel() -> bool {
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    return std::arch::is_x86_feature_detected!("avx2");
-    #[cfg(target_arch = "aarch64")]
-    return true;
-    #[allow(unreachable_code)]
-    false
-}
-
 /// The vector row function for a conversion, where this CPU has one.
-fn simd_row(from: PixelFormat, to: PixelFormat) -> Option<RowFn> {
-    if !vector_kernel() || to.bytes_per_pixel() == Some(1) {
+fn simd_row(simd: Simd, from: PixelFormat, to: PixelFormat) -> Option<RowFn> {
+    if !simd.color_kernel() || to.bytes_per_pixel() == Some(1) {
         return None;
     }
     // `with_layout!` returns an error for YUV targets; `to` is packed here.
@@ -570,9 +562,7 @@ fn simd_row(from: PixelFormat, to: PixelFormat) -> Option<RowFn> {
                 with_layout!(f, S => with_layout!(to, D => packed_row_vector::<S, D>))
             }
             _ => {
-                return Err(Error::InvalidParameter {
-                    name: "no vector kernel",
-                });
+                return Err(Error::UnsupportedCpu { requested: simd });
             }
         })
     };
@@ -580,7 +570,7 @@ fn simd_row(from: PixelFormat, to: PixelFormat) -> Option<RowFn> {
 }
 
 /// [`yuv420_row`] with the vector kernel for whole blocks of 16 pixels and the
-/// scalar code for the rest of the row. Chosen only where [`vector_kernel`] holds.
+/// scalar code for the rest of the row. Chosen only where [`Simd::color_kernel`] holds.
 fn yuv420_row_vector<D: PackedLayout, const CHROMA: u8>(
     src: &ImageView<'_>,
     y: usize,
@@ -588,7 +578,7 @@ fn yuv420_row_vector<D: PackedLayout, const CHROMA: u8>(
     m: &YuvMatrix,
 ) {
     yuv420_row_with::<D, CHROMA>(src, y, out, m, |luma, c1, c2, out| {
-        // SAFETY: `simd_row` picks this function only where `vector_kernel()` holds.
+        // SAFETY: `simd_row` picks this function only where the path has `Simd::color_kernel`.
         unsafe { vector_blocks::<D, CHROMA>(luma, c1, c2, out, m) }
     });
 }
@@ -597,7 +587,7 @@ fn yuv420_row_vector<D: PackedLayout, const CHROMA: u8>(
 /// many pixels it converted (0 where there is no kernel).
 ///
 /// # Safety
-/// [`vector_kernel`] must have returned true (AVX2 is then available).
+/// [`Simd::color_kernel`] must hold for an available path (AVX2 is then available).
 #[allow(unused_variables)]
 unsafe fn vector_blocks<D: PackedLayout, const CHROMA: u8>(
     luma: &[u8],
@@ -915,8 +905,9 @@ mod tests {
                 ] {
                     for range in [YuvRange::Full, YuvRange::Limited] {
                         let bpp = to.bytes_per_pixel().unwrap();
-                        let fast = RowConverter::with_simd(from, to, range, true).unwrap();
-                        let slow = RowConverter::with_simd(from, to, range, false).unwrap();
+                        let fast =
+                            RowConverter::with_simd(from, to, range, Simd::detect()).unwrap();
+                        let slow = RowConverter::with_simd(from, to, range, Simd::Scalar).unwrap();
                         for y in 0..h as usize {
                             let mut a = std::vec![0u8; w as usize * bpp];
                             let mut b = a.clone();
@@ -955,8 +946,10 @@ mod tests {
                 let src = ImageView::new(from, w, h, &frame).unwrap();
                 for to in packed {
                     let bpp = to.bytes_per_pixel().unwrap();
-                    let fast = RowConverter::with_simd(from, to, YuvRange::Full, true).unwrap();
-                    let slow = RowConverter::with_simd(from, to, YuvRange::Full, false).unwrap();
+                    let fast =
+                        RowConverter::with_simd(from, to, YuvRange::Full, Simd::detect()).unwrap();
+                    let slow =
+                        RowConverter::with_simd(from, to, YuvRange::Full, Simd::Scalar).unwrap();
                     for y in 0..h as usize {
                         let mut a = std::vec![0u8; w as usize * bpp];
                         let mut b = std::vec![1u8; w as usize * bpp];

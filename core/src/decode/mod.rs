@@ -173,7 +173,8 @@ mod decoder {
             let options = self.options();
             if options.scale != Scale::Full {
                 return Err(Error::InvalidParameter {
-                    name: "decode: reduced-size (DCT-scaled) decoding is for JPEG files only",
+                    name: "decode",
+                    reason: "reduced-size (DCT-scaled) decoding is for JPEG files only",
                 });
             }
             crate::image::packed_bpp("decode output", options.format)?;

@@ -33,6 +33,7 @@
 
 use half::f16;
 
+use crate::cpu::Simd;
 use crate::rows::RowSource;
 use crate::{DType, Error, ImageView, Layout, PixelFormat, Quantization, Result, TensorMut};
 
@@ -107,20 +108,23 @@ impl Normalize {
         let ok = |x: f32| x.is_finite();
         if !(self.divisor.is_finite() && self.divisor > 0.0) {
             return Err(Error::InvalidParameter {
-                name: "normalize divisor must be finite and positive",
+                name: "normalize.divisor",
+                reason: "must be finite and positive",
             });
         }
         let divisors = self.std.iter().chain(&self.second_std);
         if !self.mean.iter().all(|&m| ok(m)) || !divisors.into_iter().all(|&s| ok(s) && s != 0.0) {
             return Err(Error::InvalidParameter {
-                name: "normalize mean must be finite and std finite and non-zero",
+                name: "normalize",
+                reason: "mean must be finite and std finite and non-zero",
             });
         }
         // Each parameter finite is not enough (std 1e-30 with mean 3e38, a
         // divisor of 1e-45): every 8-bit input must give a finite value.
         if !(0..3).all(|c| (0..=255u8).all(|v| ok(self.apply(c, v)))) {
             return Err(Error::InvalidParameter {
-                name: "normalize: (v / divisor - mean) / std overflows to infinity for some 8-bit v",
+                name: "normalize",
+                reason: "(v / divisor - mean) / std overflows to infinity for some 8-bit v",
             });
         }
         Ok(())
@@ -206,12 +210,14 @@ impl FinishSpec {
         let q = self.quantization;
         if matches!(self.dtype, DType::U8 | DType::I8) && !(q.scale.is_finite() && q.scale > 0.0) {
             return Err(Error::InvalidParameter {
-                name: "quantization scale must be finite and positive",
+                name: "quantization.scale",
+                reason: "must be finite and positive",
             });
         }
         if self.dtype == DType::F16 && self.normalize.max_abs() > f32::from(f16::MAX) {
             return Err(Error::InvalidParameter {
-                name: "normalize: some 8-bit values fall outside float16's range (65504)",
+                name: "normalize",
+                reason: "some 8-bit values fall outside float16's range (65504)",
             });
         }
         Ok(())
@@ -245,8 +251,17 @@ fn quantize(x: f32, q: Quantization, lo: f32, hi: f32) -> f32 {
 }
 
 impl Finisher {
-    /// Builds the per-channel tables for `spec`.
+    /// Builds the per-channel tables for `spec`, the vector kernels chosen
+    /// for this CPU ([`Simd::detect`]).
     pub fn new(spec: &FinishSpec) -> Result<Self> {
+        Finisher::with_simd(spec, Simd::detect())
+    }
+
+    /// [`Finisher::new`] running on `simd`'s kernels (`Simd::Scalar`: the
+    /// tables alone, the reference the vector kernels are tested against);
+    /// the output is the same on every path. Refused if the CPU lacks `simd`.
+    pub fn with_simd(spec: &FinishSpec, simd: Simd) -> Result<Self> {
+        let simd = simd.check()?;
         spec.check()?;
         let (n, q) = (&spec.normalize, spec.quantization);
         let mut finisher = Finisher {
@@ -265,7 +280,7 @@ impl Finisher {
             AnyTables::U8(t) => fill(t, n, |x| quantize(x, q, 0.0, 255.0) as u8),
             AnyTables::I8(t) => fill(t, n, |x| quantize(x, q, -128.0, 127.0) as i8),
         }
-        if spec.dtype == DType::F32 && vector_kernel() {
+        if spec.dtype == DType::F32 && simd.finish_kernel() {
             finisher.computed = arith::checked(n);
         }
         Ok(finisher)
@@ -324,8 +339,9 @@ impl Finisher {
             });
         }
         if dst.dtype() != self.spec.dtype {
-            return Err(Error::InvalidParameter {
-                name: "tensor element type differs from the finish spec's dtype",
+            return Err(Error::DTypeMismatch {
+                expected: self.spec.dtype,
+                found: dst.dtype(),
             });
         }
         let src_bgr = format.rgb_offsets() == Some([2, 1, 0]);
@@ -403,20 +419,6 @@ impl Kernel {
     }
 }
 
-/// Whether this CPU has the float32 vector kernel: AVX2 and FMA (detected
-/// at run time with `std`), or NEON.
-fn vector_kernel() -> bool {
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    return std::arch::is_x86_feature_detected!("avx2")
-        && std::arch::is_x86_feature_detected!("fma");
-    #[cfg(all(target_arch = "x86_64", not(feature = "std")))]
-    return cfg!(all(target_feature = "avx2", target_feature = "fma"));
-    #[cfg(target_arch = "aarch64")]
-    return true;
-    #[allow(unreachable_code)]
-    false
-}
-
 /// Where a row's finished values go: one plane, three planes, or the
 /// channels interleaved.
 // Targets without a vector kernel only pass these along.
@@ -443,8 +445,8 @@ fn vector_row(
     let channels = map.map(|(_, colour)| &constants[colour]);
     let sources = map.map(|(source, _)| source);
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a finisher keeps computed constants only where
-    // `vector_kernel()` found AVX2 and FMA; planes are the row's width and an
+    // SAFETY: a finisher keeps computed constants only for an available
+    // `Simd` with `finish_kernel()`, on x86_64 AVX2 and FMA; planes are the row's width and an
     // interleaved row 3 floats per pixel. Planes come in source-byte order.
     return unsafe {
         match out {
@@ -763,7 +765,7 @@ mod tests {
                 "{format:?} -> {order:?} {layout:?} {w}x{h} {normalize:?}"
             );
         }
-        if vector_kernel() {
+        if Simd::detect().finish_kernel() {
             assert!(computed > 560, "{computed} of 600 finishers computed");
         } else {
             // Without the kernel every finisher uses its tables.

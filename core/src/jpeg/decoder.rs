@@ -108,12 +108,14 @@ impl JpegDecoder {
     fn check_format(&self) -> Result<()> {
         if !self.options.backend.is_available() {
             return Err(Error::InvalidParameter {
-                name: "JPEG backend: libjpeg-turbo is not in this build",
+                name: "JPEG backend",
+                reason: "libjpeg-turbo is not in this build",
             });
         }
         if self.options.scale != Scale::Full && self.options.backend != Backend::LibjpegTurbo {
             return Err(Error::InvalidParameter {
-                name: "JPEG scale: reduced-size decoding needs the libjpeg-turbo backend",
+                name: "JPEG scale",
+                reason: "reduced-size decoding needs the libjpeg-turbo backend",
             });
         }
         match self.options.format {
@@ -448,7 +450,8 @@ impl JpegDecoder {
     ) -> Result<JpegInfo> {
         if self.options.backend != Backend::LibjpegTurbo {
             return Err(Error::InvalidParameter {
-                name: "JPEG region decoding needs the libjpeg-turbo backend",
+                name: "JPEG region",
+                reason: "region decoding needs the libjpeg-turbo backend",
             });
         }
         #[cfg(feature = "turbojpeg")]
@@ -456,7 +459,8 @@ impl JpegDecoder {
             let info = self.read_info(bytes)?;
             if self.transform_for(info.exif_orientation) != Transform::IDENTITY {
                 return Err(Error::InvalidParameter {
-                    name: "JPEG region decoding does not apply EXIF orientation",
+                    name: "JPEG region",
+                    reason: "region decoding does not apply EXIF orientation",
                 });
             }
             let target = self.options.format;

@@ -83,7 +83,8 @@ impl Turbo {
         // SAFETY: `h` is a live instance; tj3Set validates `param` and `value`.
         if unsafe { tj::tj3Set(h, param as c_int, value) } != 0 {
             return Err(Error::InvalidParameter {
-                name: "libjpeg-turbo rejected a decoder setting",
+                name: "JPEG decoder settings",
+                reason: "libjpeg-turbo rejected one",
             });
         }
         Ok(())
@@ -186,7 +187,8 @@ impl Turbo {
         // SAFETY: `h` is live; the factor is one TurboJPEG supports (1/1 to 1/8).
         if unsafe { tj::tj3SetScalingFactor(h, factor) } != 0 {
             return Err(Error::InvalidParameter {
-                name: "libjpeg-turbo cannot decode this file at the requested scale",
+                name: "JPEG scale",
+                reason: "libjpeg-turbo cannot decode this file at the requested scale",
             });
         }
         let (w, rows) = (width as usize, height as usize);
@@ -258,7 +260,8 @@ impl Turbo {
         // the region against the scaled size and the MCU alignment.
         if unsafe { tj::tj3SetCroppingRegion(h, crop) } != 0 {
             return Err(Error::InvalidParameter {
-                name: "libjpeg-turbo: the region's left edge is not on an MCU boundary",
+                name: "libjpeg-turbo",
+                reason: "the region's left edge is not on an MCU boundary",
             });
         }
         let len = jpeg_len(bytes)?;

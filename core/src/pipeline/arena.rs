@@ -13,7 +13,7 @@ use super::{InputDesc, Pipeline};
 use crate::arena::{Arena, Borrowed, Counting, Footprint};
 use crate::finish::{ChannelOrder, FinishSpec, Finisher};
 use crate::resize::{ArenaResizeState, ResizeScratch};
-use crate::{DType, Error, ImageView, Layout, Limits, PixelFormat, Result, TensorMut};
+use crate::{DType, Error, ImageView, InputKind, Layout, Limits, PixelFormat, Result, TensorMut};
 
 /// A pipeline compiled for raw pixels of one format and size, every table in
 /// caller memory. Immutable; runs with an [`ArenaPlanState`] made with it.
@@ -80,8 +80,10 @@ fn pixels(input: InputDesc) -> Result<Shape> {
             width,
             height,
         }),
-        InputDesc::Encoded => Err(Error::InvalidParameter {
-            name: "plan in caller memory: raw pixel input only (decoding needs alloc)",
+        InputDesc::Encoded => Err(Error::WrongInputKind {
+            op: "a plan in caller memory (decoding needs alloc)",
+            expected: InputKind::Pixels,
+            found: InputKind::Encoded,
         }),
     }
 }

@@ -96,7 +96,8 @@ impl Pipeline {
     /// Appends an op.
     pub fn push(&mut self, op: Op) -> Result<&mut Self> {
         let full = Error::InvalidParameter {
-            name: "pipeline: too many ops (the limit is MAX_OPS)",
+            name: "pipeline",
+            reason: "too many ops (the limit is MAX_OPS)",
         };
         if self.ops.len() >= MAX_OPS {
             return Err(full);

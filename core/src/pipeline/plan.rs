@@ -13,7 +13,8 @@ use crate::image::tight_len;
 use crate::jpeg::Scale;
 use crate::resize::{ResizeState, Spares};
 use crate::{
-    DType, Error, ImageView, ImageViewMut, Layout, Limits, PixelFormat, Rect, Result, TensorMut,
+    DType, Error, ImageView, ImageViewMut, InputKind, Layout, Limits, PixelFormat, Rect, Result,
+    TensorMut,
 };
 
 /// One input to a plan.
@@ -23,6 +24,15 @@ pub enum Input<'a> {
     Pixels(ImageView<'a>),
     /// An encoded file's bytes (JPEG, PNG, WebP).
     Encoded(&'a [u8]),
+}
+
+/// A plan compiled for `expected` input, given `found`.
+fn wrong_input(expected: InputKind, found: InputKind) -> Error {
+    Error::WrongInputKind {
+        op: "this plan",
+        expected,
+        found,
+    }
 }
 
 /// A compiled pipeline: every op checked, shapes known (for pixel inputs), the
@@ -243,7 +253,7 @@ impl Plan {
     fn read_header(&self, decoder: &mut Option<ImageDecoder>, bytes: &[u8]) -> Result<ImageInfo> {
         let d = self
             .decode
-            .ok_or(op_error("plan: compiled without a Decode op"))?;
+            .ok_or(op_error("plan", "compiled without a Decode op"))?;
         // Full-scale options for the header; the resolved plan's (scale) to decode.
         let dec = decoder.get_or_insert_with(ImageDecoder::default);
         dec.set_options(d.options(Scale::Full, &self.limits));
@@ -263,7 +273,7 @@ impl Plan {
     ) -> Result<&'s Resolved<Heap>> {
         let d = self
             .decode
-            .ok_or(op_error("plan: compiled without a Decode op"))?;
+            .ok_or(op_error("plan", "compiled without a Decode op"))?;
         let key = ResolveKey {
             format: info.format,
             width: info.width,
@@ -288,7 +298,7 @@ impl Plan {
                     Resolved::empty()
                 };
                 let cached = StepList::from_slice(steps)
-                    .map_err(|_| op_error("pipeline: too many ops (the limit is MAX_OPS)"))?;
+                    .map_err(|_| op_error("pipeline", "too many ops (the limit is MAX_OPS)"))?;
                 let shape = Shape {
                     format: d.format,
                     width: info.width,
@@ -338,15 +348,15 @@ impl Plan {
         let bytes = match (input, &self.fixed) {
             (Input::Encoded(bytes), None) => bytes,
             (Input::Pixels(_), Some(_)) => {
-                return self.output_shape().ok_or(op_error("plan: no output shape"));
+                return self
+                    .output_shape()
+                    .ok_or(op_error("plan", "no output shape"));
             }
             (Input::Pixels(_), None) => {
-                return Err(op_error("plan: compiled for encoded files, given pixels"));
+                return Err(wrong_input(InputKind::Encoded, InputKind::Pixels));
             }
             (Input::Encoded(_), Some(_)) => {
-                return Err(op_error(
-                    "plan: compiled for pixel input, given encoded bytes",
-                ));
+                return Err(wrong_input(InputKind::Pixels, InputKind::Encoded));
             }
         };
         // The header is read (and the plan for its size resolved) even when
@@ -396,12 +406,8 @@ impl Plan {
                 let info = self.read_header(&mut state.decoder, bytes)?;
                 self.run_encoded_steps(state, bytes, info, None, out)
             }
-            (Input::Pixels(_), None) => {
-                Err(op_error("plan: compiled for encoded files, given pixels"))
-            }
-            (Input::Encoded(_), Some(_)) => Err(op_error(
-                "plan: compiled for pixel input, given encoded bytes",
-            )),
+            (Input::Pixels(_), None) => Err(wrong_input(InputKind::Encoded, InputKind::Pixels)),
+            (Input::Encoded(_), Some(_)) => Err(wrong_input(InputKind::Pixels, InputKind::Encoded)),
         }
     }
 
@@ -450,12 +456,14 @@ impl Plan {
         let checked = compiled.and_then(|()| {
             if cx.finish.started() {
                 return Err(op_error(
-                    "training plan: a drawn op list holds a finish op (Normalize, Layout, Cast)",
+                    "training plan",
+                    "a drawn op list holds a finish op (Normalize, Layout, Cast)",
                 ));
             }
             if cx.format != self.finish_format {
                 return Err(op_error(
-                    "training plan: the drawn ops end in another pixel format than the finish pass takes",
+                    "training plan",
+                    "the drawn ops end in another pixel format than the finish pass takes",
                 ));
             }
             Ok(())
@@ -537,7 +545,7 @@ impl Plan {
     ) -> Result<Geometry> {
         let d = self
             .decode
-            .ok_or(op_error("plan: compiled without a Decode op"))?;
+            .ok_or(op_error("plan", "compiled without a Decode op"))?;
         let steps = self.compile_drawn(state, InputDesc::Encoded, d.format, ops)?;
         let result = self.run_encoded_steps(state, bytes, info, Some(&steps), out);
         state.drawn = steps;

@@ -193,7 +193,8 @@ impl<S: Storage> Resolver<'_, S> {
         let bytes = tight_len(out.format, out.width, out.height).unwrap_or(u64::MAX);
         self.limits.check_alloc(bytes)?;
         let full = Error::InvalidParameter {
-            name: "plan in caller memory: more than arena::MAX_PASSES passes (resize, pad, turn)",
+            name: "plan in caller memory",
+            reason: "more than arena::MAX_PASSES passes (resize, pad, turn)",
         };
         self.into.buffers.try_push(out).map_err(|_| full)?;
         let stage = Stage {

@@ -202,7 +202,8 @@ impl Plan {
     /// Elements of one image's tensor in a batch buffer holding `n` images.
     fn per_image(&self, out: &TensorMut<'_>, n: usize) -> Result<usize> {
         let len = self.output_len().ok_or(Error::InvalidParameter {
-            name: "batch: the plan's output size depends on the input (end it with a crop or canvas)",
+            name: "batch",
+            reason: "the plan's output size depends on the input (end it with a crop or canvas)",
         })?;
         let needed = len * n;
         if out.len() != needed {
@@ -280,7 +281,8 @@ impl Plan {
         let len = self.per_image(&out, inputs.len())?;
         if states.len() <= 1 {
             let state = states.first_mut().ok_or(Error::InvalidParameter {
-                name: "batch: at least one state is needed",
+                name: "batch",
+                reason: "at least one state is needed",
             })?;
             return self.run_batch(state, inputs, out);
         }

@@ -53,7 +53,8 @@ fn check_layout(len: usize, width: u32, height: u32, channels: usize, stride: us
     crate::image::check_dimensions(u64::from(width), u64::from(height))?;
     if !(1..=MAX_FLOAT_CHANNELS).contains(&channels) {
         return Err(Error::InvalidParameter {
-            name: "float image: channels must be 1 to MAX_FLOAT_CHANNELS",
+            name: "float image",
+            reason: "channels must be 1 to MAX_FLOAT_CHANNELS",
         });
     }
     let row = width as usize * channels;
@@ -295,7 +296,8 @@ impl Plan {
                 })
             }
             _ => Err(Error::InvalidParameter {
-                name: "resize: float images resize with Pillow's filters or PyTorch's float \
+                name: "resize",
+                reason: "float images resize with Pillow's filters or PyTorch's float \
                        resize (Resample::Pillow, Resample::TorchFloat) only",
             }),
         }
@@ -460,12 +462,7 @@ impl FloatResizer {
     /// The same resizer on the loops built for `simd` (the results are the
     /// same on every path; refused if the CPU lacks it).
     pub fn with_simd(mut self, simd: Simd) -> Result<Self> {
-        if !simd.is_available() {
-            return Err(Error::InvalidParameter {
-                name: "resize: this CPU lacks the requested SIMD path",
-            });
-        }
-        self.simd = simd;
+        self.simd = simd.check()?;
         Ok(self)
     }
 
@@ -492,7 +489,8 @@ impl FloatResizer {
     ) -> Result<()> {
         if src.channels != dst.channels {
             return Err(Error::InvalidParameter {
-                name: "resize: float source and destination have different channel counts",
+                name: "resize",
+                reason: "float source and destination have different channel counts",
             });
         }
         let key = Key {

@@ -108,7 +108,8 @@ impl LibyuvPlan {
         // ARGBScale refuses sources over 32768 (its 32-bit positions).
         if sw > 32768 || sh > 32768 || dw > 32768 || dh > 32768 {
             return Err(Error::InvalidParameter {
-                name: "resize: libyuv scales images of at most 32768 pixels a side",
+                name: "resize",
+                reason: "libyuv scales images of at most 32768 pixels a side",
             });
         }
         let (sw, sh, dw, dh) = (i64::from(sw), i64::from(sh), i64::from(dw), i64::from(dh));

@@ -272,7 +272,8 @@ impl SourceBox {
             Ok(())
         } else {
             Err(Error::InvalidParameter {
-                name: "resize: source box must be finite, ordered and inside the image",
+                name: "resize",
+                reason: "source box must be finite, ordered and inside the image",
             })
         }
     }

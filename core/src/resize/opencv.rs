@@ -192,7 +192,8 @@ impl<S: Storage> OpenCvPlan<S> {
             // from its first tap: every column must have one.
             if !x.covers_window() {
                 return Err(crate::Error::InvalidParameter {
-                    name: "resize: INTER_AREA left an output column without source pixels",
+                    name: "resize",
+                    reason: "INTER_AREA left an output column without source pixels",
                 });
             }
             let region = rect(x.span(), y.span());
@@ -489,7 +490,8 @@ impl AreaAxis {
         });
         if !consecutive || taps > s1 - s0 {
             return Err(crate::Error::InvalidParameter {
-                name: "resize: INTER_AREA's taps are not consecutive pixels",
+                name: "resize",
+                reason: "INTER_AREA's taps are not consecutive pixels",
             });
         }
         let start = |first: usize| (first - s0).min(s1 - s0 - taps);

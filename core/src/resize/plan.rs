@@ -83,14 +83,13 @@ pub(super) fn integral_box(b: SourceBox, resample: Resample) -> Result<((u32, u3
         .all(|v| *v == libm::truncf(*v));
     if !integral || b.x1 == b.x0 || b.y1 == b.y0 {
         return Err(Error::InvalidParameter {
-            name: match resample {
+            name: "resize",
+            reason: match resample {
                 Resample::Torch(_) | Resample::TorchFloat(_) => {
-                    "resize: PyTorch's resize takes only a non-empty integral source box"
+                    "PyTorch's resize takes only a non-empty integral source box"
                 }
-                Resample::LibyuvBilinear => {
-                    "resize: libyuv takes only a non-empty integral source box"
-                }
-                _ => "resize: OpenCV methods take only a non-empty integral source box",
+                Resample::LibyuvBilinear => "libyuv takes only a non-empty integral source box",
+                _ => "OpenCV methods take only a non-empty integral source box",
             },
         });
     }
@@ -111,7 +110,8 @@ pub(super) fn check_torch_filter(resample: Resample) -> Result<()> {
         Ok(())
     } else {
         Err(Error::InvalidParameter {
-            name: "resize: PyTorch's resize has only BILINEAR and BICUBIC (and NEAREST on uint8)",
+            name: "resize",
+            reason: "PyTorch's resize has only BILINEAR and BICUBIC (and NEAREST on uint8)",
         })
     }
 }
@@ -594,12 +594,7 @@ impl<S: Storage> ResizePlanIn<S> {
     /// The same plan running its inner loops on `simd` instead of the detected
     /// best path (to compare paths; results are identical by design).
     pub fn with_simd(mut self, simd: Simd) -> Result<Self> {
-        if !simd.is_available() {
-            return Err(Error::InvalidParameter {
-                name: "resize: this CPU does not support the requested SIMD path",
-            });
-        }
-        self.simd = simd;
+        self.simd = simd.check()?;
         Ok(self)
     }
 

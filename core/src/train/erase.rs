@@ -56,17 +56,17 @@ impl RandomErasing {
     }
 
     pub(crate) fn check(&self) -> Result<()> {
-        let bad = |name| Err(Error::InvalidParameter { name });
+        let bad = |name, reason| Err(Error::InvalidParameter { name, reason });
         if !(0.0..=1.0).contains(&self.p) {
-            return bad("RandomErasing: p must be in 0..=1");
+            return bad("RandomErasing", "p must be in 0..=1");
         }
         let (s0, s1) = self.scale;
         if !(0.0 <= s0 && s0 <= s1 && s1 <= 1.0) {
-            return bad("RandomErasing: scale must be within 0..=1, min <= max");
+            return bad("RandomErasing", "scale must be within 0..=1, min <= max");
         }
         let (r0, r1) = self.ratio;
         if !(r0.is_finite() && r1.is_finite() && 0.0 < r0 && r0 <= r1) {
-            return bad("RandomErasing: ratio must be positive, min <= max");
+            return bad("RandomErasing", "ratio must be positive, min <= max");
         }
         let finite = match self.value {
             EraseValue::Same(v) => v.is_finite(),
@@ -74,7 +74,7 @@ impl RandomErasing {
             EraseValue::Random => true,
         };
         if !finite {
-            return bad("RandomErasing: the value must be finite");
+            return bad("RandomErasing", "the value must be finite");
         }
         Ok(())
     }
@@ -167,7 +167,8 @@ pub fn erase(
     let (x1, y1) = (x0 + rect.width as usize, y0 + rect.height as usize);
     if x1 > w || y1 > h || out.len() != c * h * w {
         return Err(Error::InvalidParameter {
-            name: "erase: the box or the tensor does not fit the shape",
+            name: "erase",
+            reason: "the box or the tensor does not fit the shape",
         });
     }
     let index = |ch: usize, y: usize, x: usize| match layout {

@@ -236,40 +236,46 @@ impl Mixup {
     }
 
     fn check(&self, shape: &BatchShape, x: &[f32], labels: &[f32], targets: &[f32]) -> Result<()> {
-        let bad = |name| Err(Error::InvalidParameter { name });
+        let bad = |name, reason| Err(Error::InvalidParameter { name, reason });
         let cut = self.cutmix_alpha > 0.0 || self.cutmix_minmax.is_some();
         if !(self.mixup_alpha >= 0.0 && self.cutmix_alpha >= 0.0)
             || !(self.mixup_alpha > 0.0 || cut)
             || !self.mixup_alpha.is_finite()
             || !self.cutmix_alpha.is_finite()
         {
-            return bad("Mixup: an alpha must be positive and both finite");
+            return bad("Mixup", "an alpha must be positive and both finite");
         }
         if !(0.0..=1.0).contains(&self.prob) || !(0.0..=1.0).contains(&self.switch_prob) {
-            return bad("Mixup: prob and switch_prob must be in 0..=1");
+            return bad("Mixup", "prob and switch_prob must be in 0..=1");
         }
         if !(0.0..=1.0).contains(&self.label_smoothing) || self.num_classes == 0 {
-            return bad("Mixup: smoothing in 0..=1 and at least one class");
+            return bad("Mixup", "smoothing in 0..=1 and at least one class");
         }
         if let Some((a, b)) = self.cutmix_minmax
             && !(0.0 <= a && a < b && b <= 1.0)
         {
-            return bad("Mixup: cutmix_minmax must be 0 <= min < max <= 1");
+            return bad("Mixup", "cutmix_minmax must be 0 <= min < max <= 1");
         }
         if !shape.n.is_multiple_of(2) {
-            return bad("Mixup: the batch size must be even");
+            return bad("Mixup", "the batch size must be even");
         }
         if x.len() != shape.n * shape.sample_len()
             || labels.len() != shape.n
             || targets.len() != shape.n * self.num_classes
         {
-            return bad("Mixup: the batch, labels or targets do not match the shape");
+            return bad(
+                "Mixup",
+                "the batch, labels or targets do not match the shape",
+            );
         }
         if labels
             .iter()
             .any(|&l| !(l >= 0.0 && (l as usize) < self.num_classes && l.fract() == 0.0))
         {
-            return bad("Mixup: every label must be a class index below num_classes");
+            return bad(
+                "Mixup",
+                "every label must be a class index below num_classes",
+            );
         }
         Ok(())
     }

@@ -99,10 +99,13 @@ impl TrainPipeline {
     /// # Ok::<(), tensorprep::Error>(())
     /// ```
     pub fn from_pipeline(pipeline: &Pipeline) -> Result<TrainPipeline> {
-        let refuse = |name| Err(Error::InvalidParameter { name });
+        let refuse = |name, reason| Err(Error::InvalidParameter { name, reason });
         let ops = pipeline.ops();
         let Some(Op::Decode(decode)) = ops.first() else {
-            return refuse("training pipeline from a pipeline: it must start with a Decode");
+            return refuse(
+                "training pipeline from a pipeline",
+                "it must start with a Decode",
+            );
         };
         let finish = match ops.get(ops.len().saturating_sub(3)..) {
             Some(
@@ -114,7 +117,8 @@ impl TrainPipeline {
             ) if ops.len() >= 4 => [n, l, c],
             _ => {
                 return refuse(
-                    "training pipeline from a pipeline: it must end with Normalize, Layout, Cast",
+                    "training pipeline from a pipeline",
+                    "it must end with Normalize, Layout, Cast",
                 );
             }
         };
@@ -197,14 +201,16 @@ impl TrainPipeline {
             > MAX_AUGMENTS
         {
             return Err(Error::InvalidParameter {
-                name: "training pipeline: more than MAX_AUGMENTS ops",
+                name: "training pipeline",
+                reason: "more than MAX_AUGMENTS ops",
             });
         }
         let fast = self.decode.scaling != DecodeScaling::Exact;
         if fast {
             if self.decode.backend != Backend::LibjpegTurbo {
                 return Err(Error::InvalidParameter {
-                    name: "training pipeline: reduced-size (fast or draft, DCT-scaled) decoding needs the libjpeg-turbo backend",
+                    name: "training pipeline",
+                    reason: "reduced-size (fast or draft, DCT-scaled) decoding needs the libjpeg-turbo backend",
                 });
             }
             // The decode's scale follows the first drawn crop and resize.
@@ -217,7 +223,8 @@ impl TrainPipeline {
             };
             if !resizes_first {
                 return Err(Error::InvalidParameter {
-                    name: "training pipeline: reduced-size (fast or draft) decoding needs the augments to start with RandomResizedCrop, a crop or a Resize",
+                    name: "training pipeline",
+                    reason: "reduced-size (fast or draft) decoding needs the augments to start with RandomResizedCrop, a crop or a Resize",
                 });
             }
         }
@@ -242,7 +249,8 @@ impl TrainPipeline {
                 PixelFormat::Gray8 => ChannelOrder::Gray,
                 _ => {
                     return Err(Error::InvalidParameter {
-                        name: "training pipeline: colour adjustments and warps need Decode to Rgb8, Bgr8 or Gray8",
+                        name: "training pipeline",
+                        reason: "colour adjustments and warps need Decode to Rgb8, Bgr8 or Gray8",
                     });
                 }
             };
@@ -411,7 +419,8 @@ impl TrainPlan {
             return self.base.run_encoded_ops(plan, bytes, info, ops, out);
         };
         let image_plan = self.image.as_ref().ok_or(Error::InvalidParameter {
-            name: "training plan: an adjustment was drawn but the plan has no image pass",
+            name: "training plan",
+            reason: "an adjustment was drawn but the plan has no image pass",
         })?;
         let format = self.image_format();
         let mut size = (info.width, info.height);
@@ -546,8 +555,10 @@ impl TrainPlan {
         let shape = self.base.finish_shape(w, h);
         let len = shape.iter().product::<usize>();
         if len > out.len() {
-            return Err(Error::InvalidParameter {
-                name: "training plan: the sample is larger than its buffer (the loader's max_shape)",
+            return Err(Error::BufferTooSmall {
+                plane: 0,
+                len: out.len(),
+                needed: len,
             });
         }
         let mut out = match out {

@@ -83,21 +83,22 @@ impl Weighted {
         replacement: bool,
     ) -> Result<Weighted, crate::Error> {
         let weights = weights.into();
-        let bad = |name| Err(crate::Error::InvalidParameter { name });
+        let bad = |name, reason| Err(crate::Error::InvalidParameter { name, reason });
         if weights.iter().any(|w| !w.is_finite() || *w < 0.0) {
-            return bad("weighted sampler: a weight is negative or not finite");
+            return bad("weighted sampler", "a weight is negative or not finite");
         }
         let positive = weights.iter().filter(|w| **w > 0.0).count();
         if positive == 0 {
-            return bad("weighted sampler: every weight is zero");
+            return bad("weighted sampler", "every weight is zero");
         }
         if !replacement && samples > positive {
             return bad(
-                "weighted sampler: more samples than positive weights, without replacement",
+                "weighted sampler",
+                "more samples than positive weights, without replacement",
             );
         }
         if weights.iter().sum::<f64>().is_infinite() {
-            return bad("weighted sampler: the weights' sum overflows");
+            return bad("weighted sampler", "the weights' sum overflows");
         }
         Ok(Weighted {
             weights,
@@ -271,7 +272,8 @@ impl Shard {
     pub fn new(count: u32, index: u32, drop_last: bool) -> Result<Shard, crate::Error> {
         if count == 0 || index >= count {
             return Err(crate::Error::InvalidParameter {
-                name: "shard: the rank must be at least 0 and below the world size",
+                name: "shard",
+                reason: "the rank must be at least 0 and below the world size",
             });
         }
         Ok(Shard {
@@ -322,12 +324,14 @@ impl Shard {
             };
             let (Ok(index), Ok(count)) = (r.trim().parse::<u32>(), s.trim().parse::<u32>()) else {
                 return Err(crate::Error::InvalidParameter {
-                    name: "shard: the launcher's rank or world size is not a number",
+                    name: "shard",
+                    reason: "the launcher's rank or world size is not a number",
                 });
             };
             return Shard::new(count, index, drop_last).map_err(|_| {
                 crate::Error::InvalidParameter {
-                    name: "shard: the launcher's rank is not below its world size",
+                    name: "shard",
+                    reason: "the launcher's rank is not below its world size",
                 }
             });
         }

@@ -68,11 +68,11 @@ fn py_mod(x: f64, m: f64) -> f64 {
     }
 }
 
-fn finite(values: &[f64], name: &'static str) -> Result<()> {
+fn finite(values: &[f64], name: &'static str, reason: &'static str) -> Result<()> {
     if values.iter().all(|v| v.is_finite()) {
         Ok(())
     } else {
-        Err(Error::InvalidParameter { name })
+        Err(Error::InvalidParameter { name, reason })
     }
 }
 
@@ -103,7 +103,8 @@ impl Warp {
         let (cx, cy) = center.unwrap_or((w / 2.0, h / 2.0));
         finite(
             &[angle, cx, cy],
-            "rotate: the angle and centre must be finite",
+            "rotate",
+            "the angle and centre must be finite",
         )?;
         let angle = -radians(py_mod(angle, 360.0));
         let mut m = [
@@ -135,7 +136,8 @@ impl Warp {
         let nh = libm::ceil(hi.1) - libm::floor(lo.1);
         if !(nw >= 0.0 && nh >= 0.0 && nw <= MAX_SIDE && nh <= MAX_SIDE) {
             return Err(Error::InvalidParameter {
-                name: "rotate: the expanded size is out of range",
+                name: "rotate",
+                reason: "the expanded size is out of range",
             });
         }
         (m[2], m[5]) = apply(&m, -(nw - w) / 2.0, -(nh - h) / 2.0);
@@ -168,11 +170,13 @@ impl Warp {
         let (tx, ty) = translate;
         finite(
             &[angle, tx, ty, scale, shear.0, shear.1, cx, cy],
-            "affine: every parameter must be finite",
+            "affine",
+            "every parameter must be finite",
         )?;
         if scale <= 0.0 {
             return Err(Error::InvalidParameter {
-                name: "affine: the scale must be positive",
+                name: "affine",
+                reason: "the scale must be positive",
             });
         }
         let rot = radians(angle);
@@ -188,7 +192,8 @@ impl Warp {
         m[5] += cy;
         finite(
             &m,
-            "affine: the matrix is not finite (a shear of 90 degrees?)",
+            "affine",
+            "the matrix is not finite (a shear of 90 degrees?)",
         )?;
         Ok(Warp::Affine(m))
     }
@@ -213,7 +218,7 @@ impl Warp {
             let (s, e) = (start[i / 4 % 4], end[i / 4 % 4]);
             [s.0, s.1, e.0, e.1][i % 4]
         });
-        finite(&all, "perspective: the corners must be finite")?;
+        finite(&all, "perspective", "the corners must be finite")?;
         // The 8x8 system torchvision hands to lstsq, with its right side.
         let mut rows = [[0f64; 9]; 8];
         for (i, (p1, p2)) in end.iter().zip(&start).enumerate() {
@@ -241,10 +246,11 @@ impl Warp {
             ];
         }
         let x = solve(&mut rows).ok_or(Error::InvalidParameter {
-            name: "perspective: the corners do not define a perspective (degenerate quadrilateral)",
+            name: "perspective",
+            reason: "the corners do not define a perspective (degenerate quadrilateral)",
         })?;
         let coeffs = x.map(|v| f64::from(v as f32));
-        finite(&coeffs, "perspective: the coefficients overflow float32")?;
+        finite(&coeffs, "perspective", "the coefficients overflow float32")?;
         Ok(Warp::Perspective(coeffs))
     }
 }

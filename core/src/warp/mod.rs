@@ -62,7 +62,8 @@ impl Warp {
             Ok(())
         } else {
             Err(Error::InvalidParameter {
-                name: "warp: the matrix holds a NaN or an infinity",
+                name: "warp",
+                reason: "the matrix holds a NaN or an infinity",
             })
         }
     }

@@ -99,15 +99,11 @@ mod compiled {
         /// Checks the crop's size.
         pub(in crate::pipeline) fn compile(self, cx: &mut Compiling<'_>) -> Result<()> {
             let (w, h, name) = match self {
-                Crop::Center(c) => (
-                    c.width,
-                    c.height,
-                    "CenterCrop: width and height must be positive",
-                ),
-                Crop::Rect(r) => (r.width, r.height, "Crop: width and height must be positive"),
+                Crop::Center(c) => (c.width, c.height, "CenterCrop"),
+                Crop::Rect(r) => (r.width, r.height, "Crop"),
             };
             if w == 0 || h == 0 {
-                return Err(op_error(name));
+                return Err(op_error(name, "width and height must be positive"));
             }
             cx.push(Step::Crop(self))
         }

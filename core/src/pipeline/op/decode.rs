@@ -110,18 +110,20 @@ mod compile {
         /// and records it for encoded inputs (pixel inputs skip it).
         pub(in crate::pipeline) fn compile(&self, cx: &mut Compiling<'_>) -> Result<()> {
             if cx.index != 0 {
-                return Err(op_error("pipeline: Decode must be the first op"));
+                return Err(op_error("pipeline", "Decode must be the first op"));
             }
             crate::image::packed_bpp("Decode output", self.format)?;
             if !self.backend.is_available() {
                 return Err(op_error(
-                    "Decode: the libjpeg-turbo backend is not in this build",
+                    "Decode",
+                    "the libjpeg-turbo backend is not in this build",
                 ));
             }
             if self.scaling != DecodeScaling::Exact {
                 if self.backend != Backend::LibjpegTurbo {
                     return Err(op_error(
-                        "Decode: reduced-size (fast or draft, DCT-scaled) decoding needs the libjpeg-turbo backend",
+                        "Decode",
+                        "reduced-size (fast or draft, DCT-scaled) decoding needs the libjpeg-turbo backend",
                     ));
                 }
                 // Colour conversions and crops may come first: the scale
@@ -134,7 +136,8 @@ mod compile {
                 });
                 if !matches!(next, Some(Op::Resize(_))) {
                     return Err(op_error(
-                        "Decode: reduced-size (fast or draft) decoding needs a Resize right after it, or after crops (it decodes at the resize's scale)",
+                        "Decode",
+                        "reduced-size (fast or draft) decoding needs a Resize right after it, or after crops (it decodes at the resize's scale)",
                     ));
                 }
             }

@@ -75,7 +75,8 @@ mod compiled {
         pub(in crate::pipeline) fn normalize(&mut self, n: Normalize) -> Result<()> {
             if self.normalize.replace(n).is_some() || self.cast.is_some() {
                 return Err(op_error(
-                    "pipeline: one Normalize, before Cast (quantization follows normalization)",
+                    "pipeline",
+                    "one Normalize, before Cast (quantization follows normalization)",
                 ));
             }
             Ok(())
@@ -83,14 +84,14 @@ mod compiled {
 
         pub(in crate::pipeline) fn layout(&mut self, l: Layout, order: ChannelOrder) -> Result<()> {
             if self.layout.replace((l, order)).is_some() {
-                return Err(op_error("pipeline: more than one Layout op"));
+                return Err(op_error("pipeline", "more than one Layout op"));
             }
             Ok(())
         }
 
         pub(in crate::pipeline) fn cast(&mut self, dtype: DType, q: Quantization) -> Result<()> {
             if self.cast.replace((dtype, q)).is_some() {
-                return Err(op_error("pipeline: more than one Cast op"));
+                return Err(op_error("pipeline", "more than one Cast op"));
             }
             Ok(())
         }
@@ -100,14 +101,17 @@ mod compiled {
         pub(in crate::pipeline) fn spec(&self, format: PixelFormat) -> Result<FinishSpec> {
             packed("the finish pass (Normalize/Layout/Cast)", format)?;
             let (layout, order) = self.layout.ok_or(op_error(
-                "pipeline: a Layout op (CHW or HWC, channel order) is required",
+                "pipeline",
+                "a Layout op (CHW or HWC, channel order) is required",
             ))?;
             let (dtype, quantization) = self.cast.ok_or(op_error(
-                "pipeline: a Cast op (output element type) is required",
+                "pipeline",
+                "a Cast op (output element type) is required",
             ))?;
             if order == ChannelOrder::Gray && format != PixelFormat::Gray8 {
                 return Err(op_error(
-                    "Layout: one gray channel needs Gray8 pixels (add ConvertColor to Gray8)",
+                    "Layout",
+                    "one gray channel needs Gray8 pixels (add ConvertColor to Gray8)",
                 ));
             }
             let spec = FinishSpec {

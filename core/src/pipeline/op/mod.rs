@@ -226,7 +226,7 @@ mod compiled {
         pub(in crate::pipeline) fn push(&mut self, step: Step) -> Result<()> {
             self.steps
                 .push(step)
-                .map_err(|_| op_error("pipeline: too many ops (the limit is MAX_OPS)"))
+                .map_err(|_| op_error("pipeline", "too many ops (the limit is MAX_OPS)"))
         }
     }
 
@@ -254,7 +254,8 @@ mod compiled {
             }
             if input == InputDesc::Encoded && cx.decode.is_none() {
                 return Err(op_error(
-                    "pipeline: an encoded (file) input needs a Decode op first",
+                    "pipeline",
+                    "an encoded (file) input needs a Decode op first",
                 ));
             }
             let finish = cx.finish.spec(cx.format)?;
@@ -316,7 +317,8 @@ mod compiled {
         pub(in crate::pipeline) fn compile(&self, cx: &mut Compiling<'_>) -> Result<()> {
             if !self.is_finish() && cx.finish.started() {
                 return Err(op_error(
-                    "pipeline: Normalize, Layout and Cast must come after every pixel op",
+                    "pipeline",
+                    "Normalize, Layout and Cast must come after every pixel op",
                 ));
             }
             match *self {
@@ -434,9 +436,10 @@ mod compiled {
         }
     }
 
-    /// An error about the pipeline's ops (the message names the op and the problem).
-    pub(in crate::pipeline) fn op_error(name: &'static str) -> Error {
-        Error::InvalidParameter { name }
+    /// An error about the pipeline's ops: `name` the op (or "pipeline",
+    /// "plan"), `reason` the problem.
+    pub(in crate::pipeline) fn op_error(name: &'static str, reason: &'static str) -> Error {
+        Error::InvalidParameter { name, reason }
     }
 
     /// `op` needs packed pixels at this point.

@@ -1,6 +1,6 @@
 //! The two convolution kernels of the exact resampler, one horizontal row and one
 //! vertical row at a time, with a scalar reference and SIMD versions chosen once
-//! at run time ([`Simd::detect`]).
+//! at run time ([`Simd::detect`], in [`crate::cpu`]).
 //!
 //! Every version computes the same integer sums as Pillow (`u8` pixel times
 //! 22-bit weight, accumulated in `i32` from a rounding half), only more of them at
@@ -16,62 +16,7 @@ mod neon;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-/// Which instruction set the resampler's inner loops use.
-///
-/// [`Simd::detect`] picks the best one the CPU has; a plan can be pinned to
-/// another ([`crate::resize::ResizePlan::with_simd`]) to compare them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Simd {
-    /// Portable Rust, the reference every other path is tested against.
-    Scalar,
-    /// x86_64 SSE4.1 (128-bit integer multiply).
-    Sse41,
-    /// x86_64 AVX2 (256-bit).
-    Avx2,
-    /// aarch64 NEON (128-bit).
-    Neon,
-}
-
-impl Simd {
-    /// Every path, the reference first, then from slower to faster on each architecture.
-    pub const ALL: [Simd; 4] = [Simd::Scalar, Simd::Sse41, Simd::Avx2, Simd::Neon];
-
-    /// The paths this CPU can run.
-    ///
-    /// ```
-    /// use tensorprep::resize::Simd;
-    /// assert!(Simd::available().any(|s| s == Simd::Scalar));
-    /// assert!(Simd::available().any(|s| s == Simd::detect()));
-    /// ```
-    pub fn available() -> impl DoubleEndedIterator<Item = Simd> {
-        Simd::ALL.into_iter().filter(|s| s.is_available())
-    }
-
-    /// The fastest path this CPU supports (detected at run time with `std`, from
-    /// the compile-time target features without it).
-    pub fn detect() -> Simd {
-        Simd::available().last().unwrap_or(Simd::Scalar)
-    }
-
-    /// Whether this CPU can run the path.
-    pub fn is_available(self) -> bool {
-        match self {
-            Simd::Scalar => true,
-            #[cfg(all(target_arch = "x86_64", feature = "std"))]
-            Simd::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
-            #[cfg(all(target_arch = "x86_64", feature = "std"))]
-            Simd::Sse41 => std::arch::is_x86_feature_detected!("sse4.1"),
-            #[cfg(all(target_arch = "x86_64", not(feature = "std")))]
-            Simd::Avx2 => cfg!(target_feature = "avx2"),
-            #[cfg(all(target_arch = "x86_64", not(feature = "std")))]
-            Simd::Sse41 => cfg!(target_feature = "sse4.1"),
-            #[cfg(target_arch = "aarch64")]
-            Simd::Neon => cfg!(target_feature = "neon"),
-            _ => false,
-        }
-    }
-}
+pub use crate::cpu::Simd;
 
 /// Which build of the float resamplers' loops (PyTorch's float path, OpenCV's
 /// `INTER_AREA`) a run takes: chosen once per run from the plan's [`Simd`],
@@ -90,20 +35,11 @@ impl Simd {
     /// The float loops' build for this path.
     pub(super) fn float_path(self) -> FloatPath {
         match self {
-            Simd::Avx2 if fma_available() => FloatPath::Avx2Fma,
+            Simd::Avx2 if self.fma() => FloatPath::Avx2Fma,
             Simd::Avx2 => FloatPath::Avx2,
             _ => FloatPath::Portable,
         }
     }
-}
-
-/// Whether the CPU has FMA (at run time with `std`, from the compile-time
-/// target features without it).
-fn fma_available() -> bool {
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    return std::arch::is_x86_feature_detected!("fma");
-    #[cfg(not(all(target_arch = "x86_64", feature = "std")))]
-    return cfg!(target_feature = "fma");
 }
 
 /// The horizontal pass of `m` (1..=8) rows `rows.row(0..m)` into `m` rows of

@@ -79,15 +79,16 @@ impl AugMix {
 
     pub(super) fn check(&self) -> Result<()> {
         if !(1..=10).contains(&self.severity) {
-            return Err(invalid("AugMix: severity must be 1 to 10"));
+            return Err(invalid("AugMix", "severity must be 1 to 10"));
         }
         if !(1..=16).contains(&self.mixture_width) || self.chain_depth > 16 {
             return Err(invalid(
-                "AugMix: mixture_width 1 to 16, chain_depth at most 16",
+                "AugMix",
+                "mixture_width 1 to 16, chain_depth at most 16",
             ));
         }
         if !(self.alpha.is_finite() && self.alpha > 0.0) {
-            return Err(invalid("AugMix: alpha must be positive"));
+            return Err(invalid("AugMix", "alpha must be positive"));
         }
         Ok(())
     }
@@ -193,13 +194,13 @@ impl AugMixStep {
             }
             AugMixStep::Chain => {
                 if m.original.len() != image.len() {
-                    return Err(invalid("AugMix: a chain changed the image's size"));
+                    return Err(invalid("AugMix", "a chain changed the image's size"));
                 }
                 image.copy_from_slice(&m.original);
             }
             AugMixStep::Add { weight } => {
                 if m.mixture.len() != image.len() {
-                    return Err(invalid("AugMix: a chain changed the image's size"));
+                    return Err(invalid("AugMix", "a chain changed the image's size"));
                 }
                 for (s, &v) in m.mixture.iter_mut().zip(image.iter()) {
                     *s += weight * f32::from(v);
@@ -207,7 +208,7 @@ impl AugMixStep {
             }
             AugMixStep::End => {
                 if m.mixture.len() != image.len() {
-                    return Err(invalid("AugMix: a chain changed the image's size"));
+                    return Err(invalid("AugMix", "a chain changed the image's size"));
                 }
                 for (o, &s) in image.iter_mut().zip(&m.mixture) {
                     *o = s.clamp(0.0, 255.0) as u8;

@@ -56,12 +56,14 @@ impl ColorJitter {
         let factors = [self.brightness, self.contrast, self.saturation];
         if !factors.iter().all(|&r| ok(r, 0.0, f64::MAX)) {
             return Err(invalid(
-                "ColorJitter: factor ranges must be finite, not negative, min <= max",
+                "ColorJitter",
+                "factor ranges must be finite, not negative, min <= max",
             ));
         }
         if !ok(self.hue, -0.5, 0.5) {
             return Err(invalid(
-                "ColorJitter: the hue range must be within -0.5..=0.5",
+                "ColorJitter",
+                "the hue range must be within -0.5..=0.5",
             ));
         }
         Ok(())
@@ -132,12 +134,16 @@ impl GaussianBlur {
         let odd = |k: u16| k % 2 == 1 && usize::from(k) <= crate::adjust::MAX_GAUSSIAN_TAPS;
         if !(odd(self.kernel.0) && odd(self.kernel.1)) {
             return Err(invalid(
-                "GaussianBlur: kernel sizes must be odd and at most 255",
+                "GaussianBlur",
+                "kernel sizes must be odd and at most 255",
             ));
         }
         let (a, b) = self.sigma;
         if !(a.is_finite() && b.is_finite() && 0.0 < a && a <= b) {
-            return Err(invalid("GaussianBlur: sigma must be positive, min <= max"));
+            return Err(invalid(
+                "GaussianBlur",
+                "sigma must be positive, min <= max",
+            ));
         }
         Ok(())
     }

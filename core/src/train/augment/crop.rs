@@ -41,7 +41,8 @@ impl RandomCrop {
     pub(super) fn check(&self) -> Result<()> {
         if self.width == 0 || self.height == 0 {
             return Err(Error::InvalidParameter {
-                name: "RandomCrop: width and height must be positive",
+                name: "RandomCrop",
+                reason: "width and height must be positive",
             });
         }
         Ok(())

@@ -65,7 +65,8 @@ impl RandomRotation {
     pub(super) fn check(&self) -> Result<()> {
         if !ordered(self.degrees) {
             return Err(invalid(
-                "RandomRotation: degrees must be finite, min <= max",
+                "RandomRotation",
+                "degrees must be finite, min <= max",
             ));
         }
         Ok(())
@@ -142,25 +143,33 @@ impl RandomAffine {
 
     pub(super) fn check(&self) -> Result<()> {
         if !ordered(self.degrees) {
-            return Err(invalid("RandomAffine: degrees must be finite, min <= max"));
+            return Err(invalid(
+                "RandomAffine",
+                "degrees must be finite, min <= max",
+            ));
         }
         if let Some((x, y)) = self.translate
             && !((0.0..=1.0).contains(&x) && (0.0..=1.0).contains(&y))
         {
             return Err(invalid(
-                "RandomAffine: translate fractions must be in 0..=1",
+                "RandomAffine",
+                "translate fractions must be in 0..=1",
             ));
         }
         if let Some(s) = self.scale
             && !(ordered(s) && s.0 > 0.0)
         {
-            return Err(invalid("RandomAffine: scale must be positive, min <= max"));
+            return Err(invalid(
+                "RandomAffine",
+                "scale must be positive, min <= max",
+            ));
         }
         if let Some(s) = self.shear
             && !(ordered((s[0], s[1])) && ordered((s[2], s[3])))
         {
             return Err(invalid(
-                "RandomAffine: shear ranges must be finite, min <= max",
+                "RandomAffine",
+                "shear ranges must be finite, min <= max",
             ));
         }
         Ok(())
@@ -255,10 +264,11 @@ impl RandomPerspective {
     }
 
     pub(super) fn check(&self) -> Result<()> {
-        probability(self.p, "RandomPerspective: p must be in 0..=1")?;
+        probability(self.p, "RandomPerspective", "p must be in 0..=1")?;
         probability(
             self.distortion_scale,
-            "RandomPerspective: distortion_scale must be in 0..=1",
+            "RandomPerspective",
+            "distortion_scale must be in 0..=1",
         )
     }
 

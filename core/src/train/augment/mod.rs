@@ -260,15 +260,15 @@ fn push_policy_op(
     Ok(())
 }
 
-fn invalid(name: &'static str) -> Error {
-    Error::InvalidParameter { name }
+fn invalid(name: &'static str, reason: &'static str) -> Error {
+    Error::InvalidParameter { name, reason }
 }
 
-fn probability(p: f64, name: &'static str) -> Result<()> {
+fn probability(p: f64, name: &'static str, reason: &'static str) -> Result<()> {
     if (0.0..=1.0).contains(&p) {
         Ok(())
     } else {
-        Err(invalid(name))
+        Err(invalid(name, reason))
     }
 }
 
@@ -295,24 +295,26 @@ impl Augment {
             Augment::Op(op) => match op {
                 Op::Decode(_) | Op::Normalize(_) | Op::Layout { .. } | Op::Cast { .. } => {
                     Err(invalid(
-                        "training pipeline: Decode and the finish ops are the pipeline's own, not augment steps",
+                        "training pipeline",
+                        "Decode and the finish ops are the pipeline's own, not augment steps",
                     ))
                 }
                 Op::ConvertColor { .. } => Err(invalid(
-                    "training pipeline: choose the pixel format in Decode (ConvertColor is not an augment step)",
+                    "training pipeline",
+                    "choose the pixel format in Decode (ConvertColor is not an augment step)",
                 )),
                 _ => Ok(()),
             },
             Augment::RandomResizedCrop(r) => r.check(),
             Augment::RandomCrop(c) => c.check(),
-            Augment::RandomFlip { p, .. } => probability(*p, "RandomFlip: p must be in 0..=1"),
+            Augment::RandomFlip { p, .. } => probability(*p, "RandomFlip", "p must be in 0..=1"),
             Augment::RandomApply { p, ops } => {
-                probability(*p, "RandomApply: p must be in 0..=1")?;
+                probability(*p, "RandomApply", "p must be in 0..=1")?;
                 ops.iter().try_for_each(Augment::check)
             }
             Augment::RandomChoice { weights, ops } => {
                 if ops.is_empty() {
-                    return Err(invalid("RandomChoice: no ops to choose from"));
+                    return Err(invalid("RandomChoice", "no ops to choose from"));
                 }
                 let valid = weights.is_empty()
                     || (weights.len() == ops.len()
@@ -320,36 +322,39 @@ impl Augment {
                         && weights.iter().sum::<f64>() > 0.0);
                 if !valid {
                     return Err(invalid(
-                        "RandomChoice: one finite, non-negative weight per op, not all zero",
+                        "RandomChoice",
+                        "one finite, non-negative weight per op, not all zero",
                     ));
                 }
                 ops.iter().try_for_each(Augment::check)
             }
             Augment::RandomSelectSubpolicy(policy) => {
                 if policy.is_empty() {
-                    return Err(invalid("RandomSelectSubpolicy: no sub-policies"));
+                    return Err(invalid("RandomSelectSubpolicy", "no sub-policies"));
                 }
                 policy.iter().flatten().try_for_each(|(op, p)| {
                     probability(
                         *p,
-                        "RandomSelectSubpolicy: each probability must be in 0..=1",
+                        "RandomSelectSubpolicy",
+                        "each probability must be in 0..=1",
                     )?;
                     op.check()
                 })
             }
             Augment::RandomOrder(ops) => {
                 if ops.len() > 64 {
-                    return Err(invalid("RandomOrder: at most 64 ops"));
+                    return Err(invalid("RandomOrder", "at most 64 ops"));
                 }
                 ops.iter().try_for_each(Augment::check)
             }
             Augment::Pixel { op, p } => {
                 if matches!(op, PixelOp::Warp { .. }) {
                     return Err(invalid(
-                        "training pipeline: a warp is drawn by RandomRotation, RandomAffine or RandomPerspective",
+                        "training pipeline",
+                        "a warp is drawn by RandomRotation, RandomAffine or RandomPerspective",
                     ));
                 }
-                probability(*p, "Random adjustment: p must be in 0..=1")
+                probability(*p, "Random adjustment", "p must be in 0..=1")
             }
             Augment::ColorJitter(j) => j.check(),
             Augment::AugMix(a) => a.check(),
@@ -366,7 +371,8 @@ impl Augment {
             } => {
                 if *num_magnitude_bins < 2 || magnitude >= num_magnitude_bins || *num_ops > 64 {
                     return Err(invalid(
-                        "RandAugment: magnitude must be below num_magnitude_bins (at least 2), num_ops at most 64",
+                        "RandAugment",
+                        "magnitude must be below num_magnitude_bins (at least 2), num_ops at most 64",
                     ));
                 }
                 Ok(())
@@ -376,7 +382,8 @@ impl Augment {
             } => {
                 if *num_magnitude_bins < 2 {
                     return Err(invalid(
-                        "TrivialAugmentWide: num_magnitude_bins must be at least 2",
+                        "TrivialAugmentWide",
+                        "num_magnitude_bins must be at least 2",
                     ));
                 }
                 Ok(())

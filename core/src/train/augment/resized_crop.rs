@@ -63,7 +63,8 @@ impl RandomResizedCrop {
             Ok(())
         } else {
             Err(Error::InvalidParameter {
-                name: "RandomResizedCrop: a positive size, 0 < scale.0 <= scale.1, 0 < ratio.0 <= ratio.1",
+                name: "RandomResizedCrop",
+                reason: "a positive size, 0 < scale.0 <= scale.1, 0 < ratio.0 <= ratio.1",
             })
         }
     }
