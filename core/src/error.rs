@@ -507,3 +507,42 @@ impl fmt::Debug for Error {
 }
 
 impl core::error::Error for Error {}
+
+#[cfg(all(test, feature = "alloc"))]
+mod tests {
+    use alloc::string::ToString;
+
+    use super::*;
+    use crate::DType;
+    use crate::cpu::Simd;
+
+    #[test]
+    fn messages_name_what_is_wrong() {
+        let e = Error::InvalidParameter {
+            name: "RandomAffine",
+            reason: "scale must be positive, min <= max",
+        };
+        assert_eq!(
+            e.to_string(),
+            "RandomAffine: scale must be positive, min <= max"
+        );
+        let e = Error::WrongInputKind {
+            op: "this plan",
+            expected: InputKind::Pixels,
+            found: InputKind::Encoded,
+        };
+        assert_eq!(e.to_string(), "this plan takes raw pixels, given encoded bytes");
+        let e = Error::DTypeMismatch {
+            expected: DType::F32,
+            found: DType::U8,
+        };
+        assert_eq!(
+            e.to_string(),
+            "the tensor holds U8 elements but the output was set up for F32"
+        );
+        let e = Error::UnsupportedCpu {
+            requested: Simd::Avx2,
+        };
+        assert!(e.to_string().starts_with("the AVX2 kernels were asked for"));
+    }
+}

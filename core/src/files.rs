@@ -92,10 +92,12 @@ impl fmt::Display for ReadError {
     }
 }
 
+// `Io` is the system's error itself (its message is this one's), so its
+// source is the system error's own, not the error again.
 impl std::error::Error for ReadError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ReadError::Io(e) => Some(e),
+            ReadError::Io(e) => e.source(),
             ReadError::TooLarge { .. } => None,
         }
     }

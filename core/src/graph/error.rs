@@ -147,13 +147,36 @@ impl fmt::Display for GraphError {
     }
 }
 
-impl core::error::Error for GraphError {
-    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
-        match self {
-            GraphError::Pipeline(e) => Some(e),
-            #[cfg(feature = "std")]
-            GraphError::Io { error, .. } => Some(error),
-            _ => None,
+// The message prints the cause of `Pipeline` and `Io` (the C library, the
+// Python package and the CLI show messages alone), so `source()` returns
+// none: an error prints its cause or returns it, never both. The cause stays
+// in the variant's field.
+impl core::error::Error for GraphError {}
+
+#[cfg(test)]
+mod tests {
+    use alloc::string::ToString;
+
+    use super::*;
+
+    #[test]
+    fn a_cause_is_printed_or_returned_never_both() {
+        let cause = crate::Error::TooManyPixels {
+            pixels: 10,
+            limit: 5,
+        };
+        let e = GraphError::Pipeline(cause);
+        assert!(e.to_string().ends_with(&cause.to_string()));
+        assert!(core::error::Error::source(&e).is_none());
+        #[cfg(feature = "std")]
+        {
+            let e = GraphError::Io {
+                path: "model.tpg".into(),
+                error: std::io::Error::from(std::io::ErrorKind::NotFound),
+            };
+            assert!(e.to_string().starts_with("model.tpg: "));
+            assert!(e.to_string().len() > "model.tpg: ".len());
+            assert!(core::error::Error::source(&e).is_none());
         }
     }
 }

@@ -82,13 +82,9 @@ impl fmt::Display for DataError {
     }
 }
 
-impl std::error::Error for DataError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            DataError::Io { error, .. } => Some(error),
-            _ => None,
-        }
-    }
-}
+// The message of `Io` prints the system's error after the path, so
+// `source()` returns none (an error prints its cause or returns it, never
+// both); the cause stays in the variant's field.
+impl std::error::Error for DataError {}
 
 use alloc::string::ToString;
