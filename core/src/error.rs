@@ -531,7 +531,10 @@ mod tests {
             expected: InputKind::Pixels,
             found: InputKind::Encoded,
         };
-        assert_eq!(e.to_string(), "this plan takes raw pixels, given encoded bytes");
+        assert_eq!(
+            e.to_string(),
+            "this plan takes raw pixels, given encoded bytes"
+        );
         let e = Error::DTypeMismatch {
             expected: DType::F32,
             found: DType::U8,
