@@ -165,10 +165,19 @@ pub fn erase(
     let (c, h, w) = chw(shape, layout);
     let (x0, y0) = (rect.x as usize, rect.y as usize);
     let (x1, y1) = (x0 + rect.width as usize, y0 + rect.height as usize);
-    if x1 > w || y1 > h || out.len() != c * h * w {
-        return Err(Error::InvalidParameter {
-            name: "erase",
-            reason: "the box or the tensor does not fit the shape",
+    let needed = c.checked_mul(h).and_then(|ch| ch.checked_mul(w));
+    if needed != Some(out.len()) {
+        return Err(Error::TensorSize {
+            len: out.len(),
+            needed: needed.unwrap_or(usize::MAX),
+        });
+    }
+    if x1 > w || y1 > h {
+        let side = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+        return Err(Error::RectOutOfBounds {
+            rect,
+            width: side(w),
+            height: side(h),
         });
     }
     let index = |ch: usize, y: usize, x: usize| match layout {
@@ -211,5 +220,58 @@ impl fmt::Display for RandomErasing {
             "RandomErasing p {} scale {:?} ratio {:?} value {:?}",
             self.p, self.scale, self.ratio, self.value
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_box_or_a_tensor_that_does_not_fit_is_a_typed_error() {
+        let mut t = [0f32; 24];
+        let outside = Rect::new(3, 0, 2, 1);
+        let e = erase(
+            TensorMut::F32(&mut t),
+            [2, 3, 4],
+            Layout::Chw,
+            outside,
+            &mut |_| 1.0,
+        );
+        assert_eq!(
+            e,
+            Err(Error::RectOutOfBounds {
+                rect: outside,
+                width: 4,
+                height: 3,
+            })
+        );
+        let inside = Rect::new(0, 0, 1, 1);
+        let short = &mut t[..23];
+        let e = erase(
+            TensorMut::F32(short),
+            [2, 3, 4],
+            Layout::Chw,
+            inside,
+            &mut |_| 1.0,
+        );
+        assert_eq!(
+            e,
+            Err(Error::TensorSize {
+                len: 23,
+                needed: 24
+            })
+        );
+        let huge = [usize::MAX, 2, 2];
+        let e = erase(
+            TensorMut::F32(&mut t),
+            huge,
+            Layout::Chw,
+            inside,
+            &mut |_| 1.0,
+        );
+        assert!(matches!(e, Err(Error::TensorSize { len: 24, .. })));
+        // Nothing was written.
+        assert_eq!(t, [0f32; 24]);
     }
 }
