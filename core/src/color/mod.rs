@@ -158,7 +158,8 @@ type RowFn = fn(&ImageView<'_>, usize, &mut [u8], &YuvMatrix);
 /// Converts only the pixels of row `y` at the listed columns plus an offset,
 /// one destination pixel each.
 /// `scratch` holds 3 bytes per column for the 4:2:0 sources.
-type GatherFn = fn(&ImageView<'_>, usize, &[u32], usize, &mut [u8], &mut [u8], &YuvMatrix);
+/// The last argument: the conversion's constants and the path of its vector kernels.
+type GatherFn = fn(&ImageView<'_>, usize, &[u32], usize, &mut [u8], &mut [u8], (&YuvMatrix, Simd));
 
 /// A conversion chosen once for a (source, destination) format pair and applied
 /// one row at a time, so that a consumer (the resampler, the finish pass) can
@@ -169,6 +170,8 @@ pub(crate) struct RowConverter {
     matrix: YuvMatrix,
     convert: RowFn,
     gather: GatherFn,
+    /// The path of the gathers' vector kernels.
+    simd: Simd,
 }
 
 impl RowConverter {
@@ -210,6 +213,7 @@ impl RowConverter {
             gather,
             matrix: YuvMatrix::for_range(range),
             convert,
+            simd,
         })
     }
 
@@ -234,7 +238,15 @@ impl RowConverter {
         out: &mut [u8],
         scratch: &mut [u8],
     ) {
-        (self.gather)(src, y, cols, offset, out, scratch, &self.matrix);
+        (self.gather)(
+            src,
+            y,
+            cols,
+            offset,
+            out,
+            scratch,
+            (&self.matrix, self.simd),
+        );
     }
 }
 
@@ -245,7 +257,7 @@ fn copy_gather(
     offset: usize,
     out: &mut [u8],
     _: &mut [u8],
-    _: &YuvMatrix,
+    _: (&YuvMatrix, Simd),
 ) {
     let row = src.plane_row(0, y);
     // Same format on both sides, and a packed one (4:2:0 sources convert).
@@ -262,7 +274,7 @@ fn packed_gather<S: SourceLayout, D: PackedLayout>(
     offset: usize,
     out: &mut [u8],
     _: &mut [u8],
-    _: &YuvMatrix,
+    _: (&YuvMatrix, Simd),
 ) {
     let row = src.plane_row(0, y);
     for (dp, &x) in out.chunks_exact_mut(D::BPP).zip(cols) {
@@ -282,7 +294,7 @@ fn yuv420_gather<D: PackedLayout, const CHROMA: u8>(
     offset: usize,
     out: &mut [u8],
     scratch: &mut [u8],
-    m: &YuvMatrix,
+    (m, simd): (&YuvMatrix, Simd),
 ) {
     let luma = src.plane_row(0, y);
     let c1 = src.plane_row(1, y / 2);
@@ -310,7 +322,7 @@ fn yuv420_gather<D: PackedLayout, const CHROMA: u8>(
     let done = if D::BPP == 1 {
         0
     } else {
-        vector_per_pixel::<D>(ys, us, vs, out, m)
+        vector_per_pixel::<D>(ys, us, vs, out, m, simd)
     };
     for (((px, &l), &u), &v) in out[done * D::BPP..]
         .chunks_exact_mut(D::BPP)
@@ -323,18 +335,20 @@ fn yuv420_gather<D: PackedLayout, const CHROMA: u8>(
 }
 
 /// Converts the first multiple of 16 pixels of planar Y, U, V (one chroma
-/// sample per pixel) with the vector kernel, if this CPU has one; returns how many.
+/// sample per pixel) with `simd`'s vector kernel, if it has one; returns how many.
 fn vector_per_pixel<D: PackedLayout>(
     ys: &[u8],
     us: &[u8],
     vs: &[u8],
     out: &mut [u8],
     m: &YuvMatrix,
+    simd: Simd,
 ) -> usize {
-    if !Simd::detect().color_kernel() {
+    if !simd.color_kernel() {
         return 0;
     }
-    // SAFETY: the detected path has the colour kernels; the planes hold `ys.len()` pixels each
+    // SAFETY: `simd` is the converter's path, an available one, and has the
+    // colour kernels; the planes hold `ys.len()` pixels each
     // and `out` as many destination pixels.
     unsafe { vector_blocks::<D, PER_PIXEL>(ys, us, vs, out, m) }
 }
@@ -751,7 +765,7 @@ fn yuv422_gather<D: PackedLayout, const ORDER: u8>(
     offset: usize,
     out: &mut [u8],
     _: &mut [u8],
-    m: &YuvMatrix,
+    (m, _): (&YuvMatrix, Simd),
 ) {
     let row = src.plane_row(0, y);
     for (px, &x) in out.chunks_exact_mut(D::BPP).zip(cols) {
@@ -975,11 +989,16 @@ mod tests {
             PixelFormat::Rgb8,
         ] {
             let src = ImageView::new(from, w, h, &frame).unwrap();
-            for to in [PixelFormat::Rgb8, PixelFormat::Bgra8, PixelFormat::Gray8] {
-                let c = RowConverter::new(from, to, YuvRange::Limited).unwrap();
+            // The gathers of every path against the scalar path's rows.
+            for (to, simd) in [PixelFormat::Rgb8, PixelFormat::Bgra8, PixelFormat::Gray8]
+                .into_iter()
+                .flat_map(|to| [(to, Simd::detect()), (to, Simd::Scalar)])
+            {
+                let c = RowConverter::with_simd(from, to, YuvRange::Limited, simd).unwrap();
+                let reference = RowConverter::with_simd(from, to, YuvRange::Limited, Simd::Scalar);
                 let bpp = to.bytes_per_pixel().unwrap();
                 let mut row = std::vec![0u8; w as usize * bpp];
-                c.row(&src, 2, &mut row);
+                reference.unwrap().row(&src, 2, &mut row);
                 for n in [0usize, 1, 15, 16, 17, 33, 50] {
                     // Every other column from 1, as a linear resize reads them.
                     let cols: std::vec::Vec<u32> = (0..n as u32).map(|i| 2 * i).collect();
@@ -991,7 +1010,7 @@ mod tests {
                         assert_eq!(
                             out[i * bpp..][..bpp],
                             row[x * bpp..][..bpp],
-                            "{from:?} -> {to:?} n={n} col {x}"
+                            "{from:?} -> {to:?} {simd:?} n={n} col {x}"
                         );
                     }
                 }
