@@ -15,7 +15,9 @@ use tensorprep::pipeline::{
 };
 use tensorprep::resize::{Filter, Resample, resize_owned};
 use tensorprep::size::{Rounding, SizeRule};
-use tensorprep::{DType, Error, Image, ImageView, Layout, PixelFormat, Quantization, Rect, Tensor};
+use tensorprep::{
+    DType, Error, Image, ImageView, InputKind, Layout, PixelFormat, Quantization, Rect, Tensor,
+};
 use tensorprep_tests::{Rng, read, read_npy_f32, read_png, refs, rgb565_le, swap_byte_pairs};
 
 /// The eager composition of `ops` on `img`: each op its own call and image.
@@ -627,8 +629,27 @@ fn malformed_pipelines_and_wrong_inputs_are_errors() {
         run(&mut state, Input::Pixels(bgr), &mut out),
         Err(Error::FormatMismatch { .. })
     ));
-    assert!(run(&mut state, Input::Encoded(&px), &mut out).is_err());
+    assert!(matches!(
+        run(&mut state, Input::Encoded(&px), &mut out),
+        Err(Error::WrongInputKind {
+            expected: InputKind::Pixels,
+            found: InputKind::Encoded,
+            ..
+        })
+    ));
     let ok = ImageView::new(PixelFormat::Rgb8, 64, 48, &px).unwrap();
+    let mut bytes = vec![0u8; 3 * 64];
+    assert!(matches!(
+        plan.run(
+            &mut state,
+            Input::Pixels(ok),
+            tensorprep::TensorMut::U8(&mut bytes)
+        ),
+        Err(Error::DTypeMismatch {
+            expected: DType::F32,
+            found: DType::U8,
+        })
+    ));
     assert!(matches!(
         run(&mut state, Input::Pixels(ok), &mut out[..10]),
         Err(Error::TensorSize { .. })

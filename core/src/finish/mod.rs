@@ -108,7 +108,7 @@ impl Normalize {
         let ok = |x: f32| x.is_finite();
         if !(self.divisor.is_finite() && self.divisor > 0.0) {
             return Err(Error::InvalidParameter {
-                name: "normalize.divisor",
+                name: "normalize divisor",
                 reason: "must be finite and positive",
             });
         }
@@ -210,7 +210,7 @@ impl FinishSpec {
         let q = self.quantization;
         if matches!(self.dtype, DType::U8 | DType::I8) && !(q.scale.is_finite() && q.scale > 0.0) {
             return Err(Error::InvalidParameter {
-                name: "quantization.scale",
+                name: "quantization scale",
                 reason: "must be finite and positive",
             });
         }
