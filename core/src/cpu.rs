@@ -13,7 +13,7 @@ use core::fmt;
 /// Which instruction set the kernels' inner loops use.
 ///
 /// [`Simd::detect`] picks the best one the CPU has; a resize plan
-/// ([`crate::resize::ResizePlan::with_simd`]) or a finisher
+/// ([`crate::resize::ResizePlanIn::with_simd`]) or a finisher
 /// ([`crate::finish::Finisher::with_simd`]) can be pinned to another to compare
 /// them. A path the CPU lacks is refused with [`crate::Error::UnsupportedCpu`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -774,6 +774,26 @@ mod tests {
     }
 
     #[test]
+    fn a_finisher_pinned_to_a_path_runs_its_kernels_only() {
+        let spec = FinishSpec::imagenet();
+        let scalar = Finisher::with_simd(&spec, Simd::Scalar).unwrap();
+        assert!(scalar.computed.is_none());
+        let detected = Finisher::new(&spec).unwrap();
+        assert_eq!(detected.computed.is_some(), Simd::detect().finish_kernel());
+        for simd in Simd::ALL {
+            match Finisher::with_simd(&spec, simd) {
+                Ok(f) => {
+                    assert!(simd.is_available() && (f.computed.is_some() == simd.finish_kernel()))
+                }
+                Err(e) => {
+                    assert!(!simd.is_available());
+                    assert_eq!(e, Error::UnsupportedCpu { requested: simd });
+                }
+            }
+        }
+    }
+
+    #[test]
     fn gray_source_repeats_into_three_channels() {
         let px = [0u8, 255];
         let img = ImageView::new(PixelFormat::Gray8, 2, 1, &px).unwrap();
