@@ -1,0 +1,218 @@
+//! How a loader runs ([`LoaderConfig`]): its threads, buffers, order,
+//! limits and callbacks, and their check.
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use core::fmt;
+
+use super::super::{Order, Shard};
+use super::{BatchMut, LoadError};
+
+/// What to do with a sample that cannot be read or decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum OnError {
+    /// End the epoch with the error (the default).
+    #[default]
+    Fail,
+    /// Leave the sample out of its batch and count it.
+    Skip,
+}
+
+/// How a loader runs.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct LoaderConfig {
+    /// Samples per batch (per shard).
+    pub batch_size: usize,
+    /// Decode + augment threads (the heavy stage).
+    pub workers: usize,
+    /// Read threads (raise for slow or remote storage).
+    pub read_workers: usize,
+    /// Collate threads.
+    pub collate_workers: usize,
+    /// Read samples waiting for a decode thread (read ahead).
+    pub prefetch: usize,
+    /// Batch buffers in circulation (the memory bound), at least
+    /// `collate_workers + 1`: one being filled, the rest ready or held.
+    pub depth: usize,
+    /// The run's seed: each epoch's order and every augmentation draw come
+    /// from it (with the epoch and the sample index).
+    pub seed: u64,
+    /// Each epoch's order.
+    pub order: Order,
+    /// This process's shard.
+    pub shard: Shard,
+    /// Leave out a last batch shorter than `batch_size`.
+    pub drop_last_batch: bool,
+    /// Deliver batches in order (default), or each as soon as it is done
+    /// (a slow sample then holds up its own batch only; which batch comes
+    /// next depends on timing, so resume is exact only when ordered).
+    pub ordered: bool,
+    /// Failing samples.
+    pub on_error: OnError,
+    /// Epochs the stream runs (counted from 0; threads stop after the last
+    /// instead of reading ahead into one nobody asks for); `None`: until
+    /// the loader is dropped.
+    pub epochs: Option<u32>,
+    /// Run on each batch by the collate threads once its samples are in
+    /// (MindSpore's `per_batch_map`: batch-level ops such as Mixup).
+    pub per_batch: Option<PerBatch>,
+    /// Called (on a read thread) when the loader starts reading an epoch
+    /// (or resumes in one): MindSpore's epoch-begin callback. The step
+    /// callback is [`LoaderConfig::per_batch`], which sees every batch.
+    pub on_epoch: Option<OnEpoch>,
+    /// For a plan whose output size varies (no final crop or resize): the
+    /// largest sample shape accepted (a larger sample is an error naming
+    /// it). Each batch is padded with zeros to its largest sample, its
+    /// shape [`Batch::shape`](super::Batch::shape), each sample's own
+    /// [`Batch::sample_shapes`](super::Batch::sample_shapes).
+    pub max_shape: Option<[usize; 3]>,
+    /// The most bytes the batch buffers may take together (`depth` buffers
+    /// of a batch each, a batch never larger than an epoch): a
+    /// configuration past it is refused when the loader starts
+    /// ([`LoaderConfig::DEFAULT_BUFFER_LIMIT`] by default).
+    pub buffer_limit: u64,
+    /// The most bytes one sample's decode and augmentation may take (each
+    /// decode thread's working memory): a sample whose image would need
+    /// more is an error naming it ([`TrainState::with_decode_budget`](super::super::TrainState::with_decode_budget);
+    /// [`LoaderConfig::DEFAULT_DECODE_BUDGET`] by default).
+    pub decode_budget: u64,
+}
+
+/// A function run on every collated batch ([`LoaderConfig::per_batch`]);
+/// an `Err` (or a panic) fails the batch with [`LoadError::PerBatch`].
+///
+/// ```
+/// use tensorprep::train::{BatchMut, LoaderConfig, PerBatch};
+///
+/// // One-hot labels are the caller's; here: shift every label by one.
+/// let mut config = LoaderConfig::new(8, 2, 0);
+/// config.per_batch = Some(PerBatch::new(|b: &mut BatchMut<'_>| {
+///     b.labels.iter_mut().for_each(|l| *l += 1.0);
+///     Ok(())
+/// }));
+/// ```
+#[derive(Clone)]
+#[allow(clippy::type_complexity)]
+pub struct PerBatch(pub(super) Arc<dyn Fn(&mut BatchMut<'_>) -> Result<(), String> + Send + Sync>);
+
+impl PerBatch {
+    /// Wraps `f`.
+    pub fn new(
+        f: impl Fn(&mut BatchMut<'_>) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        PerBatch(Arc::new(f))
+    }
+}
+
+impl fmt::Debug for PerBatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PerBatch(..)")
+    }
+}
+
+impl PartialEq for PerBatch {
+    /// The same function (not merely an equal one).
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// A function called with each epoch's number as the loader starts reading
+/// it ([`LoaderConfig::on_epoch`]).
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use tensorprep::train::{LoaderConfig, OnEpoch};
+///
+/// let started = Arc::new(AtomicU32::new(0));
+/// let seen = Arc::clone(&started);
+/// let mut config = LoaderConfig::new(8, 2, 0);
+/// config.on_epoch = Some(OnEpoch::new(move |epoch| seen.store(epoch, Ordering::SeqCst)));
+/// ```
+#[derive(Clone)]
+pub struct OnEpoch(pub(super) Arc<dyn Fn(u32) + Send + Sync>);
+
+impl OnEpoch {
+    /// Wraps `f`.
+    pub fn new(f: impl Fn(u32) + Send + Sync + 'static) -> Self {
+        OnEpoch(Arc::new(f))
+    }
+}
+
+impl fmt::Debug for OnEpoch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OnEpoch(..)")
+    }
+}
+
+impl PartialEq for OnEpoch {
+    /// The same function (not merely an equal one).
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl LoaderConfig {
+    /// [`LoaderConfig::buffer_limit`]'s default: 8 GiB.
+    pub const DEFAULT_BUFFER_LIMIT: u64 = 8 << 30;
+    /// [`LoaderConfig::decode_budget`]'s default: 1 GiB, an image of about
+    /// 89 megapixels ([`TrainState::BYTES_PER_PIXEL`](super::super::TrainState::BYTES_PER_PIXEL) each).
+    pub const DEFAULT_DECODE_BUDGET: u64 = 1 << 30;
+
+    /// `batch_size` samples per batch, `workers` decode threads (one read
+    /// and one collate thread), shuffled by `seed`, one shard, ordered,
+    /// failing on errors, no last epoch, the default memory limits.
+    pub fn new(batch_size: usize, workers: usize, seed: u64) -> LoaderConfig {
+        LoaderConfig {
+            batch_size,
+            workers,
+            read_workers: 1,
+            collate_workers: 1,
+            prefetch: 2 * workers + 2,
+            depth: 3,
+            seed,
+            order: Order::Shuffled,
+            shard: Shard::ALL,
+            drop_last_batch: false,
+            ordered: true,
+            on_error: OnError::Fail,
+            epochs: None,
+            per_batch: None,
+            on_epoch: None,
+            max_shape: None,
+            buffer_limit: LoaderConfig::DEFAULT_BUFFER_LIMIT,
+            decode_budget: LoaderConfig::DEFAULT_DECODE_BUDGET,
+        }
+    }
+
+    /// Samples per step over all shards.
+    pub(super) fn global_batch(&self) -> u64 {
+        self.batch_size as u64 * u64::from(self.shard.count())
+    }
+
+    pub(super) fn check(&self) -> Result<(), LoadError> {
+        let threads = |n: usize| (1..=1024).contains(&n);
+        if self.batch_size == 0 || self.batch_size > 1 << 20 {
+            return Err(LoadError::Config("batch size must be 1 to 2^20"));
+        }
+        if !threads(self.workers) || !threads(self.read_workers) || !threads(self.collate_workers) {
+            return Err(LoadError::Config(
+                "each stage needs 1 to 1024 threads (workers, read_workers, collate_workers)",
+            ));
+        }
+        if self.prefetch == 0 || self.prefetch > 1 << 16 {
+            return Err(LoadError::Config("prefetch must be 1 to 65536 samples"));
+        }
+        if self.depth <= self.collate_workers || self.depth > 4096 {
+            return Err(LoadError::Config(
+                "depth must exceed collate_workers and be at most 4096 batches",
+            ));
+        }
+        if self.decode_budget == 0 {
+            return Err(LoadError::Config("decode_budget must be at least 1 byte"));
+        }
+        Ok(())
+    }
+}

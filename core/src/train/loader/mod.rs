@@ -1,0 +1,582 @@
+//! The loader: batches of a training plan's tensors from a dataset, made by
+//! three stages of worker threads, delivered in order, memory bounded,
+//! resumable exactly.
+//!
+//! - **Stages**, each on its own named threads with its own parallelism,
+//!   joined by bounded queues that keep the stream's order:
+//!   **read** (`tp-read-N`: the dataset's bytes and labels, into recycled
+//!   samples), **decode + augment** (`tp-decode-N`: the plan, straight into
+//!   the sample's slot of its batch buffer: no copy) and **collate**
+//!   (`tp-collate-N`: a batch whose samples are all done is made whole,
+//!   skipped samples' holes closed, and handed on in order).
+//! - **Across epochs**: the threads run from epoch to epoch (the next
+//!   epoch's first samples are read while this one's last batches are
+//!   consumed) until [`LoaderConfig::epochs`] or the loader is dropped.
+//! - **Bounded**: the read queue holds at most [`LoaderConfig::prefetch`]
+//!   samples and `depth` batch buffers circulate; a [`Batch`] handed out
+//!   returns its buffer when dropped. Nothing is allocated per batch in
+//!   steady state beyond the decoder's own. The loader's peak memory is at
+//!   most
+//!
+//!   `depth x min(batch_size, samples per epoch) x sample bytes`
+//!   (the batch buffers, each grown when first used; refused at start past
+//!   [`LoaderConfig::buffer_limit`])
+//!   `+ workers x decode_budget` (each decode thread's working memory; an
+//!   image needing more is refused from its header, naming it:
+//!   [`LoaderConfig::decode_budget`])
+//!   `+ (prefetch + read_workers + workers) x the largest encoded sample`
+//!   (samples read ahead; each at most
+//!   [`MAX_SAMPLE_BYTES`](super::data::MAX_SAMPLE_BYTES), 256 MiB)
+//!   `+ the epoch's order` (8 bytes per dataset sample when shuffled; a
+//!   weighted order costs its weights, however many it draws).
+//! - **Ordered**: batches hold the epoch's samples in order and come out in
+//!   order ([`LoaderConfig::ordered`]` = false` hands out each batch as soon
+//!   as it is done instead).
+//! - **Same output for any worker count**: every draw is keyed by (seed,
+//!   epoch, sample index), so tensors do not depend on who made them.
+//! - **Errors**: a sample that fails (or a worker that panics) ends the epoch
+//!   with a [`LoadError`] naming the sample; [`OnError::Skip`] counts and
+//!   skips it instead (the batch is then short).
+//! - **Exact resume**: [`Loader::state`] is (seed, epoch, batches delivered,
+//!   global batch, dataset length and fingerprint); [`Loader::resume`] continues with the
+//!   very next batch, with any worker count, and with another shard count
+//!   that keeps the global batch (each step covers the same stretch of the
+//!   epoch's order: shard `r` of `n` takes positions `r + n * j`).
+//! - **Shutdown**: dropping the loader stops and joins every thread promptly
+//!   (a thread finishes the sample it is on).
+
+mod batch;
+mod config;
+mod error;
+mod padding;
+mod slots;
+mod stages;
+mod state;
+mod stream;
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::thread::JoinHandle;
+
+pub use batch::{Batch, BatchMut};
+pub use config::{LoaderConfig, OnEpoch, OnError, PerBatch};
+pub use error::LoadError;
+pub use state::LoaderState;
+
+use super::data::{Dataset, Sample};
+use super::sampler::EpochOrder;
+use super::stage::{Pool, Queue, lock};
+use super::{Order, TrainPlan};
+use crate::Tensor;
+use batch::Buffers;
+use slots::{Open, OpenBatches};
+use stages::{Collated, Read, Stage, collate_stage, decode_stage, read_stage, run_stage};
+use stream::Stream;
+
+/// What the stages share.
+struct Shared {
+    dataset: Arc<dyn Dataset>,
+    plan: Arc<TrainPlan>,
+    config: LoaderConfig,
+    /// Elements per batch slot: the sample shape's, or `max_shape`'s.
+    sample_len: usize,
+    /// The sample shape, or `max_shape`.
+    shape: [usize; 3],
+    /// The plan's output size varies: batches are padded.
+    variable: bool,
+    /// The dataset's fingerprint (computed once).
+    fingerprint: u64,
+    /// How the stream divides into epochs and batches.
+    stream: Stream,
+    /// The last epochs' orders (readers fetch one when they cross into it).
+    orders: Mutex<Vec<(u32, Arc<EpochOrder>)>>,
+    /// A stage thread's failure outside any sample: handed to the consumer
+    /// once the stream has stopped.
+    fatal: Mutex<Option<LoadError>>,
+    /// The next stream item to read.
+    next_read: AtomicU64,
+    /// Batches whose samples are being decoded (at most `depth`).
+    open: Mutex<OpenBatches>,
+    /// Signalled when a batch opens (or the opening thread gives up).
+    opened: Condvar,
+    stop: AtomicBool,
+    read: Queue<Read>,
+    /// Batches whose samples are all done, to collate.
+    assembled: Queue<Open>,
+    collated: Queue<Collated>,
+    samples: Pool<Sample>,
+    buffers: Arc<Pool<Buffers>>,
+}
+
+impl Shared {
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// `epoch`'s order for this shard.
+    fn order(&self, epoch: u32) -> Arc<EpochOrder> {
+        let mut orders = self.orders.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, o)) = orders.iter().find(|(e, _)| *e == epoch) {
+            return Arc::clone(o);
+        }
+        let c = &self.config;
+        let o = Arc::new(EpochOrder::new(
+            &c.order,
+            c.seed,
+            c.shard,
+            epoch,
+            self.dataset.len(),
+        ));
+        if orders.len() >= 2 {
+            orders.remove(0);
+        }
+        orders.push((epoch, Arc::clone(&o)));
+        o
+    }
+}
+
+/// Batches of one epoch at a time (an iterator of `Result<Batch,
+/// LoadError>`); [`Loader::next_epoch`] moves on to the next, whose first
+/// samples are already on their way.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tensorprep::train::data::recordio::RecordIoDataset;
+/// use tensorprep::train::{Loader, LoaderConfig, TrainPipeline};
+///
+/// // im2rec's six images, torchvision's ImageNet training transform.
+/// let data = Arc::new(RecordIoDataset::open("../tests/fixtures/records/folder.rec")?);
+/// let plan = Arc::new(TrainPipeline::imagenet_train().compile()?);
+/// let mut config = LoaderConfig::new(4, 2, 7);
+/// config.epochs = Some(2);
+/// let mut loader = Loader::new(data, plan, config)?;
+/// for epoch in 0..2 {
+///     let mut samples = 0;
+///     for batch in &mut loader {
+///         let batch = batch?;
+///         assert_eq!(batch.epoch, epoch);
+///         // N x C x H x W: batches of 4, then the epoch's last 2.
+///         assert_eq!(batch.tensor().len(), batch.len() * 3 * 224 * 224);
+///         samples += batch.len();
+///     }
+///     assert_eq!(samples, 6);
+///     if epoch == 0 {
+///         loader = loader.next_epoch()?;
+///     }
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Loader {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+    epoch: u32,
+    delivered: u64,
+    /// Batches handed out and not yet dropped.
+    held: Arc<AtomicUsize>,
+    /// Unordered: the next epoch's batches done before this one's last.
+    ahead: Vec<Collated>,
+    failed: bool,
+}
+
+impl fmt::Debug for Loader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Loader")
+            .field("epoch", &self.epoch)
+            .field("delivered", &self.delivered)
+            .field("batches", &self.shared.stream.batches)
+            .field("threads", &self.threads.len())
+            .finish()
+    }
+}
+
+impl Loader {
+    /// A loader delivering epoch 0 of `dataset` through `plan`.
+    pub fn new(
+        dataset: Arc<dyn Dataset>,
+        plan: Arc<TrainPlan>,
+        config: LoaderConfig,
+    ) -> Result<Loader, LoadError> {
+        let fingerprint = dataset.fingerprint();
+        let state = LoaderState {
+            seed: config.seed,
+            epoch: 0,
+            batches: 0,
+            global_batch: config.global_batch(),
+            dataset_len: dataset.len() as u64,
+            fingerprint,
+        };
+        Loader::start(dataset, plan, config, state, fingerprint)
+    }
+
+    /// A loader continuing at `state` (saved by [`Loader::state`]): the
+    /// next batch is the one that followed, byte for byte, whatever the
+    /// worker count.
+    pub fn resume(
+        dataset: Arc<dyn Dataset>,
+        plan: Arc<TrainPlan>,
+        config: LoaderConfig,
+        state: LoaderState,
+    ) -> Result<Loader, LoadError> {
+        let fingerprint = dataset.fingerprint();
+        Loader::start(dataset, plan, config, state, fingerprint)
+    }
+
+    /// [`Loader::resume`] with the dataset's fingerprint already taken (it
+    /// reads the whole index, or every sample of one in memory: once per
+    /// loader).
+    fn start(
+        dataset: Arc<dyn Dataset>,
+        plan: Arc<TrainPlan>,
+        config: LoaderConfig,
+        state: LoaderState,
+        fingerprint: u64,
+    ) -> Result<Loader, LoadError> {
+        state.fits(dataset.len() as u64, fingerprint, &config)?;
+        config.check()?;
+        let (shape, variable) = match (plan.output_shape(), config.max_shape) {
+            (Some(shape), _) => (shape, false),
+            (None, Some(max)) => (max, true),
+            (None, None) => {
+                return Err(LoadError::Config(
+                    "the plan's output size varies: set max_shape (batches are then padded to their largest sample)",
+                ));
+            }
+        };
+        let sample_len = shape
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .filter(|&n| n > 0 && n <= 1 << 31)
+            .ok_or(LoadError::Config("max_shape must hold 1 to 2^31 elements"))?;
+        let b = config.batch_size as u64;
+        if let Order::Weighted(w) = &config.order
+            && w.weights.len() != dataset.len()
+        {
+            return Err(LoadError::Config(
+                "the sampler's weights are not one per dataset sample",
+            ));
+        }
+        let samples = config.shard.samples(config.order.epoch_len(dataset.len())) as u64;
+        let batches = if config.drop_last_batch {
+            samples / b
+        } else {
+            samples.div_ceil(b)
+        };
+        let per_epoch = if config.drop_last_batch {
+            batches * b
+        } else {
+            samples
+        };
+        // A state at an epoch's end continues with the next epoch's start.
+        let (epoch, done) = match batches {
+            0 => (state.epoch, 0),
+            n => (
+                u32::try_from(u64::from(state.epoch) + state.batches / n)
+                    .map_err(|_| LoadError::Config("the state's epoch is past 2^32"))?,
+                state.batches % n,
+            ),
+        };
+        let stream = Stream {
+            epoch,
+            position: done * b,
+            per_epoch,
+            batches,
+            batch_size: b,
+            end: config.epochs,
+        };
+        // The batch buffers: `depth` of them, each of a batch at most (never
+        // more than an epoch holds), within the limit; each grows to its
+        // batch when first used, not before.
+        let largest = (config.batch_size as u64).min(per_epoch.max(1));
+        u64::try_from(sample_len)
+            .ok()
+            .and_then(|n| n.checked_mul(largest * plan.dtype().size() as u64))
+            .and_then(|n| n.checked_mul(config.depth as u64))
+            .filter(|&n| n <= config.buffer_limit)
+            .ok_or(LoadError::Config(
+                "the batch buffers (depth x batch size x sample bytes) exceed buffer_limit: \
+                 lower depth or batch_size, or raise buffer_limit",
+            ))?;
+        // Read samples in flight: the read queue's, one per read and per
+        // decode thread.
+        let reading = config.prefetch + config.read_workers + config.workers;
+        let buffers = Arc::new(Pool::new(config.depth));
+        for _ in 0..config.depth {
+            let tensor = Tensor::try_zeros(plan.dtype(), 0)
+                .map_err(|_| LoadError::Config("no memory for the batch buffers"))?;
+            buffers.put(Buffers {
+                tensor,
+                labels: Vec::with_capacity(config.batch_size),
+                indices: Vec::with_capacity(config.batch_size),
+                shapes: Vec::with_capacity(config.batch_size),
+                shape: [0, shape[0], shape[1], shape[2]],
+                layout: plan.layout(),
+                len: 0,
+                skipped: 0,
+            });
+        }
+        let samples = Pool::new(reading);
+        (0..reading).for_each(|_| samples.put(Sample::default()));
+        let shared = Arc::new(Shared {
+            dataset,
+            plan,
+            config: config.clone(),
+            sample_len,
+            shape,
+            variable,
+            fingerprint,
+            stream,
+            orders: Mutex::new(Vec::with_capacity(2)),
+            fatal: Mutex::new(None),
+            next_read: AtomicU64::new(0),
+            open: Mutex::new(OpenBatches {
+                list: Vec::with_capacity(config.depth),
+                next: 0,
+                opening: false,
+            }),
+            opened: Condvar::new(),
+            stop: AtomicBool::new(false),
+            read: Queue::new(config.prefetch, true),
+            assembled: Queue::new(config.depth, config.ordered),
+            collated: Queue::new(config.depth, config.ordered),
+            samples,
+            buffers,
+        });
+        let mut loader = Loader {
+            shared,
+            threads: Vec::new(),
+            epoch,
+            delivered: done,
+            held: Arc::new(AtomicUsize::new(0)),
+            ahead: Vec::with_capacity(config.depth),
+            failed: false,
+        };
+        let stages: [(&str, usize, Stage); 3] = [
+            ("read", config.read_workers, read_stage),
+            ("decode", config.workers, decode_stage),
+            ("collate", config.collate_workers, collate_stage),
+        ];
+        for (name, count, stage) in stages {
+            for i in 0..count {
+                let shared = Arc::clone(&loader.shared);
+                let thread = alloc::format!("tp-{name}-{i}");
+                let handle = std::thread::Builder::new()
+                    .name(thread.clone())
+                    .spawn(move || run_stage(&shared, stage, thread))
+                    // The threads started so far are joined by the drop.
+                    .map_err(|_| LoadError::Config("cannot start a worker thread"))?;
+                loader.threads.push(handle);
+            }
+        }
+        Ok(loader)
+    }
+
+    /// Where the loader is: the batches delivered so far.
+    pub fn state(&self) -> LoaderState {
+        LoaderState {
+            seed: self.shared.config.seed,
+            epoch: self.epoch,
+            batches: self.delivered,
+            global_batch: self.shared.config.global_batch(),
+            dataset_len: self.shared.dataset.len() as u64,
+            fingerprint: self.shared.fingerprint,
+        }
+    }
+
+    /// Whether [`Loader::resume`] with this loader's dataset and
+    /// configuration would accept `state` (checked without stopping or
+    /// starting any thread): the same dataset (length and fingerprint), seed
+    /// and global batch.
+    pub fn check_state(&self, state: &LoaderState) -> Result<(), LoadError> {
+        let s = &self.shared;
+        state.fits(s.dataset.len() as u64, s.fingerprint, &s.config)
+    }
+
+    /// A handle that stops this loader from another thread: the batch being
+    /// waited for, and every later one, is `None` (the iteration ends); the
+    /// threads finish the samples they are on and are joined when the
+    /// loader is dropped.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tensorprep::train::data::recordio::RecordIoDataset;
+    /// use tensorprep::train::{Loader, LoaderConfig, TrainPipeline};
+    ///
+    /// let data = Arc::new(RecordIoDataset::open("../tests/fixtures/records/folder.rec")?);
+    /// let plan = Arc::new(TrainPipeline::imagenet_train().compile()?);
+    /// let mut loader = Loader::new(data, plan, LoaderConfig::new(2, 1, 0))?;
+    /// let stopper = loader.stopper();
+    /// std::thread::spawn(move || stopper.stop()).join().unwrap();
+    /// assert!(loader.next().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stopper(&self) -> Stopper {
+        Stopper(Arc::clone(&self.shared))
+    }
+
+    /// Batches in an epoch (for this shard).
+    pub fn batches(&self) -> u64 {
+        self.shared.stream.batches
+    }
+
+    /// The epoch being delivered.
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// What waits between the stages: read samples, batches done and not
+    /// collated, collated batches not taken: where the stream is starved
+    /// or backed up.
+    pub fn occupancy(&self) -> [usize; 3] {
+        let s = &self.shared;
+        [
+            s.read.occupancy(),
+            s.assembled.occupancy(),
+            s.collated.occupancy(),
+        ]
+    }
+
+    /// The loader moved on to the next epoch. After a whole epoch the
+    /// threads go on (its first batches are already under way); after a
+    /// partial or failed one they are restarted at the next epoch's start.
+    pub fn next_epoch(mut self) -> Result<Loader, LoadError> {
+        let epoch = self
+            .epoch
+            .checked_add(1)
+            .ok_or(LoadError::Config("no epoch after 2^32 - 1"))?;
+        if self.shared.config.epochs.is_some_and(|end| epoch >= end) {
+            return Err(LoadError::Config("past the configured epochs"));
+        }
+        if !self.failed && self.delivered == self.shared.stream.batches {
+            self.epoch = epoch;
+            self.delivered = 0;
+            return Ok(self);
+        }
+        let (dataset, plan, config) = (
+            Arc::clone(&self.shared.dataset),
+            Arc::clone(&self.shared.plan),
+            self.shared.config.clone(),
+        );
+        let mut state = self.state();
+        state.epoch = epoch;
+        state.batches = 0;
+        drop(self);
+        Loader::start(dataset, plan, config, state, state.fingerprint)
+    }
+}
+
+impl Loader {
+    /// The next collated batch of this epoch: the next in order, or
+    /// (unordered) the first done, a later epoch's set aside meanwhile.
+    fn next_collated(&mut self) -> Option<Collated> {
+        if let Some(at) = self.ahead.iter().position(|c| c.epoch == self.epoch) {
+            return Some(self.ahead.swap_remove(at));
+        }
+        loop {
+            let (_, c) = self.shared.collated.take()?;
+            if c.epoch == self.epoch {
+                debug_assert!(!self.shared.config.ordered || c.number == self.delivered);
+                return Some(c);
+            }
+            // At most `depth` batches exist: the room is reserved.
+            self.ahead.push(c);
+        }
+    }
+}
+
+impl Iterator for Loader {
+    type Item = Result<Batch, LoadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // Past the configured epochs (a state resumed there, `Some(0)`):
+        // the stream has nothing for this epoch.
+        let past = self
+            .shared
+            .config
+            .epochs
+            .is_some_and(|end| self.epoch >= end);
+        if self.failed || past || self.delivered >= self.shared.stream.batches {
+            return None;
+        }
+        if self.held.load(Ordering::SeqCst) >= self.shared.config.depth {
+            self.failed = true;
+            return Some(Err(LoadError::Config(
+                "every batch buffer is held by the caller: drop batches before asking for more (or raise depth)",
+            )));
+        }
+        let Some(c) = self.next_collated() else {
+            // Stopped: by a failed stage thread (its error), or by a
+            // [`Stopper`] or a drop (the end).
+            self.failed = true;
+            return lock(&self.shared.fatal).take().map(Err);
+        };
+        self.delivered += 1;
+        match c.buffers {
+            Ok(buffers) => {
+                self.held.fetch_add(1, Ordering::SeqCst);
+                Some(Ok(Batch {
+                    epoch: c.epoch,
+                    number: c.number,
+                    buffers: Some(buffers),
+                    home: Arc::clone(&self.shared.buffers),
+                    held: Arc::clone(&self.held),
+                }))
+            }
+            Err((error, buffers)) => {
+                self.shared.buffers.put(buffers);
+                self.failed = true;
+                Some(Err(error))
+            }
+        }
+    }
+}
+
+/// Stops a [`Loader`] from another thread ([`Loader::stopper`]).
+#[derive(Clone)]
+pub struct Stopper(Arc<Shared>);
+
+impl fmt::Debug for Stopper {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Stopper(..)")
+    }
+}
+
+impl Stopper {
+    /// Stops the loader: its iteration ends (a waiting `next()` returns
+    /// `None`), its threads stop after the sample they are on.
+    pub fn stop(&self) {
+        self.0.shut_down();
+    }
+}
+
+impl Shared {
+    /// Stops every stage and wakes every waiter.
+    fn shut_down(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.read.close();
+        self.assembled.close();
+        self.collated.close();
+        self.buffers.close();
+        // Threads waiting for their batch to open see the stop.
+        drop(lock(&self.open));
+        self.opened.notify_all();
+    }
+}
+
+impl Drop for Loader {
+    fn drop(&mut self) {
+        self.shared.shut_down();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+// Loaders move between threads (a training loop may run on any).
+const _: () = {
+    const fn assert_send<T: Send>() {}
+    assert_send::<Loader>();
+    assert_send::<Batch>();
+};

@@ -1,0 +1,251 @@
+//! The three stages' thread bodies (read, decode + augment, collate) and
+//! what passes between them; a panic in a stage is caught and becomes a
+//! typed error.
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::super::data::Sample;
+use super::super::sampler::EpochOrder;
+use super::super::stage::lock;
+use super::super::{SampleKey, TrainState};
+use super::batch::{BatchMut, Buffers};
+use super::slots::Open;
+use super::{LoadError, OnError, PerBatch, Shared};
+use crate::Tensor;
+
+/// A stage's thread body.
+pub(super) type Stage = fn(&Shared);
+
+/// A read sample on its way to the decoders.
+pub(super) struct Read {
+    pub(super) epoch: u32,
+    pub(super) index: u64,
+    pub(super) sample: Result<Sample, LoadError>,
+}
+
+/// A collated batch on its way to the consumer.
+pub(super) struct Collated {
+    pub(super) epoch: u32,
+    pub(super) number: u64,
+    pub(super) buffers: Result<Buffers, (LoadError, Buffers)>,
+}
+
+/// The message of a caught panic.
+fn panic_message(panic: &(dyn core::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| String::from(*s))
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+/// Runs `f`, turning a panic into [`LoadError::Panic`] for `index`.
+fn guard<T>(
+    s: &Shared,
+    index: u64,
+    f: impl FnOnce() -> Result<T, LoadError>,
+) -> Result<T, LoadError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let message = panic_message(&*panic);
+        let sample = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            s.dataset.describe(index as usize)
+        }))
+        .unwrap_or_else(|_| alloc::format!("sample {index}"));
+        Err(LoadError::Panic {
+            index,
+            sample,
+            message,
+        })
+    })
+}
+
+/// Runs a stage's body on its thread. A panic outside the per-sample
+/// guards (the plumbing, a dataset's `len`) stops the stream and reaches
+/// the consumer as [`LoadError::Worker`] instead of leaving it waiting.
+pub(super) fn run_stage(s: &Shared, stage: Stage, thread: String) {
+    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stage(s))) {
+        let message = panic_message(&*panic);
+        lock(&s.fatal).get_or_insert(LoadError::Worker { thread, message });
+        s.shut_down();
+    }
+}
+
+/// Read: stream items in turn, each sample's bytes and labels.
+pub(super) fn read_stage(s: &Shared) {
+    let mut order: Option<(u32, Arc<EpochOrder>)> = None;
+    while !s.stopped() {
+        let n = s.next_read.fetch_add(1, Ordering::SeqCst);
+        let Some((epoch, position)) = s.stream.item(n) else {
+            return;
+        };
+        if order.as_ref().is_none_or(|(e, _)| *e != epoch) {
+            order = Some((epoch, s.order(epoch)));
+        }
+        let index = order
+            .as_ref()
+            .expect("fetched above")
+            .1
+            .index(position as usize);
+        // The one item that starts an epoch (or the resumed stream) calls
+        // the epoch callback; its panic fails that sample.
+        let hook = match &s.config.on_epoch {
+            Some(hook) if position == 0 || n == 0 => guard(s, index, || {
+                (hook.0)(epoch);
+                Ok(())
+            }),
+            _ => Ok(()),
+        };
+        let mut sample = s.samples.try_take().unwrap_or_default();
+        let sample = match hook.and_then(|()| {
+            guard(s, index, || {
+                s.dataset
+                    .read(index as usize, &mut sample)
+                    .map_err(|error| LoadError::Read { index, error })
+            })
+        }) {
+            Ok(()) => Ok(sample),
+            Err(e) => {
+                s.samples.put(sample);
+                Err(e)
+            }
+        };
+        if !s.read.put(
+            n,
+            Read {
+                epoch,
+                index,
+                sample,
+            },
+        ) {
+            return;
+        }
+    }
+}
+
+/// Decode + augment: each read sample through the plan, straight into its
+/// slot of its batch's buffer.
+pub(super) fn decode_stage(s: &Shared) {
+    let budget = s.config.decode_budget;
+    let mut state = TrainState::with_decode_budget(budget);
+    while let Some((n, read)) = s.read.take() {
+        let Read {
+            epoch,
+            index,
+            sample,
+        } = read;
+        let (batch, slot) = s.stream.slot(n);
+        let Some(base) = s.open_batch(batch) else {
+            return;
+        };
+        let mut label = f32::NAN;
+        let done: Result<[usize; 3], LoadError> = sample.and_then(|sample| {
+            label = match sample.labels.first() {
+                Some(l) if l.is_finite() => *l,
+                _ => {
+                    s.samples.put(sample);
+                    let sample = s.dataset.describe(index as usize);
+                    return Err(LoadError::Label { index, sample });
+                }
+            };
+            let key = SampleKey::new(s.config.seed, epoch, index);
+            // SAFETY: `base` points at the tensor of the open batch `batch`,
+            // which stays open (its buffer neither dropped nor reallocated)
+            // until this sample is finished below; `slot` is this stream
+            // item's alone, and `(slot + 1) * sample_len` is within the
+            // tensor (`open_batch` sized it to the batch's slots); nothing else
+            // refers to these elements until the batch is finished.
+            let out = unsafe { base.slice(slot * s.sample_len, s.sample_len) };
+            let done = guard(s, index, || {
+                let shape = if s.variable {
+                    s.plan.run_any_size(&mut state, key, &sample.bytes, out)
+                } else {
+                    s.plan
+                        .run(&mut state, key, &sample.bytes, out)
+                        .map(|_| s.shape)
+                };
+                shape.map_err(|error| LoadError::Decode {
+                    index,
+                    sample: s.dataset.describe(index as usize),
+                    error,
+                })
+            });
+            s.samples.put(sample);
+            if matches!(done, Err(LoadError::Panic { .. })) {
+                state = TrainState::with_decode_budget(budget); // its scratch may be half-written
+            }
+            done
+        });
+        if !s.finish_sample(batch, slot, index, label, done) {
+            return;
+        }
+    }
+}
+
+/// Collate: finished batches in turn, made whole (skipped samples' holes
+/// closed) and handed to the consumer.
+pub(super) fn collate_stage(s: &Shared) {
+    // Padding's scratch: one sample, made on the first padded batch.
+    let mut scratch: Option<Tensor> = None;
+    while let Some((n, open)) = s.assembled.take() {
+        let Open {
+            epoch,
+            number,
+            len,
+            mut buffers,
+            failed,
+            ..
+        } = open;
+        let buffers = match failed {
+            Some(e) if s.config.on_error == OnError::Fail => Err((e, buffers)),
+            _ => {
+                buffers.close_holes(len, s.sample_len);
+                let padded = if s.variable {
+                    buffers.pad(s.sample_len, &mut scratch)
+                } else {
+                    buffers.shape = [buffers.len, s.shape[0], s.shape[1], s.shape[2]];
+                    Ok(())
+                };
+                let mapped = padded.and_then(|()| match &s.config.per_batch {
+                    None => Ok(()),
+                    Some(f) => per_batch(f, epoch, number, &mut buffers),
+                });
+                match mapped {
+                    Ok(()) => Ok(buffers),
+                    Err(e) => Err((e, buffers)),
+                }
+            }
+        };
+        if !s.collated.put(
+            n,
+            Collated {
+                epoch,
+                number,
+                buffers,
+            },
+        ) {
+            return;
+        }
+    }
+}
+
+/// Runs a batch's [`PerBatch`] function, a panic caught as an error.
+fn per_batch(f: &PerBatch, epoch: u32, number: u64, b: &mut Buffers) -> Result<(), LoadError> {
+    let failed = |message| LoadError::PerBatch {
+        epoch,
+        number,
+        message,
+    };
+    let mut view = BatchMut {
+        epoch,
+        number,
+        len: b.len,
+        tensor: &mut b.tensor,
+        labels: &mut b.labels,
+        indices: &b.indices,
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (f.0)(&mut view)))
+        .map_err(|panic| failed(panic_message(&*panic)))?
+        .map_err(failed)
+}
