@@ -631,7 +631,13 @@ mod loader {
                 .unwrap()
                 .unwrap_err()
         });
-        assert!(err.to_string().contains("decode budget"), "{err}");
+        // The decode error names the sample; its cause (the source) the budget.
+        let cause = std::error::Error::source(&err).map(ToString::to_string);
+        assert!(
+            matches!(err, LoadError::Decode { .. })
+                && cause.as_ref().is_some_and(|c| c.contains("decode budget")),
+            "{err}: {cause:?}"
+        );
         assert!(peak < 64 << 20, "{peak} bytes at once");
         config.decode_budget = 512 << 20;
         let batch = Loader::new(data, plan(16), config).unwrap().next().unwrap();

@@ -660,7 +660,10 @@ mod loader {
             assert_eq!(loader.epoch(), e);
             epochs.push(rest(&mut loader));
         }
-        assert!(matches!(loader.next_epoch(), Err(LoadError::Config(_))));
+        assert!(matches!(
+            loader.next_epoch(),
+            Err(LoadError::NoMoreEpochs { epochs: Some(3) })
+        ));
         // A loader with no epoch to run (or resumed past its last) ends at
         // once instead of waiting for batches that never come.
         let mut none = config.clone();
@@ -866,7 +869,10 @@ mod loader {
         assert_eq!(batch.pixel_mask_shape(), [3, 427, 640]);
         let mut mask = vec![7u8; 3 * 427 * 640];
         batch.pixel_mask(&mut mask).unwrap();
-        assert!(batch.pixel_mask(&mut mask[1..]).is_err());
+        assert!(matches!(
+            batch.pixel_mask(&mut mask[1..]),
+            Err(LoadError::BufferLength { .. })
+        ));
         for (k, shape) in batch.sample_shapes().iter().enumerate() {
             for y in 0..427 {
                 let row = &mask[(k * 427 + y) * 640..][..640];
@@ -1023,7 +1029,10 @@ mod loader {
         let mut resumed = resumed;
         assert!(rest(&mut resumed) == whole[3..]);
         // Another seed or dataset is refused.
-        assert!(Loader::resume(dataset(), plan(), LoaderConfig::new(6, 3, 43), state).is_err());
+        assert!(matches!(
+            Loader::resume(dataset(), plan(), LoaderConfig::new(6, 3, 43), state),
+            Err(LoadError::Resume(_))
+        ));
         // The next epoch draws anew.
         let loader = Loader::new(dataset(), plan(), LoaderConfig::new(6, 2, 42)).unwrap();
         let next: Vec<_> = loader
@@ -1049,7 +1058,10 @@ mod loader {
         let other: Arc<dyn Dataset> = Arc::new(InMemory::new(vec![Sample::default(); 40]));
         assert_eq!(other.len(), dataset().len());
         let err = Loader::resume(other, plan(), LoaderConfig::new(6, 2, 42), state).unwrap_err();
-        assert!(err.to_string().contains("fingerprint"), "{err}");
+        assert!(
+            matches!(err, LoadError::Resume(_)) && err.to_string().contains("fingerprint"),
+            "{err}"
+        );
         assert!(Loader::resume(dataset(), plan(), LoaderConfig::new(6, 2, 42), state).is_ok());
     }
 
@@ -1110,7 +1122,10 @@ mod loader {
         let mut loader = Loader::new(dataset(), plan(), LoaderConfig::new(2, 1, 1)).unwrap();
         let held: Vec<_> = (&mut loader).take(3).map(|b| b.unwrap()).collect();
         assert_eq!(held.len(), 3);
-        assert!(matches!(loader.next(), Some(Err(LoadError::Config(_)))));
+        assert!(matches!(
+            loader.next(),
+            Some(Err(LoadError::BuffersHeld { depth: 3 }))
+        ));
     }
 }
 
@@ -1119,7 +1134,7 @@ mod shards {
     use std::sync::Arc;
 
     use tensorprep::train::data::Dataset;
-    use tensorprep::train::{Loader, LoaderConfig, LoaderState, Shard, TrainPipeline};
+    use tensorprep::train::{LoadError, Loader, LoaderConfig, LoaderState, Shard, TrainPipeline};
 
     fn dataset() -> Arc<dyn Dataset> {
         tensorprep_tests::photo_dataset(vec![tensorprep_tests::read("sample.jpg")], 48)
@@ -1181,7 +1196,10 @@ mod shards {
         let mut config = LoaderConfig::new(3, 1, 3);
         config.shard = Shard::new(4, 0, false).unwrap();
         let p = Arc::new(TrainPipeline::imagenet_train().compile().unwrap());
-        assert!(Loader::resume(dataset(), p, config.clone(), state).is_err());
+        assert!(matches!(
+            Loader::resume(dataset(), p, config.clone(), state),
+            Err(LoadError::Resume(_))
+        ));
     }
 }
 
@@ -1333,7 +1351,11 @@ mod tuning {
             Budget::new(2, 100_000),
         )
         .unwrap_err();
-        assert!(matches!(err, LoadError::Config(m) if m.contains("memory budget")));
+        assert!(
+            matches!(err, LoadError::OverBudget { limit: 100_000, .. })
+                && err.to_string().contains("memory budget"),
+            "{err}"
+        );
         let tight = autotune(data, plan, base, Budget::new(2, 2_500_000)).unwrap();
         assert!(
             tight.memory <= 2_500_000 && tight.config.depth == 2,

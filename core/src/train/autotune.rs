@@ -127,7 +127,7 @@ fn measure(
     let len = dataset.len();
     let count = len.min(16);
     let mut out = Tensor::try_zeros(plan.dtype(), sample_len)
-        .map_err(|_| LoadError::Config("no memory for a sample"))?;
+        .map_err(|_| LoadError::OutOfMemory("a sample"))?;
     let (mut reads, mut decodes) = (Vec::new(), Vec::new());
     let (mut encoded, mut decoded) = (0u64, 0u64);
     let mut state = TrainState::new();
@@ -231,9 +231,12 @@ pub fn autotune(
             config.read_workers = readers_for(workers);
             config.prefetch = workers;
         } else {
-            return Err(LoadError::Config(
-                "autotune: the memory budget is below what one decode thread and two batch buffers need",
-            ));
+            return Err(LoadError::OverBudget {
+                what: "autotune: one decode thread and two batch buffers",
+                needed: memory(&config, sample_bytes, &costs),
+                limit_name: "the memory budget",
+                limit: budget.memory,
+            });
         }
     }
     // Occupancy: a short trial (with the decode budget it would run with);

@@ -122,9 +122,13 @@ pub(crate) fn data(e: &CoreDataError) -> PyErr {
 }
 
 /// A loader error: a sample's read or decode error as its family's (the
-/// message names the sample), the rest as [`LoaderError`].
+/// message names the sample, then the cause), the rest as [`LoaderError`].
 pub(crate) fn load(e: &LoadError) -> PyErr {
-    let message = e.to_string();
+    // The cause (a read's, a decode's, a thread spawn's) is the source.
+    let message = match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
+    };
     match e {
         LoadError::Read { .. } | LoadError::Label { .. } => DataError::new_err(message),
         LoadError::Decode { error, .. } => {

@@ -145,9 +145,10 @@ impl Batch {
     pub fn pixel_mask(&self, out: &mut [u8]) -> Result<(), LoadError> {
         let [n, h, w] = self.pixel_mask_shape();
         if out.len() != n * h * w {
-            return Err(LoadError::Config(
-                "pixel_mask: the buffer must hold samples x height x width bytes",
-            ));
+            return Err(LoadError::BufferLength {
+                expected: n * h * w,
+                actual: out.len(),
+            });
         }
         if h * w == 0 {
             return Ok(());

@@ -1,5 +1,10 @@
-//! Why a loader failed ([`LoadError`]): a sample, a worker, the per-batch
-//! function, or the configuration.
+//! Why a loader failed ([`LoadError`]), one variant per cause: a sample, a
+//! worker, the per-batch function, the configuration, the resume state,
+//! memory, a thread that could not start, or the caller's use.
+//!
+//! A variant with an underlying error (a read's, a decode's, a thread
+//! spawn's) returns it from [`source`](std::error::Error::source) and does
+//! not repeat it in its own message: print the chain to see both.
 
 use alloc::string::String;
 use core::fmt;
@@ -7,17 +12,32 @@ use core::fmt;
 use super::super::data::DataError;
 
 /// A sample that failed, or a loader that cannot run.
+///
+/// ```
+/// use tensorprep::train::LoadError;
+///
+/// // The cause of a failed sample is its `source()`: a message for people
+/// // names the sample and then the cause.
+/// fn report(e: &LoadError) -> String {
+///     match std::error::Error::source(e) {
+///         Some(cause) => format!("{e}: {cause}"),
+///         None => e.to_string(),
+///     }
+/// }
+/// # let _ = report;
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum LoadError {
-    /// Reading sample `index` failed.
+    /// Reading sample `index` failed (the cause is the source).
     Read {
         /// The sample's index in the dataset.
         index: u64,
         /// Why.
         error: DataError,
     },
-    /// Decoding or augmenting sample `index` failed.
+    /// Decoding or augmenting sample `index` failed (the cause is the
+    /// source).
     Decode {
         /// The sample's index in the dataset.
         index: u64,
@@ -59,19 +79,60 @@ pub enum LoadError {
         /// What it said.
         message: String,
     },
-    /// The configuration or the resume state does not fit.
+    /// The configuration cannot run: a value out of its range, or a plan
+    /// and a configuration that do not fit together.
     Config(&'static str),
+    /// The resume state does not fit this loader: another dataset, seed or
+    /// global batch ([`Loader::check_state`](super::Loader::check_state)).
+    Resume(&'static str),
+    /// The configuration needs more memory than a limit allows: `needed`
+    /// bytes for `what`, over `limit` bytes of the limit named `limit_name`.
+    OverBudget {
+        /// What takes the memory.
+        what: &'static str,
+        /// The bytes it needs (`u64::MAX`: more than that).
+        needed: u64,
+        /// The limit's name (`buffer_limit`, ...).
+        limit_name: &'static str,
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// An allocation failed: no memory for `what`.
+    OutOfMemory(&'static str),
+    /// A stage's thread could not be started (the cause is the source).
+    Spawn {
+        /// The thread's name (`tp-decode-3`, ...).
+        thread: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// Every batch buffer is held by the caller: a batch must be dropped
+    /// before the next can be made.
+    BuffersHeld {
+        /// The batch buffers ([`LoaderConfig::depth`](super::LoaderConfig::depth)).
+        depth: usize,
+    },
+    /// No epoch follows: the stream ends after its configured epochs
+    /// ([`LoaderConfig::epochs`](super::LoaderConfig::epochs)), or at epoch
+    /// 2^32 - 1.
+    NoMoreEpochs {
+        /// The configured epochs (`None`: unbounded, at the last number).
+        epochs: Option<u32>,
+    },
+    /// A caller's buffer has the wrong length ([`Batch::pixel_mask`](super::Batch::pixel_mask)).
+    BufferLength {
+        /// The elements it must hold.
+        expected: usize,
+        /// The elements it holds.
+        actual: usize,
+    },
 }
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LoadError::Read { index, error } => write!(f, "sample {index}: {error}"),
-            LoadError::Decode {
-                index,
-                sample,
-                error,
-            } => write!(f, "{sample} (sample {index}): {error}"),
+            LoadError::Read { index, .. } => write!(f, "sample {index}"),
+            LoadError::Decode { index, sample, .. } => write!(f, "{sample} (sample {index})"),
             LoadError::Panic {
                 index,
                 sample,
@@ -92,7 +153,33 @@ impl fmt::Display for LoadError {
                 f,
                 "epoch {epoch}, batch {number}: the per-batch function failed: {message}"
             ),
-            LoadError::Config(what) => write!(f, "loader: {what}"),
+            LoadError::Config(what) | LoadError::Resume(what) => write!(f, "loader: {what}"),
+            LoadError::OverBudget {
+                what,
+                needed,
+                limit_name,
+                limit,
+            } => write!(
+                f,
+                "loader: {what} need {needed} bytes, over {limit_name} ({limit} bytes)"
+            ),
+            LoadError::OutOfMemory(what) => write!(f, "loader: no memory for {what}"),
+            LoadError::Spawn { thread, .. } => write!(f, "loader: cannot start thread {thread}"),
+            LoadError::BuffersHeld { depth } => write!(
+                f,
+                "loader: every batch buffer ({depth}) is held by the caller: drop batches \
+                 before asking for more (or raise depth)"
+            ),
+            LoadError::NoMoreEpochs { epochs: Some(n) } => {
+                write!(f, "loader: no epoch after the configured {n}")
+            }
+            LoadError::NoMoreEpochs { epochs: None } => {
+                write!(f, "loader: no epoch after 2^32 - 1")
+            }
+            LoadError::BufferLength { expected, actual } => write!(
+                f,
+                "loader: the buffer holds {actual} elements, not the {expected} it must"
+            ),
         }
     }
 }
@@ -102,6 +189,7 @@ impl std::error::Error for LoadError {
         match self {
             LoadError::Read { error, .. } => Some(error),
             LoadError::Decode { error, .. } => Some(error),
+            LoadError::Spawn { error, .. } => Some(error),
             _ => None,
         }
     }

@@ -274,7 +274,7 @@ impl Loader {
             0 => (state.epoch, 0),
             n => (
                 u32::try_from(u64::from(state.epoch) + state.batches / n)
-                    .map_err(|_| LoadError::Config("the state's epoch is past 2^32"))?,
+                    .map_err(|_| LoadError::Resume("the state's epoch is past 2^32"))?,
                 state.batches % n,
             ),
         };
@@ -290,22 +290,24 @@ impl Loader {
         // more than an epoch holds), within the limit; each grows to its
         // batch when first used, not before.
         let largest = (config.batch_size as u64).min(per_epoch.max(1));
-        u64::try_from(sample_len)
-            .ok()
-            .and_then(|n| n.checked_mul(largest * plan.dtype().size() as u64))
-            .and_then(|n| n.checked_mul(config.depth as u64))
-            .filter(|&n| n <= config.buffer_limit)
-            .ok_or(LoadError::Config(
-                "the batch buffers (depth x batch size x sample bytes) exceed buffer_limit: \
-                 lower depth or batch_size, or raise buffer_limit",
-            ))?;
+        let needed = (sample_len as u64)
+            .saturating_mul(largest * plan.dtype().size() as u64)
+            .saturating_mul(config.depth as u64);
+        if needed > config.buffer_limit {
+            return Err(LoadError::OverBudget {
+                what: "the batch buffers (depth x batch size x sample bytes)",
+                needed,
+                limit_name: "buffer_limit",
+                limit: config.buffer_limit,
+            });
+        }
         // Read samples in flight: the read queue's, one per read and per
         // decode thread.
         let reading = config.prefetch + config.read_workers + config.workers;
         let buffers = Arc::new(Pool::new(config.depth));
         for _ in 0..config.depth {
             let tensor = Tensor::try_zeros(plan.dtype(), 0)
-                .map_err(|_| LoadError::Config("no memory for the batch buffers"))?;
+                .map_err(|_| LoadError::OutOfMemory("the batch buffers"))?;
             buffers.put(Buffers {
                 tensor,
                 labels: Vec::with_capacity(config.batch_size),
@@ -362,11 +364,12 @@ impl Loader {
             for i in 0..count {
                 let shared = Arc::clone(&loader.shared);
                 let thread = alloc::format!("tp-{name}-{i}");
+                let named = thread.clone();
                 let handle = std::thread::Builder::new()
                     .name(thread.clone())
-                    .spawn(move || run_stage(&shared, stage, thread))
+                    .spawn(move || run_stage(&shared, stage, named))
                     // The threads started so far are joined by the drop.
-                    .map_err(|_| LoadError::Config("cannot start a worker thread"))?;
+                    .map_err(|error| LoadError::Spawn { thread, error })?;
                 loader.threads.push(handle);
             }
         }
@@ -445,9 +448,9 @@ impl Loader {
         let epoch = self
             .epoch
             .checked_add(1)
-            .ok_or(LoadError::Config("no epoch after 2^32 - 1"))?;
-        if self.shared.config.epochs.is_some_and(|end| epoch >= end) {
-            return Err(LoadError::Config("past the configured epochs"));
+            .ok_or(LoadError::NoMoreEpochs { epochs: None })?;
+        if let Some(end) = self.shared.config.epochs.filter(|&end| epoch >= end) {
+            return Err(LoadError::NoMoreEpochs { epochs: Some(end) });
         }
         if !self.failed && self.delivered == self.shared.stream.batches {
             self.epoch = epoch;
@@ -502,9 +505,9 @@ impl Iterator for Loader {
         }
         if self.held.load(Ordering::SeqCst) >= self.shared.config.depth {
             self.failed = true;
-            return Some(Err(LoadError::Config(
-                "every batch buffer is held by the caller: drop batches before asking for more (or raise depth)",
-            )));
+            return Some(Err(LoadError::BuffersHeld {
+                depth: self.shared.config.depth,
+            }));
         }
         let Some(c) = self.next_collated() else {
             // Stopped: by a failed stage thread (its error), or by a

@@ -24,7 +24,7 @@ impl Buffers {
         let padded = max.iter().product::<usize>();
         if scratch.is_none() {
             let t = Tensor::try_zeros(self.tensor.dtype(), stride)
-                .map_err(|_| LoadError::Config("no memory for padding"))?;
+                .map_err(|_| LoadError::OutOfMemory("padding"))?;
             *scratch = Some(t);
         }
         let scratch = scratch.as_mut().expect("made above");

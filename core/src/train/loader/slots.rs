@@ -127,8 +127,8 @@ impl Shared {
             // where it never held as many.
             if !resize(&mut buffers.tensor, len * self.sample_len) {
                 self.buffers.put(buffers);
-                lock(&self.fatal).get_or_insert(LoadError::Config(
-                    "no memory for a batch buffer (lower depth or batch_size)",
+                lock(&self.fatal).get_or_insert(LoadError::OutOfMemory(
+                    "a batch buffer (lower depth or batch_size)",
                 ));
                 drop(open);
                 self.shut_down();

@@ -68,20 +68,20 @@ impl LoaderState {
         config: &LoaderConfig,
     ) -> Result<(), LoadError> {
         if self.dataset_len != len {
-            return Err(LoadError::Config(
+            return Err(LoadError::Resume(
                 "the state is for a dataset of another length",
             ));
         }
         if self.fingerprint != fingerprint {
-            return Err(LoadError::Config(
+            return Err(LoadError::Resume(
                 "the state is for another dataset (its fingerprint differs)",
             ));
         }
         if self.seed != config.seed {
-            return Err(LoadError::Config("the state is for another seed"));
+            return Err(LoadError::Resume("the state is for another seed"));
         }
         if self.global_batch != config.global_batch() {
-            return Err(LoadError::Config(
+            return Err(LoadError::Resume(
                 "the state is for another global batch (batch size x shard count)",
             ));
         }
