@@ -217,7 +217,7 @@ pub fn autotune(
     config.read_workers = readers_for(workers);
     config.collate_workers = 1;
     config.prefetch = 2 * workers + config.read_workers;
-    config.depth = 3;
+    config.depth = LoaderConfig::DEFAULT_DEPTH;
     config.decode_budget = costs.decoded.max(1);
     // Cut to the memory budget: read-ahead, batch buffers, decode threads.
     while memory(&config, sample_bytes, &costs) > budget.memory {

@@ -18,7 +18,8 @@ pub enum OnError {
     Skip,
 }
 
-/// How a loader runs.
+/// How a loader runs. Every field has its default in
+/// [`LoaderConfig::default`], from the `DEFAULT_*` constants.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct LoaderConfig {
@@ -30,10 +31,12 @@ pub struct LoaderConfig {
     pub read_workers: usize,
     /// Collate threads.
     pub collate_workers: usize,
-    /// Read samples waiting for a decode thread (read ahead).
+    /// Read samples waiting for a decode thread (read ahead;
+    /// [`LoaderConfig::default_prefetch`] by default).
     pub prefetch: usize,
     /// Batch buffers in circulation (the memory bound), at least
-    /// `collate_workers + 1`: one being filled, the rest ready or held.
+    /// `collate_workers + 1`: one being filled, the rest ready or held
+    /// ([`LoaderConfig::DEFAULT_DEPTH`] by default).
     pub depth: usize,
     /// The run's seed: each epoch's order and every augmentation draw come
     /// from it (with the epoch and the sample index).
@@ -154,36 +157,63 @@ impl PartialEq for OnEpoch {
     }
 }
 
+/// The defaults, here alone: [`LoaderConfig::default`] and
+/// [`LoaderConfig::new`] are made of them, and the Python `Loader` and the
+/// CLI read theirs from [`LoaderConfig::default`].
 impl LoaderConfig {
-    /// [`LoaderConfig::buffer_limit`]'s default: 8 GiB.
+    /// [`LoaderConfig::batch_size`]'s default: 64, a common per-device batch
+    /// for ImageNet-sized images (torchvision's reference recipes use 32 to
+    /// 128); 3 x 224 x 224 float32 samples make a 38.5 MB batch.
+    pub const DEFAULT_BATCH_SIZE: usize = 64;
+    /// [`LoaderConfig::workers`]'s default: 2 decode threads, enough to keep
+    /// a small model fed without taking a shared machine's every CPU
+    /// ([`autotune`](super::super::autotune) chooses from measurements).
+    pub const DEFAULT_WORKERS: usize = 2;
+    /// [`LoaderConfig::read_workers`]'s default: 1. Reading a local file
+    /// takes a small part of decoding it, so one reader feeds many decode
+    /// threads; raise it for slow or remote storage.
+    pub const DEFAULT_READ_WORKERS: usize = 1;
+    /// [`LoaderConfig::collate_workers`]'s default: 1. Collating moves no
+    /// sample (each is decoded into its slot) unless samples are skipped or
+    /// padded, so one thread keeps up.
+    pub const DEFAULT_COLLATE_WORKERS: usize = 1;
+    /// [`LoaderConfig::depth`]'s default: 3 batch buffers, the fewest that
+    /// keep every stage busy with one collate thread: one being decoded
+    /// into, one collated or waiting, one held by the training step. A
+    /// fourth lets the decoders run a batch further ahead of a consumer
+    /// whose steps vary in length, at the cost of one more batch of memory
+    /// (38.5 MB at the default batch size; 154 MB at 256); raise it when
+    /// [`Loader::occupancy`](super::Loader::occupancy) shows the decoders
+    /// waiting for a buffer.
+    pub const DEFAULT_DEPTH: usize = 3;
+    /// [`LoaderConfig::seed`]'s default: 0.
+    pub const DEFAULT_SEED: u64 = 0;
+    /// [`LoaderConfig::buffer_limit`]'s default: 8 GiB, past any batch a
+    /// single device trains on, short of what a mistyped batch size or
+    /// shape would take.
     pub const DEFAULT_BUFFER_LIMIT: u64 = 8 << 30;
     /// [`LoaderConfig::decode_budget`]'s default: 1 GiB, an image of about
-    /// 89 megapixels ([`TrainState::BYTES_PER_PIXEL`](super::super::TrainState::BYTES_PER_PIXEL) each).
+    /// 89 megapixels ([`TrainState::BYTES_PER_PIXEL`](super::super::TrainState::BYTES_PER_PIXEL) each):
+    /// every photo a camera takes, not a decompression bomb.
     pub const DEFAULT_DECODE_BUDGET: u64 = 1 << 30;
 
-    /// `batch_size` samples per batch, `workers` decode threads (one read
-    /// and one collate thread), shuffled by `seed`, one shard, ordered,
-    /// failing on errors, no last epoch, the default memory limits.
+    /// [`LoaderConfig::prefetch`]'s default for `workers` decode threads:
+    /// two samples per decode thread, so that none waits while the reader
+    /// fetches the next, and two more for a read slower than the rest.
+    pub const fn default_prefetch(workers: usize) -> usize {
+        workers.saturating_mul(2).saturating_add(2)
+    }
+
+    /// `batch_size` samples per batch, `workers` decode threads, shuffled by
+    /// `seed`; the rest [`LoaderConfig::default`]'s (with the read-ahead of
+    /// [`LoaderConfig::default_prefetch`] for `workers`).
     pub fn new(batch_size: usize, workers: usize, seed: u64) -> LoaderConfig {
         LoaderConfig {
             batch_size,
             workers,
-            read_workers: 1,
-            collate_workers: 1,
-            prefetch: 2 * workers + 2,
-            depth: 3,
+            prefetch: LoaderConfig::default_prefetch(workers),
             seed,
-            order: Order::Shuffled,
-            shard: Shard::ALL,
-            drop_last_batch: false,
-            ordered: true,
-            on_error: OnError::Fail,
-            epochs: None,
-            per_batch: None,
-            on_epoch: None,
-            max_shape: None,
-            buffer_limit: LoaderConfig::DEFAULT_BUFFER_LIMIT,
-            decode_budget: LoaderConfig::DEFAULT_DECODE_BUDGET,
+            ..LoaderConfig::default()
         }
     }
 
@@ -214,5 +244,62 @@ impl LoaderConfig {
             return Err(LoadError::Config("decode_budget must be at least 1 byte"));
         }
         Ok(())
+    }
+}
+
+impl Default for LoaderConfig {
+    /// The `DEFAULT_*` constants: [`LoaderConfig::DEFAULT_BATCH_SIZE`]
+    /// samples per batch, [`LoaderConfig::DEFAULT_WORKERS`] decode threads,
+    /// one read and one collate thread, [`LoaderConfig::DEFAULT_DEPTH`]
+    /// batch buffers; shuffled by seed 0, one shard, ordered, failing on
+    /// errors, no last epoch, the default memory limits.
+    fn default() -> LoaderConfig {
+        LoaderConfig {
+            batch_size: LoaderConfig::DEFAULT_BATCH_SIZE,
+            workers: LoaderConfig::DEFAULT_WORKERS,
+            read_workers: LoaderConfig::DEFAULT_READ_WORKERS,
+            collate_workers: LoaderConfig::DEFAULT_COLLATE_WORKERS,
+            prefetch: LoaderConfig::default_prefetch(LoaderConfig::DEFAULT_WORKERS),
+            depth: LoaderConfig::DEFAULT_DEPTH,
+            seed: LoaderConfig::DEFAULT_SEED,
+            order: Order::Shuffled,
+            shard: Shard::ALL,
+            drop_last_batch: false,
+            ordered: true,
+            on_error: OnError::Fail,
+            epochs: None,
+            per_batch: None,
+            on_epoch: None,
+            max_shape: None,
+            buffer_limit: LoaderConfig::DEFAULT_BUFFER_LIMIT,
+            decode_budget: LoaderConfig::DEFAULT_DECODE_BUDGET,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The defaults make a configuration the loader accepts, and `new`
+    /// differs from them only in what it is given (and the read-ahead that
+    /// follows the decode threads).
+    #[test]
+    fn the_defaults_are_one_valid_configuration() {
+        let d = LoaderConfig::default();
+        assert!(d.check().is_ok());
+        assert_eq!(d.depth, LoaderConfig::DEFAULT_DEPTH);
+        assert_eq!(d.prefetch, 2 * LoaderConfig::DEFAULT_WORKERS + 2);
+        let n = LoaderConfig::new(8, 5, 7);
+        assert!(n.check().is_ok());
+        let expected = LoaderConfig {
+            batch_size: 8,
+            workers: 5,
+            prefetch: 12,
+            seed: 7,
+            ..LoaderConfig::default()
+        };
+        assert_eq!(n, expected);
+        assert_ne!(n, d);
     }
 }
