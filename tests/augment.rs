@@ -407,7 +407,7 @@ fn policy_ops_equal_torchvision() {
     for case in cases().iter().filter(|c| c.op == "policy_op") {
         let op = policy_op(case.param("name"));
         let pixel = op
-            .pixel(
+            .image_op(
                 case.f64("magnitude"),
                 (32, 24),
                 Interpolation::Nearest,

@@ -6,7 +6,7 @@ use tensorprep::adjust::Point;
 use tensorprep::jpeg::Backend;
 use tensorprep::pipeline::{Decode, Op};
 use tensorprep::train::{
-    Augment, AutoAugmentPolicy, ColorJitter, Drawn, Draws, GaussianBlur, PixelOp, RandomAffine,
+    Augment, AutoAugmentPolicy, ColorJitter, Drawn, Draws, GaussianBlur, ImageOp, RandomAffine,
     RandomErasing, RandomPerspective, RandomRotation, SampleKey, TrainPipeline, TrainState,
 };
 use tensorprep::warp::Warp;
@@ -95,7 +95,7 @@ fn rotation_angles_are_uniform() {
     let angles: Vec<f64> = drawn
         .iter()
         .map(|d| match d[..] {
-            [Drawn::Pixel(PixelOp::Warp { matrix, .. })] => angle(&matrix),
+            [Drawn::Image(ImageOp::Warp { matrix, .. })] => angle(&matrix),
             _ => panic!("{d:?}"),
         })
         .collect();
@@ -113,19 +113,19 @@ fn color_jitter_factors_and_orders() {
         assert_eq!(d.len(), 4);
         for (k, op) in d.iter().enumerate() {
             let which = match op {
-                Drawn::Pixel(PixelOp::Point(Point::Brightness { factor })) => {
+                Drawn::Image(ImageOp::Point(Point::Brightness { factor })) => {
                     b.push(f64::from(*factor));
                     0
                 }
-                Drawn::Pixel(PixelOp::Contrast(f)) => {
+                Drawn::Image(ImageOp::Contrast(f)) => {
                     c.push(f64::from(*f));
                     1
                 }
-                Drawn::Pixel(PixelOp::Saturation(f)) => {
+                Drawn::Image(ImageOp::Saturation(f)) => {
                     s.push(f64::from(*f));
                     2
                 }
-                Drawn::Pixel(PixelOp::Hue(f)) => {
+                Drawn::Image(ImageOp::Hue(f)) => {
                     h.push(f64::from(*f));
                     3
                 }
@@ -156,11 +156,11 @@ fn blur_sigma_and_probability_ops() {
     for d in &drawn {
         for op in d {
             match op {
-                Drawn::Pixel(PixelOp::GaussianBlur { kernel, sigma }) => {
+                Drawn::Image(ImageOp::GaussianBlur { kernel, sigma }) => {
                     assert_eq!(*kernel, (5, 3));
                     sigmas.push(f64::from(*sigma));
                 }
-                Drawn::Pixel(PixelOp::Point(Point::Invert)) => inverted += 1,
+                Drawn::Image(ImageOp::Point(Point::Invert)) => inverted += 1,
                 other => panic!("{other:?}"),
             }
         }
@@ -182,7 +182,7 @@ fn affine_parameters() {
     let (mut tx, mut ty) = (vec![], vec![]);
     for d in &drawn {
         let [
-            Drawn::Pixel(PixelOp::Warp {
+            Drawn::Image(ImageOp::Warp {
                 matrix: Warp::Affine(a),
                 ..
             }),
@@ -217,7 +217,7 @@ fn affine_parameters() {
         .iter()
         .map(|d| match d[..] {
             [
-                Drawn::Pixel(PixelOp::Warp {
+                Drawn::Image(ImageOp::Warp {
                     matrix: Warp::Affine(a),
                     ..
                 }),
@@ -238,7 +238,7 @@ fn perspective_corners() {
     let mut warped = 0;
     let mut top_left_x = vec![];
     for d in &drawn {
-        let Some(Drawn::Pixel(PixelOp::Warp {
+        let Some(Drawn::Image(ImageOp::Warp {
             matrix: Warp::Perspective(a),
             ..
         })) = d.first()
@@ -295,7 +295,7 @@ fn policy_draws() {
     let inverted = drawn
         .iter()
         .flatten()
-        .filter(|d| matches!(d, Drawn::Pixel(PixelOp::Equalize)))
+        .filter(|d| matches!(d, Drawn::Image(ImageOp::Equalize)))
         .count();
     assert_share(
         inverted,
@@ -307,7 +307,7 @@ fn policy_draws() {
         .iter()
         .flatten()
         .filter_map(|d| match d {
-            Drawn::Pixel(PixelOp::Point(Point::Brightness { factor })) => Some(*factor),
+            Drawn::Image(ImageOp::Point(Point::Brightness { factor })) => Some(*factor),
             _ => None,
         })
         .collect();
@@ -325,7 +325,7 @@ fn policy_draws() {
         .iter()
         .flatten()
         .filter_map(|d| match d {
-            Drawn::Pixel(PixelOp::Point(Point::Solarize { threshold })) => {
+            Drawn::Image(ImageOp::Point(Point::Solarize { threshold })) => {
                 Some(f64::from(*threshold))
             }
             _ => None,
@@ -360,7 +360,7 @@ fn policy_draws() {
     let per_sample = drawn
         .iter()
         .flatten()
-        .filter(|d| matches!(d, Drawn::Pixel(PixelOp::Equalize)))
+        .filter(|d| matches!(d, Drawn::Image(ImageOp::Equalize)))
         .count() as f64
         / drawn.len() as f64;
     // Each sub-policy drawn with 1/25; its ops with their probabilities.
@@ -470,19 +470,19 @@ fn select_subpolicy_shares() {
     let count = |f: fn(&Drawn) -> bool| drawn.iter().flatten().filter(|d| f(d)).count();
     let n = drawn.len();
     assert_share(
-        count(|d| matches!(d, Drawn::Pixel(PixelOp::Point(Point::Invert)))),
+        count(|d| matches!(d, Drawn::Image(ImageOp::Point(Point::Invert)))),
         n,
         0.5,
         "first",
     );
     assert_share(
-        count(|d| matches!(d, Drawn::Pixel(PixelOp::Equalize))),
+        count(|d| matches!(d, Drawn::Image(ImageOp::Equalize))),
         n,
         0.25,
         "equalize",
     );
     assert_share(
-        count(|d| matches!(d, Drawn::Pixel(PixelOp::Grayscale))),
+        count(|d| matches!(d, Drawn::Image(ImageOp::Grayscale))),
         n,
         0.5,
         "grayscale",
@@ -518,7 +518,7 @@ fn augmix_draws() {
                     // Identity-free space: every op draws a pixel op.
                     depths[ops] += 1;
                 }
-                Drawn::Pixel(_) => ops += 1,
+                Drawn::Image(_) => ops += 1,
                 other => panic!("{other:?}"),
             }
         }

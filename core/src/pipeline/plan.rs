@@ -71,10 +71,10 @@ pub struct PlanState {
     /// The steps of the last drawn op list (training plans), reused.
     #[cfg_attr(not(feature = "train"), allow(dead_code))]
     drawn: StepList,
-    /// Training plans: the plan last resolved for pixels between drawn
+    /// Training plans: the plan last resolved for an image between drawn
     /// adjustments, with its input shape and steps.
     #[cfg(feature = "train")]
-    pixels: Option<(Shape, StepList, Resolved<Heap>)>,
+    image_ops: Option<(Shape, StepList, Resolved<Heap>)>,
 }
 
 /// How many resolved image sizes a [`PlanState`] keeps.
@@ -482,7 +482,7 @@ impl Plan {
     /// for its shape is kept in the state: no allocation while the shape and
     /// the ops repeat.
     #[cfg(feature = "train")]
-    pub(crate) fn run_pixels_ops(
+    pub(crate) fn run_image_ops(
         &self,
         state: &mut PlanState,
         source: ImageView<'_>,
@@ -496,7 +496,7 @@ impl Plan {
         };
         let input = InputDesc::pixels(shape.format, shape.width, shape.height);
         let steps = self.compile_drawn(state, input, shape.format, ops)?;
-        let mut cache = state.pixels.take();
+        let mut cache = state.image_ops.take();
         let hit = matches!(&cache, Some((s, cached, _)) if *s == shape && *cached == steps);
         let resolved = if hit {
             Ok(())
@@ -523,7 +523,7 @@ impl Plan {
             self.execute(r, source, state, out)
         });
         // A failed resolve is not kept.
-        state.pixels = if result.is_ok() || hit { cache } else { None };
+        state.image_ops = if result.is_ok() || hit { cache } else { None };
         state.drawn = steps;
         result
     }

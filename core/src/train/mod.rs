@@ -29,7 +29,7 @@ mod sampler;
 mod stage;
 
 pub use augment::{
-    AugMix, AugMixStep, Augment, AutoAugmentPolicy, ColorJitter, Drawn, GaussianBlur, PixelOp,
+    AugMix, AugMixStep, Augment, AutoAugmentPolicy, ColorJitter, Drawn, GaussianBlur, ImageOp,
     PolicyOp, RandomAffine, RandomCrop, RandomPerspective, RandomResizedCrop, RandomRotation,
     SPACE_OPS, Space, Subpolicy,
 };

@@ -242,7 +242,7 @@ impl TrainPipeline {
         let base = compile(&self.finish)?;
         // Adjustments and warps run on the decoded 8-bit image, in the
         // decode's own format: a finish pass that writes it as it is.
-        let image = if self.augments.iter().any(Augment::has_pixel_ops) {
+        let image = if self.augments.iter().any(Augment::draws_image_ops) {
             let order = match self.decode.format {
                 PixelFormat::Rgb8 => ChannelOrder::Rgb,
                 PixelFormat::Bgr8 => ChannelOrder::Bgr,
@@ -280,7 +280,7 @@ impl TrainPipeline {
 /// runs it with its own [`TrainState`].
 #[derive(Clone, Debug)]
 pub struct TrainPlan {
-    /// Decode and finish; the drawn pixel ops run through it.
+    /// Decode and finish; the drawn plan ops run through it.
     base: Plan,
     /// Decode to the 8-bit image, when adjustments or warps may be drawn.
     image: Option<Plan>,
@@ -456,7 +456,7 @@ impl TrainPlan {
             let src_len = image_len(format, size, &self.limits())?;
             let view = ImageView::new(format, size.0, size.1, &src[..src_len])?;
             let Some(next) = next else {
-                return self.base.run_pixels_ops(plan, view, ops, out);
+                return self.base.run_image_ops(plan, view, ops, out);
             };
             if !ops.is_empty() {
                 let mut after = size;
@@ -465,19 +465,19 @@ impl TrainPlan {
                 }
                 let len = image_len(format, after, &self.limits())?;
                 crate::buffer::grow(dst, len)?;
-                image_plan.run_pixels_ops(plan, view, ops, TensorMut::U8(&mut dst[..len]))?;
+                image_plan.run_image_ops(plan, view, ops, TensorMut::U8(&mut dst[..len]))?;
                 size = after;
                 cur = 1 - cur;
                 continue;
             }
-            let Drawn::Pixel(pixel) = next else {
+            let Drawn::Image(image_op) = next else {
                 unreachable!("plan ops and AugMix steps are taken above")
             };
-            let after = pixel.output_size(size);
+            let after = image_op.output_size(size);
             let len = image_len(format, after, &self.limits())?;
             crate::buffer::grow(dst, len)?;
             let mut target = ImageViewMut::new(format, after.0, after.1, &mut dst[..len])?;
-            pixel.apply(&view, &mut target, scratch)?;
+            image_op.apply(&view, &mut target, scratch)?;
             size = after;
             cur = 1 - cur;
             i += 1;

@@ -6,7 +6,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::pixel::PixelOp;
+use super::image_op::ImageOp;
 use super::{Drawn, invalid};
 use crate::Result;
 use crate::adjust::Point;
@@ -82,12 +82,12 @@ impl ColorJitter {
         let h = draw(self.hue);
         for i in order {
             let op = match i {
-                0 => b.map(|factor| PixelOp::Point(Point::Brightness { factor })),
-                1 => c.map(PixelOp::Contrast),
-                2 => s.map(PixelOp::Saturation),
-                _ => h.map(|h| PixelOp::Hue(h.clamp(-0.5, 0.5))),
+                0 => b.map(|factor| ImageOp::Point(Point::Brightness { factor })),
+                1 => c.map(ImageOp::Contrast),
+                2 => s.map(ImageOp::Saturation),
+                _ => h.map(|h| ImageOp::Hue(h.clamp(-0.5, 0.5))),
             };
-            ops.extend(op.map(Drawn::Pixel));
+            ops.extend(op.map(Drawn::Image));
         }
     }
 }
@@ -150,7 +150,7 @@ impl GaussianBlur {
 
     pub(super) fn draw(&self, d: &mut Draws, ops: &mut Vec<Drawn>) {
         let sigma = d.uniform(self.sigma.0, self.sigma.1) as f32;
-        ops.push(Drawn::Pixel(PixelOp::GaussianBlur {
+        ops.push(Drawn::Image(ImageOp::GaussianBlur {
             kernel: self.kernel,
             sigma,
         }));

@@ -5,7 +5,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::pixel::PixelOp;
+use super::image_op::ImageOp;
 use super::{Drawn, invalid, probability};
 use crate::Result;
 use crate::train::Draws;
@@ -18,7 +18,7 @@ fn ordered((a, b): (f64, f64)) -> bool {
 
 /// The drawn warp into an image of `size`.
 fn warp(matrix: Warp, size: (u32, u32), interpolation: Interpolation, fill: [u8; 3]) -> Drawn {
-    Drawn::Pixel(PixelOp::Warp {
+    Drawn::Image(ImageOp::Warp {
         matrix,
         size,
         interpolation,

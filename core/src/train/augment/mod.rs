@@ -13,7 +13,7 @@ mod augmix;
 mod color;
 mod crop;
 mod geometric;
-mod pixel;
+mod image_op;
 mod policy;
 mod resized_crop;
 
@@ -25,7 +25,7 @@ pub use augmix::{AugMix, AugMixStep};
 pub use color::{ColorJitter, GaussianBlur};
 pub use crop::RandomCrop;
 pub use geometric::{RandomAffine, RandomPerspective, RandomRotation};
-pub use pixel::PixelOp;
+pub use image_op::ImageOp;
 pub use policy::{AutoAugmentPolicy, PolicyOp, SPACE_OPS, Space, Subpolicy};
 pub use resized_crop::RandomResizedCrop;
 
@@ -44,8 +44,9 @@ use crate::{Error, Result};
 pub enum Drawn {
     /// A plan op.
     Op(Op),
-    /// An adjustment or warp with its drawn parameters.
-    Pixel(PixelOp),
+    /// An op on the 8-bit image (an adjustment or a warp) with its drawn
+    /// parameters.
+    Image(ImageOp),
     /// A step of AugMix's mixing.
     AugMix(AugMixStep),
 }
@@ -94,9 +95,9 @@ pub enum Augment {
     /// `RandomEqualize(p)`, `RandomGrayscale(p)` (see the constructors
     /// [`Augment::random_invert`] and its neighbours); with `p` 1, the
     /// plain transform (`Grayscale(3)`, ...).
-    Pixel {
+    RandomAdjustment {
         /// The adjustment (not a warp: those have their random ops).
-        op: PixelOp,
+        op: ImageOp,
         /// Its probability.
         p: f64,
     },
@@ -152,16 +153,16 @@ pub enum Augment {
 impl Augment {
     /// `RandomInvert(p)`.
     pub const fn random_invert(p: f64) -> Augment {
-        Augment::Pixel {
-            op: PixelOp::Point(Point::Invert),
+        Augment::RandomAdjustment {
+            op: ImageOp::Point(Point::Invert),
             p,
         }
     }
 
     /// `RandomPosterize(bits, p)`.
     pub const fn random_posterize(bits: u8, p: f64) -> Augment {
-        Augment::Pixel {
-            op: PixelOp::Point(Point::Posterize { bits }),
+        Augment::RandomAdjustment {
+            op: ImageOp::Point(Point::Posterize { bits }),
             p,
         }
     }
@@ -169,40 +170,40 @@ impl Augment {
     /// `RandomSolarize(threshold, p)`: values at or above `threshold`
     /// inverted (a fractional threshold counts from the next integer).
     pub fn random_solarize(threshold: f64, p: f64) -> Augment {
-        Augment::Pixel {
-            op: PixelOp::Point(Point::solarize_from(threshold)),
+        Augment::RandomAdjustment {
+            op: ImageOp::Point(Point::solarize_from(threshold)),
             p,
         }
     }
 
     /// `RandomAdjustSharpness(factor, p)`.
     pub const fn random_adjust_sharpness(factor: f32, p: f64) -> Augment {
-        Augment::Pixel {
-            op: PixelOp::Sharpness(factor),
+        Augment::RandomAdjustment {
+            op: ImageOp::Sharpness(factor),
             p,
         }
     }
 
     /// `RandomAutocontrast(p)`.
     pub const fn random_autocontrast(p: f64) -> Augment {
-        Augment::Pixel {
-            op: PixelOp::Autocontrast,
+        Augment::RandomAdjustment {
+            op: ImageOp::Autocontrast,
             p,
         }
     }
 
     /// `RandomEqualize(p)`.
     pub const fn random_equalize(p: f64) -> Augment {
-        Augment::Pixel {
-            op: PixelOp::Equalize,
+        Augment::RandomAdjustment {
+            op: ImageOp::Equalize,
             p,
         }
     }
 
     /// `RandomGrayscale(p)` (three channels kept).
     pub const fn random_grayscale(p: f64) -> Augment {
-        Augment::Pixel {
-            op: PixelOp::Grayscale,
+        Augment::RandomAdjustment {
+            op: ImageOp::Grayscale,
             p,
         }
     }
@@ -254,8 +255,8 @@ fn push_policy_op(
     } else {
         magnitude
     };
-    if let Some(p) = op.pixel(magnitude, size, interpolation, fill)? {
-        ops.push(Drawn::Pixel(p));
+    if let Some(p) = op.image_op(magnitude, size, interpolation, fill)? {
+        ops.push(Drawn::Image(p));
     }
     Ok(())
 }
@@ -347,8 +348,8 @@ impl Augment {
                 }
                 ops.iter().try_for_each(Augment::check)
             }
-            Augment::Pixel { op, p } => {
-                if matches!(op, PixelOp::Warp { .. }) {
+            Augment::RandomAdjustment { op, p } => {
+                if matches!(op, ImageOp::Warp { .. }) {
                     return Err(invalid(
                         "training pipeline",
                         "a warp is drawn by RandomRotation, RandomAffine or RandomPerspective",
@@ -393,7 +394,7 @@ impl Augment {
 
     /// Whether this op (or one nested in it) may draw an adjustment or a
     /// warp: the plan then keeps the 8-bit image between passes.
-    pub(crate) fn has_pixel_ops(&self) -> bool {
+    pub(crate) fn draws_image_ops(&self) -> bool {
         match self {
             Augment::Op(_)
             | Augment::RandomResizedCrop(_)
@@ -401,9 +402,9 @@ impl Augment {
             | Augment::RandomFlip { .. } => false,
             Augment::RandomApply { ops, .. }
             | Augment::RandomChoice { ops, .. }
-            | Augment::RandomOrder(ops) => ops.iter().any(Augment::has_pixel_ops),
+            | Augment::RandomOrder(ops) => ops.iter().any(Augment::draws_image_ops),
             Augment::RandomSelectSubpolicy(policy) => {
-                policy.iter().flatten().any(|(op, _)| op.has_pixel_ops())
+                policy.iter().flatten().any(|(op, _)| op.draws_image_ops())
             }
             _ => true,
         }
@@ -530,9 +531,9 @@ impl Augment {
                 }
                 Ok(size)
             }
-            Augment::Pixel { op, p } => {
+            Augment::RandomAdjustment { op, p } => {
                 if d().chance(*p) {
-                    ops.push(Drawn::Pixel(*op));
+                    ops.push(Drawn::Image(*op));
                 }
                 Ok(size)
             }
@@ -661,7 +662,7 @@ impl fmt::Display for Augment {
                 }
                 f.write_str("]")
             }
-            Augment::Pixel { op, p } => write!(f, "Random {op:?} p {p}"),
+            Augment::RandomAdjustment { op, p } => write!(f, "Random {op:?} p {p}"),
             Augment::ColorJitter(j) => j.fmt(f),
             Augment::AugMix(a) => a.fmt(f),
             Augment::GaussianBlur(b) => b.fmt(f),

@@ -5,7 +5,7 @@
 
 use core::f64::consts::PI;
 
-use super::pixel::PixelOp;
+use super::image_op::ImageOp;
 use crate::Result;
 use crate::adjust::Point;
 use crate::warp::{Interpolation, Warp};
@@ -96,14 +96,14 @@ impl PolicyOp {
 
     /// The op at `magnitude` on an image of `size`, as torchvision's
     /// `_apply_op` applies it on a PIL image; `None` for the identity.
-    pub fn pixel(
+    pub fn image_op(
         self,
         magnitude: f64,
         size: (u32, u32),
         interpolation: Interpolation,
         fill: [u8; 3],
-    ) -> Result<Option<PixelOp>> {
-        let warp = |matrix| PixelOp::Warp {
+    ) -> Result<Option<ImageOp>> {
+        let warp = |matrix| ImageOp::Warp {
             matrix,
             size,
             interpolation,
@@ -139,17 +139,17 @@ impl PolicyOp {
                 warp(Warp::affine(0.0, t, 1.0, (0.0, 0.0), None, size)?)
             }
             P::Rotate => warp(Warp::rotate(magnitude, None, false, size)?.0),
-            P::Brightness => PixelOp::Point(Point::Brightness { factor }),
-            P::Color => PixelOp::Saturation(factor),
-            P::Contrast => PixelOp::Contrast(factor),
-            P::Sharpness => PixelOp::Sharpness(factor),
-            P::Posterize => PixelOp::Point(Point::Posterize {
+            P::Brightness => ImageOp::Point(Point::Brightness { factor }),
+            P::Color => ImageOp::Saturation(factor),
+            P::Contrast => ImageOp::Contrast(factor),
+            P::Sharpness => ImageOp::Sharpness(factor),
+            P::Posterize => ImageOp::Point(Point::Posterize {
                 bits: magnitude.clamp(0.0, 8.0) as u8,
             }),
-            P::Solarize => PixelOp::Point(Point::solarize_from(magnitude)),
-            P::AutoContrast => PixelOp::Autocontrast,
-            P::Equalize => PixelOp::Equalize,
-            P::Invert => PixelOp::Point(Point::Invert),
+            P::Solarize => ImageOp::Point(Point::solarize_from(magnitude)),
+            P::AutoContrast => ImageOp::Autocontrast,
+            P::Equalize => ImageOp::Equalize,
+            P::Invert => ImageOp::Point(Point::Invert),
         };
         Ok(Some(op))
     }

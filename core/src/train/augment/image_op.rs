@@ -9,10 +9,13 @@ use crate::adjust::{self, GaussianKernel, Point};
 use crate::warp::{self, Interpolation, Warp};
 use crate::{ImageView, ImageViewMut, PixelFormat, Result};
 
-/// One colour adjustment or warp with its drawn parameters.
+/// One op on the decoded 8-bit image, with its drawn parameters: a colour
+/// adjustment or a warp, which the plan compiler cannot fuse into its
+/// passes (a plan [`Op`](crate::pipeline::Op) it can). The training plan's
+/// image pass runs it between them.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
-pub enum PixelOp {
+pub enum ImageOp {
     /// A point table: invert, posterize, solarize, brightness.
     Point(Point),
     /// `adjust_contrast(factor)`.
@@ -49,17 +52,17 @@ pub enum PixelOp {
     },
 }
 
-impl PixelOp {
+impl ImageOp {
     /// The size of the image this op leaves, given the size before.
     pub fn output_size(&self, before: (u32, u32)) -> (u32, u32) {
         match self {
-            PixelOp::Warp { size, .. } => *size,
+            ImageOp::Warp { size, .. } => *size,
             _ => before,
         }
     }
 
     /// Runs the op from `src` into `dst` (same format, `dst` of
-    /// [`PixelOp::output_size`]); `scratch` is a blur's row, grown once.
+    /// [`ImageOp::output_size`]); `scratch` is a blur's row, grown once.
     pub fn apply(
         &self,
         src: &ImageView<'_>,
@@ -67,15 +70,15 @@ impl PixelOp {
         scratch: &mut Vec<f32>,
     ) -> Result<()> {
         match *self {
-            PixelOp::Point(p) => adjust::point(src, dst, p),
-            PixelOp::Contrast(f) => adjust::contrast(src, dst, f),
-            PixelOp::Saturation(f) => adjust::saturation(src, dst, f),
-            PixelOp::Hue(f) => adjust::hue(src, dst, f),
-            PixelOp::Sharpness(f) => adjust::sharpness(src, dst, f),
-            PixelOp::Grayscale => adjust::grayscale(src, dst),
-            PixelOp::Autocontrast => adjust::autocontrast(src, dst),
-            PixelOp::Equalize => adjust::equalize(src, dst),
-            PixelOp::GaussianBlur { kernel, sigma } => {
+            ImageOp::Point(p) => adjust::point(src, dst, p),
+            ImageOp::Contrast(f) => adjust::contrast(src, dst, f),
+            ImageOp::Saturation(f) => adjust::saturation(src, dst, f),
+            ImageOp::Hue(f) => adjust::hue(src, dst, f),
+            ImageOp::Sharpness(f) => adjust::sharpness(src, dst, f),
+            ImageOp::Grayscale => adjust::grayscale(src, dst),
+            ImageOp::Autocontrast => adjust::autocontrast(src, dst),
+            ImageOp::Equalize => adjust::equalize(src, dst),
+            ImageOp::GaussianBlur { kernel, sigma } => {
                 let across = GaussianKernel::new(usize::from(kernel.0), sigma)?;
                 let down = GaussianKernel::new(usize::from(kernel.1), sigma)?;
                 let len = src.width() as usize * 3;
@@ -84,7 +87,7 @@ impl PixelOp {
                 }
                 adjust::gaussian_blur(src, dst, &across, &down, scratch)
             }
-            PixelOp::Warp {
+            ImageOp::Warp {
                 matrix,
                 interpolation,
                 fill,
