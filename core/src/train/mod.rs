@@ -26,7 +26,6 @@ mod mix;
 mod plan;
 mod rng;
 mod sampler;
-mod stage;
 
 pub use augment::{
     AugMix, AugMixStep, Augment, AutoAugmentPolicy, ColorJitter, Drawn, GaussianBlur, ImageOp,

@@ -6,8 +6,8 @@ use alloc::vec::Vec;
 use core::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::super::stage::Pool;
 use super::LoadError;
+use super::queue::Pool;
 use crate::Tensor;
 
 /// A collated batch as a [`PerBatch`](super::PerBatch) function sees it.
@@ -34,9 +34,9 @@ pub struct Batch {
     pub epoch: u32,
     /// The batch's number within the epoch (for this shard).
     pub number: u64,
-    pub(super) buffers: Option<Buffers>,
+    pub(super) buffers: Option<BatchBuffer>,
     /// The pool the buffers return to.
-    pub(super) home: Arc<Pool<Buffers>>,
+    pub(super) home: Arc<Pool<BatchBuffer>>,
     /// Batches handed out and not yet dropped (the loader's count).
     pub(super) held: Arc<AtomicUsize>,
 }
@@ -52,9 +52,10 @@ impl fmt::Debug for Batch {
     }
 }
 
-/// A batch's storage, recycled.
+/// One batch buffer: a batch's tensor, labels, indices and shapes, recycled
+/// (`depth` of them circulate).
 #[derive(Debug)]
-pub(super) struct Buffers {
+pub(super) struct BatchBuffer {
     pub(super) tensor: Tensor,
     pub(super) labels: Vec<f32>,
     pub(super) indices: Vec<u64>,
@@ -170,7 +171,7 @@ impl Batch {
         self.buffers().skipped
     }
 
-    fn buffers(&self) -> &Buffers {
+    fn buffers(&self) -> &BatchBuffer {
         self.buffers
             .as_ref()
             .expect("a batch holds its buffers until dropped")

@@ -49,6 +49,7 @@ mod batch;
 mod config;
 mod error;
 mod padding;
+mod queue;
 mod slots;
 mod stages;
 mod state;
@@ -68,10 +69,10 @@ pub use state::LoaderState;
 
 use super::data::{Dataset, Sample};
 use super::sampler::EpochOrder;
-use super::stage::{Pool, Queue, lock};
 use super::{Order, TrainPlan};
 use crate::Tensor;
-use batch::Buffers;
+use batch::BatchBuffer;
+use queue::{Pool, Queue, lock};
 use slots::{Open, OpenBatches};
 use stages::{Collated, Read, Stage, collate_stage, decode_stage, read_stage, run_stage};
 use stream::Stream;
@@ -108,7 +109,7 @@ struct Shared {
     assembled: Queue<Open>,
     collated: Queue<Collated>,
     samples: Pool<Sample>,
-    buffers: Arc<Pool<Buffers>>,
+    buffers: Arc<Pool<BatchBuffer>>,
 }
 
 impl Shared {
@@ -308,7 +309,7 @@ impl Loader {
         for _ in 0..config.depth {
             let tensor = Tensor::try_zeros(plan.dtype(), 0)
                 .map_err(|_| LoadError::OutOfMemory("the batch buffers"))?;
-            buffers.put(Buffers {
+            buffers.put(BatchBuffer {
                 tensor,
                 labels: Vec::with_capacity(config.batch_size),
                 indices: Vec::with_capacity(config.batch_size),

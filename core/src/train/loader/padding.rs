@@ -2,10 +2,10 @@
 //! samples of varying shapes padded to the batch's largest.
 
 use super::LoadError;
-use super::batch::{Buffers, resize};
+use super::batch::{BatchBuffer, resize};
 use crate::Tensor;
 
-impl Buffers {
+impl BatchBuffer {
     /// Pads a batch of samples of varying shapes (each at the start of its
     /// slot of `stride` elements) to its largest, zeros around each, the
     /// samples then one after the other; sets the batch's shape.

@@ -4,8 +4,8 @@
 
 use alloc::vec::Vec;
 
-use super::super::stage::lock;
-use super::batch::{Buffers, resize};
+use super::batch::{BatchBuffer, resize};
+use super::queue::lock;
 use super::{LoadError, Shared};
 use crate::{Tensor, TensorMut};
 
@@ -71,7 +71,7 @@ pub(super) struct Open {
     pub(super) len: usize,
     /// Slots not finished yet.
     remaining: usize,
-    pub(super) buffers: Buffers,
+    pub(super) buffers: BatchBuffer,
     base: Base,
     /// The first failed sample's error.
     pub(super) failed: Option<LoadError>,

@@ -8,9 +8,9 @@ use std::sync::atomic::Ordering;
 
 use super::super::data::Sample;
 use super::super::sampler::EpochOrder;
-use super::super::stage::lock;
 use super::super::{SampleKey, TrainState};
-use super::batch::{BatchMut, Buffers};
+use super::batch::{BatchBuffer, BatchMut};
+use super::queue::lock;
 use super::slots::Open;
 use super::{LoadError, OnError, PerBatch, Shared};
 use crate::Tensor;
@@ -29,7 +29,7 @@ pub(super) struct Read {
 pub(super) struct Collated {
     pub(super) epoch: u32,
     pub(super) number: u64,
-    pub(super) buffers: Result<Buffers, (LoadError, Buffers)>,
+    pub(super) buffers: Result<BatchBuffer, (LoadError, BatchBuffer)>,
 }
 
 /// The message of a caught panic.
@@ -231,7 +231,7 @@ pub(super) fn collate_stage(s: &Shared) {
 }
 
 /// Runs a batch's [`PerBatch`] function, a panic caught as an error.
-fn per_batch(f: &PerBatch, epoch: u32, number: u64, b: &mut Buffers) -> Result<(), LoadError> {
+fn per_batch(f: &PerBatch, epoch: u32, number: u64, b: &mut BatchBuffer) -> Result<(), LoadError> {
     let failed = |message| LoadError::PerBatch {
         epoch,
         number,
