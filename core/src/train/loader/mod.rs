@@ -44,6 +44,14 @@
 //!   epoch's order: shard `r` of `n` takes positions `r + n * j`).
 //! - **Shutdown**: dropping the loader stops and joins every thread promptly
 //!   (a thread finishes the sample it is on).
+//!
+//! The code, one concern a module: `config` (the configuration and its
+//! defaults), `state` (the resume state), `error`, `batch` (a batch as its
+//! holder sees it), `stream` (the stream's epoch arithmetic), `stages` (the
+//! three thread bodies), `slots` (the slot writer the decode threads share),
+//! `padding` (closing a batch's holes, padding varying shapes) and `queue`
+//! (the bounded queues and pools between the stages); this module, the
+//! [`Loader`] that starts and joins them.
 
 mod batch;
 mod config;
