@@ -182,9 +182,9 @@ impl LoaderConfig {
     /// into, one collated or waiting, one held by the training step. A
     /// fourth lets the decoders run a batch further ahead of a consumer
     /// whose steps vary in length, at the cost of one more batch of memory
-    /// (38.5 MB at the default batch size; 154 MB at 256); raise it when
-    /// [`Loader::occupancy`](super::Loader::occupancy) shows the decoders
-    /// waiting for a buffer.
+    /// (38.5 MB at the default batch size; 154 MB at 256): raise it when the
+    /// training step's time varies (the decoders then wait for a free
+    /// buffer while a long step holds one).
     pub const DEFAULT_DEPTH: usize = 3;
     /// [`LoaderConfig::seed`]'s default: 0.
     pub const DEFAULT_SEED: u64 = 0;

@@ -178,7 +178,8 @@ impl fmt::Display for LoadError {
             }
             LoadError::BufferLength { expected, actual } => write!(
                 f,
-                "loader: the buffer holds {actual} elements, not the {expected} it must"
+                "loader: the caller's buffer holds {actual} elements, not the {expected} \
+                 (samples x height x width) it must"
             ),
         }
     }
