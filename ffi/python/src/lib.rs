@@ -10,6 +10,7 @@ mod geometry;
 mod graph;
 mod input;
 mod loader;
+mod mix;
 mod names;
 mod plan;
 mod resize;
@@ -30,5 +31,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resize::resize_float, m)?)?;
     train::register(m)?;
     loader::register(m)?;
+    mix::register(m)?;
     Ok(())
 }

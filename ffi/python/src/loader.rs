@@ -13,8 +13,34 @@ use tensorprep::train::{
 use tensorprep::{DType, Tensor};
 
 use crate::dlpack::{self, Export};
+use crate::mix::{self, PyMixup, Targets};
 use crate::train::{PyDataset, PyTrainPipeline};
 use crate::{errors, names};
+
+/// The loader's defaults: the library's (`LoaderConfig::new`'s, with two
+/// decode threads), in one place. The Python `Loader`'s signature shows
+/// them (through `loader_defaults()`), and every argument left out here
+/// keeps its value.
+fn defaults() -> LoaderConfig {
+    LoaderConfig::new(1, 2, 0)
+}
+
+/// The loader's defaults (`tensorprep::train::LoaderConfig`'s): `workers`,
+/// `read_workers`, `collate_workers`, `depth`, `decode_budget`,
+/// `buffer_limit` (bytes), `seed`.
+#[pyfunction]
+fn loader_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let c = defaults();
+    let d = PyDict::new(py);
+    d.set_item("workers", c.workers)?;
+    d.set_item("read_workers", c.read_workers)?;
+    d.set_item("collate_workers", c.collate_workers)?;
+    d.set_item("depth", c.depth)?;
+    d.set_item("decode_budget", c.decode_budget)?;
+    d.set_item("buffer_limit", c.buffer_limit)?;
+    d.set_item("seed", c.seed)?;
+    Ok(d)
+}
 
 /// A batch's tensor as a DLPack producer (`numpy.from_dlpack(t)`,
 /// `torch.from_dlpack(t)`): the consumer's array shares the batch's memory
@@ -102,6 +128,8 @@ pub(crate) struct PyLoader {
     running: Mutex<Running>,
     /// Stops the running loader (replaced with it; taken by `close`).
     stopper: Mutex<Option<Stopper>>,
+    /// With a `Mixup`: each mixed batch's soft targets (classes per row).
+    mixed: Option<(Targets, usize)>,
 }
 
 /// The loader and where its epoch is.
@@ -170,6 +198,9 @@ impl PyLoader {
     /// Restarts the threads at `state` (the old ones are joined first).
     fn restart(&self, running: &mut Running, state: LoaderState) -> Result<(), Failed> {
         drop(running.loader.take());
+        if let Some((targets, _)) = &self.mixed {
+            targets.clear();
+        }
         let (dataset, plan, config) = (
             Arc::clone(&self.dataset),
             Arc::clone(&self.plan),
@@ -184,18 +215,18 @@ impl PyLoader {
 #[pymethods]
 impl PyLoader {
     #[new]
-    #[pyo3(signature = (dataset, pipeline, batch_size, workers, seed, *, shard=None, shuffle=true,
+    #[pyo3(signature = (dataset, pipeline, batch_size, workers=None, seed=None, *, shard=None, shuffle=true,
                         weights=None, replacement=true, num_samples=None, drop_last=false,
-                        skip_errors=false, prefetch=None, depth=4, read_workers=1, epochs=None,
-                        max_shape=None, decode_budget=None, buffer_limit=None))]
+                        skip_errors=false, prefetch=None, depth=None, read_workers=None, epochs=None,
+                        max_shape=None, decode_budget=None, buffer_limit=None, mix=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         dataset: &PyDataset,
         pipeline: &PyTrainPipeline,
         batch_size: usize,
-        workers: usize,
-        seed: u64,
+        workers: Option<usize>,
+        seed: Option<u64>,
         shard: Option<(u32, u32, bool)>,
         shuffle: bool,
         weights: Option<Vec<f64>>,
@@ -204,15 +235,26 @@ impl PyLoader {
         drop_last: bool,
         skip_errors: bool,
         prefetch: Option<usize>,
-        depth: usize,
-        read_workers: usize,
+        depth: Option<usize>,
+        read_workers: Option<usize>,
         epochs: Option<u32>,
         max_shape: Option<[usize; 3]>,
         decode_budget: Option<u64>,
         buffer_limit: Option<u64>,
+        mix: Option<&PyMixup>,
     ) -> PyResult<PyLoader> {
         let plan = Arc::new(pipeline.pipeline.compile().map_err(|e| errors::core(&e))?);
-        let mut config = LoaderConfig::new(batch_size, workers, seed);
+        // Every argument left out keeps the library's default.
+        let mut config = defaults();
+        config.batch_size = batch_size;
+        if let Some(w) = workers {
+            config.workers = w;
+            // The read-ahead follows the workers unless given.
+            config.prefetch = LoaderConfig::new(batch_size, w, 0).prefetch;
+        }
+        if let Some(s) = seed {
+            config.seed = s;
+        }
         config.shard = match shard {
             Some((index, count, drop_last)) => {
                 Shard::new(count, index, drop_last).map_err(|e| errors::value(e.to_string()))?
@@ -236,8 +278,12 @@ impl PyLoader {
         if let Some(p) = prefetch {
             config.prefetch = p;
         }
-        config.depth = depth;
-        config.read_workers = read_workers;
+        if let Some(d) = depth {
+            config.depth = d;
+        }
+        if let Some(r) = read_workers {
+            config.read_workers = r;
+        }
         config.epochs = epochs;
         config.max_shape = max_shape;
         if let Some(bytes) = decode_budget {
@@ -246,6 +292,32 @@ impl PyLoader {
         if let Some(bytes) = buffer_limit {
             config.buffer_limit = bytes;
         }
+        let mixed = match mix {
+            Some(m) => {
+                let sample = plan.output_shape().filter(|_| max_shape.is_none()).ok_or_else(|| {
+                    errors::value(
+                        "Mixup needs batches of one sample shape (a pipeline ending in a fixed size, no max_shape)",
+                    )
+                })?;
+                if batch_size % 2 == 1 {
+                    return Err(errors::value(format!(
+                        "Mixup pairs sample i with sample n - 1 - i: batch_size must be even, not {batch_size}"
+                    )));
+                }
+                let targets = Targets::default();
+                let shard = (config.shard.index(), config.shard.count());
+                config.per_batch = Some(mix::per_batch(
+                    m.0,
+                    config.seed,
+                    shard,
+                    sample,
+                    plan.layout(),
+                    targets.clone(),
+                ));
+                Some((targets, m.0.num_classes))
+            }
+            None => None,
+        };
         let dataset = dataset.dataset();
         let (d, p, c) = (Arc::clone(&dataset), Arc::clone(&plan), config.clone());
         let loader = load(py.detach(move || Loader::new(d, p, c)))?;
@@ -254,6 +326,7 @@ impl PyLoader {
             plan,
             config,
             stopper: Mutex::new(Some(loader.stopper())),
+            mixed,
             running: Mutex::new(Running {
                 loader: Some(loader),
                 exhausted: false,
@@ -284,7 +357,16 @@ impl PyLoader {
         };
         let len = batch.len();
         let [_, a, b, c] = batch.shape();
-        let labels = batch.labels()[..len].to_vec();
+        let labels = match &self.mixed {
+            None => numpy::PyArray1::from_vec(py, batch.labels()[..len].to_vec()).into_any(),
+            Some((targets, classes)) => {
+                let soft = targets.take(batch.epoch, batch.number).ok_or_else(|| {
+                    errors::LoaderError::new_err("a mixed batch came without its soft targets")
+                })?;
+                let soft = numpy::PyArray1::from_vec(py, soft);
+                numpy::PyArrayMethods::reshape(&soft, [len, *classes])?.into_any()
+            }
+        };
         let indices = batch.indices()[..len].to_vec();
         let mask = if mask {
             let [_, mh, mw] = batch.pixel_mask_shape();
@@ -316,7 +398,7 @@ impl PyLoader {
         };
         let out = (
             Py::new(py, tensor)?,
-            numpy::PyArray1::from_vec(py, labels),
+            labels,
             numpy::PyArray1::from_vec(py, indices),
             epoch,
             number,
@@ -451,5 +533,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BatchTensor>()?;
     m.add_class::<PyLoader>()?;
     m.add_function(wrap_pyfunction!(shard_from_env, m)?)?;
+    m.add_function(wrap_pyfunction!(loader_defaults, m)?)?;
     Ok(())
 }

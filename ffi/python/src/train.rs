@@ -779,13 +779,160 @@ impl PyErasing {
     }
 }
 
+/// torchvision's `ToTensor()` in a pipeline's list: the augmentations
+/// before it run on 8-bit pixels, the steps after it (`Normalize`,
+/// `RandomErasing`) on the float tensor. Without a `Normalize` after it,
+/// the values are 0-1 (torchvision's meaning).
+#[pyclass(frozen, module = "tensorprep.train", name = "ToTensor")]
+#[derive(Clone, Copy)]
+pub(crate) struct PyToTensor;
+
+#[pymethods]
+impl PyToTensor {
+    #[new]
+    fn new() -> PyToTensor {
+        PyToTensor
+    }
+
+    fn __repr__(&self) -> &'static str {
+        "ToTensor()"
+    }
+}
+
+/// torchvision's `Normalize(mean, std)` in a pipeline's list, after
+/// `ToTensor`: `(x - mean) / std` per channel, in 0-1 units (one value or
+/// three). `inplace` is accepted for torchvision's signature and changes
+/// nothing (the tensor is written once).
+#[pyclass(frozen, module = "tensorprep.train", name = "Normalize")]
+#[derive(Clone, Copy)]
+pub(crate) struct PyNormalize {
+    mean: [f32; 3],
+    std: [f32; 3],
+}
+
+/// Three channel values from one or three numbers.
+fn per_channel(name: &str, values: Vec<f32>) -> PyResult<[f32; 3]> {
+    match values.as_slice() {
+        [v] => Ok([*v; 3]),
+        [r, g, b] => Ok([*r, *g, *b]),
+        _ => Err(errors::value(format!(
+            "Normalize: {name} has one value or three (RGB), not {}",
+            values.len()
+        ))),
+    }
+}
+
+#[pymethods]
+impl PyNormalize {
+    #[new]
+    #[pyo3(signature = (mean, std, inplace=false))]
+    fn new(mean: Vec<f32>, std: Vec<f32>, inplace: bool) -> PyResult<PyNormalize> {
+        let _ = inplace;
+        let (mean, std) = (per_channel("mean", mean)?, per_channel("std", std)?);
+        if std.iter().any(|s| !(s.is_finite() && *s != 0.0)) || mean.iter().any(|m| !m.is_finite())
+        {
+            return Err(errors::value(
+                "Normalize: mean finite, std finite and non-zero",
+            ));
+        }
+        Ok(PyNormalize { mean, std })
+    }
+
+    /// The per-channel mean.
+    #[getter]
+    fn mean(&self) -> (f32, f32, f32) {
+        (self.mean[0], self.mean[1], self.mean[2])
+    }
+
+    /// The per-channel standard deviation.
+    #[getter]
+    fn std(&self) -> (f32, f32, f32) {
+        (self.std[0], self.std[1], self.std[2])
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Normalize(mean={:?}, std={:?})", self.mean, self.std)
+    }
+}
+
+/// A pipeline's list as torchvision writes it: augmentations, then
+/// optionally `ToTensor`, `Normalize` and `RandomErasing`, in an order the
+/// pipeline runs as written or refused.
+struct Steps {
+    augments: Vec<Augment>,
+    /// `ToTensor` was in the list.
+    tensor: bool,
+    normalize: Option<PyNormalize>,
+    erasing: Vec<RandomErasing>,
+}
+
+impl Steps {
+    fn parse(list: &Bound<'_, PyAny>) -> PyResult<Steps> {
+        let mut steps = Steps {
+            augments: Vec::new(),
+            tensor: false,
+            normalize: None,
+            erasing: Vec::new(),
+        };
+        for item in list.try_iter()? {
+            let item = item?;
+            if let Ok(a) = item.cast::<PyAugment>() {
+                if steps.tensor {
+                    return Err(errors::value(format!(
+                        "{:?} after ToTensor: augmentations run on 8-bit pixels before the \
+                         tensor is made (as torchvision's PIL transforms do); move it before ToTensor",
+                        a.get().0
+                    )));
+                }
+                steps.augments.push(a.get().0.clone());
+            } else if item.cast::<PyToTensor>().is_ok() {
+                if steps.tensor {
+                    return Err(errors::value("ToTensor twice in the list"));
+                }
+                steps.tensor = true;
+            } else if let Ok(n) = item.cast::<PyNormalize>() {
+                if !steps.tensor {
+                    return Err(errors::value(
+                        "Normalize before ToTensor (torchvision normalizes tensors): put ToTensor() first",
+                    ));
+                }
+                if steps.normalize.is_some() {
+                    return Err(errors::value("Normalize twice in the list"));
+                }
+                if !steps.erasing.is_empty() {
+                    return Err(errors::value(
+                        "RandomErasing before Normalize: the erased values are written in the \
+                         normalized tensor; put RandomErasing after Normalize",
+                    ));
+                }
+                steps.normalize = Some(*n.get());
+            } else if let Ok(e) = item.cast::<PyErasing>() {
+                if !steps.tensor {
+                    return Err(errors::value(
+                        "RandomErasing before ToTensor (torchvision erases tensors): put it after ToTensor",
+                    ));
+                }
+                steps.erasing.push(e.get().0);
+            } else {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "a pipeline's list takes tensorprep.train's augmentations, ToTensor, Normalize \
+                     and RandomErasing, not {}",
+                    item.get_type()
+                )));
+            }
+        }
+        Ok(steps)
+    }
+}
+
 /// A training pipeline: decode, the augmentations (drawn per sample from
 /// the loader's seed, the epoch and the sample's index: the same tensors on
 /// any number of workers), then `ToTensor` + `Normalize` into float32 CHW.
 ///
 /// >>> from tensorprep import train
 /// >>> p = train.Pipeline([train.RandomResizedCrop(224), train.RandomHorizontalFlip(),
-/// ...                     train.TrivialAugmentWide()], erasing=[train.RandomErasing(0.25)])
+/// ...                     train.ToTensor(), train.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+/// ...                     train.RandomErasing(0.25)])
 /// >>> p = train.Pipeline.preset("imagenet-train")
 #[pyclass(frozen, module = "tensorprep.train", name = "Pipeline")]
 #[derive(Clone)]
@@ -795,22 +942,31 @@ pub(crate) struct PyTrainPipeline {
 
 #[pymethods]
 impl PyTrainPipeline {
-    /// `augments` in order; `mean` / `std` in 0-1 units (ImageNet's by
-    /// default); `dtype` `"float32"`, `"float16"`, `"uint8"` (values 0-255,
-    /// no normalization: give mean 0 and std 1/255) or `"int8"`; `layout`
-    /// `"chw"` or `"hwc"`; `decoder` as in `Graph.compile`; `fast`:
-    /// DCT-scaled decoding of each drawn crop (`True`/`"fast"` or `"draft"`,
-    /// as in `Graph.compile`); `exif`: apply the EXIF
-    /// orientation; `erasing`: `RandomErasing`s on the finished tensor.
+    /// `augments`: the augmentations in order, as torchvision's `Compose`
+    /// list: `ToTensor()`, `Normalize(mean, std)` and `RandomErasing` may
+    /// close it, in that order (an augmentation after `ToTensor`, or
+    /// `RandomErasing` before `Normalize`, is refused rather than
+    /// reordered). `mean` / `std` in 0-1 units: `None` takes the list's
+    /// `Normalize`, else 0 and 1 when the list has `ToTensor` (values 0-1,
+    /// torchvision's meaning), else ImageNet's; giving them beside a
+    /// `Normalize` in the list is refused. `dtype` `"float32"`,
+    /// `"float16"`, `"uint8"` (values 0-255, no normalization: give mean 0
+    /// and std 1/255) or `"int8"`; `layout` `"chw"` or `"hwc"`; `decoder`
+    /// as in `Graph.compile`; `fast`: DCT-scaled decoding of each drawn
+    /// crop (`True`/`"fast"` or `"draft"`, as in `Graph.compile`); `exif`:
+    /// apply the EXIF orientation; `erasing`: `RandomErasing`s on the
+    /// finished tensor (or in the list, after `ToTensor`).
     #[new]
-    #[pyo3(signature = (augments, *, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225),
-                        dtype="float32", layout="chw", decoder=None, fast=names::Scaling(DecodeScaling::Exact), exif=false,
-                        erasing=None))]
+    #[pyo3(signature = (augments, *, mean=None, std=None, dtype="float32", layout="chw",
+                        decoder=None, fast=names::Scaling(DecodeScaling::Exact), exif=false,
+                        erasing=None),
+           text_signature = "(augments, *, mean=None, std=None, dtype='float32', layout='chw', \
+                             decoder=None, fast=False, exif=False, erasing=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         augments: &Bound<'_, PyAny>,
-        mean: (f32, f32, f32),
-        std: (f32, f32, f32),
+        mean: Option<(f32, f32, f32)>,
+        std: Option<(f32, f32, f32)>,
         dtype: &str,
         layout: &str,
         decoder: Option<&str>,
@@ -833,9 +989,24 @@ impl PyTrainPipeline {
                 )));
             }
         };
+        let steps = Steps::parse(augments)?;
         let mut normalize = Normalize::IMAGENET;
-        normalize.mean = [mean.0, mean.1, mean.2];
-        normalize.std = [std.0, std.1, std.2];
+        match (steps.normalize, mean.is_some() || std.is_some()) {
+            (Some(_), true) => {
+                return Err(errors::value(
+                    "mean= / std= beside a Normalize in the list: give one of them",
+                ));
+            }
+            (Some(n), false) => (normalize.mean, normalize.std) = (n.mean, n.std),
+            (None, _) if steps.tensor => (normalize.mean, normalize.std) = ([0.0; 3], [1.0; 3]),
+            (None, _) => {}
+        }
+        if let Some(m) = mean {
+            normalize.mean = [m.0, m.1, m.2];
+        }
+        if let Some(s) = std {
+            normalize.std = [s.0, s.1, s.2];
+        }
         let finish = Op::finish(
             normalize,
             layout,
@@ -843,7 +1014,8 @@ impl PyTrainPipeline {
             names::dtype(dtype)?,
             Quantization::IDENTITY,
         );
-        let mut pipeline = TrainPipeline::new(decode, self::augments(augments)?, finish);
+        let mut pipeline = TrainPipeline::new(decode, steps.augments, finish);
+        pipeline.erasing = steps.erasing;
         if let Some(list) = erasing {
             for e in list.try_iter()? {
                 pipeline.erasing.push(e?.cast::<PyErasing>()?.get().0);
@@ -921,6 +1093,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyAugment>()?;
     m.add_class::<PyErasing>()?;
     m.add_class::<PyTrainPipeline>()?;
+    m.add_class::<PyToTensor>()?;
+    m.add_class::<PyNormalize>()?;
     for f in [
         wrap_pyfunction!(random_resized_crop, m)?,
         wrap_pyfunction!(random_crop, m)?,

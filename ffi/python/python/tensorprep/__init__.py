@@ -12,6 +12,9 @@ numpy images and camera frames, with the GIL released.
 Training: ``tensorprep.train`` (datasets, augmentations, the loader).
 """
 
+from types import ModuleType
+from typing import Any, Dict
+
 from ._native import (
     DataError,
     DecodeError,
@@ -48,12 +51,12 @@ __all__ = [
 ]
 
 
-def _compiled(graph, input, options):
+def _compiled(graph: Graph, input: str, options: Dict[str, Any]) -> Plan:
     """A plan from its graph and compile options (how plans are unpickled)."""
     return graph.compile(input, **options)
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> ModuleType:
     # `tensorprep.train` on first use (it is a submodule).
     if name == "train":
         import importlib

@@ -63,7 +63,7 @@ class Geometry:
     @property
     def matrix(self) -> list[list[float]]: ...
     @overload
-    def to_source(self, points: Tuple[float, float]) -> Tuple[float, float]: ...
+    def to_source(self, points: Tuple[float, float]) -> Tuple[float, float]: ...  # type: ignore[overload-overlap]
     @overload
     def to_source(self, points: npt.ArrayLike) -> npt.NDArray[np.float64]: ...
     def to_source_boxes(self, boxes: npt.ArrayLike) -> npt.NDArray[np.float64]: ...
@@ -262,15 +262,31 @@ class RandomErasing:
         value: Union[float, Sequence[float], str, None] = None,
     ) -> None: ...
 
+class ToTensor:
+    """torchvision's ``ToTensor()`` in a pipeline's list (values 0-1 without a ``Normalize``)."""
+
+    def __init__(self) -> None: ...
+
+class Normalize:
+    """torchvision's ``Normalize(mean, std)`` in a pipeline's list, after ``ToTensor``."""
+
+    def __init__(self, mean: Sequence[float], std: Sequence[float], inplace: bool = False) -> None: ...
+    @property
+    def mean(self) -> Tuple[float, float, float]: ...
+    @property
+    def std(self) -> Tuple[float, float, float]: ...
+
+Step = Union[Augment, ToTensor, Normalize, RandomErasing]
+
 class Pipeline:
     """A training pipeline: decode, augmentations drawn per sample, normalize."""
 
     def __init__(
         self,
-        augments: Sequence[Augment],
+        augments: Sequence[Step],
         *,
-        mean: Tuple[float, float, float] = (0.485, 0.456, 0.406),
-        std: Tuple[float, float, float] = (0.229, 0.224, 0.225),
+        mean: Optional[Tuple[float, float, float]] = None,
+        std: Optional[Tuple[float, float, float]] = None,
         dtype: str = "float32",
         layout: str = "chw",
         decoder: Optional[str] = None,
@@ -304,8 +320,51 @@ class BatchTensor:
     @property
     def dtype(self) -> str: ...
 
+class Mixup:
+    """timm's ``Mixup`` as the loader's batch transform (``Loader(mix=...)``)."""
+
+    def __init__(
+        self,
+        mixup_alpha: float = 1.0,
+        cutmix_alpha: float = 0.0,
+        cutmix_minmax: Optional[Tuple[float, float]] = None,
+        prob: float = 1.0,
+        switch_prob: float = 0.5,
+        mode: str = "batch",
+        correct_lam: bool = True,
+        label_smoothing: float = 0.1,
+        num_classes: int = 1000,
+    ) -> None: ...
+    @property
+    def num_classes(self) -> int: ...
+
+def loader_defaults() -> dict[str, int]: ...
+
 class _Loader:
-    def __init__(self, dataset: Dataset, pipeline: Pipeline, batch_size: int, workers: int, seed: int, **kwargs: Any) -> None: ...
+    def __init__(
+        self,
+        dataset: Dataset,
+        pipeline: Pipeline,
+        batch_size: int,
+        workers: Optional[int] = None,
+        seed: Optional[int] = None,
+        *,
+        shard: Optional[Tuple[int, int, bool]] = None,
+        shuffle: bool = True,
+        weights: Optional[Sequence[float]] = None,
+        replacement: bool = True,
+        num_samples: Optional[int] = None,
+        drop_last: bool = False,
+        skip_errors: bool = False,
+        prefetch: Optional[int] = None,
+        depth: Optional[int] = None,
+        read_workers: Optional[int] = None,
+        epochs: Optional[int] = None,
+        max_shape: Optional[Tuple[int, int, int]] = None,
+        decode_budget: Optional[int] = None,
+        buffer_limit: Optional[int] = None,
+        mix: Optional[Mixup] = None,
+    ) -> None: ...
     def next_batch(
         self, mask: bool = False
     ) -> Optional[

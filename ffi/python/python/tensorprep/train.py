@@ -12,10 +12,21 @@
 Every augmentation is drawn from (seed, epoch, sample index): the same
 batches for any number of workers, in any order, and no generator state to
 save. The decoding and augmenting run on Rust threads without the GIL.
+
+PyTorch's names work where they mean the same: a pipeline's list may end in
+``ToTensor()``, ``Normalize(mean, std)`` and ``RandomErasing`` as a
+torchvision ``Compose`` does, and ``Loader`` takes ``DataLoader``'s
+``num_workers`` and ``prefetch_factor``. Mixup and CutMix are a batch
+transform of the loader: ``Loader(..., mix=train.MixUp(alpha=0.2,
+num_classes=1000))`` (torchvision's names) or ``mix=train.Mixup(...)``
+(timm's); the labels are then soft targets.
 """
+
+from __future__ import annotations
 
 import importlib.util
 import os
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from ._native import (  # noqa: F401  (re-exported)
     AugMix,
@@ -26,6 +37,8 @@ from ._native import (  # noqa: F401  (re-exported)
     ColorJitter,
     Dataset,
     GaussianBlur,
+    Mixup,
+    Normalize,
     Pipeline,
     RandAugment,
     RandomAdjustSharpness,
@@ -47,11 +60,15 @@ from ._native import (  # noqa: F401  (re-exported)
     RandomSolarize,
     RandomVerticalFlip,
     Resize,
+    ToTensor,
     TrivialAugmentWide,
     _Loader,
+    loader_defaults,
     shard_from_env,
 )
 from ._native import Graph as _Graph
+
+PathLike = Union[str, "os.PathLike[str]"]
 
 __all__ = [
     "AugMix",
@@ -60,10 +77,14 @@ __all__ = [
     "BatchTensor",
     "CenterCrop",
     "ColorJitter",
+    "CutMix",
     "Dataset",
     "GaussianBlur",
     "ImageFolder",
     "Loader",
+    "MixUp",
+    "Mixup",
+    "Normalize",
     "Pipeline",
     "RandAugment",
     "RandomAdjustSharpness",
@@ -88,24 +109,32 @@ __all__ = [
     "Resize",
     "Samples",
     "TFRecord",
+    "ToTensor",
     "TrivialAugmentWide",
     "WebDataset",
     "from_torchvision",
+    "loader_defaults",
     "shard_from_env",
 ]
 
 
-def ImageFolder(root):
+def ImageFolder(root: PathLike) -> Dataset:
     """torchvision's ``ImageFolder``: a subdirectory per class (sorted), its images the samples."""
     return Dataset.image_folder(os.fspath(root))
 
 
-def RecordIO(path, index=None):
+def RecordIO(path: PathLike, index: Optional[PathLike] = None) -> Dataset:
     """MXNet RecordIO (``.rec``; its ``.idx`` beside it or ``index``), as ``im2rec`` writes it."""
     return Dataset.recordio(os.fspath(path), None if index is None else os.fspath(index))
 
 
-def TFRecord(path, index=None, *, image_key="image/encoded", label_key="image/class/label"):
+def TFRecord(
+    path: PathLike,
+    index: Optional[PathLike] = None,
+    *,
+    image_key: str = "image/encoded",
+    label_key: str = "image/class/label",
+) -> Dataset:
     """A TFRecord file of ``tf.train.Example`` (CRC-32C checked); ``index``: DALI's ``tfrecord2idx``."""
     return Dataset.tfrecord(
         os.fspath(path),
@@ -115,19 +144,19 @@ def TFRecord(path, index=None, *, image_key="image/encoded", label_key="image/cl
     )
 
 
-def WebDataset(pattern, *, image_keys=None, label_key="cls"):
+def WebDataset(pattern: str, *, image_keys: Optional[Sequence[str]] = None, label_key: str = "cls") -> Dataset:
     """WebDataset tar shards, brace patterns expanded (``"shards-{000..009}.tar"``)."""
     return Dataset.webdataset(pattern, image_keys=image_keys, label_key=label_key)
 
 
-def Samples(items):
+def Samples(items: Iterable[Tuple[bytes, Union[float, Sequence[float]]]]) -> Dataset:
     """Samples in memory: ``(encoded_bytes, label)`` pairs; a label is a
     number or a sequence of numbers, each one float32 holds (NaN, infinities
     and integers past 2**24 that float32 would round are a ``ValueError``)."""
     return Dataset.samples(list(items))
 
 
-def _fill(fill):
+def _fill(fill: Any) -> Union[int, list[int], None]:
     if fill is None:
         return None
     if isinstance(fill, (int, float)):
@@ -135,7 +164,7 @@ def _fill(fill):
     return [int(v) for v in fill]
 
 
-def _augment(t):
+def _augment(t: Any) -> Augment:
     """One torchvision transform as an ``Augment`` (by its class name and attributes)."""
     name = type(t).__name__
     interp = getattr(t, "interpolation", None)
@@ -200,7 +229,7 @@ def _augment(t):
     raise ValueError(f"{name} has no tensorprep counterpart (known: torchvision's geometric, colour and policy transforms)")
 
 
-def from_torchvision(transform, *, decoder=None, fast=False):
+def from_torchvision(transform: Any, *, decoder: Optional[str] = None, fast: Union[bool, str] = False) -> Pipeline:
     """A ``Pipeline`` from a torchvision training transform (a ``Compose`` or
     a list): the PIL-image transforms in order (``RandomResizedCrop``,
     ``RandomHorizontalFlip``, ``ColorJitter``, ``TrivialAugmentWide``, ...,
@@ -213,8 +242,11 @@ def from_torchvision(transform, *, decoder=None, fast=False):
     ...                                              T.ToTensor(), T.Normalize(mean, std)]))
     """
     steps = list(getattr(transform, "transforms", transform))
-    augments, erasing = [], []
-    mean, std, tensor = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0), False
+    augments: list[Augment] = []
+    erasing: list[RandomErasing] = []
+    mean: Tuple[float, ...] = (0.0, 0.0, 0.0)
+    std: Tuple[float, ...] = (1.0, 1.0, 1.0)
+    tensor = False
     for t in steps:
         name = type(t).__name__
         if name in ("ToTensor", "MaybeToTensor"):
@@ -238,10 +270,36 @@ def from_torchvision(transform, *, decoder=None, fast=False):
             augments.append(_augment(t))
     if not tensor:
         raise ValueError("the transform has no ToTensor: tensorprep pipelines end in a float tensor")
-    return Pipeline(augments, mean=mean, std=std, decoder=decoder, fast=fast, erasing=erasing)
+    return Pipeline(
+        augments,
+        mean=(mean[0], mean[1], mean[2]),
+        std=(std[0], std[1], std[2]),
+        decoder=decoder,
+        fast=fast,
+        erasing=erasing,
+    )
 
 
-def _torch_wanted(output):
+def MixUp(*, alpha: float = 1.0, num_classes: int) -> Mixup:
+    """torchvision v2's ``MixUp(alpha=, num_classes=)`` for ``Loader(mix=...)``:
+    every batch mixed with one ``Beta(alpha, alpha)`` draw, one-hot targets
+    without smoothing. Sample ``i`` is mixed with sample ``n - 1 - i`` (timm's
+    pairing; torchvision pairs ``i`` with ``i - 1``: the same distribution,
+    other pairs). ``timm``'s ``Mixup`` has the other options."""
+    return Mixup(mixup_alpha=alpha, cutmix_alpha=0.0, label_smoothing=0.0, num_classes=num_classes)
+
+
+def CutMix(*, alpha: float = 1.0, num_classes: int) -> Mixup:
+    """torchvision v2's ``CutMix(alpha=, num_classes=)`` for ``Loader(mix=...)``:
+    a box of area ``1 - lambda`` (``lambda`` from ``Beta(alpha, alpha)``, then
+    corrected to the box's clipped area) pasted from the partner sample
+    ``n - 1 - i``, one-hot targets without smoothing. For torchvision's
+    ``RandomChoice([MixUp(...), CutMix(...)])`` use timm's switch:
+    ``Mixup(mixup_alpha=a, cutmix_alpha=b, switch_prob=0.5, label_smoothing=0)``."""
+    return Mixup(mixup_alpha=0.0, cutmix_alpha=alpha, label_smoothing=0.0, num_classes=num_classes)
+
+
+def _torch_wanted(output: str) -> bool:
     if output == "torch":
         if importlib.util.find_spec("torch") is None:
             raise ImportError("output='torch' needs torch installed (output='numpy' gives numpy arrays)")
@@ -253,16 +311,43 @@ def _torch_wanted(output):
     return importlib.util.find_spec("torch") is not None
 
 
+
+class _Default(int):
+    """A default argument's value (the library's), told apart from the same
+    value given: ``Loader`` refuses an argument given under both its names."""
+
+
+_DEFAULTS = loader_defaults()
+_WORKERS = _Default(_DEFAULTS["workers"])
+_DEPTH = _Default(_DEFAULTS["depth"])
+_READ_WORKERS = _Default(_DEFAULTS["read_workers"])
+_DECODE_BUDGET = _Default(_DEFAULTS["decode_budget"])
+_BUFFER_LIMIT = _Default(_DEFAULTS["buffer_limit"])
+_SEED = _Default(_DEFAULTS["seed"])
+
+
+def _one_of(name: str, value: int, alias: str, alias_value: Optional[int]) -> int:
+    """``value``, or ``alias_value`` when given instead; both given is a ``TypeError``."""
+    if alias_value is None:
+        return int(value)
+    if not isinstance(value, _Default):
+        raise TypeError(f"Loader got both {name}= and {alias}= (the same setting): give one")
+    return int(alias_value)
+
+
 class Loader:
     """Batches of a training pipeline's tensors from a dataset.
 
-    ``Loader(dataset, pipeline, batch_size, workers, seed, shard="env", ...)``
+    ``Loader(dataset, pipeline, batch_size, workers, seed, shard="env", ...)``;
+    the defaults shown in the signature are the library's
+    (``tensorprep::train::LoaderConfig``, also ``loader_defaults()``).
 
     - ``dataset``: a ``Dataset`` (``ImageFolder``, ``RecordIO``, ``TFRecord``,
       ``WebDataset``, ``Samples``, or made of those).
     - ``pipeline``: a ``Pipeline``, a training preset's name
       (``"imagenet-train"``), or an inference ``Graph`` (a validation loader).
-    - ``workers``: decode + augment threads (Rust threads, no processes).
+    - ``workers`` (or ``DataLoader``'s ``num_workers``): decode + augment
+      threads (Rust threads, no processes).
     - ``seed``: every epoch's order and every draw come from it.
     - ``shard``: ``"env"`` (the default: torchrun's ``RANK`` / ``WORLD_SIZE``,
       or MPI's, or one shard), ``None`` (the whole dataset), or
@@ -275,16 +360,30 @@ class Loader:
       ends the epoch).
     - ``output``: ``"auto"`` (torch tensors when torch is installed, numpy
       arrays otherwise), ``"numpy"`` or ``"torch"``. ``labels``: ``"int64"``
-      (class indices, the default) or ``"float32"``.
+      (class indices, the default) or ``"float32"``; with ``mix`` the labels
+      are soft targets (float32, batch x classes) and ``labels`` stays unset.
+    - ``mix``: a batch transform, ``MixUp``, ``CutMix`` (torchvision's names)
+      or ``Mixup`` (timm's): each batch mixed in place by the loader's
+      threads, drawn from (seed, epoch, the batch's place among every
+      rank's): the same for any worker count and after a resume. Needs an
+      even ``batch_size``, a fixed output size and, when the epoch's last
+      batch would be odd, ``drop_last=True``.
+    - ``prefetch``: samples read ahead of the decode threads (``None``: 2 x
+      workers + 2).
     - ``depth``: batch buffers in circulation (the memory bound; a batch held
-      by Python keeps its buffer until it is freed).
+      by Python keeps its buffer until it is freed). ``DataLoader``'s
+      ``prefetch_factor`` (batches loaded ahead per worker) sets it to
+      ``prefetch_factor x workers + 1`` (the batches ahead and the one being
+      filled): the same memory as a ``DataLoader``.
     - ``decode_budget``: the most bytes one sample's decode and augmentation
-      may take, per worker (1 GiB by default: an image that would need more,
-      counted from its header, is an error naming its file); ``buffer_limit``:
-      the most the batch buffers may take together (8 GiB by default; a
-      ``depth`` and ``batch_size`` past it are refused at once). The loader's
-      peak is about ``depth x batch x sample bytes + workers x decode_budget``
-      plus the samples read ahead.
+      may take, per worker (an image that would need more, counted from its
+      header, is an error naming its file); ``buffer_limit``: the most the
+      batch buffers may take together (a ``depth`` and ``batch_size`` past
+      it are refused at once). The loader's peak is about ``depth x batch x
+      sample bytes + workers x decode_budget`` plus the samples read ahead.
+
+    An argument given under both names (``workers`` and ``num_workers``,
+    ``depth`` and ``prefetch_factor``) is a ``TypeError``.
 
     Iterating gives ``(images, labels)`` for one epoch; iterating again moves
     to the next epoch (a loop broken out of continues where it stopped). An
@@ -300,58 +399,76 @@ class Loader:
     waits for is given up.
     """
 
+    last_indices: Optional[Any]
+    """The dataset indices of the last batch iteration gave (numpy uint64)."""
+
     def __init__(
         self,
-        dataset,
-        pipeline,
-        batch_size,
-        workers=2,
-        seed=0,
+        dataset: Dataset,
+        pipeline: Union[Pipeline, str, _Graph],
+        batch_size: int,
+        workers: int = _WORKERS,
+        seed: int = _SEED,
         *,
-        shard="env",
-        drop_last_shard=False,
-        shuffle=True,
-        weights=None,
-        num_samples=None,
-        replacement=True,
-        drop_last=False,
-        skip_errors=False,
-        output="auto",
-        labels="int64",
-        prefetch=None,
-        depth=4,
-        read_workers=1,
-        epochs=None,
-        max_shape=None,
-        decode_budget=None,
-        buffer_limit=None,
-    ):
+        shard: Union[str, Tuple[int, int], None] = "env",
+        drop_last_shard: bool = False,
+        shuffle: bool = True,
+        weights: Optional[Sequence[float]] = None,
+        num_samples: Optional[int] = None,
+        replacement: bool = True,
+        drop_last: bool = False,
+        skip_errors: bool = False,
+        output: str = "auto",
+        labels: Optional[str] = None,
+        mix: Optional[Mixup] = None,
+        prefetch: Optional[int] = None,
+        depth: int = _DEPTH,
+        read_workers: int = _READ_WORKERS,
+        epochs: Optional[int] = None,
+        max_shape: Optional[Tuple[int, int, int]] = None,
+        decode_budget: int = _DECODE_BUDGET,
+        buffer_limit: int = _BUFFER_LIMIT,
+        num_workers: Optional[int] = None,
+        prefetch_factor: Optional[int] = None,
+    ) -> None:
+        workers = _one_of("workers", workers, "num_workers", num_workers)
+        if prefetch_factor is not None:
+            if prefetch_factor < 1:
+                raise ValueError(f"prefetch_factor must be at least 1, not {prefetch_factor}")
+            depth = _one_of("depth", depth, "prefetch_factor", int(prefetch_factor) * workers + 1)
         if isinstance(pipeline, str):
             pipeline = Pipeline.preset(pipeline)
         elif isinstance(pipeline, _Graph):
             pipeline = Pipeline.from_graph(pipeline)
         if shard == "env":
-            rank, size = shard_from_env()
-            shard = (rank, size)
+            shard = shard_from_env()
+        shard_arg: Optional[Tuple[int, int, bool]]
         if shard is None:
             shard_arg = None
+        elif isinstance(shard, str):
+            raise ValueError(f"shard must be 'env', None or (rank, world_size), not {shard!r}")
         else:
             rank, size = shard
             shard_arg = (int(rank), int(size), bool(drop_last_shard))
-        if labels not in ("int64", "float32"):
+        if mix is not None and labels is not None:
+            raise ValueError("with mix= the labels are soft targets (float32): leave labels= unset")
+        if labels is None:
+            labels = "soft" if mix is not None else "int64"
+        elif labels not in ("int64", "float32"):
             raise ValueError(f"labels must be 'int64' or 'float32', not {labels!r}")
         self._torch = _torch_wanted(output)
         self._labels = labels
         self.dataset = dataset
         self.pipeline = pipeline
         self.batch_size = batch_size
-        self.shard = (0, 1) if shard is None else (shard_arg[0], shard_arg[1])
+        self.mix = mix
+        self.shard = (0, 1) if shard_arg is None else (shard_arg[0], shard_arg[1])
         self._native = _Loader(
             dataset,
             pipeline,
             batch_size,
             workers,
-            seed,
+            int(seed),
             shard=shard_arg,
             shuffle=shuffle,
             weights=None if weights is None else [float(w) for w in weights],
@@ -360,16 +477,17 @@ class Loader:
             drop_last=drop_last,
             skip_errors=skip_errors,
             prefetch=prefetch,
-            depth=depth,
-            read_workers=read_workers,
+            depth=int(depth),
+            read_workers=int(read_workers),
             epochs=epochs,
-            max_shape=None if max_shape is None else tuple(max_shape),
-            decode_budget=None if decode_budget is None else int(decode_budget),
-            buffer_limit=None if buffer_limit is None else int(buffer_limit),
+            max_shape=None if max_shape is None else (max_shape[0], max_shape[1], max_shape[2]),
+            decode_budget=int(decode_budget),
+            buffer_limit=int(buffer_limit),
+            mix=mix,
         )
         self.last_indices = None
 
-    def _convert(self, tensor, labels):
+    def _convert(self, tensor: BatchTensor, labels: Any) -> Tuple[Any, Any]:
         if self._labels == "int64":
             as_int = labels.astype("int64")
             if not (as_int == labels).all():
@@ -385,12 +503,12 @@ class Loader:
 
         return numpy.from_dlpack(tensor), labels
 
-    def __iter__(self):
+    def __iter__(self) -> Loader:
         if self._native.exhausted:
             self._native.next_epoch()
         return self
 
-    def __next__(self):
+    def __next__(self) -> Tuple[Any, Any]:
         item = self._native.next_batch()
         if item is None:
             raise StopIteration
@@ -398,7 +516,7 @@ class Loader:
         self.last_indices = indices
         return self._convert(tensor, labels)
 
-    def next_batch(self):
+    def next_batch(self) -> Optional[Dict[str, Any]]:
         """The next batch of this epoch as a dict (``images``, ``labels``,
         ``indices``, ``epoch``, ``number``, ``pixel_mask``), or ``None`` at the
         epoch's end. ``pixel_mask`` (samples x height x width, int64 as
@@ -410,56 +528,56 @@ class Loader:
             return None
         tensor, labels, indices, epoch, number, mask = item
         images, labels = self._convert(tensor, labels)
-        mask = mask.astype("int64")
-        if self._torch:
+        pixel_mask: Any = None if mask is None else mask.astype("int64")
+        if self._torch and pixel_mask is not None:
             import torch
 
-            mask = torch.from_numpy(mask)
+            pixel_mask = torch.from_numpy(pixel_mask)
         return {
             "images": images,
             "labels": labels,
             "indices": indices,
             "epoch": epoch,
             "number": number,
-            "pixel_mask": mask,
+            "pixel_mask": pixel_mask,
         }
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._native)
 
     @property
-    def epoch(self):
+    def epoch(self) -> int:
         """The epoch being delivered."""
         return self._native.epoch
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, int]:
         """Where the loader is (small: six integers); save it with the model."""
         return self._native.state_dict()
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Mapping[str, int]) -> None:
         """Continue exactly after ``state``: the next batch is the one that followed.
         A state of another dataset, seed or global batch raises ``LoaderError``
         and leaves the loader where it was."""
         self._native.load_state_dict(dict(state))
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Restart at the beginning of ``epoch``."""
         self._native.set_epoch(int(epoch))
 
-    def close(self):
+    def close(self) -> None:
         """Stop and join the worker threads (done too when the loader is freed).
         From another thread, it ends the iteration going on: its ``for`` loop
         stops as at an epoch's end. Iterating a closed loader raises
         ``LoaderError``."""
         self._native.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Loader:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"Loader({self.dataset!r}, batch_size={self.batch_size}, shard={self.shard}, "
             f"epoch={self.epoch}, {len(self)} batches per epoch)"

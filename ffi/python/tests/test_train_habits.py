@@ -1,0 +1,200 @@
+"""PyTorch habits from Python: torchvision's ToTensor/Normalize in a
+pipeline's list, DataLoader's argument names, the library's defaults in the
+signatures, and Mixup/CutMix as the loader's batch transform (soft targets)."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+from conftest import fixture
+
+
+@pytest.fixture(scope="module")
+def train(tp):
+    from tensorprep import train
+
+    return train
+
+
+def folder(train):
+    return train.ImageFolder(fixture("records", "folder"))
+
+
+def batches(loader):
+    """Every batch of one epoch, copied (images, labels)."""
+    return [(np.array(x, copy=True), np.array(y, copy=True)) for x, y in loader]
+
+
+IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+
+
+def test_to_tensor_and_normalize_in_the_list_mean_what_torchvision_means(train):
+    crop = train.RandomResizedCrop(64)
+    listed = train.Pipeline([crop, train.ToTensor(), train.Normalize(*IMAGENET)])
+    assert listed == train.Pipeline([crop], mean=IMAGENET[0], std=IMAGENET[1])
+    # ToTensor alone: values 0-1, no normalization.
+    assert train.Pipeline([crop, train.ToTensor()]) == train.Pipeline([crop], mean=(0, 0, 0), std=(1, 1, 1))
+    # Without ToTensor: ImageNet's by default, as before.
+    assert train.Pipeline([crop]) == listed
+    # RandomErasing in the list is the pipeline's erasing.
+    erase = train.RandomErasing(0.5)
+    assert train.Pipeline([crop, train.ToTensor(), train.Normalize(*IMAGENET), erase]) == train.Pipeline(
+        [crop], erasing=[erase]
+    )
+    # One value for every channel, as torchvision broadcasts it.
+    assert train.Normalize([0.5], [0.25]).mean == (0.5, 0.5, 0.5)
+
+
+@pytest.mark.parametrize(
+    "steps, message",
+    [
+        (lambda t: [t.ToTensor(), t.RandomHorizontalFlip()], "after ToTensor"),
+        (lambda t: [t.Normalize(*IMAGENET), t.ToTensor()], "Normalize before ToTensor"),
+        (lambda t: [t.ToTensor(), t.RandomErasing(), t.Normalize(*IMAGENET)], "RandomErasing before Normalize"),
+        (lambda t: [t.RandomErasing(), t.ToTensor()], "RandomErasing before ToTensor"),
+        (lambda t: [t.ToTensor(), t.ToTensor()], "ToTensor twice"),
+    ],
+)
+def test_an_order_the_pipeline_cannot_honour_is_refused(train, steps, message):
+    with pytest.raises(ValueError, match=message):
+        train.Pipeline([train.RandomResizedCrop(64)] + steps(train))
+
+
+def test_normalize_in_the_list_and_mean_given_is_refused(train):
+    with pytest.raises(ValueError, match="beside a Normalize"):
+        train.Pipeline([train.ToTensor(), train.Normalize(*IMAGENET)], mean=(0, 0, 0))
+    with pytest.raises(ValueError, match="one value or three"):
+        train.Normalize([0.5, 0.5], [1, 1])
+    with pytest.raises(ValueError, match="non-zero"):
+        train.Normalize([0.5], [0.0])
+    with pytest.raises(TypeError, match="not <class 'str'>"):
+        train.Pipeline(["flip"])
+
+
+def test_signatures_show_the_real_defaults(train):
+    p = inspect.signature(train.Pipeline)
+    assert p.parameters["mean"].default is None and p.parameters["fast"].default is False
+    assert "Ellipsis" not in str(p)
+    defaults = train.loader_defaults()
+    s = inspect.signature(train.Loader)
+    for name in ("workers", "depth", "read_workers", "decode_budget", "buffer_limit", "seed"):
+        assert s.parameters[name].default == defaults[name], name
+    assert defaults["depth"] > 0 and defaults["workers"] > 0
+
+
+def test_dataloader_names_are_accepted_and_both_spellings_refused(train):
+    pipeline = train.Pipeline([train.RandomResizedCrop(32), train.ToTensor()])
+    a = batches(train.Loader(folder(train), pipeline, 2, workers=3, seed=5, output="numpy", shard=None))
+    b = batches(train.Loader(folder(train), pipeline, 2, num_workers=3, seed=5, output="numpy", shard=None))
+    c = batches(train.Loader(folder(train), pipeline, 2, seed=5, prefetch_factor=2, output="numpy", shard=None))
+    assert len(a) == 3 and all(np.array_equal(x, p) and np.array_equal(y, q) for (x, y), (p, q) in zip(a, b))
+    assert all(np.array_equal(x, p) for (x, _), (p, _) in zip(a, c))
+    with pytest.raises(TypeError, match="both workers= and num_workers="):
+        train.Loader(folder(train), pipeline, 2, workers=3, num_workers=3)
+    with pytest.raises(TypeError, match="both depth= and prefetch_factor="):
+        train.Loader(folder(train), pipeline, 2, depth=5, prefetch_factor=2)
+    with pytest.raises(ValueError, match="prefetch_factor"):
+        train.Loader(folder(train), pipeline, 2, prefetch_factor=0)
+
+
+def mixed_and_plain(train, mix, workers=2, batch=6):
+    """One epoch with `mix` and the same epoch unmixed (same seed)."""
+    pipeline = train.Pipeline([train.RandomResizedCrop(32), train.ToTensor()])
+    kw = dict(seed=3, output="numpy", shard=None, drop_last=True)
+    plain = batches(train.Loader(folder(train), pipeline, batch, workers, **kw))
+    mixed = batches(train.Loader(folder(train), pipeline, batch, workers, mix=mix, **kw))
+    return plain, mixed
+
+
+def test_mixup_mixes_each_sample_with_sample_n_minus_1_minus_i(train):
+    plain, mixed = mixed_and_plain(train, train.MixUp(alpha=0.4, num_classes=2))
+    assert len(mixed) == 1
+    (x, y), (mx, targets) = plain[0], mixed[0]
+    n = len(y)
+    assert targets.shape == (n, 2) and targets.dtype == np.float32
+    np.testing.assert_allclose(targets.sum(axis=1), 1.0, rtol=1e-6)
+    # One lambda for the batch (mode "batch"), in [0, 1], no smoothing.
+    lams = [targets[i, int(y[i])] for i in range(n) if y[i] != y[n - 1 - i]]
+    assert lams, "the fixture's batch pairs two classes"
+    lam = lams[0]
+    assert 0.0 <= lam <= 1.0 and np.allclose(lams, lam)
+    for i in range(n):
+        j = n - 1 - i
+        np.testing.assert_allclose(mx[i], lam * x[i] + (1 - lam) * x[j], atol=1e-5)
+        expect = np.zeros(2, np.float32)
+        expect[int(y[i])] += lam
+        expect[int(y[j])] += 1 - lam
+        np.testing.assert_allclose(targets[i], expect, atol=1e-6)
+
+
+def test_cutmix_pastes_a_box_of_the_partner_with_lambda_its_area(train):
+    plain, mixed = mixed_and_plain(train, train.CutMix(alpha=1.0, num_classes=2))
+    (x, y), (mx, targets) = plain[0], mixed[0]
+    n, _, h, w = x.shape
+    np.testing.assert_allclose(targets.sum(axis=1), 1.0, rtol=1e-6)
+    for i in range(n):
+        j = n - 1 - i
+        from_partner = np.all(mx[i] == x[j], axis=0) & np.any(x[i] != x[j], axis=0)
+        assert np.all((mx[i] == x[i]) | (mx[i] == x[j]))
+        rows, cols = np.nonzero(from_partner)
+        if y[i] != y[j]:
+            lam = targets[i, int(y[i])]
+            # The box's area is 1 - lambda (lambda corrected to the clipped box).
+            assert from_partner.sum() <= round((1 - lam) * h * w) + 0
+        if len(rows):
+            box = np.zeros_like(from_partner)
+            box[rows.min() : rows.max() + 1, cols.min() : cols.max() + 1] = True
+            assert not np.any(from_partner & ~box)
+
+
+def test_timm_mixup_switch_gives_the_same_batches_for_any_worker_count_and_resumes(train):
+    mix = train.Mixup(mixup_alpha=0.8, cutmix_alpha=1.0, switch_prob=0.5, label_smoothing=0.1, num_classes=2)
+    pipeline = train.Pipeline([train.RandomResizedCrop(32), train.ToTensor()])
+    kw = dict(seed=9, output="numpy", shard=None, mix=mix)
+    one = batches(train.Loader(folder(train), pipeline, 2, 1, **kw))
+    three = batches(train.Loader(folder(train), pipeline, 2, 3, **kw))
+    assert len(one) == 3
+    for (a, s), (b, t) in zip(one, three):
+        assert np.array_equal(a, b) and np.array_equal(s, t)
+        # Smoothing 0.1 over 2 classes: every target at least 0.05.
+        assert s.min() >= 0.05 - 1e-6 and np.allclose(s.sum(axis=1), 1.0)
+    # Resume after the first batch: the rest is the same.
+    loader = train.Loader(folder(train), pipeline, 2, 2, **kw)
+    next(iter(loader))
+    state = loader.state_dict()
+    again = train.Loader(folder(train), pipeline, 2, 1, **kw)
+    again.load_state_dict(state)
+    rest = batches(again)
+    assert len(rest) == 2
+    for (a, s), (b, t) in zip(one[1:], rest):
+        assert np.array_equal(a, b) and np.array_equal(s, t)
+
+
+def test_mixing_refuses_what_it_cannot_do(train):
+    pipeline = train.Pipeline([train.RandomResizedCrop(32), train.ToTensor()])
+    mix = train.MixUp(num_classes=2)
+    with pytest.raises(ValueError, match="batch_size must be even"):
+        train.Loader(folder(train), pipeline, 3, mix=mix, shard=None)
+    with pytest.raises(ValueError, match="labels= unset"):
+        train.Loader(folder(train), pipeline, 2, mix=mix, labels="int64", shard=None)
+    with pytest.raises(ValueError, match="fixed size"):
+        train.Loader(folder(train), train.Pipeline([train.ToTensor()]), 2, mix=mix, shard=None, max_shape=(3, 512, 512))
+    with pytest.raises(ValueError, match="alpha"):
+        train.Mixup(mixup_alpha=-1.0, num_classes=2)
+    with pytest.raises(ValueError, match="mode"):
+        train.Mixup(mode="row", num_classes=2)
+    # A label past num_classes fails its batch, naming the cause.
+    loader = train.Loader(folder(train), pipeline, 2, mix=train.MixUp(num_classes=1), shard=None)
+    with pytest.raises(tp_error(train), match="class index below num_classes"):
+        batches(loader)
+    # An odd last batch: the epoch's end fails unless drop_last.
+    loader = train.Loader(folder(train).take(5), pipeline, 2, mix=mix, shard=None, output="numpy")
+    with pytest.raises(tp_error(train), match="odd"):
+        batches(loader)
+
+
+def tp_error(train):
+    import tensorprep
+
+    return tensorprep.Error
