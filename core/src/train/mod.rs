@@ -16,6 +16,8 @@
 //! - [`Loader`]: read, decode + augment and collate stages on their own
 //!   threads, ordered, bounded, resumable; [`autotune`] picks its threads and
 //!   buffers within a CPU and a memory budget.
+//! - [`Preview`] (feature `preview`): a PNG grid of samples as the model
+//!   sees them, each with its draws written under it.
 
 mod augment;
 mod autotune;
@@ -24,6 +26,8 @@ mod erase;
 mod loader;
 mod mix;
 mod plan;
+#[cfg(feature = "preview")]
+mod preview;
 mod rng;
 mod sampler;
 
@@ -40,5 +44,7 @@ pub use loader::{
 };
 pub use mix::{BatchShape, MixDraws, MixMode, MixScratch, Mixup};
 pub use plan::{MAX_AUGMENTS, TrainPipeline, TrainPlan, TrainState};
+#[cfg(feature = "preview")]
+pub use preview::{Grid, MAX_SAMPLES, Preview, PreviewError, denormalize};
 pub use rng::{Draws, SampleKey};
 pub use sampler::{Order, Shard, Weighted, epoch_indices, permutation};
