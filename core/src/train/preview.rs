@@ -361,9 +361,13 @@ impl std::error::Error for PreviewError {
 const GLYPH_W: usize = 3;
 const GLYPH_H: usize = 5;
 
-/// The glyph of `ch` (letters in upper case; `?` for one the font lacks).
+/// The glyph of `ch` (letters in upper case, an arrow as `>`; `?` for one
+/// the font lacks).
 fn glyph(ch: char) -> &'static [&'static str; GLYPH_H] {
-    let ch = ch.to_ascii_uppercase();
+    let ch = match ch {
+        '\u{2192}' => '>',
+        c => c.to_ascii_uppercase(),
+    };
     FONT.iter()
         .find(|(c, _)| *c == ch)
         .or_else(|| FONT.iter().find(|(c, _)| *c == '?'))
@@ -417,6 +421,10 @@ const FONT: &[(char, [&str; GLYPH_H])] = &[
     ('+', ["...", ".#.", "###", ".#.", "..."]),
     ('=', ["...", "###", "...", "###", "..."]),
     (':', ["...", ".#.", "...", ".#.", "..."]),
+    (';', ["...", ".#.", "...", ".#.", "#.."]),
+    ('>', ["#..", ".#.", "..#", ".#.", "#.."]),
+    ('<', ["..#", ".#.", "#..", ".#.", "..#"]),
+    ('*', ["...", "#.#", ".#.", "#.#", "..."]),
     ('(', [".#.", "#..", "#..", "#..", ".#."]),
     (')', [".#.", "..#", "..#", "..#", ".#."]),
     ('[', ["##.", "#..", "#..", "#..", "##."]),
@@ -444,6 +452,7 @@ mod tests {
         }
         assert_eq!(glyph('a'), glyph('A'));
         assert_eq!(glyph('\u{e9}'), glyph('?'));
+        assert_eq!(glyph('\u{2192}'), glyph('>'));
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! tensorprep embed model.tpp model.onnx -o model_with_graph.onnx
 //! tensorprep extract model_with_graph.onnx -o model.tpp
 //! tensorprep presets
+//! tensorprep preview --preset imagenet-train photos/ -o grid.png
 //! ```
 
 use std::path::PathBuf;
@@ -30,6 +31,7 @@ mod atomic;
 mod bench;
 mod graphs;
 mod inputs;
+mod preview;
 mod run;
 mod train;
 
@@ -63,6 +65,9 @@ enum Command {
     /// Measure the training loader: images/s over the timed epochs, and a
     /// checksum of every batch it delivered.
     TrainBench(train::TrainBenchArgs),
+    /// Write a PNG grid of a few training samples as the model sees them
+    /// (de-normalised), with the ops drawn for each under it.
+    Preview(preview::PreviewArgs),
     /// Pack an image folder into record files, or list a record file.
     #[command(subcommand)]
     Records(train::RecordsCommand),
@@ -153,6 +158,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::bench(&args),
         Command::TrainBench(args) => train::train_bench(&args),
         Command::Records(command) => train::records(&command),
+        Command::Preview(args) => preview::preview(&args),
         Command::Convert(args) => graphs::convert(&args),
         Command::Inspect(args) => graphs::inspect(&args),
         Command::Verify(args) => graphs::verify(&args),

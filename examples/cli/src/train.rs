@@ -42,27 +42,27 @@ pub(crate) struct TrainBenchArgs {
     /// beside it), a `.tfrecord`, or WebDataset `.tar` shards (braces allowed).
     data: String,
     /// Decode + augment threads.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = loader_defaults().workers)]
     workers: usize,
     /// Read threads (more for slow or remote storage).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = loader_defaults().read_workers)]
     read_workers: usize,
     /// Collate threads.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = loader_defaults().collate_workers)]
     collate_workers: usize,
     /// Read samples queued ahead of the decode threads [default: 2 x workers + 2].
     #[arg(long)]
     prefetch: Option<usize>,
     /// Batch buffers in circulation (the memory bound).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = loader_defaults().depth)]
     depth: usize,
     /// The most one sample's decode and augmentation may take, in MiB (an
-    /// image needing more is an error naming it) [default: 1024].
-    #[arg(long)]
-    decode_budget: Option<u64>,
-    /// The most the batch buffers may take together, in MiB [default: 8192].
-    #[arg(long)]
-    buffer_limit: Option<u64>,
+    /// image needing more is an error naming it).
+    #[arg(long, default_value_t = loader_defaults().decode_budget >> 20)]
+    decode_budget: u64,
+    /// The most the batch buffers may take together, in MiB.
+    #[arg(long, default_value_t = loader_defaults().buffer_limit >> 20)]
+    buffer_limit: u64,
     /// Choose the threads, read-ahead and buffers from measurements within
     /// --cpu-budget and --memory-budget; prints the choice (as flags to pin it).
     #[arg(long)]
@@ -83,7 +83,7 @@ pub(crate) struct TrainBenchArgs {
     #[arg(long, default_value_t = 0)]
     warmup_epochs: u32,
     /// The draws' seed.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = loader_defaults().seed)]
     seed: u64,
     /// The JPEG decoder [default: libjpeg-turbo when this build has it].
     #[arg(long, value_enum)]
@@ -103,8 +103,14 @@ pub(crate) struct TrainBenchArgs {
     checksum: bool,
 }
 
+/// The loader's defaults, the library's: every flag left out keeps its
+/// value, and `--help` shows them.
+pub(crate) fn loader_defaults() -> LoaderConfig {
+    LoaderConfig::new(1, 2, 0)
+}
+
 /// A dataset from what `DATA` names.
-fn open(data: &str) -> Result<Arc<dyn Dataset>, String> {
+pub(crate) fn open(data: &str) -> Result<Arc<dyn Dataset>, String> {
     let path = Path::new(data);
     let named = |e: &dyn std::fmt::Display| format!("{data}: {e}");
     if path.is_dir() {
@@ -151,13 +157,16 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
         return Err(format!("{}: no samples", args.data));
     }
     // Out-of-range values are the library's to refuse, with its message.
-    let mut config = LoaderConfig::new(args.batch, args.workers, args.seed);
-    if let Some(mib) = args.decode_budget {
-        config.decode_budget = mib.saturating_mul(1 << 20);
+    let mut config = loader_defaults();
+    config.batch_size = args.batch;
+    config.seed = args.seed;
+    if args.workers != config.workers {
+        // The read-ahead follows the workers unless given.
+        config.workers = args.workers;
+        config.prefetch = LoaderConfig::new(args.batch, args.workers, args.seed).prefetch;
     }
-    if let Some(mib) = args.buffer_limit {
-        config.buffer_limit = mib.saturating_mul(1 << 20);
-    }
+    config.decode_budget = args.decode_budget.saturating_mul(1 << 20);
+    config.buffer_limit = args.buffer_limit.saturating_mul(1 << 20);
     config.read_workers = args.read_workers;
     config.collate_workers = args.collate_workers;
     if let Some(p) = args.prefetch {

@@ -1335,3 +1335,115 @@ fn several_inputs_into_one_npy_name_point_to_batch_npy() {
     ]);
     assert!(dir.join("tensors.npy").is_dir());
 }
+
+/// `preview` writes the grid the library draws: a PNG that decodes to the
+/// grid's size and pixels, each tile the loader's tensor of that sample (same
+/// seed, epoch and order) de-normalised; bad arguments are errors naming them.
+#[test]
+fn preview_writes_the_loaders_samples_as_a_png_grid() {
+    use std::sync::Arc;
+    use tensorprep::train::data::Dataset;
+    use tensorprep::train::data::folder::FolderDataset;
+    use tensorprep::train::{Loader, LoaderConfig, Preview, TrainPipeline, denormalize};
+
+    let dir = scratch("preview");
+    let out = dir.join("grid.png");
+    let folder = fixture("records/folder");
+    let o = tensorprep(&[
+        "preview",
+        "--preset",
+        "imagenet-trivialaugment",
+        &folder,
+        "-o",
+        out.to_str().unwrap(),
+        "--samples",
+        "6",
+        "--seed",
+        "7",
+        "--epoch",
+        "1",
+        "--columns",
+        "3",
+        "--decoder",
+        "zune-jpeg",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let png = std::fs::read(&out).unwrap();
+    let decoded = tensorprep::decode::decode(&png, &tensorprep::jpeg::DecodeOptions::default())
+        .expect("the PNG decodes");
+
+    // The same grid in-process.
+    let mut pipeline = TrainPipeline::preset("imagenet-trivialaugment").unwrap();
+    pipeline.decode.backend = tensorprep::jpeg::Backend::Zune;
+    let data = Arc::new(FolderDataset::open(Path::new(&folder)).unwrap());
+    let mut preview = Preview::new(6);
+    (preview.seed, preview.epoch, preview.columns) = (7, 1, 3);
+    let grid = preview.render(&pipeline, data.as_ref()).unwrap();
+    assert_eq!(
+        (decoded.width() as usize, decoded.height() as usize),
+        (grid.width, grid.height)
+    );
+    assert_eq!(decoded.as_bytes(), grid.rgb.as_slice());
+    assert_eq!(grid.tiles.len(), 6);
+    assert!(grid.width >= 3 * 224 && grid.height >= 2 * 224);
+
+    // Each tile is the loader's sample, de-normalised.
+    let plan = Arc::new(pipeline.compile().unwrap());
+    let mut config = LoaderConfig::new(6, 2, 7);
+    config.epochs = Some(2);
+    let mut loader = Loader::new(data.clone() as Arc<dyn Dataset>, plan, config).unwrap();
+    for batch in &mut loader {
+        batch.unwrap();
+    }
+    let mut loader = loader.next_epoch().unwrap();
+    let batch = loader.next().unwrap().unwrap();
+    assert_eq!(batch.len(), 6);
+    let tensor: &[f32] = match batch.tensor() {
+        tensorprep::Tensor::F32(v) => v,
+        _ => panic!("a float32 batch"),
+    };
+    let n = tensorprep::finish::Normalize::IMAGENET;
+    let sample = 3 * 224 * 224;
+    for (k, [x, y, w, h]) in grid.tiles.iter().copied().enumerate() {
+        let mut rgb = vec![0u8; w * h * 3];
+        let t = &tensor[k * sample..(k + 1) * sample];
+        denormalize(t, [h, w], tensorprep::Layout::Chw, n.mean, n.std, &mut rgb);
+        for row in 0..h {
+            let at = ((y + row) * grid.width + x) * 3;
+            assert_eq!(
+                &grid.rgb[at..at + w * 3],
+                &rgb[row * w * 3..(row + 1) * w * 3],
+                "tile {k} row {row}"
+            );
+        }
+    }
+
+    // Bad arguments: named.
+    for (args, says) in [
+        (vec!["--samples", "0"], "1 to 256 samples, not 0"),
+        (vec!["--samples", "999"], "not 999"),
+        (vec!["--preset", "nope"], "unknown training preset `nope`"),
+    ] {
+        let mut all = vec!["preview", &folder, "-o", out.to_str().unwrap()];
+        if !args.contains(&"--preset") {
+            all.extend(["--preset", "imagenet-train"]);
+        }
+        all.extend(args);
+        let o = tensorprep(&all);
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{err}");
+    }
+    let o = tensorprep(&["preview", &folder, "-o", out.to_str().unwrap()]);
+    assert!(!o.status.success(), "no pipeline named");
+    let empty = scratch("preview-empty");
+    let o = tensorprep(&[
+        "preview",
+        "--preset",
+        "imagenet-train",
+        empty.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+}
