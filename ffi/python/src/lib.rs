@@ -13,6 +13,7 @@ mod loader;
 mod mix;
 mod names;
 mod plan;
+mod preview;
 mod resize;
 mod train;
 
@@ -32,5 +33,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     train::register(m)?;
     loader::register(m)?;
     mix::register(m)?;
+    m.add_function(wrap_pyfunction!(preview::preview, m)?)?;
     Ok(())
 }

@@ -198,3 +198,46 @@ def tp_error(train):
     import tensorprep
 
     return tensorprep.Error
+
+
+def test_preview_shows_the_loaders_samples_de_normalised(train, tmp_path):
+    from tensorprep import _native
+
+    pipeline = train.Pipeline([train.RandomResizedCrop(48), train.RandomHorizontalFlip(), train.ToTensor(),
+                               train.Normalize(*IMAGENET)])
+    out = tmp_path / "grid.png"
+    image = train.preview(folder(train), pipeline, out=out, samples=5, seed=4, epoch=2, columns=2)
+    assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
+    same, tiles = _native.preview(folder(train), pipeline, samples=5, columns=2, seed=4, epoch=2)
+    assert np.array_equal(image, same) and len(tiles) == 5
+    # Two columns, three rows of 48 x 48 tiles.
+    assert image.shape[1] >= 2 * 48 and image.shape[0] >= 3 * 48
+    Image = pytest.importorskip("PIL.Image")
+    with Image.open(out) as png:
+        assert png.mode == "RGB" and png.size == (image.shape[1], image.shape[0])
+        assert np.array_equal(np.asarray(png), image)
+    # Each tile: the loader's sample (same seed, epoch, order), de-normalised.
+    loader = train.Loader(folder(train), pipeline, 5, seed=4, output="numpy", shard=None)
+    loader.set_epoch(2)
+    x, _ = next(iter(loader))
+    mean, std = (np.array(v, np.float32).reshape(3, 1, 1) for v in IMAGENET)
+    expect = np.clip(np.round((x * std + mean) * 255), 0, 255).astype(np.uint8).transpose(0, 2, 3, 1)
+    for k, (tx, ty, w, h) in enumerate(tiles):
+        assert (w, h) == (48, 48)
+        np.testing.assert_array_equal(image[ty : ty + h, tx : tx + w], expect[k], err_msg=f"tile {k}")
+
+
+def test_preview_refuses_bad_arguments(train):
+    with pytest.raises(ValueError, match="1 to 256 samples, not 0"):
+        train.preview(folder(train), samples=0)
+    with pytest.raises(ValueError, match="output size varies"):
+        train.preview(folder(train), train.Pipeline([train.ToTensor()]))
+    with pytest.raises(TypeError, match="both pipeline= and preset="):
+        train.preview(folder(train), train.Pipeline([train.CenterCrop(8)]), preset="imagenet-train")
+    with pytest.raises(ValueError, match="no training preset"):
+        train.preview(folder(train), preset="nope")
+    import tensorprep
+
+    broken = train.Samples([(b"not an image", 0)])
+    with pytest.raises(tensorprep.Error, match="sample 0"):
+        train.preview(broken, samples=1)

@@ -339,6 +339,16 @@ class Mixup:
     def num_classes(self) -> int: ...
 
 def loader_defaults() -> dict[str, int]: ...
+def preview(
+    dataset: Dataset,
+    pipeline: Pipeline,
+    *,
+    samples: int,
+    columns: int,
+    seed: int,
+    epoch: int,
+    out: Optional[str] = None,
+) -> Tuple[npt.NDArray[np.uint8], list[Tuple[int, int, int, int]]]: ...
 
 class _Loader:
     def __init__(

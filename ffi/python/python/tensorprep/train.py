@@ -28,6 +28,9 @@ import importlib.util
 import os
 from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
+import numpy as np
+import numpy.typing as npt
+
 from ._native import (  # noqa: F401  (re-exported)
     AugMix,
     Augment,
@@ -66,6 +69,7 @@ from ._native import (  # noqa: F401  (re-exported)
     loader_defaults,
     shard_from_env,
 )
+from ._native import preview as _preview
 from ._native import Graph as _Graph
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -114,6 +118,7 @@ __all__ = [
     "WebDataset",
     "from_torchvision",
     "loader_defaults",
+    "preview",
     "shard_from_env",
 ]
 
@@ -299,6 +304,15 @@ def CutMix(*, alpha: float = 1.0, num_classes: int) -> Mixup:
     return Mixup(mixup_alpha=0.0, cutmix_alpha=alpha, label_smoothing=0.0, num_classes=num_classes)
 
 
+def _pipeline(pipeline: Union[Pipeline, str, _Graph]) -> Pipeline:
+    """A ``Pipeline`` from a pipeline, a training preset's name or an inference graph."""
+    if isinstance(pipeline, str):
+        return Pipeline.preset(pipeline)
+    if isinstance(pipeline, _Graph):
+        return Pipeline.from_graph(pipeline)
+    return pipeline
+
+
 def _torch_wanted(output: str) -> bool:
     if output == "torch":
         if importlib.util.find_spec("torch") is None:
@@ -436,10 +450,7 @@ class Loader:
             if prefetch_factor < 1:
                 raise ValueError(f"prefetch_factor must be at least 1, not {prefetch_factor}")
             depth = _one_of("depth", depth, "prefetch_factor", int(prefetch_factor) * workers + 1)
-        if isinstance(pipeline, str):
-            pipeline = Pipeline.preset(pipeline)
-        elif isinstance(pipeline, _Graph):
-            pipeline = Pipeline.from_graph(pipeline)
+        pipeline = _pipeline(pipeline)
         if shard == "env":
             shard = shard_from_env()
         shard_arg: Optional[Tuple[int, int, bool]]
@@ -582,3 +593,45 @@ class Loader:
             f"Loader({self.dataset!r}, batch_size={self.batch_size}, shard={self.shard}, "
             f"epoch={self.epoch}, {len(self)} batches per epoch)"
         )
+
+
+def preview(
+    data: Dataset,
+    pipeline: Union[Pipeline, _Graph, None] = None,
+    *,
+    preset: Optional[str] = None,
+    out: Optional[PathLike] = None,
+    samples: int = 8,
+    seed: int = _SEED,
+    epoch: int = 0,
+    columns: Optional[int] = None,
+) -> npt.NDArray[np.uint8]:
+    """A grid of the first ``samples`` samples of ``epoch`` as a ``Loader``
+    with this ``seed`` gives them to the model (the same order, draws and
+    tensors), de-normalised back to 8-bit RGB, each tile with the ops drawn
+    for it written under it: an image (height x width x 3, uint8), also
+    written to ``out`` as PNG when given. The CLI's ``tensorprep preview``
+    draws the same grid.
+
+    - ``pipeline`` (a ``Pipeline`` or an inference ``Graph``) or ``preset``
+      (a training preset's name; ``"imagenet-train"`` when neither is given).
+    - ``samples``: 1 to 256; ``columns``: tiles per row (``None``: up to 4).
+
+    The pipeline must end in a fixed size and give float32 tensors. A sample
+    that cannot be read or decoded raises its error, naming it.
+
+    >>> grid = train.preview(train.ImageFolder("photos"), preset="imagenet-trivialaugment", out="grid.png")
+    """
+    if pipeline is not None and preset is not None:
+        raise TypeError("preview got both pipeline= and preset=: give one")
+    chosen = _pipeline(pipeline if pipeline is not None else (preset or "imagenet-train"))
+    image, _tiles = _preview(
+        data,
+        chosen,
+        samples=int(samples),
+        columns=0 if columns is None else int(columns),
+        seed=int(seed),
+        epoch=int(epoch),
+        out=None if out is None else os.fspath(out),
+    )
+    return image

@@ -1,0 +1,52 @@
+"""A typed use of the public API, checked by ``mypy --strict`` in CI (never
+run): the package's hints and the extension's stubs must accept what users
+write and give the types they expect back."""
+
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+import numpy.typing as npt
+
+import tensorprep
+from tensorprep import train
+
+
+def inference(path: str) -> npt.NDArray[Any]:
+    plan: tensorprep.Plan = tensorprep.Graph.preset("imagenet-eval").compile("jpeg")
+    shape: Optional[Tuple[int, int, int]] = plan.output_shape
+    assert shape is not None
+    x: np.ndarray = plan(path)
+    return x
+
+
+def training(root: str) -> Dict[str, int]:
+    data: train.Dataset = train.ImageFolder(root)
+    pipeline = train.Pipeline(
+        [
+            train.RandomResizedCrop(224),
+            train.RandomHorizontalFlip(),
+            train.ToTensor(),
+            train.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+            train.RandomErasing(0.25),
+        ]
+    )
+    mix: train.Mixup = train.MixUp(alpha=0.2, num_classes=1000)
+    timm: train.Mixup = train.Mixup(mixup_alpha=0.8, cutmix_alpha=1.0, num_classes=1000)
+    assert timm.num_classes == mix.num_classes
+    defaults: Dict[str, int] = train.loader_defaults()
+    with train.Loader(data, pipeline, 64, num_workers=defaults["workers"], prefetch_factor=2, mix=mix) as loader:
+        for images, labels in loader:
+            del images, labels
+        batch = loader.next_batch()
+        if batch is not None:
+            epoch: int = batch["epoch"]
+            del epoch
+        n: int = len(loader)
+        del n
+        return loader.state_dict()
+
+
+def preview(root: str) -> Tuple[int, int]:
+    grid: npt.NDArray[np.uint8] = train.preview(train.ImageFolder(root), preset="imagenet-train", out="grid.png", samples=4)
+    height, width, _ = grid.shape
+    return width, height
