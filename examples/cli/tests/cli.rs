@@ -1418,6 +1418,33 @@ fn preview_writes_the_loaders_samples_as_a_png_grid() {
         }
     }
 
+    // A graph: its pipeline as a validation loader runs it (no random draws).
+    let graph = dir.join("eval.tpp");
+    let o = tensorprep(&[
+        "convert",
+        "--from",
+        "preset:imagenet-eval",
+        "-o",
+        graph.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let eval = dir.join("eval.png");
+    let o = tensorprep(&[
+        "preview",
+        "--graph",
+        graph.to_str().unwrap(),
+        &folder,
+        "-o",
+        eval.to_str().unwrap(),
+        "--samples",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let png = std::fs::read(&eval).unwrap();
+    let decoded =
+        tensorprep::decode::decode(&png, &tensorprep::jpeg::DecodeOptions::default()).unwrap();
+    assert!(decoded.width() >= 2 * 224 && decoded.height() >= 224);
+
     // Bad arguments: named.
     for (args, says) in [
         (vec!["--samples", "0"], "1 to 256 samples, not 0"),

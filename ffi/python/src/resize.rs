@@ -21,7 +21,8 @@ use crate::names::{self, Name};
 /// only an integral one, a crop). Values are resampled as they are: negative,
 /// above 1 or not finite.
 #[pyfunction]
-#[pyo3(signature = (image, size, method=Name::new("bilinear"), *, r#box=None, out=None))]
+#[pyo3(signature = (image, size, method=Name::new("bilinear"), *, r#box=None, out=None),
+       text_signature = "(image, size, method='bilinear', *, box=None, out=None)")]
 pub(crate) fn resize_float<'py>(
     py: Python<'py>,
     image: &Bound<'py, PyAny>,

@@ -368,7 +368,8 @@ fn augments(list: &Bound<'_, PyAny>) -> PyResult<Vec<Augment>> {
 
 /// torchvision's `RandomResizedCrop(size, scale, ratio, interpolation)`.
 #[pyfunction(name = "RandomResizedCrop")]
-#[pyo3(signature = (size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), interpolation=Name::new("bilinear")))]
+#[pyo3(signature = (size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), interpolation=Name::new("bilinear")),
+       text_signature = "(size, scale=(0.08, 1.0), ratio=(0.75, 1.3333333333333333), interpolation='bilinear')")]
 fn random_resized_crop(
     size: &Bound<'_, PyAny>,
     scale: (f64, f64),
@@ -433,7 +434,8 @@ fn random_vertical_flip(p: f64) -> PyAugment {
 /// torchvision's `Resize(size, interpolation, max_size)`: an int resizes the
 /// shorter side (the longer truncated, as torchvision does), `(h, w)` exactly.
 #[pyfunction(name = "Resize")]
-#[pyo3(signature = (size, interpolation=Name::new("bilinear"), max_size=None))]
+#[pyo3(signature = (size, interpolation=Name::new("bilinear"), max_size=None),
+       text_signature = "(size, interpolation='bilinear', max_size=None)")]
 fn resize(
     size: &Bound<'_, PyAny>,
     interpolation: Name,
@@ -517,7 +519,8 @@ fn gaussian_blur(
 
 /// torchvision's `RandomRotation(degrees, interpolation, expand, center, fill)`.
 #[pyfunction(name = "RandomRotation")]
-#[pyo3(signature = (degrees, interpolation=Name::new("nearest"), expand=false, center=None, fill=None))]
+#[pyo3(signature = (degrees, interpolation=Name::new("nearest"), expand=false, center=None, fill=None),
+       text_signature = "(degrees, interpolation='nearest', expand=False, center=None, fill=None)")]
 fn random_rotation(
     degrees: &Bound<'_, PyAny>,
     interpolation: Name,
@@ -536,7 +539,8 @@ fn random_rotation(
 
 /// torchvision's `RandomAffine(degrees, translate, scale, shear, interpolation, fill, center)`.
 #[pyfunction(name = "RandomAffine")]
-#[pyo3(signature = (degrees, translate=None, scale=None, shear=None, interpolation=Name::new("nearest"), fill=None, center=None))]
+#[pyo3(signature = (degrees, translate=None, scale=None, shear=None, interpolation=Name::new("nearest"), fill=None, center=None),
+       text_signature = "(degrees, translate=None, scale=None, shear=None, interpolation='nearest', fill=None, center=None)")]
 #[allow(clippy::too_many_arguments)]
 fn random_affine(
     degrees: &Bound<'_, PyAny>,
@@ -571,7 +575,8 @@ fn random_affine(
 
 /// torchvision's `RandomPerspective(distortion_scale, p, interpolation, fill)`.
 #[pyfunction(name = "RandomPerspective")]
-#[pyo3(signature = (distortion_scale=0.5, p=0.5, interpolation=Name::new("bilinear"), fill=None))]
+#[pyo3(signature = (distortion_scale=0.5, p=0.5, interpolation=Name::new("bilinear"), fill=None),
+       text_signature = "(distortion_scale=0.5, p=0.5, interpolation='bilinear', fill=None)")]
 fn random_perspective(
     distortion_scale: f64,
     p: f64,
@@ -636,7 +641,8 @@ fn random_equalize(p: f64) -> PyAugment {
 /// torchvision's `AutoAugment(policy, interpolation, fill)`: `"imagenet"`,
 /// `"cifar10"` or `"svhn"`.
 #[pyfunction(name = "AutoAugment")]
-#[pyo3(signature = (policy="imagenet", interpolation=Name::new("nearest"), fill=None))]
+#[pyo3(signature = (policy="imagenet", interpolation=Name::new("nearest"), fill=None),
+       text_signature = "(policy='imagenet', interpolation='nearest', fill=None)")]
 fn auto_augment(
     policy: &str,
     interpolation: Name,
@@ -661,7 +667,8 @@ fn auto_augment(
 
 /// torchvision's `RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation, fill)`.
 #[pyfunction(name = "RandAugment")]
-#[pyo3(signature = (num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation=Name::new("nearest"), fill=None))]
+#[pyo3(signature = (num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation=Name::new("nearest"), fill=None),
+       text_signature = "(num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation='nearest', fill=None)")]
 fn rand_augment(
     num_ops: u32,
     magnitude: u32,
@@ -680,7 +687,8 @@ fn rand_augment(
 
 /// torchvision's `TrivialAugmentWide(num_magnitude_bins, interpolation, fill)`.
 #[pyfunction(name = "TrivialAugmentWide")]
-#[pyo3(signature = (num_magnitude_bins=31, interpolation=Name::new("nearest"), fill=None))]
+#[pyo3(signature = (num_magnitude_bins=31, interpolation=Name::new("nearest"), fill=None),
+       text_signature = "(num_magnitude_bins=31, interpolation='nearest', fill=None)")]
 fn trivial_augment_wide(
     num_magnitude_bins: u32,
     interpolation: Name,
@@ -695,7 +703,8 @@ fn trivial_augment_wide(
 
 /// torchvision's `AugMix(severity, mixture_width, chain_depth, alpha, all_ops, interpolation, fill)`.
 #[pyfunction(name = "AugMix")]
-#[pyo3(signature = (severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=true, interpolation=Name::new("bilinear"), fill=None))]
+#[pyo3(signature = (severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=true, interpolation=Name::new("bilinear"), fill=None),
+       text_signature = "(severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=True, interpolation='bilinear', fill=None)")]
 #[allow(clippy::too_many_arguments)]
 fn aug_mix(
     severity: u32,
@@ -753,7 +762,8 @@ pub(crate) struct PyErasing(RandomErasing);
 #[pymethods]
 impl PyErasing {
     #[new]
-    #[pyo3(signature = (p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=None))]
+    #[pyo3(signature = (p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=None),
+           text_signature = "(p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=None)")]
     fn new(
         p: f64,
         scale: (f64, f64),

@@ -81,6 +81,18 @@ def test_signatures_show_the_real_defaults(train):
     for name in ("workers", "depth", "read_workers", "decode_budget", "buffer_limit", "seed"):
         assert s.parameters[name].default == defaults[name], name
     assert defaults["depth"] > 0 and defaults["workers"] > 0
+    # No public callable shows `Ellipsis` for a default it could not render.
+    import tensorprep
+
+    for mod in (train, tensorprep):
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            try:
+                sig = str(inspect.signature(obj))
+            except (TypeError, ValueError):
+                continue  # classes without a constructor, constants
+            assert "Ellipsis" not in sig, f"{name}{sig}"
+    assert str(inspect.signature(train.RandomResizedCrop)).endswith("interpolation='bilinear')")
 
 
 def test_dataloader_names_are_accepted_and_both_spellings_refused(train):
