@@ -16,7 +16,7 @@
 //! - [`Loader`]: read, decode + augment and collate stages on their own
 //!   threads, ordered, bounded, resumable; [`autotune`] picks its threads and
 //!   buffers within a CPU and a memory budget.
-//! - [`Preview`] (feature `preview`): a PNG grid of samples as the model
+//! - `Preview` (feature `preview`): a PNG grid of samples as the model
 //!   sees them, each with its draws written under it.
 
 mod augment;

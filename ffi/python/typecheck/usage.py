@@ -1,6 +1,7 @@
-"""A typed use of the public API, checked by ``mypy --strict`` in CI (never
-run): the package's hints and the extension's stubs must accept what users
-write and give the types they expect back."""
+"""A typed use of the public API, checked by ``mypy --strict`` in CI: the
+package's hints and the extension's stubs must accept what users write and
+give the types they expect back. ``tests/test_typed_usage.py`` runs it too,
+so the stubs and the module agree on these calls."""
 
 from typing import Any, Dict, Optional, Tuple
 
@@ -46,7 +47,7 @@ def training(root: str) -> Dict[str, int]:
         return loader.state_dict()
 
 
-def preview(root: str) -> Tuple[int, int]:
-    grid: npt.NDArray[np.uint8] = train.preview(train.ImageFolder(root), preset="imagenet-train", out="grid.png", samples=4)
+def preview(root: str, out: str) -> Tuple[int, int]:
+    grid: npt.NDArray[np.uint8] = train.preview(train.ImageFolder(root), preset="imagenet-train", out=out, samples=4)
     height, width, _ = grid.shape
     return width, height
