@@ -84,13 +84,61 @@ impl PyMixup {
         self.0.num_classes
     }
 
+    /// Mixup's Beta parameter (0: no mixup).
+    #[getter]
+    fn mixup_alpha(&self) -> f64 {
+        self.0.mixup_alpha
+    }
+
+    /// CutMix's Beta parameter (0: no CutMix unless `cutmix_minmax`).
+    #[getter]
+    fn cutmix_alpha(&self) -> f64 {
+        self.0.cutmix_alpha
+    }
+
+    /// CutMix's box side fractions, when drawn so.
+    #[getter]
+    fn cutmix_minmax(&self) -> Option<(f64, f64)> {
+        self.0.cutmix_minmax
+    }
+
+    /// The probability of mixing a batch (pair, sample) at all.
+    #[getter]
+    fn prob(&self) -> f64 {
+        self.0.prob
+    }
+
+    /// With both on: the probability of CutMix rather than mixup.
+    #[getter]
+    fn switch_prob(&self) -> f64 {
+        self.0.switch_prob
+    }
+
+    /// `"batch"`, `"pair"` or `"elem"`.
+    #[getter]
+    fn mode(&self) -> &'static str {
+        mode_name(self.0.mode)
+    }
+
+    /// Lambda from the CutMix box's clipped area.
+    #[getter]
+    fn correct_lam(&self) -> bool {
+        self.0.correct_lam
+    }
+
+    /// The targets' label smoothing.
+    #[getter]
+    fn label_smoothing(&self) -> f64 {
+        self.0.label_smoothing
+    }
+
+    fn __eq__(&self, other: &PyMixup) -> bool {
+        self.0 == other.0
+    }
+
     fn __repr__(&self) -> String {
         let m = &self.0;
-        let mode = match m.mode {
-            MixMode::Pair => "pair",
-            MixMode::Elem => "elem",
-            _ => "batch",
-        };
+        let mode = mode_name(m.mode);
         let py_bool = |b: bool| if b { "True" } else { "False" };
         format!(
             "Mixup(mixup_alpha={}, cutmix_alpha={}, cutmix_minmax={}, prob={}, switch_prob={}, \
@@ -105,6 +153,15 @@ impl PyMixup {
             m.label_smoothing,
             m.num_classes
         )
+    }
+}
+
+/// A mode's name as `Mixup(mode=...)` takes it.
+fn mode_name(mode: MixMode) -> &'static str {
+    match mode {
+        MixMode::Pair => "pair",
+        MixMode::Elem => "elem",
+        _ => "batch",
     }
 }
 

@@ -183,6 +183,30 @@ def test_timm_mixup_switch_gives_the_same_batches_for_any_worker_count_and_resum
         assert np.array_equal(a, b) and np.array_equal(s, t)
 
 
+def test_random_choice_of_mixup_and_cutmix_is_timms_switch(train):
+    mixup, cutmix = train.MixUp(alpha=0.2, num_classes=2), train.CutMix(alpha=1.0, num_classes=2)
+    either = train.RandomChoice([cutmix, mixup])
+    assert either == train.Mixup(mixup_alpha=0.2, cutmix_alpha=1.0, switch_prob=0.5, label_smoothing=0.0, num_classes=2)
+    assert train.RandomChoice([mixup, cutmix], p=[3, 1]).switch_prob == 0.25
+    # Each batch is one or the other: a blend of its pair, or a box pasted from it.
+    plain, mixed = mixed_and_plain(train, either, batch=2)
+    assert len(mixed) == 3
+    for (x, y), (mx, targets) in zip(plain, mixed):
+        np.testing.assert_allclose(targets.sum(axis=1), 1.0, rtol=1e-6)
+        if y[0] == y[1]:
+            continue  # lambda is not in the targets
+        lam = targets[0, int(y[0])]
+        blended = np.allclose(mx[0], lam * x[0] + (1 - lam) * x[1], atol=1e-5)
+        pasted = np.all((mx == x) | (mx == x[::-1]))
+        assert blended or pasted, "neither a MixUp nor a CutMix of the pair"
+    with pytest.raises(ValueError, match="one MixUp and one CutMix"):
+        train.RandomChoice([mixup, mixup])
+    with pytest.raises(ValueError, match="differ in num_classes"):
+        train.RandomChoice([mixup, train.CutMix(num_classes=3)])
+    # Augmentations: torchvision's per-sample choice, as before.
+    assert isinstance(train.RandomChoice([train.RandomHorizontalFlip(), train.RandomVerticalFlip()]), train.Augment)
+
+
 def test_mixing_refuses_what_it_cannot_do(train):
     pipeline = train.Pipeline([train.RandomResizedCrop(32), train.ToTensor()])
     mix = train.MixUp(num_classes=2)

@@ -34,6 +34,9 @@ def training(root: str) -> Dict[str, int]:
     mix: train.Mixup = train.MixUp(alpha=0.2, num_classes=1000)
     timm: train.Mixup = train.Mixup(mixup_alpha=0.8, cutmix_alpha=1.0, num_classes=1000)
     assert timm.num_classes == mix.num_classes
+    either: train.Mixup = train.RandomChoice([train.CutMix(num_classes=1000), mix])
+    flip: train.Augment = train.RandomChoice([train.RandomHorizontalFlip(), train.RandomVerticalFlip()])
+    assert either.switch_prob == 0.5 and flip is not None
     defaults: Dict[str, int] = train.loader_defaults()
     with train.Loader(data, pipeline, 64, num_workers=defaults["workers"], prefetch_factor=2, mix=mix) as loader:
         for images, labels in loader:

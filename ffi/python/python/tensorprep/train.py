@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -48,7 +48,6 @@ from ._native import (  # noqa: F401  (re-exported)
     RandomAffine,
     RandomApply,
     RandomAutocontrast,
-    RandomChoice,
     RandomCrop,
     RandomEqualize,
     RandomErasing,
@@ -69,6 +68,7 @@ from ._native import (  # noqa: F401  (re-exported)
     loader_defaults,
     shard_from_env,
 )
+from ._native import RandomChoice as _RandomChoice
 from ._native import preview as _preview
 from ._native import Graph as _Graph
 
@@ -298,10 +298,56 @@ def CutMix(*, alpha: float = 1.0, num_classes: int) -> Mixup:
     """torchvision v2's ``CutMix(alpha=, num_classes=)`` for ``Loader(mix=...)``:
     a box of area ``1 - lambda`` (``lambda`` from ``Beta(alpha, alpha)``, then
     corrected to the box's clipped area) pasted from the partner sample
-    ``n - 1 - i``, one-hot targets without smoothing. For torchvision's
-    ``RandomChoice([MixUp(...), CutMix(...)])`` use timm's switch:
-    ``Mixup(mixup_alpha=a, cutmix_alpha=b, switch_prob=0.5, label_smoothing=0)``."""
+    ``n - 1 - i``, one-hot targets without smoothing.
+    ``RandomChoice([CutMix(...), MixUp(...)])`` switches between the two
+    per batch, as in torchvision."""
     return Mixup(mixup_alpha=0.0, cutmix_alpha=alpha, label_smoothing=0.0, num_classes=num_classes)
+
+
+@overload
+def RandomChoice(transforms: Sequence[Mixup], p: Optional[Sequence[float]] = None) -> Mixup: ...
+@overload
+def RandomChoice(transforms: Sequence[Augment], p: Optional[Sequence[float]] = None) -> Augment: ...
+def RandomChoice(transforms: Sequence[Any], p: Optional[Sequence[float]] = None) -> Union[Augment, Mixup]:
+    """torchvision's ``RandomChoice(transforms, p)``: one of ``transforms``
+    per sample (``p``: their weights, equal by default).
+
+    Given a ``MixUp`` and a ``CutMix`` (torchvision v2's
+    ``RandomChoice([cutmix, mixup])``), it is the loader's batch transform
+    that picks one of them per batch: timm's ``Mixup`` with both alphas and
+    ``switch_prob`` the CutMix weight (one half by default)."""
+    items = list(transforms)
+    if items and all(isinstance(t, Mixup) for t in items):
+        return _mix_choice(items, p)
+    return _RandomChoice(items, p)
+
+
+def _mix_choice(items: Sequence[Mixup], p: Optional[Sequence[float]]) -> Mixup:
+    """One ``Mixup`` switching between a mixup-only and a CutMix-only one."""
+    cut = [m.cutmix_alpha > 0 or m.cutmix_minmax is not None for m in items]
+    mix = [m.mixup_alpha > 0 for m in items]
+    if len(items) != 2 or sorted(cut) != [False, True] or any(c and x for c, x in zip(cut, mix)):
+        raise ValueError("RandomChoice of batch transforms takes one MixUp and one CutMix")
+    m, c = (items[1], items[0]) if cut[0] else (items[0], items[1])
+    same = ("num_classes", "label_smoothing", "mode", "prob", "correct_lam")
+    for name in same:
+        if getattr(m, name) != getattr(c, name):
+            raise ValueError(f"RandomChoice: the MixUp and the CutMix differ in {name}")
+    weights = [0.5, 0.5] if p is None else [float(v) for v in p]
+    if len(weights) != 2 or min(weights) < 0 or sum(weights) <= 0:
+        raise ValueError("RandomChoice: p is two non-negative weights, not both 0")
+    switch = (weights[0] if cut[0] else weights[1]) / sum(weights)
+    return Mixup(
+        mixup_alpha=m.mixup_alpha,
+        cutmix_alpha=c.cutmix_alpha,
+        cutmix_minmax=c.cutmix_minmax,
+        prob=m.prob,
+        switch_prob=switch,
+        mode=m.mode,
+        correct_lam=m.correct_lam,
+        label_smoothing=m.label_smoothing,
+        num_classes=m.num_classes,
+    )
 
 
 def _pipeline(pipeline: Union[Pipeline, str, _Graph]) -> Pipeline:
