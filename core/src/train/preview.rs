@@ -8,7 +8,7 @@
 //! use tensorprep::train::data::folder::FolderDataset;
 //! use tensorprep::train::{Preview, TrainPipeline};
 //!
-//! let data = FolderDataset::open("imagenet/train".as_ref())?;
+//! let data = FolderDataset::open(std::path::Path::new("imagenet/train"))?;
 //! let grid = Preview::new(8).render(&TrainPipeline::imagenet_train(), &data)?;
 //! grid.write_png(std::fs::File::create("grid.png")?)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
