@@ -23,7 +23,7 @@ use std::vec::Vec;
 use std::{format, vec};
 
 use super::data::{DataError, Dataset, Sample};
-use super::{Drawn, Order, PixelOp, SampleKey, Shard, TrainPipeline, TrainState, epoch_indices};
+use super::{Drawn, ImageOp, Order, SampleKey, Shard, TrainPipeline, TrainState, epoch_indices};
 use crate::pipeline::Op;
 use crate::{DType, Layout, TensorMut};
 
@@ -164,19 +164,19 @@ pub fn denormalize(
 fn describe(d: &Drawn) -> String {
     match d {
         Drawn::Op(op) => op.to_string(),
-        Drawn::Pixel(p) => match p {
-            PixelOp::Point(_) => "point table".to_string(),
-            PixelOp::Contrast(f) => format!("contrast {f:.2}"),
-            PixelOp::Saturation(f) => format!("saturation {f:.2}"),
-            PixelOp::Hue(f) => format!("hue {f:.2}"),
-            PixelOp::Sharpness(f) => format!("sharpness {f:.2}"),
-            PixelOp::Grayscale => "grayscale".to_string(),
-            PixelOp::Autocontrast => "autocontrast".to_string(),
-            PixelOp::Equalize => "equalize".to_string(),
-            PixelOp::GaussianBlur { kernel, sigma } => {
+        Drawn::Image(p) => match p {
+            ImageOp::Point(_) => "point table".to_string(),
+            ImageOp::Contrast(f) => format!("contrast {f:.2}"),
+            ImageOp::Saturation(f) => format!("saturation {f:.2}"),
+            ImageOp::Hue(f) => format!("hue {f:.2}"),
+            ImageOp::Sharpness(f) => format!("sharpness {f:.2}"),
+            ImageOp::Grayscale => "grayscale".to_string(),
+            ImageOp::Autocontrast => "autocontrast".to_string(),
+            ImageOp::Equalize => "equalize".to_string(),
+            ImageOp::GaussianBlur { kernel, sigma } => {
                 format!("blur {}x{} sigma {sigma:.2}", kernel.0, kernel.1)
             }
-            PixelOp::Warp { size, .. } => format!("warp to {}x{}", size.0, size.1),
+            ImageOp::Warp { size, .. } => format!("warp to {}x{}", size.0, size.1),
         },
         Drawn::AugMix(_) => "augmix step".to_string(),
     }

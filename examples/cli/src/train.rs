@@ -106,7 +106,7 @@ pub(crate) struct TrainBenchArgs {
 /// The loader's defaults, the library's: every flag left out keeps its
 /// value, and `--help` shows them.
 pub(crate) fn loader_defaults() -> LoaderConfig {
-    LoaderConfig::new(1, 2, 0)
+    LoaderConfig::default()
 }
 
 /// A dataset from what `DATA` names.
@@ -163,7 +163,7 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
     if args.workers != config.workers {
         // The read-ahead follows the workers unless given.
         config.workers = args.workers;
-        config.prefetch = LoaderConfig::new(args.batch, args.workers, args.seed).prefetch;
+        config.prefetch = LoaderConfig::default_prefetch(args.workers);
     }
     config.decode_budget = args.decode_budget.saturating_mul(1 << 20);
     config.buffer_limit = args.buffer_limit.saturating_mul(1 << 20);

@@ -17,12 +17,12 @@ use crate::mix::{self, PyMixup, Targets};
 use crate::train::{PyDataset, PyTrainPipeline};
 use crate::{errors, names};
 
-/// The loader's defaults: the library's (`LoaderConfig::new`'s, with two
-/// decode threads), in one place. The Python `Loader`'s signature shows
+/// The loader's defaults: the library's (`LoaderConfig::default()`), in
+/// one place. The Python `Loader`'s signature shows
 /// them (through `loader_defaults()`), and every argument left out here
 /// keeps its value.
 fn defaults() -> LoaderConfig {
-    LoaderConfig::new(1, 2, 0)
+    LoaderConfig::default()
 }
 
 /// The loader's defaults (`tensorprep::train::LoaderConfig`'s): `workers`,
@@ -250,7 +250,7 @@ impl PyLoader {
         if let Some(w) = workers {
             config.workers = w;
             // The read-ahead follows the workers unless given.
-            config.prefetch = LoaderConfig::new(batch_size, w, 0).prefetch;
+            config.prefetch = LoaderConfig::default_prefetch(w);
         }
         if let Some(s) = seed {
             config.seed = s;
