@@ -11,7 +11,8 @@
 #   --features LIST           Cargo features of tensorprep-ffi (e.g. turbojpeg)
 #   --no-default-features     leave out the importers (the smallest library)
 #   --strip                   strip debug information from the libraries
-# Linux (ELF) only; for Android see the README (cargo ndk builds the .so).
+# Linux (ELF) only; for Android see docs/c-api.md, "Android and ARM"
+# (cargo ndk builds the .so).
 set -eu
 cd "$(dirname "$0")/.."
 

@@ -9,7 +9,7 @@
 //!   8-bit as Pillow makes them (see [`ImageDecoder`]). Bit-exact with Pillow.
 //! - **WebP** (feature `webp`, needs `std`): lossy, lossless, alpha, the
 //!   first frame of an animation. Lossless is exact; lossy is within a few
-//!   levels of libwebp (the README gives the figure).
+//!   levels of libwebp (docs/ops.md, "Inputs", gives the figure).
 //! - Anything else is refused by name: [`crate::Error::UnsupportedImageFormat`]
 //!   ("GIF is not supported; this build reads JPEG, PNG, WebP").
 //! - **Untrusted files**: the size in the header is checked against

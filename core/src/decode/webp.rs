@@ -4,7 +4,8 @@
 //!
 //! Lossless files decode exactly as libwebp does. Lossy ones go through
 //! image-webp's own VP8 decoder with libwebp's default ("fancy") chroma
-//! upsampling; the README gives the measured difference from Pillow's libwebp.
+//! upsampling; docs/ops.md ("Inputs") and docs/parity.md give the measured
+//! difference from Pillow's libwebp.
 
 use alloc::vec::Vec;
 use std::io::Cursor;

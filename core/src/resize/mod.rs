@@ -136,8 +136,8 @@ pub enum Resample {
     /// exact to any Python library**: like Pillow it antialiases when
     /// shrinking, but it trims zero taps, rounds its weights to 16 bits with a
     /// precision chosen per axis and filters columns before rows, so it
-    /// differs from Pillow by a level or two on some pixels (measured in the
-    /// README). Bit-identical to `fast_image_resize` itself, with the
+    /// differs from Pillow by a level or two on some pixels (measured in
+    /// docs/parity.md, "Resize"). Bit-identical to `fast_image_resize` itself, with the
     /// coefficient tables computed once per plan (the crate recomputes them,
     /// with hundreds of allocations, on every call). A [`SourceBox`] may be
     /// fractional (its `SrcCropping::Crop`); 4-byte pixels are resampled with

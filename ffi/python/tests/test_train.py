@@ -375,7 +375,7 @@ def test_torchvision_transform_objects_convert(tp, train):
 
 def test_fast_image_resize_is_a_named_interpolation(train):
     # fast_image_resize's arithmetic ("fir-" and a filter): not Pillow's, but
-    # within a level of it for bilinear on a photo (the README's measurement).
+    # within a level of it for bilinear on a photo (measured in docs/parity.md, "Resize").
     photo = open(fixture("lxqt_butterfly_kenneth_wimer.jpg"), "rb").read()
     data = train.Samples([(photo, 0)])
 

@@ -46,8 +46,8 @@ impl Decode {
 ///
 /// The reduced modes decode a JPEG at 1/2, 1/4 or 1/8 of its size when a
 /// resize follows (after crops, if any), then resize from there to the same
-/// target: much faster on large photos, not bit-exact (see the README for the
-/// measured deviation). They need libjpeg-turbo. At 1/8, progressive files
+/// target: much faster on large photos, not bit-exact (docs/speed.md, "Pipelines", gives
+/// the measured deviation). They need libjpeg-turbo. At 1/8, progressive files
 /// skip the scans such a decode never reads, so damage confined to those
 /// scans is not reported (as in Pillow, which ignores libjpeg's warnings).
 ///
