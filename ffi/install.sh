@@ -8,8 +8,10 @@
 #
 # usage: ffi/install.sh [--prefix DIR] [--features LIST] [--no-default-features] [--strip]
 #   --prefix DIR              where to install (default /usr/local)
-#   --features LIST           Cargo features of tensorprep-ffi (e.g. turbojpeg)
-#   --no-default-features     leave out the importers (the smallest library)
+#   --features LIST           Cargo features of tensorprep-ffi (e.g. full, turbojpeg;
+#                             the default is the device-sized library, ffi/Cargo.toml)
+#   --no-default-features     the smallest library (JPEG, RGB and YUV 4:2:0 input,
+#                             Pillow's and OpenCV's resize, graphs)
 #   --strip                   strip debug information from the libraries
 # Linux (ELF) only; for Android see docs/c-api.md, "Android and ARM"
 # (cargo ndk builds the .so).

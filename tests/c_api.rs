@@ -25,12 +25,21 @@ fn scratch() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("c_api")
 }
 
-/// Builds the C library once; returns the directory holding `libtensorprep.so`.
+/// Builds the C library once, with every feature the C programs call
+/// (`full`: importers, every resampler and format); returns the directory
+/// holding `libtensorprep.so`.
 fn library() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let out = Command::new(env!("CARGO"))
-            .args(["build", "-p", "tensorprep-ffi", "--message-format=json"])
+            .args([
+                "build",
+                "-p",
+                "tensorprep-ffi",
+                "--features",
+                "full",
+                "--message-format=json",
+            ])
             .current_dir(root())
             .output()
             .expect("run cargo");

@@ -47,6 +47,7 @@ pub(crate) fn reserve<T>(v: &mut Vec<T>, len: usize) -> Result<()> {
 }
 
 /// Makes `buf` exactly `len` zero bytes (reusing its allocation when large enough).
+#[cfg_attr(not(any(feature = "png", feature = "webp")), allow(dead_code))]
 pub(crate) fn zero(buf: &mut Vec<u8>, len: usize) -> Result<()> {
     if buf.capacity() < len {
         *buf = Vec::new();

@@ -187,6 +187,14 @@ pub enum Error {
         /// The format recognised from the leading bytes, if any.
         found: Option<ImageFormat>,
     },
+    /// An op, resampler, pixel format or image format that this build of the
+    /// library leaves out: `feature` is the Cargo feature that builds it.
+    NotBuilt {
+        /// What was asked for ("libyuv's bilinear resize", "WebP decoding").
+        what: &'static str,
+        /// The Cargo feature of `tensorprep` (and of the C library) that builds it.
+        feature: &'static str,
+    },
     /// The PNG could not be decoded.
     Png {
         /// What kind of failure.
@@ -398,6 +406,10 @@ impl fmt::Display for Error {
                     ),
                 }
             }
+            Error::NotBuilt { what, feature } => write!(
+                f,
+                "{what} is not built into this library (Cargo feature `{feature}`)"
+            ),
             Error::Png { kind } => kind.describe(f, "PNG"),
             Error::WebP { kind } => kind.describe(f, "WebP"),
             Error::JpegFeature { feature, backend } => {

@@ -131,6 +131,45 @@ impl PixelFormat {
         self.bytes_per_pixel().is_none()
     }
 
+    /// The Cargo feature that builds the reading of the format (`None` for the
+    /// 8-bit formats and YUV 4:2:0, which are always built).
+    ///
+    /// ```
+    /// use tensorprep::PixelFormat;
+    /// assert_eq!(PixelFormat::Nv21.feature(), None);
+    /// assert_eq!(PixelFormat::Yuyv.feature(), Some("yuv422"));
+    /// ```
+    pub const fn feature(self) -> Option<&'static str> {
+        match self {
+            PixelFormat::Yuyv | PixelFormat::Uyvy => Some("yuv422"),
+            PixelFormat::Rgb565Le | PixelFormat::Rgb565Be => Some("rgb565"),
+            _ => None,
+        }
+    }
+
+    /// Whether this build reads the format ([`PixelFormat::feature`] enabled).
+    pub const fn is_built(self) -> bool {
+        match self {
+            PixelFormat::Yuyv | PixelFormat::Uyvy => cfg!(feature = "yuv422"),
+            PixelFormat::Rgb565Le | PixelFormat::Rgb565Be => cfg!(feature = "rgb565"),
+            _ => true,
+        }
+    }
+
+    /// [`crate::Error::NotBuilt`] naming the feature if this build does not read the format.
+    pub(crate) fn check_built(self) -> crate::Result<()> {
+        match self.feature() {
+            Some(feature) if !self.is_built() => Err(crate::Error::NotBuilt {
+                what: match self {
+                    PixelFormat::Yuyv | PixelFormat::Uyvy => "the YUV 4:2:2 input formats",
+                    _ => "the RGB565 input formats",
+                },
+                feature,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Pixels per chroma sample horizontally and vertically: `(2, 2)` for
     /// YUV 4:2:0, `(2, 1)` for YUV 4:2:2, `(1, 1)` otherwise. Crops of a
     /// subsampled image start on multiples of these.

@@ -14,6 +14,7 @@ mod imp {
     pub(crate) fn rintf(x: f32) -> f32 {
         x.round_ties_even()
     }
+    #[cfg(any(feature = "resize-torch", feature = "resize-float"))]
     #[inline(always)]
     pub(crate) fn fmaf(a: f32, b: f32, c: f32) -> f32 {
         a.mul_add(b, c)
@@ -22,7 +23,11 @@ mod imp {
 
 #[cfg(not(feature = "std"))]
 mod imp {
-    pub(crate) use libm::{floor, fmaf, rintf, round};
+    #[cfg(any(feature = "resize-torch", feature = "resize-float"))]
+    pub(crate) use libm::fmaf;
+    pub(crate) use libm::{floor, rintf, round};
 }
 
-pub(crate) use imp::{floor, fmaf, rintf, round};
+#[cfg(any(feature = "resize-torch", feature = "resize-float"))]
+pub(crate) use imp::fmaf;
+pub(crate) use imp::{floor, rintf, round};

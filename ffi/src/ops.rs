@@ -8,6 +8,7 @@ use tensorprep::decode::ImageDecoder;
 use tensorprep::finish::{FinishSpec, Finisher, Normalize};
 use tensorprep::geometry::{self, Transform};
 use tensorprep::jpeg::{DecodeOptions, JpegDecoder, Orientation};
+#[cfg(feature = "resize-float")]
 use tensorprep::resize::{FloatView, FloatViewMut};
 use tensorprep::{ImageView, ImageViewMut, PixelFormat, Quantization, Rect};
 
@@ -300,7 +301,8 @@ pub unsafe extern "C" fn tp_resize(
 /// resize of `F` images channel by channel, `TP_RESAMPLE_TORCH_FLOAT_*`
 /// PyTorch's antialiased `interpolate` of float tensors; other methods are
 /// refused (`TP_RESULT_INVALID_PARAMETER`). One-shot: it allocates its tables
-/// and scratch each call.
+/// and scratch each call. Returns `TP_RESULT_NOT_BUILT` without the
+/// `resize-float` feature.
 ///
 /// # Safety
 ///
@@ -312,6 +314,16 @@ pub unsafe extern "C" fn tp_resize_f32(
     dst: *const tp_float_image_mut,
     resample: u32,
 ) -> tp_result {
+    #[cfg(not(feature = "resize-float"))]
+    return boundary(|| {
+        let _ = (src, dst, resample);
+        Err(tensorprep::Error::NotBuilt {
+            what: "float32 resizing",
+            feature: "resize-float",
+        }
+        .into())
+    });
+    #[cfg(feature = "resize-float")]
     boundary(|| {
         // SAFETY: the caller guarantees the images.
         let (s, d) = unsafe { (args::required(src, "src")?, args::required(dst, "dst")?) };

@@ -258,6 +258,7 @@ fn code_of(e: &Error) -> tp_result {
         },
         Error::ImplausibleSize { .. } => R::ImplausibleSize,
         Error::Io { .. } => R::Io,
+        Error::NotBuilt { .. } => R::NotBuilt,
         _ => R::Other,
     }
 }

@@ -184,6 +184,7 @@ impl RowConverter {
     /// path (`Simd::Scalar`: the scalar code, the reference the vector kernels
     /// are tested against).
     fn with_simd(from: PixelFormat, to: PixelFormat, range: YuvRange, simd: Simd) -> Result<Self> {
+        from.check_built()?;
         packed_bpp("colour conversion destination", to)?;
         let vector = simd_row(simd, from, to);
         let convert: RowFn = match from {
@@ -192,9 +193,13 @@ impl RowConverter {
             PixelFormat::Nv12 => with_layout!(to, D => yuv420_row::<D, NV12>),
             PixelFormat::Nv21 => with_layout!(to, D => yuv420_row::<D, NV21>),
             PixelFormat::I420 => with_layout!(to, D => yuv420_row::<D, I420>),
+            #[cfg(feature = "yuv422")]
             PixelFormat::Yuyv => with_layout!(to, D => yuv422_row::<D, YUYV>),
+            #[cfg(feature = "yuv422")]
             PixelFormat::Uyvy => with_layout!(to, D => yuv422_row::<D, UYVY>),
+            #[cfg(feature = "rgb565")]
             PixelFormat::Rgb565Le => with_layout!(to, D => packed_row::<Rgb565<false>, D>),
+            #[cfg(feature = "rgb565")]
             PixelFormat::Rgb565Be => with_layout!(to, D => packed_row::<Rgb565<true>, D>),
             f => with_layout!(f, S => with_layout!(to, D => packed_row::<S, D>)),
         };
@@ -203,9 +208,13 @@ impl RowConverter {
             PixelFormat::Nv12 => with_layout!(to, D => yuv420_gather::<D, NV12>),
             PixelFormat::Nv21 => with_layout!(to, D => yuv420_gather::<D, NV21>),
             PixelFormat::I420 => with_layout!(to, D => yuv420_gather::<D, I420>),
+            #[cfg(feature = "yuv422")]
             PixelFormat::Yuyv => with_layout!(to, D => yuv422_gather::<D, YUYV>),
+            #[cfg(feature = "yuv422")]
             PixelFormat::Uyvy => with_layout!(to, D => yuv422_gather::<D, UYVY>),
+            #[cfg(feature = "rgb565")]
             PixelFormat::Rgb565Le => with_layout!(to, D => packed_gather::<Rgb565<false>, D>),
+            #[cfg(feature = "rgb565")]
             PixelFormat::Rgb565Be => with_layout!(to, D => packed_gather::<Rgb565<true>, D>),
             f => with_layout!(f, S => with_layout!(to, D => packed_gather::<S, D>)),
         };
@@ -420,8 +429,10 @@ impl<L: PackedLayout> SourceLayout for L {
 }
 
 /// RGB565, `BE`: high byte first.
+#[cfg(feature = "rgb565")]
 struct Rgb565<const BE: bool>;
 
+#[cfg(feature = "rgb565")]
 impl<const BE: bool> SourceLayout for Rgb565<BE> {
     const BPP: usize = 2;
     const ALPHA: Option<usize> = None;
@@ -723,10 +734,13 @@ fn store_yuv<D: PackedLayout>(px: &mut [u8], l: i32, c: (i32, i32, i32), m: &Yuv
 }
 
 /// Byte positions of Y0, U, Y1, V in a YUV 4:2:2 group, as const parameters.
+#[cfg(feature = "yuv422")]
 const YUYV: u8 = 0;
+#[cfg(feature = "yuv422")]
 const UYVY: u8 = 1;
 
 /// Y0, U, Y1, V of one 4-byte group of a YUV 4:2:2 row.
+#[cfg(feature = "yuv422")]
 #[inline(always)]
 fn yuv422_group<const ORDER: u8>(g: &[u8]) -> [u8; 4] {
     if ORDER == YUYV {
@@ -738,6 +752,7 @@ fn yuv422_group<const ORDER: u8>(g: &[u8]) -> [u8; 4] {
 
 /// Row `y` of a YUV 4:2:2 image; each group's U,V pair serves its two pixels
 /// (an odd width uses the first pixel of the last group).
+#[cfg(feature = "yuv422")]
 fn yuv422_row<D: PackedLayout, const ORDER: u8>(
     src: &ImageView<'_>,
     y: usize,
@@ -758,6 +773,7 @@ fn yuv422_row<D: PackedLayout, const ORDER: u8>(
     }
 }
 
+#[cfg(feature = "yuv422")]
 fn yuv422_gather<D: PackedLayout, const ORDER: u8>(
     src: &ImageView<'_>,
     y: usize,
@@ -779,6 +795,7 @@ fn yuv422_gather<D: PackedLayout, const ORDER: u8>(
 /// Red, green and blue of one RGB565 pixel (`BE`: high byte first), each
 /// channel's bits shifted to the top of its byte as OpenCV's `cvtColor` does:
 /// `R = (p >> 8) & 0xF8`, `G = (p >> 3) & 0xFC`, `B = (p << 3) & 0xF8`.
+#[cfg(feature = "rgb565")]
 #[inline(always)]
 fn rgb565<const BE: bool>(px: &[u8]) -> (u8, u8, u8) {
     let p = if BE {
@@ -796,6 +813,27 @@ fn rgb565<const BE: bool>(px: &[u8]) -> (u8, u8, u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A camera format this build leaves out is refused, naming its Cargo
+    /// feature, where its conversion is chosen; every format built converts.
+    #[test]
+    #[cfg(feature = "std")]
+    fn a_camera_format_left_out_of_the_build_is_not_built() {
+        for from in PixelFormat::ALL {
+            let got = RowConverter::new(from, PixelFormat::Rgb8, YuvRange::Full);
+            match from.feature() {
+                Some(feature) if !from.is_built() => {
+                    let e = got.unwrap_err();
+                    assert!(
+                        matches!(e, Error::NotBuilt { feature: f, .. } if f == feature),
+                        "{from:?}: {e:?}"
+                    );
+                    assert!(std::format!("{e}").contains(feature), "{e}");
+                }
+                _ => assert!(got.is_ok(), "{from:?}: {got:?}"),
+            }
+        }
+    }
 
     /// The BT.601 equations in f64, the reference the fixed-point code must match to 1 level.
     fn reference(y: u8, u: u8, v: u8, range: YuvRange) -> [f64; 3] {

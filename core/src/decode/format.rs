@@ -84,12 +84,44 @@ impl ImageFormat {
         ImageFormat::ALL.into_iter().filter(|f| f.is_supported())
     }
 
-    /// Whether this build decodes the format (JPEG always; PNG with `alloc`,
-    /// WebP with the `webp` feature).
+    /// Whether this build decodes the format (JPEG always; PNG with the `png`
+    /// feature, WebP with the `webp` feature).
     pub const fn is_supported(self) -> bool {
         matches!(self, ImageFormat::Jpeg)
-            || (matches!(self, ImageFormat::Png) && cfg!(feature = "alloc"))
+            || (matches!(self, ImageFormat::Png) && cfg!(feature = "png"))
             || (matches!(self, ImageFormat::WebP) && cfg!(feature = "webp"))
+    }
+
+    /// The Cargo feature that builds the format's decoder, for the formats
+    /// tensorprep has a decoder for (`None` for JPEG, always built, and for
+    /// the formats it never decodes).
+    ///
+    /// ```
+    /// use tensorprep::decode::ImageFormat;
+    /// assert_eq!(ImageFormat::WebP.feature(), Some("webp"));
+    /// assert_eq!(ImageFormat::Gif.feature(), None);
+    /// ```
+    pub const fn feature(self) -> Option<&'static str> {
+        match self {
+            ImageFormat::Png => Some("png"),
+            ImageFormat::WebP => Some("webp"),
+            _ => None,
+        }
+    }
+
+    /// [`crate::Error::NotBuilt`] for a format whose decoder this build leaves out.
+    #[cfg(feature = "alloc")]
+    pub(crate) fn check_built(self) -> crate::Result<()> {
+        match self.feature() {
+            Some(feature) if !self.is_supported() => Err(crate::Error::NotBuilt {
+                what: match self {
+                    ImageFormat::Png => "PNG decoding",
+                    _ => "WebP decoding",
+                },
+                feature,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// The format's usual name ("JPEG", "PNG", "WebP", ...).
@@ -207,6 +239,31 @@ impl fmt::Display for SupportedList {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A PNG or WebP file in a build without its decoder is refused naming
+    /// the Cargo feature (not as a corrupt file, not as an unknown format).
+    #[test]
+    #[cfg(feature = "alloc")]
+    fn a_decoder_left_out_of_the_build_is_not_built() {
+        use crate::Error;
+        use crate::decode::ImageDecoder;
+        let files: [(&[u8], ImageFormat); 2] = [
+            (b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", ImageFormat::Png),
+            (b"RIFF\x24\0\0\0WEBPVP8 ", ImageFormat::WebP),
+        ];
+        for (bytes, format) in files {
+            assert_eq!(ImageFormat::sniff(bytes), Some(format));
+            for got in [
+                ImageDecoder::default().read_info(bytes).err(),
+                ImageDecoder::default().decode(bytes).err(),
+            ] {
+                let not_built = matches!(got, Some(Error::NotBuilt { feature, .. })
+                    if Some(feature) == format.feature());
+                assert_eq!(not_built, !format.is_supported(), "{format:?}: {got:?}");
+                assert!(got.is_some(), "{format:?}: a truncated file decodes");
+            }
+        }
+    }
 
     #[test]
     fn signatures() {

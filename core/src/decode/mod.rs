@@ -34,7 +34,7 @@
 //! ```
 
 mod format;
-#[cfg(feature = "alloc")]
+#[cfg(feature = "png")]
 mod png;
 #[cfg(feature = "webp")]
 mod webp;
@@ -47,11 +47,15 @@ pub use decoder::{ImageDecoder, ImageInfo, decode};
 
 #[cfg(feature = "alloc")]
 mod decoder {
+    #[cfg(any(feature = "png", feature = "webp"))]
     use alloc::vec::Vec;
 
     use super::ImageFormat;
+    #[cfg(any(feature = "png", feature = "webp"))]
     use crate::geometry::{Transform, transform};
-    use crate::jpeg::{DecodeOptions, JpegDecoder, JpegInfo, Orientation, Scale};
+    use crate::jpeg::{DecodeOptions, JpegDecoder, JpegInfo};
+    #[cfg(any(feature = "png", feature = "webp"))]
+    use crate::jpeg::{Orientation, Scale};
     use crate::{Error, Image, ImageViewMut, Result};
 
     /// What a file's headers say.
@@ -78,14 +82,18 @@ mod decoder {
     }
 
     /// The channels of pixels as Pillow opens a file (8 bits each).
+    #[cfg(any(feature = "png", feature = "webp"))]
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub(crate) enum Opened {
+        #[cfg_attr(not(feature = "png"), allow(dead_code))]
         L,
+        #[cfg_attr(not(feature = "png"), allow(dead_code))]
         La,
         Rgb,
         Rgba,
     }
 
+    #[cfg(any(feature = "png", feature = "webp"))]
     impl Opened {
         fn channels(self) -> usize {
             match self {
@@ -111,15 +119,20 @@ mod decoder {
     pub struct ImageDecoder {
         jpeg: JpegDecoder,
         /// Pixels as the file opens (PNG, WebP).
+        #[cfg(any(feature = "png", feature = "webp"))]
         opened: Vec<u8>,
         /// 16-bit PNG samples.
+        #[cfg(feature = "png")]
         wide: Vec<u8>,
         /// Converted pixels before the EXIF orientation.
+        #[cfg(any(feature = "png", feature = "webp"))]
         converted: Vec<u8>,
     }
 
     /// Headers of a PNG or WebP.
+    #[cfg(any(feature = "png", feature = "webp"))]
     enum Header {
+        #[cfg(feature = "png")]
         Png(super::png::Header),
         #[cfg(feature = "webp")]
         WebP(super::webp::Header),
@@ -149,6 +162,7 @@ mod decoder {
             &mut self.jpeg
         }
 
+        #[cfg(any(feature = "png", feature = "webp"))]
         fn header(
             &self,
             bytes: &[u8],
@@ -156,6 +170,7 @@ mod decoder {
         ) -> Result<(ImageFormat, Header)> {
             let options = self.options();
             match found {
+                #[cfg(feature = "png")]
                 Some(ImageFormat::Png) => Ok((
                     ImageFormat::Png,
                     Header::Png(super::png::read_header(bytes, &options.limits)?),
@@ -169,6 +184,7 @@ mod decoder {
             }
         }
 
+        #[cfg(any(feature = "png", feature = "webp"))]
         fn info_of(&self, bytes: &[u8], format: ImageFormat, header: &Header) -> Result<ImageInfo> {
             let options = self.options();
             if options.scale != Scale::Full {
@@ -179,6 +195,7 @@ mod decoder {
             }
             crate::image::packed_bpp("decode output", options.format)?;
             let (w, h, has_alpha, exif) = match header {
+                #[cfg(feature = "png")]
                 Header::Png(p) => (p.width, p.height, p.has_alpha, p.exif),
                 #[cfg(feature = "webp")]
                 Header::WebP(p) => (p.width, p.height, p.has_alpha, p.exif),
@@ -201,6 +218,7 @@ mod decoder {
             })
         }
 
+        #[cfg(any(feature = "png", feature = "webp"))]
         fn transform_for(&self, exif_orientation: u16) -> Transform {
             match self.options().orientation {
                 Orientation::Apply => Transform::from_exif(exif_orientation).unwrap_or_default(),
@@ -215,8 +233,17 @@ mod decoder {
             if found == Some(ImageFormat::Jpeg) {
                 return self.jpeg.read_info(bytes).map(from_jpeg);
             }
-            let (format, header) = self.header(bytes, found)?;
-            self.info_of(bytes, format, &header)
+            // A PNG or WebP file in a build without its decoder names the feature.
+            if let Some(format) = found {
+                format.check_built()?;
+            }
+            #[cfg(any(feature = "png", feature = "webp"))]
+            {
+                let (format, header) = self.header(bytes, found)?;
+                self.info_of(bytes, format, &header)
+            }
+            #[cfg(not(any(feature = "png", feature = "webp")))]
+            Err(Error::UnsupportedImageFormat { found })
         }
 
         /// Decodes into `dst`, whose format must be the options' format and
@@ -230,10 +257,19 @@ mod decoder {
             if found == Some(ImageFormat::Jpeg) {
                 return self.jpeg.decode_into(bytes, dst).map(from_jpeg);
             }
-            self.decode_other(bytes, found, dst)
+            if let Some(format) = found {
+                format.check_built()?;
+            }
+            #[cfg(any(feature = "png", feature = "webp"))]
+            {
+                self.decode_other(bytes, found, dst)
+            }
+            #[cfg(not(any(feature = "png", feature = "webp")))]
+            Err(Error::UnsupportedImageFormat { found })
         }
 
         /// [`ImageDecoder::decode_into`] for PNG and WebP.
+        #[cfg(any(feature = "png", feature = "webp"))]
         fn decode_other(
             &mut self,
             bytes: &[u8],
@@ -256,6 +292,7 @@ mod decoder {
                 });
             }
             let opened = match &header {
+                #[cfg(feature = "png")]
                 Header::Png(p) => super::png::decode(
                     bytes,
                     p,
@@ -312,6 +349,7 @@ mod decoder {
 
     /// Pillow's `convert` from the opened channels (`width` pixels a row,
     /// tightly packed) to `dst`'s packed format.
+    #[cfg(any(feature = "png", feature = "webp"))]
     fn convert_opened(src: &[u8], opened: Opened, width: usize, dst: &mut ImageViewMut<'_>) {
         let n = opened.channels();
         let format = dst.format();
@@ -352,5 +390,5 @@ mod decoder {
     }
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(any(feature = "png", feature = "webp"))]
 pub(crate) use decoder::Opened;

@@ -298,6 +298,31 @@ mod tests {
     use alloc::vec;
     use op_message::sample_ops;
 
+    /// A graph whose resampler this build leaves out is refused as it loads,
+    /// naming the Cargo feature; every method built loads.
+    #[test]
+    fn a_resampler_left_out_of_the_build_is_not_built() {
+        use crate::pipeline::Resize;
+        use crate::resize::Resample;
+        use crate::size::SizeRule;
+        for resample in Resample::ALL {
+            let size = SizeRule::Exact {
+                width: 8,
+                height: 8,
+            };
+            let op = Op::Resize(Resize { size, resample });
+            let got = Op::from_message(0, &op.to_message());
+            match resample.feature() {
+                Some(feature) if !resample.is_built() => assert!(
+                    matches!(got, Err(GraphError::Pipeline(crate::Error::NotBuilt { feature: f, .. }))
+                        if f == feature),
+                    "{resample:?}: {got:?}"
+                ),
+                _ => assert_eq!(got.unwrap(), op),
+            }
+        }
+    }
+
     #[test]
     fn every_op_value_round_trips_through_protobuf() {
         for (i, op) in sample_ops().iter().enumerate() {

@@ -37,6 +37,7 @@ pub(super) enum Quantize {
     Pillow,
     /// PyTorch's uint8 kernels: 16-bit weights with the most fractional bits
     /// (at most 22) that keep twice the axis's largest weight below 2^15.
+    #[cfg_attr(not(feature = "resize-torch"), allow(dead_code))]
     TorchInt16,
     /// `fast_image_resize`'s u8 convolution (`precompute_coefficients` and
     /// `Normalizer16`): taps from `floor`/`ceil` of the support with zero
@@ -484,7 +485,7 @@ impl AxisShape {
 
     /// The unquantized weights, as Pillow's `F` (float32) images use them,
     /// first indices relative to `shift`.
-    #[cfg(feature = "alloc")]
+    #[cfg(feature = "resize-float")]
     pub(super) fn build_f64(&self, shift: usize) -> F64Axis {
         let ksize = self.ksize;
         let mut weights = alloc::vec![0.0; ksize * self.outputs()];
@@ -504,7 +505,7 @@ impl AxisShape {
 
 /// One axis's `f64` weights (Pillow's `F` mode): per output, the first
 /// source index and its taps.
-#[cfg(feature = "alloc")]
+#[cfg(feature = "resize-float")]
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct F64Axis {
     ksize: usize,
@@ -512,7 +513,7 @@ pub(super) struct F64Axis {
     weights: alloc::vec::Vec<f64>,
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "resize-float")]
 impl F64Axis {
     /// Output `i`: first source index and its weights.
     #[inline(always)]

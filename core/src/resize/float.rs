@@ -261,6 +261,7 @@ impl Plan {
             resample,
         } = key;
         let window = Rect::new(0, 0, dst.0, dst.1);
+        resample.check_built()?;
         super::plan::check_sizes(src, source_box, dst, window, limits)?;
         match resample {
             Resample::Pillow(filter) => {

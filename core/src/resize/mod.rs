@@ -40,16 +40,19 @@
 //! ```
 
 mod coeffs;
-#[cfg(feature = "alloc")]
+#[cfg(feature = "resize-float")]
 mod float;
 mod kernels;
+#[cfg(feature = "resize-libyuv")]
 mod libyuv;
 mod opencv;
 mod pillow;
 mod plan;
+#[cfg(any(feature = "resize-torch", feature = "resize-float"))]
+#[cfg_attr(not(feature = "resize-torch"), allow(dead_code))]
 mod torch_float;
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "resize-float")]
 pub use float::{
     FloatImage, FloatPixels, FloatResizer, FloatView, FloatViewMut, MAX_FLOAT_CHANNELS, resize_f32,
     resize_f32_by_rule,
@@ -221,6 +224,52 @@ impl Resample {
     /// ```
     pub const fn is_exact(self) -> bool {
         !matches!(self, Resample::FastImageResize(_))
+    }
+
+    /// The Cargo feature that builds the method's arithmetic (`None` for
+    /// Pillow's and OpenCV's, which are always built).
+    ///
+    /// ```
+    /// use tensorprep::resize::{Filter, Resample};
+    /// assert_eq!(Resample::Pillow(Filter::Bilinear).feature(), None);
+    /// assert_eq!(Resample::LibyuvBilinear.feature(), Some("resize-libyuv"));
+    /// ```
+    pub const fn feature(self) -> Option<&'static str> {
+        match self {
+            Resample::Torch(_) | Resample::TorchFloat(_) | Resample::TorchNearestExact => {
+                Some("resize-torch")
+            }
+            Resample::LibyuvBilinear => Some("resize-libyuv"),
+            Resample::FastImageResize(_) => Some("resize-fir"),
+            Resample::Pillow(_) | Resample::OpenCvLinear | Resample::OpenCvArea => None,
+        }
+    }
+
+    /// Whether this build has the method ([`Resample::feature`] enabled).
+    pub const fn is_built(self) -> bool {
+        match self {
+            Resample::Torch(_) | Resample::TorchFloat(_) | Resample::TorchNearestExact => {
+                cfg!(feature = "resize-torch")
+            }
+            Resample::LibyuvBilinear => cfg!(feature = "resize-libyuv"),
+            Resample::FastImageResize(_) => cfg!(feature = "resize-fir"),
+            Resample::Pillow(_) | Resample::OpenCvLinear | Resample::OpenCvArea => true,
+        }
+    }
+
+    /// [`Error::NotBuilt`] naming the feature if this build lacks the method.
+    pub(crate) fn check_built(self) -> Result<()> {
+        match self.feature() {
+            Some(feature) if !self.is_built() => Err(Error::NotBuilt {
+                what: match self {
+                    Resample::LibyuvBilinear => "libyuv's bilinear resize",
+                    Resample::FastImageResize(_) => "fast_image_resize's resize",
+                    _ => "PyTorch's resize",
+                },
+                feature,
+            }),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -250,7 +250,7 @@ impl PillowShape {
 /// ones, with the unquantized `f64` weights, summed in `f64`
 /// (`ImagingResampleHorizontal_32bpc`); first indices relative to the
 /// shape's region.
-#[cfg(feature = "alloc")]
+#[cfg(feature = "resize-float")]
 #[derive(Clone, Debug)]
 pub(super) enum F64Plan {
     /// The region is the output.
@@ -267,7 +267,7 @@ pub(super) enum F64Plan {
     },
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "resize-float")]
 impl PillowShape {
     /// The plan for float32 images of this shape.
     pub(super) fn build_f64(&self) -> F64Plan {
@@ -446,9 +446,11 @@ pub(super) enum NearestIndex {
     /// PyTorch's `mode="nearest"` (`nearest_idx`, the whole source): `i` for
     /// the same size, `i >> 1` for twice it, else `min(floor(i * scale), in - 1)`
     /// with `scale = in / out` in float32.
+    #[cfg_attr(not(feature = "resize-torch"), allow(dead_code))]
     Torch,
     /// PyTorch's `mode="nearest-exact"`: `min(floorf((i + 0.5) * scale), in - 1)`,
     /// the product in double, rounded to float32 before the floor.
+    #[cfg_attr(not(feature = "resize-torch"), allow(dead_code))]
     TorchExact,
     /// `fast_image_resize`'s `ResizeAlg::Nearest` across a row: `box0 +
     /// step / 2 + step * i` truncated, `step` from the box's `f64` width.

@@ -1,9 +1,14 @@
 //! Resize plans, their scratch state, and the eager resizer.
 
+#[cfg(feature = "resize-torch")]
 use super::coeffs::Quantize;
+#[cfg(feature = "resize-libyuv")]
 use super::libyuv::LibyuvPlan;
 use super::opencv;
-use super::pillow::{self, Arithmetic, NearestIndex, PillowShape};
+#[cfg(feature = "resize-torch")]
+use super::pillow::NearestIndex;
+use super::pillow::{self, Arithmetic, PillowShape};
+#[cfg(feature = "resize-torch")]
 use super::torch_float::{self, TorchFloatPlan, TorchFloatShape};
 use super::{Filter, Resample, SourceBox, kernels::Simd};
 use crate::arena::{Arena, Borrowed, Counting, Footprint, Scratch, Storage, Tables};
@@ -22,7 +27,9 @@ use crate::{Error, ImageView, ImageViewMut, Limits, PixelFormat, Rect, Result};
 enum Method<S: Storage> {
     Pillow(pillow::PillowPlan<S>),
     OpenCv(opencv::OpenCvPlan<S>),
+    #[cfg(feature = "resize-torch")]
     TorchFloat(TorchFloatPlan<S>),
+    #[cfg(feature = "resize-libyuv")]
     Libyuv(LibyuvPlan),
 }
 
@@ -38,7 +45,9 @@ impl ResizePlan {
         match self.method {
             Method::Pillow(p) => p.into_pools(spares),
             Method::OpenCv(o) => o.into_pools(spares),
+            #[cfg(feature = "resize-torch")]
             Method::TorchFloat(t) => t.into_pools(spares),
+            #[cfg(feature = "resize-libyuv")]
             Method::Libyuv(_) => {}
         }
     }
@@ -279,6 +288,7 @@ impl<S: Storage> ResizePlanIn<S> {
         resample: Resample,
         limits: &Limits,
     ) -> Result<ResizePlanIn<S>> {
+        resample.check_built()?;
         check_sizes(src, source_box, full, window, limits)?;
         let out = (window.width, window.height);
         let (method, region) = match resample {
@@ -300,6 +310,7 @@ impl<S: Storage> ResizePlanIn<S> {
                 check_torch_filter(resample)?;
                 let (origin, boxed) = integral_box(source_box, resample)?;
                 let (method, r) = match resample {
+                    #[cfg(feature = "resize-torch")]
                     Resample::Torch(_) | Resample::TorchNearestExact => {
                         let (filter, nearest) = match resample {
                             Resample::Torch(filter) => (filter, NearestIndex::Torch),
@@ -321,6 +332,7 @@ impl<S: Storage> ResizePlanIn<S> {
                         limits.check_alloc(shape.passes().scratch_bytes(r, out))?;
                         (Method::Pillow(shape.build(tables)?), r)
                     }
+                    #[cfg(feature = "resize-torch")]
                     Resample::TorchFloat(filter) => {
                         let shape = TorchFloatShape::new(boxed, full, window, filter, limits)?;
                         let r = shape.region();
@@ -329,6 +341,7 @@ impl<S: Storage> ResizePlanIn<S> {
                         limits.check_alloc(shape.floats(window.width, 4) * 4 + block * 5)?;
                         (Method::TorchFloat(shape.build(tables)?), r)
                     }
+                    #[cfg(feature = "resize-libyuv")]
                     Resample::LibyuvBilinear => {
                         let plan = LibyuvPlan::new(boxed, full, window)?;
                         // Two rows of the source or the window, read two rows at a time.
@@ -401,11 +414,13 @@ impl<S: Storage> ResizePlanIn<S> {
                     floats: 0,
                 }
             }
+            #[cfg(feature = "resize-libyuv")]
             Method::Libyuv(p) => ResizeScratch {
                 premultiplied: rows(p.rows_at_once(bpp), false),
                 between: p.scratch(bpp),
                 ..Default::default()
             },
+            #[cfg(feature = "resize-torch")]
             Method::TorchFloat(_) => ResizeScratch {
                 premultiplied: rows(torch_float::BLOCK_ROWS, false),
                 floats: (read.height as usize * self.dst_size().0 as usize
@@ -759,12 +774,14 @@ impl<S: Storage> ResizePlanIn<S> {
                 reader,
                 self.dst_size().0,
             ),
+            #[cfg(feature = "resize-libyuv")]
             Method::Libyuv(p) => {
                 state.between.reserve(p.scratch(reader.bpp()))?;
                 state
                     .premultiplied
                     .reserve(reader.rows_scratch(p.rows_at_once(reader.bpp()), false))
             }
+            #[cfg(feature = "resize-torch")]
             Method::TorchFloat(p) => {
                 let (floats, bytes) = p.scratch(reader, self.dst_size().0);
                 state.floats.reserve(floats)?;
@@ -806,6 +823,7 @@ impl<S: Storage> ResizePlanIn<S> {
                 reader,
                 dst,
             ),
+            #[cfg(feature = "resize-torch")]
             Method::TorchFloat(p) => p.run(
                 self.simd.float_path(),
                 &mut state.floats,
@@ -814,6 +832,7 @@ impl<S: Storage> ResizePlanIn<S> {
                 reader,
                 dst,
             ),
+            #[cfg(feature = "resize-libyuv")]
             Method::Libyuv(p) => p.run(&mut state.premultiplied, &mut state.between, reader, dst),
         }
         // Every test run checks that the reserve was enough.
@@ -1026,6 +1045,27 @@ pub fn resize_by_rule(
 mod tests {
     use super::*;
     use crate::PixelFormat;
+
+    /// A method this build leaves out is refused, naming its Cargo feature,
+    /// when its plan is made; every method built makes one.
+    #[test]
+    #[cfg(feature = "std")]
+    fn a_method_left_out_of_the_build_is_not_built() {
+        for r in Resample::ALL {
+            let got = ResizePlan::new((64, 48), (16, 12), r);
+            match r.feature() {
+                Some(feature) if !r.is_built() => {
+                    let e = got.unwrap_err();
+                    assert!(
+                        matches!(e, Error::NotBuilt { feature: f, .. } if f == feature),
+                        "{r:?}: {e:?}"
+                    );
+                    assert!(std::format!("{e}").contains(feature), "{e}");
+                }
+                _ => assert!(got.is_ok(), "{r:?}: {got:?}"),
+            }
+        }
+    }
 
     #[test]
     fn constant_images_stay_constant_for_every_filter() {

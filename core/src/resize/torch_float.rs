@@ -254,7 +254,7 @@ impl TorchFloatPlan<Heap> {
 
 impl<S: Storage> TorchFloatPlan<S> {
     /// The horizontal and vertical axes, each where its size changes.
-    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
+    #[cfg_attr(not(feature = "resize-float"), allow(dead_code))]
     pub(super) fn axes(&self) -> (Option<&FloatAxis<S>>, Option<&FloatAxis<S>>) {
         (self.h.as_ref(), self.v.as_ref())
     }

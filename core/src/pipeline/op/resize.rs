@@ -42,6 +42,7 @@ mod compiled {
     impl Resize {
         /// Resizing needs packed pixels.
         pub(in crate::pipeline) fn compile(&self, cx: &mut Compiling<'_>) -> Result<()> {
+            self.resample.check_built()?;
             packed("Resize", cx.format)?;
             cx.push(Step::Resize(*self))
         }
@@ -289,6 +290,8 @@ pub(crate) mod message {
                          (OpenCV: BILINEAR or AREA; PyTorch: BILINEAR, BICUBIC, NEAREST, \
                          NEAREST_EXACT; libyuv: BILINEAR)")
                 })?;
+            // A graph whose resampler this build leaves out is refused as it loads.
+            resample.check_built()?;
             let size = r
                 .size
                 .as_ref()
