@@ -1642,7 +1642,8 @@ tp_result tp_resize(const struct tp_image *src, const struct tp_image_mut *dst, 
  * resize of `F` images channel by channel, `TP_RESAMPLE_TORCH_FLOAT_*`
  * PyTorch's antialiased `interpolate` of float tensors; other methods are
  * refused (`TP_RESULT_INVALID_PARAMETER`). One-shot: it allocates its tables
- * and scratch each call.
+ * and scratch each call. Returns `TP_RESULT_NOT_BUILT` without the
+ * `resize-float` feature.
  *
  * # Safety
  *

@@ -445,3 +445,59 @@ fn board_and_webcam_formats_run_through_the_c_api() {
     // SAFETY: a live state, freed once.
     unsafe { tp_run_state_free(state) };
 }
+
+/// The last error message, as a C caller reads it.
+fn last_message() -> String {
+    let mut buf = [0u8; 512];
+    let mut len = 0usize;
+    // SAFETY: `buf` and `len` are live and writable.
+    let r = unsafe { tp_last_error_message(buf.as_mut_ptr().cast(), buf.len(), &mut len) };
+    assert_eq!(r, tp_result::Ok);
+    String::from_utf8_lossy(&buf[..len.min(buf.len() - 1)]).into_owned()
+}
+
+/// A part of the library its build leaves out is `TP_RESULT_NOT_BUILT` with
+/// a message naming the Cargo feature: `tp_resize_f32` (whose feature is the
+/// C library's own) and a core error (a resampler, a format) alike.
+#[test]
+fn a_feature_left_out_of_the_build_is_not_built() {
+    let failure = crate::result::Failure::from(tensorprep::Error::NotBuilt {
+        what: "libyuv's bilinear resize",
+        feature: "resize-libyuv",
+    });
+    assert_eq!(failure.code, tp_result::NotBuilt);
+    assert!(
+        failure.message.contains("`resize-libyuv`"),
+        "{}",
+        failure.message
+    );
+
+    let src_px = [0.5f32; 4 * 4];
+    let mut dst_px = [0f32; 2 * 2];
+    let src = tp_float_image {
+        data: src_px.as_ptr(),
+        len: src_px.len(),
+        width: 4,
+        height: 4,
+        channels: 1,
+        stride: 0,
+    };
+    let dst = tp_float_image_mut {
+        data: dst_px.as_mut_ptr(),
+        len: dst_px.len(),
+        width: 2,
+        height: 2,
+        channels: 1,
+        stride: 0,
+    };
+    // SAFETY: both images point into live arrays of their `len`.
+    let r = unsafe { tp_resize_f32(&src, &dst, tp_resample::PillowBilinear as u32) };
+    if cfg!(feature = "resize-float") {
+        assert_eq!(r, tp_result::Ok);
+        assert_eq!(dst_px, [0.5; 4]);
+    } else {
+        assert_eq!(r, tp_result::NotBuilt);
+        let message = last_message();
+        assert!(message.contains("`resize-float`"), "{message}");
+    }
+}
