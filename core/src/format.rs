@@ -149,11 +149,9 @@ impl PixelFormat {
 
     /// Whether this build reads the format ([`PixelFormat::feature`] enabled).
     pub const fn is_built(self) -> bool {
-        match self {
-            PixelFormat::Yuyv | PixelFormat::Uyvy => cfg!(feature = "yuv422"),
-            PixelFormat::Rgb565Le | PixelFormat::Rgb565Be => cfg!(feature = "rgb565"),
-            _ => true,
-        }
+        let yuv422 = matches!(self, PixelFormat::Yuyv | PixelFormat::Uyvy);
+        let rgb565 = matches!(self, PixelFormat::Rgb565Le | PixelFormat::Rgb565Be);
+        (!yuv422 || cfg!(feature = "yuv422")) && (!rgb565 || cfg!(feature = "rgb565"))
     }
 
     /// [`crate::Error::NotBuilt`] naming the feature if this build does not read the format.

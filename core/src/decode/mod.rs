@@ -140,6 +140,10 @@ mod decoder {
 
     impl ImageDecoder {
         /// A decoder with `options` (the JPEG backend and scale apply to JPEG files only).
+        #[cfg_attr(
+            not(any(feature = "png", feature = "webp")),
+            allow(clippy::needless_update)
+        )]
         pub fn new(options: DecodeOptions) -> Self {
             ImageDecoder {
                 jpeg: JpegDecoder::new(options),
