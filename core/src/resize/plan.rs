@@ -859,6 +859,7 @@ pub struct ResizeStateIn<S: Storage> {
     pub(super) block: S::Scratch<u8>,
     pub(super) opencv: opencv::OpenCvState<S>,
     /// PyTorch's float32 intermediate.
+    #[cfg_attr(not(feature = "resize-torch"), allow(dead_code))]
     pub(super) floats: S::Scratch<f32>,
 }
 
