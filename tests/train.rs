@@ -912,7 +912,20 @@ mod loader {
             .unwrap()
             .find_map(|b| b.err())
             .unwrap();
-        assert!(matches!(err, LoadError::Decode { index: 1, .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                LoadError::Decode {
+                    index: 1,
+                    error: tensorprep::Error::InvalidParameter {
+                        name: "max_shape",
+                        ..
+                    },
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 
     /// The epoch callback runs once per epoch as its reading starts (and

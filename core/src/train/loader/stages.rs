@@ -13,7 +13,7 @@ use super::batch::{BatchBuffer, BatchMut};
 use super::queue::lock;
 use super::slots::Open;
 use super::{LoadError, OnError, PerBatch, Shared};
-use crate::Tensor;
+use crate::{Error, Tensor};
 
 /// A stage's thread body.
 pub(super) type Stage = fn(&Shared);
@@ -159,7 +159,16 @@ pub(super) fn decode_stage(s: &Shared) {
             let out = unsafe { base.slice(slot * s.sample_len, s.sample_len) };
             let done = guard(s, index, || {
                 let shape = if s.variable {
-                    s.plan.run_any_size(&mut state, key, &sample.bytes, out)
+                    s.plan
+                        .run_any_size(&mut state, key, &sample.bytes, out)
+                        .map_err(|e| match e {
+                            // The buffer is the loader's, sized by `max_shape`.
+                            Error::BufferTooSmall { .. } => Error::InvalidParameter {
+                                name: "max_shape",
+                                reason: "the sample's output is larger than max_shape allows",
+                            },
+                            e => e,
+                        })
                 } else {
                     s.plan
                         .run(&mut state, key, &sample.bytes, out)
