@@ -37,6 +37,17 @@ pub enum Layout {
     Hwc,
 }
 
+impl Layout {
+    /// Channels, height and width of a sample tensor of `shape` (batch
+    /// dimension excluded) in this layout.
+    pub const fn channels_height_width(self, shape: [usize; 3]) -> [usize; 3] {
+        match self {
+            Layout::Chw => shape,
+            Layout::Hwc => [shape[2], shape[0], shape[1]],
+        }
+    }
+}
+
 /// Affine quantization of a real value `r` to an integer `q`: `r = scale * (q - zero_point)`.
 ///
 /// Quantizing computes `q = clamp(round_half_even(r / scale) + zero_point)`, the rounding

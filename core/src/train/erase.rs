@@ -134,10 +134,8 @@ fn normal(d: &mut Draws) -> f32 {
 
 /// Channels, height and width of a tensor of `shape` in `layout`.
 fn chw(shape: [usize; 3], layout: Layout) -> (usize, usize, usize) {
-    match layout {
-        Layout::Chw => (shape[0], shape[1], shape[2]),
-        Layout::Hwc => (shape[2], shape[0], shape[1]),
-    }
+    let [c, h, w] = layout.channels_height_width(shape);
+    (c, h, w)
 }
 
 /// torchvision's `F.erase(img, i, j, h, w, v)` on a tensor of `shape` in

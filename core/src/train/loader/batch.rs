@@ -207,9 +207,7 @@ pub(super) fn resize(t: &mut Tensor, len: usize) -> bool {
 }
 
 /// Height and width of a sample `shape` laid out as `layout`.
-pub(super) fn spatial(layout: crate::Layout, [a, b, c]: [usize; 3]) -> [usize; 2] {
-    match layout {
-        crate::Layout::Chw => [b, c],
-        crate::Layout::Hwc => [a, b],
-    }
+pub(super) fn spatial(layout: crate::Layout, shape: [usize; 3]) -> [usize; 2] {
+    let [_, h, w] = layout.channels_height_width(shape);
+    [h, w]
 }
