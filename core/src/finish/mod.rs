@@ -104,6 +104,18 @@ impl Normalize {
         scaled / self.second_std[c]
     }
 
+    /// The inverse of [`Normalize::apply`]: the byte value (unrounded,
+    /// unclamped, in 0-255 units) that gives `x` in channel `c` (`c < 3`).
+    pub fn invert(&self, c: usize, x: f32) -> f32 {
+        let scaled = x * self.second_std[c];
+        let centred = if self.std_reciprocal {
+            scaled / (1.0 / self.std[c])
+        } else {
+            scaled * self.std[c]
+        };
+        (centred + self.mean[c]) * self.divisor
+    }
+
     fn validate(&self) -> Result<()> {
         let ok = |x: f32| x.is_finite();
         if !(self.divisor.is_finite() && self.divisor > 0.0) {

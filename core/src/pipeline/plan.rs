@@ -8,7 +8,7 @@ use super::resolve::{Resolved, Shape, resolve};
 use super::{InputDesc, Pipeline};
 use crate::arena::Heap;
 use crate::decode::{ImageDecoder, ImageFormat, ImageInfo};
-use crate::finish::{ChannelOrder, Finisher};
+use crate::finish::{ChannelOrder, Finisher, Normalize};
 use crate::image::tight_len;
 use crate::jpeg::Scale;
 use crate::resize::{ResizeState, Spares};
@@ -197,6 +197,12 @@ impl Plan {
     /// The finish step's layout and channel order.
     pub fn layout(&self) -> (Layout, ChannelOrder) {
         (self.finisher.spec().layout, self.finisher.spec().order)
+    }
+
+    /// The finish step's normalization ([`Normalize::RAW`] when the pipeline
+    /// has none).
+    pub fn normalization(&self) -> &Normalize {
+        &self.finisher.spec().normalize
     }
 
     /// For pixel inputs, what the plan does to the geometry (scale factors,

@@ -45,6 +45,6 @@ pub use loader::{
 pub use mix::{BatchShape, MixDraws, MixMode, MixScratch, Mixup};
 pub use plan::{MAX_AUGMENTS, TrainPipeline, TrainPlan, TrainState};
 #[cfg(feature = "preview")]
-pub use preview::{Grid, MAX_SAMPLES, Preview, PreviewError, denormalize};
+pub use preview::{Grid, MAX_BYTES, MAX_SAMPLES, Preview, PreviewError, denormalize};
 pub use rng::{Draws, SampleKey};
 pub use sampler::{Order, Shard, Weighted, epoch_indices, permutation};

@@ -360,6 +360,17 @@ impl TrainPlan {
         self.base.layout().0
     }
 
+    /// The output's channel order (RGB, BGR or gray).
+    pub fn channel_order(&self) -> ChannelOrder {
+        self.base.layout().1
+    }
+
+    /// The finish step's normalization ([`Normalize::RAW`] when the pipeline
+    /// has none).
+    pub fn normalization(&self) -> &Normalize {
+        self.base.normalization()
+    }
+
     /// The ops drawn for the sample `key` on the encoded image `bytes`
     /// (its header is read): what [`TrainPlan::run`] runs.
     pub fn draw<'s>(

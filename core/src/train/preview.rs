@@ -17,18 +17,25 @@
 #![forbid(unsafe_code)]
 
 use std::fmt;
+use std::format;
 use std::io;
 use std::string::{String, ToString};
 use std::vec::Vec;
-use std::{format, vec};
 
 use super::data::{DataError, Dataset, Sample};
-use super::{Drawn, ImageOp, Order, SampleKey, Shard, TrainPipeline, TrainState, epoch_indices};
-use crate::pipeline::Op;
+use super::{
+    Drawn, ImageOp, LoaderConfig, Order, SampleKey, Shard, TrainPipeline, TrainState, epoch_indices,
+};
+use crate::finish::{ChannelOrder, Normalize};
 use crate::{DType, Layout, TensorMut};
 
 /// The most samples one grid shows.
 pub const MAX_SAMPLES: usize = 256;
+
+/// The most bytes a preview holds at once (the sample tensor, the tiles and
+/// the grid): a pipeline whose tiles would need more is refused before
+/// anything is allocated.
+pub const MAX_BYTES: usize = 1 << 30;
 
 /// What to show: how many samples of which epoch, drawn from which seed,
 /// in how many columns.
@@ -76,12 +83,9 @@ impl Preview {
         if plan.dtype() != DType::F32 {
             return Err(PreviewError::Dtype);
         }
-        let (mean, std) = normalization(pipeline);
-        let layout = plan.layout();
-        let (h, w) = match layout {
-            Layout::Hwc => (shape[0], shape[1]),
-            _ => (shape[1], shape[2]),
-        };
+        let (layout, order_out) = (plan.layout(), plan.channel_order());
+        let normalize = *plan.normalization();
+        let [_, h, w] = layout.channels_height_width(shape);
         let mut order = Vec::new();
         epoch_indices(
             &self.order,
@@ -95,9 +99,20 @@ impl Preview {
         if order.is_empty() {
             return Err(PreviewError::NoSamples);
         }
-        let (mut state, mut sample) = (TrainState::new(), Sample::default());
-        let mut tensor = vec![0f32; shape.iter().product()];
-        let mut tiles = Vec::with_capacity(order.len());
+        let columns = Grid::columns(self.columns, order.len());
+        let bytes = preview_bytes(shape, order.len(), columns, (w, h))
+            .filter(|&b| b <= MAX_BYTES)
+            .ok_or(PreviewError::TooLarge {
+                shape,
+                samples: order.len(),
+            })?;
+        let mut state = TrainState::with_decode_budget(LoaderConfig::DEFAULT_DECODE_BUDGET);
+        let mut sample = Sample::default();
+        let mut tensor = zeroed(shape.iter().product(), bytes)?;
+        let mut tiles = Vec::new();
+        tiles
+            .try_reserve_exact(order.len())
+            .map_err(|_| PreviewError::OutOfMemory { bytes })?;
         for &index in &order {
             data.read(index as usize, &mut sample)
                 .map_err(|source| PreviewError::Read { index, source })?;
@@ -111,50 +126,76 @@ impl Preview {
             let lines: Vec<String> = drawn.iter().map(describe).collect();
             plan.run(&mut state, key, &sample.bytes, TensorMut::F32(&mut tensor))
                 .map_err(failed)?;
-            let mut rgb = vec![0u8; w * h * 3];
-            denormalize(&tensor, [h, w], layout, mean, std, &mut rgb);
+            let mut rgb = zeroed(w * h * 3, bytes)?;
+            denormalize(&tensor, [h, w], layout, order_out, &normalize, &mut rgb);
             let label = match sample.labels.first() {
                 Some(l) => format!("#{index} label {l}"),
                 None => format!("#{index}"),
             };
             tiles.push((rgb, label, lines));
         }
-        Ok(Grid::lay_out(self.columns, (w, h), &tiles))
+        Grid::lay_out(columns, (w, h), &tiles, bytes)
     }
 }
 
-/// The pipeline's normalization, 0-1 units (none: mean 0, std 1).
-fn normalization(pipeline: &TrainPipeline) -> ([f32; 3], [f32; 3]) {
-    pipeline
-        .finish
+/// Bytes a preview of `samples` tensors of `shape` with `(w, h)` tiles in
+/// `columns` holds at most (text lines at their most); `None` on overflow.
+fn preview_bytes(
+    shape: [usize; 3],
+    samples: usize,
+    columns: usize,
+    (w, h): (usize, usize),
+) -> Option<usize> {
+    let tensor = shape
         .iter()
-        .find_map(|op| match op {
-            Op::Normalize(n) => Some((n.mean, n.std)),
-            _ => None,
-        })
-        .unwrap_or(([0.0; 3], [1.0; 3]))
+        .try_fold(size_of::<f32>(), |n, &d| n.checked_mul(d))?;
+    let tile = w.checked_mul(h)?.checked_mul(3)?;
+    let (width, height) = Grid::size(columns, samples, (w, h), 1 + MAX_LINES)?;
+    let grid = width.checked_mul(height)?.checked_mul(3)?;
+    tensor
+        .checked_add(tile.checked_mul(samples)?)?
+        .checked_add(grid)
 }
 
-/// A normalized float tensor of `[height, width]` pixels in `layout` back to
-/// 8-bit RGB (`x * std + mean` in 0-1 units, rounded and clamped to 0-255):
+/// `len` zeros, or [`PreviewError::OutOfMemory`] (naming the preview's
+/// `bytes`) when the allocator refuses.
+fn zeroed<T: Clone + Default>(len: usize, bytes: usize) -> Result<Vec<T>, PreviewError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| PreviewError::OutOfMemory { bytes })?;
+    v.resize(len, T::default());
+    Ok(v)
+}
+
+/// A float tensor of `[height, width]` pixels in `layout` and channel
+/// `order`, made with `normalize`, back to 8-bit RGB ([`Normalize::invert`],
+/// rounded and clamped to 0-255; a gray channel repeated into all three):
 /// the image the model sees.
 pub fn denormalize(
     tensor: &[f32],
     [height, width]: [usize; 2],
     layout: Layout,
-    mean: [f32; 3],
-    std: [f32; 3],
+    order: ChannelOrder,
+    normalize: &Normalize,
     rgb: &mut [u8],
 ) {
     let plane = height * width;
+    let channels = order.channels();
     for p in 0..plane.min(rgb.len() / 3) {
         for c in 0..3 {
+            // The tensor's channel holding colour `c`; the statistics are
+            // indexed by colour (index 0 for gray).
+            let (k, stat) = match order {
+                ChannelOrder::Gray => (0, 0),
+                ChannelOrder::Bgr => (2 - c, c),
+                _ => (c, c),
+            };
             let at = match layout {
-                Layout::Hwc => p * 3 + c,
-                _ => c * plane + p,
+                Layout::Hwc => p * channels + k,
+                Layout::Chw => k * plane + p,
             };
             let v = tensor.get(at).copied().unwrap_or(0.0);
-            let v = ((v * std[c] + mean[c]) * 255.0).round();
+            let v = normalize.invert(stat, v).round();
             rgb[p * 3 + c] = v.clamp(0.0, 255.0) as u8;
         }
     }
@@ -211,30 +252,54 @@ const INK: [u8; 3] = [235, 235, 235];
 const MAX_LINES: usize = 8;
 
 impl Grid {
+    /// Tiles per row for `asked` columns (0: up to four) and `n` tiles.
+    fn columns(asked: usize, n: usize) -> usize {
+        match asked {
+            0 => n.min(4),
+            c => c.min(n),
+        }
+    }
+
+    /// Pixels across and down of `n` tiles of `(w, h)` in `columns`, with
+    /// `lines` text lines under each; `None` on overflow.
+    fn size(
+        columns: usize,
+        n: usize,
+        (w, h): (usize, usize),
+        lines: usize,
+    ) -> Option<(usize, usize)> {
+        let cell_w = w.checked_add(GAP)?;
+        let cell_h = h.checked_add(GAP / 2 + lines * LINE + GAP)?;
+        let width = columns.checked_mul(cell_w)?.checked_add(GAP)?;
+        let height = n.div_ceil(columns).checked_mul(cell_h)?.checked_add(GAP)?;
+        Some((width, height))
+    }
+
+    /// The grid of `tiles` (at most `bytes` in all, checked by the caller).
     fn lay_out(
         columns: usize,
         (w, h): (usize, usize),
         tiles: &[(Vec<u8>, String, Vec<String>)],
-    ) -> Grid {
+        bytes: usize,
+    ) -> Result<Grid, PreviewError> {
         let n = tiles.len();
-        let columns = match columns {
-            0 => n.min(4),
-            c => c.min(n),
-        };
-        let rows = n.div_ceil(columns);
         let lines = tiles
             .iter()
             .map(|(_, _, l)| 1 + l.len().min(MAX_LINES))
             .max()
             .unwrap_or(1);
         let cell = (w + GAP, h + GAP / 2 + lines * LINE + GAP);
+        let (width, height) =
+            Grid::size(columns, n, (w, h), lines).ok_or(PreviewError::OutOfMemory { bytes })?;
         let mut grid = Grid {
-            width: GAP + columns * cell.0,
-            height: GAP + rows * cell.1,
-            rgb: Vec::new(),
+            width,
+            height,
+            rgb: zeroed(width * height * 3, bytes)?,
             tiles: Vec::with_capacity(n),
         };
-        grid.rgb = BACKGROUND.repeat(grid.width * grid.height);
+        for px in grid.rgb.chunks_exact_mut(3) {
+            px.copy_from_slice(&BACKGROUND);
+        }
         let chars = w / ADVANCE;
         for (k, (rgb, label, text)) in tiles.iter().enumerate() {
             let (x, y) = (GAP + (k % columns) * cell.0, GAP + (k / columns) * cell.1);
@@ -249,7 +314,7 @@ impl Grid {
                 ty += LINE;
             }
         }
-        grid
+        Ok(grid)
     }
 
     /// Writes `text` (upper-cased, cut to `chars` characters) at `(x, y)`.
@@ -307,6 +372,19 @@ pub enum PreviewError {
     /// The pipeline's output is not float32 (only such tensors are
     /// de-normalised).
     Dtype,
+    /// The grid would need more than [`MAX_BYTES`]: tiles this large, this
+    /// many.
+    TooLarge {
+        /// One sample's tensor shape.
+        shape: [usize; 3],
+        /// The samples shown.
+        samples: usize,
+    },
+    /// The allocator refused the preview's memory.
+    OutOfMemory {
+        /// The bytes the preview needs at most.
+        bytes: usize,
+    },
     /// A sample could not be read.
     Read {
         /// Its index in the dataset.
@@ -338,6 +416,14 @@ impl fmt::Display for PreviewError {
             ),
             PreviewError::Dtype => {
                 f.write_str("a preview de-normalises float32 tensors: the pipeline's dtype is not")
+            }
+            PreviewError::TooLarge { shape, samples } => write!(
+                f,
+                "{samples} tiles of a {}x{}x{} tensor need more than the preview's {MAX_BYTES} bytes",
+                shape[0], shape[1], shape[2]
+            ),
+            PreviewError::OutOfMemory { bytes } => {
+                write!(f, "the allocator refused the preview's {bytes} bytes")
             }
             PreviewError::Read { index, .. } => write!(f, "sample {index} could not be read"),
             PreviewError::Run { index, sample, .. } => {
@@ -455,6 +541,193 @@ mod tests {
         assert_eq!(glyph('\u{2192}'), glyph('>'));
     }
 
+    use crate::finish::ChannelOrder;
+    use crate::pipeline::{Decode, Op, Pipeline, Resize};
+    use crate::resize::Resample;
+    use crate::size::SizeRule;
+    use crate::train::data::combine::InMemory;
+    use crate::{PixelFormat, Quantization};
+
+    /// A `w` x `h` PNG of `color` (RGB or gray) pixels `pixel(x, y)`.
+    fn png_of(w: u32, h: u32, gray: bool, pixel: impl Fn(u32, u32) -> [u8; 3]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut e = png::Encoder::new(&mut out, w, h);
+        e.set_color(if gray {
+            png::ColorType::Grayscale
+        } else {
+            png::ColorType::Rgb
+        });
+        e.set_depth(png::BitDepth::Eight);
+        let data: Vec<u8> = (0..h)
+            .flat_map(|y| (0..w).map(move |x| (x, y)))
+            .flat_map(|(x, y)| {
+                let p = pixel(x, y);
+                if gray { p[..1].to_vec() } else { p.to_vec() }
+            })
+            .collect();
+        let mut wr = e.write_header().unwrap();
+        wr.write_image_data(&data).unwrap();
+        wr.finish().unwrap();
+        out
+    }
+
+    /// A pipeline decoding to `format`, resizing to `w` x `h` and finishing
+    /// with `normalize`, `layout` and `order` as float32.
+    fn pipeline(
+        format: PixelFormat,
+        (w, h): (u32, u32),
+        normalize: Normalize,
+        layout: Layout,
+        order: ChannelOrder,
+    ) -> TrainPipeline {
+        let mut p = Pipeline::new();
+        let decode = Decode {
+            format,
+            ..Decode::exact(crate::jpeg::Backend::Zune)
+        };
+        let resize = Resize {
+            size: SizeRule::Exact {
+                width: w,
+                height: h,
+            },
+            resample: Resample::OpenCvLinear,
+        };
+        for op in [Op::Decode(decode), Op::Resize(resize)]
+            .into_iter()
+            .chain(Op::finish(
+                normalize,
+                layout,
+                order,
+                DType::F32,
+                Quantization::IDENTITY,
+            ))
+        {
+            p.push(op).unwrap();
+        }
+        TrainPipeline::from_pipeline(&p).unwrap()
+    }
+
+    fn samples(bytes: Vec<u8>, n: usize) -> InMemory {
+        InMemory::new(
+            (0..n)
+                .map(|i| Sample {
+                    bytes: bytes.clone(),
+                    labels: Vec::new(),
+                    id: i as u64,
+                })
+                .collect(),
+        )
+    }
+
+    /// Tile `k`'s pixels, row by row.
+    fn tile(grid: &Grid, k: usize) -> Vec<u8> {
+        let [x, y, w, h] = grid.tiles[k];
+        (0..h)
+            .flat_map(|row| {
+                let at = ((y + row) * grid.width + x) * 3;
+                grid.rgb[at..at + w * 3].to_vec()
+            })
+            .collect()
+    }
+
+    /// A TFLite/MindSpore-style graph (bytes / 1, mean 127.5, std 127.5)
+    /// shows the source pixels, in either layout and channel order: the
+    /// preview inverts the divisor too (it once assumed 255: a white grid).
+    #[test]
+    fn a_divisor_one_graph_shows_the_source_pixels() {
+        let (w, h) = (6u32, 4u32);
+        let pixel = |x: u32, y: u32| [(x * 40) as u8, (y * 60) as u8, (255 - x * y * 9) as u8];
+        let data = samples(png_of(w, h, false, pixel), 2);
+        // Independent of the library: the decoded source pixels themselves
+        // (a resize to the source's own size keeps them).
+        let want: Vec<u8> = (0..h)
+            .flat_map(|y| (0..w).flat_map(move |x| pixel(x, y)))
+            .collect();
+        let tflite = Normalize {
+            mean: [127.5; 3],
+            std: [127.5; 3],
+            divisor: 1.0,
+            std_reciprocal: true,
+            second_std: [1.0; 3],
+        };
+        for layout in [Layout::Chw, Layout::Hwc] {
+            for order in [ChannelOrder::Rgb, ChannelOrder::Bgr] {
+                let p = pipeline(PixelFormat::Rgb8, (w, h), tflite, layout, order);
+                let grid = Preview::new(2).render(&p, &data).unwrap();
+                assert_eq!(grid.tiles.len(), 2);
+                for k in 0..2 {
+                    let got = tile(&grid, k);
+                    assert!(
+                        got.iter().zip(&want).all(|(a, b)| a.abs_diff(*b) <= 1),
+                        "{layout:?} {order:?} tile {k}: {got:?} != {want:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A one-channel (gray) pipeline shows gray tiles: the channel repeated,
+    /// not read as red.
+    #[test]
+    fn a_gray_pipeline_shows_gray_tiles() {
+        let (w, h) = (5u32, 3u32);
+        let pixel = |x: u32, y: u32| [(x * 50 + y * 7) as u8; 3];
+        let data = samples(png_of(w, h, true, pixel), 1);
+        let want: Vec<u8> = (0..h)
+            .flat_map(|y| (0..w).flat_map(move |x| pixel(x, y)))
+            .collect();
+        for layout in [Layout::Chw, Layout::Hwc] {
+            let p = pipeline(
+                PixelFormat::Gray8,
+                (w, h),
+                Normalize::IMAGENET,
+                layout,
+                ChannelOrder::Gray,
+            );
+            let grid = Preview::new(1).render(&p, &data).unwrap();
+            let got = tile(&grid, 0);
+            assert!(
+                got.iter().zip(&want).all(|(a, b)| a.abs_diff(*b) <= 1),
+                "{layout:?}: {got:?} != {want:?}"
+            );
+        }
+    }
+
+    /// Tiles too large, or too many, are refused with a typed error before
+    /// anything is decoded or allocated.
+    #[test]
+    fn an_absurd_grid_is_refused_before_allocating() {
+        let data = samples(png_of(2, 2, false, |_, _| [1, 2, 3]), 256);
+        for (size, n) in [((8000, 8000), 1), ((1024, 1024), 256)] {
+            let p = pipeline(
+                PixelFormat::Rgb8,
+                size,
+                Normalize::IMAGENET,
+                Layout::Chw,
+                ChannelOrder::Rgb,
+            );
+            match Preview::new(n).render(&p, &data) {
+                Err(PreviewError::TooLarge { shape, samples }) => {
+                    assert_eq!((shape, samples), ([3, size.1 as usize, size.0 as usize], n));
+                }
+                other => panic!("{size:?} x {n}: {other:?}"),
+            }
+        }
+        // Within the cap the same data renders.
+        let p = pipeline(
+            PixelFormat::Rgb8,
+            (64, 64),
+            Normalize::IMAGENET,
+            Layout::Chw,
+            ChannelOrder::Rgb,
+        );
+        assert_eq!(
+            Preview::new(256).render(&p, &data).unwrap().tiles.len(),
+            256
+        );
+        assert!(preview_bytes([3, usize::MAX, 2], 1, 1, (2, usize::MAX)).is_none());
+    }
+
     #[test]
     fn denormalize_inverts_normalize_in_either_layout() {
         let (mean, std) = ([0.5, 0.25, 0.0], [0.5, 0.25, 1.0]);
@@ -468,9 +741,14 @@ mod tests {
             .iter()
             .flat_map(|p| (0..3).map(move |c| norm(*p, c)))
             .collect();
+        let n = Normalize {
+            mean,
+            std,
+            ..Normalize::UNIT
+        };
         for (t, layout) in [(chw, Layout::Chw), (hwc, Layout::Hwc)] {
             let mut rgb = [0u8; 6];
-            denormalize(&t, [1, 2], layout, mean, std, &mut rgb);
+            denormalize(&t, [1, 2], layout, ChannelOrder::Rgb, &n, &mut rgb);
             assert_eq!(rgb, [255, 0, 128, 0, 64, 255]);
         }
     }

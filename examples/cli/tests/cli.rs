@@ -1344,7 +1344,7 @@ fn preview_writes_the_loaders_samples_as_a_png_grid() {
     use std::sync::Arc;
     use tensorprep::train::data::Dataset;
     use tensorprep::train::data::folder::FolderDataset;
-    use tensorprep::train::{Loader, LoaderConfig, Preview, TrainPipeline, denormalize};
+    use tensorprep::train::{Loader, LoaderConfig, Preview, TrainPipeline};
 
     let dir = scratch("preview");
     let out = dir.join("grid.png");
@@ -1405,9 +1405,17 @@ fn preview_writes_the_loaders_samples_as_a_png_grid() {
     let n = tensorprep::finish::Normalize::IMAGENET;
     let sample = 3 * 224 * 224;
     for (k, [x, y, w, h]) in grid.tiles.iter().copied().enumerate() {
-        let mut rgb = vec![0u8; w * h * 3];
+        // De-normalised here, not with the library's function:
+        // round((x * std + mean) * 255), clamped, CHW planes to RGB pixels.
         let t = &tensor[k * sample..(k + 1) * sample];
-        denormalize(t, [h, w], tensorprep::Layout::Chw, n.mean, n.std, &mut rgb);
+        let rgb: Vec<u8> = (0..w * h)
+            .flat_map(|p| {
+                (0..3).map(move |c| {
+                    let v = ((t[c * w * h + p] * n.std[c] + n.mean[c]) * 255.0).round();
+                    v.clamp(0.0, 255.0) as u8
+                })
+            })
+            .collect();
         for row in 0..h {
             let at = ((y + row) * grid.width + x) * 3;
             assert_eq!(
