@@ -577,21 +577,21 @@ fn simd_row(simd: Simd, from: PixelFormat, to: PixelFormat) -> Option<RowFn> {
         return None;
     }
     // `with_layout!` returns an error for YUV targets; `to` is packed here.
-    let f = || -> Result<RowFn> {
+    // `Ok(None)`: no vector kernel for this pair of formats (the scalar rows
+    // serve it), which is not an error.
+    let f = || -> Result<Option<RowFn>> {
         Ok(match from {
-            PixelFormat::Nv12 => with_layout!(to, D => yuv420_row_vector::<D, NV12>),
-            PixelFormat::Nv21 => with_layout!(to, D => yuv420_row_vector::<D, NV21>),
-            PixelFormat::I420 => with_layout!(to, D => yuv420_row_vector::<D, I420>),
+            PixelFormat::Nv12 => Some(with_layout!(to, D => yuv420_row_vector::<D, NV12>)),
+            PixelFormat::Nv21 => Some(with_layout!(to, D => yuv420_row_vector::<D, NV21>)),
+            PixelFormat::I420 => Some(with_layout!(to, D => yuv420_row_vector::<D, I420>)),
             #[cfg(any(target_arch = "aarch64", all(target_arch = "x86_64", feature = "std")))]
-            f if f != to && f.bytes_per_pixel().is_some() => {
-                with_layout!(f, S => with_layout!(to, D => packed_row_vector::<S, D>))
-            }
-            _ => {
-                return Err(Error::UnsupportedCpu { requested: simd });
-            }
+            f if f != to && f.bytes_per_pixel().is_some() => Some(with_layout!(f, S => {
+                with_layout!(to, D => packed_row_vector::<S, D>)
+            })),
+            _ => None,
         })
     };
-    f().ok()
+    f().ok().flatten()
 }
 
 /// [`yuv420_row`] with the vector kernel for whole blocks of 16 pixels and the
