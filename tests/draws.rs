@@ -515,7 +515,7 @@ fn augmix_draws() {
                 }
                 Drawn::AugMix(AugMixStep::Add { weight }) => {
                     total += f64::from(*weight);
-                    // Identity-free space: every op draws a pixel op.
+                    // Identity-free space: every op draws an image op.
                     depths[ops] += 1;
                 }
                 Drawn::Image(_) => ops += 1,

@@ -39,7 +39,7 @@ pub const MAX_AUGMENTS: u32 = 1024;
 pub struct TrainPipeline {
     /// How files are decoded.
     pub decode: Decode,
-    /// The pixel steps, fixed and random, in order.
+    /// The image ops, fixed and random, in order.
     pub augments: Vec<Augment>,
     /// The finish pass: normalize, layout and cast.
     pub finish: [Op; 3],
@@ -86,7 +86,7 @@ impl TrainPipeline {
     }
 
     /// An inference pipeline as a training pipeline without random ops (a
-    /// validation loader's): its Decode, its pixel ops as fixed steps and its
+    /// validation loader's): its Decode, its image ops as fixed steps and its
     /// finish. It must start with a Decode and end with Normalize, Layout,
     /// Cast, as every graph that decodes does.
     ///

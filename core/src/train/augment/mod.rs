@@ -51,11 +51,11 @@ pub enum Drawn {
     AugMix(AugMixStep),
 }
 
-/// One step of a training pipeline's pixel part: a fixed op, or a random one.
+/// One step of a training pipeline's image ops: a fixed op, or a random one.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Augment {
-    /// A fixed pixel op (resize, crop, pad, flip, rotate).
+    /// A fixed image op (resize, crop, pad, flip, rotate).
     Op(Op),
     /// torchvision's `RandomResizedCrop`.
     RandomResizedCrop(RandomResizedCrop),
@@ -289,7 +289,7 @@ impl Augment {
         }
     }
 
-    /// Checks the parameters; pixel ops only (decoding and the finish ops
+    /// Checks the parameters; image ops only (decoding and the finish ops
     /// belong to the training pipeline itself).
     pub(crate) fn check(&self) -> Result<()> {
         match self {
