@@ -561,3 +561,28 @@ mod tests {
         assert!(e.to_string().starts_with("the AVX2 kernels were asked for"));
     }
 }
+
+/// An error's message, then each of its causes (its
+/// [`source`](core::error::Error::source) chain), `: `-separated: what a
+/// command line or a Python exception shows.
+///
+/// ```
+/// # #[cfg(feature = "preview")] {
+/// use tensorprep::train::PreviewError;
+/// let cause = tensorprep::Error::InvalidParameter { name: "divisor", reason: "must be positive" };
+/// let e = PreviewError::Plan(cause);
+/// assert_eq!(tensorprep::error::report(&e), format!("{e}: {cause}"));
+/// # }
+/// ```
+#[cfg(feature = "alloc")]
+pub fn report(e: &dyn core::error::Error) -> alloc::string::String {
+    use core::fmt::Write;
+    let mut s = alloc::string::ToString::to_string(e);
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        // Writing to a String cannot fail.
+        let _ = write!(s, ": {c}");
+        cause = c.source();
+    }
+    s
+}

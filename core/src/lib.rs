@@ -111,7 +111,7 @@ extern crate std;
 
 #[cfg(feature = "alloc")]
 mod buffer;
-mod error;
+pub mod error;
 mod format;
 mod image;
 mod math;

@@ -55,15 +55,31 @@ pub struct Preview {
     pub order: Order,
 }
 
+impl Default for Preview {
+    /// [`Preview::DEFAULT_SAMPLES`] samples of epoch 0 under the loader's
+    /// default seed, shuffled as the loader does, up to four per row: what
+    /// the CLI and Python show when not told otherwise.
+    fn default() -> Preview {
+        Preview {
+            samples: Preview::DEFAULT_SAMPLES,
+            columns: 0,
+            seed: LoaderConfig::DEFAULT_SEED,
+            epoch: 0,
+            order: Order::Shuffled,
+        }
+    }
+}
+
 impl Preview {
-    /// `samples` of epoch 0 under seed 0, shuffled as the loader does.
+    /// The samples a preview shows unless told otherwise.
+    pub const DEFAULT_SAMPLES: usize = 8;
+
+    /// `samples`, the rest [`Preview::default`]'s (epoch 0 under the
+    /// loader's default seed, shuffled as the loader does).
     pub fn new(samples: usize) -> Preview {
         Preview {
             samples,
-            columns: 0,
-            seed: 0,
-            epoch: 0,
-            order: Order::Shuffled,
+            ..Preview::default()
         }
     }
 

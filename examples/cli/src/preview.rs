@@ -8,7 +8,7 @@ use clap::{ArgGroup, Args};
 use tensorprep::train::{Preview, TrainPipeline};
 
 use crate::atomic::{self, ReadOnly};
-use crate::train::{loader_defaults, open};
+use crate::train::open;
 use crate::{Decoder, backend, default_backend, graphs};
 
 #[derive(Args)]
@@ -29,16 +29,16 @@ pub(crate) struct PreviewArgs {
     #[arg(short, long)]
     out: PathBuf,
     /// Samples shown: the epoch's first, in the loader's order.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = Preview::default().samples)]
     samples: usize,
     /// Tiles per row [default: up to 4].
     #[arg(long)]
     columns: Option<usize>,
     /// The loader's seed.
-    #[arg(long, default_value_t = loader_defaults().seed)]
+    #[arg(long, default_value_t = Preview::default().seed)]
     seed: u64,
     /// The epoch.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = Preview::default().epoch)]
     epoch: u32,
     /// The JPEG decoder [default: libjpeg-turbo when this build has it].
     #[arg(long, value_enum)]
@@ -69,12 +69,12 @@ pub(crate) fn preview(args: &PreviewArgs) -> Result<ExitCode, String> {
     };
     let data = open(&args.data)?;
     let mut preview = Preview::new(args.samples);
-    preview.columns = args.columns.unwrap_or(0);
+    preview.columns = args.columns.unwrap_or(Preview::default().columns);
     preview.seed = args.seed;
     preview.epoch = args.epoch;
     let grid = preview
         .render(&pipeline, data.as_ref())
-        .map_err(|e| chain(&e))?;
+        .map_err(|e| tensorprep::error::report(&e))?;
     atomic::write(&args.out, ReadOnly::forced(args.force), |w| {
         grid.write_png(w)
     })?;
@@ -86,15 +86,4 @@ pub(crate) fn preview(args: &PreviewArgs) -> Result<ExitCode, String> {
         grid.tiles.len()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// An error and its causes, `: `-separated.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        s += &format!(": {c}");
-        cause = c.source();
-    }
-    s
 }

@@ -16,19 +16,10 @@ use tensorprep::train::data::tfrecord::{
 };
 use tensorprep::train::data::webdataset::{WebDataset, WebKeys};
 use tensorprep::train::data::{Dataset, Sample};
-use tensorprep::train::{Budget, LoadError, Loader, LoaderConfig, TrainPipeline, autotune};
+use tensorprep::train::{Budget, Loader, LoaderConfig, TrainPipeline, autotune};
 
 use crate::atomic::{self, ReadOnly};
 use crate::{Decoder, backend, default_backend, reduced_decode};
-
-/// A loader error's message, then its cause (a read's, a decode's, a thread
-/// spawn's: the error's source, not repeated in its own message).
-fn load_message(e: &LoadError) -> String {
-    match std::error::Error::source(e) {
-        Some(cause) => format!("{e}: {cause}"),
-        None => e.to_string(),
-    }
-}
 
 #[derive(Args)]
 pub(crate) struct TrainBenchArgs {
@@ -181,19 +172,19 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
             None => Budget::machine(args.memory_budget.saturating_mul(1 << 20)),
         };
         let tuned = autotune(Arc::clone(&data), Arc::clone(&plan), config, budget)
-            .map_err(|e| load_message(&e))?;
+            .map_err(|e| tensorprep::error::report(&e))?;
         eprintln!("autotune: {tuned}");
         config = tuned.config;
     }
     let mut hash = Fnv1a64::new();
-    let mut loader =
-        Loader::new(Arc::clone(&data), Arc::clone(&plan), config).map_err(|e| load_message(&e))?;
+    let mut loader = Loader::new(Arc::clone(&data), Arc::clone(&plan), config)
+        .map_err(|e| tensorprep::error::report(&e))?;
     let (mut images, mut timed) = (0u64, 0.0f64);
     for epoch in 0..epochs {
         let start = Instant::now();
         let mut count = 0u64;
         for batch in &mut loader {
-            let batch = batch.map_err(|e| load_message(&e))?;
+            let batch = batch.map_err(|e| tensorprep::error::report(&e))?;
             if args.checksum {
                 hash.update_elements(batch.tensor(), 0, batch.tensor().len());
                 hash.update_f32(batch.labels());
@@ -211,7 +202,9 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
             timed += seconds;
         }
         if epoch + 1 < epochs {
-            loader = loader.next_epoch().map_err(|e| load_message(&e))?;
+            loader = loader
+                .next_epoch()
+                .map_err(|e| tensorprep::error::report(&e))?;
         }
     }
     if args.checksum {

@@ -125,10 +125,7 @@ pub(crate) fn data(e: &CoreDataError) -> PyErr {
 /// message names the sample, then the cause), the rest as [`LoaderError`].
 pub(crate) fn load(e: &LoadError) -> PyErr {
     // The cause (a read's, a decode's, a thread spawn's) is the source.
-    let message = match std::error::Error::source(e) {
-        Some(cause) => format!("{e}: {cause}"),
-        None => e.to_string(),
-    };
+    let message = tensorprep::error::report(e);
     match e {
         LoadError::Read { .. } | LoadError::Label { .. } => DataError::new_err(message),
         LoadError::Decode { error, .. } => {

@@ -34,5 +34,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     loader::register(m)?;
     mix::register(m)?;
     m.add_function(wrap_pyfunction!(preview::preview, m)?)?;
+    m.add_function(wrap_pyfunction!(preview::preview_defaults, m)?)?;
     Ok(())
 }

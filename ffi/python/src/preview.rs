@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use tensorprep::train::{Preview, PreviewError};
 
 use crate::errors;
@@ -12,19 +13,28 @@ use crate::train::{PyDataset, PyTrainPipeline};
 /// A preview error as its family's exception: a sample's read or decode
 /// error as the loader raises it, arguments as `ValueError`.
 fn raise(e: &PreviewError) -> PyErr {
-    let message = e.to_string();
+    let message = tensorprep::error::report(e);
     match e {
-        PreviewError::Read { source, .. } => {
-            errors::DataError::new_err(format!("{message}: {source}"))
-        }
+        PreviewError::Read { .. } => errors::DataError::new_err(message),
         PreviewError::Run { source, .. } | PreviewError::Plan(source) => {
             let class = errors::core(source);
-            Python::attach(|py| {
-                PyErr::from_type(class.get_type(py), format!("{message}: {source}"))
-            })
+            Python::attach(|py| PyErr::from_type(class.get_type(py), message))
         }
         _ => errors::value(message),
     }
+}
+
+/// The preview's defaults (`tensorprep::train::Preview::default()`'s):
+/// `samples`, `columns` (0: up to four per row), `seed`, `epoch`.
+#[pyfunction]
+pub(crate) fn preview_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let p = Preview::default();
+    let d = PyDict::new(py);
+    d.set_item("samples", p.samples)?;
+    d.set_item("columns", p.columns)?;
+    d.set_item("seed", p.seed)?;
+    d.set_item("epoch", p.epoch)?;
+    Ok(d)
 }
 
 /// A tile's place in the grid: `(x, y, width, height)`.

@@ -13,18 +13,17 @@ use super::super::data::DataError;
 
 /// A sample that failed, or a loader that cannot run.
 ///
+/// The cause of a failed sample is its `source()`: a message for people
+/// names the sample and then the cause, as [`crate::error::report`] writes
+/// it.
+///
 /// ```
 /// use tensorprep::train::LoadError;
 ///
-/// // The cause of a failed sample is its `source()`: a message for people
-/// // names the sample and then the cause.
-/// fn report(e: &LoadError) -> String {
-///     match std::error::Error::source(e) {
-///         Some(cause) => format!("{e}: {cause}"),
-///         None => e.to_string(),
-///     }
+/// fn message(e: &LoadError) -> String {
+///     tensorprep::error::report(e)
 /// }
-/// # let _ = report;
+/// # let _ = message;
 /// ```
 #[derive(Debug)]
 #[non_exhaustive]
