@@ -1453,6 +1453,83 @@ fn preview_writes_the_loaders_samples_as_a_png_grid() {
         tensorprep::decode::decode(&png, &tensorprep::jpeg::DecodeOptions::default()).unwrap();
     assert!(decoded.width() >= 2 * 224 && decoded.height() >= 224);
 
+    // A TFLite-style graph (bytes / 1, mean 127.5, std 127.5) on one photo:
+    // its tile is the graph's tensor de-normalised, computed here as
+    // x * 127.5 + 127.5 (the preview once assumed / 255: a white tile).
+    let mut tflite = tensorprep::graph::Graph::load(&graph).unwrap();
+    let ops: Vec<_> = tflite
+        .pipeline
+        .ops()
+        .iter()
+        .map(|op| match op {
+            tensorprep::pipeline::Op::Normalize(n) => {
+                tensorprep::pipeline::Op::Normalize(tensorprep::finish::Normalize {
+                    mean: [127.5; 3],
+                    std: [127.5; 3],
+                    divisor: 1.0,
+                    ..*n
+                })
+            }
+            op => *op,
+        })
+        .collect();
+    tflite.pipeline = Pipeline::from_ops(&ops).unwrap();
+    let tflite_graph = dir.join("tflite.tpp");
+    tflite.save(&tflite_graph).unwrap();
+    let one = dir.join("one");
+    std::fs::create_dir_all(one.join("a")).unwrap();
+    let photo = std::fs::read(fixture("sklearn_china.jpg")).unwrap();
+    std::fs::write(one.join("a/china.jpg"), &photo).unwrap();
+    let tile_png = dir.join("tflite.png");
+    let o = tensorprep(&[
+        "preview",
+        "--graph",
+        tflite_graph.to_str().unwrap(),
+        one.to_str().unwrap(),
+        "-o",
+        tile_png.to_str().unwrap(),
+        "--samples",
+        "1",
+        "--decoder",
+        "zune-jpeg",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let got = tensorprep::decode::decode(
+        &std::fs::read(&tile_png).unwrap(),
+        &tensorprep::jpeg::DecodeOptions::default(),
+    )
+    .unwrap();
+    let mut train = TrainPipeline::from_pipeline(&tflite.pipeline).unwrap();
+    train.decode.backend = tensorprep::jpeg::Backend::Zune;
+    let plan = train.compile().unwrap();
+    let mut t = vec![0f32; 3 * 224 * 224];
+    plan.run(
+        &mut tensorprep::train::TrainState::new(),
+        tensorprep::train::SampleKey::default(),
+        &photo,
+        TensorMut::F32(&mut t),
+    )
+    .unwrap();
+    let (w, h) = (224, 224);
+    let want: Vec<u8> = (0..w * h)
+        .flat_map(|p| {
+            let t = &t;
+            (0..3).map(move |c| (t[c * w * h + p] * 127.5 + 127.5).round().clamp(0.0, 255.0) as u8)
+        })
+        .collect();
+    // The tile's place: the grid's first, one gap in.
+    let gap = (got.width() as usize - w) / 2;
+    let bytes = got.as_bytes();
+    for row in 0..h {
+        let at = ((gap + row) * got.width() as usize + gap) * 3;
+        assert_eq!(
+            &bytes[at..at + w * 3],
+            &want[row * w * 3..(row + 1) * w * 3],
+            "tflite tile row {row}"
+        );
+    }
+    assert!(want.iter().any(|&v| v < 200), "not a white tile");
+
     // Bad arguments: named.
     for (args, says) in [
         (vec!["--samples", "0"], "1 to 256 samples, not 0"),
