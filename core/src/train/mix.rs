@@ -235,7 +235,22 @@ impl Mixup {
         }
     }
 
-    fn check(&self, shape: &BatchShape, x: &[f32], labels: &[f32], targets: &[f32]) -> Result<()> {
+    /// The most classes [`Mixup::num_classes`] may name (2^24): the soft
+    /// targets take `n x num_classes` floats per batch, so a mistyped count
+    /// is refused before anything is allocated for it.
+    pub const MAX_CLASSES: usize = 1 << 24;
+
+    /// Checks the parameters alone (no batch, nothing allocated): what
+    /// [`Mixup::apply`] would refuse whatever the batch.
+    ///
+    /// ```
+    /// use tensorprep::train::Mixup;
+    ///
+    /// assert!(Mixup::new(0.8, 1.0, 1000).validate().is_ok());
+    /// assert!(Mixup::new(0.8, 1.0, 0).validate().is_err());
+    /// assert!(Mixup::new(0.8, 1.0, Mixup::MAX_CLASSES + 1).validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<()> {
         let bad = |name, reason| Err(Error::InvalidParameter { name, reason });
         let cut = self.cutmix_alpha > 0.0 || self.cutmix_minmax.is_some();
         if !(self.mixup_alpha >= 0.0 && self.cutmix_alpha >= 0.0)
@@ -256,6 +271,15 @@ impl Mixup {
         {
             return bad("Mixup", "cutmix_minmax must be 0 <= min < max <= 1");
         }
+        if self.num_classes > Mixup::MAX_CLASSES {
+            return bad("Mixup", "num_classes must be at most 2^24");
+        }
+        Ok(())
+    }
+
+    fn check(&self, shape: &BatchShape, x: &[f32], labels: &[f32], targets: &[f32]) -> Result<()> {
+        let bad = |name, reason| Err(Error::InvalidParameter { name, reason });
+        self.validate()?;
         if !shape.n.is_multiple_of(2) {
             return bad("Mixup", "the batch size must be even");
         }
