@@ -160,6 +160,78 @@ fn raise(e: Failed) -> PyErr {
     }
 }
 
+/// The loader's batch transform for `mix`, once every way it could fail
+/// mid-epoch is ruled out here: a batch of one shape (a pipeline ending in
+/// a fixed size; `max_shape` is then unused), float32, always an even
+/// number of samples (no short batch from `skip_errors`, no odd last
+/// batch), and the soft targets of the batches in circulation within
+/// `buffer_limit` together with the batch buffers.
+fn mix_batches(
+    m: &PyMixup,
+    plan: &TrainPlan,
+    config: &LoaderConfig,
+    dataset_len: usize,
+    targets: Targets,
+) -> PyResult<tensorprep::train::PerBatch> {
+    let sample = plan.output_shape().ok_or_else(|| {
+        errors::value("Mixup needs batches of one sample shape (a pipeline ending in a fixed size)")
+    })?;
+    if plan.dtype() != DType::F32 {
+        return Err(errors::value(format!(
+            "Mixup mixes float32 batches; the pipeline's dtype is {}",
+            names::dtype_name(plan.dtype())
+        )));
+    }
+    let batch_size = config.batch_size;
+    if batch_size % 2 == 1 {
+        return Err(errors::value(format!(
+            "Mixup pairs sample i with sample n - 1 - i: batch_size must be even, not {batch_size}"
+        )));
+    }
+    if config.on_error == OnError::Skip {
+        return Err(errors::value(
+            "Mixup needs an even number of samples per batch: skip_errors=True would leave a \
+             batch one sample short for each sample skipped",
+        ));
+    }
+    let samples = config.shard.samples(config.order.epoch_len(dataset_len));
+    let last = samples % batch_size;
+    if !config.drop_last_batch && last % 2 == 1 {
+        return Err(errors::value(format!(
+            "Mixup pairs sample i with sample n - 1 - i: the epoch's last batch would hold {last} \
+             samples (odd); pass drop_last=True"
+        )));
+    }
+    // The batch buffers and, for each, the soft targets waiting for the
+    // consumer: depth x batch size x (sample bytes + 4 x num_classes).
+    let per_sample = sample
+        .iter()
+        .fold(1u64, |n, &d| n.saturating_mul(d as u64))
+        .saturating_add(m.0.num_classes as u64)
+        .saturating_mul(4);
+    let largest = (batch_size as u64).min(samples.max(1) as u64);
+    let needed = per_sample
+        .saturating_mul(largest)
+        .saturating_mul(config.depth as u64);
+    if needed > config.buffer_limit {
+        return Err(errors::load(&LoadError::OverBudget {
+            what: "the batch buffers and Mixup's soft targets (depth x batch size x (sample bytes + 4 x num_classes))",
+            needed,
+            limit_name: "buffer_limit",
+            limit: config.buffer_limit,
+        }));
+    }
+    let shard = (config.shard.index(), config.shard.count());
+    Ok(mix::per_batch(
+        m.0,
+        config.seed,
+        shard,
+        sample,
+        plan.layout(),
+        targets,
+    ))
+}
+
 fn load<T>(r: Result<T, LoadError>) -> PyResult<T> {
     r.map_err(|e| errors::load(&e))
 }
@@ -292,33 +364,21 @@ impl PyLoader {
         if let Some(bytes) = buffer_limit {
             config.buffer_limit = bytes;
         }
+        let dataset = dataset.dataset();
         let mixed = match mix {
             Some(m) => {
-                let sample = plan.output_shape().filter(|_| max_shape.is_none()).ok_or_else(|| {
-                    errors::value(
-                        "Mixup needs batches of one sample shape (a pipeline ending in a fixed size, no max_shape)",
-                    )
-                })?;
-                if batch_size % 2 == 1 {
-                    return Err(errors::value(format!(
-                        "Mixup pairs sample i with sample n - 1 - i: batch_size must be even, not {batch_size}"
-                    )));
-                }
                 let targets = Targets::default();
-                let shard = (config.shard.index(), config.shard.count());
-                config.per_batch = Some(mix::per_batch(
-                    m.0,
-                    config.seed,
-                    shard,
-                    sample,
-                    plan.layout(),
+                config.per_batch = Some(mix_batches(
+                    m,
+                    &plan,
+                    &config,
+                    dataset.len(),
                     targets.clone(),
-                ));
+                )?);
                 Some((targets, m.0.num_classes))
             }
             None => None,
         };
-        let dataset = dataset.dataset();
         let (d, p, c) = (Arc::clone(&dataset), Arc::clone(&plan), config.clone());
         let loader = load(py.detach(move || Loader::new(d, p, c)))?;
         Ok(PyLoader {

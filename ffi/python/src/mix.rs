@@ -54,27 +54,10 @@ impl PyMixup {
         };
         m.correct_lam = correct_lam;
         m.label_smoothing = label_smoothing;
-        // The library checks the parameters as it mixes: mix a batch of two
-        // one-pixel samples to have its verdict now rather than at the
-        // first batch.
-        let shape = BatchShape {
-            n: 2,
-            channels: 1,
-            height: 1,
-            width: 1,
-            layout: Layout::Chw,
-        };
-        let mut targets = vec![0.0; 2 * num_classes.max(1)];
-        let mut draws = Mixup::batch_draws(0, 0, 0);
-        m.apply(
-            &mut draws,
-            &mut [0.0, 1.0],
-            shape,
-            &[0.0, 0.0],
-            &mut targets,
-            &mut MixScratch::default(),
-        )
-        .map_err(|e| errors::value(e.to_string()))?;
+        // Parameters only: nothing is allocated for `num_classes` here (the
+        // library caps it at 2^24; the loader counts the soft targets
+        // against its buffer_limit).
+        m.validate().map_err(|e| errors::value(e.to_string()))?;
         Ok(PyMixup(m))
     }
 

@@ -426,8 +426,11 @@ class Loader:
       or ``Mixup`` (timm's): each batch mixed in place by the loader's
       threads, drawn from (seed, epoch, the batch's place among every
       rank's): the same for any worker count and after a resume. Needs an
-      even ``batch_size``, a fixed output size and, when the epoch's last
-      batch would be odd, ``drop_last=True``.
+      even ``batch_size``, a float32 pipeline with a fixed output size, no
+      ``skip_errors`` (a skipped sample leaves its batch odd) and, when the
+      epoch's last batch would be odd, ``drop_last=True``: all checked here
+      (``ValueError``), not mid-epoch. The soft targets of the batches in
+      circulation count against ``buffer_limit``.
     - ``prefetch``: samples read ahead of the decode threads (``None``: 2 x
       workers + 2).
     - ``depth``: batch buffers in circulation (the memory bound; a batch held
