@@ -407,7 +407,9 @@ class Loader:
     - ``pipeline``: a ``Pipeline``, a training preset's name
       (``"imagenet-train"``), or an inference ``Graph`` (a validation loader).
     - ``workers`` (or ``DataLoader``'s ``num_workers``): decode + augment
-      threads (Rust threads, no processes).
+      threads (Rust threads, no processes). The loader always decodes on its
+      own threads, so ``num_workers=0`` (PyTorch's "load in the main
+      process") means one decode thread; ``workers=0`` is refused.
     - ``seed``: every epoch's order and every draw come from it.
     - ``shard``: ``"env"`` (the default: torchrun's ``RANK`` / ``WORLD_SIZE``,
       or MPI's, or one shard), ``None`` (the whole dataset), or
@@ -494,6 +496,10 @@ class Loader:
         num_workers: Optional[int] = None,
         prefetch_factor: Optional[int] = None,
     ) -> None:
+        if num_workers == 0:
+            # DataLoader's "no worker processes": the loader's decode always
+            # runs on its own threads, so the least it has is one.
+            num_workers = 1
         workers = _one_of("workers", workers, "num_workers", num_workers)
         if prefetch_factor is not None:
             if prefetch_factor < 1:
