@@ -246,43 +246,28 @@ def from_torchvision(transform: Any, *, decoder: Optional[str] = None, fast: Uni
     >>> pipeline = train.from_torchvision(T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
     ...                                              T.ToTensor(), T.Normalize(mean, std)]))
     """
-    steps = list(getattr(transform, "transforms", transform))
-    augments: list[Augment] = []
-    erasing: list[RandomErasing] = []
-    mean: Tuple[float, ...] = (0.0, 0.0, 0.0)
-    std: Tuple[float, ...] = (1.0, 1.0, 1.0)
+    # Each transform becomes its counterpart in a pipeline's list; the
+    # list's order is then checked where every list's is (Pipeline).
+    items: list[Any] = []
     tensor = False
-    for t in steps:
+    for t in getattr(transform, "transforms", transform):
         name = type(t).__name__
-        if name in ("ToTensor", "MaybeToTensor"):
-            tensor = True
-        elif name == "PILToTensor":
+        if name in ("ToTensor", "MaybeToTensor", "PILToTensor"):
+            # PILToTensor's uint8 becomes ToTensor's 0-1 with ConvertImageDtype.
+            items.append(ToTensor())
             tensor = True
         elif name == "ConvertImageDtype":
             if "float" not in str(t.dtype):
                 raise ValueError(f"ConvertImageDtype({t.dtype}): only float tensors are supported")
         elif name == "Normalize":
-            if not tensor:
-                raise ValueError("Normalize before ToTensor")
-            mean, std = tuple(float(v) for v in t.mean), tuple(float(v) for v in t.std)
-            if len(mean) == 1:
-                mean, std = mean * 3, std * 3
+            items.append(Normalize([float(v) for v in t.mean], [float(v) for v in t.std]))
         elif name == "RandomErasing":
-            erasing.append(RandomErasing(t.p, tuple(t.scale), tuple(t.ratio), t.value))
-        elif tensor:
-            raise ValueError(f"{name} after ToTensor is not supported (only Normalize and RandomErasing are)")
+            items.append(RandomErasing(t.p, tuple(t.scale), tuple(t.ratio), t.value))
         else:
-            augments.append(_augment(t))
+            items.append(_augment(t))
     if not tensor:
         raise ValueError("the transform has no ToTensor: tensorprep pipelines end in a float tensor")
-    return Pipeline(
-        augments,
-        mean=(mean[0], mean[1], mean[2]),
-        std=(std[0], std[1], std[2]),
-        decoder=decoder,
-        fast=fast,
-        erasing=erasing,
-    )
+    return Pipeline(items, decoder=decoder, fast=fast)
 
 
 def MixUp(*, alpha: float = 1.0, num_classes: int) -> Mixup:
