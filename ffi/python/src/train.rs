@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyFloat, PyInt, PyList, PyString, PyTuple};
-use tensorprep::finish::{ChannelOrder, Normalize};
+use tensorprep::cpu::Simd;
+use tensorprep::finish::{ChannelOrder, FinishSpec, Finisher, Normalize};
 use tensorprep::geometry::Flip;
 use tensorprep::pipeline::{CenterCrop, CropRounding, Decode, DecodeScaling, Op, Resize};
 use tensorprep::size::{Rounding, SizeRule};
@@ -839,12 +840,18 @@ impl PyNormalize {
     fn new(mean: Vec<f32>, std: Vec<f32>, inplace: bool) -> PyResult<PyNormalize> {
         let _ = inplace;
         let (mean, std) = (per_channel("mean", mean)?, per_channel("std", std)?);
-        if std.iter().any(|s| !(s.is_finite() && *s != 0.0)) || mean.iter().any(|m| !m.is_finite())
-        {
-            return Err(errors::value(
-                "Normalize: mean finite, std finite and non-zero",
-            ));
-        }
+        // The library's own check of a normalization (finite, std non-zero,
+        // no 8-bit value overflowing), run by building its finish step.
+        let spec = FinishSpec {
+            normalize: Normalize {
+                mean,
+                std,
+                ..Normalize::IMAGENET
+            },
+            ..FinishSpec::imagenet()
+        };
+        Finisher::with_simd(&spec, Simd::Scalar)
+            .map_err(|e| errors::value(format!("Normalize: {e}")))?;
         Ok(PyNormalize { mean, std })
     }
 
