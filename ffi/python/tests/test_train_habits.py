@@ -95,13 +95,95 @@ def test_signatures_show_the_real_defaults(train):
     assert str(inspect.signature(train.RandomResizedCrop)).endswith("interpolation='bilinear')")
 
 
+# Callables whose signature is written by hand (the defaults pyo3 cannot
+# render: tuples, enum names), with the arguments they require.
+HAND_WRITTEN = [
+    ("RandomResizedCrop", (64,)),
+    ("Resize", (64,)),
+    ("RandomRotation", (10,)),
+    ("RandomAffine", (10,)),
+    ("RandomPerspective", ()),
+    ("AutoAugment", ()),
+    ("RandAugment", ()),
+    ("TrivialAugmentWide", ()),
+    ("AugMix", ()),
+    ("RandomErasing", ()),
+    ("Mixup", ()),
+]
+
+
+@pytest.mark.parametrize("name, required", HAND_WRITTEN)
+def test_each_signature_default_is_the_one_applied(train, name, required):
+    f = getattr(train, name)
+    shown = {
+        k: p.default
+        for k, p in inspect.signature(f).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
+    assert shown, name
+    crop = train.RandomResizedCrop(64)
+
+    def compared(obj):
+        # Augments compare inside a pipeline; Mixup compares itself.
+        if isinstance(obj, train.Augment):
+            return train.Pipeline([crop, obj])
+        if isinstance(obj, train.RandomErasing):
+            return train.Pipeline([crop], erasing=[obj])
+        return obj
+
+    assert compared(f(*required, **shown)) == compared(f(*required)), f"{name}: the shown defaults are not applied"
+
+
+def test_the_pipelines_signature_defaults_are_the_ones_applied(train):
+    crop = [train.RandomResizedCrop(64)]
+    shown = {
+        k: p.default
+        for k, p in inspect.signature(train.Pipeline).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
+    assert train.Pipeline(crop, **shown) == train.Pipeline(crop)
+    # Comparing pipelines sees a step's parameters (so the checks above can fail).
+    assert train.Pipeline(crop + [train.RandomRotation(10)]) != train.Pipeline(
+        crop + [train.RandomRotation(10, interpolation="bilinear")]
+    )
+    assert train.Pipeline(crop, erasing=[train.RandomErasing()]) != train.Pipeline(
+        crop, erasing=[train.RandomErasing(scale=(0.02, 0.3))]
+    )
+
+
+def held_until_refused(loader):
+    """Batches taken (and held) before the loader refuses for want of a free
+    buffer: its effective depth."""
+    held = []
+    with pytest.raises(tp_error_class(), match=r"every batch buffer \((\d+)\) is held") as refused:
+        for batch in loader:
+            held.append(batch)
+    assert f"({len(held)})" in str(refused.value)
+    return len(held)
+
+
 def test_dataloader_names_are_accepted_and_both_spellings_refused(train):
     pipeline = train.Pipeline([train.RandomResizedCrop(32), train.ToTensor()])
     a = batches(train.Loader(folder(train), pipeline, 2, workers=3, seed=5, output="numpy", shard=None))
     b = batches(train.Loader(folder(train), pipeline, 2, num_workers=3, seed=5, output="numpy", shard=None))
-    c = batches(train.Loader(folder(train), pipeline, 2, seed=5, prefetch_factor=2, output="numpy", shard=None))
     assert len(a) == 3 and all(np.array_equal(x, p) and np.array_equal(y, q) for (x, y), (p, q) in zip(a, b))
-    assert all(np.array_equal(x, p) for (x, _), (p, _) in zip(a, c))
+    # The names reach the loader: prefetch_factor x num_workers + 1 buffers,
+    # seen as the batches one can hold before the loader refuses the next.
+    def depth(**kw):
+        return held_until_refused(train.Loader(folder(train), pipeline, 1, seed=5, output="numpy", shard=None, **kw))
+
+    assert depth(num_workers=1, prefetch_factor=1) == 2
+    assert depth(num_workers=2, prefetch_factor=1) == 3
+    assert depth(num_workers=1, prefetch_factor=3) == 4
+    assert depth(depth=2) == 2
+    # The signature's default depth is the loader's.
+    assert depth() == inspect.signature(train.Loader).parameters["depth"].default
+    # num_workers=0 (DataLoader's "no worker processes") is one decode thread.
+    assert depth(num_workers=0, prefetch_factor=1) == 2
+    zero = batches(train.Loader(folder(train), pipeline, 2, num_workers=0, seed=5, output="numpy", shard=None))
+    assert all(np.array_equal(x, p) for (x, _), (p, _) in zip(a, zero))
+    with pytest.raises(tp_error_class(), match="thread"):
+        train.Loader(folder(train), pipeline, 2, workers=0, shard=None)
     with pytest.raises(TypeError, match="both workers= and num_workers="):
         train.Loader(folder(train), pipeline, 2, workers=3, num_workers=3)
     with pytest.raises(TypeError, match="both depth= and prefetch_factor="):
@@ -145,19 +227,25 @@ def test_cutmix_pastes_a_box_of_the_partner_with_lambda_its_area(train):
     (x, y), (mx, targets) = plain[0], mixed[0]
     n, _, h, w = x.shape
     np.testing.assert_allclose(targets.sum(axis=1), 1.0, rtol=1e-6)
+    pasted_pairs = 0
     for i in range(n):
         j = n - 1 - i
-        from_partner = np.all(mx[i] == x[j], axis=0) & np.any(x[i] != x[j], axis=0)
         assert np.all((mx[i] == x[i]) | (mx[i] == x[j]))
+        from_partner = np.all(mx[i] == x[j], axis=0) & np.any(x[i] != x[j], axis=0)
         rows, cols = np.nonzero(from_partner)
+        if not len(rows):
+            continue
+        # One box: all of it the partner's, the rest the sample's own.
+        box = np.zeros_like(from_partner)
+        box[rows.min() : rows.max() + 1, cols.min() : cols.max() + 1] = True
+        np.testing.assert_array_equal(mx[i][:, box], x[j][:, box])
+        np.testing.assert_array_equal(mx[i][:, ~box], x[i][:, ~box])
         if y[i] != y[j]:
             lam = targets[i, int(y[i])]
             # The box's area is 1 - lambda (lambda corrected to the clipped box).
-            assert from_partner.sum() <= round((1 - lam) * h * w) + 0
-        if len(rows):
-            box = np.zeros_like(from_partner)
-            box[rows.min() : rows.max() + 1, cols.min() : cols.max() + 1] = True
-            assert not np.any(from_partner & ~box)
+            assert box.sum() == round((1 - lam) * h * w)
+            pasted_pairs += 1
+    assert pasted_pairs > 0, "no box pasted between samples of two classes"
 
 
 def test_timm_mixup_switch_gives_the_same_batches_for_any_worker_count_and_resumes(train):
@@ -188,17 +276,27 @@ def test_random_choice_of_mixup_and_cutmix_is_timms_switch(train):
     either = train.RandomChoice([cutmix, mixup])
     assert either == train.Mixup(mixup_alpha=0.2, cutmix_alpha=1.0, switch_prob=0.5, label_smoothing=0.0, num_classes=2)
     assert train.RandomChoice([mixup, cutmix], p=[3, 1]).switch_prob == 0.25
-    # Each batch is one or the other: a blend of its pair, or a box pasted from it.
-    plain, mixed = mixed_and_plain(train, either, batch=2)
-    assert len(mixed) == 3
-    for (x, y), (mx, targets) in zip(plain, mixed):
-        np.testing.assert_allclose(targets.sum(axis=1), 1.0, rtol=1e-6)
-        if y[0] == y[1]:
-            continue  # lambda is not in the targets
-        lam = targets[0, int(y[0])]
-        blended = np.allclose(mx[0], lam * x[0] + (1 - lam) * x[1], atol=1e-5)
-        pasted = np.all((mx == x) | (mx == x[::-1]))
-        assert blended or pasted, "neither a MixUp nor a CutMix of the pair"
+    # Each batch is one or the other: a blend of its pair, or a box pasted
+    # from it; over a few epochs both happen.
+    pipeline = train.Pipeline([train.RandomResizedCrop(32), train.ToTensor()])
+    kw = dict(seed=3, output="numpy", shard=None, drop_last=True)
+    plain_loader = train.Loader(folder(train), pipeline, 2, 2, **kw)
+    mixed_loader = train.Loader(folder(train), pipeline, 2, 2, mix=either, **kw)
+    kinds = {"blended": 0, "pasted": 0}
+    for _ in range(6):
+        for (x, y), (mx, targets) in zip(batches(plain_loader), batches(mixed_loader)):
+            np.testing.assert_allclose(targets.sum(axis=1), 1.0, rtol=1e-6)
+            if y[0] == y[1]:
+                continue  # lambda is not in the targets
+            lam = targets[0, int(y[0])]
+            assert not np.array_equal(mx, x) or lam == 1.0, "an unmixed batch with mixed targets"
+            if np.array_equal(mx, x):
+                continue
+            blended = np.allclose(mx[0], lam * x[0] + (1 - lam) * x[1], atol=1e-5)
+            pasted = np.all((mx == x) | (mx == x[::-1]))
+            assert blended != pasted, "neither (or both) a MixUp and a CutMix of the pair"
+            kinds["blended" if blended else "pasted"] += 1
+    assert kinds["blended"] > 0 and kinds["pasted"] > 0, kinds
     with pytest.raises(ValueError, match="one MixUp and one CutMix"):
         train.RandomChoice([mixup, mixup])
     with pytest.raises(ValueError, match="differ in num_classes"):
@@ -216,21 +314,49 @@ def test_mixing_refuses_what_it_cannot_do(train):
         train.Loader(folder(train), pipeline, 2, mix=mix, labels="int64", shard=None)
     with pytest.raises(ValueError, match="fixed size"):
         train.Loader(folder(train), train.Pipeline([train.ToTensor()]), 2, mix=mix, shard=None, max_shape=(3, 512, 512))
+    # A fixed size makes max_shape unused, not an error.
+    assert len(batches(train.Loader(folder(train), pipeline, 2, mix=mix, shard=None, max_shape=(3, 64, 64),
+                                    output="numpy"))) == 3
+    with pytest.raises(ValueError, match="float32 batches; the pipeline's dtype is float16"):
+        train.Loader(folder(train), train.Pipeline([train.RandomResizedCrop(32)], dtype="float16"), 2, mix=mix,
+                     shard=None)
+    with pytest.raises(ValueError, match="skip_errors=True"):
+        train.Loader(folder(train), pipeline, 2, mix=mix, shard=None, skip_errors=True)
     with pytest.raises(ValueError, match="alpha"):
         train.Mixup(mixup_alpha=-1.0, num_classes=2)
     with pytest.raises(ValueError, match="mode"):
         train.Mixup(mode="row", num_classes=2)
+    # num_classes is checked, not allocated: past 2^24 is refused at once.
+    for classes in (0, 2**24 + 1, 10**10, 2**62, 2**63):
+        with pytest.raises(ValueError, match="class"):
+            train.Mixup(num_classes=classes)
+    assert train.Mixup(num_classes=2**24).num_classes == 2**24
+    # The soft targets count against buffer_limit: 3 buffers x 2 samples x
+    # 2^24 classes x 4 bytes = 384 MiB, over a 100 MB limit the images alone
+    # fit in.
+    big = train.MixUp(num_classes=2**24)
+    train.Loader(folder(train), pipeline, 2, mix=mix, shard=None, depth=3, buffer_limit=100_000_000)
+    with pytest.raises(tp_error(train), match="buffer_limit"):
+        train.Loader(folder(train), pipeline, 2, mix=big, shard=None, depth=3, buffer_limit=100_000_000)
     # A label past num_classes fails its batch, naming the cause.
     loader = train.Loader(folder(train), pipeline, 2, mix=train.MixUp(num_classes=1), shard=None)
     with pytest.raises(tp_error(train), match="class index below num_classes"):
         batches(loader)
-    # An odd last batch: the epoch's end fails unless drop_last.
-    loader = train.Loader(folder(train).take(5), pipeline, 2, mix=mix, shard=None, output="numpy")
-    with pytest.raises(tp_error(train), match="odd"):
-        batches(loader)
+    # An odd last batch is refused at once unless drop_last.
+    with pytest.raises(ValueError, match="last batch would hold 1 samples"):
+        train.Loader(folder(train).take(5), pipeline, 2, mix=mix, shard=None, output="numpy")
+    loader = train.Loader(folder(train).take(5), pipeline, 2, mix=mix, shard=None, output="numpy", drop_last=True)
+    assert len(batches(loader)) == 2
+    # An even remainder is fine without drop_last: 6 samples, batches of 4 and 2.
+    loader = train.Loader(folder(train), pipeline, 4, mix=mix, shard=None, output="numpy")
+    assert [len(y) for _, y in batches(loader)] == [4, 2]
 
 
 def tp_error(train):
+    return tp_error_class()
+
+
+def tp_error_class():
     import tensorprep
 
     return tensorprep.Error
