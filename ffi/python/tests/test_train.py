@@ -331,6 +331,19 @@ def test_torchvision_transforms_convert_to_the_same_pipeline(train):
         train.from_torchvision([make("Lambda"), make("ToTensor")])
     with pytest.raises(ValueError, match="ToTensor"):
         train.from_torchvision([make("RandomHorizontalFlip", p=0.5)])
+    # The order is Pipeline([...])'s: what the list refuses, the conversion refuses.
+    erase = make("RandomErasing", p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0)
+    norm = make("Normalize", mean=[0.5], std=[0.25])
+    with pytest.raises(ValueError, match="RandomErasing before Normalize"):
+        train.from_torchvision([make("ToTensor"), erase, norm])
+    with pytest.raises(ValueError, match="after ToTensor"):
+        train.from_torchvision([make("ToTensor"), make("RandomHorizontalFlip", p=0.5)])
+    with pytest.raises(ValueError, match="Normalize before ToTensor"):
+        train.from_torchvision([norm, make("ToTensor")])
+    # PILToTensor + ConvertImageDtype(float) is ToTensor; one mean value is every channel's.
+    assert train.from_torchvision(
+        [make("PILToTensor"), make("ConvertImageDtype", dtype="torch.float32"), norm]
+    ) == train.Pipeline([train.ToTensor(), train.Normalize([0.5] * 3, [0.25] * 3)])
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torchvision") is None, reason="torchvision is not installed")

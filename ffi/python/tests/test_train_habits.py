@@ -68,6 +68,9 @@ def test_normalize_in_the_list_and_mean_given_is_refused(train):
         train.Normalize([0.5, 0.5], [1, 1])
     with pytest.raises(ValueError, match="non-zero"):
         train.Normalize([0.5], [0.0])
+    # The library's check: finite parameters that overflow for some 8-bit value.
+    with pytest.raises(ValueError, match="overflows"):
+        train.Normalize([-3e38], [1e-30])
     with pytest.raises(TypeError, match="not <class 'str'>"):
         train.Pipeline(["flip"])
 
