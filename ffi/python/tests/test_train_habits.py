@@ -137,6 +137,63 @@ def test_each_signature_default_is_the_one_applied(train, name, required):
     assert compared(f(*required, **shown)) == compared(f(*required)), f"{name}: the shown defaults are not applied"
 
 
+def stub_defaults(node):
+    """The literal defaults of a stub's function (`...` and names left out)."""
+    import ast
+
+    a = node.args
+    pairs = list(zip(a.args[len(a.args) - len(a.defaults) :], a.defaults)) + [
+        (arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None
+    ]
+    out = {}
+    for arg, d in pairs:
+        try:
+            value = ast.literal_eval(d)
+        except ValueError:
+            continue
+        if value is not Ellipsis:
+            out[arg.arg] = value
+    return out
+
+
+def test_the_stubs_show_the_runtime_defaults(tp):
+    """_native.pyi repeats every default a third time (after the Rust
+    signature and its text_signature): each must be the runtime's."""
+    import ast
+    import os
+
+    from tensorprep import _native
+
+    path = os.path.join(os.path.dirname(_native.__file__), "_native.pyi")
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    checked = 0
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            inits = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
+            if not inits:
+                continue
+            fn = inits[0]
+        elif isinstance(node, ast.FunctionDef):
+            fn = node
+        else:
+            continue
+        obj = getattr(_native, node.name, None)
+        if obj is None:
+            continue
+        try:
+            runtime = inspect.signature(obj).parameters
+        except (TypeError, ValueError):
+            continue
+        for name, value in stub_defaults(fn).items():
+            assert name in runtime, f"{node.name}: the stub's {name} is not a parameter"
+            shown = runtime[name].default
+            assert shown is not inspect.Parameter.empty, f"{node.name}({name}) has no default at runtime"
+            assert shown == value, f"{node.name}({name}): the stub says {value!r}, the runtime {shown!r}"
+            checked += 1
+    assert checked > 50, checked
+
+
 def test_the_pipelines_signature_defaults_are_the_ones_applied(train):
     crop = [train.RandomResizedCrop(64)]
     shown = {
