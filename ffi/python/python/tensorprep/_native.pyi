@@ -321,7 +321,11 @@ class BatchTensor:
     def dtype(self) -> str: ...
 
 class Mixup:
-    """timm's ``Mixup`` as the loader's batch transform (``Loader(mix=...)``)."""
+    """timm's ``Mixup`` as the loader's batch transform (``Loader(mix=...)``).
+
+    Every parameter is checked here (``ValueError``); ``num_classes`` is 1 to
+    2**24 (the soft targets take batch x num_classes floats per batch, counted
+    against the loader's ``buffer_limit``)."""
 
     def __init__(
         self,
