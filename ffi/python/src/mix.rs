@@ -190,10 +190,7 @@ pub(crate) fn per_batch(
     layout: Layout,
     targets: Targets,
 ) -> PerBatch {
-    let (channels, height, width) = match layout {
-        Layout::Hwc => (sample[2], sample[0], sample[1]),
-        _ => (sample[0], sample[1], sample[2]),
-    };
+    let [channels, height, width] = layout.channels_height_width(sample);
     let (index, count) = (u64::from(shard.0), u64::from(shard.1));
     PerBatch::new(move |b: &mut BatchMut<'_>| {
         let n = b.len;
