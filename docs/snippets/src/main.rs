@@ -22,7 +22,7 @@ fn main() -> ExitCode {
         match snippet() {
             Ok(()) => println!("ok      {place}"),
             Err(error) => {
-                println!("FAILED  {place}: {error}");
+                println!("FAILED  {place}: {}", tensorprep::error::report(&*error));
                 failed += 1;
             }
         }
