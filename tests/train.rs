@@ -1232,6 +1232,7 @@ mod combine {
                     bytes: vec![base + i as u8],
                     labels: vec![f32::from(base + i as u8)],
                     id: i as u64,
+                    ..Sample::default()
                 })
                 .collect(),
         ))

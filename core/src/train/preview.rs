@@ -630,6 +630,7 @@ mod tests {
                     bytes: bytes.clone(),
                     labels: Vec::new(),
                     id: i as u64,
+                    ..Sample::default()
                 })
                 .collect(),
         )

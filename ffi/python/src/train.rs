@@ -229,6 +229,7 @@ impl PyDataset {
                 bytes,
                 labels,
                 id: i as u64,
+                ..Sample::default()
             });
         }
         let n = samples.len();

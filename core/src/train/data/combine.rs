@@ -21,7 +21,7 @@
 //! use tensorprep::train::data::combine::{Concat, Filter, InMemory, Range, Source};
 //! use tensorprep::train::data::{Dataset, Sample};
 //!
-//! let sample = |label: f32| Sample { bytes: vec![1, 2, 3], labels: vec![label], id: 0 };
+//! let sample = |label: f32| Sample { bytes: vec![1, 2, 3], labels: vec![label], id: 0, ..Sample::default() };
 //! let cats = InMemory::new((0..10).map(|_| sample(0.0)).collect());
 //! let dogs = InMemory::new((0..5).map(|_| sample(1.0)).collect());
 //! // The first 8 cats, then every dog.

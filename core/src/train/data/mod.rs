@@ -24,16 +24,39 @@ pub use error::DataError;
 /// per sample in flight.
 pub const MAX_SAMPLE_BYTES: u64 = 256 << 20;
 
-/// One sample: its encoded image, its labels, its id (the record's own, or
-/// its index).
+/// One sample: its image (an encoded file, or pixels), its labels, its id
+/// (the record's own, or its index).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Sample {
-    /// The encoded image (JPEG, PNG, WebP).
+    /// The image: an encoded file (JPEG, PNG, WebP), or pixels as
+    /// [`content`](Sample::content) says.
     pub bytes: Vec<u8>,
     /// The labels (one for classification; several for multi-label records).
     pub labels: Vec<f32>,
     /// The sample's id.
     pub id: u64,
+    /// What [`bytes`](Sample::bytes) holds.
+    pub content: Content,
+}
+
+/// What a [`Sample`]'s bytes hold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Content {
+    /// An encoded image file (JPEG, PNG, WebP); its header gives its size.
+    #[default]
+    Encoded,
+    /// Decoded pixels, rows top to bottom with no padding, in an 8-bit
+    /// packed `format` (`Gray8`, `Rgb8`, `Bgr8`, `Rgba8`, `Bgra8`):
+    /// `width * height * bytes_per_pixel` bytes (CIFAR, MNIST, arrays).
+    Pixels {
+        /// Columns.
+        width: u32,
+        /// Rows.
+        height: u32,
+        /// The layout of one pixel.
+        format: crate::PixelFormat,
+    },
 }
 
 /// Samples by index.
