@@ -142,8 +142,9 @@ fn measure(
         encoded = encoded.max(sample.bytes.len() as u64);
         let t = Instant::now();
         let key = SampleKey::new(seed, 0, index);
-        let geometry = plan
-            .run(&mut state, key, &sample.bytes, out.as_mut())
+        let geometry = sample
+            .input()
+            .and_then(|input| plan.run_input(&mut state, key, input, out.as_mut()))
             .map_err(|error| LoadError::Decode {
                 index,
                 sample: dataset.describe(index as usize),

@@ -10,7 +10,9 @@ use super::SampleKey;
 use super::augment::{self, Augment, Drawn};
 use crate::finish::{ChannelOrder, Normalize};
 use crate::jpeg::Backend;
-use crate::pipeline::{Decode, DecodeScaling, Geometry, InputDesc, Op, Pipeline, Plan, PlanState};
+use crate::pipeline::{
+    Decode, DecodeScaling, Geometry, Input, InputDesc, Op, Pipeline, Plan, PlanState,
+};
 use crate::{
     DType, Error, ImageView, ImageViewMut, Layout, Limits, PixelFormat, Quantization, Result,
     TensorMut,
@@ -379,9 +381,30 @@ impl TrainPlan {
         key: SampleKey,
         bytes: &[u8],
     ) -> Result<&'s [Drawn]> {
-        let info = self.base.header(&mut state.plan, bytes)?;
-        self.draw_for(state, key, (info.width, info.height))?;
+        self.draw_input(state, key, Input::Encoded(bytes))
+    }
+
+    /// [`TrainPlan::draw`] for any input: an encoded file or pixels.
+    pub fn draw_input<'s>(
+        &self,
+        state: &'s mut TrainState,
+        key: SampleKey,
+        input: Input<'_>,
+    ) -> Result<&'s [Drawn]> {
+        let source = self.source(state, input)?;
+        self.draw_for(state, key, source.size())?;
         Ok(&state.drawn)
+    }
+
+    /// The header step: an encoded file's size from its header (read by
+    /// the state's decoder), pixels' from their view.
+    fn source<'a>(&self, state: &mut TrainState, input: Input<'a>) -> Result<Source<'a>> {
+        Ok(match input {
+            Input::Encoded(bytes) => {
+                Source::Encoded(bytes, self.base.header(&mut state.plan, bytes)?)
+            }
+            Input::Pixels(view) => Source::Pixels(view),
+        })
     }
 
     /// Draws the ops for `key` on an image of `size` into the state's list;
@@ -396,19 +419,25 @@ impl TrainPlan {
         augment::draw(&self.augments, key, 0, size, &mut state.drawn)
     }
 
-    /// Runs the drawn list on encoded `bytes` (header `info`) into `out`.
-    /// Plan ops alone are one fused run. Otherwise the ops before the first
-    /// adjustment decode into an 8-bit image; each adjustment or warp maps
-    /// one image to the next; runs of plan ops between them go through the
-    /// image plan, the last run (possibly empty) through the finish pass.
-    /// The geometry is then the last pass's.
+    /// Runs the drawn list on `source` into `out`. Plan ops alone are one
+    /// fused run. Otherwise the ops before the first adjustment decode (or,
+    /// for pixels, convert) into an 8-bit image; each adjustment or warp
+    /// maps one image to the next; runs of plan ops between them go through
+    /// the image plan, the last run (possibly empty) through the finish
+    /// pass. The geometry is then the last pass's.
+    ///
+    /// Pixels take the path of an image between adjustments: a
+    /// `ConvertColor` to the decode's format leads their first run (fused
+    /// into the op that reads them, as for camera frames), so a gray sample
+    /// becomes RGB as Pillow's `convert("RGB")` makes it, and a sample
+    /// already in the decode's format is read as it is.
     fn run_drawn(
         &self,
         state: &mut TrainState,
-        bytes: &[u8],
-        info: crate::decode::ImageInfo,
+        source: Source<'_>,
         out: TensorMut<'_>,
     ) -> Result<Geometry> {
+        let format = self.image_format();
         let TrainState {
             plan,
             drawn,
@@ -425,30 +454,49 @@ impl TrainPlan {
                 _ => None,
             }));
         };
+        // The first run of plan ops, led for pixels by their conversion.
+        let first_ops = |ds: &[Drawn], ops: &mut Vec<Op>| {
+            plan_ops(ds, ops);
+            if let Source::Pixels(view) = source {
+                if view.format() != format {
+                    ops.insert(
+                        0,
+                        Op::ConvertColor {
+                            to: format,
+                            range: crate::color::YuvRange::Full,
+                        },
+                    );
+                }
+            }
+        };
         let Some(first) = drawn.iter().position(|d| !matches!(d, Drawn::Op(_))) else {
-            plan_ops(drawn, ops);
-            return self.base.run_encoded_ops(plan, bytes, info, ops, out);
+            first_ops(drawn, ops);
+            return match source {
+                Source::Encoded(bytes, info) => {
+                    self.base.run_encoded_ops(plan, bytes, info, ops, out)
+                }
+                Source::Pixels(view) => self.base.run_image_ops(plan, view, ops, out),
+            };
         };
         let image_plan = self.image.as_ref().ok_or(Error::InvalidParameter {
             name: "training plan",
             reason: "an adjustment was drawn but the plan has no image pass",
         })?;
-        let format = self.image_format();
-        let mut size = (info.width, info.height);
-        plan_ops(&drawn[..first], ops);
+        let mut size = source.size();
+        first_ops(&drawn[..first], ops);
         for op in ops.iter() {
             size = op.output_size(size)?;
         }
         let mut cur = 0;
         let len = image_len(format, size, &self.limits())?;
         crate::buffer::grow(&mut images[cur], len)?;
-        image_plan.run_encoded_ops(
-            plan,
-            bytes,
-            info,
-            ops,
-            TensorMut::U8(&mut images[cur][..len]),
-        )?;
+        let image = TensorMut::U8(&mut images[cur][..len]);
+        match source {
+            Source::Encoded(bytes, info) => {
+                image_plan.run_encoded_ops(plan, bytes, info, ops, image)?
+            }
+            Source::Pixels(view) => image_plan.run_image_ops(plan, view, ops, image)?,
+        };
         let mut i = first;
         loop {
             // The next run of plan ops, then the step that ends it.
@@ -514,11 +562,41 @@ impl TrainPlan {
         bytes: &[u8],
         out: TensorMut<'_>,
     ) -> Result<Geometry> {
-        let info = self.base.header(&mut state.plan, bytes)?;
-        state.afford(info.width, info.height)?;
-        let (w, h) = self.draw_for(state, key, (info.width, info.height))?;
+        self.run_input(state, key, Input::Encoded(bytes), out)
+    }
+
+    /// [`TrainPlan::run`] for any input: an encoded file, or pixels (a
+    /// [`Sample`](super::data::Sample)'s: [`Sample::input`](super::data::Sample::input))
+    /// taken through the same ops with no decode, converted to the decode's
+    /// format where theirs differs.
+    ///
+    /// ```
+    /// use tensorprep::pipeline::Input;
+    /// use tensorprep::train::{SampleKey, TrainPipeline, TrainState};
+    /// use tensorprep::{ImageView, PixelFormat, TensorMut};
+    ///
+    /// let plan = TrainPipeline::imagenet_train().compile()?;
+    /// // A 32 x 32 gray image (MNIST's kind), made RGB on the way.
+    /// let gray = vec![128u8; 32 * 32];
+    /// let view = ImageView::new(PixelFormat::Gray8, 32, 32, &gray)?;
+    /// let mut tensor = vec![0f32; 3 * 224 * 224];
+    /// plan.run_input(&mut TrainState::new(), SampleKey::new(7, 0, 0), Input::Pixels(view),
+    ///                TensorMut::F32(&mut tensor))?;
+    /// # Ok::<(), tensorprep::Error>(())
+    /// ```
+    pub fn run_input(
+        &self,
+        state: &mut TrainState,
+        key: SampleKey,
+        input: Input<'_>,
+        out: TensorMut<'_>,
+    ) -> Result<Geometry> {
+        let source = self.source(state, input)?;
+        let (w, h) = source.size();
+        state.afford(w, h)?;
+        let (w, h) = self.draw_for(state, key, (w, h))?;
         let mut out = out;
-        let geometry = self.run_drawn(state, bytes, info, out.reborrow())?;
+        let geometry = self.run_drawn(state, source, out.reborrow())?;
         self.erase(key, self.base.finish_shape(w, h), out)?;
         Ok(geometry)
     }
@@ -560,9 +638,21 @@ impl TrainPlan {
         bytes: &[u8],
         out: TensorMut<'_>,
     ) -> Result<[usize; 3]> {
-        let info = self.base.header(&mut state.plan, bytes)?;
-        state.afford(info.width, info.height)?;
-        let (w, h) = self.draw_for(state, key, (info.width, info.height))?;
+        self.run_input_any_size(state, key, Input::Encoded(bytes), out)
+    }
+
+    /// [`TrainPlan::run_any_size`] for any input (see [`TrainPlan::run_input`]).
+    pub fn run_input_any_size(
+        &self,
+        state: &mut TrainState,
+        key: SampleKey,
+        input: Input<'_>,
+        out: TensorMut<'_>,
+    ) -> Result<[usize; 3]> {
+        let source = self.source(state, input)?;
+        let (w, h) = source.size();
+        state.afford(w, h)?;
+        let (w, h) = self.draw_for(state, key, (w, h))?;
         let shape = self.base.finish_shape(w, h);
         let len = shape.iter().product::<usize>();
         if len > out.len() {
@@ -578,9 +668,68 @@ impl TrainPlan {
             TensorMut::U8(v) => TensorMut::U8(&mut v[..len]),
             TensorMut::I8(v) => TensorMut::I8(&mut v[..len]),
         };
-        self.run_drawn(state, bytes, info, out.reborrow())?;
+        self.run_drawn(state, source, out.reborrow())?;
         self.erase(key, shape, out)?;
         Ok(shape)
+    }
+}
+
+/// What a sample's run starts from: an encoded file with its header, or
+/// pixels.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Encoded(&'a [u8], crate::decode::ImageInfo),
+    Pixels(ImageView<'a>),
+}
+
+impl Source<'_> {
+    /// The stored image's width and height.
+    fn size(&self) -> (u32, u32) {
+        match self {
+            Source::Encoded(_, info) => (info.width, info.height),
+            Source::Pixels(view) => (view.width(), view.height()),
+        }
+    }
+}
+
+impl super::data::Sample {
+    /// The sample's image as a plan's input: its bytes as an encoded file,
+    /// or as pixels of the size and format its
+    /// [`content`](super::data::Sample::content) states, which the bytes
+    /// must fill exactly (fewer is [`Error::BufferTooSmall`], more an
+    /// [`Error::InvalidParameter`]).
+    ///
+    /// ```
+    /// use tensorprep::pipeline::Input;
+    /// use tensorprep::train::data::{Content, Sample};
+    /// use tensorprep::PixelFormat;
+    ///
+    /// let content = Content::Pixels { width: 2, height: 1, format: PixelFormat::Rgb8 };
+    /// let sample = Sample { bytes: vec![0; 6], content, ..Sample::default() };
+    /// assert!(matches!(sample.input()?, Input::Pixels(v) if v.width() == 2));
+    /// let short = Sample { bytes: vec![0; 5], content, ..Sample::default() };
+    /// assert!(short.input().is_err());
+    /// # Ok::<(), tensorprep::Error>(())
+    /// ```
+    pub fn input(&self) -> Result<Input<'_>> {
+        match self.content {
+            super::data::Content::Pixels {
+                width,
+                height,
+                format,
+            } => {
+                let view = ImageView::new(format, width, height, &self.bytes)?;
+                let needed = crate::image::tight_len(format, width, height).unwrap_or(u64::MAX);
+                if self.bytes.len() as u64 != needed {
+                    return Err(Error::InvalidParameter {
+                        name: "pixel sample",
+                        reason: "more bytes than width x height x bytes per pixel",
+                    });
+                }
+                Ok(Input::Pixels(view))
+            }
+            super::data::Content::Encoded => Ok(Input::Encoded(&self.bytes)),
+        }
     }
 }
 

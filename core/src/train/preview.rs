@@ -138,9 +138,10 @@ impl Preview {
                 sample: data.describe(index as usize),
                 source,
             };
-            let drawn = plan.draw(&mut state, key, &sample.bytes).map_err(failed)?;
+            let input = sample.input().map_err(failed)?;
+            let drawn = plan.draw_input(&mut state, key, input).map_err(failed)?;
             let lines: Vec<String> = drawn.iter().map(describe).collect();
-            plan.run(&mut state, key, &sample.bytes, TensorMut::F32(&mut tensor))
+            plan.run_input(&mut state, key, input, TensorMut::F32(&mut tensor))
                 .map_err(failed)?;
             let mut rgb = zeroed(w * h * 3, bytes)?;
             denormalize(&tensor, [h, w], layout, order_out, &normalize, &mut rgb);

@@ -6,7 +6,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::super::data::Sample;
+use super::super::data::{Content, Sample};
 use super::super::sampler::EpochOrder;
 use super::super::{SampleKey, TrainState};
 use super::batch::{BatchBuffer, BatchMut};
@@ -98,6 +98,9 @@ pub(super) fn read_stage(s: &Shared) {
             _ => Ok(()),
         };
         let mut sample = s.samples.try_take().unwrap_or_default();
+        // A recycled sample may hold another dataset's pixels (a concat of
+        // kinds): what a dataset does not set is an encoded file.
+        sample.content = Content::Encoded;
         let sample = match hook.and_then(|()| {
             guard(s, index, || {
                 s.dataset
@@ -158,22 +161,25 @@ pub(super) fn decode_stage(s: &Shared) {
             // refers to these elements until the batch is finished.
             let out = unsafe { base.slice(slot * s.sample_len, s.sample_len) };
             let done = guard(s, index, || {
-                let shape = if s.variable {
-                    s.plan
-                        .run_any_size(&mut state, key, &sample.bytes, out)
-                        .map_err(|e| match e {
-                            // The buffer is the loader's, sized by `max_shape`.
-                            Error::BufferTooSmall { .. } => Error::InvalidParameter {
-                                name: "max_shape",
-                                reason: "the sample's output is larger than max_shape allows",
-                            },
-                            e => e,
-                        })
-                } else {
-                    s.plan
-                        .run(&mut state, key, &sample.bytes, out)
-                        .map(|_| s.shape)
-                };
+                let input = sample.input();
+                let shape = input.and_then(|input| {
+                    if s.variable {
+                        s.plan
+                            .run_input_any_size(&mut state, key, input, out)
+                            .map_err(|e| match e {
+                                // The buffer is the loader's, sized by `max_shape`.
+                                Error::BufferTooSmall { .. } => Error::InvalidParameter {
+                                    name: "max_shape",
+                                    reason: "the sample's output is larger than max_shape allows",
+                                },
+                                e => e,
+                            })
+                    } else {
+                        s.plan
+                            .run_input(&mut state, key, input, out)
+                            .map(|_| s.shape)
+                    }
+                });
                 shape.map_err(|error| LoadError::Decode {
                     index,
                     sample: s.dataset.describe(index as usize),
