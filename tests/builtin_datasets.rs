@@ -5,10 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use tensorprep::PixelFormat;
+use tensorprep::train::data::cifar::{Cifar10, Cifar100, Cifar100Label, Split};
 use tensorprep::train::data::folder::FolderDataset;
+use tensorprep::train::data::mnist::{Mnist, Variant};
 use tensorprep::train::data::{Content, DataError, Dataset, Sample};
 use tensorprep::train::{Loader, LoaderConfig, TrainPipeline};
-use tensorprep_tests::{fixture, read_png};
+use tensorprep_tests::{crc32, fixture, read_png};
 
 /// A fresh scratch directory for one test.
 fn scratch(name: &str) -> PathBuf {
@@ -95,5 +98,284 @@ fn pixel_samples_give_the_folder_s_batches_for_any_worker_count() {
             assert!(got == want, "{preset}: {workers} workers");
         }
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// torchvision's lines for `dataset` and `split` in `file`: (label, crc32
+/// of its image array, the rest of the line).
+fn reference(file: &str, dataset: &str, split: &str) -> Vec<(f32, u32, Vec<f32>)> {
+    let text = std::fs::read_to_string(fixture(file)).unwrap();
+    let rows: Vec<_> = text
+        .lines()
+        .map(|l| l.split(' ').collect::<Vec<_>>())
+        .filter(|f| f[0] == dataset && f[1] == split)
+        .enumerate()
+        .map(|(i, f)| {
+            assert_eq!(f[2].parse::<usize>().unwrap(), i, "{file}: rows in order");
+            let rest = f[5..].iter().map(|x| x.parse().unwrap()).collect();
+            (
+                f[3].parse().unwrap(),
+                u32::from_str_radix(f[4], 16).unwrap(),
+                rest,
+            )
+        })
+        .collect();
+    assert!(!rows.is_empty(), "{file}: no {dataset} {split}");
+    rows
+}
+
+/// Every sample of `data`: (labels, crc32 of its pixels, content).
+fn samples(data: &dyn Dataset) -> Vec<(Vec<f32>, u32, Content)> {
+    let mut sample = Sample::default();
+    (0..data.len())
+        .map(|i| {
+            data.read(i, &mut sample).unwrap();
+            assert_eq!(sample.id, i as u64);
+            (sample.labels.clone(), crc32(&sample.bytes), sample.content)
+        })
+        .collect()
+}
+
+const SPLITS: [(Split, &str); 2] = [(Split::Train, "train"), (Split::Test, "test")];
+
+#[test]
+fn cifar_pixels_and_labels_are_torchvision_s() {
+    let rgb32 = Content::Pixels {
+        width: 32,
+        height: 32,
+        format: PixelFormat::Rgb8,
+    };
+    for (split, name) in SPLITS {
+        let want = reference("cifar/torchvision.txt", "cifar10", name);
+        let got = samples(&Cifar10::open(fixture("cifar"), split).unwrap());
+        assert_eq!(got.len(), want.len(), "cifar10 {name}");
+        for (i, ((labels, crc, content), (label, want_crc, _))) in got.iter().zip(&want).enumerate()
+        {
+            assert_eq!(
+                (labels.as_slice(), *crc, *content),
+                (&[*label][..], *want_crc, rgb32),
+                "cifar10 {name} {i}"
+            );
+        }
+        // The folder itself is a root too (MindSpore's `dataset_dir`).
+        let inner = Cifar10::open(fixture("cifar/cifar-10-batches-bin"), split).unwrap();
+        assert_eq!(samples(&inner), got);
+
+        let want = reference("cifar/torchvision.txt", "cifar100", name);
+        for choice in [
+            Cifar100Label::Fine,
+            Cifar100Label::Coarse,
+            Cifar100Label::Both,
+        ] {
+            let got = samples(&Cifar100::open(fixture("cifar"), split, choice).unwrap());
+            assert_eq!(got.len(), want.len(), "cifar100 {name}");
+            for (i, ((labels, crc, content), (fine, want_crc, coarse))) in
+                got.iter().zip(&want).enumerate()
+            {
+                let expected = match choice {
+                    Cifar100Label::Fine => vec![*fine],
+                    Cifar100Label::Coarse => vec![coarse[0]],
+                    _ => vec![coarse[0], *fine],
+                };
+                assert_eq!(
+                    (labels, *crc, *content),
+                    (&expected, *want_crc, rgb32),
+                    "cifar100 {name} {i} {choice:?}"
+                );
+            }
+        }
+    }
+    // The default is torchvision's fine label.
+    assert_eq!(Cifar100Label::default(), Cifar100Label::Fine);
+}
+
+#[test]
+fn mnist_family_pixels_and_labels_are_torchvision_s() {
+    for (variant, folder) in [
+        (Variant::Mnist, "MNIST"),
+        (Variant::Fashion, "FashionMNIST"),
+        (Variant::Kmnist, "KMNIST"),
+    ] {
+        for (split, name) in SPLITS {
+            let want = reference("mnist/torchvision.txt", folder, name);
+            let data = Mnist::open(fixture("mnist"), variant, split).unwrap();
+            assert_eq!(data.size(), (28, 28));
+            let got = samples(&data);
+            assert_eq!(got.len(), want.len(), "{folder} {name}");
+            for (i, ((labels, crc, content), (label, want_crc, _))) in
+                got.iter().zip(&want).enumerate()
+            {
+                let gray = Content::Pixels {
+                    width: 28,
+                    height: 28,
+                    format: PixelFormat::Gray8,
+                };
+                assert_eq!(
+                    (labels.as_slice(), *crc, *content),
+                    (&[*label][..], *want_crc, gray),
+                    "{folder} {name} {i}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn built_in_datasets_load_alike_for_any_worker_count() {
+    let pipeline = TrainPipeline::preset("imagenet-trivialaugment").unwrap();
+    let mnist: Arc<dyn Dataset> =
+        Arc::new(Mnist::open(fixture("mnist"), Variant::Mnist, Split::Train).unwrap());
+    let cifar: Arc<dyn Dataset> = Arc::new(Cifar10::open(fixture("cifar"), Split::Train).unwrap());
+    for data in [mnist, cifar] {
+        let one = batches(Arc::clone(&data), &pipeline, 1);
+        assert_eq!(one.iter().map(|b| b.1.len()).sum::<usize>(), data.len());
+        assert!(batches(data, &pipeline, 3) == one);
+    }
+}
+
+/// Writes `bytes` at `dir/name`.
+fn put(dir: &Path, name: &str, bytes: &[u8]) {
+    std::fs::write(dir.join(name), bytes).unwrap();
+}
+
+/// An idx header: the magic and big-endian dimensions.
+fn idx(magic: u32, dims: &[u32]) -> Vec<u8> {
+    let mut out = magic.to_be_bytes().to_vec();
+    for d in dims {
+        out.extend_from_slice(&d.to_be_bytes());
+    }
+    out
+}
+
+/// The error's text, which must name the file.
+fn refused<T: std::fmt::Debug>(r: Result<T, DataError>, file: &str, what: &str) {
+    let e = r.expect_err(what).to_string();
+    assert!(e.contains(file) && e.contains(what), "{e}");
+}
+
+#[test]
+fn crafted_idx_headers_are_refused_at_open() {
+    let dir = scratch("idx");
+    let (images, labels) = (
+        dir.join("train-images-idx3-ubyte"),
+        dir.join("train-labels-idx1-ubyte"),
+    );
+    let open = || Mnist::open(&dir, Variant::Mnist, Split::Train);
+    let mut two = idx(0x803, &[2, 3, 4]);
+    two.extend(0..24u8);
+    let mut labels2 = idx(0x801, &[2]);
+    labels2.extend([3, 9]);
+    put(&dir, "train-labels-idx1-ubyte", &labels2);
+    // Counts past the file, dimensions whose product overflows 32 and 64
+    // bits, a zero side, trailing bytes, a wrong magic, a short header.
+    for (bytes, what) in [
+        (
+            idx(0x803, &[u32::MAX, 3, 4]),
+            "4294967295 images of 3 x 4 need",
+        ),
+        (idx(0x803, &[2, u32::MAX, u32::MAX]), "(each side 1 to"),
+        (
+            idx(0x803, &[2, 1 << 17, 1 << 17]),
+            "more than 268435456 bytes each",
+        ),
+        (idx(0x803, &[2, 0, 4]), "images of 0 x 4"),
+        ([two.as_slice(), &[0]].concat(), "the file has 41"),
+        (idx(0x801, &[2, 3, 4]), "magic 0x00000801"),
+        (idx(0x803, &[2]), "shorter than its 16-byte header"),
+    ] {
+        put(&dir, "train-images-idx3-ubyte", &bytes);
+        refused(open(), "train-images-idx3-ubyte", what);
+    }
+    put(&dir, "train-images-idx3-ubyte", &two);
+    let data = open().unwrap();
+    let mut sample = Sample::default();
+    data.read(1, &mut sample).unwrap();
+    assert_eq!(
+        (sample.bytes.clone(), sample.labels.clone()),
+        ((12..24).collect::<Vec<u8>>(), vec![9.0])
+    );
+    // Labels: a count past the file, another count than the images', a label past 9.
+    for (bytes, what) in [
+        (idx(0x801, &[u32::MAX]), "4294967295 labels need"),
+        (
+            [idx(0x801, &[1]), vec![0]].concat(),
+            "1 labels for the 2 images",
+        ),
+        (idx(0x803, &[2]), "magic 0x00000803"),
+    ] {
+        put(&dir, "train-labels-idx1-ubyte", &bytes);
+        refused(open(), "train-labels-idx1-ubyte", what);
+    }
+    put(
+        &dir,
+        "train-labels-idx1-ubyte",
+        &[idx(0x801, &[2]), vec![3, 10]].concat(),
+    );
+    let data = open().unwrap();
+    data.read(0, &mut sample).unwrap();
+    refused(
+        data.read(1, &mut sample),
+        "train-labels-idx1-ubyte",
+        "at 9: label 10 of a dataset of 10 classes",
+    );
+    std::fs::remove_file(&labels).unwrap();
+    refused(open(), "train-labels-idx1-ubyte", "");
+    std::fs::remove_file(&images).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn broken_cifar_files_are_refused() {
+    let dir = scratch("cifar");
+    let record = |label: u8| [vec![label], vec![7u8; 3072]].concat();
+    for k in 1..=5 {
+        put(&dir, &format!("data_batch_{k}.bin"), &record(k));
+    }
+    assert_eq!(Cifar10::open(&dir, Split::Train).unwrap().len(), 5);
+    // A partial record, an empty file, a label past the classes, a missing file.
+    put(&dir, "data_batch_3.bin", &record(3)[..3000]);
+    refused(
+        Cifar10::open(&dir, Split::Train),
+        "data_batch_3.bin",
+        "3000 bytes is not a whole number of 3073-byte records",
+    );
+    put(&dir, "data_batch_3.bin", b"");
+    refused(
+        Cifar10::open(&dir, Split::Train),
+        "data_batch_3.bin",
+        "0 bytes",
+    );
+    put(&dir, "data_batch_3.bin", &[record(3), record(10)].concat());
+    let data = Cifar10::open(&dir, Split::Train).unwrap();
+    assert_eq!(data.len(), 6);
+    let mut sample = Sample::default();
+    data.read(2, &mut sample).unwrap();
+    assert_eq!(sample.labels, [3.0]);
+    data.read(4, &mut sample).unwrap();
+    assert_eq!(sample.labels, [4.0]);
+    refused(
+        data.read(3, &mut sample),
+        "data_batch_3.bin",
+        "at 3073: label 10 of a dataset of 10 classes",
+    );
+    assert_eq!(
+        data.describe(3),
+        format!(
+            "{}: record 1 at 3073",
+            dir.join("data_batch_3.bin").display()
+        )
+    );
+    refused(Cifar10::open(&dir, Split::Test), "test_batch.bin", "");
+    put(
+        &dir,
+        "train.bin",
+        &[vec![20u8, 99], vec![0u8; 3072]].concat(),
+    );
+    let coarse = Cifar100::open(&dir, Split::Train, Cifar100Label::Fine).unwrap();
+    refused(
+        coarse.read(0, &mut sample),
+        "train.bin",
+        "at 0: label 20 of a dataset of 20 classes",
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -457,16 +457,16 @@ impl TrainPlan {
         // The first run of plan ops, led for pixels by their conversion.
         let first_ops = |ds: &[Drawn], ops: &mut Vec<Op>| {
             plan_ops(ds, ops);
-            if let Source::Pixels(view) = source {
-                if view.format() != format {
-                    ops.insert(
-                        0,
-                        Op::ConvertColor {
-                            to: format,
-                            range: crate::color::YuvRange::Full,
-                        },
-                    );
-                }
+            if let Source::Pixels(view) = source
+                && view.format() != format
+            {
+                ops.insert(
+                    0,
+                    Op::ConvertColor {
+                        to: format,
+                        range: crate::color::YuvRange::Full,
+                    },
+                );
             }
         };
         let Some(first) = drawn.iter().position(|d| !matches!(d, Drawn::Op(_))) else {

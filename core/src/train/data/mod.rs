@@ -7,9 +7,11 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cifar;
 pub mod combine;
 mod error;
 pub mod folder;
+pub mod mnist;
 pub mod recordio;
 pub mod tfrecord;
 pub mod webdataset;

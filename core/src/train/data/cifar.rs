@@ -1,0 +1,362 @@
+//! CIFAR-10 and CIFAR-100, binary version (the files MindSpore's
+//! `Cifar10Dataset` and `Cifar100Dataset` read).
+//!
+//! - CIFAR-10 (`cifar-10-batches-bin/`): `data_batch_1.bin` to
+//!   `data_batch_5.bin` (train, in that order) and `test_batch.bin`; a
+//!   record is 1 label byte (0 to 9) then 3072 pixel bytes.
+//! - CIFAR-100 (`cifar-100-binary/`): `train.bin` and `test.bin`; a record
+//!   is the coarse label byte (0 to 19), the fine label byte (0 to 99), then
+//!   3072 pixel bytes.
+//!
+//! The pixels are 32 x 32, stored as three planes (red, green, blue), rows
+//! top to bottom. A sample holds them interleaved: [`Content::Pixels`] in
+//! [`PixelFormat::Rgb8`], the array torchvision's `CIFAR10` gives (it
+//! transposes the planes the same way). Records are read as they are asked
+//! for (3 KiB each): nothing is held in memory but the open files.
+//!
+//! A file whose length is not a whole number of records, a label past the
+//! classes, and a missing file are errors naming the file (and the
+//! record's offset); nothing is skipped.
+//!
+//! Labels: CIFAR-100's label is the fine one by default, as torchvision's
+//! `CIFAR100` gives it; MindSpore's `Cifar100Dataset` gives both columns,
+//! coarse then fine: [`Cifar100Label`] chooses.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use super::{Content, DataError, Dataset, Sample, open_file, read_at};
+use crate::PixelFormat;
+
+const FORMAT: &str = "CIFAR";
+
+/// A CIFAR image's side.
+pub const SIDE: u32 = 32;
+
+/// Pixel bytes per record (3 planes of 32 x 32).
+pub const PIXEL_BYTES: usize = 3 * (SIDE * SIDE) as usize;
+
+/// The most records a file may hold (CIFAR-100's `train.bin` holds 50,000):
+/// a longer file is refused at open.
+pub const MAX_RECORDS: u64 = 1 << 20;
+
+/// Which part of a dataset (torchvision's `train=True` / `False`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Split {
+    /// The training images.
+    #[default]
+    Train,
+    /// The test images.
+    Test,
+}
+
+/// CIFAR-100's label(s) per sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Cifar100Label {
+    /// The fine label (0 to 99), as torchvision's `CIFAR100`.
+    #[default]
+    Fine,
+    /// The coarse label (0 to 19).
+    Coarse,
+    /// Both, coarse then fine, as MindSpore's `Cifar100Dataset` columns.
+    Both,
+}
+
+/// One data file: its records.
+#[derive(Debug)]
+struct Part {
+    path: PathBuf,
+    file: File,
+    records: u64,
+}
+
+/// Records of one layout over several files.
+#[derive(Debug)]
+struct Records {
+    parts: Vec<Part>,
+    /// Label bytes before the pixels (1 or 2).
+    label_bytes: usize,
+    /// The number of classes of each label byte.
+    classes: [u8; 2],
+    len: usize,
+}
+
+impl Records {
+    fn open(
+        dir: &Path,
+        names: &[&str],
+        label_bytes: usize,
+        classes: [u8; 2],
+    ) -> Result<Records, DataError> {
+        let record = (label_bytes + PIXEL_BYTES) as u64;
+        let mut parts = Vec::new();
+        let mut len = 0u64;
+        for name in names {
+            let path = dir.join(name);
+            let (file, size) = open_file(&path)?;
+            if size == 0 || size % record != 0 || size / record > MAX_RECORDS {
+                return Err(DataError::corrupt(
+                    FORMAT,
+                    &path,
+                    size - size % record,
+                    alloc::format!(
+                        "{size} bytes is not a whole number of {record}-byte records \
+                         (1 to {MAX_RECORDS} of them)"
+                    ),
+                ));
+            }
+            len += size / record;
+            parts.push(Part {
+                path,
+                file,
+                records: size / record,
+            });
+        }
+        let len = usize::try_from(len).map_err(|_| DataError::Invalid {
+            what: "more CIFAR records than this machine indexes".into(),
+        })?;
+        Ok(Records {
+            parts,
+            label_bytes,
+            classes,
+            len,
+        })
+    }
+
+    fn record_len(&self) -> u64 {
+        (self.label_bytes + PIXEL_BYTES) as u64
+    }
+
+    /// The part and record number of sample `index`.
+    fn locate(&self, index: usize) -> Option<(&Part, u64)> {
+        let mut i = index as u64;
+        for part in &self.parts {
+            if i < part.records {
+                return Some((part, i));
+            }
+            i -= part.records;
+        }
+        None
+    }
+
+    /// Reads sample `index`: its label bytes into `labels`, its pixels,
+    /// interleaved, into `sample`.
+    fn read(
+        &self,
+        index: usize,
+        sample: &mut Sample,
+        labels: &mut [u8; 2],
+    ) -> Result<(), DataError> {
+        let (part, record) = self.locate(index).ok_or(DataError::OutOfRange {
+            index,
+            len: self.len,
+        })?;
+        let offset = record * self.record_len();
+        let mut raw = [0u8; 2 + PIXEL_BYTES];
+        let raw = &mut raw[..self.record_len() as usize];
+        read_at(&part.file, raw, offset).map_err(|e| DataError::io(&part.path, e))?;
+        let (head, planes) = raw.split_at(self.label_bytes);
+        for (k, (&l, &classes)) in head.iter().zip(&self.classes).enumerate() {
+            if l >= classes {
+                return Err(DataError::corrupt(
+                    FORMAT,
+                    &part.path,
+                    offset + k as u64,
+                    alloc::format!("label {l} of a dataset of {classes} classes"),
+                ));
+            }
+            labels[k] = l;
+        }
+        planar_to_rgb(planes, &mut sample.bytes);
+        sample.content = Content::Pixels {
+            width: SIDE,
+            height: SIDE,
+            format: PixelFormat::Rgb8,
+        };
+        sample.id = index as u64;
+        Ok(())
+    }
+
+    fn describe(&self, index: usize) -> String {
+        match self.locate(index) {
+            Some((part, record)) => alloc::format!(
+                "{}: record {record} at {}",
+                part.path.display(),
+                record * self.record_len()
+            ),
+            None => alloc::format!("sample {index}"),
+        }
+    }
+
+    /// The records per file, after `name` and `extra`.
+    fn fingerprint(&self, name: &str, extra: u64) -> u64 {
+        let records = self.parts.iter().map(|p| p.records);
+        super::fingerprint_of(name, core::iter::once(extra).chain(records))
+    }
+}
+
+/// Interleaves three 32 x 32 planes into RGB pixels in `out` (replaced).
+fn planar_to_rgb(planes: &[u8], out: &mut Vec<u8>) {
+    let n = (SIDE * SIDE) as usize;
+    let (r, rest) = planes.split_at(n);
+    let (g, b) = rest.split_at(n);
+    out.clear();
+    out.extend(r.iter().zip(g).zip(b).flat_map(|((&r, &g), &b)| [r, g, b]));
+}
+
+/// The folder holding a dataset's files: `root/<name>` when it exists (the
+/// archive's own folder, under a root as torchvision lays it out),
+/// otherwise `root` itself (the folder MindSpore's readers are given).
+fn folder(root: &Path, name: &str) -> PathBuf {
+    let inner = root.join(name);
+    if inner.is_dir() {
+        inner
+    } else {
+        root.to_path_buf()
+    }
+}
+
+/// CIFAR-10, binary version.
+///
+/// ```no_run
+/// use tensorprep::train::data::cifar::{Cifar10, Split};
+/// use tensorprep::train::data::{Content, Dataset, Sample};
+///
+/// // `data/` holds `cifar-10-batches-bin/`.
+/// let train = Cifar10::open("data", Split::Train)?;
+/// assert_eq!(train.len(), 50_000);
+/// let mut sample = Sample::default();
+/// train.read(0, &mut sample)?;
+/// assert!(matches!(sample.content, Content::Pixels { width: 32, height: 32, .. }));
+/// # Ok::<(), tensorprep::train::data::DataError>(())
+/// ```
+#[derive(Debug)]
+pub struct Cifar10 {
+    records: Records,
+}
+
+impl Cifar10 {
+    /// The folder under a root that holds the files.
+    pub const FOLDER: &'static str = "cifar-10-batches-bin";
+
+    /// Opens `split` of the files in `root/cifar-10-batches-bin/` (or in
+    /// `root` itself): every file is checked to hold whole records.
+    pub fn open(root: impl AsRef<Path>, split: Split) -> Result<Cifar10, DataError> {
+        let dir = folder(root.as_ref(), Self::FOLDER);
+        let names: &[&str] = match split {
+            Split::Train => &[
+                "data_batch_1.bin",
+                "data_batch_2.bin",
+                "data_batch_3.bin",
+                "data_batch_4.bin",
+                "data_batch_5.bin",
+            ],
+            Split::Test => &["test_batch.bin"],
+        };
+        Ok(Cifar10 {
+            records: Records::open(&dir, names, 1, [10, 0])?,
+        })
+    }
+}
+
+impl Dataset for Cifar10 {
+    fn len(&self) -> usize {
+        self.records.len
+    }
+
+    fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
+        let mut labels = [0u8; 2];
+        self.records.read(index, sample, &mut labels)?;
+        sample.labels.clear();
+        sample.labels.push(f32::from(labels[0]));
+        Ok(())
+    }
+
+    fn describe(&self, index: usize) -> String {
+        self.records.describe(index)
+    }
+
+    fn fingerprint(&self) -> u64 {
+        self.records.fingerprint("cifar10", 0)
+    }
+}
+
+/// CIFAR-100, binary version.
+#[derive(Debug)]
+pub struct Cifar100 {
+    records: Records,
+    label: Cifar100Label,
+}
+
+impl Cifar100 {
+    /// The folder under a root that holds the files.
+    pub const FOLDER: &'static str = "cifar-100-binary";
+
+    /// Opens `split` of the files in `root/cifar-100-binary/` (or in `root`
+    /// itself), each sample labelled as `label` says.
+    pub fn open(
+        root: impl AsRef<Path>,
+        split: Split,
+        label: Cifar100Label,
+    ) -> Result<Cifar100, DataError> {
+        let dir = folder(root.as_ref(), Self::FOLDER);
+        let name = match split {
+            Split::Train => "train.bin",
+            Split::Test => "test.bin",
+        };
+        Ok(Cifar100 {
+            records: Records::open(&dir, &[name], 2, [20, 100])?,
+            label,
+        })
+    }
+}
+
+impl Dataset for Cifar100 {
+    fn len(&self) -> usize {
+        self.records.len
+    }
+
+    fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
+        let mut labels = [0u8; 2];
+        self.records.read(index, sample, &mut labels)?;
+        let [coarse, fine] = labels.map(f32::from);
+        sample.labels.clear();
+        match self.label {
+            Cifar100Label::Fine => sample.labels.push(fine),
+            Cifar100Label::Coarse => sample.labels.push(coarse),
+            Cifar100Label::Both => sample.labels.extend([coarse, fine]),
+        }
+        Ok(())
+    }
+
+    fn describe(&self, index: usize) -> String {
+        self.records.describe(index)
+    }
+
+    fn fingerprint(&self) -> u64 {
+        let label = match self.label {
+            Cifar100Label::Fine => 0,
+            Cifar100Label::Coarse => 1,
+            Cifar100Label::Both => 2,
+        };
+        self.records.fingerprint("cifar100", label)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn planes_interleave() {
+        let n = 1024;
+        let planes: alloc::vec::Vec<u8> = (0..3 * n).map(|i| (i / n * 100 + i % 7) as u8).collect();
+        let mut out = alloc::vec::Vec::new();
+        super::planar_to_rgb(&planes, &mut out);
+        assert_eq!(out.len(), 3 * n);
+        assert_eq!(&out[..6], &[0, 100, 200, 1, 101, 201]);
+        assert_eq!(&out[3 * 9..3 * 10], &[2, 102, 202]);
+    }
+}
