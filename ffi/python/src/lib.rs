@@ -4,6 +4,7 @@
 //! while images are decoded and transformed.
 
 mod arrays;
+mod builtin;
 mod dlpack;
 mod errors;
 mod geometry;
@@ -31,6 +32,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<geometry::PyGeometry>()?;
     m.add_function(wrap_pyfunction!(resize::resize_float, m)?)?;
     train::register(m)?;
+    builtin::register(m)?;
     loader::register(m)?;
     mix::register(m)?;
     m.add_function(wrap_pyfunction!(preview::preview, m)?)?;

@@ -55,7 +55,7 @@ fn describe(what: String) -> String {
 }
 
 impl PyDataset {
-    fn new(source: impl Into<Source>, what: String) -> PyDataset {
+    pub(crate) fn new(source: impl Into<Source>, what: String) -> PyDataset {
         PyDataset {
             source: source.into(),
             what: describe(what),

@@ -412,3 +412,11 @@ class _Loader:
     def close(self) -> None: ...
 
 def shard_from_env(environ: Optional[Mapping[str, str]] = None) -> Tuple[int, int]: ...
+def cifar10(root: PathLike, train: bool = True) -> Dataset:
+    """CIFAR-10's binary version under ``root`` (``cifar-10-batches-bin/``)."""
+def cifar100(root: PathLike, train: bool = True, label: str = "fine") -> Dataset:
+    """CIFAR-100's binary version under ``root`` (``cifar-100-binary/``); ``label``: fine, coarse or both."""
+def mnist(root: PathLike, variant: str = "MNIST", train: bool = True) -> Dataset:
+    """An idx dataset under ``root/<variant>/raw/`` (MNIST, FashionMNIST or KMNIST)."""
+def pixels(data: bytes, shape: Tuple[int, int, int, int], labels: Sequence[Sequence[int]], what: str) -> Dataset:
+    """Pixel samples in memory: ``count x height x width x channels`` uint8 HWC images and their labels."""

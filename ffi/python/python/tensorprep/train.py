@@ -69,6 +69,10 @@ from ._native import (  # noqa: F401  (re-exported)
     shard_from_env,
 )
 from ._native import RandomChoice as _RandomChoice
+from ._native import cifar10 as _cifar10
+from ._native import cifar100 as _cifar100
+from ._native import mnist as _mnist
+from ._native import pixels as _pixels
 from ._native import preview as _preview
 from ._native import Graph as _Graph
 
@@ -79,13 +83,18 @@ __all__ = [
     "Augment",
     "AutoAugment",
     "BatchTensor",
+    "CIFAR10",
+    "CIFAR100",
     "CenterCrop",
     "ColorJitter",
     "CutMix",
     "Dataset",
+    "FashionMNIST",
     "GaussianBlur",
     "ImageFolder",
+    "KMNIST",
     "Loader",
+    "MNIST",
     "MixUp",
     "Mixup",
     "Normalize",
@@ -159,6 +168,82 @@ def Samples(items: Iterable[Tuple[bytes, Union[float, Sequence[float]]]]) -> Dat
     number or a sequence of numbers, each one float32 holds (NaN, infinities
     and integers past 2**24 that float32 would round are a ``ValueError``)."""
     return Dataset.samples(list(items))
+
+
+def _unpickled_cifar(folder: str, names: Sequence[str], label_keys: Sequence[str], what: str) -> Dataset:
+    """CIFAR's Python version (what torchvision downloads): the pickled
+    batches in ``folder``, read as torchvision reads them (``data`` rows of
+    3072 planar bytes made HWC, labels in order) and handed over as pixels.
+    The files are trusted input: unpickling runs what they hold, as
+    torchvision's reader does."""
+    import pickle
+
+    images: list[npt.NDArray[np.uint8]] = []
+    labels: list[list[int]] = []
+    for name in names:
+        with open(os.path.join(folder, name), "rb") as f:
+            entry = pickle.load(f, encoding="latin1")
+        data = np.asarray(entry["data"], dtype=np.uint8)
+        if data.ndim != 2 or data.shape[1] != 3072:
+            raise ValueError(f"{os.path.join(folder, name)}: data of shape {data.shape}, not (n, 3072)")
+        columns = [entry[k] for k in label_keys]
+        if any(len(c) != len(data) for c in columns):
+            raise ValueError(f"{os.path.join(folder, name)}: {len(data)} images and labels of another count")
+        images.append(data)
+        labels.extend([int(c[i]) for c in columns] for i in range(len(data)))
+    hwc = np.ascontiguousarray(np.vstack(images).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1))
+    return _pixels(hwc.tobytes(), (len(hwc), 32, 32, 3), labels, what)
+
+
+def CIFAR10(root: PathLike, train: bool = True) -> Dataset:
+    """CIFAR-10 under ``root``: ``cifar-10-batches-bin/`` (the binary version,
+    read in Rust) or ``cifar-10-batches-py/`` (torchvision's download,
+    unpickled here: trusted files only). Samples are 32 x 32 RGB pixels,
+    labels 0 to 9, in the files' order (``data_batch_1`` to ``5``, or
+    ``test_batch``), as torchvision's ``CIFAR10``."""
+    root = os.fspath(root)
+    if os.path.isdir(os.path.join(root, "cifar-10-batches-bin")):
+        return _cifar10(root, train)
+    folder = os.path.join(root, "cifar-10-batches-py")
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"{root}: holds neither cifar-10-batches-bin/ nor cifar-10-batches-py/")
+    names = [f"data_batch_{i}" for i in range(1, 6)] if train else ["test_batch"]
+    return _unpickled_cifar(folder, names, ["labels"], f"CIFAR10({root}, train={train})")
+
+
+def CIFAR100(root: PathLike, train: bool = True, label: str = "fine") -> Dataset:
+    """CIFAR-100 under ``root``: ``cifar-100-binary/`` (read in Rust) or
+    ``cifar-100-python/`` (torchvision's download, unpickled here: trusted
+    files only). ``label``: ``"fine"`` (0 to 99, torchvision's target),
+    ``"coarse"`` (0 to 19) or ``"both"`` (coarse then fine, MindSpore's
+    ``Cifar100Dataset`` columns)."""
+    root = os.fspath(root)
+    if os.path.isdir(os.path.join(root, "cifar-100-binary")):
+        return _cifar100(root, train, label)
+    folder = os.path.join(root, "cifar-100-python")
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"{root}: holds neither cifar-100-binary/ nor cifar-100-python/")
+    keys = {"fine": ["fine_labels"], "coarse": ["coarse_labels"], "both": ["coarse_labels", "fine_labels"]}
+    if label not in keys:
+        raise ValueError(f"label must be 'fine', 'coarse' or 'both', not {label!r}")
+    return _unpickled_cifar(folder, ["train" if train else "test"], keys[label], f"CIFAR100({root}, train={train})")
+
+
+def MNIST(root: PathLike, train: bool = True) -> Dataset:
+    """MNIST under ``root`` as torchvision lays it out: ``MNIST/raw/`` with
+    the uncompressed idx files. Samples are 28 x 28 gray pixels (made RGB by
+    an RGB pipeline, as Pillow's ``convert("RGB")``), labels 0 to 9."""
+    return _mnist(root, "MNIST", train)
+
+
+def FashionMNIST(root: PathLike, train: bool = True) -> Dataset:
+    """Fashion-MNIST under ``root``: ``FashionMNIST/raw/`` (see ``MNIST``)."""
+    return _mnist(root, "FashionMNIST", train)
+
+
+def KMNIST(root: PathLike, train: bool = True) -> Dataset:
+    """Kuzushiji-MNIST under ``root``: ``KMNIST/raw/`` (see ``MNIST``)."""
+    return _mnist(root, "KMNIST", train)
 
 
 def _fill(fill: Any) -> Union[int, list[int], None]:

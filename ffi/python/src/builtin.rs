@@ -1,0 +1,176 @@
+//! The built-in datasets: CIFAR-10/100 (the binary version, read in Rust;
+//! the Python version is unpickled by `train.py` and handed over through
+//! [`pixels`]) and MNIST's idx family. Each returns a `Dataset` of pixel
+//! samples.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use tensorprep::PixelFormat;
+use tensorprep::train::data::cifar::{Cifar10, Cifar100, Cifar100Label, Split};
+use tensorprep::train::data::combine::InMemory;
+use tensorprep::train::data::mnist::{Mnist, Variant};
+use tensorprep::train::data::{Content, Dataset, Sample};
+
+use crate::errors;
+use crate::train::PyDataset;
+
+fn split(train: bool) -> Split {
+    if train { Split::Train } else { Split::Test }
+}
+
+/// CIFAR-10's binary version under `root` (`cifar-10-batches-bin/`).
+#[pyfunction]
+#[pyo3(signature = (root, train=true))]
+pub(crate) fn cifar10(py: Python<'_>, root: PathBuf, train: bool) -> PyResult<PyDataset> {
+    let d = py
+        .detach(|| Cifar10::open(&root, split(train)))
+        .map_err(|e| errors::data(&e))?;
+    let d: Arc<dyn Dataset> = Arc::new(d);
+    Ok(PyDataset::new(
+        d,
+        format!("CIFAR10({}, train={})", root.display(), py_bool(train)),
+    ))
+}
+
+/// CIFAR-100's binary version under `root` (`cifar-100-binary/`); `label`
+/// is "fine" (torchvision's), "coarse" or "both" (coarse then fine, as
+/// MindSpore's columns).
+#[pyfunction]
+#[pyo3(signature = (root, train=true, label="fine"))]
+pub(crate) fn cifar100(
+    py: Python<'_>,
+    root: PathBuf,
+    train: bool,
+    label: &str,
+) -> PyResult<PyDataset> {
+    let choice = cifar100_label(label)?;
+    let d = py
+        .detach(|| Cifar100::open(&root, split(train), choice))
+        .map_err(|e| errors::data(&e))?;
+    let d: Arc<dyn Dataset> = Arc::new(d);
+    Ok(PyDataset::new(
+        d,
+        format!("CIFAR100({}, train={})", root.display(), py_bool(train)),
+    ))
+}
+
+fn cifar100_label(label: &str) -> PyResult<Cifar100Label> {
+    Ok(match label {
+        "fine" => Cifar100Label::Fine,
+        "coarse" => Cifar100Label::Coarse,
+        "both" => Cifar100Label::Both,
+        other => {
+            return Err(errors::value(format!(
+                "label must be 'fine', 'coarse' or 'both', not {other:?}"
+            )));
+        }
+    })
+}
+
+/// An idx dataset under `root` as torchvision lays it out: `variant` is
+/// "MNIST", "FashionMNIST" or "KMNIST" (the folder holding `raw/`).
+#[pyfunction]
+#[pyo3(signature = (root, variant="MNIST", train=true))]
+pub(crate) fn mnist(
+    py: Python<'_>,
+    root: PathBuf,
+    variant: &str,
+    train: bool,
+) -> PyResult<PyDataset> {
+    let v = match variant {
+        "MNIST" => Variant::Mnist,
+        "FashionMNIST" => Variant::Fashion,
+        "KMNIST" => Variant::Kmnist,
+        other => {
+            return Err(errors::value(format!(
+                "variant must be 'MNIST', 'FashionMNIST' or 'KMNIST', not {other:?}"
+            )));
+        }
+    };
+    let d = py
+        .detach(|| Mnist::open(&root, v, split(train)))
+        .map_err(|e| errors::data(&e))?;
+    let d: Arc<dyn Dataset> = Arc::new(d);
+    Ok(PyDataset::new(
+        d,
+        format!("{variant}({}, train={})", root.display(), py_bool(train)),
+    ))
+}
+
+fn py_bool(b: bool) -> &'static str {
+    if b { "True" } else { "False" }
+}
+
+/// Pixel samples in memory: `data` holds `count` images of `height` x
+/// `width` x `channels` uint8 (HWC, rows top to bottom; 1 channel gray, 3
+/// RGB, 4 RGBA), `labels` one sequence of integer labels per image (each
+/// one float32 holds exactly: below 2^24 in magnitude). `what` describes
+/// the dataset.
+#[pyfunction]
+#[pyo3(signature = (data, shape, labels, what))]
+pub(crate) fn pixels(
+    data: &[u8],
+    shape: (usize, u32, u32, u32),
+    labels: Vec<Vec<i64>>,
+    what: String,
+) -> PyResult<PyDataset> {
+    let (count, height, width, channels) = shape;
+    let format = match channels {
+        1 => PixelFormat::Gray8,
+        3 => PixelFormat::Rgb8,
+        4 => PixelFormat::Rgba8,
+        c => {
+            return Err(errors::value(format!(
+                "{c} channels: 1 (gray), 3 (RGB) or 4 (RGBA)"
+            )));
+        }
+    };
+    let per = (height as usize)
+        .checked_mul(width as usize)
+        .and_then(|n| n.checked_mul(channels as usize))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| errors::value(format!("images of {height} x {width}")))?;
+    if count.checked_mul(per) != Some(data.len()) {
+        return Err(errors::value(format!(
+            "{} bytes for {count} images of {height} x {width} x {channels}",
+            data.len()
+        )));
+    }
+    if labels.len() != count {
+        return Err(errors::value(format!(
+            "{} labels for {count} images",
+            labels.len()
+        )));
+    }
+    let content = Content::Pixels {
+        width,
+        height,
+        format,
+    };
+    let mut samples = Vec::with_capacity(count);
+    for (i, (image, labels)) in data.chunks_exact(per).zip(labels).enumerate() {
+        if let Some(bad) = labels.iter().find(|l| l.unsigned_abs() >= 1 << 24) {
+            return Err(errors::value(format!(
+                "sample {i}: the label {bad} is not exact in float32"
+            )));
+        }
+        samples.push(Sample {
+            bytes: image.to_vec(),
+            labels: labels.iter().map(|&l| l as f32).collect(),
+            id: i as u64,
+            content,
+        });
+    }
+    Ok(PyDataset::new(InMemory::new(samples), what))
+}
+
+/// Registers the built-in datasets' functions.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cifar10, m)?)?;
+    m.add_function(wrap_pyfunction!(cifar100, m)?)?;
+    m.add_function(wrap_pyfunction!(mnist, m)?)?;
+    m.add_function(wrap_pyfunction!(pixels, m)?)?;
+    Ok(())
+}
