@@ -379,3 +379,73 @@ fn broken_cifar_files_are_refused() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// One sample of `bytes` holding what `content` says, labelled 0.
+fn one(bytes: Vec<u8>, content: Content) -> Arc<dyn Dataset> {
+    Arc::new((1, move |_: usize, s: &mut Sample| {
+        s.bytes.clone_from(&bytes);
+        s.content = content;
+        s.labels.clear();
+        s.labels.push(0.0);
+        Ok::<(), DataError>(())
+    }))
+}
+
+/// The loader's error for the one sample of `data`.
+fn load_error(data: Arc<dyn Dataset>, config: LoaderConfig) -> String {
+    let plan = Arc::new(TrainPipeline::imagenet_train().compile().unwrap());
+    let mut loader = Loader::new(data, plan, config).unwrap();
+    let e = loader
+        .next()
+        .expect("a batch")
+        .expect_err("the sample fails");
+    tensorprep::error::report(&e)
+}
+
+#[test]
+fn pixel_samples_are_checked_like_files() {
+    let content = Content::Pixels {
+        width: 4,
+        height: 3,
+        format: PixelFormat::Rgb8,
+    };
+    let mut config = LoaderConfig::new(1, 1, 0);
+    config.epochs = Some(1);
+    // The byte length is width x height x bytes per pixel, neither less nor more.
+    for len in [35, 37] {
+        let e = load_error(one(vec![0; len], content), config.clone());
+        assert!(e.contains("sample 0"), "{e}");
+    }
+    assert!(load_error(one(vec![0; 35], content), config.clone()).contains("35"));
+    // The decode budget counts a pixel sample as it counts a decoded file.
+    let big = Content::Pixels {
+        width: 1000,
+        height: 1000,
+        format: PixelFormat::Gray8,
+    };
+    config.decode_budget = 1000 * 1000 * 12 - 1;
+    let e = load_error(one(vec![0; 1000 * 1000], big), config.clone());
+    assert!(e.contains("sample 0") && e.contains("12000000"), "{e}");
+    config.decode_budget = 1000 * 1000 * 12;
+    let plan = Arc::new(TrainPipeline::imagenet_train().compile().unwrap());
+    let batches = Loader::new(one(vec![0; 1000 * 1000], big), plan, config).unwrap();
+    assert_eq!(batches.map(|b| b.unwrap().len()).sum::<usize>(), 1);
+}
+
+#[test]
+fn autotune_takes_pixel_datasets() {
+    use tensorprep::train::{Budget, autotune};
+
+    let data: Arc<dyn Dataset> =
+        Arc::new(Mnist::open(fixture("mnist"), Variant::Mnist, Split::Test).unwrap());
+    let pipeline = TrainPipeline::preset("imagenet-trivialaugment").unwrap();
+    let plan = Arc::new(pipeline.compile().unwrap());
+    let tuned = autotune(
+        data,
+        plan,
+        LoaderConfig::new(1, 1, 7),
+        Budget::new(2, 256 << 20),
+    )
+    .unwrap();
+    assert!(tuned.config.workers >= 1);
+}

@@ -684,6 +684,49 @@ mod tests {
         }
     }
 
+    /// Pixel samples (RGB, and gray made RGB) show their own pixels, with
+    /// no file in between.
+    #[test]
+    fn pixel_samples_show_their_pixels() {
+        let (w, h) = (5u32, 4u32);
+        let pixel = |x: u32, y: u32| [(x * 40) as u8, (y * 60) as u8, (200 - x * y * 9) as u8];
+        let rgb: Vec<u8> = (0..h)
+            .flat_map(|y| (0..w).flat_map(move |x| pixel(x, y)))
+            .collect();
+        let gray: Vec<u8> = rgb.iter().step_by(3).copied().collect();
+        let sample = |bytes: &[u8], format| Sample {
+            bytes: bytes.to_vec(),
+            content: crate::train::data::Content::Pixels {
+                width: w,
+                height: h,
+                format,
+            },
+            ..Sample::default()
+        };
+        let data = InMemory::new(alloc::vec![
+            sample(&rgb, PixelFormat::Rgb8),
+            sample(&gray, PixelFormat::Gray8)
+        ]);
+        let gray_rgb: Vec<u8> = gray.iter().flat_map(|&g| [g; 3]).collect();
+        let p = pipeline(
+            PixelFormat::Rgb8,
+            (w, h),
+            Normalize::IMAGENET,
+            Layout::Chw,
+            ChannelOrder::Rgb,
+        );
+        let mut preview = Preview::new(2);
+        preview.order = Order::Sequential;
+        let grid = preview.render(&p, &data).unwrap();
+        for (k, want) in [rgb, gray_rgb].iter().enumerate() {
+            let got = tile(&grid, k);
+            assert!(
+                got.iter().zip(want).all(|(a, b)| a.abs_diff(*b) <= 1),
+                "tile {k}: {got:?} != {want:?}"
+            );
+        }
+    }
+
     /// A one-channel (gray) pipeline shows gray tiles: the channel repeated,
     /// not read as red.
     #[test]
