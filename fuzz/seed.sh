@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 f=tests/fixtures
 c=fuzz/corpus
-mkdir -p "$c/decode" "$c/graph" "$c/import" "$c/onnx" "$c/c_api" "$c/records" "$c/webdataset" "$c/folder"
+mkdir -p "$c/decode" "$c/graph" "$c/import" "$c/onnx" "$c/c_api" "$c/records" "$c/webdataset" "$c/folder" \
+    "$c/cifar" "$c/mnist"
 seed() { # seed TARGET PREFIX-BYTE FILE
     local name
     name="$(basename "$3")"
@@ -46,4 +47,15 @@ for t in "$f"/records/*.tar; do cp "$t" "$c/webdataset/"; done
 printf '\x00\x00\x0d\x00' > "$c/folder/one-image"
 printf '\x00\x00\x0d\x00\x06\x01' > "$c/folder/self-link"
 printf '\x00\x00\x0d\x00\x03\x00\x04\x00\x0d\x00\x06\x01' > "$c/folder/shared-link"
-echo "seeded: $(for t in decode graph import onnx c_api records webdataset folder; do printf '%s %s  ' "$t" "$(ls "$c/$t" | wc -l)"; done)"
+# CIFAR: byte 0 (even) five CIFAR-10 batches, (odd) CIFAR-100's train.bin.
+{ printf '\x00'; cat "$f"/cifar/cifar-10-batches-bin/data_batch_{1,5}.bin; } > "$c/cifar/cifar10"
+{ printf '\x01'; cat "$f"/cifar/cifar-100-binary/train.bin; } > "$c/cifar/cifar100"
+# MNIST: the images file's length (2 bytes, little-endian), the images, the labels.
+for m in "$f"/mnist/*/raw/train-images-idx3-ubyte; do
+    n="$(basename "$(dirname "$(dirname "$m")")")"
+    len="$(stat -c %s "$m")"
+    # shellcheck disable=SC2059 # the inner printf writes the escapes the outer one turns into bytes
+    { printf "$(printf '\\x%02x\\x%02x' $((len & 255)) $((len >> 8)))"; cat "$m" "${m%images-idx3-ubyte}labels-idx1-ubyte"; } \
+        > "$c/mnist/$n"
+done
+echo "seeded: $(for t in decode graph import onnx c_api records webdataset folder cifar mnist; do printf '%s %s  ' "$t" "$(ls "$c/$t" | wc -l)"; done)"
