@@ -32,6 +32,14 @@ pub enum DataError {
         /// What does not fit.
         what: String,
     },
+    /// The code behind a dataset (a Python object's `__getitem__`, a
+    /// callback) failed to give a sample, or gave what is not one.
+    External {
+        /// The sample, as the dataset names it.
+        sample: String,
+        /// What the code raised or what is wrong with what it gave.
+        error: alloc::boxed::Box<dyn core::error::Error + Send + Sync>,
+    },
     /// A sample index past the end.
     OutOfRange {
         /// The index asked for.
@@ -75,6 +83,7 @@ impl fmt::Display for DataError {
                 what,
             } => write!(f, "{path}: not a valid {format} file at {offset}: {what}"),
             DataError::Invalid { what } => write!(f, "dataset: {what}"),
+            DataError::External { sample, error } => write!(f, "{sample}: {error}"),
             DataError::OutOfRange { index, len } => {
                 write!(f, "sample {index} asked of a dataset of {len}")
             }
@@ -82,9 +91,9 @@ impl fmt::Display for DataError {
     }
 }
 
-// The message of `Io` prints the system's error after the path, so
-// `source()` returns none (an error prints its cause or returns it, never
-// both); the cause stays in the variant's field.
+// The messages of `Io` and `External` print their cause after the path or
+// the sample, so `source()` returns none (an error prints its cause or
+// returns it, never both); the cause stays in the variant's field.
 impl std::error::Error for DataError {}
 
 use alloc::string::ToString;
