@@ -116,9 +116,19 @@ pub(crate) fn io(kind: std::io::ErrorKind, message: String) -> PyErr {
     PyErr::from(std::io::Error::new(kind, message))
 }
 
-/// A dataset error.
+/// A dataset error (a Python dataset's exception chained as its
+/// `__cause__`, with its traceback).
 pub(crate) fn data(e: &CoreDataError) -> PyErr {
-    DataError::new_err(e.to_string())
+    caused(DataError::new_err(e.to_string()), e)
+}
+
+/// `error` with the exception a Python dataset raised for `cause` as its
+/// `__cause__`, if one did.
+fn caused(error: PyErr, cause: &CoreDataError) -> PyErr {
+    if let Some(raised) = crate::from_python::raised(cause) {
+        Python::attach(|py| error.set_cause(py, Some(raised.clone_ref(py))));
+    }
+    error
 }
 
 /// A loader error: a sample's read or decode error as its family's (the
@@ -127,7 +137,8 @@ pub(crate) fn load(e: &LoadError) -> PyErr {
     // The cause (a read's, a decode's, a thread spawn's) is the source.
     let message = tensorprep::error::report(e);
     match e {
-        LoadError::Read { .. } | LoadError::Label { .. } => DataError::new_err(message),
+        LoadError::Read { error, .. } => caused(DataError::new_err(message), error),
+        LoadError::Label { .. } => DataError::new_err(message),
         LoadError::Decode { error, .. } => {
             let class = core(error);
             Python::attach(|py| PyErr::from_type(class.get_type(py), message))

@@ -7,6 +7,7 @@ mod arrays;
 mod builtin;
 mod dlpack;
 mod errors;
+mod from_python;
 mod geometry;
 mod graph;
 mod input;
@@ -35,6 +36,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     builtin::register(m)?;
     loader::register(m)?;
     mix::register(m)?;
+    m.add_function(wrap_pyfunction!(from_python::from_python, m)?)?;
+    m.add_function(wrap_pyfunction!(from_python::sample_content, m)?)?;
     m.add_function(wrap_pyfunction!(preview::preview, m)?)?;
     m.add_function(wrap_pyfunction!(preview::preview_defaults, m)?)?;
     Ok(())

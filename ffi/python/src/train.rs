@@ -75,7 +75,7 @@ fn data_result<T>(r: Result<T, data::DataError>) -> PyResult<T> {
 
 /// A sample's label: a number float32 holds (an integer exactly), or a
 /// sequence of them; `Err` says what is wrong with it.
-fn labels_of(label: &Bound<'_, PyAny>) -> Result<Vec<f32>, String> {
+pub(crate) fn labels_of(label: &Bound<'_, PyAny>) -> Result<Vec<f32>, String> {
     if label.is_instance_of::<PyString>() || label.is_instance_of::<PyBytes>() {
         return Err("a label is a number or a sequence of numbers".into());
     }

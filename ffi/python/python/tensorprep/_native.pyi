@@ -190,6 +190,9 @@ class Dataset:
     @property
     def fingerprint(self) -> int: ...
 
+def from_python(dataset: Any) -> Dataset: ...
+def sample_content(dataset: Dataset, index: int) -> Tuple[str, Optional[Tuple[int, int, str]]]: ...
+
 class Augment:
     """One step of a training pipeline."""
 

@@ -73,6 +73,7 @@ from ._native import cifar10 as _cifar10
 from ._native import cifar100 as _cifar100
 from ._native import mnist as _mnist
 from ._native import pixels as _pixels
+from ._native import from_python as _from_python
 from ._native import preview as _preview
 from ._native import Graph as _Graph
 
@@ -125,6 +126,8 @@ __all__ = [
     "ToTensor",
     "TrivialAugmentWide",
     "WebDataset",
+    "FromPython",
+    "from_torch_dataset",
     "from_torchvision",
     "loader_defaults",
     "preview",
@@ -244,6 +247,89 @@ def FashionMNIST(root: PathLike, train: bool = True) -> Dataset:
 def KMNIST(root: PathLike, train: bool = True) -> Dataset:
     """Kuzushiji-MNIST under ``root``: ``KMNIST/raw/`` (see ``MNIST``)."""
     return _mnist(root, "KMNIST", train)
+def FromPython(dataset: Any) -> Dataset:
+    """A map-style Python dataset (PyTorch's ``Dataset`` protocol): ``len(dataset)``
+    samples, ``dataset[i]`` returning ``(image, label)``.
+
+    ``image``: an encoded file (``bytes``, ``bytearray``, ``memoryview``) or a
+    uint8 numpy array ``HxW`` or ``HxWxC`` (C 1, 3 or 4: gray, RGB, RGBA; any
+    strides), taken as pixels with no encoding round trip. ``label``: as in
+    ``Samples`` (a number or a sequence of numbers, numpy's too). A PyTorch
+    dataset returning PIL images: ``FromPython(from_torch_dataset(ds))``.
+
+    ``len(dataset)`` is read once, here (an exception it raises is raised
+    here); the dataset must keep that length and its samples (an index past a
+    shrunk dataset is ``__getitem__``'s ``IndexError``, reported as below).
+    The loader's read threads (``read_workers``) call ``dataset[i]``, each
+    holding the GIL only for the call and the copy of what it returns; the
+    decoding and augmenting run without it. An exception raised by
+    ``dataset[i]`` (or a return value that is not a sample) is the loader's
+    ``DataError`` naming the sample (``module.Type[i]``) with the exception's
+    type, message and the line that raised it; the exception itself is its
+    ``__cause__`` (its traceback printed above it). ``Loader(...,
+    skip_errors=True)`` leaves such samples out instead (each batch that lost
+    one is that much shorter). A loader's ``state_dict`` records the length
+    and the type's name: resuming needs the same dataset, which the loader
+    cannot check further.
+    """
+    return _from_python(dataset)
+
+
+class _TorchAdapter:
+    """A PyTorch-style dataset of PIL images as ``FromPython`` reads it (made by
+    ``from_torch_dataset``)."""
+
+    def __init__(self, dataset: Any, files: bool) -> None:
+        self.dataset = dataset
+        self.files = files
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int) -> Tuple[Any, Any]:
+        image, label = self.dataset[index]
+        return _image_of(image, self.files), label
+
+    def __repr__(self) -> str:
+        return f"from_torch_dataset({self.dataset!r}, files={self.files})"
+
+
+_MODES = {"L": "L", "RGB": "RGB", "RGBA": "RGBA", "1": "L", "P": "RGB", "LA": "RGBA", "I;16": "L"}
+
+
+def _image_of(image: Any, files: bool) -> Any:
+    """A PIL image as its file's bytes (``files`` and an image as opened) or a uint8 array."""
+    if isinstance(image, (bytes, bytearray, memoryview, np.ndarray)):
+        return image
+    if not hasattr(image, "mode") or not hasattr(image, "size"):
+        raise TypeError(
+            f"from_torch_dataset: the dataset gave a {type(image).__name__}, not a PIL image; "
+            "leave ToTensor/Normalize out of the dataset's transform (the loader's Pipeline does them)"
+        )
+    filename = getattr(image, "filename", "")
+    if files and filename and getattr(image, "format", None):
+        # As opened from its file, unchanged: the file's bytes, decoded by the loader.
+        with open(filename, "rb") as f:
+            return f.read()
+    mode = _MODES.get(image.mode, "RGB")
+    if image.mode != mode:
+        image = image.convert(mode)
+    return np.asarray(image, dtype=np.uint8)
+
+
+def from_torch_dataset(dataset: Any, *, files: bool = False) -> Any:
+    """A PyTorch ``Dataset`` returning ``(PIL image, label)`` as one ``FromPython``
+    reads: ``train.FromPython(train.from_torch_dataset(ds))``.
+
+    Each image becomes a uint8 array (gray, RGB or RGBA: Pillow's ``convert``
+    for other modes); with ``files=True`` an image still as it was opened
+    (its ``filename`` and ``format`` set: no transform made it) is handed over
+    as its file's bytes instead, for the loader's threads to decode. The
+    dataset's own transform runs in ``__getitem__`` under the GIL: move the
+    augmentations to the loader's ``Pipeline`` and keep ``ToTensor`` out (a
+    tensor is refused, naming this).
+    """
+    return _TorchAdapter(dataset, files)
 
 
 def _fill(fill: Any) -> Union[int, list[int], None]:
