@@ -284,6 +284,21 @@ impl PyLoader {
     }
 }
 
+impl Drop for PyLoader {
+    /// Stops and joins the threads with the GIL released: a read thread of
+    /// a Python dataset (`FromPython`) may be waiting for it to finish its
+    /// call, and joining it while holding the GIL would never end.
+    fn drop(&mut self) {
+        let running = self
+            .running
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(loader) = running.loader.take() {
+            Python::attach(|py| py.detach(move || drop(loader)));
+        }
+    }
+}
+
 #[pymethods]
 impl PyLoader {
     #[new]

@@ -24,8 +24,10 @@ num_classes=1000))`` (torchvision's names) or ``mix=train.Mixup(...)``
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
+import weakref
 from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
@@ -708,6 +710,7 @@ class Loader:
             mix=mix,
         )
         self.last_indices = None
+        _LIVE.add(self)
 
     def _convert(self, tensor: BatchTensor, labels: Any) -> Tuple[Any, Any]:
         if self._labels == "int64":
@@ -804,6 +807,17 @@ class Loader:
             f"Loader({self.dataset!r}, batch_size={self.batch_size}, shard={self.shard}, "
             f"epoch={self.epoch}, {len(self)} batches per epoch)"
         )
+
+
+_LIVE: "weakref.WeakSet[Loader]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_loaders() -> None:
+    # Before the interpreter finalizes: a read thread calling a Python
+    # dataset (FromPython) then could no longer take the GIL to finish.
+    for loader in list(_LIVE):
+        loader.close()
 
 
 def preview(
