@@ -148,10 +148,15 @@ fn read_image(image: &Bound<'_, PyAny>, sample: &mut Sample) -> Result<(), Strin
         return Ok(());
     }
     let Ok(array) = image.cast::<PyUntypedArray>() else {
+        let kind = type_name(image);
+        let hint = if kind.starts_with("PIL.") {
+            "; a dataset of PIL images: FromPython(from_torch_dataset(dataset))"
+        } else {
+            ""
+        };
         return Err(format!(
-            "an image of type {} (an image is encoded bytes: bytes, bytearray, memoryview; \
-             or a uint8 numpy array HxW or HxWxC)",
-            type_name(image)
+            "an image of type {kind} (an image is encoded bytes: bytes, bytearray, memoryview; \
+             or a uint8 numpy array HxW or HxWxC){hint}"
         ));
     };
     let shape = array.shape();

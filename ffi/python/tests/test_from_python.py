@@ -357,8 +357,8 @@ def test_keyboard_interrupt_while_waiting_for_a_batch():
 
     loader = train.Loader(train.FromPython(Slow(FOLDER)), "imagenet-train", 2, 1, seed=0, output="numpy")
     next(iter(loader))
-    print("waiting", flush=True)  # then Ctrl-C while it waits for the next batch
     try:
+        print("waiting", flush=True)  # then Ctrl-C while it waits for the next batch
         while True:
             for batch in loader:
                 pass
@@ -394,6 +394,9 @@ def test_a_torch_style_dataset_of_pil_images_through_the_adapter(tp, train):
         assert files[i] == folder[i]
     kw = dict(batch_size=3, seed=2, output="numpy")
     assert same(collect(train.Loader(files, "imagenet-train", **kw)), collect(train.Loader(folder, "imagenet-train", **kw)))
+    # Without the adapter, a PIL image is refused, naming it.
+    with pytest.raises(tp.DataError, match="an image of type PIL.*FromPython\\(from_torch_dataset\\(dataset\\)\\)"):
+        train.FromPython(PilFolder(FOLDER))[0]
     # Transformed (or without files=True): uint8 arrays of the image's pixels.
     gray = train.FromPython(train.from_torch_dataset(PilFolder(FOLDER, transform=lambda im: im.convert("L"))))
     path = Files(FOLDER).items[1][0]
