@@ -561,7 +561,7 @@ class Loader:
     (``tensorprep::train::LoaderConfig``, also ``loader_defaults()``).
 
     - ``dataset``: a ``Dataset`` (``ImageFolder``, ``RecordIO``, ``TFRecord``,
-      ``WebDataset``, ``Samples``, or made of those).
+      ``WebDataset``, ``Samples``, ``FromPython``, or made of those).
     - ``pipeline``: a ``Pipeline``, a training preset's name
       (``"imagenet-train"``), or an inference ``Graph`` (a validation loader).
     - ``workers`` (or ``DataLoader``'s ``num_workers``): decode + augment
