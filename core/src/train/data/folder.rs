@@ -4,21 +4,107 @@
 //! Classes are the sub-folders' names, sorted; class `i` is label `i`. Each
 //! class's images are found by walking its folder (links followed), the
 //! folders in sorted order and the files of each in sorted order, keeping
-//! the files whose extension (any case) names a format the decoder reads:
-//! `.jpg`, `.jpeg`, `.png`, `.webp`.
+//! the files a [`FileFilter`] accepts: by default, as torchvision's
+//! `ImageFolder`, those whose name ends (in lower case) with one of
+//! [`IMG_EXTENSIONS`]; other files (a `.txt`, a `Thumbs.db`) are ignored.
+//! The decoder reads JPEG, PNG and WebP: a `.bmp` or `.tif` sample is an
+//! error when it is read, not a file silently left out.
 
 use alloc::string::{String, ToString};
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::{DataError, Dataset, Sample};
 
-/// Extensions of the files an image folder holds (compared in lower case).
-pub const EXTENSIONS: [&str; 4] = ["jpg", "jpeg", "png", "webp"];
+/// torchvision's `IMG_EXTENSIONS`: the endings of the files an image
+/// folder takes by default (compared with the file name in lower case).
+pub const IMG_EXTENSIONS: [&str; 9] = [
+    ".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp",
+];
 
 /// The largest image file read: [`super::MAX_SAMPLE_BYTES`].
 pub const MAX_FILE_BYTES: u64 = super::MAX_SAMPLE_BYTES;
+
+/// Which files of a class folder are samples: torchvision's `extensions`
+/// or its `is_valid_file` (one or the other, as torchvision requires).
+///
+/// ```
+/// use std::path::Path;
+/// use tensorprep::train::data::folder::FileFilter;
+///
+/// let default = FileFilter::default();
+/// assert!(default.accepts(Path::new("cat/1.JPG")));
+/// assert!(!default.accepts(Path::new("cat/notes.txt")));
+/// let pngs = FileFilter::extensions(&[".png"]);
+/// assert!(!pngs.accepts(Path::new("cat/1.jpg")));
+/// let no_hidden = FileFilter::valid_file(|p: &Path| {
+///     !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))
+/// });
+/// assert!(!no_hidden.accepts(Path::new("cat/.DS_Store")));
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum FileFilter {
+    /// Files whose name, in lower case, ends with one of these
+    /// (torchvision's `extensions`: give them with their dot, in lower
+    /// case).
+    Extensions(Vec<String>),
+    /// Files whose path the function accepts (torchvision's
+    /// `is_valid_file`).
+    Valid(Arc<dyn Fn(&Path) -> bool + Send + Sync>),
+}
+
+impl Default for FileFilter {
+    /// [`IMG_EXTENSIONS`].
+    fn default() -> Self {
+        FileFilter::extensions(&IMG_EXTENSIONS)
+    }
+}
+
+impl core::fmt::Debug for FileFilter {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            FileFilter::Extensions(e) => f.debug_tuple("Extensions").field(e).finish(),
+            FileFilter::Valid(_) => f.write_str("Valid(..)"),
+        }
+    }
+}
+
+impl FileFilter {
+    /// Files ending with one of `extensions`.
+    pub fn extensions(extensions: &[&str]) -> Self {
+        FileFilter::Extensions(extensions.iter().map(|e| e.to_string()).collect())
+    }
+
+    /// Files `valid` accepts.
+    pub fn valid_file(valid: impl Fn(&Path) -> bool + Send + Sync + 'static) -> Self {
+        FileFilter::Valid(Arc::new(valid))
+    }
+
+    /// Whether the file at `path` is a sample.
+    pub fn accepts(&self, path: &Path) -> bool {
+        match self {
+            FileFilter::Extensions(extensions) => {
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().to_lowercase())
+                    .unwrap_or_default();
+                extensions.iter().any(|e| name.ends_with(e.as_str()))
+            }
+            FileFilter::Valid(valid) => valid(path),
+        }
+    }
+
+    /// What it accepts, for messages.
+    fn describe(&self) -> String {
+        match self {
+            FileFilter::Extensions(e) => alloc::format!("supported extensions: {}", e.join(", ")),
+            FileFilter::Valid(_) => "no file is accepted by is_valid_file".into(),
+        }
+    }
+}
 
 /// A folder of class folders of images.
 #[derive(Clone, Debug)]
@@ -28,7 +114,13 @@ pub struct FolderDataset {
 }
 
 impl FolderDataset {
-    /// Lists `root`'s classes and images (no image is read yet).
+    /// Lists `root`'s classes and images (no image is read yet), the files
+    /// [`FileFilter::default`] accepts ([`IMG_EXTENSIONS`]).
+    pub fn open(root: impl AsRef<Path>) -> Result<FolderDataset, DataError> {
+        FolderDataset::open_filtered(root, &FileFilter::default())
+    }
+
+    /// Lists `root`'s classes and the files `filter` accepts.
     ///
     /// Refused, naming the folder, as torchvision refuses them: a root
     /// without class folders, and a class folder without images. Refused
@@ -36,7 +128,10 @@ impl FolderDataset {
     /// one folder), which would list its images again and again. A class
     /// folder's name that is not UTF-8 is opened as it is; its class name
     /// is its lossy text.
-    pub fn open(root: impl AsRef<Path>) -> Result<FolderDataset, DataError> {
+    pub fn open_filtered(
+        root: impl AsRef<Path>,
+        filter: &FileFilter,
+    ) -> Result<FolderDataset, DataError> {
         let root = root.as_ref();
         let mut classes: Vec<(String, std::ffi::OsString)> = Vec::new();
         for entry in std::fs::read_dir(root).map_err(|e| DataError::io(root, e))? {
@@ -61,7 +156,7 @@ impl FolderDataset {
         for (label, (name, dir_name)) in classes.iter().enumerate() {
             let dir = root.join(dir_name);
             let mut dirs = Vec::new();
-            walk(&dir, &mut dirs, &mut seen, 0)?;
+            walk(&dir, filter, &mut dirs, &mut seen, 0)?;
             dirs.sort_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
             let before = files.len();
             for (_, names) in dirs {
@@ -72,10 +167,7 @@ impl FolderDataset {
                     FORMAT,
                     &dir,
                     0,
-                    alloc::format!(
-                        "class `{name}` has no image files ({})",
-                        EXTENSIONS.map(|e| alloc::format!(".{e}")).join(", ")
-                    ),
+                    alloc::format!("class `{name}` has no valid file ({})", filter.describe()),
                 ));
             }
         }
@@ -145,6 +237,7 @@ fn identity(dir: &Path) -> Result<(u64, u64), DataError> {
 /// Collects `dir` and its sub-folders with their image files (sorted).
 fn walk(
     dir: &Path,
+    filter: &FileFilter,
     out: &mut Vec<(PathBuf, Vec<PathBuf>)>,
     seen: &mut Visited,
     depth: usize,
@@ -164,7 +257,7 @@ fn walk(
         let path = entry.map_err(|e| DataError::io(dir, e))?.path();
         if path.is_dir() {
             subdirs.push(path);
-        } else if path.is_file() && has_image_extension(&path) {
+        } else if path.is_file() && filter.accepts(&path) {
             names.push(path);
         }
     }
@@ -172,15 +265,33 @@ fn walk(
     subdirs.sort();
     out.push((dir.to_path_buf(), names));
     for sub in subdirs {
-        walk(&sub, out, seen, depth + 1)?;
+        walk(&sub, filter, out, seen, depth + 1)?;
     }
     Ok(())
 }
 
-fn has_image_extension(path: &Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| EXTENSIONS.iter().any(|x| x.eq_ignore_ascii_case(e)))
+/// Reads the file at `path` whole into `out` (cleared first), at most
+/// [`MAX_FILE_BYTES`] whatever the file claims to be (it may have changed
+/// since it was listed); a larger one is an error of `format` naming it.
+pub(crate) fn read_whole(
+    path: &Path,
+    format: &'static str,
+    out: &mut Vec<u8>,
+) -> Result<(), DataError> {
+    let (file, _) = super::open_file(path)?;
+    out.clear();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(out)
+        .map_err(|e| DataError::io(path, e))?;
+    if out.len() as u64 > MAX_FILE_BYTES {
+        return Err(DataError::corrupt(
+            format,
+            path,
+            MAX_FILE_BYTES,
+            "larger than 256 MiB",
+        ));
+    }
+    Ok(())
 }
 
 impl Dataset for FolderDataset {
@@ -219,20 +330,8 @@ impl Dataset for FolderDataset {
             index,
             len: self.files.len(),
         })?;
-        let (file, _) = super::open_file(path)?;
-        sample.bytes.clear();
-        // Read capped whatever the file claims to be (it may have changed).
-        file.take(MAX_FILE_BYTES + 1)
-            .read_to_end(&mut sample.bytes)
-            .map_err(|e| DataError::io(path, e))?;
-        if sample.bytes.len() as u64 > MAX_FILE_BYTES {
-            return Err(DataError::corrupt(
-                FORMAT,
-                path,
-                MAX_FILE_BYTES,
-                "larger than 256 MiB",
-            ));
-        }
+        read_whole(path, FORMAT, &mut sample.bytes)?;
+        sample.content = super::Content::Encoded;
         sample.labels.clear();
         sample.labels.push(*label as f32);
         sample.id = index as u64;

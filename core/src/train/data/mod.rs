@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cifar;
+pub mod celeba;
 pub mod combine;
 mod error;
 pub mod folder;
