@@ -19,10 +19,13 @@ const TEXT_FILES: [&str; 5] = [
     "list_landmarks_align_celeba.txt",
 ];
 
+/// A sample's file name and target values.
+type Row = (String, Vec<f32>);
+
 /// torchvision's parse: (split/targets) -> rows of (file name, values).
-fn torchvision() -> Vec<(String, Vec<(String, Vec<f32>)>)> {
+fn torchvision() -> Vec<(String, Vec<Row>)> {
     let text = std::fs::read_to_string(fixture("celeba/torchvision.txt")).unwrap();
-    let mut out: Vec<(String, Vec<(String, Vec<f32>)>)> = Vec::new();
+    let mut out: Vec<(String, Vec<Row>)> = Vec::new();
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         let mut f = line.split(' ');
         let key = f.next().unwrap().to_string();
@@ -46,7 +49,7 @@ fn options_for(key: &str) -> CelebAOptions {
     CelebAOptions::new(Split::from_name(split).unwrap()).targets(&targets)
 }
 
-fn rows_of(d: &CelebA) -> Vec<(String, Vec<f32>)> {
+fn rows_of(d: &CelebA) -> Vec<Row> {
     let mut sample = Sample::default();
     (0..d.len())
         .map(|i| {

@@ -338,3 +338,100 @@ impl Dataset for FolderDataset {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scratch root with class folders holding these (empty) files.
+    fn tree(tag: &str, classes: &[(&str, &[&str])]) -> PathBuf {
+        let root = std::env::temp_dir().join(alloc::format!(
+            "tp-folder-filter-{}-{tag}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        for (class, files) in classes {
+            std::fs::create_dir_all(root.join(class)).unwrap();
+            for f in *files {
+                std::fs::write(root.join(class).join(f), b"x").unwrap();
+            }
+        }
+        root
+    }
+
+    fn names(d: &FolderDataset) -> Vec<(String, u32)> {
+        d.files()
+            .iter()
+            .map(|(p, l)| (p.file_name().unwrap().to_string_lossy().into_owned(), *l))
+            .collect()
+    }
+
+    fn owned(v: &[(&str, u32)]) -> Vec<(String, u32)> {
+        v.iter().map(|(n, l)| (n.to_string(), *l)).collect()
+    }
+
+    #[test]
+    fn by_default_torchvision_s_image_extensions_in_any_case() {
+        let root = tree(
+            "default",
+            &[
+                (
+                    "cat",
+                    &["a.jpg", "b.PNG", "c.bmp", "notes.txt", "Thumbs.db"],
+                ),
+                ("dog", &["d.TIFF", "e.webp", "f.jpg.txt"]),
+            ],
+        );
+        let d = FolderDataset::open(&root).unwrap();
+        let expected = [
+            ("a.jpg", 0),
+            ("b.PNG", 0),
+            ("c.bmp", 0),
+            ("d.TIFF", 1),
+            ("e.webp", 1),
+        ];
+        assert_eq!(names(&d), owned(&expected));
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn extensions_and_is_valid_file_choose_the_samples() {
+        let root = tree(
+            "chosen",
+            &[
+                ("cat", &["a.jpg", "b.png", "n.txt"]),
+                ("dog", &["c.png", "m.txt"]),
+            ],
+        );
+        let png = FolderDataset::open_filtered(&root, &FileFilter::extensions(&[".png"])).unwrap();
+        assert_eq!(names(&png), owned(&[("b.png", 0), ("c.png", 1)]));
+        let not_b = FileFilter::valid_file(|p: &Path| {
+            p.file_name().is_none_or(|n| n != "b.png") && p.to_string_lossy().contains(".")
+        });
+        let d = FolderDataset::open_filtered(&root, &not_b).unwrap();
+        let expected = [("a.jpg", 0), ("n.txt", 0), ("c.png", 1), ("m.txt", 1)];
+        assert_eq!(names(&d), owned(&expected));
+        // As torchvision compares them: the extension as given, with the
+        // file name in lower case.
+        let upper = FolderDataset::open_filtered(&root, &FileFilter::extensions(&[".PNG"]));
+        assert!(upper.is_err());
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn a_class_with_no_valid_file_is_an_error_naming_it() {
+        let root = tree("empty", &[("cat", &["a.jpg"]), ("dog", &["notes.txt"])]);
+        let err = FolderDataset::open(&root).unwrap_err().to_string();
+        assert!(err.contains("class `dog` has no valid file"), "{err}");
+        assert!(err.contains(".jpg, .jpeg, .png"), "{err}");
+        let none = FileFilter::valid_file(|_: &Path| false);
+        let err = FolderDataset::open_filtered(&root, &none)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("class `cat`") && err.contains("is_valid_file"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(root).unwrap();
+    }
+}
