@@ -14,6 +14,7 @@ mod error;
 pub mod folder;
 pub mod mnist;
 pub mod recordio;
+pub mod shards;
 pub mod tfrecord;
 pub mod webdataset;
 

@@ -16,8 +16,9 @@
 use alloc::vec::Vec;
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::shards::{DEFAULT_OPEN_FILES, FilePool, locate};
 use super::{DataError, Dataset, Sample, append_at, open_file, read_at, read_index};
 
 /// The magic number that starts every record (part).
@@ -127,24 +128,15 @@ fn part_bytes(len: u32) -> u64 {
 
 /// An open `.rec` file: its length, for every bound check.
 #[derive(Debug)]
-struct RecFile {
-    path: PathBuf,
-    file: File,
+struct RecFile<'a> {
+    path: &'a Path,
+    file: &'a File,
     len: u64,
 }
 
-impl RecFile {
-    fn open(path: &Path) -> Result<RecFile, DataError> {
-        let (file, len) = open_file(path)?;
-        Ok(RecFile {
-            path: path.to_path_buf(),
-            file,
-            len,
-        })
-    }
-
+impl RecFile<'_> {
     fn bad(&self, offset: u64, what: impl Into<alloc::string::String>) -> DataError {
-        DataError::corrupt(FORMAT, &self.path, offset, what)
+        DataError::corrupt(FORMAT, self.path, offset, what)
     }
 
     /// The part header at `offset`: (cflag, length).
@@ -153,7 +145,7 @@ impl RecFile {
             return Err(self.bad(offset, "a record header runs past the end of the file"));
         }
         let mut h = [0u8; 8];
-        read_at(&self.file, &mut h, offset).map_err(|e| DataError::io(&self.path, e))?;
+        read_at(self.file, &mut h, offset).map_err(|e| DataError::io(self.path, e))?;
         let magic = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
         if magic != MAGIC {
             return Err(self.bad(
@@ -204,8 +196,8 @@ impl RecFile {
                 ));
             }
             append_at(
-                &self.file,
-                &self.path,
+                self.file,
+                self.path,
                 FORMAT,
                 offset + 8,
                 u64::from(len),
@@ -267,7 +259,7 @@ impl RecFile {
         while at + 8 <= self.len {
             let n = (self.len - at).min(buf.len() as u64) as usize;
             let chunk = &mut buf[..n];
-            read_at(&self.file, chunk, at).map_err(|e| DataError::io(&self.path, e))?;
+            read_at(self.file, chunk, at).map_err(|e| DataError::io(self.path, e))?;
             for i in (0..n.saturating_sub(7)).step_by(4) {
                 let word = |j: usize| {
                     u32::from_le_bytes([chunk[j], chunk[j + 1], chunk[j + 2], chunk[j + 3]])
@@ -283,25 +275,73 @@ impl RecFile {
     }
 }
 
-/// A `.rec` file as a dataset of image records, by index.
+/// `.rec` files as one dataset of image records, by index: the records of
+/// the first file, then of the next. The files are indexed one at a time
+/// and opened again when read, at most a budget of them at once
+/// ([`FilePool`]).
 #[derive(Debug)]
 pub struct RecordIoDataset {
-    rec: RecFile,
+    files: FilePool,
+    /// Each record's offset in its file, file after file.
     offsets: Vec<u64>,
+    /// The first record of each file.
+    starts: Vec<usize>,
 }
 
 impl RecordIoDataset {
     /// Opens `rec` with its index (`rec` with the extension `idx`) when it
     /// exists, else by walking the record headers once.
     pub fn open(rec: impl AsRef<Path>) -> Result<RecordIoDataset, DataError> {
-        let rec = rec.as_ref();
-        let idx = rec.with_extension("idx");
-        if idx.is_file() {
-            return RecordIoDataset::open_with_index(rec, &idx);
+        RecordIoDataset::open_many(&[rec], DEFAULT_OPEN_FILES)
+    }
+
+    /// Opens `recs` as one dataset, each indexed as [`open`](Self::open)
+    /// indexes it (one file open at a time), keeping at most `open_files`
+    /// of them open while reading.
+    pub fn open_many(
+        recs: &[impl AsRef<Path>],
+        open_files: usize,
+    ) -> Result<RecordIoDataset, DataError> {
+        let mut d = RecordIoDataset::empty(open_files);
+        for rec in recs {
+            let rec = rec.as_ref();
+            let idx = rec.with_extension("idx");
+            let (file, len) = open_file(rec)?;
+            let f = RecFile {
+                path: rec,
+                file: &file,
+                len,
+            };
+            let offsets = if idx.is_file() {
+                index_offsets(&f, &idx)?
+            } else {
+                f.scan(0, len)?
+            };
+            d.push(rec, len, offsets)?;
         }
-        let file = RecFile::open(rec)?;
-        let offsets = file.scan(0, file.len)?;
-        Ok(RecordIoDataset { rec: file, offsets })
+        Ok(d)
+    }
+
+    fn empty(open_files: usize) -> RecordIoDataset {
+        RecordIoDataset {
+            files: FilePool::for_format(FORMAT, open_files),
+            offsets: Vec::new(),
+            starts: Vec::new(),
+        }
+    }
+
+    /// Adds a file and its records' offsets.
+    fn push(&mut self, rec: &Path, len: u64, offsets: Vec<u64>) -> Result<(), DataError> {
+        self.starts.push(self.offsets.len());
+        if self.offsets.is_empty() {
+            self.offsets = offsets;
+        } else {
+            self.offsets
+                .try_reserve(offsets.len())
+                .map_err(|_| DataError::corrupt(FORMAT, rec, 0, "no memory for the offsets"))?;
+            self.offsets.extend(offsets);
+        }
+        self.files.add_with_len(rec, len).map(drop)
     }
 
     /// Opens `rec` with the index `idx` (lines `key\toffset`; the dataset's
@@ -310,42 +350,17 @@ impl RecordIoDataset {
         rec: impl AsRef<Path>,
         idx: impl AsRef<Path>,
     ) -> Result<RecordIoDataset, DataError> {
-        let (rec, idx) = (rec.as_ref(), idx.as_ref());
-        let file = RecFile::open(rec)?;
-        // A line per record of at least 8 bytes, at most 41 characters a line.
-        let text = read_index(idx, "RecordIO index", (file.len / 8 + 1) * 41)?;
-        let mut offsets = Vec::new();
-        for (line, l) in text.lines().enumerate() {
-            let l = l.trim();
-            if l.is_empty() {
-                continue;
-            }
-            let offset = l
-                .split_whitespace()
-                .nth(1)
-                .and_then(|o| o.parse::<u64>().ok())
-                .ok_or_else(|| {
-                    DataError::corrupt(
-                        "RecordIO index",
-                        idx,
-                        line as u64 + 1,
-                        "not `key<TAB>offset`",
-                    )
-                })?;
-            if offset % 4 != 0 || offset >= file.len {
-                return Err(DataError::corrupt(
-                    "RecordIO index",
-                    idx,
-                    line as u64 + 1,
-                    alloc::format!(
-                        "offset {offset} is not a record start in a file of {} bytes",
-                        file.len
-                    ),
-                ));
-            }
-            offsets.push(offset);
-        }
-        Ok(RecordIoDataset { rec: file, offsets })
+        let rec = rec.as_ref();
+        let (file, len) = open_file(rec)?;
+        let f = RecFile {
+            path: rec,
+            file: &file,
+            len,
+        };
+        let offsets = index_offsets(&f, idx.as_ref())?;
+        let mut d = RecordIoDataset::empty(DEFAULT_OPEN_FILES);
+        d.push(rec, len, offsets)?;
+        Ok(d)
     }
 
     /// Part `part` of `parts` of a `.rec` file without an index, as MXNet's
@@ -364,20 +379,38 @@ impl RecordIoDataset {
                 len: parts as usize,
             });
         }
-        let file = RecFile::open(rec.as_ref())?;
-        let step = file.len.div_ceil(u64::from(parts)).div_ceil(4) * 4;
-        let begin = (step * u64::from(part)).min(file.len);
-        let end = (step * (u64::from(part) + 1)).min(file.len);
+        let rec = rec.as_ref();
+        let (file, len) = open_file(rec)?;
+        let f = RecFile {
+            path: rec,
+            file: &file,
+            len,
+        };
+        let step = len.div_ceil(u64::from(parts)).div_ceil(4) * 4;
+        let begin = (step * u64::from(part)).min(len);
+        let end = (step * (u64::from(part) + 1)).min(len);
         // The records whose head lies in [begin, end): those from the first
         // head at or after `begin` up to the first head at or after `end`.
-        let stop = file.next_head(end)?;
-        let offsets = file.scan(begin, stop)?;
-        Ok(RecordIoDataset { rec: file, offsets })
+        let stop = f.next_head(end)?;
+        let offsets = f.scan(begin, stop)?;
+        let mut d = RecordIoDataset::empty(DEFAULT_OPEN_FILES);
+        d.push(rec, len, offsets)?;
+        Ok(d)
     }
 
-    /// The byte offset of each record, in the dataset's order.
+    /// The byte offset of each record (in its file), in the dataset's order.
     pub fn offsets(&self) -> &[u64] {
         &self.offsets
+    }
+
+    /// The files, with the open ones.
+    pub fn files(&self) -> &FilePool {
+        &self.files
+    }
+
+    /// The file record `index` lies in.
+    pub fn file_of(&self, index: usize) -> Option<&Path> {
+        (index < self.offsets.len()).then(|| self.files.path(locate(&self.starts, index).0))
     }
 
     /// Reads record `index`'s raw bytes (parts joined) into `out`.
@@ -386,14 +419,62 @@ impl RecordIoDataset {
             index,
             len: self.offsets.len(),
         })?;
-        self.rec.read_record(offset, out).map(drop)
+        let (f, _) = locate(&self.starts, index);
+        let file = self.files.get(f)?;
+        let rec = RecFile {
+            path: self.files.path(f),
+            file: &file,
+            len: self.files.file_len(f),
+        };
+        rec.read_record(offset, out).map(drop)
     }
+}
+
+/// The offsets the index `idx` lists for `f` (lines `key\toffset`), each
+/// inside the file at a 4-byte boundary.
+fn index_offsets(f: &RecFile<'_>, idx: &Path) -> Result<Vec<u64>, DataError> {
+    // A line per record of at least 8 bytes, at most 41 characters a line.
+    let text = read_index(idx, "RecordIO index", (f.len / 8 + 1) * 41)?;
+    let mut offsets = Vec::new();
+    for (line, l) in text.lines().enumerate() {
+        let l = l.trim();
+        if l.is_empty() {
+            continue;
+        }
+        let offset = l
+            .split_whitespace()
+            .nth(1)
+            .and_then(|o| o.parse::<u64>().ok())
+            .ok_or_else(|| {
+                DataError::corrupt(
+                    "RecordIO index",
+                    idx,
+                    line as u64 + 1,
+                    "not `key<TAB>offset`",
+                )
+            })?;
+        if offset % 4 != 0 || offset >= f.len {
+            return Err(DataError::corrupt(
+                "RecordIO index",
+                idx,
+                line as u64 + 1,
+                alloc::format!(
+                    "offset {offset} is not a record start in a file of {} bytes",
+                    f.len
+                ),
+            ));
+        }
+        offsets.push(offset);
+    }
+    Ok(offsets)
 }
 
 impl Dataset for RecordIoDataset {
     /// The records' offsets.
     fn fingerprint(&self) -> u64 {
-        super::fingerprint_of("recordio", self.offsets.iter().copied())
+        // One file's fingerprint is its offsets'; several add where each starts.
+        let starts = self.starts.iter().skip(1).map(|&s| s as u64);
+        super::fingerprint_of("recordio", self.offsets.iter().copied().chain(starts))
     }
 
     fn len(&self) -> usize {
@@ -401,16 +482,19 @@ impl Dataset for RecordIoDataset {
     }
 
     fn describe(&self, index: usize) -> alloc::string::String {
-        match self.offsets.get(index) {
-            Some(offset) => alloc::format!("{}: record at {offset}", self.rec.path.display()),
-            None => alloc::format!("sample {index}"),
+        match (self.offsets.get(index), self.file_of(index)) {
+            (Some(offset), Some(path)) => alloc::format!("{}: record at {offset}", path.display()),
+            _ => alloc::format!("sample {index}"),
         }
     }
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
         self.read_raw(index, &mut sample.bytes)?;
         let offset = self.offsets[index];
-        let bad = |what: &str| self.rec.bad(offset, alloc::format!("image record: {what}"));
+        let path = self.file_of(index).expect("read_raw checked the index");
+        let bad = |what: &str| {
+            DataError::corrupt(FORMAT, path, offset, alloc::format!("image record: {what}"))
+        };
         let bytes = &sample.bytes;
         if bytes.len() < HEADER_BYTES {
             return Err(bad("shorter than its 24-byte header"));

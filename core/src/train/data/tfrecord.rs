@@ -17,8 +17,9 @@
 use alloc::vec::Vec;
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::shards::{DEFAULT_OPEN_FILES, FilePool, locate};
 use super::{DataError, Dataset, Sample, append_at, label, open_file, read_at, read_index};
 use crate::graph::wire::{self, Value};
 
@@ -153,78 +154,31 @@ impl<W: Write> TfRecordWriter<W> {
     }
 }
 
-/// A TFRecord file of image examples as a dataset, by index.
+/// TFRecord files of image examples as one dataset, by index: the records
+/// of the first file, then of the next. The files are indexed one at a
+/// time and opened again when read, at most a budget of them at once
+/// ([`FilePool`]).
 #[derive(Debug)]
 pub struct TfRecordDataset {
-    path: PathBuf,
-    file: File,
-    len: u64,
-    /// Each record's offset and data length.
+    files: FilePool,
+    /// Each record's offset (in its file) and data length, file after file.
     records: Vec<(u64, u64)>,
+    /// The first record of each file.
+    starts: Vec<usize>,
     image: alloc::string::String,
     label: alloc::string::String,
 }
 
-impl TfRecordDataset {
-    /// Opens `path`, indexing it by one walk over the record headers (each
-    /// length's checksum verified), reading examples by `keys`.
-    pub fn open(path: impl AsRef<Path>, keys: Keys<'_>) -> Result<TfRecordDataset, DataError> {
-        let mut d = TfRecordDataset::new(path.as_ref(), keys)?;
-        let mut at = 0u64;
-        while at < d.len {
-            let n = d.header(at)?;
-            d.records.push((at, n));
-            at += 16 + n;
-        }
-        Ok(d)
-    }
+/// A file being indexed or read: its length, for every bound check.
+struct Open<'a> {
+    file: &'a File,
+    path: &'a Path,
+    len: u64,
+}
 
-    /// Opens `path` with DALI's `tfrecord2idx` index `index` (lines
-    /// `offset size`); each entry is checked against its record's header.
-    pub fn open_with_index(
-        path: impl AsRef<Path>,
-        index: impl AsRef<Path>,
-        keys: Keys<'_>,
-    ) -> Result<TfRecordDataset, DataError> {
-        let mut d = TfRecordDataset::new(path.as_ref(), keys)?;
-        let index = index.as_ref();
-        // A line per record of at least 16 bytes: two numbers of at most
-        // 20 digits, a space and a newline.
-        let text = read_index(index, "TFRecord index", (d.len / 16 + 1) * 42)?;
-        for (line, l) in text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-        {
-            let bad =
-                |what: &str| DataError::corrupt("TFRecord index", index, line as u64 + 1, what);
-            let mut f = l.split_whitespace().map(str::parse::<u64>);
-            let (Some(Ok(offset)), Some(Ok(size))) = (f.next(), f.next()) else {
-                return Err(bad("not `offset size`"));
-            };
-            let n = d.header(offset)?;
-            if size != 16 + n {
-                return Err(bad("the size differs from the record's own length"));
-            }
-            d.records.push((offset, n));
-        }
-        Ok(d)
-    }
-
-    fn new(path: &Path, keys: Keys<'_>) -> Result<TfRecordDataset, DataError> {
-        let (file, len) = open_file(path)?;
-        Ok(TfRecordDataset {
-            path: path.to_path_buf(),
-            file,
-            len,
-            records: Vec::new(),
-            image: keys.image.into(),
-            label: keys.label.into(),
-        })
-    }
-
+impl Open<'_> {
     fn bad(&self, offset: u64, what: impl Into<alloc::string::String>) -> DataError {
-        DataError::corrupt(FORMAT, &self.path, offset, what)
+        DataError::corrupt(FORMAT, self.path, offset, what)
     }
 
     /// The data length of the record at `offset`, its checksum verified and
@@ -234,7 +188,7 @@ impl TfRecordDataset {
             return Err(self.bad(offset, "a record header runs past the end of the file"));
         }
         let mut h = [0u8; 12];
-        read_at(&self.file, &mut h, offset).map_err(|e| DataError::io(&self.path, e))?;
+        read_at(self.file, &mut h, offset).map_err(|e| DataError::io(self.path, e))?;
         let len_bytes: [u8; 8] = h[..8].try_into().expect("8 bytes");
         let crc = u32::from_le_bytes(h[8..].try_into().expect("4 bytes"));
         if masked_crc32c(&len_bytes) != crc {
@@ -249,10 +203,123 @@ impl TfRecordDataset {
         }
         Ok(n)
     }
+}
 
-    /// Each record's offset and data length, in order.
+impl TfRecordDataset {
+    /// Opens `path`, indexing it by one walk over the record headers (each
+    /// length's checksum verified), reading examples by `keys`.
+    pub fn open(path: impl AsRef<Path>, keys: Keys<'_>) -> Result<TfRecordDataset, DataError> {
+        TfRecordDataset::open_many(&[path], keys, DEFAULT_OPEN_FILES)
+    }
+
+    /// Opens `paths` as one dataset, indexing each by one walk over its
+    /// record headers (one file open at a time), and keeping at most
+    /// `open_files` of them open while reading.
+    ///
+    /// ```
+    /// use tensorprep::train::data::Dataset;
+    /// use tensorprep::train::data::shards::{DEFAULT_OPEN_FILES, expand};
+    /// use tensorprep::train::data::tfrecord::{Keys, TfRecordDataset};
+    ///
+    /// let files = expand("../tests/fixtures/records/*.tfrecord")?;
+    /// let d = TfRecordDataset::open_many(&files, Keys::CONVENTIONAL, DEFAULT_OPEN_FILES)?;
+    /// let one = TfRecordDataset::open(&files[0], Keys::CONVENTIONAL)?;
+    /// assert!(d.len() > one.len());
+    /// # Ok::<(), tensorprep::train::data::DataError>(())
+    /// ```
+    pub fn open_many(
+        paths: &[impl AsRef<Path>],
+        keys: Keys<'_>,
+        open_files: usize,
+    ) -> Result<TfRecordDataset, DataError> {
+        let mut d = TfRecordDataset::new(keys, open_files);
+        for path in paths {
+            let path = path.as_ref();
+            let (file, len) = open_file(path)?;
+            let f = Open {
+                file: &file,
+                path,
+                len,
+            };
+            d.starts.push(d.records.len());
+            let mut at = 0u64;
+            while at < len {
+                let n = f.header(at)?;
+                d.records
+                    .try_reserve(1)
+                    .map_err(|_| f.bad(at, "no memory for the index"))?;
+                d.records.push((at, n));
+                at += 16 + n;
+            }
+            d.files.add_with_len(path, len)?;
+        }
+        Ok(d)
+    }
+
+    /// Opens `path` with DALI's `tfrecord2idx` index `index` (lines
+    /// `offset size`); each entry is checked against its record's header.
+    pub fn open_with_index(
+        path: impl AsRef<Path>,
+        index: impl AsRef<Path>,
+        keys: Keys<'_>,
+    ) -> Result<TfRecordDataset, DataError> {
+        let mut d = TfRecordDataset::new(keys, DEFAULT_OPEN_FILES);
+        let path = path.as_ref();
+        let (file, len) = open_file(path)?;
+        let f = Open {
+            file: &file,
+            path,
+            len,
+        };
+        let index = index.as_ref();
+        // A line per record of at least 16 bytes: two numbers of at most
+        // 20 digits, a space and a newline.
+        let text = read_index(index, "TFRecord index", (len / 16 + 1) * 42)?;
+        for (line, l) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let bad =
+                |what: &str| DataError::corrupt("TFRecord index", index, line as u64 + 1, what);
+            let mut fields = l.split_whitespace().map(str::parse::<u64>);
+            let (Some(Ok(offset)), Some(Ok(size))) = (fields.next(), fields.next()) else {
+                return Err(bad("not `offset size`"));
+            };
+            let n = f.header(offset)?;
+            if size != 16 + n {
+                return Err(bad("the size differs from the record's own length"));
+            }
+            d.records.push((offset, n));
+        }
+        d.starts.push(0);
+        d.files.add_with_len(path, len)?;
+        Ok(d)
+    }
+
+    fn new(keys: Keys<'_>, open_files: usize) -> TfRecordDataset {
+        TfRecordDataset {
+            files: FilePool::for_format(FORMAT, open_files),
+            records: Vec::new(),
+            starts: Vec::new(),
+            image: keys.image.into(),
+            label: keys.label.into(),
+        }
+    }
+
+    /// Each record's offset (in its file) and data length, in order.
     pub fn records(&self) -> &[(u64, u64)] {
         &self.records
+    }
+
+    /// The files, with the open ones.
+    pub fn files(&self) -> &FilePool {
+        &self.files
+    }
+
+    /// The file record `index` lies in.
+    pub fn file_of(&self, index: usize) -> Option<&Path> {
+        (index < self.records.len()).then(|| self.files.path(locate(&self.starts, index).0))
     }
 }
 
@@ -370,7 +437,10 @@ impl Dataset for TfRecordDataset {
         let keys = super::fingerprint_of(&self.image, core::iter::empty())
             ^ super::fingerprint_of(&self.label, core::iter::empty()).rotate_left(1);
         let records = self.records.iter().flat_map(|&(o, l)| [o, l]);
-        super::fingerprint_of("tfrecord", core::iter::once(keys).chain(records))
+        // One file's fingerprint is its records'; several add where each starts.
+        let starts = self.starts.iter().skip(1).map(|&s| s as u64);
+        let values = core::iter::once(keys).chain(records).chain(starts);
+        super::fingerprint_of("tfrecord", values)
     }
 
     fn len(&self) -> usize {
@@ -378,9 +448,11 @@ impl Dataset for TfRecordDataset {
     }
 
     fn describe(&self, index: usize) -> alloc::string::String {
-        match self.records.get(index) {
-            Some((offset, _)) => alloc::format!("{}: record at {offset}", self.path.display()),
-            None => alloc::format!("sample {index}"),
+        match (self.records.get(index), self.file_of(index)) {
+            (Some((offset, _)), Some(path)) => {
+                alloc::format!("{}: record at {offset}", path.display())
+            }
+            _ => alloc::format!("sample {index}"),
         }
     }
 
@@ -389,8 +461,12 @@ impl Dataset for TfRecordDataset {
             index,
             len: self.records.len(),
         })?;
+        let (f, _) = locate(&self.starts, index);
+        let file = self.files.get(f)?;
+        let path = self.files.path(f);
+        let bad = |offset: u64, what| DataError::corrupt(FORMAT, path, offset, what);
         if n > super::MAX_SAMPLE_BYTES {
-            return Err(self.bad(
+            return Err(bad(
                 offset,
                 alloc::format!(
                     "a record of {n} bytes (more than the samples' cap of {})",
@@ -401,15 +477,15 @@ impl Dataset for TfRecordDataset {
         let bytes = &mut sample.bytes;
         bytes.clear();
         // The data and its checksum.
-        append_at(&self.file, &self.path, FORMAT, offset + 12, n + 4, bytes)?;
+        append_at(&file, path, FORMAT, offset + 12, n + 4, bytes)?;
         let crc = u32::from_le_bytes(bytes[n as usize..].try_into().expect("4 bytes"));
         bytes.truncate(n as usize);
         if masked_crc32c(bytes) != crc {
-            return Err(self.bad(offset, "the data's checksum does not match"));
+            return Err(bad(offset, "the data's checksum does not match".into()));
         }
         sample.labels.clear();
         let (start, end) = find(bytes, (&self.image, &self.label), &mut sample.labels)
-            .map_err(|what| self.bad(offset, what))?;
+            .map_err(|what| bad(offset, what.into()))?;
         sample.id = index as u64;
         // The image moves to the front of the same buffer: no allocation.
         bytes.copy_within(start..end, 0);

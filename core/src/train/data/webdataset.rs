@@ -15,16 +15,15 @@
 //! starts with a dot (macOS's `._name.jpg`) are skipped, as webdataset
 //! skips them. A shard is opened when a sample in it is read, and at most
 //! [`MAX_OPEN_SHARDS`] stay open (1,282 ImageNet shards exceed the usual
-//! limit of 1,024 descriptors).
+//! limit of 1,024 descriptors): a [`FilePool`], as for the other formats.
 
 use alloc::string::{String, ToString};
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
+use super::shards::{DEFAULT_OPEN_FILES, FilePool};
 use super::{DataError, Dataset, Sample, append_at, label, open_file, read_at};
 
 const FORMAT: &str = "WebDataset tar";
@@ -44,7 +43,7 @@ pub const MAX_EXTENDED_BYTES: u64 = 64 << 10;
 pub const MAX_MEMBER_BYTES: u64 = super::MAX_SAMPLE_BYTES;
 
 /// Shards kept open at once (the least recently read is closed first).
-pub const MAX_OPEN_SHARDS: usize = 64;
+pub const MAX_OPEN_SHARDS: usize = DEFAULT_OPEN_FILES;
 
 /// Which members of a sample are its image and its label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,22 +84,14 @@ struct Gathering {
     label: Option<Member>,
 }
 
-/// A shard: its path and the length it had when it was indexed (a shard
-/// changed since is refused when it is opened again).
-#[derive(Debug)]
-struct Shard {
-    path: PathBuf,
-    len: u64,
-}
-
 /// Tar shards as one dataset of samples, in shard order then member order.
 #[derive(Debug)]
 pub struct WebDataset {
-    shards: Vec<Shard>,
+    /// The shards, with the length each had when it was indexed (a shard
+    /// changed since is refused when it is opened again).
+    shards: FilePool,
     samples: Vec<SampleAt>,
     keys: Vec<String>,
-    /// The shards open now, the most recently read last.
-    open: Mutex<Vec<(u32, Arc<File>)>>,
 }
 
 /// One brace group of a pattern, or the text between groups.
@@ -262,10 +253,9 @@ impl WebDataset {
     /// sample without a label when others have one.
     pub fn open(pattern: &str, keys: WebKeys<'_>) -> Result<WebDataset, DataError> {
         let mut d = WebDataset {
-            shards: Vec::new(),
+            shards: FilePool::for_format(FORMAT, MAX_OPEN_SHARDS),
             samples: Vec::new(),
             keys: Vec::new(),
-            open: Mutex::new(Vec::new()),
         };
         for (i, path) in expand_braces(pattern)?.into_iter().enumerate() {
             let path = PathBuf::from(path);
@@ -274,7 +264,7 @@ impl WebDataset {
                 what: "more than 2^32 shards".into(),
             })?;
             d.index(shard, &path, &file, len, keys)?;
-            d.shards.push(Shard { path, len });
+            d.shards.add_with_len(&path, len)?;
         }
         let labelled = d.samples.iter().filter(|s| s.label.is_some()).count();
         if labelled > 0 && labelled < d.samples.len() {
@@ -283,10 +273,9 @@ impl WebDataset {
                 .iter()
                 .position(|s| s.label.is_none())
                 .unwrap_or(0);
-            let shard = &d.shards[d.samples[at].image.shard as usize];
             return Err(DataError::corrupt(
                 FORMAT,
-                &shard.path,
+                d.shards.path(d.samples[at].image.shard),
                 d.samples[at].image.offset,
                 alloc::format!(
                     "sample `{}` has no `.{}` label, while {labelled} others have one",
@@ -435,40 +424,12 @@ impl WebDataset {
         &self.keys
     }
 
-    /// Shard `shard`, opened if it is not open (the least recently read
-    /// closed past [`MAX_OPEN_SHARDS`]).
-    fn shard(&self, shard: u32) -> Result<Arc<File>, DataError> {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(at) = open.iter().position(|(s, _)| *s == shard) {
-            let entry = open.remove(at);
-            let file = Arc::clone(&entry.1);
-            open.push(entry);
-            return Ok(file);
-        }
-        let Shard { path, len } = &self.shards[shard as usize];
-        let (file, now) = open_file(path)?;
-        if now != *len {
-            return Err(DataError::corrupt(
-                FORMAT,
-                path,
-                0,
-                alloc::format!("changed since it was indexed ({len} bytes then, {now} now)"),
-            ));
-        }
-        let file = Arc::new(file);
-        if open.len() >= MAX_OPEN_SHARDS {
-            open.remove(0);
-        }
-        open.push((shard, Arc::clone(&file)));
-        Ok(file)
-    }
-
     fn read_member(&self, m: Member, out: &mut Vec<u8>) -> Result<(), DataError> {
-        let file = self.shard(m.shard)?;
+        let file = self.shards.get(m.shard)?;
         out.clear();
         append_at(
             &file,
-            &self.shards[m.shard as usize].path,
+            self.shards.path(m.shard),
             FORMAT,
             m.offset,
             m.len,
@@ -496,8 +457,8 @@ impl Dataset for WebDataset {
     fn describe(&self, index: usize) -> String {
         match self.samples.get(index) {
             Some(s) => {
-                let shard = &self.shards[s.image.shard as usize];
-                alloc::format!("{}: sample `{}`", shard.path.display(), self.keys[index])
+                let shard = self.shards.path(s.image.shard);
+                alloc::format!("{}: sample `{}`", shard.display(), self.keys[index])
             }
             None => alloc::format!("sample {index}"),
         }
@@ -511,7 +472,7 @@ impl Dataset for WebDataset {
         self.read_member(s.image, &mut sample.bytes)?;
         sample.labels.clear();
         if let Some(label) = s.label {
-            let path = &self.shards[label.shard as usize].path;
+            let path = self.shards.path(label.shard);
             let bad = |what: &str| {
                 DataError::corrupt(
                     FORMAT,
@@ -523,7 +484,7 @@ impl Dataset for WebDataset {
             let mut text = [0u8; 64];
             let n = usize::try_from(label.len).ok().filter(|&n| n <= text.len());
             let n = n.ok_or_else(|| bad("a label longer than 64 bytes"))?;
-            let file = self.shard(label.shard)?;
+            let file = self.shards.get(label.shard)?;
             read_at(&file, &mut text[..n], label.offset).map_err(|e| DataError::io(path, e))?;
             let value = core::str::from_utf8(&text[..n])
                 .map_err(|_| "a label that is not text")

@@ -1,0 +1,292 @@
+//! Many files as one dataset: the paths a pattern names, and a bounded pool
+//! of the open ones.
+//!
+//! A dataset over many files (1,024 TFRecord shards, a RecordIO per class)
+//! indexes them one at a time, closing each, and opens a file again when a
+//! sample in it is read. A [`FilePool`] keeps at most its budget open
+//! ([`DEFAULT_OPEN_FILES`] unless told), closing the least recently read
+//! first, so a dataset never runs into the process's descriptor limit (1,024
+//! by default on Linux) however many files it spans. A file whose length
+//! changed since it was indexed is refused when it is opened again.
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::{DataError, open_file};
+
+/// Files a dataset keeps open at once unless told otherwise: a few per
+/// reading thread, well under the usual limit of 1,024 descriptors.
+pub const DEFAULT_OPEN_FILES: usize = 64;
+
+/// A dataset's files, each known by its index, opened when read and at
+/// most `budget` of them open at once (the least recently read is closed
+/// first). A read in flight keeps its file open until it ends, so the
+/// descriptors in use are at most the budget plus one per reading thread.
+///
+/// ```
+/// use tensorprep::train::data::shards::FilePool;
+///
+/// let mut pool = FilePool::new(1);
+/// let a = pool.add("../tests/fixtures/sample.jpg".as_ref())?;
+/// let b = pool.add("../tests/fixtures/sample_gray.jpg".as_ref())?;
+/// pool.get(a)?;
+/// pool.get(b)?; // closes `a`
+/// assert_eq!(pool.open_count(), 1);
+/// # Ok::<(), tensorprep::train::data::DataError>(())
+/// ```
+#[derive(Debug)]
+pub struct FilePool {
+    /// The format named when a file changed since it was indexed.
+    format: &'static str,
+    files: Vec<(PathBuf, u64)>,
+    budget: usize,
+    /// The files open now, the most recently read last.
+    open: Mutex<Vec<(u32, Arc<File>)>>,
+}
+
+impl FilePool {
+    /// An empty pool keeping at most `budget` files open (at least one).
+    pub fn new(budget: usize) -> Self {
+        FilePool::for_format("data file", budget)
+    }
+
+    /// An empty pool of `format`'s files.
+    pub(crate) fn for_format(format: &'static str, budget: usize) -> Self {
+        FilePool {
+            format,
+            files: Vec::new(),
+            budget: budget.max(1),
+            open: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Adds the file at `path` (not kept open); returns its index. Its
+    /// length now is the one every later open must find.
+    pub fn add(&mut self, path: &Path) -> Result<u32, DataError> {
+        let (_, len) = open_file(path)?;
+        self.add_with_len(path, len)
+    }
+
+    /// Adds a file whose length the caller has just read.
+    pub(crate) fn add_with_len(&mut self, path: &Path, len: u64) -> Result<u32, DataError> {
+        let index = u32::try_from(self.files.len()).map_err(|_| DataError::Invalid {
+            what: "more than 2^32 files".into(),
+        })?;
+        self.files.try_reserve(1).map_err(|_| DataError::Invalid {
+            what: "no memory for the file list".into(),
+        })?;
+        self.files.push((path.to_path_buf(), len));
+        Ok(index)
+    }
+
+    /// The number of files.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Whether there are no files.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// File `index`'s path.
+    pub fn path(&self, index: u32) -> &Path {
+        &self.files[index as usize].0
+    }
+
+    /// File `index`'s length.
+    pub fn file_len(&self, index: u32) -> u64 {
+        self.files[index as usize].1
+    }
+
+    /// The files open now.
+    pub fn open_count(&self) -> usize {
+        self.open.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// The most files kept open.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// File `index`, opened if it is not open (closing the least recently
+    /// read past the budget). No allocation once the pool is full.
+    pub fn get(&self, index: u32) -> Result<Arc<File>, DataError> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = open.iter().position(|(i, _)| *i == index) {
+            let entry = open.remove(at);
+            let file = Arc::clone(&entry.1);
+            open.push(entry);
+            return Ok(file);
+        }
+        let (path, len) = &self.files[index as usize];
+        if open.len() >= self.budget {
+            // Close first, so the budget holds while the next one opens.
+            open.remove(0);
+        }
+        let (file, now) = open_file(path)?;
+        if now != *len {
+            return Err(DataError::corrupt(
+                self.format,
+                path,
+                0,
+                alloc::format!("changed since it was indexed ({len} bytes then, {now} now)"),
+            ));
+        }
+        let file = Arc::new(file);
+        open.push((index, Arc::clone(&file)));
+        Ok(file)
+    }
+}
+
+/// Which of consecutive files a dataset's item `index` lies in, given the
+/// first item of each file (`starts`, ascending from 0): the file and the
+/// item's position in it.
+pub(crate) fn locate(starts: &[usize], index: usize) -> (u32, usize) {
+    let file = starts.partition_point(|&s| s <= index) - 1;
+    (file as u32, index - starts[file])
+}
+
+/// The files `pattern` names, in order: braces expanded first
+/// ([`expand_braces`](super::webdataset::expand_braces): `{a,b}` lists and
+/// `{000..099}` ranges), then `*` and `?` in a path's last component
+/// matched against its folder's entries (sorted by name; a name starting
+/// with a dot only by a pattern starting with one, as the shell does). A
+/// wildcard that matches no file is an error naming it; a name without
+/// wildcards is kept as it is (opening it tells whether it exists).
+///
+/// ```
+/// use tensorprep::train::data::shards::expand;
+///
+/// let found = expand("../tests/fixtures/records/folder.{rec,tf*}")?;
+/// let names: Vec<_> = found.iter().map(|p| p.file_name().unwrap().to_str().unwrap()).collect();
+/// assert_eq!(names, ["folder.rec", "folder.tfindex", "folder.tfrecord"]);
+/// # Ok::<(), tensorprep::train::data::DataError>(())
+/// ```
+pub fn expand(pattern: &str) -> Result<Vec<PathBuf>, DataError> {
+    let mut out = Vec::new();
+    for name in super::webdataset::expand_braces(pattern)? {
+        let path = PathBuf::from(&name);
+        let file_name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if !file_name.contains(['*', '?']) {
+            out.push(path);
+            continue;
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if dir.to_str().is_some_and(|d| d.contains(['*', '?'])) {
+            return Err(DataError::corrupt(
+                "file pattern",
+                Path::new(pattern),
+                0,
+                "wildcards in a folder's name (only the file name may hold `*` or `?`)",
+            ));
+        }
+        let mut found: Vec<PathBuf> = Vec::new();
+        for entry in std::fs::read_dir(&dir).map_err(|e| DataError::io(&dir, e))? {
+            let entry = entry.map_err(|e| DataError::io(&dir, e))?;
+            let entry_name = entry.file_name();
+            let Some(n) = entry_name.to_str() else {
+                continue;
+            };
+            if wildcard_match(file_name, n) && (!n.starts_with('.') || file_name.starts_with('.')) {
+                found.push(path.with_file_name(n));
+            }
+        }
+        if found.is_empty() {
+            return Err(DataError::corrupt(
+                "file pattern",
+                &path,
+                0,
+                "no file matches it",
+            ));
+        }
+        found.sort();
+        out.extend(found);
+        if out.len() > super::webdataset::MAX_SHARDS {
+            return Err(DataError::corrupt(
+                "file pattern",
+                Path::new(pattern),
+                0,
+                "names more than 2^20 files",
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `name` matches `pattern` (`*` any run, `?` one character): one
+/// pass with a single backtrack point, linear in practice.
+fn wildcard_match(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    let (mut i, mut j) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while j < n.len() {
+        if i < p.len() && (p[i] == '?' || p[i] == n[j]) {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == '*' {
+            star = Some((i, j));
+            i += 1;
+        } else if let Some((si, sj)) = star {
+            i = si + 1;
+            j = sj + 1;
+            star = Some((si, sj + 1));
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|&c| c == '*')
+}
+
+/// The paths of a list, each expanded as a pattern (see [`expand`]).
+pub fn expand_all<S: AsRef<str>>(patterns: &[S]) -> Result<Vec<PathBuf>, DataError> {
+    let mut out = Vec::new();
+    for p in patterns {
+        out.extend(expand(p.as_ref())?);
+    }
+    if out.is_empty() {
+        return Err(DataError::Invalid {
+            what: String::from("an empty list of files"),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards_match_as_the_shell_does() {
+        for (p, n, m) in [
+            ("*.tfrecord", "a.tfrecord", true),
+            ("*.tfrecord", "a.tfrecord.idx", false),
+            ("s-??.rec", "s-01.rec", true),
+            ("s-??.rec", "s-1.rec", false),
+            ("*a*b*", "xxaybz", true),
+            ("*a*b", "xxaybz", false),
+            ("*", "", true),
+        ] {
+            assert_eq!(wildcard_match(p, n), m, "{p} {n}");
+        }
+    }
+
+    #[test]
+    fn locate_finds_the_file_and_position() {
+        let starts = [0, 3, 3, 5];
+        assert_eq!(locate(&starts, 0), (0, 0));
+        assert_eq!(locate(&starts, 2), (0, 2));
+        assert_eq!(locate(&starts, 3), (2, 0));
+        assert_eq!(locate(&starts, 6), (3, 1));
+    }
+}
