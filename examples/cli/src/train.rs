@@ -11,6 +11,7 @@ use clap::{Args, Subcommand};
 use tensorprep::Fnv1a64;
 use tensorprep::train::data::folder::FolderDataset;
 use tensorprep::train::data::recordio::{RecordIoDataset, RecordIoWriter, pack_image};
+use tensorprep::train::data::shards;
 use tensorprep::train::data::tfrecord::{
     Feature, Keys, TfRecordDataset, TfRecordWriter, encode_example,
 };
@@ -29,8 +30,11 @@ pub(crate) struct TrainBenchArgs {
     /// `imagenet-randaugment`, `imagenet-trivialaugment`, `imagenet-augmix`.
     #[arg(long, default_value = "imagenet-train")]
     preset: String,
-    /// An image folder (a sub-folder per class), a `.rec` (its `.idx`
-    /// beside it), a `.tfrecord`, or WebDataset `.tar` shards (braces allowed).
+    /// An image folder (a sub-folder per class; its files ending with
+    /// torchvision's image extensions), a `.rec` (its `.idx` beside it), a
+    /// `.tfrecord`, or WebDataset `.tar` shards (braces allowed); `.rec` and
+    /// `.tfrecord` patterns (`shard-*.tfrecord`, `part-{000..099}.rec`) name
+    /// many files read as one dataset.
     data: String,
     /// Decode + augment threads.
     #[arg(long, default_value_t = loader_defaults().workers)]
@@ -108,7 +112,21 @@ pub(crate) fn open(data: &str) -> Result<Arc<dyn Dataset>, String> {
         return Ok(Arc::new(FolderDataset::open(path).map_err(|e| named(&e))?));
     }
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    // A pattern (`shard-*.tfrecord`, `part-{000..099}.rec`, `{a,b}.rec`)
+    // names many files: one dataset over them, opened within a budget.
+    let many = || -> Result<Vec<std::path::PathBuf>, String> {
+        shards::expand(data).map_err(|e| named(&e))
+    };
+    let pattern = data.contains(['*', '?', '{']);
     match ext {
+        "rec" if pattern => Ok(Arc::new(
+            RecordIoDataset::open_many(&many()?, shards::DEFAULT_OPEN_FILES)
+                .map_err(|e| named(&e))?,
+        )),
+        "tfrecord" if pattern => Ok(Arc::new(
+            TfRecordDataset::open_many(&many()?, Keys::CONVENTIONAL, shards::DEFAULT_OPEN_FILES)
+                .map_err(|e| named(&e))?,
+        )),
         "rec" => Ok(Arc::new(
             RecordIoDataset::open(path).map_err(|e| named(&e))?,
         )),
