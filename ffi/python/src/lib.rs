@@ -5,6 +5,7 @@
 
 mod arrays;
 mod builtin;
+mod celeba;
 mod dlpack;
 mod errors;
 mod from_python;
@@ -17,6 +18,7 @@ mod names;
 mod plan;
 mod preview;
 mod resize;
+mod shards;
 mod train;
 
 use pyo3::prelude::*;
@@ -40,5 +42,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_python::sample_content, m)?)?;
     m.add_function(wrap_pyfunction!(preview::preview, m)?)?;
     m.add_function(wrap_pyfunction!(preview::preview_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(celeba::celeba, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::tfrecord_files, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::recordio_files, m)?)?;
     Ok(())
 }

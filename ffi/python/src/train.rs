@@ -69,7 +69,7 @@ impl PyDataset {
     }
 }
 
-fn data_result<T>(r: Result<T, data::DataError>) -> PyResult<T> {
+pub(crate) fn data_result<T>(r: Result<T, data::DataError>) -> PyResult<T> {
     r.map_err(|e| errors::data(&e))
 }
 
@@ -138,10 +138,54 @@ fn number(value: &Bound<'_, PyAny>) -> Result<Result<f32, String>, ()> {
 impl PyDataset {
     /// torchvision's `ImageFolder`: one subdirectory per class (sorted
     /// names), its image files the samples (sorted), the label the class's
-    /// position.
+    /// position. The files taken: those ending with one of `extensions`
+    /// (torchvision's `IMG_EXTENSIONS` by default) or those
+    /// `is_valid_file(path)` accepts; not both, as torchvision.
     #[staticmethod]
-    fn image_folder(py: Python<'_>, root: PathBuf) -> PyResult<PyDataset> {
-        let d = data_result(py.detach(|| data::folder::FolderDataset::open(&root)))?;
+    #[pyo3(signature = (root, extensions=None, is_valid_file=None))]
+    fn image_folder(
+        py: Python<'_>,
+        root: PathBuf,
+        extensions: Option<Vec<String>>,
+        is_valid_file: Option<Py<PyAny>>,
+    ) -> PyResult<PyDataset> {
+        use data::folder::FileFilter;
+        let failed = Arc::new(std::sync::Mutex::new(None::<PyErr>));
+        let filter = match (extensions, is_valid_file) {
+            (Some(_), Some(_)) => {
+                return Err(errors::value(
+                    "ImageFolder: extensions and is_valid_file cannot both be given",
+                ));
+            }
+            (Some(e), None) => FileFilter::Extensions(e),
+            (None, Some(valid)) => {
+                let failed = Arc::clone(&failed);
+                // A Python exception stops the listing's use of Python and
+                // is raised once the listing returns.
+                FileFilter::valid_file(move |path: &std::path::Path| {
+                    Python::attach(|py| {
+                        let mut failed = failed.lock().unwrap_or_else(|e| e.into_inner());
+                        if failed.is_some() {
+                            return false;
+                        }
+                        let r = valid.call1(py, (path.as_os_str(),));
+                        match r.and_then(|r| r.bind(py).is_truthy()) {
+                            Ok(keep) => keep,
+                            Err(e) => {
+                                *failed = Some(e);
+                                false
+                            }
+                        }
+                    })
+                })
+            }
+            (None, None) => FileFilter::default(),
+        };
+        let d = py.detach(|| data::folder::FolderDataset::open_filtered(&root, &filter));
+        if let Some(e) = failed.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            return Err(e);
+        }
+        let d = data_result(d)?;
         let classes = d.classes().to_vec();
         let d: Arc<dyn Dataset> = Arc::new(d);
         let mut ds = PyDataset::new(d, format!("ImageFolder({})", root.display()));

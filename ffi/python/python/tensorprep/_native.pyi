@@ -1,7 +1,7 @@
 """Type stubs of the extension module (tensorprep._native)."""
 
 import os
-from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -168,7 +168,9 @@ class Dataset:
     """Samples (an encoded image and its labels) by index."""
 
     @staticmethod
-    def image_folder(root: PathLike) -> Dataset: ...
+    def image_folder(
+        root: PathLike, extensions: Optional[Sequence[str]] = None, is_valid_file: Optional[Callable[[str], bool]] = None
+    ) -> Dataset: ...
     @staticmethod
     def recordio(path: PathLike, index: Optional[PathLike] = None) -> Dataset: ...
     @staticmethod
@@ -192,6 +194,18 @@ class Dataset:
 
 def from_python(dataset: Any) -> Dataset: ...
 def sample_content(dataset: Dataset, index: int) -> Tuple[str, Optional[Tuple[int, int, str]]]: ...
+def celeba(
+    root: PathLike,
+    split: str = "train",
+    target_types: Optional[Sequence[str]] = None,
+    *,
+    signed: bool = False,
+    layout: str = "torchvision",
+) -> Dataset: ...
+def tfrecord_files(
+    paths: Sequence[str], *, image_key: str = "image/encoded", label_key: str = "image/class/label", open_files: int = 64
+) -> Dataset: ...
+def recordio_files(paths: Sequence[str], *, open_files: int = 64) -> Dataset: ...
 
 class Augment:
     """One step of a training pipeline."""

@@ -29,6 +29,7 @@ import importlib.util
 import os
 import weakref
 from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -77,6 +78,9 @@ from ._native import mnist as _mnist
 from ._native import pixels as _pixels
 from ._native import from_python as _from_python
 from ._native import preview as _preview
+from ._native import celeba as _celeba
+from ._native import recordio_files as _recordio_files
+from ._native import tfrecord_files as _tfrecord_files
 from ._native import Graph as _Graph
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -88,6 +92,7 @@ __all__ = [
     "BatchTensor",
     "CIFAR10",
     "CIFAR100",
+    "CelebA",
     "CenterCrop",
     "ColorJitter",
     "CutMix",
@@ -137,30 +142,99 @@ __all__ = [
 ]
 
 
-def ImageFolder(root: PathLike) -> Dataset:
-    """torchvision's ``ImageFolder``: a subdirectory per class (sorted), its images the samples."""
-    return Dataset.image_folder(os.fspath(root))
+def ImageFolder(
+    root: PathLike,
+    extensions: Union[str, Sequence[str], None] = None,
+    is_valid_file: Optional[Callable[[str], bool]] = None,
+) -> Dataset:
+    """torchvision's ``ImageFolder``: a subdirectory per class (sorted), its images the samples.
+
+    The files taken are those whose name, in lower case, ends with one of
+    ``extensions`` (torchvision's ``IMG_EXTENSIONS`` by default: ``.jpg
+    .jpeg .png .ppm .bmp .pgm .tif .tiff .webp``), or those whose path
+    ``is_valid_file`` accepts; not both, as torchvision. Other files are
+    ignored; a class left with no file is an error."""
+    if extensions is not None and is_valid_file is not None:
+        raise ValueError("Both extensions and is_valid_file cannot be not None at the same time")
+    if isinstance(extensions, str):
+        extensions = (extensions,)
+    return Dataset.image_folder(
+        os.fspath(root), None if extensions is None else list(extensions), is_valid_file
+    )
 
 
-def RecordIO(path: PathLike, index: Optional[PathLike] = None) -> Dataset:
-    """MXNet RecordIO (``.rec``; its ``.idx`` beside it or ``index``), as ``im2rec`` writes it."""
-    return Dataset.recordio(os.fspath(path), None if index is None else os.fspath(index))
+def _files(paths: Union[PathLike, Sequence[PathLike]]) -> Tuple[str, Optional[list[str]]]:
+    """One plain file's path, or the list of files or patterns ``paths`` names."""
+    if isinstance(paths, (str, os.PathLike)):
+        path = os.fspath(paths)
+        return path, ([path] if any(c in path for c in "*?{") else None)
+    files = [os.fspath(p) for p in paths]
+    return (files[0] if files else ""), files
+
+
+def RecordIO(
+    path: Union[PathLike, Sequence[PathLike]],
+    index: Optional[PathLike] = None,
+    *,
+    open_files: int = 64,
+) -> Dataset:
+    """MXNet RecordIO (``.rec``; its ``.idx`` beside it or ``index``), as ``im2rec`` writes it.
+
+    ``path`` may be a list of files or a pattern (``"train-*.rec"``,
+    ``"part-{000..099}.rec"``): one dataset over them all, at most
+    ``open_files`` open at once."""
+    one, files = _files(path)
+    if files is None:
+        return Dataset.recordio(one, None if index is None else os.fspath(index))
+    if index is not None:
+        raise ValueError("index names one file's index: give none with a list or a pattern")
+    return _recordio_files(files, open_files=open_files)
 
 
 def TFRecord(
-    path: PathLike,
+    path: Union[PathLike, Sequence[PathLike]],
     index: Optional[PathLike] = None,
     *,
     image_key: str = "image/encoded",
     label_key: str = "image/class/label",
+    open_files: int = 64,
 ) -> Dataset:
-    """A TFRecord file of ``tf.train.Example`` (CRC-32C checked); ``index``: DALI's ``tfrecord2idx``."""
-    return Dataset.tfrecord(
-        os.fspath(path),
-        None if index is None else os.fspath(index),
-        image_key=image_key,
-        label_key=label_key,
-    )
+    """TFRecord files of ``tf.train.Example`` (CRC-32C checked); ``index``: DALI's ``tfrecord2idx``.
+
+    ``path`` may be a list of files or a pattern (``"shard-*.tfrecord"``,
+    ``"shard-{0000..1023}.tfrecord"``): one dataset over them all, at most
+    ``open_files`` open at once."""
+    one, files = _files(path)
+    if files is None:
+        return Dataset.tfrecord(
+            one,
+            None if index is None else os.fspath(index),
+            image_key=image_key,
+            label_key=label_key,
+        )
+    if index is not None:
+        raise ValueError("index names one file's index: give none with a list or a pattern")
+    return _tfrecord_files(files, image_key=image_key, label_key=label_key, open_files=open_files)
+
+
+def CelebA(
+    root: PathLike,
+    split: str = "train",
+    target_type: Union[str, Sequence[str]] = "attr",
+    *,
+    signed: bool = False,
+    layout: str = "torchvision",
+) -> Dataset:
+    """torchvision's ``CelebA`` (``root/celeba/img_align_celeba`` and the text files beside it).
+
+    ``split``: ``train``, ``valid``, ``test`` or ``all``; ``target_type``:
+    ``attr`` (0 or 1 as torchvision and MindSpore give them; the files' -1
+    or 1 with ``signed=True``), ``identity``, ``bbox``, ``landmarks``, or a
+    list of them, concatenated into each sample's labels in the list's
+    order. ``layout="mindspore"`` reads MindSpore's ``CelebADataset``
+    folder (the text files and the images together)."""
+    targets = [target_type] if isinstance(target_type, str) else list(target_type)
+    return _celeba(os.fspath(root), split, targets, signed=signed, layout=layout)
 
 
 def WebDataset(pattern: str, *, image_keys: Optional[Sequence[str]] = None, label_key: str = "cls") -> Dataset:
