@@ -89,7 +89,7 @@ def test_image_folder_filters_as_torchvision(tp, tmp_path):
     assert all(isinstance(p, str) for p in seen) and len(seen) == 5
     with pytest.raises(ValueError, match="Both extensions and is_valid_file"):
         tp.train.ImageFolder(root, extensions=".png", is_valid_file=valid)
-    with pytest.raises(Exception, match="class `dog` has no valid file"):
+    with pytest.raises(Exception, match="class `dog` has no image files"):
         tp.train.ImageFolder(root, extensions=".jpg")
 
     def broken(path):

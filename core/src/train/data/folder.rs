@@ -167,7 +167,7 @@ impl FolderDataset {
                     FORMAT,
                     &dir,
                     0,
-                    alloc::format!("class `{name}` has no valid file ({})", filter.describe()),
+                    alloc::format!("class `{name}` has no image files ({})", filter.describe()),
                 ));
             }
         }
@@ -422,7 +422,7 @@ mod tests {
     fn a_class_with_no_valid_file_is_an_error_naming_it() {
         let root = tree("empty", &[("cat", &["a.jpg"]), ("dog", &["notes.txt"])]);
         let err = FolderDataset::open(&root).unwrap_err().to_string();
-        assert!(err.contains("class `dog` has no valid file"), "{err}");
+        assert!(err.contains("class `dog` has no image files"), "{err}");
         assert!(err.contains(".jpg, .jpeg, .png"), "{err}");
         let none = FileFilter::valid_file(|_: &Path| false);
         let err = FolderDataset::open_filtered(&root, &none)
