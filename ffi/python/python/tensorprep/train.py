@@ -144,6 +144,7 @@ __all__ = [
 
 def ImageFolder(
     root: PathLike,
+    *,
     extensions: Union[str, Sequence[str], None] = None,
     is_valid_file: Optional[Callable[[str], bool]] = None,
 ) -> Dataset:
