@@ -1559,3 +1559,43 @@ fn preview_writes_the_loaders_samples_as_a_png_grid() {
     ]);
     assert!(!o.status.success());
 }
+
+/// A `.tfrecord` or `.rec` pattern is one dataset over the files it names:
+/// a pattern naming the one file packed from the folder gives the folder's
+/// checksum, and one naming nothing is refused by name.
+#[test]
+fn train_bench_takes_a_record_file_pattern() {
+    let dir = scratch("train-bench-pattern");
+    let folder = fixture("records/folder");
+    for out in ["f.rec", "f.tfrecord"] {
+        let path = dir.join(out);
+        run_ok(&[
+            "records",
+            "pack",
+            folder.as_str(),
+            "-o",
+            path.to_str().unwrap(),
+        ]);
+    }
+    let sum = |data: &str| {
+        let args = [
+            "train-bench",
+            data,
+            "--batch",
+            "4",
+            "--seed",
+            "9",
+            "--checksum",
+            "--decoder",
+            "zune-jpeg",
+        ];
+        checksum_of(&run_ok(&args))
+    };
+    let expected = sum(folder.as_str());
+    let d = dir.to_str().unwrap();
+    assert_eq!(sum(&format!("{d}/f*.tfrecord")), expected);
+    assert_eq!(sum(&format!("{d}/{{f}}.rec")), expected);
+    let o = tensorprep(&["train-bench", &format!("{d}/none-*.tfrecord")]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no file matches"));
+}
