@@ -13,6 +13,7 @@ pub mod combine;
 mod error;
 pub mod folder;
 pub mod mnist;
+pub mod mindrecord;
 pub mod recordio;
 pub mod shards;
 pub mod tfrecord;

@@ -1,0 +1,568 @@
+//! MindRecord: sets written by MindSpore's `FileWriter` (made by
+//! `fixtures/mindrecord/make_mindrecord_fixtures.py`) read with the same
+//! rows, columns and order as `MindDataset(files, shuffle=False)`; crafted
+//! headers, pages and rows refused with typed errors before allocating.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value as Json;
+use sha2::{Digest, Sha256};
+use tensorprep::PixelFormat;
+use tensorprep::train::data::mindrecord::{MindRecord, Options, Value};
+use tensorprep::train::data::{Content, DataError, Dataset, Sample};
+use tensorprep_tests::{fixture, folder_list, read};
+
+/// MindDataset's rows for a fixture set.
+fn expected(set: &str) -> Vec<serde_json::Map<String, Json>> {
+    let text =
+        std::fs::read_to_string(fixture(&format!("mindrecord/{set}/expected.json"))).unwrap();
+    let json: Json = serde_json::from_str(&text).unwrap();
+    assert!(json["version"].as_str().unwrap().starts_with("2."));
+    json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_object().unwrap().clone())
+        .collect()
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Whether bytes equal MindDataset's dump of them (hex, or length and
+/// SHA-256 when long).
+fn bytes_match(b: &[u8], want: &Json) -> bool {
+    match want {
+        Json::String(h) => hex(b) == *h,
+        Json::Object(o) => {
+            o["len"].as_u64() == Some(b.len() as u64)
+                && o["sha256"].as_str() == Some(hex(&Sha256::digest(b)).as_str())
+        }
+        _ => false,
+    }
+}
+
+fn numbers(want: &Json) -> Vec<f64> {
+    want["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect()
+}
+
+fn shape(want: &Json) -> Vec<usize> {
+    want["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as usize)
+        .collect()
+}
+
+/// Checks one of our values against MindDataset's for the same column.
+fn check(column: &str, ours: &Value, want: &Json) {
+    let ctx = format!("{column}: {ours:?} vs {want}");
+    match ours {
+        Value::String(s) => assert_eq!(want["value"].as_str(), Some(s.as_str()), "{ctx}"),
+        Value::Bytes(b) => assert!(bytes_match(b, &want["value"]), "{ctx}"),
+        Value::Int(i) => {
+            // Integers exactly: compare as i64, not through f64.
+            assert_eq!(want["value"][0].as_i64(), Some(*i), "{ctx}");
+            assert!(want["dtype"].as_str().unwrap().starts_with("int"), "{ctx}");
+        }
+        Value::Float32(x) => {
+            assert_eq!(want["dtype"], "float32", "{ctx}");
+            assert_eq!(numbers(want), [f64::from(*x)], "{ctx}");
+        }
+        Value::Float64(x) => {
+            assert_eq!(want["dtype"], "float64", "{ctx}");
+            assert_eq!(numbers(want), [*x], "{ctx}");
+        }
+        Value::Int32s(v, s) => {
+            assert_eq!(want["dtype"], "int32", "{ctx}");
+            let w: Vec<i64> = want["value"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_i64().unwrap())
+                .collect();
+            assert_eq!(
+                v.iter().map(|&x| i64::from(x)).collect::<Vec<_>>(),
+                w,
+                "{ctx}"
+            );
+            assert_eq!(*s, shape(want), "{ctx}");
+        }
+        Value::Int64s(v, s) => {
+            assert_eq!(want["dtype"], "int64", "{ctx}");
+            let w: Vec<i64> = want["value"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_i64().unwrap())
+                .collect();
+            assert_eq!(*v, w, "{ctx}");
+            assert_eq!(*s, shape(want), "{ctx}");
+        }
+        Value::Float32s(v, s) => {
+            assert_eq!(want["dtype"], "float32", "{ctx}");
+            assert_eq!(
+                v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>(),
+                numbers(want),
+                "{ctx}"
+            );
+            assert_eq!(*s, shape(want), "{ctx}");
+        }
+        Value::Float64s(v, s) => {
+            assert_eq!(want["dtype"], "float64", "{ctx}");
+            assert_eq!(*v, numbers(want), "{ctx}");
+            assert_eq!(*s, shape(want), "{ctx}");
+        }
+        other => panic!("{column}: an unexpected value {other:?}"),
+    }
+}
+
+/// Opens `set` from each of its data files and checks every row's every
+/// column against MindDataset's, in order.
+fn same_as_minddataset(set: &str, files: &[&str], options: &Options) -> MindRecord {
+    let rows = expected(set);
+    let mut first = None;
+    for file in files {
+        let data =
+            MindRecord::open_with(fixture(&format!("mindrecord/{set}/{file}")), options).unwrap();
+        assert_eq!(data.len(), rows.len(), "{set}/{file}");
+        assert_eq!(data.files().count(), files.len());
+        for (i, want) in rows.iter().enumerate() {
+            let ours = data.columns(i).unwrap();
+            let names: Vec<&str> = ours.iter().map(|(n, _)| n.as_str()).collect();
+            let mut theirs: Vec<&str> = want.keys().map(String::as_str).collect();
+            theirs.sort();
+            assert_eq!(names, theirs, "{set} row {i}");
+            for (name, value) in &ours {
+                check(&format!("{set} row {i} {name}"), value, &want[name]);
+            }
+        }
+        if let Some(f) = first.replace(data.fingerprint()) {
+            assert_eq!(f, data.fingerprint(), "one set, one fingerprint");
+        }
+    }
+    MindRecord::open_with(fixture(&format!("mindrecord/{set}/{}", files[0])), options).unwrap()
+}
+
+#[test]
+fn every_column_of_a_three_file_set_equals_minddataset() {
+    let files = [
+        "columns.mindrecord0",
+        "columns.mindrecord1",
+        "columns.mindrecord2",
+    ];
+    let data = same_as_minddataset("columns", &files, &Options::default());
+    // The samples: `data` as is, `label` (int32) as the label.
+    let rows = expected("columns");
+    let mut sample = Sample::default();
+    for (i, want) in rows.iter().enumerate() {
+        let label = want["label"]["value"][0].as_i64().unwrap();
+        if label == i64::from(i32::MAX) {
+            continue; // refused, below
+        }
+        data.read(i, &mut sample).unwrap();
+        assert!(
+            bytes_match(&sample.bytes, &want["data"]["value"]),
+            "row {i}"
+        );
+        assert_eq!(sample.content, Content::Encoded);
+        assert_eq!(sample.labels, [label as f32]);
+        assert_eq!(sample.id, i as u64);
+    }
+    // Several label columns, arrays among them, in the order asked.
+    let multi = MindRecord::open_with(
+        fixture("mindrecord/columns/columns.mindrecord1"),
+        &Options::default().labels(["score", "mean"]),
+    )
+    .unwrap();
+    multi.read(4, &mut sample).unwrap();
+    let want: Vec<f32> = [numbers(&rows[4]["score"]), numbers(&rows[4]["mean"])]
+        .concat()
+        .iter()
+        .map(|&x| x as f32)
+        .collect();
+    assert_eq!(sample.labels, want);
+    // A label float32 cannot hold exactly (2^31 - 1, int32) is refused,
+    // naming the file and row.
+    let big = rows
+        .iter()
+        .position(|r| r["label"]["value"][0] == 2147483647)
+        .unwrap();
+    let err = data.read(big, &mut sample).unwrap_err();
+    assert!(matches!(err, DataError::Corrupt { .. }), "{err}");
+    assert!(
+        err.to_string().contains("columns.mindrecord") && err.to_string().contains("label"),
+        "{err}"
+    );
+    assert!(
+        data.describe(big).contains("row "),
+        "{}",
+        data.describe(big)
+    );
+    // Another label choice, another fingerprint.
+    assert_ne!(data.fingerprint(), multi.fingerprint());
+}
+
+#[test]
+fn a_two_file_set_of_several_pages_equals_minddataset() {
+    let data = same_as_minddataset(
+        "pages",
+        &["pages.mindrecord0", "pages.mindrecord1"],
+        &Options::default(),
+    );
+    // The fixture has several blob pages per file.
+    let header = read("mindrecord/pages/pages.mindrecord1");
+    let n = u64::from_le_bytes(header[..8].try_into().unwrap()) as usize;
+    let json: Json = serde_json::from_slice(&header[8..8 + n]).unwrap();
+    let blobs = json["page"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["page_type"] == "BLOB_DATA")
+        .count();
+    assert!(blobs >= 2, "{blobs}");
+    let rows = expected("pages");
+    let mut sample = Sample::default();
+    for (i, want) in rows.iter().enumerate() {
+        data.read(i, &mut sample).unwrap();
+        assert!(
+            bytes_match(&sample.bytes, &want["data"]["value"]),
+            "row {i}"
+        );
+        assert_eq!(
+            sample.labels,
+            [want["label"]["value"][0].as_i64().unwrap() as f32]
+        );
+    }
+}
+
+#[test]
+fn the_imagenet_schema_gives_the_folders_files_and_labels() {
+    let data = same_as_minddataset(
+        "imagenet",
+        &["imagenet.mindrecord0", "imagenet.mindrecord1"],
+        &Options::default(),
+    );
+    // MindDataset's order over the two files is not the folder's: each
+    // file name is found in the folder with its class.
+    let rows = expected("imagenet");
+    let list = folder_list();
+    let mut sample = Sample::default();
+    for (i, want) in rows.iter().enumerate() {
+        data.read(i, &mut sample).unwrap();
+        let name = want["file_name"]["value"].as_str().unwrap();
+        let (_, label, path) = list
+            .iter()
+            .find(|(_, _, p)| p.ends_with(&format!("/{name}")))
+            .unwrap();
+        assert_eq!(
+            sample.bytes,
+            read(&format!("records/folder/{path}")),
+            "{name}"
+        );
+        assert_eq!(sample.labels, [*label]);
+    }
+}
+
+#[test]
+fn images_as_arrays_are_pixels() {
+    let rows = expected("pixels");
+    same_as_minddataset(
+        "pixels",
+        &["pixels.mindrecord"],
+        &Options::default().image("image"),
+    );
+    let path = fixture("mindrecord/pixels/pixels.mindrecord");
+    let mut sample = Sample::default();
+    // An int32 array with the schema's fixed shape [6, 5, 3].
+    let fixed = MindRecord::open_with(&path, &Options::default().image("image")).unwrap();
+    // Raw gray bytes, their shape in scalar columns or in an array column.
+    let scalars = MindRecord::open_with(
+        &path,
+        &Options::default().image("gray").shape(["height", "width"]),
+    )
+    .unwrap();
+    let array =
+        MindRecord::open_with(&path, &Options::default().image("gray").shape(["shape"])).unwrap();
+    let bgr = MindRecord::open_with(&path, &Options::default().image("image").bgr(true)).unwrap();
+    for (i, want) in rows.iter().enumerate() {
+        fixed.read(i, &mut sample).unwrap();
+        let pixels: Vec<u8> = numbers(&want["image"]).iter().map(|&x| x as u8).collect();
+        assert_eq!(sample.bytes, pixels);
+        assert_eq!(
+            sample.content,
+            Content::Pixels {
+                width: 5,
+                height: 6,
+                format: PixelFormat::Rgb8
+            }
+        );
+        bgr.read(i, &mut sample).unwrap();
+        assert_eq!(
+            sample.content,
+            Content::Pixels {
+                width: 5,
+                height: 6,
+                format: PixelFormat::Bgr8
+            }
+        );
+        let h = want["height"]["value"][0].as_u64().unwrap() as u32;
+        let w = want["width"]["value"][0].as_u64().unwrap() as u32;
+        for d in [&scalars, &array] {
+            d.read(i, &mut sample).unwrap();
+            assert!(bytes_match(&sample.bytes, &want["gray"]["value"]));
+            assert_eq!(
+                sample.content,
+                Content::Pixels {
+                    width: w,
+                    height: h,
+                    format: PixelFormat::Gray8
+                }
+            );
+            assert_eq!(sample.labels, [i as f32]);
+        }
+    }
+    // Bytes whose shape does not match their length, a shape column that
+    // is not one, an image column that is not an image, a missing column.
+    let wrong = MindRecord::open_with(
+        &path,
+        &Options::default().image("gray").shape(["width", "width"]),
+    )
+    .unwrap();
+    let err = wrong.read(0, &mut sample).unwrap_err();
+    assert!(err.to_string().contains("pixel bytes"), "{err}");
+    for options in [
+        Options::default().image("gray").shape(["score"]),
+        Options::default().image("label"),
+        Options::default().image("nope"),
+        Options::default().image("image").labels(["gray"]),
+        Options::default().image("gray").shape(["a", "b", "c", "d"]),
+    ] {
+        let err = MindRecord::open_with(&path, &options).unwrap_err();
+        assert!(
+            matches!(err, DataError::Invalid { .. }),
+            "{options:?}: {err}"
+        );
+    }
+}
+
+/// A scratch copy of a fixture set, to damage.
+fn scratch(name: &str, set: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "tensorprep-mindrecord-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(fixture(&format!("mindrecord/{set}"))).unwrap() {
+        let p = entry.unwrap().path();
+        std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
+/// The file's header JSON and where it ends.
+fn header_of(bytes: &[u8]) -> (Json, usize) {
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    (serde_json::from_slice(&bytes[8..8 + n]).unwrap(), 8 + n)
+}
+
+/// Writes `header` into the file `path` (within its header area).
+fn rewrite_header(path: &Path, header: &Json) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let text = serde_json::to_vec(header).unwrap();
+    let header_size = header["header_size"].as_u64().unwrap_or(16384).min(16384) as usize;
+    assert!(8 + text.len() <= header_size);
+    bytes[..header_size].fill(0);
+    bytes[..8].copy_from_slice(&(text.len() as u64).to_le_bytes());
+    bytes[8..8 + text.len()].copy_from_slice(&text);
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn corrupt_at(err: &DataError) -> (&str, u64) {
+    match err {
+        DataError::Corrupt { path, offset, .. } => (path.as_str(), *offset),
+        other => panic!("not a Corrupt error: {other}"),
+    }
+}
+
+#[test]
+fn crafted_headers_and_pages_are_refused_before_allocating() {
+    let dir = scratch("crafted", "pixels");
+    let path = dir.join("pixels.mindrecord");
+    let good = std::fs::read(&path).unwrap();
+    let (header, _) = header_of(&good);
+    let open = || MindRecord::open_with(&path, &Options::default().image("image"));
+    assert!(open().is_ok());
+
+    // A header length of 2^40 bytes, and one just past the end.
+    for n in [1u64 << 40, good.len() as u64 - 7] {
+        let mut bytes = good.clone();
+        bytes[..8].copy_from_slice(&n.to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let err = open().unwrap_err();
+        assert_eq!(corrupt_at(&err), (path.to_str().unwrap(), 0), "{err}");
+        assert!(err.to_string().contains("a header of"), "{err}");
+    }
+    // A file shorter than the length; a header that is not JSON.
+    std::fs::write(&path, &good[..5]).unwrap();
+    assert!(matches!(open().unwrap_err(), DataError::Corrupt { .. }));
+    let mut bytes = good.clone();
+    bytes[8] = b'[';
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(open().unwrap_err().to_string().contains("not JSON"));
+
+    // Pages: one past the end of the file, one using more than a page,
+    // a blob page claiming more rows than its bytes hold, a raw page
+    // naming a row group no blob page holds.
+    let damaged = |f: &dyn Fn(&mut Json), what: &str| {
+        std::fs::write(&path, &good).unwrap();
+        let mut h = header.clone();
+        f(&mut h);
+        rewrite_header(&path, &h);
+        let err = open().unwrap_err();
+        assert!(matches!(err, DataError::Corrupt { .. }), "{what}: {err}");
+        assert!(
+            err.to_string().contains("pixels.mindrecord"),
+            "{what}: {err}"
+        );
+        err
+    };
+    let blob = |h: &Json| {
+        h["page"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|p| p["page_type"] == "BLOB_DATA")
+            .unwrap()
+    };
+    let raw = |h: &Json| {
+        h["page"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|p| p["page_type"] == "RAW_DATA")
+            .unwrap()
+    };
+    damaged(
+        &|h| h["page"][0]["page_id"] = 1000.into(),
+        "a page past the end",
+    );
+    damaged(
+        &|h| h["page"][0]["page_id"] = u64::MAX.into(),
+        "a page id that overflows",
+    );
+    damaged(
+        &|h| h["page"][0]["page_size"] = (1u64 << 40).into(),
+        "a page larger than pages",
+    );
+    let e = damaged(
+        &|h| {
+            let b = blob(h);
+            h["page"][b]["end_row_id"] = (1u64 << 40).into()
+        },
+        "2^40 rows",
+    );
+    assert!(e.to_string().contains("claims"), "{e}");
+    damaged(
+        &|h| {
+            let r = raw(h);
+            h["page"][r]["row_group_ids"][0]["id"] = 7.into()
+        },
+        "a missing row group",
+    );
+    damaged(
+        &|h| {
+            let r = raw(h);
+            h["page"][r]["row_group_ids"][0]["offset"] = 100_000.into()
+        },
+        "a group past its page",
+    );
+    damaged(
+        &|h| h["shard_addresses"] = serde_json::json!([]),
+        "no files",
+    );
+    damaged(&|h| h["shard_id"] = 3.into(), "a shard past the set");
+    damaged(
+        &|h| h["schema"][0]["schema"]["label"]["type"] = "complex".into(),
+        "an unknown type",
+    );
+    damaged(
+        &|h| h["schema"][0]["blob_fields"] = serde_json::json!(["label"]),
+        "a scalar blob field",
+    );
+    // A page smaller than its rows: the last row runs past it.
+    let e = damaged(
+        &|h| {
+            let b = blob(h);
+            let u = h["page"][b]["page_size"].as_u64().unwrap();
+            h["page"][b]["page_size"] = (u - 1).into()
+        },
+        "a short blob page",
+    );
+    assert!(e.to_string().contains("runs past blob page"), "{e}");
+
+    // A row's blob length of 2^40 within the page table's bounds: refused
+    // when the rows are indexed, naming the offset of the length.
+    std::fs::write(&path, &good).unwrap();
+    let (header, _) = header_of(&good);
+    let b = blob(&header);
+    let start = header["header_size"].as_u64().unwrap()
+        + header["page"][b]["page_id"].as_u64().unwrap() * header["page_size"].as_u64().unwrap();
+    let mut bytes = good.clone();
+    bytes[start as usize..start as usize + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let err = open().unwrap_err();
+    assert_eq!(corrupt_at(&err).1, start, "{err}");
+    // A raw row's length past its page.
+    let r = raw(&header);
+    let start = header["header_size"].as_u64().unwrap()
+        + header["page"][r]["page_id"].as_u64().unwrap() * header["page_size"].as_u64().unwrap();
+    let mut bytes = good.clone();
+    bytes[start as usize..start as usize + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let err = open().unwrap_err();
+    assert_eq!(corrupt_at(&err).1, start, "{err}");
+    assert!(err.to_string().contains("runs past raw page"), "{err}");
+    // A row whose MessagePack map is cut: refused when read, not skipped.
+    let mut bytes = good.clone();
+    bytes[start as usize + 8] = 0xdf; // map32
+    std::fs::write(&path, &bytes).unwrap();
+    let data = open().unwrap();
+    let err = data.read(0, &mut Sample::default()).unwrap_err();
+    assert!(matches!(err, DataError::Corrupt { .. }), "{err}");
+    assert_eq!(corrupt_at(&err).1, start + 8, "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn other_files_of_the_set_are_found_beside_the_one_given() {
+    // The set copied elsewhere: its addresses are names, found beside it.
+    let dir = scratch("beside", "columns");
+    let data = MindRecord::open(dir.join("columns.mindrecord2")).unwrap();
+    assert_eq!(data.len(), expected("columns").len());
+    assert!(data.files().all(|f| f.starts_with(&dir)));
+    // A missing member is an I/O error naming it.
+    std::fs::remove_file(dir.join("columns.mindrecord1")).unwrap();
+    let err = MindRecord::open(dir.join("columns.mindrecord0")).unwrap_err();
+    assert!(
+        matches!(&err, DataError::Io { path, .. } if path.ends_with("columns.mindrecord1")),
+        "{err}"
+    );
+    // A member of another set (another schema) is refused.
+    std::fs::copy(
+        fixture("mindrecord/pages/pages.mindrecord1"),
+        dir.join("columns.mindrecord1"),
+    )
+    .unwrap();
+    let err = MindRecord::open(dir.join("columns.mindrecord0")).unwrap_err();
+    assert!(err.to_string().contains("not shard 1"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
