@@ -566,3 +566,25 @@ fn other_files_of_the_set_are_found_beside_the_one_given() {
     assert!(err.to_string().contains("not shard 1"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn one_file_in_folder_order_gives_the_folders_samples_in_order() {
+    let data = same_as_minddataset("folder", &["folder.mindrecord"], &Options::default());
+    // `records/folder.lst` lists im2rec's ids: the folder's order.
+    let mut list = folder_list();
+    list.sort_by_key(|(id, _, _)| *id);
+    assert_eq!(data.len(), list.len());
+    let mut sample = Sample::default();
+    for (i, (_, label, path)) in list.iter().enumerate() {
+        data.read(i, &mut sample).unwrap();
+        assert_eq!(
+            sample.bytes,
+            read(&format!("records/folder/{path}")),
+            "{path}"
+        );
+        assert_eq!(
+            (sample.labels.as_slice(), sample.id),
+            (&[*label][..], i as u64)
+        );
+    }
+}

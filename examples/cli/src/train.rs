@@ -35,6 +35,10 @@ pub(crate) struct TrainBenchArgs {
     /// `.tfrecord`, or WebDataset `.tar` shards (braces allowed); `.rec` and
     /// `.tfrecord` patterns (`shard-*.tfrecord`, `part-{000..099}.rec`) name
     /// many files read as one dataset.
+    /// An image folder (a sub-folder per class), a `.rec` (its `.idx`
+    /// beside it), a `.tfrecord`, any data file of a MindRecord set
+    /// (`.mindrecord`, `.mindrecord0`, ...), or WebDataset `.tar` shards
+    /// (braces allowed).
     data: String,
     /// Decode + augment threads.
     #[arg(long, default_value_t = loader_defaults().workers)]
@@ -136,8 +140,18 @@ pub(crate) fn open(data: &str) -> Result<Arc<dyn Dataset>, String> {
         "tar" => Ok(Arc::new(
             WebDataset::open(data, WebKeys::CONVENTIONAL).map_err(|e| named(&e))?,
         )),
+        // Any data file of a MindRecord set: `x.mindrecord`, `x.mindrecord0`, ...
+        _ if ext
+            .strip_prefix("mindrecord")
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            Ok(Arc::new(
+                tensorprep::train::data::mindrecord::MindRecord::open(path)
+                    .map_err(|e| named(&e))?,
+            ))
+        }
         _ => Err(format!(
-            "{data}: not a folder, .rec, .tfrecord or .tar (WebDataset) file"
+            "{data}: not a folder, .rec, .tfrecord, .mindrecord or .tar (WebDataset) file"
         )),
     }
 }
@@ -248,7 +262,7 @@ pub(crate) enum RecordsCommand {
     },
     /// One line per record: position, id, labels, byte length, sha256.
     Ls {
-        /// A `.rec`, `.tfrecord` or WebDataset `.tar`.
+        /// A `.rec`, `.tfrecord`, `.mindrecord*` or WebDataset `.tar`.
         file: String,
         /// JSON lines instead of text.
         #[arg(long)]

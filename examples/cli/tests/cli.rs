@@ -1579,6 +1579,15 @@ fn train_bench_takes_a_record_file_pattern() {
     }
     let sum = |data: &str| {
         let args = [
+/// A MindRecord written by MindSpore from `records/folder` (one file, the
+/// folder's order) gives the folder's `train-bench` checksum; a 2-file set
+/// is read from either file; `records ls` lists it.
+#[test]
+fn train_bench_and_records_ls_read_mindrecord_sets() {
+    let folder = fixture("records/folder");
+    let one = fixture("mindrecord/folder/folder.mindrecord");
+    let bench = |data: &str, workers: &str| {
+        checksum_of(&run_ok(&[
             "train-bench",
             data,
             "--batch",
@@ -1598,4 +1607,32 @@ fn train_bench_takes_a_record_file_pattern() {
     let o = tensorprep(&["train-bench", &format!("{d}/none-*.tfrecord")]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("no file matches"));
+            "--workers",
+            workers,
+        ]))
+    };
+    let want = bench(folder.as_str(), "1");
+    assert_eq!(bench(one.as_str(), "1"), want);
+    assert_eq!(bench(one.as_str(), "2"), want);
+    let listing = |file: &str| String::from_utf8(run_ok(&["records", "ls", file]).stdout).unwrap();
+    let ls = listing(&one);
+    assert_eq!(ls.lines().count(), 6, "{ls}");
+    assert!(ls.starts_with("0\tid 0\tlabels 0\t"), "{ls}");
+    let set = [
+        fixture("mindrecord/imagenet/imagenet.mindrecord0"),
+        fixture("mindrecord/imagenet/imagenet.mindrecord1"),
+    ];
+    assert_eq!(listing(&set[0]), listing(&set[1]));
+    assert_eq!(listing(&set[1]).lines().count(), 6);
+    // A broken member is an error naming it, not an empty listing.
+    let dir = scratch("mindrecord-ls");
+    let bad = dir.join("bad.mindrecord");
+    std::fs::write(&bad, [1, 0, 0, 0, 0, 0, 0, 0, b'{']).unwrap();
+    let o = tensorprep(&["records", "ls", bad.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        stderr_of(&o).contains("bad.mindrecord"),
+        "{}",
+        stderr_of(&o)
+    );
 }
