@@ -13,6 +13,7 @@ mod geometry;
 mod graph;
 mod input;
 mod loader;
+mod mindrecord;
 mod mix;
 mod names;
 mod plan;
@@ -37,6 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     train::register(m)?;
     builtin::register(m)?;
     loader::register(m)?;
+    m.add_function(wrap_pyfunction!(mindrecord::mindrecord, m)?)?;
     mix::register(m)?;
     m.add_function(wrap_pyfunction!(from_python::from_python, m)?)?;
     m.add_function(wrap_pyfunction!(from_python::sample_content, m)?)?;

@@ -206,6 +206,14 @@ def tfrecord_files(
     paths: Sequence[str], *, image_key: str = "image/encoded", label_key: str = "image/class/label", open_files: int = 64
 ) -> Dataset: ...
 def recordio_files(paths: Sequence[str], *, open_files: int = 64) -> Dataset: ...
+def mindrecord(
+    path: PathLike,
+    image: str = "data",
+    label: Union[str, Sequence[str], None] = "label",
+    *,
+    shape: Optional[Sequence[str]] = None,
+    bgr: bool = False,
+) -> Dataset: ...
 
 class Augment:
     """One step of a training pipeline."""

@@ -82,6 +82,7 @@ from ._native import celeba as _celeba
 from ._native import recordio_files as _recordio_files
 from ._native import tfrecord_files as _tfrecord_files
 from ._native import Graph as _Graph
+from ._native import mindrecord as _mindrecord
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -103,6 +104,7 @@ __all__ = [
     "KMNIST",
     "Loader",
     "MNIST",
+    "MindRecord",
     "MixUp",
     "Mixup",
     "Normalize",
@@ -236,6 +238,24 @@ def CelebA(
     folder (the text files and the images together)."""
     targets = [target_type] if isinstance(target_type, str) else list(target_type)
     return _celeba(os.fspath(root), split, targets, signed=signed, layout=layout)
+
+
+def MindRecord(
+    path: PathLike,
+    image: str = "data",
+    label: Union[str, Sequence[str], None] = "label",
+    *,
+    shape: Optional[Sequence[str]] = None,
+    bgr: bool = False,
+) -> Dataset:
+    """A MindRecord set (MindSpore's ``FileWriter``), opened from any one of
+    its data files, in ``MindDataset(shuffle=False)``'s order. ``image``: a
+    bytes column of encoded files, or pixels: an int array column whose
+    schema shape is ``[h, w]`` or ``[h, w, c]``, or bytes/arrays with their
+    shape in ``shape`` (one int array column, or height, width[, channels]
+    scalar columns); ``bgr``: 3/4-channel pixels are BGR(A). ``label``: the
+    numeric label column(s), ``None`` for none."""
+    return _mindrecord(os.fspath(path), image, label, shape=None if shape is None else list(shape), bgr=bgr)
 
 
 def WebDataset(pattern: str, *, image_keys: Optional[Sequence[str]] = None, label_key: str = "cls") -> Dataset:
