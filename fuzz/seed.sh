@@ -9,6 +9,7 @@ f=tests/fixtures
 c=fuzz/corpus
 mkdir -p "$c/decode" "$c/graph" "$c/import" "$c/onnx" "$c/c_api" "$c/records" "$c/webdataset" "$c/folder" \
     "$c/cifar" "$c/mnist"
+mkdir -p "$c/decode" "$c/graph" "$c/import" "$c/onnx" "$c/c_api" "$c/records" "$c/webdataset" "$c/folder" "$c/mindrecord"
 seed() { # seed TARGET PREFIX-BYTE FILE
     local name
     name="$(basename "$3")"
@@ -59,3 +60,18 @@ for m in "$f"/mnist/*/raw/train-images-idx3-ubyte; do
         > "$c/mnist/$n"
 done
 echo "seeded: $(for t in decode graph import onnx c_api records webdataset folder cifar mnist; do printf '%s %s  ' "$t" "$(ls "$c/$t" | wc -l)"; done)"
+# MindRecord files, their header's set renamed to the one file the target
+# writes (fuzz.mindrecord), a byte before each for each option set.
+for m in "$f"/mindrecord/*/*.mindrecord*; do
+    for opt in 00 01 02; do
+        { printf "\\x$opt"; python3 -c '
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+h["shard_addresses"], h["shard_id"] = ["fuzz.mindrecord"], 0
+t = json.dumps(h).encode()
+sys.stdout.buffer.write(struct.pack("<Q", len(t)) + t + b[8 + len(t):])' "$m"; } > "$c/mindrecord/$(basename "$m").$opt"
+    done
+done
+echo "seeded: $(for t in decode graph import onnx c_api records webdataset folder mindrecord; do printf '%s %s  ' "$t" "$(ls "$c/$t" | wc -l)"; done)"
