@@ -8,8 +8,7 @@ cd "$(dirname "$0")/.."
 f=tests/fixtures
 c=fuzz/corpus
 mkdir -p "$c/decode" "$c/graph" "$c/import" "$c/onnx" "$c/c_api" "$c/records" "$c/webdataset" "$c/folder" \
-    "$c/cifar" "$c/mnist"
-mkdir -p "$c/decode" "$c/graph" "$c/import" "$c/onnx" "$c/c_api" "$c/records" "$c/webdataset" "$c/folder" "$c/mindrecord"
+    "$c/cifar" "$c/mnist" "$c/mindrecord" "$c/celeba"
 seed() { # seed TARGET PREFIX-BYTE FILE
     local name
     name="$(basename "$3")"
@@ -59,7 +58,6 @@ for m in "$f"/mnist/*/raw/train-images-idx3-ubyte; do
     { printf "$(printf '\\x%02x\\x%02x' $((len & 255)) $((len >> 8)))"; cat "$m" "${m%images-idx3-ubyte}labels-idx1-ubyte"; } \
         > "$c/mnist/$n"
 done
-echo "seeded: $(for t in decode graph import onnx c_api records webdataset folder cifar mnist; do printf '%s %s  ' "$t" "$(ls "$c/$t" | wc -l)"; done)"
 # MindRecord files, their header's set renamed to the one file the target
 # writes (fuzz.mindrecord), a byte before each for each option set.
 for m in "$f"/mindrecord/*/*.mindrecord*; do
@@ -74,4 +72,9 @@ t = json.dumps(h).encode()
 sys.stdout.buffer.write(struct.pack("<Q", len(t)) + t + b[8 + len(t):])' "$m"; } > "$c/mindrecord/$(basename "$m").$opt"
     done
 done
-echo "seeded: $(for t in decode graph import onnx c_api records webdataset folder mindrecord; do printf '%s %s  ' "$t" "$(ls "$c/$t" | wc -l)"; done)"
+# CelebA: the split, identity, attribute and box files, each ended by a 0xff byte.
+for t in list_eval_partition.txt identity_CelebA.txt list_attr_celeba.txt list_bbox_celeba.txt; do
+    cat "$f/celeba/root/celeba/$t"
+    printf '\xff'
+done > "$c/celeba/fixture"
+echo "seeded: $(for t in decode graph import onnx c_api records webdataset folder cifar mnist mindrecord celeba; do printf '%s %s  ' "$t" "$(ls "$c/$t" | wc -l)"; done)"

@@ -7,13 +7,13 @@
 
 #![forbid(unsafe_code)]
 
-pub mod cifar;
 pub mod celeba;
+pub mod cifar;
 pub mod combine;
 mod error;
 pub mod folder;
-pub mod mnist;
 pub mod mindrecord;
+pub mod mnist;
 pub mod recordio;
 pub mod shards;
 pub mod tfrecord;
