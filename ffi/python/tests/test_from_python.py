@@ -15,9 +15,6 @@ import pytest
 from conftest import fixture
 
 FOLDER = fixture("records", "folder")
-PIXELS_IN_THE_LOADER = "pixel samples through the loader are engineer P's work (issue 34 section 2); enabled on merge"
-
-
 @pytest.fixture(scope="module")
 def train(tp):
     from tensorprep import train
@@ -177,7 +174,6 @@ def test_encoded_buffers_and_uint8_arrays_of_any_strides(tp, train):
         assert data[0] == (image.tobytes(order="C"), [0.0])
 
 
-@pytest.mark.skip(reason=PIXELS_IN_THE_LOADER)
 def test_arrays_decoded_from_a_folder_give_the_folders_batches(train):
     from PIL import Image
 
