@@ -222,13 +222,13 @@ fn folder(root: &Path, name: &str) -> PathBuf {
 
 /// CIFAR-10, binary version.
 ///
-/// ```no_run
+/// ```
 /// use tensorprep::train::data::cifar::{Cifar10, Split};
 /// use tensorprep::train::data::{Content, Dataset, Sample};
 ///
-/// // `data/` holds `cifar-10-batches-bin/`.
-/// let train = Cifar10::open("data", Split::Train)?;
-/// assert_eq!(train.len(), 50_000);
+/// // The root holds `cifar-10-batches-bin/` (the real one: 50,000 images).
+/// let train = Cifar10::open("../tests/fixtures/cifar", Split::Train)?;
+/// assert_eq!(train.len(), 6);
 /// let mut sample = Sample::default();
 /// train.read(0, &mut sample)?;
 /// assert!(matches!(sample.content, Content::Pixels { width: 32, height: 32, .. }));

@@ -63,14 +63,15 @@ impl Variant {
 
 /// An idx images file and its labels file.
 ///
-/// ```no_run
+/// ```
 /// use tensorprep::train::data::cifar::Split;
 /// use tensorprep::train::data::mnist::{Mnist, Variant};
 /// use tensorprep::train::data::{Content, Dataset, Sample};
 ///
-/// // `data/` holds `FashionMNIST/raw/`, as torchvision downloads it.
-/// let test = Mnist::open("data", Variant::Fashion, Split::Test)?;
-/// assert_eq!(test.len(), 10_000);
+/// // The root holds `FashionMNIST/raw/`, as torchvision downloads it (the
+/// // real test split: 10,000 images).
+/// let test = Mnist::open("../tests/fixtures/mnist", Variant::Fashion, Split::Test)?;
+/// assert_eq!(test.len(), 2);
 /// let mut sample = Sample::default();
 /// test.read(0, &mut sample)?;
 /// assert!(matches!(sample.content, Content::Pixels { width: 28, height: 28, .. }));
