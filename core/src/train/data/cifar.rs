@@ -352,7 +352,9 @@ mod tests {
     #[test]
     fn planes_interleave() {
         let n = 1024;
-        let planes: alloc::vec::Vec<u8> = (0..3 * n).map(|i| (i / n * 100 + i % 7) as u8).collect();
+        let planes: alloc::vec::Vec<u8> = (0..3 * n)
+            .map(|i| (i / n * 100 + i % n % 7) as u8)
+            .collect();
         let mut out = alloc::vec::Vec::new();
         super::planar_to_rgb(&planes, &mut out);
         assert_eq!(out.len(), 3 * n);
