@@ -717,7 +717,11 @@ impl Dataset for MindRecord {
             .map_err(|e| self.bad(row, row.blob, e))?;
         let image = &self.columns[self.image];
         if image.kind == Kind::Bytes {
-            sample.bytes.copy_within(range.clone(), 0);
+            // The image is the whole blob when it is the only blob field:
+            // nothing to move then.
+            if range.start > 0 {
+                sample.bytes.copy_within(range.clone(), 0);
+            }
             sample.bytes.truncate(range.len());
         } else {
             let field = sample.bytes[range].to_vec();
