@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use tensorprep::PixelFormat;
 use tensorprep::pipeline::{Op, Resize};
 use tensorprep::resize::{Filter, Resample};
 use tensorprep::size::SizeRule;
@@ -47,22 +48,26 @@ fn run(epochs: u32, dataset: Arc<dyn Dataset>) -> usize {
     })
 }
 
-/// 40 pixel samples taking turns: an RGB image and a gray one (converted
-/// to RGB on the way), labelled and numbered by index.
+/// 40 pixel samples taking turns: an RGB image and a gray one of the same
+/// size (its red channel; converted to RGB on the way), labelled and
+/// numbered by index. One size for both, so that a worker's scratch grows
+/// once whichever kind it meets first.
 fn pixel_dataset() -> Arc<dyn Dataset> {
-    let images: Vec<(Vec<u8>, Content)> = ["records/folder/dog/dog1.png", "formats/gray8.png"]
-        .iter()
-        .map(|name| {
-            let image = read_png(name);
-            let v = image.view();
-            let content = Content::Pixels {
-                width: v.width(),
-                height: v.height(),
-                format: v.format(),
-            };
-            (image.as_bytes().to_vec(), content)
-        })
-        .collect();
+    let image = read_png("records/folder/dog/dog1.png");
+    let v = image.view();
+    let (width, height) = (v.width(), v.height());
+    assert_eq!(v.format(), PixelFormat::Rgb8);
+    let rgb = image.as_bytes().to_vec();
+    let gray: Vec<u8> = rgb.iter().step_by(3).copied().collect();
+    let content = |format| Content::Pixels {
+        width,
+        height,
+        format,
+    };
+    let images = [
+        (rgb, content(PixelFormat::Rgb8)),
+        (gray, content(PixelFormat::Gray8)),
+    ];
     Arc::new((40, move |i: usize, s: &mut Sample| {
         let (bytes, content) = &images[i % 2];
         s.bytes.clear();
