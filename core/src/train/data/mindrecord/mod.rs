@@ -796,3 +796,7 @@ impl MindRecord {
         }
     }
 }
+//! MindRecord, MindSpore's record format.
+
+#[cfg(feature = "mindrecord-write")]
+pub mod write;
