@@ -201,9 +201,10 @@ fn a_packed_folder_has_mindspores_header_and_an_index_of_every_image() {
     let path = dir.join("data.mindrecord");
     let options = WriteOptions::default().shards(4);
     let written = pack_folder(&root, &folder, &path, &options).unwrap();
+    // The fullest file holds less than MindSpore's smallest page.
     assert_eq!(
         (written.header_size, written.page_size),
-        (16 << 10, 4 << 20)
+        (16 << 10, 32 << 10)
     );
     let names: Vec<&str> = written
         .files
@@ -225,7 +226,7 @@ fn a_packed_folder_has_mindspores_header_and_an_index_of_every_image() {
         let len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
         let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + len]).unwrap();
         assert_eq!(header["header_size"], 16 << 10);
-        assert_eq!(header["page_size"], 4 << 20);
+        assert_eq!(header["page_size"], 32 << 10);
         assert_eq!(header["shard_id"], shard);
         assert_eq!(header["version"], "3.0");
         assert_eq!(header["shard_addresses"], serde_json::json!(names));
@@ -272,7 +273,7 @@ fn a_packed_folder_has_mindspores_header_and_an_index_of_every_image() {
             .collect();
         assert_eq!(index.len(), rows);
         let at =
-            |page: i64, offset: i64| (16usize << 10) + page as usize * (4 << 20) + offset as usize;
+            |page: i64, offset: i64| (16usize << 10) + page as usize * (32 << 10) + offset as usize;
         for (k, (places, name, label)) in index.into_iter().enumerate() {
             let [
                 row_id,
@@ -372,6 +373,21 @@ fn pages_hold_the_largest_sample() {
     // (8-byte lengths, then 28 and 26 bytes).
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(bytes.len() as u64, (16 << 10) + (8 << 20) + 8 + 28 + 8 + 26);
+    // Many small samples: 4 MiB pages.
+    let rows: Vec<Row> = (0..5)
+        .map(|i| Row::new(format!("{i}.jpg"), 0, 1 << 20))
+        .collect();
+    let written = write(
+        &dir.join("f.mindrecord"),
+        &rows,
+        &WriteOptions::default(),
+        |_, b| {
+            b.resize(1 << 20, 1);
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(written.page_size, 4 << 20);
     // Bad explicit sizes and shard counts are refused.
     for options in [
         WriteOptions::default().page_size(1000),

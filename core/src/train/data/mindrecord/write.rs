@@ -31,10 +31,14 @@
 //! larger than a page). Unless chosen, the page size is 4 MiB, or the
 //! smallest power of two that holds the largest sample when that is larger
 //! (up to MindSpore's largest page, 256 MiB: a larger sample is refused,
-//! naming it); the header is MindSpore's smallest (16 KiB), or the smallest
-//! power of two that holds it (up to 128 MiB). MindSpore's own defaults
-//! (16 MiB header, 32 MiB pages) would make a small dataset's files mostly
-//! padding; at 4 MiB a page wastes less than one sample's bytes at its end.
+//! naming it), or, for a set whose fullest data file holds less, the
+//! smallest power of two that holds all of it (at least MindSpore's smallest
+//! page, 32 KiB). The header is MindSpore's smallest (16 KiB), or the
+//! smallest power of two that holds it (up to 128 MiB). MindSpore's own
+//! defaults (16 MiB header, 32 MiB pages) would make a small dataset's files
+//! mostly padding (every blob page is padded to its full size, since the raw
+//! pages follow); at 4 MiB a page wastes less than one sample's bytes at its
+//! end, and the header takes some 200 bytes per page.
 //!
 //! Every file is written under a temporary name beside its target and
 //! renamed into place once all of them are complete: an error leaves no
@@ -299,10 +303,7 @@ pub fn write(
             if std::fs::symlink_metadata(&target).is_ok() {
                 return Err(DataError::io(
                     &target,
-                    io::Error::new(
-                        io::ErrorKind::AlreadyExists,
-                        "exists: not replaced (overwrite replaces it)",
-                    ),
+                    io::Error::new(io::ErrorKind::AlreadyExists, "exists: not replaced"),
                 ));
             }
         }
@@ -437,6 +438,27 @@ impl Layout {
                 rows[i].file_name
             ))
         };
+        let shards = options.shards;
+        let (each, extra) = (rows.len() / shards, rows.len() % shards);
+        let runs: Vec<Range<usize>> = (0..shards)
+            .scan(0, |start, id| {
+                let run = *start..*start + each + usize::from(id < extra);
+                *start = run.end;
+                Some(run)
+            })
+            .collect();
+        // The most data bytes a data file holds: a smaller set needs no
+        // larger page than that.
+        let fullest = runs
+            .iter()
+            .map(|run| {
+                rows[run.clone()]
+                    .iter()
+                    .map(|r| r.len.saturating_add(LEN_BYTES))
+                    .fold(0u64, u64::saturating_add)
+            })
+            .max()
+            .unwrap_or(0);
         let page_size = match options.page_size {
             Some(p) => {
                 if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&p) || p % 4 != 0 {
@@ -453,19 +475,18 @@ impl Layout {
                 Some((need, i)) if need > MAX_PAGE_SIZE => {
                     return Err(too_large(need, i, MAX_PAGE_SIZE));
                 }
-                Some((need, _)) => need.next_power_of_two().max(DEFAULT_PAGE_SIZE),
-                None => DEFAULT_PAGE_SIZE,
+                Some((need, _)) => need
+                    .next_power_of_two()
+                    .max(fullest.next_power_of_two().min(DEFAULT_PAGE_SIZE))
+                    .max(MIN_PAGE_SIZE),
+                None => MIN_PAGE_SIZE,
             },
         };
-        let shards = options.shards;
-        let (each, extra) = (rows.len() / shards, rows.len() % shards);
-        let mut start = 0;
-        let mut layouts = Vec::with_capacity(shards);
-        for id in 0..shards {
-            let end = start + each + usize::from(id < extra);
-            layouts.push(ShardLayout::cut(id, start..end, rows, &raw_lens, page_size));
-            start = end;
-        }
+        let layouts = runs
+            .into_iter()
+            .enumerate()
+            .map(|(id, run)| ShardLayout::cut(id, run, rows, &raw_lens, page_size))
+            .collect();
         let mut layout = Layout {
             header_size: options.header_size.unwrap_or(MIN_HEADER_SIZE),
             page_size,
