@@ -10,13 +10,14 @@ use std::time::Instant;
 use clap::{Args, Subcommand};
 use tensorprep::Fnv1a64;
 use tensorprep::train::data::folder::FolderDataset;
+use tensorprep::train::data::mindrecord::write as mindrecord_write;
 use tensorprep::train::data::recordio::{RecordIoDataset, RecordIoWriter, pack_image};
 use tensorprep::train::data::shards;
 use tensorprep::train::data::tfrecord::{
     Feature, Keys, TfRecordDataset, TfRecordWriter, encode_example,
 };
 use tensorprep::train::data::webdataset::{WebDataset, WebKeys};
-use tensorprep::train::data::{Dataset, Sample};
+use tensorprep::train::data::{DataError, Dataset, Sample};
 use tensorprep::train::{Budget, Loader, LoaderConfig, TrainPipeline, autotune};
 
 use crate::atomic::{self, ReadOnly};
@@ -249,16 +250,23 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
 #[derive(Subcommand)]
 pub(crate) enum RecordsCommand {
     /// Pack an image folder (a sub-folder per class) into a `.rec` (with its
-    /// `.idx` and `.lst`, as im2rec writes them) or a `.tfrecord`.
+    /// `.idx` and `.lst`, as im2rec writes them), a `.tfrecord`, or a
+    /// `.mindrecord` (with its `.db`, MindSpore's `{file_name, label, data}`
+    /// schema, read by `MindDataset`).
     Pack {
         /// The image folder.
         dir: PathBuf,
-        /// The file to write: `.rec` or `.tfrecord`.
+        /// The file to write: `.rec`, `.tfrecord` or `.mindrecord`.
         #[arg(short, long)]
         out: PathBuf,
-        /// Replace read-only outputs.
+        /// Replace read-only outputs; with `.mindrecord`, replace existing
+        /// ones (refused otherwise, as MindSpore refuses them).
         #[arg(long)]
         force: bool,
+        /// `.mindrecord` only: write N data files, `OUT0` ... `OUT<N-1>`
+        /// (each with its `.db`), the folder's images split in order.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
+        shards: Option<u16>,
     },
     /// One line per record: position, id, labels, byte length, sha256.
     Ls {
@@ -272,14 +280,27 @@ pub(crate) enum RecordsCommand {
 
 pub(crate) fn records(command: &RecordsCommand) -> Result<ExitCode, String> {
     match command {
-        RecordsCommand::Pack { dir, out, force } => pack(dir, out, ReadOnly::forced(*force)),
+        RecordsCommand::Pack {
+            dir,
+            out,
+            force,
+            shards,
+        } => pack(dir, out, *force, *shards),
         RecordsCommand::Ls { file, json } => ls(file, *json),
     }
 }
 
-fn pack(dir: &Path, out: &Path, read_only: ReadOnly) -> Result<ExitCode, String> {
+fn pack(dir: &Path, out: &Path, force: bool, shards: Option<u16>) -> Result<ExitCode, String> {
     let folder = FolderDataset::open(dir).map_err(|e| e.to_string())?;
     let ext = out.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let read_only = ReadOnly::forced(force);
+    let mut wrote = out.display().to_string();
+    if shards.is_some() && ext != "mindrecord" {
+        return Err(format!(
+            "{}: --shards is for .mindrecord outputs",
+            out.display()
+        ));
+    }
     let mut sample = Sample::default();
     let mut record = Vec::new();
     match ext {
@@ -317,11 +338,37 @@ fn pack(dir: &Path, out: &Path, read_only: ReadOnly) -> Result<ExitCode, String>
                 Ok(())
             })?;
         }
-        _ => return Err(format!("{}: write a .rec or a .tfrecord", out.display())),
+        "mindrecord" => {
+            let options = mindrecord_write::WriteOptions::default()
+                .shards(shards.map_or(1, usize::from))
+                .overwrite(force);
+            let written =
+                mindrecord_write::pack_folder(dir, &folder, out, &options).map_err(|e| {
+                    let exists = matches!(&e, DataError::Io { error, .. }
+                        if error.kind() == std::io::ErrorKind::AlreadyExists);
+                    let hint = if exists { " (--force replaces it)" } else { "" };
+                    format!("{}{hint}", tensorprep::error::report(&e))
+                })?;
+            wrote = match written.files.as_slice() {
+                [first, .., last] => {
+                    format!(
+                        "{} ... {}, each with its .db",
+                        first.display(),
+                        last.display()
+                    )
+                }
+                _ => format!("{} and its .db", out.display()),
+            };
+        }
+        _ => {
+            return Err(format!(
+                "{}: write a .rec, a .tfrecord or a .mindrecord",
+                out.display()
+            ));
+        }
     }
     eprintln!(
-        "wrote {} ({} images, {} classes)",
-        out.display(),
+        "wrote {wrote} ({} images, {} classes)",
         folder.len(),
         folder.classes().len()
     );

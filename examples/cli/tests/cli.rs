@@ -1570,6 +1570,29 @@ fn train_bench_takes_a_record_file_pattern() {
     for out in ["f.rec", "f.tfrecord"] {
         let path = dir.join(out);
         run_ok(&[
+/// The names of a directory's entries, sorted.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `records pack DIR -o X.mindrecord [--shards N]` writes MindSpore's file
+/// names and nothing else, the same files the library's writer writes
+/// (which `tests/mindrecord_write.rs` compares with MindSpore's own), holding
+/// every image's bytes; existing files are refused, naming `--force`, and
+/// left as they were; `--shards` is for `.mindrecord` only, 1 to 1000.
+#[test]
+fn records_pack_writes_mindrecord_sets() {
+    use tensorprep::train::data::folder::FolderDataset;
+    use tensorprep::train::data::mindrecord::write::{WriteOptions, pack_folder};
+    let folder = fixture("records/folder");
+    let dir = scratch("pack-mindrecord");
+    let pack = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
             "records",
             "pack",
             folder.as_str(),
@@ -1608,6 +1631,113 @@ fn train_bench_and_records_ls_read_mindrecord_sets() {
     let folder = fixture("records/folder");
     let one = fixture("mindrecord/folder/folder.mindrecord");
     let bench = |data: &str, workers: &str| {
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        tensorprep(&args)
+    };
+    let one = dir.join("one.mindrecord");
+    let three = dir.join("three.mindrecord");
+    for (out, extra) in [(&one, &[][..]), (&three, &["--shards", "3"][..])] {
+        let o = pack(out, extra);
+        assert!(o.status.success(), "{}", stderr_of(&o));
+    }
+    assert_eq!(
+        entries(&dir),
+        [
+            "one.mindrecord",
+            "one.mindrecord.db",
+            "three.mindrecord0",
+            "three.mindrecord0.db",
+            "three.mindrecord1",
+            "three.mindrecord1.db",
+            "three.mindrecord2",
+            "three.mindrecord2.db",
+        ]
+    );
+    // The library's writer, on the same folder, writes the same bytes.
+    let library = scratch("pack-mindrecord-library");
+    let root = Path::new(&folder);
+    let images = FolderDataset::open(root).unwrap();
+    for (name, shards) in [("one.mindrecord", 1), ("three.mindrecord", 3)] {
+        let options = WriteOptions::default().shards(shards);
+        let written = pack_folder(root, &images, &library.join(name), &options).unwrap();
+        for file in written.files {
+            let ours = std::fs::read(dir.join(file.file_name().unwrap())).unwrap();
+            assert!(ours == std::fs::read(&file).unwrap(), "{}", file.display());
+        }
+    }
+    // Every image's bytes are in the one file, and in one of the three.
+    let data = |names: &[&str]| -> Vec<Vec<u8>> {
+        names
+            .iter()
+            .map(|n| std::fs::read(dir.join(n)).unwrap())
+            .collect()
+    };
+    let (single, shards) = (
+        data(&["one.mindrecord"]),
+        data(&[
+            "three.mindrecord0",
+            "three.mindrecord1",
+            "three.mindrecord2",
+        ]),
+    );
+    for (path, _) in images.files() {
+        let image = std::fs::read(path).unwrap();
+        let holds = |file: &Vec<u8>| file.windows(image.len()).any(|w| w == image);
+        assert!(holds(&single[0]), "{}", path.display());
+        assert_eq!(
+            shards.iter().filter(|f| holds(f)).count(),
+            1,
+            "{}",
+            path.display()
+        );
+    }
+    // Existing files: refused, naming --force, and left as they were.
+    let before = std::fs::read(dir.join("three.mindrecord1")).unwrap();
+    let o = pack(&three, &["--shards", "3"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr_of(&o).contains("three.mindrecord0") && stderr_of(&o).contains("--force"),
+        "{}",
+        stderr_of(&o)
+    );
+    assert_eq!(
+        std::fs::read(dir.join("three.mindrecord1")).unwrap(),
+        before
+    );
+    let o = pack(&three, &["--shards", "3", "--force"]);
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    assert_eq!(
+        std::fs::read(dir.join("three.mindrecord1")).unwrap(),
+        before
+    );
+    assert_eq!(
+        entries(&dir).len(),
+        8,
+        "no temporary left: {:?}",
+        entries(&dir)
+    );
+    // --shards: .mindrecord only, 1 to 1000.
+    let o = pack(&dir.join("x.rec"), &["--shards", "2"]);
+    assert!(!o.status.success());
+    assert!(stderr_of(&o).contains(".mindrecord"), "{}", stderr_of(&o));
+    for bad in ["0", "1001"] {
+        let o = pack(&dir.join("x.mindrecord"), &["--shards", bad]);
+        assert!(!o.status.success(), "--shards {bad} accepted");
+    }
+    assert_eq!(entries(&dir).len(), 8, "nothing more written");
+}
+
+/// What the issue asks of `records pack -o X.mindrecord`: `train-bench` on
+/// the set (1 and 3 data files) gives the folder's checksum. Enabled once the
+/// MindRecord reader is merged (the CLI's `open` takes `.mindrecord*` files).
+#[test]
+#[ignore = "needs the MindRecord reader (engineer M)"]
+fn train_bench_on_a_packed_mindrecord_gives_the_folders_checksum() {
+    let folder = fixture("records/folder");
+    let dir = scratch("train-bench-mindrecord");
+    let bench = |data: &str| {
         checksum_of(&run_ok(&[
             "train-bench",
             data,
@@ -1646,4 +1776,27 @@ fn train_bench_and_records_ls_read_mindrecord_sets() {
         "{}",
         stderr_of(&o)
     );
+        ]))
+    };
+    let expected = bench(folder.as_str());
+    for (name, shards) in [("one.mindrecord", "1"), ("three.mindrecord", "3")] {
+        let out = dir.join(name);
+        run_ok(&[
+            "records",
+            "pack",
+            folder.as_str(),
+            "-o",
+            out.to_str().unwrap(),
+            "--shards",
+            shards,
+        ]);
+        let first = if shards == "1" {
+            out
+        } else {
+            dir.join(format!("{name}0"))
+        };
+        assert_eq!(bench(first.to_str().unwrap()), expected, "{name}");
+        let listing = run_ok(&["records", "ls", first.to_str().unwrap()]);
+        assert_eq!(String::from_utf8_lossy(&listing.stdout).lines().count(), 6);
+    }
 }
