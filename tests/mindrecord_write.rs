@@ -431,3 +431,27 @@ fn a_failed_read_leaves_nothing() {
     assert!(err.to_string().contains("b.jpg: unreadable"), "{err}");
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
 }
+
+/// A target that cannot be replaced (a directory where an index file goes)
+/// is an error naming it, and no temporary file is left behind.
+#[test]
+fn a_failed_rename_leaves_no_temporary() {
+    let dir = scratch("rename");
+    let path = dir.join("d.mindrecord");
+    // The first index file: the second of four renames.
+    std::fs::create_dir(dir.join("d.mindrecord0.db")).unwrap();
+    let rows = [Row::new("a.jpg", 0, 4), Row::new("b.jpg", 1, 4)];
+    let options = WriteOptions::default().shards(2).overwrite(true);
+    let err = write(&path, &rows, &options, |_, b| {
+        b.extend_from_slice(b"abcd");
+        Ok(())
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("d.mindrecord0.db"), "{err}");
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains("tensorprep-tmp"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
+}

@@ -370,12 +370,17 @@ impl From<io::Error> for FillError {
 struct Temporaries(Vec<(PathBuf, PathBuf)>);
 
 impl Temporaries {
+    /// Renames every temporary file over its target, in order; on a failure
+    /// the ones not yet renamed are removed.
     fn rename_all(mut self) -> Result<(), DataError> {
-        for (tmp, target) in core::mem::take(&mut self.0) {
-            let file = File::open(&tmp).map_err(|e| DataError::io(&tmp, e))?;
-            if let Err(e) = files::replace_with(&tmp, &file, &target) {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(DataError::io(&target, e));
+        let pending = core::mem::take(&mut self.0);
+        for (k, (tmp, target)) in pending.iter().enumerate() {
+            let renamed = File::open(tmp).and_then(|file| files::replace_with(tmp, &file, target));
+            if let Err(e) = renamed {
+                for (tmp, _) in &pending[k..] {
+                    let _ = std::fs::remove_file(tmp);
+                }
+                return Err(DataError::io(target, e));
             }
         }
         Ok(())
