@@ -44,7 +44,7 @@
 //! renamed into place once all of them are complete: an error leaves no
 //! partial file and the old files as they were. Existing files are refused,
 //! as MindSpore's `FileWriter` refuses them, unless
-//! [`WriteOptions::overwrite`].
+//! [`WriteOptions::overwrite()`].
 //!
 //! ```
 //! use tensorprep::train::data::mindrecord::write::{Row, WriteOptions, write};
@@ -180,7 +180,7 @@ impl WriteOptions {
     }
 }
 
-/// What [`write`] wrote.
+/// What [`write()`] wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Written {
