@@ -455,3 +455,35 @@ fn a_failed_rename_leaves_no_temporary() {
         .collect();
     assert_eq!(left, Vec::<String>::new());
 }
+
+/// The header grows (in powers of two) to hold a long page table, and the
+/// pages start after it; a chosen header too small for it is refused.
+#[test]
+fn the_header_grows_to_hold_its_page_table() {
+    let dir = scratch("header");
+    // 200 samples of 30,000 bytes in 32 KiB pages: 200 blob pages.
+    let rows: Vec<Row> = (0..200)
+        .map(|i| Row::new(format!("{i}.jpg"), i, 30_000))
+        .collect();
+    let data = |i: usize, b: &mut Vec<u8>| {
+        b.resize(30_000, i as u8);
+        Ok(())
+    };
+    let path = dir.join("d.mindrecord");
+    let options = WriteOptions::default().page_size(32 << 10);
+    let written = write(&path, &rows, &options, data).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    assert!(8 + len > 32 << 10 && 8 + len <= 64 << 10, "{len}");
+    assert_eq!(written.header_size, 64 << 10);
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + len]).unwrap();
+    assert_eq!(header["header_size"], 64 << 10);
+    assert_eq!(header["page"].as_array().unwrap().len(), 201);
+    // Sample 199 is alone on blob page 199.
+    let at = (64 << 10) + 199 * (32 << 10);
+    assert_eq!(&bytes[at..at + 8], &30_000u64.to_le_bytes());
+    assert!(bytes[at + 8..at + 8 + 30_000].iter().all(|&b| b == 199));
+    let too_small = options.header_size(32 << 10).overwrite(true);
+    let err = write(&path, &rows, &too_small, data).unwrap_err();
+    assert!(err.to_string().contains("header"), "{err}");
+}
