@@ -1570,29 +1570,6 @@ fn train_bench_takes_a_record_file_pattern() {
     for out in ["f.rec", "f.tfrecord"] {
         let path = dir.join(out);
         run_ok(&[
-/// The names of a directory's entries, sorted.
-fn entries(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    names.sort();
-    names
-}
-
-/// `records pack DIR -o X.mindrecord [--shards N]` writes MindSpore's file
-/// names and nothing else, the same files the library's writer writes
-/// (which `tests/mindrecord_write.rs` compares with MindSpore's own), holding
-/// every image's bytes; existing files are refused, naming `--force`, and
-/// left as they were; `--shards` is for `.mindrecord` only, 1 to 1000.
-#[test]
-fn records_pack_writes_mindrecord_sets() {
-    use tensorprep::train::data::folder::FolderDataset;
-    use tensorprep::train::data::mindrecord::write::{WriteOptions, pack_folder};
-    let folder = fixture("records/folder");
-    let dir = scratch("pack-mindrecord");
-    let pack = |out: &Path, extra: &[&str]| {
-        let mut args = vec![
             "records",
             "pack",
             folder.as_str(),
@@ -1631,6 +1608,73 @@ fn train_bench_and_records_ls_read_mindrecord_sets() {
     let folder = fixture("records/folder");
     let one = fixture("mindrecord/folder/folder.mindrecord");
     let bench = |data: &str, workers: &str| {
+        checksum_of(&run_ok(&[
+            "train-bench",
+            data,
+            "--batch",
+            "4",
+            "--seed",
+            "9",
+            "--checksum",
+            "--decoder",
+            "zune-jpeg",
+            "--workers",
+            workers,
+        ]))
+    };
+    let want = bench(folder.as_str(), "1");
+    assert_eq!(bench(one.as_str(), "1"), want);
+    assert_eq!(bench(one.as_str(), "2"), want);
+    let listing = |file: &str| String::from_utf8(run_ok(&["records", "ls", file]).stdout).unwrap();
+    let ls = listing(&one);
+    assert_eq!(ls.lines().count(), 6, "{ls}");
+    assert!(ls.starts_with("0\tid 0\tlabels 0\t"), "{ls}");
+    let set = [
+        fixture("mindrecord/imagenet/imagenet.mindrecord0"),
+        fixture("mindrecord/imagenet/imagenet.mindrecord1"),
+    ];
+    assert_eq!(listing(&set[0]), listing(&set[1]));
+    assert_eq!(listing(&set[1]).lines().count(), 6);
+    // A broken member is an error naming it, not an empty listing.
+    let dir = scratch("mindrecord-ls");
+    let bad = dir.join("bad.mindrecord");
+    std::fs::write(&bad, [1, 0, 0, 0, 0, 0, 0, 0, b'{']).unwrap();
+    let o = tensorprep(&["records", "ls", bad.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        stderr_of(&o).contains("bad.mindrecord"),
+        "{}",
+        stderr_of(&o)
+    );
+}
+
+/// The names of a directory's entries, sorted.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `records pack DIR -o X.mindrecord [--shards N]` writes MindSpore's file
+/// names and nothing else, the same files the library's writer writes
+/// (which `tests/mindrecord_write.rs` compares with MindSpore's own), holding
+/// every image's bytes; existing files are refused, naming `--force`, and
+/// left as they were; `--shards` is for `.mindrecord` only, 1 to 1000.
+#[test]
+fn records_pack_writes_mindrecord_sets() {
+    use tensorprep::train::data::folder::FolderDataset;
+    use tensorprep::train::data::mindrecord::write::{WriteOptions, pack_folder};
+    let folder = fixture("records/folder");
+    let dir = scratch("pack-mindrecord");
+    let pack = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "records",
+            "pack",
+            folder.as_str(),
+            "-o",
             out.to_str().unwrap(),
         ];
         args.extend_from_slice(extra);
@@ -1730,10 +1774,8 @@ fn train_bench_and_records_ls_read_mindrecord_sets() {
 }
 
 /// What the issue asks of `records pack -o X.mindrecord`: `train-bench` on
-/// the set (1 and 3 data files) gives the folder's checksum. Enabled once the
-/// MindRecord reader is merged (the CLI's `open` takes `.mindrecord*` files).
+/// the set (1 and 3 data files) gives the folder's checksum.
 #[test]
-#[ignore = "needs the MindRecord reader (engineer M)"]
 fn train_bench_on_a_packed_mindrecord_gives_the_folders_checksum() {
     let folder = fixture("records/folder");
     let dir = scratch("train-bench-mindrecord");
@@ -1748,34 +1790,6 @@ fn train_bench_on_a_packed_mindrecord_gives_the_folders_checksum() {
             "--checksum",
             "--decoder",
             "zune-jpeg",
-            "--workers",
-            workers,
-        ]))
-    };
-    let want = bench(folder.as_str(), "1");
-    assert_eq!(bench(one.as_str(), "1"), want);
-    assert_eq!(bench(one.as_str(), "2"), want);
-    let listing = |file: &str| String::from_utf8(run_ok(&["records", "ls", file]).stdout).unwrap();
-    let ls = listing(&one);
-    assert_eq!(ls.lines().count(), 6, "{ls}");
-    assert!(ls.starts_with("0\tid 0\tlabels 0\t"), "{ls}");
-    let set = [
-        fixture("mindrecord/imagenet/imagenet.mindrecord0"),
-        fixture("mindrecord/imagenet/imagenet.mindrecord1"),
-    ];
-    assert_eq!(listing(&set[0]), listing(&set[1]));
-    assert_eq!(listing(&set[1]).lines().count(), 6);
-    // A broken member is an error naming it, not an empty listing.
-    let dir = scratch("mindrecord-ls");
-    let bad = dir.join("bad.mindrecord");
-    std::fs::write(&bad, [1, 0, 0, 0, 0, 0, 0, 0, b'{']).unwrap();
-    let o = tensorprep(&["records", "ls", bad.to_str().unwrap()]);
-    assert!(!o.status.success());
-    assert!(
-        stderr_of(&o).contains("bad.mindrecord"),
-        "{}",
-        stderr_of(&o)
-    );
         ]))
     };
     let expected = bench(folder.as_str());

@@ -33,6 +33,8 @@
 
 mod header;
 mod row;
+#[cfg(feature = "mindrecord-write")]
+pub mod write;
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -796,7 +798,3 @@ impl MindRecord {
         }
     }
 }
-//! MindRecord, MindSpore's record format.
-
-#[cfg(feature = "mindrecord-write")]
-pub mod write;
