@@ -234,3 +234,65 @@ fn webdataset_open_reads_only_the_headers() {
     assert!(read < SHARDS as u64 * 16 * 1024, "{read} bytes read");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Reads `order` with `threads` threads (thread `t` takes every
+/// `threads`-th index from `t`), checking each sample; returns the
+/// samples read per second.
+fn read_with_threads(
+    d: &TfRecordDataset,
+    order: &[usize],
+    expected: &[(usize, usize)],
+    threads: usize,
+) -> f64 {
+    let start = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            s.spawn(move || {
+                let mut sample = Sample::default();
+                for &index in order.iter().skip(t).step_by(threads) {
+                    d.read(index, &mut sample).unwrap();
+                    let (file, record) = expected[index];
+                    assert_eq!(sample.bytes, image_of(file, record), "sample {index}");
+                    assert_eq!(sample.labels, [(file * 10 + record) as f32]);
+                }
+            });
+        }
+    });
+    order.len() as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Shuffled reads of the 1,024 shards under a budget of 64 (most reads
+/// open a file) from 1 and from 4 threads: every sample right, the pool
+/// within its budget. Prints the throughput of each and their ratio (run
+/// with `--nocapture`); the ratio depends on the machine, so it is shown,
+/// not asserted.
+#[test]
+fn shuffled_reads_from_threads_share_the_pool() {
+    let dir = make_shards("threads");
+    let tf = expand(&format!("{}/shard-*.tfrecord", dir.display())).unwrap();
+    let d = TfRecordDataset::open_many(&tf, Keys::CONVENTIONAL, BUDGET).unwrap();
+    let expected: Vec<_> = (0..TF_SHARDS)
+        .flat_map(|i| (0..i % 3 + 1).map(move |r| (i, r)))
+        .collect();
+    let n = d.len();
+    // A fixed shuffle (a full-period LCG over the indices), eight epochs.
+    let mut order = Vec::with_capacity(8 * n);
+    let mut x = 1usize;
+    while order.len() < 8 * n {
+        x = (x * 1_103_515_245 + 12_345) % (1 << 31);
+        order.push(x % n);
+    }
+    read_with_threads(&d, &order[..n], &expected, 1); // warm the page cache
+    let one = read_with_threads(&d, &order, &expected, 1);
+    assert!(d.files().open_count() <= BUDGET);
+    let four = read_with_threads(&d, &order, &expected, 4);
+    assert!(d.files().open_count() <= BUDGET);
+    eprintln!(
+        "{} shuffled reads over {TF_SHARDS} shards, budget {BUDGET}: 1 thread {one:.0}/s, \
+         4 threads {four:.0}/s, ratio {:.2} ({} cores)",
+        order.len(),
+        four / one,
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -105,7 +105,7 @@ impl FilePool {
 
     /// The files open now.
     pub fn open_count(&self) -> usize {
-        self.open.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.lock().len()
     }
 
     /// The most files kept open.
@@ -114,20 +114,20 @@ impl FilePool {
     }
 
     /// File `index`, opened if it is not open (closing the least recently
-    /// read past the budget). No allocation once the pool is full.
+    /// read past the budget).
+    ///
+    /// The file is opened and its length checked with the pool unlocked, so
+    /// threads reading different files do not wait on one another's opens;
+    /// if another thread opened the same file meanwhile, its copy is kept
+    /// and this one closed. A file closed for the budget while a reader
+    /// still holds it stays open until that read ends, and each thread
+    /// opening a file holds it before it joins the pool: the descriptors in
+    /// use are at most the budget plus one per reading thread.
     pub fn get(&self, index: u32) -> Result<Arc<File>, DataError> {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(at) = open.iter().position(|(i, _)| *i == index) {
-            let entry = open.remove(at);
-            let file = Arc::clone(&entry.1);
-            open.push(entry);
+        if let Some(file) = self.touch(&mut self.lock(), index) {
             return Ok(file);
         }
         let (path, len) = &self.files[index as usize];
-        if open.len() >= self.budget {
-            // Close first, so the budget holds while the next one opens.
-            open.remove(0);
-        }
         let (file, now) = open_file(path)?;
         if now != *len {
             return Err(DataError::corrupt(
@@ -138,8 +138,30 @@ impl FilePool {
             ));
         }
         let file = Arc::new(file);
+        let mut open = self.lock();
+        if let Some(theirs) = self.touch(&mut open, index) {
+            return Ok(theirs);
+        }
+        // Closed once the lock is released, not while others wait on it.
+        let closed = (open.len() >= self.budget).then(|| open.remove(0));
         open.push((index, Arc::clone(&file)));
+        drop(open);
+        drop(closed);
         Ok(file)
+    }
+
+    /// The open files, locked (a reader that panicked left them whole).
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u32, Arc<File>)>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// File `index` if it is open, marked as the most recently read.
+    fn touch(&self, open: &mut Vec<(u32, Arc<File>)>, index: u32) -> Option<Arc<File>> {
+        let at = open.iter().position(|(i, _)| *i == index)?;
+        let entry = open.remove(at);
+        let file = Arc::clone(&entry.1);
+        open.push(entry);
+        Some(file)
     }
 }
 
