@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 use rusqlite::types::Value;
-use tensorprep::train::data::DataError;
 use tensorprep::train::data::folder::FolderDataset;
+use tensorprep::train::data::mindrecord::MindRecord;
 use tensorprep::train::data::mindrecord::write::{
     Row, WriteOptions, data_files, index_file, pack_folder, write,
 };
+use tensorprep::train::data::{DataError, Dataset, Sample};
 use tensorprep_tests::fixture;
 
 /// The rows `make_fixtures.py` writes (its `rows()`), with their bytes.
@@ -486,4 +487,90 @@ fn the_header_grows_to_hold_its_page_table() {
     let too_small = options.header_size(32 << 10).overwrite(true);
     let err = write(&path, &rows, &too_small, data).unwrap_err();
     assert!(err.to_string().contains("header"), "{err}");
+}
+
+/// Writes a set of `shards` at `path`, one row per shard, row `i`'s label
+/// `base + i`.
+fn write_set(path: &Path, shards: usize, base: i32) -> Result<(), DataError> {
+    let rows: Vec<Row> = (0..shards)
+        .map(|i| Row::new(format!("{i}.jpg"), base + i as i32, 4))
+        .collect();
+    let options = WriteOptions::default().shards(shards).overwrite(true);
+    write(path, &rows, &options, |_, b| {
+        b.extend_from_slice(b"abcd");
+        Ok(())
+    })
+    .map(|_| ())
+}
+
+/// The labels the set at `file` reads as, in order.
+fn labels_of(file: &Path) -> Result<Vec<f32>, DataError> {
+    let d = MindRecord::open(file)?;
+    let mut sample = Sample::default();
+    let mut labels = Vec::new();
+    for i in 0..d.len() {
+        d.read(i, &mut sample)?;
+        labels.extend_from_slice(&sample.labels);
+    }
+    Ok(labels)
+}
+
+/// Replacing a set with `overwrite` when a member cannot be replaced (an
+/// injected failure: a directory where the second index file goes) leaves
+/// no data file a reader takes as a set, never new shards beside old ones.
+#[test]
+fn a_failed_replace_never_leaves_a_mixed_set() {
+    let dir = scratch("mixed");
+    let path = dir.join("d.mindrecord");
+    write_set(&path, 3, 10).unwrap();
+    let files = data_files(&path, 3);
+    assert_eq!(labels_of(&files[0]).unwrap(), [10.0, 11.0, 12.0]);
+    let blocked = index_file(&files[1]);
+    std::fs::remove_file(&blocked).unwrap();
+    std::fs::create_dir(&blocked).unwrap();
+    std::fs::write(blocked.join("keep"), b"x").unwrap();
+    let err = write_set(&path, 3, 20).unwrap_err();
+    assert!(err.to_string().contains("d.mindrecord1.db"), "{err}");
+    for file in &files {
+        if let Ok(labels) = labels_of(file) {
+            panic!("{} reads as a set: {labels:?}", file.display());
+        }
+    }
+    // Once the obstacle is gone, writing again gives the new set whole.
+    std::fs::remove_dir_all(&blocked).unwrap();
+    write_set(&path, 3, 20).unwrap();
+    assert_eq!(labels_of(&files[2]).unwrap(), [20.0, 21.0, 22.0]);
+}
+
+/// A smaller set written over a larger one removes the old set's other
+/// members (which would otherwise read as a set of old and new files).
+#[test]
+fn a_smaller_set_removes_the_old_sets_other_members() {
+    let dir = scratch("shrink");
+    let path = dir.join("d.mindrecord");
+    write_set(&path, 4, 10).unwrap();
+    let old = data_files(&path, 4);
+    write_set(&path, 2, 20).unwrap();
+    for gone in &old[2..] {
+        assert!(
+            !gone.exists() && !index_file(gone).exists(),
+            "{}",
+            gone.display()
+        );
+    }
+    assert_eq!(labels_of(&old[0]).unwrap(), [20.0, 21.0]);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "d.mindrecord0",
+            "d.mindrecord0.db",
+            "d.mindrecord1",
+            "d.mindrecord1.db"
+        ]
+    );
 }

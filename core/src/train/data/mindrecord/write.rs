@@ -41,10 +41,17 @@
 //! end, and the header takes some 200 bytes per page.
 //!
 //! Every file is written under a temporary name beside its target and
-//! renamed into place once all of them are complete: an error leaves no
-//! partial file and the old files as they were. Existing files are refused,
-//! as MindSpore's `FileWriter` refuses them, unless
-//! [`WriteOptions::overwrite()`].
+//! renamed into place once all of them are complete: an error while
+//! writing leaves no partial file and the old files as they were. Existing
+//! files are refused, as MindSpore's `FileWriter` refuses them, unless
+//! [`WriteOptions::overwrite()`]. Replacing a set is not one atomic step
+//! (a set is several files), but a reader never sees old and new files as
+//! one set: every member of the old set (the data files the old headers'
+//! `shard_addresses` name beside `path`, `path` followed by digits, and
+//! their `.db` files) is removed first, then the new index files are
+//! renamed in, then the new data files. A failure part way (or a crash)
+//! leaves a set with a member missing, which readers refuse (each data
+//! file's header names every member), never a mixed one; write it again.
 //!
 //! ```
 //! use tensorprep::train::data::mindrecord::write::{Row, WriteOptions, write};
@@ -308,6 +315,11 @@ pub fn write(
             }
         }
     }
+    let old = if options.overwrite {
+        old_members(path, &targets)
+    } else {
+        Vec::new()
+    };
     let mut done = Temporaries::default();
     let mut bytes = Vec::new();
     let mut scratch = Vec::new();
@@ -328,7 +340,7 @@ pub fn write(
         write_index(&db_tmp, shard, rows, &names[shard.id], &mut scratch)
             .map_err(|e| DataError::io(&db, io::Error::other(e)))?;
     }
-    done.rename_all()?;
+    done.replace(&old)?;
     Ok(Written {
         files: targets,
         header_size: layout.header_size,
@@ -370,21 +382,74 @@ impl From<io::Error> for FillError {
 struct Temporaries(Vec<(PathBuf, PathBuf)>);
 
 impl Temporaries {
-    /// Renames every temporary file over its target, in order; on a failure
-    /// the ones not yet renamed are removed.
-    fn rename_all(mut self) -> Result<(), DataError> {
-        let pending = core::mem::take(&mut self.0);
+    /// Removes the old set's files `old`, then renames the temporary index
+    /// files over their targets, then the data files; on a failure the
+    /// temporary files not yet renamed are removed (by drop).
+    fn replace(mut self, old: &[PathBuf]) -> Result<(), DataError> {
+        for member in old {
+            match std::fs::remove_file(member) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    return Err(DataError::io(member, e));
+                }
+                _ => {}
+            }
+        }
+        let is_index = |target: &Path| target.extension().is_some_and(|e| e == "db");
+        let mut pending = core::mem::take(&mut self.0);
+        pending.sort_by_key(|(_, target)| !is_index(target));
         for (k, (tmp, target)) in pending.iter().enumerate() {
             let renamed = File::open(tmp).and_then(|file| files::replace_with(tmp, &file, target));
             if let Err(e) = renamed {
-                for (tmp, _) in &pending[k..] {
-                    let _ = std::fs::remove_file(tmp);
-                }
+                self.0.extend_from_slice(&pending[k..]);
                 return Err(DataError::io(target, e));
             }
         }
         Ok(())
     }
+}
+
+/// The files of the set a write to `path` replaces, data files first, then
+/// index files: the new set's names and, from each existing one's header,
+/// the members its `shard_addresses` name that lie beside `path` and are
+/// named as a set at `path` is (`path`'s name, or it followed by digits),
+/// each through a symbolic link to the file it points to. A file whose
+/// header cannot be read counts alone.
+fn old_members(path: &Path, targets: &[PathBuf]) -> Vec<PathBuf> {
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let base = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let is_member = |name: &str| {
+        name.strip_prefix(base)
+            .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let mut data: Vec<PathBuf> = Vec::new();
+    let mut add = |p: PathBuf| {
+        let p = files::write_target(&p).unwrap_or(p);
+        if !data.contains(&p) {
+            data.push(p);
+        }
+    };
+    for target in targets {
+        add(target.clone());
+        let Ok((file, len)) = crate::train::data::open_file(target) else {
+            continue;
+        };
+        let Ok(header) = super::header::Header::read(&file, target, len) else {
+            continue;
+        };
+        for address in &header.shard_addresses {
+            let name = Path::new(address).file_name().and_then(|n| n.to_str());
+            if let Some(name) = name.filter(|n| is_member(n)) {
+                add(dir.join(name));
+            }
+        }
+    }
+    let index = data.iter().map(|d| {
+        let db = index_file(d);
+        files::write_target(&db).unwrap_or(db)
+    });
+    let mut all: Vec<PathBuf> = index.collect();
+    all.splice(0..0, data.iter().cloned());
+    all
 }
 
 impl Drop for Temporaries {
