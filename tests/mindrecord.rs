@@ -485,6 +485,39 @@ fn crafted_headers_and_pages_are_refused_before_allocating() {
         },
         "a group past its page",
     );
+    // A group offset of 2^64 - 1: refused when the table is read (it
+    // overflowed a file offset).
+    let e = damaged(
+        &|h| {
+            let r = raw(h);
+            h["page"][r]["row_group_ids"][0]["offset"] = u64::MAX.into()
+        },
+        "a group offset of 2^64 - 1",
+    );
+    assert!(e.to_string().contains("past its"), "{e}");
+    // Hundreds of groups naming the same blob page (each re-reading
+    // its rows): refused at the second, before reserving for the rest.
+    let e = damaged(
+        &|h| {
+            let r = raw(h);
+            let g = h["page"][r]["row_group_ids"][0].clone();
+            h["page"][r]["row_group_ids"] = Json::Array(vec![g; 300]);
+        },
+        "300 groups naming one blob page",
+    );
+    assert!(e.to_string().contains("another group took"), "{e}");
+    // A second group starting elsewhere than where the first ended.
+    let e = damaged(
+        &|h| {
+            let r = raw(h);
+            h["page"][r]["row_group_ids"][0]["offset"] = 8.into()
+        },
+        "a group that does not start where the one before ends",
+    );
+    assert!(
+        e.to_string().contains("where the group before it ends"),
+        "{e}"
+    );
     damaged(
         &|h| h["shard_addresses"] = serde_json::json!([]),
         "no files",

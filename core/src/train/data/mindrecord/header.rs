@@ -333,6 +333,13 @@ fn page(p: &Json, bad: &dyn Fn(String) -> DataError) -> Result<Page, DataError> 
         used: uint(p, "page_size", bad)?,
         groups,
     };
+    if let Some(&(g, offset)) = page.groups.iter().find(|&&(_, o)| o > page.used) {
+        return Err(bad(alloc::format!(
+            "page {} puts row group {g} at offset {offset}, past its {} bytes in use",
+            page.id,
+            page.used
+        )));
+    }
     if page.start_row > page.end_row {
         return Err(bad(alloc::format!(
             "page {} has rows {} to {}",

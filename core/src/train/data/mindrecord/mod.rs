@@ -36,6 +36,7 @@ mod row;
 #[cfg(feature = "mindrecord-write")]
 pub mod write;
 
+use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use std::fs::File;
@@ -511,26 +512,52 @@ fn index_file(
 ) -> Result<(), DataError> {
     let bad = |offset: u64, what: String| DataError::corrupt(FORMAT, path, offset, what);
     let from = rows.len();
+    // Each row group's blob page, found by its id once (an id held twice
+    // is refused: which would it be?).
+    let mut blob_pages = BTreeMap::new();
+    for p in header.pages.iter().filter(|p| !p.raw) {
+        if blob_pages.insert(p.type_id, p).is_some() {
+            return Err(bad(
+                header.page_start(p.id),
+                alloc::format!("row group {} has two blob pages", p.type_id),
+            ));
+        }
+    }
     let mut raw_pages: Vec<&header::Page> = header.pages.iter().filter(|p| p.raw).collect();
     raw_pages.sort_by_key(|p| p.id);
+    // Every row takes at least its 8-byte length in a raw page and in a
+    // blob page, and each blob page is read once: the rows cannot
+    // outnumber the pages' bytes / 16, whatever the page table claims.
+    let page_bytes: u64 = header.pages.iter().map(|p| p.used).sum();
+    let mut total_rows = 0u64;
     for raw_page in raw_pages {
         let start = header.page_start(raw_page.id);
         let mut page = Vec::new();
         append_at(file, path, FORMAT, start, raw_page.used, &mut page)?;
+        // A page's groups follow each other: each starts where the one
+        // before it ended, the first at the page's start.
+        let mut next = 0u64;
         for &(group, offset) in &raw_page.groups {
-            let blob_page = header
-                .pages
-                .iter()
-                .find(|p| !p.raw && p.type_id == group)
-                .ok_or_else(|| {
-                    bad(
-                        start,
-                        alloc::format!(
-                            "raw page {} names row group {group}, which no blob page holds",
-                            raw_page.id
-                        ),
-                    )
-                })?;
+            let blob_page = blob_pages.remove(&group).ok_or_else(|| {
+                bad(
+                    start,
+                    alloc::format!(
+                        "raw page {} names row group {group}, which no blob page holds \
+                         (or which another group took)",
+                        raw_page.id
+                    ),
+                )
+            })?;
+            if offset != next {
+                return Err(bad(
+                    start.saturating_add(offset),
+                    alloc::format!(
+                        "raw page {} puts row group {group} at offset {offset}, not {next} \
+                         where the group before it ends",
+                        raw_page.id
+                    ),
+                ));
+            }
             let blob_start = header.page_start(blob_page.id);
             let count = blob_page.end_row - blob_page.start_row;
             // Each row takes at least its two 8-byte lengths.
@@ -547,6 +574,15 @@ fn index_file(
                     ),
                 ));
             }
+            total_rows += count;
+            if total_rows > page_bytes / 16 {
+                return Err(bad(
+                    blob_start,
+                    alloc::format!(
+                        "the page table claims {total_rows} rows in {page_bytes} bytes of pages"
+                    ),
+                ));
+            }
             rows.try_reserve(count as usize)
                 .map_err(|_| bad(blob_start, "no memory for the rows".into()))?;
             let (mut raw_at, mut blob_at) = (offset, 0u64);
@@ -557,7 +593,7 @@ fn index_file(
                     .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
                     .ok_or_else(|| {
                         bad(
-                            start + raw_at,
+                            start.saturating_add(raw_at),
                             alloc::format!("row {id}'s length runs past raw page {}", raw_page.id),
                         )
                     })?;
@@ -566,7 +602,7 @@ fn index_file(
                     .filter(|&e| e <= raw_page.used)
                     .ok_or_else(|| {
                         bad(
-                            start + raw_at,
+                            start.saturating_add(raw_at),
                             alloc::format!(
                                 "row {id} of {raw_len} bytes runs past raw page {}",
                                 raw_page.id
@@ -608,6 +644,7 @@ fn index_file(
                 raw_at = raw_end;
                 blob_at = blob_end;
             }
+            next = raw_at;
         }
     }
     let mine = &mut rows[from..];
