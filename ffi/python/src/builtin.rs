@@ -11,7 +11,7 @@ use tensorprep::PixelFormat;
 use tensorprep::train::data::cifar::{Cifar10, Cifar100, Cifar100Label, Split};
 use tensorprep::train::data::combine::InMemory;
 use tensorprep::train::data::mnist::{Mnist, Variant};
-use tensorprep::train::data::{Content, Dataset, Sample};
+use tensorprep::train::data::{Content, Dataset, Sample, label};
 
 use crate::errors;
 use crate::train::PyDataset;
@@ -106,7 +106,7 @@ fn py_bool(b: bool) -> &'static str {
 /// Pixel samples in memory: `data` holds `count` images of `height` x
 /// `width` x `channels` uint8 (HWC, rows top to bottom; 1 channel gray, 3
 /// RGB, 4 RGBA), `labels` one sequence of integer labels per image (each
-/// one float32 holds exactly: below 2^24 in magnitude). `what` describes
+/// one float32 holds exactly: every integer up to 2^24 in magnitude). `what` describes
 /// the dataset.
 #[pyfunction]
 #[pyo3(signature = (data, shape, labels, what))]
@@ -151,14 +151,19 @@ pub(crate) fn pixels(
     };
     let mut samples = Vec::with_capacity(count);
     for (i, (image, labels)) in data.chunks_exact(per).zip(labels).enumerate() {
-        if let Some(bad) = labels.iter().find(|l| l.unsigned_abs() >= 1 << 24) {
-            return Err(errors::value(format!(
-                "sample {i}: the label {bad} is not exact in float32"
-            )));
-        }
+        let labels = labels
+            .iter()
+            .map(|&l| {
+                label::int(l).map_err(|e| {
+                    errors::value(format!(
+                        "sample {i}: the label {l} is not exact in float32: {e}"
+                    ))
+                })
+            })
+            .collect::<PyResult<Vec<f32>>>()?;
         samples.push(Sample {
             bytes: image.to_vec(),
-            labels: labels.iter().map(|&l| l as f32).collect(),
+            labels,
             id: i as u64,
             content,
         });

@@ -98,40 +98,28 @@ pub(crate) fn labels_of(label: &Bound<'_, PyAny>) -> Result<Vec<f32>, String> {
 
 /// A number as float32: `Err(())` for what is not a number, `Ok(Err(_))`
 /// for a number float32 cannot stand for (NaN, an infinity, a float past
-/// float32's range, an integer it would round).
+/// float32's range, an integer it would round). The rule is core's
+/// (`data::label`); this only converts the Python value.
 fn number(value: &Bound<'_, PyAny>) -> Result<Result<f32, String>, ()> {
-    let inexact = |int: &dyn std::fmt::Display| {
-        format!(
-            "the integer label {int} is not exact in float32 (labels are float32: integers up to 2^24 are)"
-        )
-    };
     // Integers (Python's, numpy's: whatever has `__index__`), not floats.
     if !value.is_instance_of::<PyFloat>() {
-        match value.extract::<i128>() {
+        match value.extract::<i64>() {
             Ok(int) => {
-                // Exact when its significant bits fit float32's 24.
-                let m = int.unsigned_abs();
-                return Ok(if m >> m.trailing_zeros().min(127) < 1 << 24 {
-                    Ok(int as f32)
-                } else {
-                    Err(inexact(&int))
-                });
+                return Ok(data::label::int(int)
+                    .map_err(|e| format!("the integer label {int} is not exact in float32: {e}")));
             }
-            Err(_) if value.is_instance_of::<PyInt>() => return Ok(Err(inexact(value))),
+            Err(_) if value.is_instance_of::<PyInt>() => {
+                return Ok(Err(format!(
+                    "the integer label {value} is not exact in float32: beyond 64 bits"
+                )));
+            }
             Err(_) => {}
         }
     }
     let Ok(x) = value.extract::<f64>() else {
         return Err(());
     };
-    let l = x as f32;
-    Ok(if !x.is_finite() {
-        Err(format!("the label {x} is not finite"))
-    } else if !l.is_finite() {
-        Err(format!("the label {x} is past float32's range"))
-    } else {
-        Ok(l)
-    })
+    Ok(data::label::f64(x).map_err(|e| format!("the label {x} is refused: {e}")))
 }
 
 #[pymethods]

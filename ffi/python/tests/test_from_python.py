@@ -121,7 +121,7 @@ def test_what_is_not_a_sample_is_an_error_naming_it(tp, train):
         ([jpeg], "a list of 1 where \\(image, label\\)"),
         ((jpeg, 1, 2), "a tuple of 3 where \\(image, label\\)"),
         ((jpeg, "cat"), "a bad label"),
-        ((jpeg, float("nan")), "not finite"),
+        ((jpeg, float("nan")), "not a finite number"),
         ((jpeg, 2**24 + 1), "not exact in float32"),
         (("a string", 0), "an image of type str"),
         ((np.zeros((4, 4, 3), np.float32), 0), "dtype float32 \\(uint8 only\\)"),

@@ -126,15 +126,25 @@ pub(crate) fn fingerprint_of(name: &str, values: impl Iterator<Item = u64>) -> u
 }
 
 /// Labels travel as `f32`: a label read from a file must be finite, and an
-/// integer label one that `f32` holds exactly (up to 2^24, and the larger
-/// ones that happen to be exact), so a class index is never rounded into
-/// another. What is not is refused, naming the sample, never passed on.
-pub(crate) mod label {
+/// integer label one that `f32` holds exactly (every integer up to 2^24,
+/// and the larger ones that happen to be exact), so a class index is never
+/// rounded into another. What is not is refused, naming the sample, never
+/// passed on. The one place this rule lives: every reader (and the Python
+/// package) asks it.
+pub mod label {
     const NOT_FINITE: &str = "a label that is not a finite number (NaN or infinite)";
-    const NOT_EXACT: &str = "an integer label that float32 cannot hold exactly (beyond 2^24)";
+    const NOT_EXACT: &str =
+        "an integer label that float32 cannot hold exactly (every integer up to 2^24 is)";
+    const PAST_RANGE: &str = "a label past float32's range (not a finite number in float32)";
 
     /// A float label, refused unless finite.
-    pub(crate) fn float(x: f32) -> Result<f32, &'static str> {
+    ///
+    /// ```
+    /// use tensorprep::train::data::label;
+    /// assert_eq!(label::float(0.5), Ok(0.5));
+    /// assert!(label::float(f32::NAN).is_err());
+    /// ```
+    pub fn float(x: f32) -> Result<f32, &'static str> {
         if x.is_finite() {
             Ok(x)
         } else {
@@ -143,7 +153,13 @@ pub(crate) mod label {
     }
 
     /// An integer label, refused unless `f32` holds it exactly.
-    pub(crate) fn int(x: i64) -> Result<f32, &'static str> {
+    ///
+    /// ```
+    /// use tensorprep::train::data::label;
+    /// assert_eq!(label::int(1 << 24), Ok(16_777_216.0));
+    /// assert!(label::int((1 << 24) + 1).is_err());
+    /// ```
+    pub fn int(x: i64) -> Result<f32, &'static str> {
         let f = x as f32;
         if f as f64 as i128 == i128::from(x) {
             Ok(f)
@@ -152,21 +168,38 @@ pub(crate) mod label {
         }
     }
 
+    /// A float64 label: finite, within `f32`'s range, and, when it is an
+    /// integer, one `f32` holds exactly (a fraction is rounded to `f32`, as
+    /// every float label is).
+    ///
+    /// ```
+    /// use tensorprep::train::data::label;
+    /// assert_eq!(label::f64(16_777_216.0), Ok(16_777_216.0));
+    /// assert!(label::f64(16_777_217.0).is_err());
+    /// assert_eq!(label::f64(0.1), Ok(0.1f32));
+    /// ```
+    pub fn f64(x: f64) -> Result<f32, &'static str> {
+        if !x.is_finite() {
+            return Err(NOT_FINITE);
+        }
+        let f = x as f32;
+        if !f.is_finite() {
+            return Err(PAST_RANGE);
+        }
+        if x.fract() == 0.0 && f64::from(f) != x {
+            return Err(NOT_EXACT);
+        }
+        Ok(f)
+    }
+
     /// A label written as text (`7`, `-1`, `0.25`): an integer is held
     /// exactly, a number finite after rounding to `f32`.
-    pub(crate) fn text(t: &str) -> Result<f32, &'static str> {
+    pub fn text(t: &str) -> Result<f32, &'static str> {
         let t = t.trim();
         if let Ok(i) = t.parse::<i64>() {
             return int(i);
         }
-        let x: f64 = t.parse().map_err(|_| "a label that is not a number")?;
-        if !x.is_finite() {
-            return Err(NOT_FINITE);
-        }
-        if x.fract() == 0.0 && (x as f32) as f64 != x {
-            return Err(NOT_EXACT);
-        }
-        float(x as f32)
+        f64(t.parse().map_err(|_| "a label that is not a number")?)
     }
 
     #[cfg(test)]
@@ -191,6 +224,19 @@ pub(crate) mod label {
             ] {
                 assert!(super::text(bad).is_err(), "{bad:?}");
             }
+            // float64: 2^24 exact, 2^24 + 1 not (it would round), a
+            // fraction rounds, past f32's range or not finite refused.
+            assert_eq!(super::f64(16_777_216.0), Ok(16_777_216.0));
+            assert_eq!(super::f64(-16_777_216.0), Ok(-16_777_216.0));
+            assert!(super::f64(16_777_217.0).is_err());
+            assert!(super::f64(-16_777_217.0).is_err());
+            assert_eq!(super::f64(2f64.powi(40)), Ok(2f32.powi(40)));
+            assert_eq!(super::f64(0.1), Ok(0.1f32));
+            for bad in [f64::NAN, f64::INFINITY, 1e39, -1e39] {
+                assert!(super::f64(bad).is_err(), "{bad}");
+            }
+            assert!(super::int(-16_777_217).is_err());
+            assert_eq!(super::int(-16_777_216), Ok(-16_777_216.0));
             assert!(super::float(f32::NAN).is_err());
             assert!(super::float(f32::INFINITY).is_err());
         }

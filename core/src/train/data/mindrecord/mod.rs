@@ -701,7 +701,7 @@ impl Dataset for MindRecord {
             match self.value(row, &raw, blob, l)? {
                 Value::Int(i) => sample.labels.push(label::int(i).map_err(bad)?),
                 Value::Float32(x) => sample.labels.push(label::float(x).map_err(bad)?),
-                Value::Float64(x) => sample.labels.push(label::float(x as f32).map_err(bad)?),
+                Value::Float64(x) => sample.labels.push(label::f64(x).map_err(bad)?),
                 Value::Int32s(v, _) => {
                     for x in v {
                         sample.labels.push(label::int(x.into()).map_err(bad)?);
@@ -719,7 +719,7 @@ impl Dataset for MindRecord {
                 }
                 Value::Float64s(v, _) => {
                     for x in v {
-                        sample.labels.push(label::float(x as f32).map_err(bad)?);
+                        sample.labels.push(label::f64(x).map_err(bad)?);
                     }
                 }
                 _ => return Err(bad("not a number")),

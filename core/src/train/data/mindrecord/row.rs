@@ -229,9 +229,23 @@ pub(super) fn scalar_value(column: &Column, v: Scalar<'_>) -> Result<Value, Stri
         // MessagePack writers store a float64 that float32 holds exactly as
         // a float32, and whole numbers as integers.
         (Kind::Float32, Scalar::Float(x)) => Value::Float32(x as f32),
-        (Kind::Float32, Scalar::Int(i)) => Value::Float32(i as f32),
+        // A whole number the float column cannot hold exactly is refused,
+        // not rounded into another.
+        (Kind::Float32, Scalar::Int(i)) => {
+            let x = i as f32;
+            if x as f64 as i128 != i {
+                return Err(wrong());
+            }
+            Value::Float32(x)
+        }
         (Kind::Float64, Scalar::Float(x)) => Value::Float64(x),
-        (Kind::Float64, Scalar::Int(i)) => Value::Float64(i as f64),
+        (Kind::Float64, Scalar::Int(i)) => {
+            let x = i as f64;
+            if x as i128 != i {
+                return Err(wrong());
+            }
+            Value::Float64(x)
+        }
         (Kind::String, Scalar::Str(s)) => Value::String(s.to_string()),
         _ => return Err(wrong()),
     })
@@ -403,6 +417,23 @@ mod tests {
         // A count larger than the bytes is refused before any value.
         assert!(compressed_ints(&[0xff, 0xff, 0xff, 0xff, 0], |_| panic!()).is_err());
         assert!(compressed_ints(&field[..13], |_| {}).is_err());
+    }
+
+    #[test]
+    fn whole_numbers_in_float_columns_are_exact_or_refused() {
+        let col = |kind| Column {
+            name: "label".into(),
+            kind,
+            shape: None,
+            blob: false,
+        };
+        let (f32c, f64c) = (col(Kind::Float32), col(Kind::Float64));
+        let got = |c: &Column, i: i128| scalar_value(c, Scalar::Int(i));
+        assert!(matches!(got(&f32c, 1 << 24), Ok(Value::Float32(x)) if x == 16_777_216.0));
+        // Before: 2^24 + 1 became 2^24, 2^53 + 1 became 2^53.
+        assert!(got(&f32c, (1 << 24) + 1).is_err());
+        assert!(matches!(got(&f64c, 1 << 53), Ok(Value::Float64(x)) if x == 2f64.powi(53)));
+        assert!(got(&f64c, (1 << 53) + 1).is_err());
     }
 
     #[test]
