@@ -361,7 +361,8 @@ impl MindRecord {
     pub fn columns(&self, index: usize) -> Result<Vec<(String, Value)>, DataError> {
         let row = self.row(index)?;
         let mut values: Vec<Option<Value>> = alloc::vec![None; self.columns.len()];
-        let raw = self.read_raw(row)?;
+        let mut raw = Vec::new();
+        self.read_raw(row, &mut raw)?;
         row::scalars(&raw, |key, v| {
             if let Some(i) = self.columns.iter().position(|c| c.name == key && !c.blob) {
                 values[i] = Some(row::scalar_value(&self.columns[i], v)?);
@@ -415,11 +416,10 @@ impl MindRecord {
         )
     }
 
-    fn read_raw(&self, row: &Row) -> Result<Vec<u8>, DataError> {
+    fn read_raw(&self, row: &Row, raw: &mut Vec<u8>) -> Result<(), DataError> {
         let f = &self.files[row.file as usize];
-        let mut raw = Vec::new();
-        append_at(&f.file, &f.path, FORMAT, row.raw, row.raw_len, &mut raw)?;
-        Ok(raw)
+        raw.clear();
+        append_at(&f.file, &f.path, FORMAT, row.raw, row.raw_len, raw)
     }
 
     fn read_blob(&self, row: &Row, out: &mut Vec<u8>) -> Result<(), DataError> {
@@ -681,12 +681,39 @@ impl Dataset for MindRecord {
     }
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
+        // The thread's scratch buffers, reused from sample to sample (fresh
+        // ones should a read on this thread already hold them).
+        SCRATCH.with(|s| match s.try_borrow_mut() {
+            Ok(mut s) => {
+                let (raw, field) = &mut *s;
+                self.read_into(index, sample, raw, field)
+            }
+            Err(_) => self.read_into(index, sample, &mut Vec::new(), &mut Vec::new()),
+        })
+    }
+}
+
+std::thread_local! {
+    /// A row's raw MessagePack map and an int-array image's field, read
+    /// into the same buffers every sample: no allocation per sample.
+    static SCRATCH: core::cell::RefCell<(Vec<u8>, Vec<u8>)> =
+        const { core::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+impl MindRecord {
+    fn read_into(
+        &self,
+        index: usize,
+        sample: &mut Sample,
+        raw: &mut Vec<u8>,
+        field: &mut Vec<u8>,
+    ) -> Result<(), DataError> {
         let row = self.row(index)?;
-        let raw = if self.labels.is_empty() && !matches!(self.shape, Shape::Scalars(_)) {
-            Vec::new()
-        } else {
-            self.read_raw(row)?
-        };
+        raw.clear();
+        if !self.labels.is_empty() || matches!(self.shape, Shape::Scalars(_)) {
+            self.read_raw(row, raw)?;
+        }
+        let raw: &[u8] = raw;
         self.read_blob(row, &mut sample.bytes)?;
         let blob = &sample.bytes;
         sample.labels.clear();
@@ -698,7 +725,7 @@ impl Dataset for MindRecord {
                     alloc::format!("label `{}`: {e}", self.columns[l].name),
                 )
             };
-            match self.value(row, &raw, blob, l)? {
+            match self.value(row, raw, blob, l)? {
                 Value::Int(i) => sample.labels.push(label::int(i).map_err(bad)?),
                 Value::Float32(x) => sample.labels.push(label::float(x).map_err(bad)?),
                 Value::Float64(x) => sample.labels.push(label::f64(x).map_err(bad)?),
@@ -730,7 +757,7 @@ impl Dataset for MindRecord {
             Shape::Encoded => None,
             Shape::Fixed(h, w, c) => Some((u64::from(*h), u64::from(*w), u64::from(*c))),
             Shape::Array(i) => {
-                let v = match self.value(row, &raw, blob, *i)? {
+                let v = match self.value(row, raw, blob, *i)? {
                     Value::Int32s(v, _) => v.into_iter().map(i64::from).collect(),
                     Value::Int64s(v, _) => v,
                     _ => Vec::new(),
@@ -740,7 +767,7 @@ impl Dataset for MindRecord {
             Shape::Scalars(cols) => {
                 let mut v = Vec::new();
                 for &i in cols {
-                    if let Value::Int(x) = self.value(row, &raw, blob, i)? {
+                    if let Value::Int(x) = self.value(row, raw, blob, i)? {
                         v.push(x);
                     }
                 }
@@ -763,7 +790,8 @@ impl Dataset for MindRecord {
             }
             sample.bytes.truncate(range.len());
         } else {
-            let field = sample.bytes[range].to_vec();
+            field.clear();
+            field.extend_from_slice(&sample.bytes[range]);
             sample.bytes.clear();
             let mut err = None;
             let mut put = |x: i64| match u8::try_from(x) {
@@ -774,7 +802,7 @@ impl Dataset for MindRecord {
             };
             // An int array image: the schema has an int array, so int
             // arrays are compressed.
-            row::compressed_ints(&field, &mut put).map_err(|e| self.bad(row, row.blob, e))?;
+            row::compressed_ints(field, &mut put).map_err(|e| self.bad(row, row.blob, e))?;
             if let Some(x) = err {
                 return Err(self.bad(
                     row,
