@@ -449,3 +449,78 @@ fn autotune_takes_pixel_datasets() {
     .unwrap();
     assert!(tuned.config.workers >= 1);
 }
+
+/// A copy of `from`'s files in `to` (created), `edit` applied to each
+/// file's bytes by name.
+fn copy_files(from: &Path, to: &Path, edit: impl Fn(&str, &mut Vec<u8>)) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        let mut bytes = std::fs::read(entry.path()).unwrap();
+        edit(&name, &mut bytes);
+        put(to, &name, &bytes);
+    }
+}
+
+/// A saved state resumes only on its own dataset: files of one layout but
+/// other contents, another variant's folder or another split have other
+/// fingerprints; the same files in another folder the same one.
+#[test]
+fn fingerprints_tell_variants_splits_and_contents_apart() {
+    let dir = scratch("fingerprints");
+    let raw = fixture("mnist").join("MNIST").join("raw");
+    // MNIST's files as Fashion-MNIST's: one layout, one set of bytes.
+    copy_files(&raw, &dir.join("FashionMNIST").join("raw"), |_, _| {});
+    copy_files(
+        &raw,
+        &dir.join("moved").join("MNIST").join("raw"),
+        |_, _| {},
+    );
+    // One pixel of the first train image changed (a header alike).
+    copy_files(
+        &raw,
+        &dir.join("edited").join("MNIST").join("raw"),
+        |name, b| {
+            if name.starts_with("train-images") {
+                b[16 + 100] ^= 0x55;
+            }
+        },
+    );
+    let print =
+        |root: &Path, variant, split| Mnist::open(root, variant, split).unwrap().fingerprint();
+    let mnist = print(&fixture("mnist"), Variant::Mnist, Split::Train);
+    assert_eq!(
+        print(&dir.join("moved"), Variant::Mnist, Split::Train),
+        mnist
+    );
+    let others = [
+        print(&dir, Variant::Fashion, Split::Train),
+        print(&dir.join("edited"), Variant::Mnist, Split::Train),
+        print(&fixture("mnist"), Variant::Mnist, Split::Test),
+        print(&fixture("mnist"), Variant::Fashion, Split::Train),
+        print(&fixture("mnist"), Variant::Kmnist, Split::Train),
+    ];
+    for (i, other) in others.iter().enumerate() {
+        assert_ne!(*other, mnist, "case {i}");
+    }
+
+    let bin = fixture("cifar").join("cifar-10-batches-bin");
+    let cifar = Cifar10::open(fixture("cifar"), Split::Train)
+        .unwrap()
+        .fingerprint();
+    copy_files(&bin, &dir.join("cifar"), |name, b| {
+        if name == "data_batch_1.bin" {
+            b[1] ^= 0x55;
+        }
+    });
+    let edited = Cifar10::open(dir.join("cifar"), Split::Train)
+        .unwrap()
+        .fingerprint();
+    assert_ne!(edited, cifar);
+    let test = Cifar10::open(fixture("cifar"), Split::Test)
+        .unwrap()
+        .fingerprint();
+    assert_ne!(test, cifar);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

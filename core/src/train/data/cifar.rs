@@ -72,6 +72,8 @@ struct Part {
     path: PathBuf,
     file: File,
     records: u64,
+    /// [`super::file_identity`]: its name, length and first bytes.
+    identity: u64,
 }
 
 /// Records of one layout over several files.
@@ -110,10 +112,12 @@ impl Records {
                 ));
             }
             len += size / record;
+            let identity = super::file_identity(&path, &file, size)?;
             parts.push(Part {
                 path,
                 file,
                 records: size / record,
+                identity,
             });
         }
         let len = usize::try_from(len).map_err(|_| DataError::Invalid {
@@ -192,10 +196,11 @@ impl Records {
         }
     }
 
-    /// The records per file, after `name` and `extra`.
+    /// Each file's records and identity (name, length, first bytes: the
+    /// split and the copy), after `name` and `extra`.
     fn fingerprint(&self, name: &str, extra: u64) -> u64 {
-        let records = self.parts.iter().map(|p| p.records);
-        super::fingerprint_of(name, core::iter::once(extra).chain(records))
+        let parts = self.parts.iter().flat_map(|p| [p.records, p.identity]);
+        super::fingerprint_of(name, core::iter::once(extra).chain(parts))
     }
 }
 

@@ -84,6 +84,9 @@ pub struct Mnist {
     len: usize,
     width: u32,
     height: u32,
+    /// The variant and split (when opened by them) and both files'
+    /// [`super::file_identity`]: what the fingerprint tells apart.
+    identity: [u64; 4],
 }
 
 impl Mnist {
@@ -106,10 +109,13 @@ impl Mnist {
             Split::Train => "train",
             Split::Test => "t10k",
         };
-        Mnist::open_files(
+        let mut d = Mnist::open_files(
             dir.join(alloc::format!("{prefix}-images-idx3-ubyte")),
             dir.join(alloc::format!("{prefix}-labels-idx1-ubyte")),
-        )
+        )?;
+        d.identity[0] = 1 + variant as u64;
+        d.identity[1] = 1 + split as u64;
+        Ok(d)
     }
 
     /// Opens an images file and its labels file.
@@ -195,12 +201,19 @@ impl Mnist {
         let len = usize::try_from(count).map_err(|_| DataError::Invalid {
             what: "more images than this machine indexes".into(),
         })?;
+        let identity = [
+            0,
+            0,
+            super::file_identity(images, &image_file, image_size)?,
+            super::file_identity(labels, &label_file, label_size)?,
+        ];
         Ok(Mnist {
             images: (images.to_path_buf(), image_file),
             labels: (labels.to_path_buf(), label_file),
             len,
             width: cols,
             height: rows,
+            identity,
         })
     }
 
@@ -300,7 +313,8 @@ impl Dataset for Mnist {
                 u64::from(self.width),
                 u64::from(self.height),
             ]
-            .into_iter(),
+            .into_iter()
+            .chain(self.identity),
         )
     }
 }
