@@ -134,4 +134,59 @@ fn batches_allocate_nothing_beyond_the_decoder_in_steady_state() {
         "2 more epochs: {} allocations, {decoding} of them the decoder's: {extra} more (40 batches)",
         four - two
     );
+    built_in_datasets_allocate_nothing_per_sample();
+}
+
+/// `data`'s samples in turn, 40 of them (the run's count).
+fn forty(data: impl Dataset + 'static) -> Arc<dyn Dataset> {
+    let n = data.len();
+    Arc::new((40, move |i: usize, s: &mut Sample| data.read(i % n, s)))
+}
+
+/// The built-in datasets read nothing into new memory per sample: CIFAR and
+/// MNIST (pixels) cost each epoch's order only, CelebA (JPEG files) the
+/// decoder's allocations too. Called from the one test (the count is
+/// process-wide).
+fn built_in_datasets_allocate_nothing_per_sample() {
+    use tensorprep::train::data::celeba::{CelebA, CelebAOptions, Split as CelebASplit};
+    use tensorprep::train::data::cifar::{Cifar10, Split};
+    use tensorprep::train::data::mnist::{Mnist, Variant};
+    let fixture = tensorprep_tests::fixture;
+    let pixel_sets = [
+        (
+            "CIFAR-10",
+            forty(Cifar10::open(fixture("cifar"), Split::Train).unwrap()),
+        ),
+        (
+            "MNIST",
+            forty(Mnist::open(fixture("mnist"), Variant::Mnist, Split::Train).unwrap()),
+        ),
+    ];
+    for (name, data) in pixel_sets {
+        let extra = run(4, Arc::clone(&data)) as i64 - run(2, data) as i64;
+        assert!(
+            (0..=6).contains(&extra),
+            "{name}: 2 more epochs, {extra} more allocations (40 batches)"
+        );
+    }
+    let celeba = CelebA::open(
+        fixture("celeba/root"),
+        &CelebAOptions::new(CelebASplit::All),
+    )
+    .unwrap();
+    let files: Vec<Vec<u8>> = (0..40)
+        .map(|i| {
+            let mut s = Sample::default();
+            celeba.read(i % celeba.len(), &mut s).unwrap();
+            s.bytes
+        })
+        .collect();
+    let data = forty(celeba);
+    let extra = run(4, Arc::clone(&data)) as i64 - run(2, data) as i64;
+    let decoding = decoding_allocations(files.iter().chain(&files).map(Vec::as_slice));
+    let extra = extra - decoding as i64;
+    assert!(
+        (0..=6).contains(&extra),
+        "CelebA: 2 more epochs, {extra} more allocations beyond the decoder's {decoding} (40 batches)"
+    );
 }

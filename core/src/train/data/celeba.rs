@@ -272,6 +272,9 @@ impl CelebAOptions {
 pub struct CelebA {
     images: PathBuf,
     names: Vec<String>,
+    /// Each image's path (`images` joined with its name), made once at
+    /// open: reading a sample allocates none.
+    paths: Vec<PathBuf>,
     /// Each image's row in the split file.
     rows: Vec<u32>,
     /// `width` labels per image.
@@ -387,6 +390,7 @@ impl CelebA {
         let mut d = CelebA {
             images,
             names: Vec::new(),
+            paths: Vec::new(),
             rows: Vec::new(),
             labels: Vec::new(),
             width,
@@ -422,6 +426,7 @@ impl CelebA {
             d.names.push(split.names[i].to_string());
             d.rows.push(i as u32);
         }
+        d.paths = d.names.iter().map(|name| d.images.join(name)).collect();
         Ok(d)
     }
 
@@ -653,18 +658,18 @@ impl Dataset for CelebA {
     }
 
     fn describe(&self, index: usize) -> String {
-        match self.names.get(index) {
-            Some(name) => self.images.join(name).display().to_string(),
+        match self.paths.get(index) {
+            Some(path) => path.display().to_string(),
             None => alloc::format!("sample {index}"),
         }
     }
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
-        let name = self.names.get(index).ok_or(DataError::OutOfRange {
+        let path = self.paths.get(index).ok_or(DataError::OutOfRange {
             index,
-            len: self.names.len(),
+            len: self.paths.len(),
         })?;
-        super::folder::read_whole(&self.images.join(name), FORMAT, &mut sample.bytes)?;
+        super::folder::read_whole(path, FORMAT, &mut sample.bytes)?;
         sample.labels.clear();
         sample.labels.extend_from_slice(self.labels(index));
         sample.id = u64::from(self.rows[index]);
