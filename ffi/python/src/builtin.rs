@@ -171,11 +171,52 @@ pub(crate) fn pixels(
     Ok(PyDataset::new(InMemory::new(samples), what))
 }
 
+/// CIFAR's Python version, unpickled by `train.py`: per batch file, its
+/// path, its `data` rows (uint8, 3072 planar bytes per image) and its label
+/// lists (CIFAR-10: `labels`; CIFAR-100: `coarse_labels`, `fine_labels`).
+/// Core's `samples_from_rows` checks and converts them as the binary
+/// version's records; `label` is `None` for CIFAR-10, else CIFAR-100's
+/// choice ("fine", "coarse" or "both").
+#[pyfunction]
+#[pyo3(signature = (batches, label, what))]
+pub(crate) fn cifar_pickled(
+    batches: Vec<(PathBuf, Bound<'_, pyo3::types::PyBytes>, Vec<Vec<i64>>)>,
+    label: Option<&str>,
+    what: String,
+) -> PyResult<PyDataset> {
+    use tensorprep::train::data::cifar::{CIFAR10_CLASSES, CIFAR100_CLASSES, samples_from_rows};
+    let (classes, choice) = match label {
+        None => (CIFAR10_CLASSES, None),
+        Some(l) => (CIFAR100_CLASSES, Some(cifar100_label(l)?)),
+    };
+    let mut samples = Vec::new();
+    for (path, rows, columns) in &batches {
+        let columns: Vec<&[i64]> = columns.iter().map(Vec::as_slice).collect();
+        let first = samples.len() as u64;
+        let mut part = samples_from_rows(path, rows.as_bytes(), &columns, classes, first)
+            .map_err(|e| errors::data(&e))?;
+        if let Some(choice) = choice {
+            for s in &mut part {
+                let [coarse, fine] = [s.labels[0], s.labels[1]];
+                s.labels.clear();
+                match choice {
+                    Cifar100Label::Coarse => s.labels.push(coarse),
+                    Cifar100Label::Both => s.labels.extend([coarse, fine]),
+                    _ => s.labels.push(fine),
+                }
+            }
+        }
+        samples.append(&mut part);
+    }
+    Ok(PyDataset::new(InMemory::new(samples), what))
+}
+
 /// Registers the built-in datasets' functions.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cifar10, m)?)?;
     m.add_function(wrap_pyfunction!(cifar100, m)?)?;
     m.add_function(wrap_pyfunction!(mnist, m)?)?;
     m.add_function(wrap_pyfunction!(pixels, m)?)?;
+    m.add_function(wrap_pyfunction!(cifar_pickled, m)?)?;
     Ok(())
 }

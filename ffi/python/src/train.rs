@@ -306,7 +306,10 @@ impl PyDataset {
         self.dataset().len()
     }
 
-    /// Sample `index`: `(bytes, labels)`.
+    /// Sample `index`: `(image, labels)`. `image` is the encoded file's
+    /// `bytes`, or for a dataset of pixels (CIFAR, MNIST, arrays) a uint8
+    /// numpy array: height x width for gray, height x width x channels
+    /// (in the sample's channel order) otherwise.
     fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyTuple>> {
         let dataset = self.dataset();
         let len = dataset.len() as isize;
@@ -319,10 +322,25 @@ impl PyDataset {
         let mut s = Sample::default();
         data_result(py.detach(|| dataset.read(i as usize, &mut s)))?;
         let labels = PyList::new(py, &s.labels)?;
-        PyTuple::new(
-            py,
-            [PyBytes::new(py, &s.bytes).into_any(), labels.into_any()],
-        )
+        let image = match s.content {
+            data::Content::Pixels {
+                width,
+                height,
+                format,
+            } => {
+                let (h, w) = (height as usize, width as usize);
+                let channels = format.bytes_per_pixel().unwrap_or(1);
+                use numpy::PyArrayMethods as _;
+                let pixels = numpy::PyArray1::from_vec(py, s.bytes);
+                if channels == 1 {
+                    pixels.reshape([h, w])?.into_any()
+                } else {
+                    pixels.reshape([h, w, channels])?.into_any()
+                }
+            }
+            _ => PyBytes::new(py, &s.bytes).into_any(),
+        };
+        PyTuple::new(py, [image, labels.into_any()])
     }
 
     /// The class names, for an `ImageFolder` (`None` otherwise).

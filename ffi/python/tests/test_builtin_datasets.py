@@ -25,7 +25,15 @@ def reference(file, dataset, split):
 
 
 def read_all(data):
-    return [(zlib.crc32(bytes_), labels) for bytes_, labels in (data[i] for i in range(len(data)))]
+    """Every sample's (crc32 of its pixel array, labels); each image is a
+    uint8 array, HxW (gray) or HxWx3."""
+    out = []
+    for i in range(len(data)):
+        image, labels = data[i]
+        assert isinstance(image, np.ndarray) and image.dtype == np.uint8, type(image)
+        assert image.shape in [(32, 32, 3), (28, 28)], image.shape
+        out.append((zlib.crc32(image), labels))
+    return out
 
 
 @pytest.fixture
@@ -111,3 +119,75 @@ def test_mnist_loads_through_an_rgb_pipeline(tp):
     mean, std = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
     unit = images * std[None, :, None, None] + mean[None, :, None, None]
     assert np.allclose(unit[:, 0], unit[:, 1], atol=1e-5) and np.allclose(unit[:, 1], unit[:, 2], atol=1e-5)
+
+
+def test_samples_are_arrays_for_pixels_and_bytes_for_files(tp, tmp_path):
+    from tensorprep import train
+
+    cifar = train.CIFAR10(fixture("cifar"))
+    image, label = cifar[0]
+    assert (image.shape, image.dtype) == ((32, 32, 3), np.uint8)
+    # A pixel dataset's samples go back in through FromPython unchanged.
+    again = train.FromPython(cifar)
+    assert len(again) == len(cifar)
+    for i in range(len(cifar)):
+        a, b = again[i], cifar[i]
+        assert np.array_equal(a[0], b[0]) and a[1] == b[1]
+    gray, _ = train.MNIST(fixture("mnist"))[0]
+    assert (gray.shape, gray.dtype) == ((28, 28), np.uint8)
+    jpeg = open(fixture("sample.jpg"), "rb").read()
+    encoded, _ = train.Samples([(jpeg, 1)])[0]
+    assert isinstance(encoded, bytes) and encoded == jpeg
+
+
+def pickled_cifar(tmp_path, edit):
+    """A copy of the fixture's pickled CIFAR-10 with ``edit`` applied to
+    data_batch_1's unpickled dict."""
+    import pickle
+
+    shutil.copytree(fixture("cifar", "cifar-10-batches-py"), tmp_path / "cifar-10-batches-py")
+    path = tmp_path / "cifar-10-batches-py" / "data_batch_1"
+    with open(path, "rb") as f:
+        entry = pickle.load(f, encoding="latin1")
+    edit(entry)
+    with open(path, "wb") as f:
+        pickle.dump(entry, f)
+    return tmp_path
+
+
+@pytest.mark.parametrize("bad", [10, 255, -1])
+def test_pickled_cifar_labels_outside_the_classes_are_errors(tp, tmp_path, bad):
+    from tensorprep import train
+
+    def edit(entry):
+        entry["labels"][0] = bad
+
+    with pytest.raises(Exception, match=rf"data_batch_1.*record 0: label {bad} of a dataset of 10 classes"):
+        train.CIFAR10(pickled_cifar(tmp_path, edit))
+
+
+def test_pickled_cifar100_coarse_labels_are_checked(tp, tmp_path):
+    from tensorprep import train
+    import pickle
+
+    shutil.copytree(fixture("cifar", "cifar-100-python"), tmp_path / "cifar-100-python")
+    path = tmp_path / "cifar-100-python" / "train"
+    with open(path, "rb") as f:
+        entry = pickle.load(f, encoding="latin1")
+    entry["coarse_labels"][0] = 20
+    with open(path, "wb") as f:
+        pickle.dump(entry, f)
+    # Checked whichever label is asked for.
+    with pytest.raises(Exception, match="record 0: label 20 of a dataset of 20 classes"):
+        train.CIFAR100(tmp_path, label="fine")
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float32, np.uint16])
+def test_pickled_cifar_data_that_is_not_uint8_is_an_error(tp, tmp_path, dtype):
+    from tensorprep import train
+
+    def edit(entry):
+        entry["data"] = entry["data"].astype(dtype) + 300
+
+    with pytest.raises(ValueError, match="data_batch_1: data of type ndarray .*, not uint8"):
+        train.CIFAR10(pickled_cifar(tmp_path, edit))

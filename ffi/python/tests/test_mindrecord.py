@@ -24,7 +24,10 @@ def expected(name):
 
 
 def same_bytes(data, want):
-    """Bytes equal MindDataset's dump: hex, or length and SHA-256 when long."""
+    """Bytes equal MindDataset's dump: hex, or length and SHA-256 when long
+    (a pixel sample's array compared by its bytes, row by row)."""
+    if isinstance(data, np.ndarray):
+        data = data.tobytes()
     if isinstance(want, dict):
         return len(data) == want["len"] and hashlib.sha256(data).hexdigest() == want["sha256"]
     return data.hex() == want

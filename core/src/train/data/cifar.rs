@@ -164,23 +164,23 @@ impl Records {
         let raw = &mut raw[..self.record_len() as usize];
         read_at(&part.file, raw, offset).map_err(|e| DataError::io(&part.path, e))?;
         let (head, planes) = raw.split_at(self.label_bytes);
-        for (k, (&l, &classes)) in head.iter().zip(&self.classes).enumerate() {
-            if l >= classes {
-                return Err(DataError::corrupt(
-                    FORMAT,
-                    &part.path,
-                    offset + k as u64,
-                    alloc::format!("label {l} of a dataset of {classes} classes"),
-                ));
-            }
-            labels[k] = l;
-        }
-        planar_to_rgb(planes, &mut sample.bytes);
-        sample.content = Content::Pixels {
-            width: SIDE,
-            height: SIDE,
-            format: PixelFormat::Rgb8,
-        };
+        let wide = [
+            i64::from(head[0]),
+            head.get(1).copied().map_or(0, i64::from),
+        ];
+        convert(&wide[..self.label_bytes], &self.classes, planes, sample).map_err(|k| {
+            DataError::corrupt(
+                FORMAT,
+                &part.path,
+                offset + k as u64,
+                alloc::format!(
+                    "label {} of a dataset of {} classes",
+                    head[k],
+                    self.classes[k]
+                ),
+            )
+        })?;
+        labels[..head.len()].copy_from_slice(head);
         sample.id = index as u64;
         Ok(())
     }
@@ -202,6 +202,120 @@ impl Records {
         let parts = self.parts.iter().flat_map(|p| [p.records, p.identity]);
         super::fingerprint_of(name, core::iter::once(extra).chain(parts))
     }
+}
+
+/// One record made a sample, the binary version's and the Python
+/// version's alike: its `labels` checked against `classes` (one count per
+/// label; the error is the index of the first label outside its classes)
+/// and its three `planes` interleaved into `sample` as RGB pixels.
+fn convert(
+    labels: &[i64],
+    classes: &[u8],
+    planes: &[u8],
+    sample: &mut Sample,
+) -> Result<(), usize> {
+    if let Some(k) = (0..labels.len()).find(|&k| !(0..i64::from(classes[k])).contains(&labels[k])) {
+        return Err(k);
+    }
+    planar_to_rgb(planes, &mut sample.bytes);
+    sample.content = Content::Pixels {
+        width: SIDE,
+        height: SIDE,
+        format: PixelFormat::Rgb8,
+    };
+    Ok(())
+}
+
+/// The classes of CIFAR-10's label (one column).
+pub const CIFAR10_CLASSES: &[u8] = &[10];
+
+/// The classes of CIFAR-100's labels: coarse, fine.
+pub const CIFAR100_CLASSES: &[u8] = &[20, 100];
+
+/// CIFAR's Python version, unpickled: one batch `file`'s `rows` (its
+/// `data`, 3072 planar bytes per image, as a binary record's pixels) and
+/// its label `columns` (one list per label, one label per image), each
+/// label checked against its column's `classes` and each image made a
+/// sample as a binary record is (the one conversion for both), labelled
+/// with its columns' labels in order and numbered from `first_id`.
+///
+/// A length that is not a whole number of rows, a column of another count
+/// and a label outside its classes are errors naming the file and record.
+///
+/// ```
+/// use tensorprep::train::data::cifar::{CIFAR10_CLASSES, samples_from_rows};
+/// use tensorprep::train::data::Content;
+///
+/// let rows = vec![7u8; 2 * 3072];
+/// let labels = [3i64, 9];
+/// let samples = samples_from_rows("data_batch_1".as_ref(), &rows, &[&labels], CIFAR10_CLASSES, 0)?;
+/// assert_eq!((samples[1].labels.as_slice(), samples[1].id), (&[9.0][..], 1));
+/// assert!(matches!(samples[0].content, Content::Pixels { width: 32, height: 32, .. }));
+/// let bad = [3i64, 10];
+/// assert!(samples_from_rows("data_batch_1".as_ref(), &rows, &[&bad], CIFAR10_CLASSES, 0).is_err());
+/// # Ok::<(), tensorprep::train::data::DataError>(())
+/// ```
+pub fn samples_from_rows(
+    file: &Path,
+    rows: &[u8],
+    columns: &[&[i64]],
+    classes: &[u8],
+    first_id: u64,
+) -> Result<Vec<Sample>, DataError> {
+    let corrupt =
+        |offset: usize, what: String| DataError::corrupt(FORMAT, file, offset as u64, what);
+    if rows.len() % PIXEL_BYTES != 0 {
+        return Err(corrupt(
+            rows.len() - rows.len() % PIXEL_BYTES,
+            alloc::format!(
+                "{} bytes of data: not whole {PIXEL_BYTES}-byte images",
+                rows.len()
+            ),
+        ));
+    }
+    let count = rows.len() / PIXEL_BYTES;
+    if columns.len() != classes.len() {
+        return Err(DataError::Invalid {
+            what: alloc::format!(
+                "{} label columns for {} labels",
+                columns.len(),
+                classes.len()
+            ),
+        });
+    }
+    if let Some(c) = columns.iter().find(|c| c.len() != count) {
+        return Err(corrupt(
+            0,
+            alloc::format!("{count} images and {} labels", c.len()),
+        ));
+    }
+    let mut samples = Vec::new();
+    samples
+        .try_reserve_exact(count)
+        .map_err(|_| corrupt(0, alloc::format!("no memory for {count} samples")))?;
+    let mut labels = Vec::with_capacity(columns.len());
+    for (i, planes) in rows.chunks_exact(PIXEL_BYTES).enumerate() {
+        labels.clear();
+        labels.extend(columns.iter().map(|c| c[i]));
+        let mut sample = Sample {
+            id: first_id + i as u64,
+            ..Sample::default()
+        };
+        convert(&labels, classes, planes, &mut sample).map_err(|k| {
+            corrupt(
+                i * PIXEL_BYTES,
+                alloc::format!(
+                    "record {i}: label {} of a dataset of {} classes",
+                    labels[k],
+                    classes[k]
+                ),
+            )
+        })?;
+        // Below 100: exact in f32.
+        sample.labels = labels.iter().map(|&l| l as f32).collect();
+        samples.push(sample);
+    }
+    Ok(samples)
 }
 
 /// Interleaves three 32 x 32 planes into RGB pixels in `out` (replaced).

@@ -186,7 +186,9 @@ class Dataset:
     def cache(self, budget: int) -> Dataset: ...
     def __add__(self, other: Dataset) -> Dataset: ...
     def __len__(self) -> int: ...
-    def __getitem__(self, index: int) -> Tuple[bytes, list[float]]: ...
+    def __getitem__(self, index: int) -> Tuple[Union[bytes, npt.NDArray[np.uint8]], list[float]]:
+        """``(image, labels)``: the encoded file's bytes, or a pixel sample's uint8
+        array (height x width gray, height x width x channels otherwise)."""
     @property
     def classes(self) -> Optional[list[str]]: ...
     @property
@@ -445,3 +447,7 @@ def mnist(root: PathLike, variant: str = "MNIST", train: bool = True) -> Dataset
     """An idx dataset under ``root/<variant>/raw/`` (MNIST, FashionMNIST or KMNIST)."""
 def pixels(data: bytes, shape: Tuple[int, int, int, int], labels: Sequence[Sequence[int]], what: str) -> Dataset:
     """Pixel samples in memory: ``count x height x width x channels`` uint8 HWC images and their labels."""
+def cifar_pickled(
+    batches: Sequence[Tuple[PathLike, bytes, Sequence[Sequence[int]]]], label: Optional[str], what: str
+) -> Dataset:
+    """CIFAR's unpickled batches (path, uint8 planar rows, label lists), checked and converted in Rust."""

@@ -75,7 +75,7 @@ from ._native import RandomChoice as _RandomChoice
 from ._native import cifar10 as _cifar10
 from ._native import cifar100 as _cifar100
 from ._native import mnist as _mnist
-from ._native import pixels as _pixels
+from ._native import cifar_pickled as _cifar_pickled
 from ._native import from_python as _from_python
 from ._native import preview as _preview
 from ._native import celeba as _celeba
@@ -270,29 +270,27 @@ def Samples(items: Iterable[Tuple[bytes, Union[float, Sequence[float]]]]) -> Dat
     return Dataset.samples(list(items))
 
 
-def _unpickled_cifar(folder: str, names: Sequence[str], label_keys: Sequence[str], what: str) -> Dataset:
+def _unpickled_cifar(folder: str, names: Sequence[str], label_keys: Sequence[str], label: Optional[str], what: str) -> Dataset:
     """CIFAR's Python version (what torchvision downloads): the pickled
-    batches in ``folder``, read as torchvision reads them (``data`` rows of
-    3072 planar bytes made HWC, labels in order) and handed over as pixels.
-    The files are trusted input: unpickling runs what they hold, as
-    torchvision's reader does."""
+    batches in ``folder``, unpickled here and handed to the Rust reader that
+    the binary version uses (its ``data`` rows of 3072 planar uint8 bytes and
+    its ``label_keys`` lists; the classes are checked there). The files are
+    trusted input: unpickling runs what they hold, as torchvision's reader
+    does."""
     import pickle
 
-    images: list[npt.NDArray[np.uint8]] = []
-    labels: list[list[int]] = []
+    batches = []
     for name in names:
-        with open(os.path.join(folder, name), "rb") as f:
+        path = os.path.join(folder, name)
+        with open(path, "rb") as f:
             entry = pickle.load(f, encoding="latin1")
-        data = np.asarray(entry["data"], dtype=np.uint8)
+        data = entry["data"]
+        if not isinstance(data, np.ndarray) or data.dtype != np.uint8:
+            raise ValueError(f"{path}: data of type {type(data).__name__} {getattr(data, 'dtype', '')}, not uint8")
         if data.ndim != 2 or data.shape[1] != 3072:
-            raise ValueError(f"{os.path.join(folder, name)}: data of shape {data.shape}, not (n, 3072)")
-        columns = [entry[k] for k in label_keys]
-        if any(len(c) != len(data) for c in columns):
-            raise ValueError(f"{os.path.join(folder, name)}: {len(data)} images and labels of another count")
-        images.append(data)
-        labels.extend([int(c[i]) for c in columns] for i in range(len(data)))
-    hwc = np.ascontiguousarray(np.vstack(images).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1))
-    return _pixels(hwc.tobytes(), (len(hwc), 32, 32, 3), labels, what)
+            raise ValueError(f"{path}: data of shape {data.shape}, not (n, 3072)")
+        batches.append((path, np.ascontiguousarray(data).tobytes(), [list(entry[k]) for k in label_keys]))
+    return _cifar_pickled(batches, label, what)
 
 
 def CIFAR10(root: PathLike, train: bool = True) -> Dataset:
@@ -308,7 +306,7 @@ def CIFAR10(root: PathLike, train: bool = True) -> Dataset:
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"{root}: holds neither cifar-10-batches-bin/ nor cifar-10-batches-py/")
     names = [f"data_batch_{i}" for i in range(1, 6)] if train else ["test_batch"]
-    return _unpickled_cifar(folder, names, ["labels"], f"CIFAR10({root}, train={train})")
+    return _unpickled_cifar(folder, names, ["labels"], None, f"CIFAR10({root}, train={train})")
 
 
 def CIFAR100(root: PathLike, train: bool = True, label: str = "fine") -> Dataset:
@@ -323,10 +321,8 @@ def CIFAR100(root: PathLike, train: bool = True, label: str = "fine") -> Dataset
     folder = os.path.join(root, "cifar-100-python")
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"{root}: holds neither cifar-100-binary/ nor cifar-100-python/")
-    keys = {"fine": ["fine_labels"], "coarse": ["coarse_labels"], "both": ["coarse_labels", "fine_labels"]}
-    if label not in keys:
-        raise ValueError(f"label must be 'fine', 'coarse' or 'both', not {label!r}")
-    return _unpickled_cifar(folder, ["train" if train else "test"], keys[label], f"CIFAR100({root}, train={train})")
+    keys = ["coarse_labels", "fine_labels"]
+    return _unpickled_cifar(folder, ["train" if train else "test"], keys, label, f"CIFAR100({root}, train={train})")
 
 
 def MNIST(root: PathLike, train: bool = True) -> Dataset:
