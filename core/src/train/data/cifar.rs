@@ -264,7 +264,7 @@ pub fn samples_from_rows(
 ) -> Result<Vec<Sample>, DataError> {
     let corrupt =
         |offset: usize, what: String| DataError::corrupt(FORMAT, file, offset as u64, what);
-    if rows.len() % PIXEL_BYTES != 0 {
+    if !rows.len().is_multiple_of(PIXEL_BYTES) {
         return Err(corrupt(
             rows.len() - rows.len() % PIXEL_BYTES,
             alloc::format!(
