@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use tensorprep::train::data::celeba::{
-    AttrValues, CelebA, CelebAOptions, Layout, PARTITION_FILE, Split, Target,
+    AttrValues, CelebA, CelebAOptions, Layout, MAX_ROWS, PARTITION_FILE, Split, Target,
 };
 use tensorprep::train::data::{DataError, Dataset, Sample};
 use tensorprep_tests::fixture;
@@ -296,4 +296,19 @@ fn missing_files_are_io_errors_naming_them() {
     let not_root = CelebA::open(Path::new(&root).join("celeba"), &CelebAOptions::default());
     assert!(matches!(not_root, Err(DataError::Corrupt { .. })));
     std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn a_file_of_more_rows_than_celeba_could_hold_is_refused_at_the_row_past_the_cap() {
+    // The split file is 2^21 + 1 rows of a name and a split (27 MB): parsing
+    // stops at the first row past the cap, naming it.
+    let (_, line, what) = broken("rows", PARTITION_FILE, Target::Identity, |_| {
+        let mut t = String::with_capacity((MAX_ROWS + 1) * 13);
+        for i in 0..=MAX_ROWS {
+            t.push_str(&format!("{i:08}.j 0\n"));
+        }
+        t
+    });
+    assert_eq!(line, MAX_ROWS as u64 + 1);
+    assert!(what.contains("more rows than"), "{what}");
 }

@@ -47,6 +47,15 @@ const FORMAT: &str = "CelebA";
 /// 26 MB): a larger one is refused before it is read.
 pub const MAX_TEXT_BYTES: u64 = 256 << 20;
 
+/// The most rows an annotation file may hold (2^21, ten times CelebA's
+/// 202,599), and the most values all its rows may hold together (2^25,
+/// four times the attribute file's 8.1 million): a file past either is
+/// refused at its first row too many, so that parsing takes a bounded
+/// multiple of a real file's memory, not of the text cap.
+pub const MAX_ROWS: usize = 1 << 21;
+/// See [`MAX_ROWS`].
+pub const MAX_VALUES: usize = 1 << 25;
+
 /// The split file's name.
 pub const PARTITION_FILE: &str = "list_eval_partition.txt";
 
@@ -579,6 +588,11 @@ fn table<'a>(
                 t.width = t.header.len();
             }
             continue;
+        }
+        if t.names.len() >= MAX_ROWS || t.values.len() + t.width > MAX_VALUES {
+            return Err(bad(&alloc::format!(
+                "more rows than an annotation file may hold ({MAX_ROWS} rows, {MAX_VALUES} values)"
+            )));
         }
         let mut f = fields(line);
         let name = f.next().unwrap_or("");
