@@ -33,13 +33,10 @@ pub(crate) struct TrainBenchArgs {
     preset: String,
     /// An image folder (a sub-folder per class; its files ending with
     /// torchvision's image extensions), a `.rec` (its `.idx` beside it), a
-    /// `.tfrecord`, or WebDataset `.tar` shards (braces allowed); `.rec` and
-    /// `.tfrecord` patterns (`shard-*.tfrecord`, `part-{000..099}.rec`) name
-    /// many files read as one dataset.
-    /// An image folder (a sub-folder per class), a `.rec` (its `.idx`
-    /// beside it), a `.tfrecord`, any data file of a MindRecord set
-    /// (`.mindrecord`, `.mindrecord0`, ...), or WebDataset `.tar` shards
-    /// (braces allowed).
+    /// `.tfrecord`, any data file of a MindRecord set (`.mindrecord`,
+    /// `.mindrecord0`, ...), or WebDataset `.tar` shards (braces allowed);
+    /// `.rec` and `.tfrecord` patterns (`shard-*.tfrecord`,
+    /// `part-{000..099}.rec`) name many files read as one dataset.
     data: String,
     /// Decode + augment threads.
     #[arg(long, default_value_t = loader_defaults().workers)]
