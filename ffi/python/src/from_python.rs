@@ -181,11 +181,14 @@ fn read_image(image: &Bound<'_, PyAny>, sample: &mut Sample) -> Result<(), Strin
     let pixels = pixels
         .try_readonly()
         .map_err(|e| format!("an image array that cannot be read: {e}"))?;
-    match pixels.as_slice() {
-        Ok(packed) => copy_bytes(packed, &mut sample.bytes)?,
-        Err(_) => {
-            // Strided (a crop, a transposed or channel-reversed view):
-            // element by element in C order.
+    // `as_slice` also gives a Fortran-ordered array's memory, which is not
+    // row by row: only a C-contiguous one is copied whole.
+    match pixels.as_slice().ok().filter(|_| pixels.is_c_contiguous()) {
+        Some(packed) => copy_bytes(packed, &mut sample.bytes)?,
+        None => {
+            // Strided or Fortran-ordered (a crop, a transposed or
+            // channel-reversed view, scipy's arrays): element by element in
+            // C order.
             sample.bytes.clear();
             sample
                 .bytes

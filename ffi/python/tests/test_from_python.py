@@ -162,7 +162,9 @@ def test_encoded_buffers_and_uint8_arrays_of_any_strides(tp, train):
         (rgb, (7, 5, "Rgb8")),
         (rgb[:, ::-1], (7, 5, "Rgb8")),  # strided columns
         (rgb[::2, 1:5, ::-1], (4, 3, "Rgb8")),  # a crop, channels reversed
-        (np.ascontiguousarray(rgb.transpose(1, 0, 2)).transpose(1, 0, 2), (7, 5, "Rgb8")),  # Fortran-ish
+        (np.ascontiguousarray(rgb.transpose(1, 0, 2)).transpose(1, 0, 2), (7, 5, "Rgb8")),  # strided rows
+        (np.asfortranarray(rgb), (7, 5, "Rgb8")),  # Fortran order (scipy.io.loadmat's)
+        (np.asfortranarray(rgb[:, :, 0]), (7, 5, "Gray8")),
         (rgb[:, :, 0], (7, 5, "Gray8")),
         (rgb[:, :, :1], (7, 5, "Gray8")),
         (np.dstack([rgb, rgb[:, :, :1]]), (7, 5, "Rgba8")),
@@ -407,6 +409,14 @@ def test_a_torch_style_dataset_of_pil_images_through_the_adapter(tp, train):
     assert np.array_equal(got, expected) and labels == [0.0]
     rgb = train.FromPython(train.from_torch_dataset(PilFolder(FOLDER)))
     assert tp._native.sample_content(rgb, 1)[1][2] == "Rgb8"
+    # An image changed in place keeps its filename: with files=True its size
+    # against its file's tells, and it is refused rather than read as the file.
+    shrunk = train.FromPython(
+        train.from_torch_dataset(PilFolder(FOLDER, transform=lambda im: (im.thumbnail((16, 16)), im)[1]), files=True)
+    )
+    with pytest.raises(tp.DataError, match="changed in place") as caught:
+        shrunk[0]
+    assert isinstance(caught.value.__cause__, ValueError)
     # A tensor (ToTensor left in the dataset's transform) is refused, naming the fix.
     tensors = train.FromPython(train.from_torch_dataset(PilFolder(FOLDER, transform=lambda im: [[0.0]])))
     with pytest.raises(tp.DataError, match="leave ToTensor/Normalize out") as caught:

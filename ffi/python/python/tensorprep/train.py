@@ -28,7 +28,6 @@ import atexit
 import importlib.util
 import os
 import weakref
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union, overload
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
@@ -340,6 +339,8 @@ def FashionMNIST(root: PathLike, train: bool = True) -> Dataset:
 def KMNIST(root: PathLike, train: bool = True) -> Dataset:
     """Kuzushiji-MNIST under ``root``: ``KMNIST/raw/`` (see ``MNIST``)."""
     return _mnist(root, "KMNIST", train)
+
+
 def FromPython(dataset: Any) -> Dataset:
     """A map-style Python dataset (PyTorch's ``Dataset`` protocol): ``len(dataset)``
     samples, ``dataset[i]`` returning ``(image, label)``.
@@ -401,9 +402,23 @@ def _image_of(image: Any, files: bool) -> Any:
         )
     filename = getattr(image, "filename", "")
     if files and filename and getattr(image, "format", None):
-        # As opened from its file, unchanged: the file's bytes, decoded by the loader.
+        # As opened from its file: the file's bytes, decoded by the loader.
+        # An image resized in place (thumbnail) keeps its filename: its size
+        # against the file's header tells.
         with open(filename, "rb") as f:
-            return f.read()
+            data = f.read()
+        import io
+
+        from PIL import Image
+
+        with Image.open(io.BytesIO(data)) as header:
+            if header.size != tuple(image.size):
+                raise ValueError(
+                    f"from_torch_dataset(files=True): the image from {filename!r} is "
+                    f"{image.size[0]}x{image.size[1]} but its file is "
+                    f"{header.size[0]}x{header.size[1]} (changed in place); use files=False"
+                )
+        return data
     mode = _MODES.get(image.mode, "RGB")
     if image.mode != mode:
         image = image.convert(mode)
