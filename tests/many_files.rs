@@ -4,6 +4,7 @@
 //! large (sparse) shards indexed by reading its headers alone.
 
 use std::io::{Seek, SeekFrom, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -163,6 +164,22 @@ fn patterns_name_the_files_in_order() {
         expand(&format!("{d}/nothing-*.tfrecord")),
         Err(DataError::Corrupt { .. })
     ));
+    // A matching file whose name is not UTF-8 is an error naming it, not a
+    // file left out.
+    let odd = dir.join(std::ffi::OsStr::from_bytes(b"shard-\xff.tfrecord"));
+    std::fs::write(&odd, b"").unwrap();
+    match expand(&format!("{d}/shard-*.tfrecord")) {
+        Err(DataError::Corrupt { path, what, .. }) => {
+            assert!(
+                path.contains("shard-") && what.contains("not UTF-8"),
+                "{path}: {what}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // One that does not match is none of the pattern's business.
+    std::fs::rename(&odd, dir.join(std::ffi::OsStr::from_bytes(b"other-\xff"))).unwrap();
+    assert_eq!(expand(&format!("{d}/shard-*.tfrecord")).unwrap(), star);
     // Concatenated files read as the files one after the other.
     let two = TfRecordDataset::open_many(&star[..2], Keys::CONVENTIONAL, 1).unwrap();
     let mut sample = Sample::default();

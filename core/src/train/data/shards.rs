@@ -218,6 +218,17 @@ pub fn expand(pattern: &str) -> Result<Vec<PathBuf>, DataError> {
             let entry = entry.map_err(|e| DataError::io(&dir, e))?;
             let entry_name = entry.file_name();
             let Some(n) = entry_name.to_str() else {
+                // Not UTF-8: matched as far as it reads; one that would
+                // match is an error, not a file quietly left out.
+                let lossy = entry_name.to_string_lossy();
+                if wildcard_match(file_name, &lossy) {
+                    return Err(DataError::corrupt(
+                        "file pattern",
+                        &dir.join(&entry_name),
+                        0,
+                        "a file name that is not UTF-8 (rename it to match the pattern)",
+                    ));
+                }
                 continue;
             };
             if wildcard_match(file_name, n) && (!n.starts_with('.') || file_name.starts_with('.')) {
