@@ -119,6 +119,29 @@ impl PixelFormat {
         }
     }
 
+    /// The 8-bit interleaved format of `channels` per pixel (1, 3 or 4), in
+    /// blue-first order when `bgr`: the inverse of
+    /// [`bytes_per_pixel`](PixelFormat::bytes_per_pixel), for arrays that
+    /// carry only their channel count.
+    ///
+    /// ```
+    /// use tensorprep::PixelFormat;
+    ///
+    /// assert_eq!(PixelFormat::of_channels(3, true), Some(PixelFormat::Bgr8));
+    /// assert_eq!(PixelFormat::of_channels(1, true), Some(PixelFormat::Gray8));
+    /// assert_eq!(PixelFormat::of_channels(2, false), None);
+    /// ```
+    pub const fn of_channels(channels: usize, bgr: bool) -> Option<PixelFormat> {
+        match (channels, bgr) {
+            (1, _) => Some(PixelFormat::Gray8),
+            (3, false) => Some(PixelFormat::Rgb8),
+            (3, true) => Some(PixelFormat::Bgr8),
+            (4, false) => Some(PixelFormat::Rgba8),
+            (4, true) => Some(PixelFormat::Bgra8),
+            _ => None,
+        }
+    }
+
     /// Whether the format is packed: one interleaved plane (the 8-bit formats,
     /// YUV 4:2:2 and RGB565).
     pub const fn is_packed(self) -> bool {

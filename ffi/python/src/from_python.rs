@@ -92,16 +92,6 @@ fn type_name(value: &Bound<'_, PyAny>) -> String {
     }
 }
 
-/// The 8-bit packed format of an array with `channels` per pixel.
-fn format_of(channels: usize) -> Option<PixelFormat> {
-    match channels {
-        1 => Some(PixelFormat::Gray8),
-        3 => Some(PixelFormat::Rgb8),
-        4 => Some(PixelFormat::Rgba8),
-        _ => None,
-    }
-}
-
 /// `bytes` into the sample's buffer (its room reserved fallibly first).
 fn copy_bytes(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     check_size(bytes.len())?;
@@ -165,7 +155,7 @@ fn read_image(image: &Bound<'_, PyAny>, sample: &mut Sample) -> Result<(), Strin
         [h, w, c] => (h, w, c),
         _ => return Err(format!("an image array of shape {shape:?} (HxW or HxWxC)")),
     };
-    let format = format_of(channels).ok_or_else(|| {
+    let format = PixelFormat::of_channels(channels, false).ok_or_else(|| {
         format!("an image array of shape {shape:?}: C is 1 (gray), 3 (RGB) or 4 (RGBA)")
     })?;
     let pixels = array
