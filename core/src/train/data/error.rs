@@ -40,6 +40,18 @@ pub enum DataError {
         /// What the code raised or what is wrong with what it gave.
         error: alloc::boxed::Box<dyn core::error::Error + Send + Sync>,
     },
+    /// A stream ended before its epoch did: a short epoch would be silent
+    /// wrong data ([`IterableDataset`](super::IterableDataset)).
+    StreamEnded {
+        /// The stream.
+        stream: String,
+        /// The epoch position asked for.
+        position: u64,
+        /// Samples the stream gave.
+        samples: u64,
+        /// Samples the epoch has.
+        epoch_len: u64,
+    },
     /// A sample index past the end.
     OutOfRange {
         /// The index asked for.
@@ -84,6 +96,15 @@ impl fmt::Display for DataError {
             } => write!(f, "{path}: not a valid {format} file at {offset}: {what}"),
             DataError::Invalid { what } => write!(f, "dataset: {what}"),
             DataError::External { sample, error } => write!(f, "{sample}: {error}"),
+            DataError::StreamEnded {
+                stream,
+                position,
+                samples,
+                epoch_len,
+            } => write!(
+                f,
+                "{stream} position {position}: the stream ended after {samples} samples, the epoch has {epoch_len}"
+            ),
             DataError::OutOfRange { index, len } => {
                 write!(f, "sample {index} asked of a dataset of {len}")
             }

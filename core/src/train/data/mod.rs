@@ -10,8 +10,10 @@
 pub mod celeba;
 pub mod cifar;
 pub mod combine;
+mod epoch;
 mod error;
 pub mod folder;
+mod iterable;
 pub mod mindrecord;
 pub mod mnist;
 pub mod recordio;
@@ -21,7 +23,9 @@ pub mod webdataset;
 
 use alloc::vec::Vec;
 
+pub use epoch::ReadEpoch;
 pub use error::DataError;
+pub use iterable::{Iterable, IterableDataset, SampleStream, StreamOptions};
 
 /// The largest sample a dataset reads (256 MiB): an image file, a tar
 /// member, a record (header, labels and image). A larger one is an error
@@ -95,6 +99,27 @@ pub trait Dataset: Send + Sync {
 
     /// Reads sample `index` into `sample`, reusing its buffers.
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError>;
+
+    /// Reads sample `index` for a loader's pass `pass` (its seed, epoch,
+    /// shuffle and shard): what a dataset that orders itself needs. The
+    /// default reads by index.
+    fn read_in(
+        &self,
+        pass: &ReadEpoch,
+        index: usize,
+        sample: &mut Sample,
+    ) -> Result<(), DataError> {
+        let _ = pass;
+        self.read(index, sample)
+    }
+
+    /// Whether the dataset orders its own samples (a stream through a
+    /// shuffle buffer, [`IterableDataset`]): the loader then reads positions
+    /// in order, draws no permutation of its own (its shuffle turns the
+    /// dataset's on, [`ReadEpoch::shuffle`]) and takes no weights.
+    fn orders_itself(&self) -> bool {
+        false
+    }
 
     /// Sample `index` as the dataset knows it, for messages: its file, or
     /// its file and offset, or its shard and key. The default is its index.

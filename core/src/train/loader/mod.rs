@@ -75,7 +75,7 @@ pub use config::{LoaderConfig, OnEpoch, OnError, PerBatch};
 pub use error::LoadError;
 pub use state::LoaderState;
 
-use super::data::{Dataset, Sample};
+use super::data::{Dataset, ReadEpoch, Sample};
 use super::sampler::EpochOrder;
 use super::{Order, TrainPlan};
 use crate::Tensor;
@@ -125,6 +125,25 @@ impl Shared {
         self.stop.load(Ordering::SeqCst)
     }
 
+    /// The loader's pass over `epoch` ([`Dataset::read_in`]).
+    fn pass(&self, epoch: u32) -> ReadEpoch {
+        let c = &self.config;
+        let first = if epoch == self.stream.epoch {
+            self.stream.position
+        } else {
+            0
+        };
+        let shuffle = c.order == Order::Shuffled;
+        ReadEpoch::new(
+            c.seed,
+            epoch,
+            shuffle,
+            c.shard,
+            first,
+            self.stream.per_epoch,
+        )
+    }
+
     /// `epoch`'s order for this shard.
     fn order(&self, epoch: u32) -> Arc<EpochOrder> {
         let mut orders = self.orders.lock().unwrap_or_else(|e| e.into_inner());
@@ -132,8 +151,14 @@ impl Shared {
             return Arc::clone(o);
         }
         let c = &self.config;
+        // A dataset that orders itself is read position by position.
+        let order = if self.dataset.orders_itself() {
+            &Order::Sequential
+        } else {
+            &c.order
+        };
         let o = Arc::new(EpochOrder::new(
-            &c.order,
+            order,
             c.seed,
             c.shard,
             epoch,
@@ -260,6 +285,11 @@ impl Loader {
             .filter(|&n| n > 0 && n <= 1 << 31)
             .ok_or(LoadError::Config("max_shape must hold 1 to 2^31 elements"))?;
         let b = config.batch_size as u64;
+        if dataset.orders_itself() && matches!(config.order, Order::Weighted(_)) {
+            return Err(LoadError::Config(
+                "the dataset orders its own samples (a stream): weights do not apply",
+            ));
+        }
         if let Order::Weighted(w) = &config.order
             && w.weights.len() != dataset.len()
         {

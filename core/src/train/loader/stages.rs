@@ -6,7 +6,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::super::data::{Content, Sample};
+use super::super::data::{Content, ReadEpoch, Sample};
 use super::super::sampler::EpochOrder;
 use super::super::{SampleKey, TrainState};
 use super::batch::{BatchBuffer, BatchMut};
@@ -74,20 +74,17 @@ pub(super) fn run_stage(s: &Shared, stage: Stage, thread: String) {
 
 /// Read: stream items in turn, each sample's bytes and labels.
 pub(super) fn read_stage(s: &Shared) {
-    let mut order: Option<(u32, Arc<EpochOrder>)> = None;
+    let mut order: Option<(u32, Arc<EpochOrder>, ReadEpoch)> = None;
     while !s.stopped() {
         let n = s.next_read.fetch_add(1, Ordering::SeqCst);
         let Some((epoch, position)) = s.stream.item(n) else {
             return;
         };
-        if order.as_ref().is_none_or(|(e, _)| *e != epoch) {
-            order = Some((epoch, s.order(epoch)));
+        if order.as_ref().is_none_or(|(e, ..)| *e != epoch) {
+            order = Some((epoch, s.order(epoch), s.pass(epoch)));
         }
-        let index = order
-            .as_ref()
-            .expect("fetched above")
-            .1
-            .index(position as usize);
+        let (_, order, pass) = order.as_ref().expect("fetched above");
+        let index = order.index(position as usize);
         // The one item that starts an epoch (or the resumed stream) calls
         // the epoch callback; its panic fails that sample.
         let hook = match &s.config.on_epoch {
@@ -104,7 +101,7 @@ pub(super) fn read_stage(s: &Shared) {
         let sample = match hook.and_then(|()| {
             guard(s, index, || {
                 s.dataset
-                    .read(index as usize, &mut sample)
+                    .read_in(pass, index as usize, &mut sample)
                     .map_err(|error| LoadError::Read { index, error })
             })
         }) {

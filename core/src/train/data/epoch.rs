@@ -1,0 +1,122 @@
+//! [`ReadEpoch`]: which pass of a loader a read belongs to, for datasets
+//! that order their own samples (a stream read through a shuffle buffer)
+//! and so need to know the seed, the epoch and the positions to come.
+
+#![forbid(unsafe_code)]
+
+use crate::train::Shard;
+
+/// One loader's pass over a dataset: the run's seed, the epoch, whether the
+/// loader shuffles, and which positions of the epoch it will ask for: this
+/// shard's positions `first..end` (shard `r` of `n` reads dataset position
+/// `(r + n * k) % len` at its position `k`, as for every dataset).
+///
+/// A dataset read by index ignores it ([`Dataset::read_in`](super::Dataset::read_in)
+/// calls [`Dataset::read`](super::Dataset::read)); a stream keys its
+/// shuffle buffer's draws by it and keeps back, of the samples it passes on
+/// the way to a later one, exactly those this pass will still ask for.
+///
+/// ```
+/// use tensorprep::train::Shard;
+/// use tensorprep::train::data::ReadEpoch;
+///
+/// // Shard 1 of 3 over 7 samples, resumed at its position 1: it reads 4,
+/// // then 0 (its position 2, 7, wraps around: the epoch is padded to 9).
+/// let pass = ReadEpoch::new(5, 0, true, Shard::new(3, 1, false)?, 1, 3);
+/// let asked: Vec<usize> = (0..7).filter(|&i| pass.reads(i, 7)).collect();
+/// assert_eq!(asked, [0, 4]);
+/// # Ok::<(), tensorprep::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReadEpoch {
+    /// The run's seed.
+    pub seed: u64,
+    /// The epoch.
+    pub epoch: u32,
+    /// Whether the loader shuffles (a stream then draws from its buffer;
+    /// otherwise it gives its own order).
+    pub shuffle: bool,
+    /// The loader's shard.
+    pub shard: Shard,
+    /// The shard's first position read (above 0 when resumed in the epoch).
+    pub first: u64,
+    /// The shard's positions read in the epoch end before this one.
+    pub end: u64,
+}
+
+impl ReadEpoch {
+    /// A pass of `shard` over positions `first..end` of `epoch`.
+    pub fn new(seed: u64, epoch: u32, shuffle: bool, shard: Shard, first: u64, end: u64) -> Self {
+        ReadEpoch {
+            seed,
+            epoch,
+            shuffle,
+            shard,
+            first,
+            end,
+        }
+    }
+
+    /// A one-off read of position `index` in the dataset's own order
+    /// (epoch 0, not shuffled, one shard): what
+    /// [`Dataset::read`](super::Dataset::read) means for a stream.
+    pub fn single(index: usize) -> Self {
+        ReadEpoch::new(0, 0, false, Shard::ALL, index as u64, index as u64 + 1)
+    }
+
+    /// The positions this pass asks for, counted.
+    pub fn reads_count(&self) -> u64 {
+        self.end.saturating_sub(self.first)
+    }
+
+    /// Whether this pass asks for dataset position `index` of an epoch of
+    /// `len` samples.
+    pub fn reads(&self, index: usize, len: usize) -> bool {
+        if len == 0 || index >= len {
+            return false;
+        }
+        let (r, n) = (
+            u128::from(self.shard.index()),
+            u128::from(self.shard.count()),
+        );
+        let (first, end) = (u128::from(self.first), u128::from(self.end));
+        let last = r + n * end; // global positions below this are read
+        let mut g = index as u128;
+        // Padding repeats the epoch from its start: position `index` is
+        // global position `index + w * len` for every wrap `w`.
+        while g < last {
+            if g >= r && (g - r) % n == 0 && (g - r) / n >= first {
+                return true;
+            }
+            g += len as u128;
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each shard asks for its positions, padding's wrap included, and
+    /// nothing before its first.
+    #[test]
+    fn a_pass_asks_for_its_shard_s_positions() {
+        let asked = |pass: ReadEpoch, len| -> Vec<usize> {
+            (0..len).filter(|&i| pass.reads(i, len)).collect()
+        };
+        let all = ReadEpoch::new(0, 0, false, Shard::ALL, 0, 5);
+        assert_eq!(asked(all, 5), [0, 1, 2, 3, 4]);
+        assert_eq!(asked(ReadEpoch { first: 3, ..all }, 5), [3, 4]);
+        assert_eq!(asked(ReadEpoch { end: 2, ..all }, 5), [0, 1]);
+        assert_eq!(asked(ReadEpoch::single(2), 5), [2]);
+        // 7 over 3 shards: padded to 9, shard 2 reads 2, 5 and 8 % 7 = 1.
+        let s = |i| Shard::new(3, i, false).unwrap();
+        assert_eq!(asked(ReadEpoch::new(0, 0, true, s(2), 0, 3), 7), [1, 2, 5]);
+        assert_eq!(asked(ReadEpoch::new(0, 0, true, s(0), 0, 3), 7), [0, 3, 6]);
+        // 2 samples over 3 shards: shard 2 reads position 0 again.
+        assert_eq!(asked(ReadEpoch::new(0, 0, true, s(2), 0, 1), 2), [0]);
+        assert_eq!(ReadEpoch::new(0, 0, true, s(2), 0, 1).reads_count(), 1);
+    }
+}

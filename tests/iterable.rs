@@ -1,0 +1,386 @@
+//! Streams through the loader (`IterableDataset`): the shuffle buffer's
+//! output, the same batches for any thread count, resume (also with
+//! another shard count), short and failing streams, shutdown.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tensorprep::PixelFormat;
+use tensorprep::Tensor;
+use tensorprep::train::data::folder::FolderDataset;
+use tensorprep::train::data::{
+    Content, DataError, Dataset, Iterable, IterableDataset, ReadEpoch, Sample, SampleStream,
+    StreamOptions,
+};
+use tensorprep::train::{
+    Augment, LoadError, Loader, LoaderConfig, LoaderState, Order, RandomResizedCrop, Shard,
+    TrainPipeline, TrainPlan,
+};
+
+/// `n` pixel samples, item `k` a 16x12 RGB image of its own and label `k`;
+/// `fail_at`: the stream's error at that item; `delay`: each item's time.
+struct Numbers {
+    n: usize,
+    fail_at: Option<usize>,
+    delay: Duration,
+    /// Items read, over every stream opened.
+    reads: Arc<AtomicUsize>,
+    opens: AtomicUsize,
+}
+
+impl Numbers {
+    fn new(n: usize) -> Numbers {
+        Numbers {
+            n,
+            fail_at: None,
+            delay: Duration::ZERO,
+            reads: Arc::new(AtomicUsize::new(0)),
+            opens: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Iterable for Numbers {
+    fn open(&self, _epoch: u32) -> Result<Box<dyn SampleStream>, DataError> {
+        self.opens.fetch_add(1, Ordering::SeqCst);
+        let (n, fail_at, delay, reads) = (self.n, self.fail_at, self.delay, self.reads.clone());
+        let mut k = 0usize;
+        Ok(Box::new(move |s: &mut Sample| {
+            if k == n {
+                return Ok(false);
+            }
+            if Some(k) == fail_at {
+                return Err(DataError::Invalid {
+                    what: format!("item {k} is unreadable"),
+                });
+            }
+            std::thread::sleep(delay);
+            reads.fetch_add(1, Ordering::SeqCst);
+            s.bytes.clear();
+            s.bytes
+                .extend((0..16 * 12 * 3).map(|j| (k * 37 + j * (k % 5 + 1)) as u8));
+            s.content = Content::Pixels {
+                width: 16,
+                height: 12,
+                format: PixelFormat::Rgb8,
+            };
+            s.labels.clear();
+            s.labels.push(k as f32);
+            k += 1;
+            Ok(true)
+        }))
+    }
+
+    fn describe(&self) -> String {
+        "numbers".into()
+    }
+
+    fn fingerprint(&self) -> u64 {
+        self.n as u64
+    }
+}
+
+/// A folder's samples in its own order, read front to back.
+struct FolderStream(Arc<FolderDataset>);
+
+impl Iterable for FolderStream {
+    fn open(&self, _epoch: u32) -> Result<Box<dyn SampleStream>, DataError> {
+        let folder = Arc::clone(&self.0);
+        let mut i = 0;
+        Ok(Box::new(move |s: &mut Sample| {
+            if i == folder.len() {
+                return Ok(false);
+            }
+            folder.read(i, s)?;
+            i += 1;
+            Ok(true)
+        }))
+    }
+
+    fn describe(&self) -> String {
+        "folder stream".into()
+    }
+
+    fn fingerprint(&self) -> u64 {
+        self.0.fingerprint()
+    }
+}
+
+fn stream(source: Numbers, samples: Option<usize>, buffer: usize) -> Arc<IterableDataset> {
+    let options = StreamOptions::new(samples).buffer(buffer);
+    Arc::new(IterableDataset::new(Arc::new(source), options).unwrap())
+}
+
+fn plan() -> Arc<TrainPlan> {
+    let mut p = TrainPipeline::imagenet_train();
+    p.augments[0] = Augment::RandomResizedCrop(RandomResizedCrop::new(8, 6));
+    Arc::new(p.compile().unwrap())
+}
+
+/// (tensor, labels, indices) of each batch.
+type Batches = Vec<(Vec<f32>, Vec<f32>, Vec<u64>)>;
+
+fn rest(loader: &mut Loader) -> Batches {
+    loader
+        .map(|b| {
+            let b = b.unwrap();
+            let n = b.len();
+            let Tensor::F32(t) = b.tensor() else {
+                unreachable!("a float plan")
+            };
+            let per = t.len() / b.shape()[0].max(1);
+            (
+                t[..n * per].to_vec(),
+                b.labels()[..n].to_vec(),
+                b.indices()[..n].to_vec(),
+            )
+        })
+        .collect()
+}
+
+/// `epochs` epochs' batches.
+fn run(data: Arc<dyn Dataset>, config: LoaderConfig, epochs: u32) -> Vec<Batches> {
+    let mut loader = Loader::new(data, plan(), config).unwrap();
+    let mut all = Vec::new();
+    for e in 0..epochs {
+        all.push(rest(&mut loader));
+        if e + 1 < epochs {
+            loader = loader.next_epoch().unwrap();
+        }
+    }
+    all
+}
+
+fn labels(batches: &Batches) -> Vec<f32> {
+    batches.iter().flat_map(|b| b.1.clone()).collect()
+}
+
+/// The buffer's output is a permutation of the stream that differs from
+/// it and from epoch to epoch; each position draws from what the buffer
+/// holds then (item `k` comes out no earlier than position `k - buffer +
+/// 1`); a buffer of one is the stream's order.
+#[test]
+fn the_buffer_hands_out_a_permutation_of_the_stream() {
+    let data = stream(Numbers::new(40), None, 8);
+    assert_eq!(data.len(), 40, "counted by reading the stream once");
+    let epoch = |data: &IterableDataset, epoch| {
+        let pass = ReadEpoch::new(3, epoch, true, Shard::ALL, 0, 40);
+        let mut s = Sample::default();
+        (0..40)
+            .map(|i| {
+                data.read_in(&pass, i, &mut s).unwrap();
+                s.labels[0] as usize
+            })
+            .collect::<Vec<_>>()
+    };
+    let (e0, e1) = (epoch(&data, 0), epoch(&data, 1));
+    for order in [&e0, &e1] {
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..40).collect::<Vec<_>>());
+        for (p, &k) in order.iter().enumerate() {
+            assert!(k < p + 8, "item {k} at position {p}: past the buffer");
+        }
+    }
+    assert_ne!(e0, (0..40).collect::<Vec<_>>(), "shuffled");
+    assert_ne!(e0, e1, "each epoch draws anew");
+    assert_eq!(e0, epoch(&data, 0), "the same draws again");
+    let one = stream(Numbers::new(40), None, 1);
+    assert_eq!(epoch(&one, 0), (0..40).collect::<Vec<_>>());
+}
+
+/// Shuffle off: the stream's own order, so a stream over a folder gives
+/// the folder's batches (tensors, labels, indices) read sequentially.
+#[test]
+fn shuffle_off_gives_the_stream_s_order_and_the_folder_s_batches() {
+    let root = tensorprep_tests::fixture("records/folder");
+    let folder = Arc::new(FolderDataset::open(&root).unwrap());
+    let options = StreamOptions::new(None).buffer(3);
+    let streamed = IterableDataset::new(Arc::new(FolderStream(Arc::clone(&folder))), options);
+    let streamed: Arc<dyn Dataset> = Arc::new(streamed.unwrap());
+    assert_eq!(streamed.len(), 6);
+    let mut config = LoaderConfig::new(4, 2, 11);
+    config.order = Order::Sequential;
+    config.read_workers = 2;
+    let theirs = run(folder, config.clone(), 2);
+    assert_eq!(labels(&theirs[0]).len(), 6);
+    assert!(run(streamed, config, 2) == theirs);
+    // Numbers in order, cut to the 10 asked for.
+    let cut = stream(Numbers::new(40), Some(10), 4);
+    let mut config = LoaderConfig::new(4, 2, 11);
+    config.order = Order::Sequential;
+    let batches = run(cut, config, 1);
+    assert_eq!(
+        labels(&batches[0]),
+        (0..10).map(|k| k as f32).collect::<Vec<_>>()
+    );
+}
+
+/// Shuffled through the buffer: the same batches (tensors, labels,
+/// indices) for 1 and 3 decode threads and 1 and 3 read threads, two
+/// epochs.
+#[test]
+fn the_same_batches_for_any_thread_count() {
+    let with = |workers, read_workers| {
+        let mut config = LoaderConfig::new(4, workers, 5);
+        config.read_workers = read_workers;
+        run(stream(Numbers::new(30), None, 6), config, 2)
+    };
+    let one = with(1, 1);
+    assert_eq!(one[0].len(), 8, "30 samples in batches of 4");
+    let mut seen = labels(&one[0]);
+    seen.sort_by(f32::total_cmp);
+    assert_eq!(seen, (0..30).map(|k| k as f32).collect::<Vec<_>>());
+    assert_ne!(labels(&one[0]), labels(&one[1]));
+    for (w, r) in [(3, 1), (1, 3), (3, 3)] {
+        assert!(with(w, r) == one, "{w} decode and {r} read threads");
+    }
+    // Weights do not apply to a stream.
+    let mut config = LoaderConfig::new(4, 1, 5);
+    config.order =
+        Order::Weighted(tensorprep::train::Weighted::new(vec![1.0; 30], 30, true).unwrap());
+    let refused = Loader::new(stream(Numbers::new(30), None, 6), plan(), config);
+    assert!(matches!(refused, Err(LoadError::Config(_))));
+}
+
+/// A loader resumed after k batches gives the rest of the uninterrupted
+/// epoch (the stream reopened, the buffer's draws replayed); and two shards
+/// of batch 2, stopped after 3 steps, resume as one shard of batch 4.
+#[test]
+fn resume_is_exact_also_with_another_shard_count() {
+    let data = || stream(Numbers::new(30), None, 6);
+    let config = LoaderConfig::new(4, 2, 9);
+    let whole = run(data(), config.clone(), 1).remove(0);
+    let resume_from = |state: LoaderState, config: LoaderConfig| {
+        let d = data();
+        let mut loader = Loader::resume(d, plan(), config, state).unwrap();
+        rest(&mut loader)
+    };
+    let mut loader = Loader::new(data(), plan(), config.clone()).unwrap();
+    for _ in 0..3 {
+        drop(loader.next().unwrap().unwrap());
+    }
+    let state = loader.state();
+    drop(loader);
+    assert_eq!(state.batches, 3);
+    assert!(
+        resume_from(state, config.clone()) == whole[3..],
+        "resumed after 3 batches"
+    );
+    // Two shards: each step's samples are the whole run's batch, split.
+    let shard_steps = |rank: u32| {
+        let mut c = LoaderConfig::new(2, 2, 9);
+        c.shard = Shard::new(2, rank, false).unwrap();
+        let mut loader = Loader::new(data(), plan(), c).unwrap();
+        let mut steps = Vec::new();
+        for _ in 0..3 {
+            let b = loader.next().unwrap().unwrap();
+            steps.push(b.labels()[..b.len()].to_vec());
+        }
+        (steps, loader.state())
+    };
+    let (zero, state) = shard_steps(0);
+    let (one, _) = shard_steps(1);
+    for step in 0..3 {
+        let mut both: Vec<f32> = zero[step].iter().chain(&one[step]).copied().collect();
+        let mut theirs = whole[step].1.clone();
+        both.sort_by(f32::total_cmp);
+        theirs.sort_by(f32::total_cmp);
+        assert_eq!(both, theirs, "step {step}: the shards split the batch");
+    }
+    assert!(resume_from(state, config) == whole[3..], "2 shards -> 1");
+}
+
+/// A stream shorter than its epoch is an error naming the position and
+/// the counts (shuffled or not), never a short epoch; a stream's own error
+/// names its sample; a byte cap on the buffer is an error when passed.
+#[test]
+fn a_short_or_failing_stream_is_an_error_naming_the_position() {
+    for order in [Order::Sequential, Order::Shuffled] {
+        let mut config = LoaderConfig::new(4, 2, 1);
+        config.order = order.clone();
+        let data = stream(Numbers::new(10), Some(13), 4);
+        let results: Vec<_> = Loader::new(data, plan(), config).unwrap().collect();
+        let err = results.last().unwrap().as_ref().unwrap_err();
+        let message = tensorprep::error::report(err);
+        assert!(
+            message.contains(
+                "numbers position 10: the stream ended after 10 samples, the epoch has 13"
+            ),
+            "{order:?}: {message}"
+        );
+        assert!(matches!(err, LoadError::Read { index: 10, .. }), "{err:?}");
+        assert_eq!(results.len(), 3, "batches 0 and 1, then the error");
+    }
+    let mut failing = Numbers::new(20);
+    failing.fail_at = Some(6);
+    let results: Vec<_> = Loader::new(
+        stream(failing, Some(20), 4),
+        plan(),
+        LoaderConfig::new(4, 2, 1),
+    )
+    .unwrap()
+    .collect();
+    let err = results.last().unwrap().as_ref().unwrap_err();
+    assert!(
+        tensorprep::error::report(err).contains("item 6 is unreadable"),
+        "{}",
+        tensorprep::error::report(err)
+    );
+    // 16x12 RGB samples hold 576 bytes: a cap of 4 of them, buffer of 8.
+    let options = StreamOptions::new(Some(20))
+        .buffer(8)
+        .max_buffer_bytes(4 * 576);
+    let capped = IterableDataset::new(Arc::new(Numbers::new(20)), options).unwrap();
+    let mut s = Sample::default();
+    let err = capped
+        .read_in(&ReadEpoch::new(0, 0, true, Shard::ALL, 0, 20), 0, &mut s)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("more than its cap of 2304"),
+        "{err}"
+    );
+    assert!(matches!(
+        IterableDataset::new(
+            Arc::new(Numbers::new(2)),
+            StreamOptions::new(None).buffer(0)
+        ),
+        Err(DataError::Invalid { .. })
+    ));
+}
+
+/// Read threads out of order still read the stream once per epoch (no
+/// reopening), and a dropped loader joins its threads mid-stream: no read
+/// happens once the drop returns.
+#[test]
+fn one_stream_per_epoch_and_a_dropped_loader_stops_reading() {
+    let mut slow = Numbers::new(200);
+    slow.delay = Duration::from_millis(2);
+    let reads = Arc::clone(&slow.reads);
+    let source = Arc::new(slow);
+    let data = IterableDataset::new(
+        Arc::clone(&source) as Arc<dyn Iterable>,
+        StreamOptions::new(Some(200)).buffer(16),
+    );
+    let data: Arc<dyn Dataset> = Arc::new(data.unwrap());
+    let mut config = LoaderConfig::new(4, 2, 3);
+    config.read_workers = 3;
+    let mut loader = Loader::new(Arc::clone(&data), plan(), config.clone()).unwrap();
+    drop(loader.next().unwrap().unwrap());
+    drop(loader);
+    let after = reads.load(Ordering::SeqCst);
+    assert!(after < 200, "stopped mid-stream ({after} read)");
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        reads.load(Ordering::SeqCst),
+        after,
+        "every thread was joined"
+    );
+    // A whole epoch with 3 read threads: one stream opened for it.
+    let opened = source.opens.load(Ordering::SeqCst);
+    config.epochs = Some(1);
+    let batches = rest(&mut Loader::new(data, plan(), config).unwrap());
+    assert_eq!(batches.len(), 50);
+    assert_eq!(source.opens.load(Ordering::SeqCst), opened + 1);
+}
