@@ -86,7 +86,7 @@ impl ReadEpoch {
         // Padding repeats the epoch from its start: position `index` is
         // global position `index + w * len` for every wrap `w`.
         while g < last {
-            if g >= r && (g - r) % n == 0 && (g - r) / n >= first {
+            if g >= r && (g - r).is_multiple_of(n) && (g - r) / n >= first {
                 return true;
             }
             g += len as u128;
@@ -98,6 +98,7 @@ impl ReadEpoch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec::Vec;
 
     /// Each shard asks for its positions, padding's wrap included, and
     /// nothing before its first.
