@@ -1,4 +1,6 @@
-"""A Python map-style dataset (``train.FromPython``) against ``train.ImageFolder`` on the same photos.
+"""A Python map-style dataset (``train.FromPython``) and an iterable one
+(``train.FromIterable``, a generator over the same files through the default
+shuffle buffer) against ``train.ImageFolder`` on the same photos.
 
     python ffi/python/bench_datasets.py                          # 64 photos, 2 workers
     python ffi/python/bench_datasets.py --photos 256 --repeat 5
@@ -101,6 +103,8 @@ def main():
     folder, python = train.ImageFolder(root), train.FromPython(files)
     assert len(folder) == len(python) == a.photos
     datasets = {"ImageFolder": folder, "FromPython": python}
+    # The same files as a stream (a generator), through the shuffle buffer.
+    datasets["FromIterable"] = train.FromIterable(lambda: (files[i] for i in range(len(files))), length=a.photos)
     kw = dict(batch_size=a.batch, workers=a.workers, seed=0, output="numpy")
     times = {name: [] for name in datasets}
     for rep in range(a.repeat + 1):  # the first pass warms the page cache
@@ -124,6 +128,7 @@ def main():
     for name, r in rate.items():
         print(f"  {name:12s} {r:8.1f} images/s")
     print(f"  FromPython / ImageFolder: {rate['FromPython'] / rate['ImageFolder']:.3f}x")
+    print(f"  FromIterable / FromPython: {rate['FromIterable'] / rate['FromPython']:.3f}x")
 
     # The GIL's cost per sample.
     items = range(len(files))

@@ -18,6 +18,9 @@ use tensorprep::train::data::{Content, DataError, Dataset, MAX_SAMPLE_BYTES, Sam
 
 use crate::train::{PyDataset, labels_of};
 
+/// What a map-style dataset's samples come from, for messages.
+const GETITEM: &str = "__getitem__";
+
 /// A Python object read by index.
 struct FromPython {
     object: Py<PyAny>,
@@ -28,21 +31,38 @@ struct FromPython {
     kind: String,
 }
 
-/// Why a Python dataset gave no sample.
+/// Why a Python dataset gave no sample; `call` is what was called
+/// (`__getitem__`, `the iterator`).
 #[derive(Debug)]
-enum SampleError {
-    /// `__getitem__` raised: the exception, and its message with where it
-    /// was raised, made with the GIL.
-    Raised { message: String, error: PyErr },
-    /// `__getitem__` returned what is not `(image, label)`.
-    Returned(String),
+pub(crate) enum SampleError {
+    /// The call raised: the exception, and its message with where it was
+    /// raised, made with the GIL.
+    Raised {
+        call: &'static str,
+        message: String,
+        error: PyErr,
+    },
+    /// The call returned what is not `(image, label)`.
+    Returned { call: &'static str, what: String },
+}
+
+impl SampleError {
+    /// `error`, raised by `call`, with its message made now (with the GIL).
+    pub(crate) fn raised(py: Python<'_>, call: &'static str, error: PyErr) -> SampleError {
+        let message = message_of(py, &error);
+        SampleError::Raised {
+            call,
+            message,
+            error,
+        }
+    }
 }
 
 impl fmt::Display for SampleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SampleError::Raised { message, .. } => write!(f, "__getitem__ raised {message}"),
-            SampleError::Returned(what) => write!(f, "__getitem__ returned {what}"),
+            SampleError::Raised { call, message, .. } => write!(f, "{call} raised {message}"),
+            SampleError::Returned { call, what } => write!(f, "{call} returned {what}"),
         }
     }
 }
@@ -55,7 +75,7 @@ pub(crate) fn raised(error: &DataError) -> Option<&PyErr> {
     match error {
         DataError::External { error, .. } => match error.downcast_ref::<SampleError>()? {
             SampleError::Raised { error, .. } => Some(error),
-            SampleError::Returned(_) => None,
+            SampleError::Returned { .. } => None,
         },
         _ => None,
     }
@@ -83,7 +103,7 @@ fn message_of(py: Python<'_>, error: &PyErr) -> String {
 }
 
 /// The name of `value`'s type (`str`, `list`, `PIL.Image.Image`).
-fn type_name(value: &Bound<'_, PyAny>) -> String {
+pub(crate) fn type_name(value: &Bound<'_, PyAny>) -> String {
     let kind = value.get_type();
     match (kind.module(), kind.qualname()) {
         (Ok(m), Ok(q)) if m != "builtins" => format!("{m}.{q}"),
@@ -196,7 +216,7 @@ fn read_image(image: &Bound<'_, PyAny>, sample: &mut Sample) -> Result<(), Strin
 }
 
 /// `(image, label)` (a tuple or a list of two) into `sample`.
-fn read_item(item: &Bound<'_, PyAny>, sample: &mut Sample) -> Result<(), String> {
+pub(crate) fn read_item(item: &Bound<'_, PyAny>, sample: &mut Sample) -> Result<(), String> {
     let (pair, len) = if let Ok(t) = item.cast::<PyTuple>() {
         (
             (t.len() == 2).then(|| (t.get_item(0), t.get_item(1))),
@@ -246,11 +266,20 @@ impl Dataset for FromPython {
             });
         }
         Python::attach(|py| {
-            let item = self.object.bind(py).get_item(index).map_err(|error| {
-                let message = message_of(py, &error);
-                self.failed(index, SampleError::Raised { message, error })
-            })?;
-            read_item(&item, sample).map_err(|what| self.failed(index, SampleError::Returned(what)))
+            let item = self
+                .object
+                .bind(py)
+                .get_item(index)
+                .map_err(|error| self.failed(index, SampleError::raised(py, GETITEM, error)))?;
+            read_item(&item, sample).map_err(|what| {
+                self.failed(
+                    index,
+                    SampleError::Returned {
+                        call: GETITEM,
+                        what,
+                    },
+                )
+            })
         })?;
         sample.id = index as u64;
         Ok(())

@@ -8,6 +8,7 @@ mod builtin;
 mod celeba;
 mod dlpack;
 mod errors;
+mod from_iterable;
 mod from_python;
 mod geometry;
 mod graph;
@@ -42,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     mix::register(m)?;
     m.add_function(wrap_pyfunction!(from_python::from_python, m)?)?;
     m.add_function(wrap_pyfunction!(from_python::sample_content, m)?)?;
+    m.add_function(wrap_pyfunction!(from_iterable::from_iterable, m)?)?;
     m.add_function(wrap_pyfunction!(preview::preview, m)?)?;
     m.add_function(wrap_pyfunction!(preview::preview_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(celeba::celeba, m)?)?;

@@ -76,6 +76,7 @@ from ._native import cifar100 as _cifar100
 from ._native import mnist as _mnist
 from ._native import cifar_pickled as _cifar_pickled
 from ._native import from_python as _from_python
+from ._native import from_iterable as _from_iterable
 from ._native import preview as _preview
 from ._native import celeba as _celeba
 from ._native import recordio_files as _recordio_files
@@ -135,6 +136,7 @@ __all__ = [
     "TrivialAugmentWide",
     "WebDataset",
     "FromPython",
+    "FromIterable",
     "from_torch_dataset",
     "from_torchvision",
     "loader_defaults",
@@ -367,6 +369,40 @@ def FromPython(dataset: Any) -> Dataset:
     cannot check further.
     """
     return _from_python(dataset)
+
+
+def FromIterable(
+    fn: Callable[[], Iterable[Tuple[Any, Any]]],
+    length: Optional[int] = None,
+    buffer: int = 1000,
+    max_buffer_bytes: Optional[int] = None,
+) -> Dataset:
+    """An iterable Python dataset (PyTorch's ``IterableDataset``, MindSpore's
+    ``GeneratorDataset`` of a generator): ``fn()`` returns an iterator of
+    ``(image, label)`` items, as ``FromPython``'s ``dataset[i]`` returns them.
+
+    ``fn`` is called at the start of every epoch and must give the same items
+    in the same order each time (a generator function, or ``lambda:
+    iter(items)``). ``length``: the samples per epoch (WebDataset's
+    ``with_epoch``); ``None`` counts them now by iterating once. An iterator
+    that ends early is the loader's ``DataError`` naming the position; a
+    longer one is cut to ``length``.
+
+    ``Loader(..., shuffle=True)`` (the default) shuffles through a buffer of
+    ``buffer`` samples (tf.data's ``shuffle(buffer_size)``, WebDataset's
+    ``shuffle(n)``): each position draws one of the samples the buffer holds
+    (keyed by seed, epoch and position), which the next item replaces. Its
+    memory is ``buffer`` samples (``max_buffer_bytes`` caps their bytes: an
+    error when passed). ``shuffle=False`` gives the iterator's order;
+    ``weights`` do not apply. The read threads take the items one at a
+    time, holding the GIL only for the call; with shards, every rank
+    iterates over every item (and decodes only its own). Resuming inside an
+    epoch calls ``fn`` again and iterates up to the position (no decoding).
+    An exception raised by the iterator is the loader's ``DataError`` naming
+    the position and the item, with the exception's message and the line
+    that raised it; the exception is its ``__cause__``.
+    """
+    return _from_iterable(fn, length, buffer, max_buffer_bytes)
 
 
 class _TorchAdapter:
