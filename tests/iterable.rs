@@ -384,3 +384,71 @@ fn one_stream_per_epoch_and_a_dropped_loader_stops_reading() {
     assert_eq!(batches.len(), 50);
     assert_eq!(source.opens.load(Ordering::SeqCst), opened + 1);
 }
+
+/// A WebDataset tar read front to back (`TarStream`), from a file and from
+/// a FIFO (no seeking possible), gives the samples `WebDataset` indexes in
+/// the same shard (written by the `webdataset` package: an extra `json`
+/// member ignored), and through the loader in order the same batches; a
+/// tar cut inside a member is an error, not a short epoch.
+#[test]
+fn a_tar_read_front_to_back_gives_the_webdataset_s_samples() {
+    use tensorprep::train::data::tar_stream::TarStream;
+    use tensorprep::train::data::webdataset::{WebDataset, WebKeys};
+    let shard = tensorprep_tests::fixture("records/shard-0.tar");
+    let indexed =
+        Arc::new(WebDataset::open(shard.to_str().unwrap(), WebKeys::CONVENTIONAL).unwrap());
+    assert!(indexed.len() >= 2);
+    let samples = |d: &dyn Dataset| {
+        let mut s = Sample::default();
+        (0..d.len())
+            .map(|i| {
+                d.read(i, &mut s).unwrap();
+                (s.bytes.clone(), s.labels.clone())
+            })
+            .collect::<Vec<_>>()
+    };
+    let streamed = IterableDataset::new(
+        Arc::new(TarStream::new(&shard, WebKeys::CONVENTIONAL)),
+        StreamOptions::new(None).buffer(2),
+    )
+    .unwrap();
+    assert_eq!(streamed.len(), indexed.len());
+    assert_eq!(samples(&streamed), samples(&*indexed));
+    let mut config = LoaderConfig::new(2, 2, 4);
+    config.order = Order::Sequential;
+    assert!(run(Arc::new(streamed), config.clone(), 1) == run(indexed.clone(), config, 1));
+
+    // Through a FIFO: a writer thread per epoch.
+    let dir = std::env::temp_dir().join(format!("tp-tar-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("stream.tar");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        let bytes = std::fs::read(&shard).unwrap();
+        let (path, len) = (fifo.clone(), indexed.len());
+        let writer = std::thread::spawn(move || std::fs::write(&path, &bytes).unwrap());
+        let options = StreamOptions::new(Some(len)).buffer(2);
+        let piped = IterableDataset::new(
+            Arc::new(TarStream::new(&fifo, WebKeys::CONVENTIONAL)),
+            options,
+        );
+        let piped = piped.unwrap();
+        let mut s = Sample::default();
+        let pass = ReadEpoch::new(0, 0, false, Shard::ALL, 0, len as u64);
+        for (i, (bytes, labels)) in samples(&*indexed).into_iter().enumerate() {
+            piped.read_in(&pass, i, &mut s).unwrap();
+            assert_eq!((&s.bytes, &s.labels), (&bytes, &labels), "sample {i}");
+        }
+        writer.join().unwrap();
+    }
+    // Cut inside a member: an error naming the stream.
+    let cut = dir.join("cut.tar");
+    std::fs::write(&cut, &std::fs::read(&shard).unwrap()[..1500]).unwrap();
+    let err = IterableDataset::new(
+        Arc::new(TarStream::new(&cut, WebKeys::CONVENTIONAL)),
+        StreamOptions::new(None),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("cut.tar"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

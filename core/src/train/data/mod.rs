@@ -18,6 +18,8 @@ pub mod mindrecord;
 pub mod mnist;
 pub mod recordio;
 pub mod shards;
+mod tar_members;
+pub mod tar_stream;
 pub mod tfrecord;
 pub mod webdataset;
 

@@ -8,9 +8,11 @@
 //! [`WebKeys::label`] (`cls` by default: an integer or a number). Shard
 //! lists use braces: `shard-{000..099}.tar`, `{train,val}.tar`.
 //!
-//! The tar headers are read once (the `tar` crate: ustar, checksums, sizes;
-//! GNU long names and pax paths here, each capped at [`MAX_EXTENDED_BYTES`]
-//! before it is read), seeking over the members' data; samples are then
+//! The tar headers are read once (the walk shared with the front-to-back
+//! [`TarStream`](super::tar_stream::TarStream): the `tar` crate for ustar,
+//! checksums and sizes; GNU long names and pax paths, each capped at
+//! [`MAX_EXTENDED_BYTES`] before it is read), seeking over the members'
+//! data; samples are then
 //! read by position, like every dataset here. Members whose file name
 //! starts with a dot (macOS's `._name.jpg`) are skipped, as webdataset
 //! skips them. A shard is opened when a sample in it is read, and at most
@@ -20,13 +22,11 @@
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::shards::{DEFAULT_OPEN_FILES, FilePool};
-use super::{DataError, Dataset, Sample, append_at, label, open_file, read_at};
-
-const FORMAT: &str = "WebDataset tar";
+use super::tar_members::{self, FORMAT, Role};
+use super::{DataError, Dataset, Sample, append_at, open_file, read_at};
 
 /// The most shards a pattern may name.
 pub const MAX_SHARDS: usize = 1 << 20;
@@ -213,40 +213,6 @@ pub fn expand_braces(pattern: &str) -> Result<Vec<String>, DataError> {
     Ok(out)
 }
 
-/// A member's key and lower-case extension (`None` without a dot, or for
-/// a hidden file: a name starting with a dot).
-fn key_and_extension(path: &str) -> Option<(&str, String)> {
-    let name_start = path.rfind('/').map_or(0, |i| i + 1);
-    let dot = path[name_start..].find('.')? + name_start;
-    if dot == name_start {
-        return None;
-    }
-    Some((&path[..dot], path[dot + 1..].to_ascii_lowercase()))
-}
-
-/// An extended header's bytes (a GNU long name, a pax record list), its
-/// claimed size checked against [`MAX_EXTENDED_BYTES`] before reading.
-fn extended(
-    entry: &mut tar::Entry<'_, &File>,
-    bad: impl Fn(&str) -> DataError,
-) -> Result<Vec<u8>, DataError> {
-    let size = entry.size();
-    if size > MAX_EXTENDED_BYTES {
-        return Err(bad(&alloc::format!(
-            "an extended tar header of {size} bytes (more than {MAX_EXTENDED_BYTES})"
-        )));
-    }
-    let mut bytes = Vec::with_capacity(size as usize);
-    entry
-        .take(size)
-        .read_to_end(&mut bytes)
-        .map_err(|e| bad(&e.to_string()))?;
-    if (bytes.len() as u64) < size {
-        return Err(bad("an extended tar header runs past the end of the file"));
-    }
-    Ok(bytes)
-}
-
 impl WebDataset {
     /// Opens the shards `pattern` names (braces expanded) and lists their
     /// samples. A sample without an image is refused, naming it; so is a
@@ -297,8 +263,8 @@ impl WebDataset {
     ) -> Result<(), DataError> {
         let bad = |offset: u64, what: &str| DataError::corrupt(FORMAT, path, offset, what);
         let mut archive = tar::Archive::new(file);
-        // Raw: extended headers come as entries, read here under a cap;
-        // with seek: members' data is skipped, not read.
+        // Raw: extended headers come as entries, read under a cap; with
+        // seek: members' data is skipped, not read.
         let entries = archive
             .entries_with_seek()
             .map_err(|e| DataError::io(path, e))?
@@ -323,78 +289,14 @@ impl WebDataset {
             }
             Ok(())
         };
-        // The next member's name from a GNU long name or a pax header, and
-        // whether an extended header waits for its member.
-        let mut long_name: Option<Vec<u8>> = None;
-        let mut pending = false;
-        for entry in entries {
-            let mut entry = entry.map_err(|e| bad(0, &e.to_string()))?;
-            let offset = entry.raw_file_position();
-            let size = entry.size();
-            let kind = entry.header().entry_type();
-            let here = |what: &str| bad(offset, what);
-            let extension = kind.is_gnu_longname()
-                || kind.is_gnu_longlink()
-                || kind.is_pax_local_extensions()
-                || kind.is_pax_global_extensions();
-            // A global pax header describes the archive, not the next member.
-            pending = extension && !kind.is_pax_global_extensions();
-            if kind.is_gnu_longname() {
-                let mut name = extended(&mut entry, here)?;
-                while name.last() == Some(&0) {
-                    name.pop();
-                }
-                long_name = Some(name);
-                continue;
-            }
-            if kind.is_pax_local_extensions() {
-                let records = extended(&mut entry, here)?;
-                for ext in tar::PaxExtensions::new(&records) {
-                    let ext = ext.map_err(|_| here("a malformed pax header"))?;
-                    match ext.key_bytes() {
-                        b"path" => long_name = Some(ext.value_bytes().to_vec()),
-                        b"size" => {
-                            // Raw entries keep the ustar size: a pax size
-                            // (members of 8 GiB and more) is refused.
-                            return Err(here("a pax size (a member of 8 GiB or more)"));
-                        }
-                        _ => {}
-                    }
-                }
-                continue;
-            }
-            if kind.is_gnu_longlink() || kind.is_pax_global_extensions() {
-                extended(&mut entry, here)?;
-                continue;
-            }
-            if kind.is_gnu_sparse() {
-                return Err(here("a sparse member (not supported)"));
-            }
-            let name = match long_name.take() {
-                Some(n) => n,
-                None => entry.header().path_bytes().into_owned(),
+        tar_members::walk(entries, path, Some(len), |m, _| {
+            let Some((key, role)) = tar_members::role(&m, keys, path)? else {
+                return Ok(true);
             };
-            if !kind.is_file() {
-                continue;
-            }
-            if offset.checked_add(size).is_none_or(|end| end > len) {
-                return Err(here("a member runs past the end of the file"));
-            }
-            let name = String::from_utf8_lossy(&name);
-            let Some((key, ext)) = key_and_extension(&name) else {
-                continue;
-            };
-            let image_rank = keys.image.iter().position(|x| x.eq_ignore_ascii_case(&ext));
-            let is_label = ext == keys.label.to_ascii_lowercase();
-            if (image_rank.is_some() || is_label) && size > MAX_MEMBER_BYTES {
-                return Err(here(&alloc::format!(
-                    "member `{name}` is {size} bytes (more than {MAX_MEMBER_BYTES})"
-                )));
-            }
             let member = Member {
                 shard,
-                offset,
-                len: size,
+                offset: m.offset,
+                len: m.size,
             };
             if current.as_ref().is_none_or(|c| c.key != key) {
                 finish(current.take(), &mut self.samples, &mut self.keys)?;
@@ -405,17 +307,15 @@ impl WebDataset {
                 });
             }
             let c = current.as_mut().expect("set above");
-            if let Some(rank) = image_rank {
-                if c.image.is_none_or(|(r, _)| rank < r) {
+            match role {
+                Role::Image(rank) if c.image.is_none_or(|(r, _)| rank < r) => {
                     c.image = Some((rank, member));
                 }
-            } else if is_label {
-                c.label = Some(member);
+                Role::Image(_) | Role::Other => {}
+                Role::Label => c.label = Some(member),
             }
-        }
-        if pending {
-            return Err(bad(len, "an extended header describes no member"));
-        }
+            Ok(true)
+        })?;
         finish(current, &mut self.samples, &mut self.keys)
     }
 
@@ -481,16 +381,14 @@ impl Dataset for WebDataset {
                     alloc::format!("sample `{}`: {what}", self.keys[index]),
                 )
             };
-            let mut text = [0u8; 64];
+            let mut text = [0u8; tar_members::MAX_LABEL_BYTES];
             let n = usize::try_from(label.len).ok().filter(|&n| n <= text.len());
-            let n = n.ok_or_else(|| bad("a label longer than 64 bytes"))?;
+            let n = n.ok_or_else(|| bad(tar_members::LABEL_TOO_LONG))?;
             let file = self.shards.get(label.shard)?;
             read_at(&file, &mut text[..n], label.offset).map_err(|e| DataError::io(path, e))?;
-            let value = core::str::from_utf8(&text[..n])
-                .map_err(|_| "a label that is not text")
-                .and_then(label::text)
-                .map_err(bad)?;
-            sample.labels.push(value);
+            sample
+                .labels
+                .push(tar_members::label_of(&text[..n]).map_err(bad)?);
         }
         sample.id = index as u64;
         Ok(())
