@@ -121,6 +121,7 @@ fn batches_allocate_nothing_beyond_the_decoder_in_steady_state() {
         (0..=6).contains(&extra),
         "2 more epochs of pixel samples: {extra} more allocations (40 batches)"
     );
+    stream_reads_allocate_nothing_per_sample();
     let photo = read("sample.jpg");
     let photos = || tensorprep_tests::photo_dataset(vec![photo.clone()], 40);
     let two = run(2, photos());
@@ -199,5 +200,46 @@ fn built_in_datasets_allocate_nothing_per_sample() {
         (0..=6).contains(&extra),
         "CelebA: 2 more epochs, {extra} more allocations beyond the decoder's {decoding} \
          and the reads' {reading} (40 batches)"
+    );
+}
+
+/// The pixel samples as a stream through a shuffle buffer of 8
+/// (`IterableDataset`): each epoch opens the stream and makes its cursor
+/// (the stream, its buffer's and parked samples' lists), the samples'
+/// buffers recycled, nothing per sample. Called from the one test.
+fn stream_reads_allocate_nothing_per_sample() {
+    use tensorprep::train::data::{Iterable, IterableDataset, SampleStream, StreamOptions};
+    struct Pixels(Arc<dyn Dataset>);
+    impl Iterable for Pixels {
+        fn open(&self, _epoch: u32) -> Result<Box<dyn SampleStream>, DataError> {
+            let (data, mut k) = (Arc::clone(&self.0), 0);
+            Ok(Box::new(move |s: &mut Sample| {
+                if k == data.len() {
+                    return Ok(false);
+                }
+                data.read(k, s)?;
+                k += 1;
+                Ok(true)
+            }))
+        }
+        fn describe(&self) -> String {
+            "pixels".into()
+        }
+        fn fingerprint(&self) -> u64 {
+            0
+        }
+    }
+    let options = StreamOptions::new(Some(40)).buffer(8);
+    let stream: Arc<dyn Dataset> =
+        Arc::new(IterableDataset::new(Arc::new(Pixels(pixel_dataset())), options).unwrap());
+    // A first run grows the dataset's recycled samples; then 4 more
+    // epochs (160 more samples) cost each epoch's order, stream and cursor
+    // lists, and a sample's buffers where the read threads' timing first
+    // holds more samples at once: a few per epoch, never one per sample.
+    drop(run(2, Arc::clone(&stream)));
+    let extra = run(6, Arc::clone(&stream)) as i64 - run(2, stream) as i64;
+    assert!(
+        extra <= 40,
+        "a stream: 4 more epochs, {extra} more allocations (80 batches)"
     );
 }

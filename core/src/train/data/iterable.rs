@@ -58,6 +58,10 @@ use crate::train::{Draws, SampleKey};
 /// `MAX_AUGMENTS`, the epoch's permutation `u16::MAX`).
 const BUFFER_DRAW: u16 = u16::MAX - 1;
 
+/// Room made at once for a cursor's buffer and parked samples (one
+/// allocation each per epoch, not one per doubling).
+const PRESIZED: usize = 64;
+
 /// Passes (epochs being read, one-off reads) whose cursors are kept at
 /// once: the loader reads two epochs at an epoch's turn; a further one is
 /// reopened when asked again.
@@ -437,11 +441,11 @@ impl IterableDataset {
                     stream,
                     read: 0,
                     ended: false,
-                    slots: Vec::new(),
+                    slots: Vec::with_capacity(self.buffer.min(PRESIZED)),
                     filled: 0,
                     held: 0,
                     next: 0,
-                    parked: Vec::new(),
+                    parked: Vec::with_capacity(PRESIZED),
                     served: 0,
                     used: clock,
                 });
