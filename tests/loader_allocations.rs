@@ -236,7 +236,7 @@ fn stream_reads_allocate_nothing_per_sample() {
     // epochs (160 more samples) cost each epoch's order, stream and cursor
     // lists, and a sample's buffers where the read threads' timing first
     // holds more samples at once: a few per epoch, never one per sample.
-    drop(run(2, Arc::clone(&stream)));
+    run(2, Arc::clone(&stream));
     let extra = run(6, Arc::clone(&stream)) as i64 - run(2, stream) as i64;
     assert!(
         extra <= 40,
