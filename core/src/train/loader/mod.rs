@@ -28,7 +28,9 @@
 //!   (samples read ahead; each at most
 //!   [`MAX_SAMPLE_BYTES`](super::data::MAX_SAMPLE_BYTES), 256 MiB)
 //!   `+ the epoch's order` (8 bytes per dataset sample when shuffled; a
-//!   weighted order costs its weights, however many it draws).
+//!   weighted order costs its weights, however many it draws; a stream,
+//!   [`IterableDataset`](super::data::IterableDataset), orders itself
+//!   through its shuffle buffer of `buffer` samples per epoch being read).
 //! - **Ordered**: batches hold the epoch's samples in order and come out in
 //!   order ([`LoaderConfig::ordered`]` = false` hands out each batch as soon
 //!   as it is done instead).
