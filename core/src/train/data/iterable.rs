@@ -20,7 +20,8 @@
 //! is `buffer` samples (each at most [`MAX_SAMPLE_BYTES`](super::MAX_SAMPLE_BYTES); or
 //! [`StreamOptions::max_buffer_bytes`] in all, an error when passed), per
 //! epoch being read (two at an epoch's turn). The buffer recycles its
-//! samples' buffers: nothing is allocated per sample in steady state.
+//! samples' buffers, and keeps up to `buffer + 64` of them between epochs
+//! for the next: nothing is allocated per sample in steady state.
 //!
 //! **Lengths**: a stream that ends before the epoch's length is an error
 //! naming the position ([`DataError::StreamEnded`]), never a short epoch; a
