@@ -190,6 +190,34 @@ fn the_buffer_hands_out_a_permutation_of_the_stream() {
     assert_eq!(epoch(&one, 0), (0..40).collect::<Vec<_>>());
 }
 
+/// Read by index (`Dataset::read`: `dataset[i]`, a combination), a stream
+/// gives its own order; reads in increasing order share one opening, a
+/// read behind the last reopens it.
+#[test]
+fn reads_by_index_move_one_cursor_on() {
+    let source = Arc::new(Numbers::new(40));
+    let options = StreamOptions::new(Some(40)).buffer(8);
+    let data = IterableDataset::new(Arc::clone(&source) as Arc<dyn Iterable>, options).unwrap();
+    let mut s = Sample::default();
+    for i in (0..40).step_by(3) {
+        data.read(i, &mut s).unwrap();
+        assert_eq!(s.labels, [i as f32]);
+    }
+    assert_eq!(source.opens.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        source.reads.load(Ordering::SeqCst),
+        40,
+        "0 to 39, once each"
+    );
+    data.read(5, &mut s).unwrap();
+    assert_eq!(s.labels, [5.0]);
+    assert_eq!(source.opens.load(Ordering::SeqCst), 2);
+    assert!(matches!(
+        data.read(40, &mut s),
+        Err(DataError::OutOfRange { .. })
+    ));
+}
+
 /// Shuffle off: the stream's own order, so a stream over a folder gives
 /// the folder's batches (tensors, labels, indices) read sequentially.
 #[test]

@@ -58,12 +58,18 @@ impl ReadEpoch {
         }
     }
 
-    /// A one-off read of position `index` in the dataset's own order
-    /// (epoch 0, not shuffled, one shard): what
-    /// [`Dataset::read`](super::Dataset::read) means for a stream.
-    pub fn single(index: usize) -> Self {
-        ReadEpoch::new(0, 0, false, Shard::ALL, index as u64, index as u64 + 1)
-    }
+    /// Reads by index in the dataset's own order (epoch 0, not shuffled,
+    /// one shard), open-ended: no position is known to come (nothing is
+    /// kept back for one). What [`Dataset::read`](super::Dataset::read)
+    /// means for a stream.
+    pub const BY_INDEX: ReadEpoch = ReadEpoch {
+        seed: 0,
+        epoch: 0,
+        shuffle: false,
+        shard: Shard::ALL,
+        first: 0,
+        end: 0,
+    };
 
     /// The positions this pass asks for, counted.
     pub fn reads_count(&self) -> u64 {
@@ -111,7 +117,7 @@ mod tests {
         assert_eq!(asked(all, 5), [0, 1, 2, 3, 4]);
         assert_eq!(asked(ReadEpoch { first: 3, ..all }, 5), [3, 4]);
         assert_eq!(asked(ReadEpoch { end: 2, ..all }, 5), [0, 1]);
-        assert_eq!(asked(ReadEpoch::single(2), 5), [2]);
+        assert!(asked(ReadEpoch::BY_INDEX, 5).is_empty());
         // 7 over 3 shards: padded to 9, shard 2 reads 2, 5 and 8 % 7 = 1.
         let s = |i| Shard::new(3, i, false).unwrap();
         assert_eq!(asked(ReadEpoch::new(0, 0, true, s(2), 0, 3), 7), [1, 2, 5]);

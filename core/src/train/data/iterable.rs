@@ -484,9 +484,11 @@ impl IterableDataset {
         }
     }
 
-    /// Closes cursor `at` once its pass has had every position it asks for.
+    /// Closes cursor `at` once its pass has had every position it asks for
+    /// (an open-ended pass, [`ReadEpoch::BY_INDEX`], stays open).
     fn close_if_done(&self, all: &mut Cursors, at: usize) {
-        if all.open[at].served >= all.open[at].pass.reads_count() {
+        let asks = all.open[at].pass.reads_count();
+        if asks > 0 && all.open[at].served >= asks {
             self.close(all, at);
         }
     }
@@ -513,10 +515,10 @@ impl Dataset for IterableDataset {
         self.len
     }
 
-    /// Position `index` of the stream's own order (reopening it when
-    /// `index` is behind the last read).
+    /// Position `index` of the stream's own order: reads in increasing
+    /// order move one cursor on; a read behind the last reopens the stream.
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
-        self.read_in(&ReadEpoch::single(index), index, sample)
+        self.read_in(&ReadEpoch::BY_INDEX, index, sample)
     }
 
     fn read_in(
