@@ -6,6 +6,7 @@ position, no hang on drop."""
 import os
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -155,6 +156,7 @@ def test_fn_is_called_once_per_epoch_and_a_dropped_loader_does_not_hang(train):
 
     loader = train.Loader(train.FromIterable(slow, length=10_000, buffer=8), pipeline(train), 4, 2, output="numpy")
     next(iter(loader))
+    alive = weakref.ref(loader)
     done = threading.Event()
 
     def drop():
@@ -164,3 +166,4 @@ def test_fn_is_called_once_per_epoch_and_a_dropped_loader_does_not_hang(train):
 
     threading.Thread(target=drop).start()
     assert done.wait(10), "dropping the loader mid-stream hung"
+    assert alive() is None, "the loader was dropped (its threads joined)"
