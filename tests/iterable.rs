@@ -343,13 +343,17 @@ fn a_short_or_failing_stream_is_an_error_naming_the_position() {
     }
     let mut failing = Numbers::new(20);
     failing.fail_at = Some(6);
-    let results: Vec<_> = Loader::new(
-        stream(failing, Some(20), 4),
-        plan(),
-        LoaderConfig::new(4, 2, 1),
-    )
-    .unwrap()
-    .collect();
+    let failing = Arc::new(failing);
+    let options = StreamOptions::new(Some(20)).buffer(4);
+    let data = IterableDataset::new(Arc::clone(&failing) as Arc<dyn Iterable>, options).unwrap();
+    let mut config = LoaderConfig::new(4, 2, 1);
+    config.epochs = Some(1);
+    config.read_workers = 2;
+    let results: Vec<_> = Loader::new(Arc::new(data), plan(), config)
+        .unwrap()
+        .collect();
+    // The positions after it fail at once: the stream is not reopened.
+    assert_eq!(failing.opens.load(Ordering::SeqCst), 1);
     let err = results.last().unwrap().as_ref().unwrap_err();
     assert!(
         tensorprep::error::report(err).contains("item 6 is unreadable"),

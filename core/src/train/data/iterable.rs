@@ -246,6 +246,9 @@ struct Cursor {
     /// Positions handed out.
     served: u64,
     used: u64,
+    /// The stream failed at this position (with this message): the pass's
+    /// later positions fail at once instead of reopening it, each.
+    failed: Option<(usize, String)>,
 }
 
 impl IterableDataset {
@@ -422,6 +425,22 @@ impl IterableDataset {
                 return Ok(());
             }
         }
+        // Past where the pass's stream failed: that error, at once (the
+        // loader's read threads go on until the consumer sees the first).
+        if let Some(at) = found
+            && let Some((failed_at, message)) = &all.open[at].failed
+            && index >= all.open[at].next
+        {
+            let error = DataError::Invalid {
+                what: alloc::format!(
+                    "{} position {index}: the stream failed before it, at position {failed_at}: {message}",
+                    self.source.describe()
+                ),
+            };
+            all.open[at].served += 1;
+            self.close_if_done(all, at);
+            return Err(error);
+        }
         // Behind its cursor (a position asked twice, a cursor closed for
         // room): reopen.
         let at = match found {
@@ -449,6 +468,7 @@ impl IterableDataset {
                     parked: Vec::with_capacity(PRESIZED),
                     served: 0,
                     used: clock,
+                    failed: None,
                 });
                 all.open.len() - 1
             }
@@ -476,8 +496,16 @@ impl IterableDataset {
                 self.close_if_done(all, at);
                 Ok(())
             }
+            Err(e) if c.pass.reads_count() > 0 => {
+                // The stream's state is unknown: it is not read further in
+                // this pass.
+                c.failed = Some((c.next, alloc::string::ToString::to_string(&e)));
+                c.served += 1;
+                self.close_if_done(all, at);
+                Err(e)
+            }
             Err(e) => {
-                // The stream's state is unknown: the next read reopens it.
+                // Read by index: the next read reopens the stream.
                 self.close(all, at);
                 Err(e)
             }
