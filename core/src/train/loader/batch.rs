@@ -21,8 +21,11 @@ pub struct BatchMut<'a> {
     pub len: usize,
     /// The batch tensor (N x sample shape, room for a full batch).
     pub tensor: &'a mut Tensor,
-    /// Each sample's first label.
+    /// Every sample's labels, `label_width` each, sample after sample
+    /// (`len x label_width`).
     pub labels: &'a mut [f32],
+    /// Labels per sample ([`LoaderConfig::label_width`](super::LoaderConfig::label_width)).
+    pub label_width: usize,
     /// Each sample's index in the dataset.
     pub indices: &'a [u64],
 }
@@ -57,7 +60,10 @@ impl fmt::Debug for Batch {
 #[derive(Debug)]
 pub(super) struct BatchBuffer {
     pub(super) tensor: Tensor,
+    /// Every sample's labels, `label_width` each, in slot order.
     pub(super) labels: Vec<f32>,
+    /// Labels per sample (the loader's).
+    pub(super) label_width: usize,
     pub(super) indices: Vec<u64>,
     /// Each sample's shape.
     pub(super) shapes: Vec<[usize; 3]>,
@@ -99,9 +105,28 @@ impl Batch {
         self.len() == 0
     }
 
-    /// Each sample's first label.
+    /// Every sample's labels, [`Batch::label_width`] each, sample after
+    /// sample (row-major `len x label_width`): one per sample, a class
+    /// index, for classification; CelebA's 40 attributes, a box's four
+    /// numbers, a record's several labels otherwise.
+    ///
+    /// ```no_run
+    /// # fn f(batch: &tensorprep::train::Batch) {
+    /// let width = batch.label_width();
+    /// for (i, labels) in batch.labels().chunks_exact(width.max(1)).enumerate() {
+    ///     println!("sample {}: {labels:?}", batch.indices()[i]);
+    /// }
+    /// # }
+    /// ```
     pub fn labels(&self) -> &[f32] {
         &self.buffers().labels
+    }
+
+    /// Labels per sample: the loader's
+    /// [`LoaderConfig::label_width`](super::LoaderConfig::label_width),
+    /// the same for every batch (0: the samples have none).
+    pub fn label_width(&self) -> usize {
+        self.buffers().label_width
     }
 
     /// Each sample's index in the dataset.

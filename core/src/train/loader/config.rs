@@ -47,6 +47,12 @@ pub struct LoaderConfig {
     pub shard: Shard,
     /// Leave out a last batch shorter than `batch_size`.
     pub drop_last_batch: bool,
+    /// Labels per sample (a batch holds `samples x label_width` of them;
+    /// 0: none). Every sample must have this many: one with another count
+    /// is [`LoadError::LabelCount`], never padded or cut. `None` (the
+    /// default): the label count of the dataset's first sample (index 0,
+    /// or the first of the next 15 that reads; 1 if none does).
+    pub label_width: Option<usize>,
     /// Deliver batches in order (default), or each as soon as it is done
     /// (a slow sample then holds up its own batch only; which batch comes
     /// next depends on timing, so resume is exact only when ordered).
@@ -265,6 +271,7 @@ impl Default for LoaderConfig {
             order: Order::Shuffled,
             shard: Shard::ALL,
             drop_last_batch: false,
+            label_width: None,
             ordered: true,
             on_error: OnError::Fail,
             epochs: None,

@@ -62,12 +62,25 @@ pub enum LoadError {
         /// The panic's message.
         message: String,
     },
-    /// A sample has no label, or one that is not a finite number.
+    /// A sample has a label that is not a finite number.
     Label {
         /// The sample's index in the dataset.
         index: u64,
         /// The sample as its dataset names it ([`Dataset::describe`](super::super::data::Dataset::describe)).
         sample: String,
+    },
+    /// A sample has another number of labels than the loader's label width
+    /// ([`LoaderConfig::label_width`](super::LoaderConfig::label_width)):
+    /// never padded or cut.
+    LabelCount {
+        /// The sample's index in the dataset.
+        index: u64,
+        /// The sample as its dataset names it ([`Dataset::describe`](super::super::data::Dataset::describe)).
+        sample: String,
+        /// The loader's label width.
+        expected: usize,
+        /// The sample's labels.
+        found: usize,
     },
     /// The per-batch function failed (or panicked) on a batch.
     PerBatch {
@@ -142,7 +155,17 @@ impl fmt::Display for LoadError {
             }
             LoadError::Label { index, sample } => write!(
                 f,
-                "{sample} (sample {index}): no label, or one that is not a finite number"
+                "{sample} (sample {index}): a label that is not a finite number"
+            ),
+            LoadError::LabelCount {
+                index,
+                sample,
+                expected,
+                found,
+            } => write!(
+                f,
+                "{sample} (sample {index}): {found} labels, not the loader's {expected} (its \
+                 label width: the first sample's count, or label_width)"
             ),
             LoadError::PerBatch {
                 epoch,

@@ -49,7 +49,7 @@
 //!
 //! The code, one concern a module: `config` (the configuration and its
 //! defaults), `state` (the resume state), `error`, `batch` (a batch as its
-//! holder sees it), `stream` (the stream's epoch arithmetic), `stages` (the
+//! holder sees it), `labels` (the label width and each sample's check), `stream` (the stream's epoch arithmetic), `stages` (the
 //! three thread bodies), `slots` (the slot writer the decode threads share),
 //! `padding` (closing a batch's holes, padding varying shapes) and `queue`
 //! (the bounded queues and pools between the stages); this module, the
@@ -58,6 +58,7 @@
 mod batch;
 mod config;
 mod error;
+mod labels;
 mod padding;
 mod queue;
 mod slots;
@@ -98,6 +99,8 @@ struct Shared {
     shape: [usize; 3],
     /// The plan's output size varies: batches are padded.
     variable: bool,
+    /// Labels per sample (fixed before the threads start).
+    label_width: usize,
     /// The dataset's fingerprint (computed once).
     fingerprint: u64,
     /// How the stream divides into epochs and batches.
@@ -327,16 +330,19 @@ impl Loader {
             batch_size: b,
             end: config.epochs,
         };
+        let label_width = labels::width(&*dataset, &config);
         // The batch buffers: `depth` of them, each of a batch at most (never
         // more than an epoch holds), within the limit; each grows to its
-        // batch when first used, not before.
+        // batch when first used, not before. Their labels count too.
         let largest = (config.batch_size as u64).min(per_epoch.max(1));
         let needed = (sample_len as u64)
-            .saturating_mul(largest * plan.dtype().size() as u64)
+            .saturating_mul(plan.dtype().size() as u64)
+            .saturating_add((label_width as u64).saturating_mul(4))
+            .saturating_mul(largest)
             .saturating_mul(config.depth as u64);
         if needed > config.buffer_limit {
             return Err(LoadError::OverBudget {
-                what: "the batch buffers (depth x batch size x sample bytes)",
+                what: "the batch buffers (depth x batch size x sample and label bytes)",
                 needed,
                 limit_name: "buffer_limit",
                 limit: config.buffer_limit,
@@ -349,9 +355,14 @@ impl Loader {
         for _ in 0..config.depth {
             let tensor = Tensor::try_zeros(plan.dtype(), 0)
                 .map_err(|_| LoadError::OutOfMemory("the batch buffers"))?;
+            let mut labels = Vec::new();
+            labels
+                .try_reserve_exact(largest as usize * label_width)
+                .map_err(|_| LoadError::OutOfMemory("the batch buffers' labels"))?;
             buffers.put(BatchBuffer {
                 tensor,
-                labels: Vec::with_capacity(config.batch_size),
+                labels,
+                label_width,
                 indices: Vec::with_capacity(config.batch_size),
                 shapes: Vec::with_capacity(config.batch_size),
                 shape: [0, shape[0], shape[1], shape[2]],
@@ -369,6 +380,7 @@ impl Loader {
             sample_len,
             shape,
             variable,
+            label_width,
             fingerprint,
             stream,
             orders: Mutex::new(Vec::with_capacity(2)),
@@ -470,6 +482,13 @@ impl Loader {
         self.epoch
     }
 
+    /// Labels per sample in every batch ([`Batch::label_width`]): the
+    /// configured [`LoaderConfig::label_width`], or the count of the
+    /// dataset's first sample.
+    pub fn label_width(&self) -> usize {
+        self.shared.label_width
+    }
+
     /// What waits between the stages: read samples, batches done and not
     /// collated, collated batches not taken: where the stream is starved
     /// or backed up.
@@ -498,11 +517,13 @@ impl Loader {
             self.delivered = 0;
             return Ok(self);
         }
-        let (dataset, plan, config) = (
+        let (dataset, plan, mut config) = (
             Arc::clone(&self.shared.dataset),
             Arc::clone(&self.shared.plan),
             self.shared.config.clone(),
         );
+        // The same labels as before (not looked for again).
+        config.label_width = Some(self.shared.label_width);
         let mut state = self.state();
         state.epoch = epoch;
         state.batches = 0;

@@ -48,9 +48,9 @@ impl BatchBuffer {
         Ok(())
     }
 
-    /// Moves the filled samples of a batch of `len` slots together, in slot
-    /// order (a failed sample's slot keeps the index `u64::MAX`), and
-    /// counts the holes.
+    /// Moves the filled samples of a batch of `len` slots together (their
+    /// tensors, labels, indices and shapes), in slot order (a failed
+    /// sample's slot keeps the index `u64::MAX`), and counts the holes.
     pub(super) fn close_holes(&mut self, len: usize, sample_len: usize) {
         let mut filled = 0;
         for slot in 0..len {
@@ -66,13 +66,15 @@ impl BatchBuffer {
                     Tensor::I8(v) => v.copy_within(from..from + sample_len, to),
                 }
                 self.indices[filled] = self.indices[slot];
-                self.labels[filled] = self.labels[slot];
+                let width = self.label_width;
+                self.labels
+                    .copy_within(slot * width..(slot + 1) * width, filled * width);
                 self.shapes[filled] = self.shapes[slot];
             }
             filled += 1;
         }
         self.indices.truncate(filled);
-        self.labels.truncate(filled);
+        self.labels.truncate(filled * self.label_width);
         self.shapes.truncate(filled);
         self.skipped = len - filled;
         self.len = filled;

@@ -118,7 +118,7 @@ impl Shared {
                 return None;
             };
             buffers.labels.clear();
-            buffers.labels.resize(len, f32::NAN);
+            buffers.labels.resize(len * buffers.label_width, f32::NAN);
             buffers.indices.clear();
             buffers.indices.resize(len, u64::MAX);
             buffers.shapes.clear();
@@ -149,14 +149,15 @@ impl Shared {
         }
     }
 
-    /// Records slot `slot` of stream batch `batch` as finished; the last
-    /// sample of a batch sends it on to collate. `false` once stopped.
+    /// Records slot `slot` of stream batch `batch` as finished (its
+    /// `labels`, checked to be the loader's label width); the last sample
+    /// of a batch sends it on to collate. `false` once stopped.
     pub(super) fn finish_sample(
         &self,
         batch: u64,
         slot: usize,
         index: u64,
-        label: f32,
+        labels: &[f32],
         done: Result<[usize; 3], LoadError>,
     ) -> bool {
         let finished = {
@@ -169,7 +170,8 @@ impl Shared {
             let o = &mut open.list[at];
             match done {
                 Ok(shape) => {
-                    o.buffers.labels[slot] = label;
+                    let width = o.buffers.label_width;
+                    o.buffers.labels[slot * width..(slot + 1) * width].copy_from_slice(labels);
                     o.buffers.indices[slot] = index;
                     o.buffers.shapes[slot] = shape;
                 }

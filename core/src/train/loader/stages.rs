@@ -129,6 +129,8 @@ pub(super) fn read_stage(s: &Shared) {
 pub(super) fn decode_stage(s: &Shared) {
     let budget = s.config.decode_budget;
     let mut state = TrainState::with_decode_budget(budget);
+    // The sample's labels, kept past its return to the pool (made once).
+    let mut labels = alloc::vec::Vec::with_capacity(s.label_width);
     while let Some((n, read)) = s.read.take() {
         let Read {
             epoch,
@@ -139,16 +141,14 @@ pub(super) fn decode_stage(s: &Shared) {
         let Some(base) = s.open_batch(batch) else {
             return;
         };
-        let mut label = f32::NAN;
+        labels.clear();
         let done: Result<[usize; 3], LoadError> = sample.and_then(|sample| {
-            label = match sample.labels.first() {
-                Some(l) if l.is_finite() => *l,
-                _ => {
-                    s.samples.put(sample);
-                    let sample = s.dataset.describe(index as usize);
-                    return Err(LoadError::Label { index, sample });
-                }
-            };
+            let checked = super::labels::check(&*s.dataset, index, &sample.labels, s.label_width);
+            if let Err(e) = checked {
+                s.samples.put(sample);
+                return Err(e);
+            }
+            labels.extend_from_slice(&sample.labels);
             let key = SampleKey::new(s.config.seed, epoch, index);
             // SAFETY: `base` points at the tensor of the open batch `batch`,
             // which stays open (its buffer neither dropped nor reallocated)
@@ -189,7 +189,7 @@ pub(super) fn decode_stage(s: &Shared) {
             }
             done
         });
-        if !s.finish_sample(batch, slot, index, label, done) {
+        if !s.finish_sample(batch, slot, index, &labels, done) {
             return;
         }
     }
@@ -255,6 +255,7 @@ fn per_batch(f: &PerBatch, epoch: u32, number: u64, b: &mut BatchBuffer) -> Resu
         len: b.len,
         tensor: &mut b.tensor,
         labels: &mut b.labels,
+        label_width: b.label_width,
         indices: &b.indices,
     };
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (f.0)(&mut view)))
