@@ -196,19 +196,36 @@ mod labels {
             corrupt_what(&err).contains("sample `b` has no `.cls` label"),
             "{err}"
         );
-        // A dataset without labels at all opens (its samples are refused by
-        // the loader, which needs a label per sample).
+        // A dataset without labels at all opens, and loads with a label
+        // width of 0 (batches of images alone); a loader that asks for one
+        // label per sample refuses its samples, naming them.
         tar_of(&path, &[("a.jpg", &jpeg), ("b.jpg", &jpeg)]);
-        let d = WebDataset::open(path.to_str().unwrap(), WebKeys::CONVENTIONAL).unwrap();
+        let d = Arc::new(WebDataset::open(path.to_str().unwrap(), WebKeys::CONVENTIONAL).unwrap());
         let mut config = LoaderConfig::new(2, 1, 0);
         config.epochs = Some(1);
         config.order = Order::Sequential;
-        let err = Loader::new(Arc::new(d), plan(16), config)
+        let mut loader = Loader::new(d.clone(), plan(16), config.clone()).unwrap();
+        assert_eq!(loader.label_width(), 0);
+        let batch = loader.next().unwrap().unwrap();
+        assert_eq!((batch.len(), batch.label_width()), (2, 0));
+        assert!(batch.labels().is_empty());
+        config.label_width = Some(1);
+        let err = Loader::new(d, plan(16), config)
             .unwrap()
             .next()
             .unwrap()
             .unwrap_err();
-        assert!(matches!(err, LoadError::Label { .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                LoadError::LabelCount {
+                    expected: 1,
+                    found: 0,
+                    ..
+                }
+            ),
+            "{err}"
+        );
         assert!(err.to_string().contains("s.tar: sample `a`"), "{err}");
     }
 

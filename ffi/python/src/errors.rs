@@ -138,7 +138,7 @@ pub(crate) fn load(e: &LoadError) -> PyErr {
     let message = tensorprep::error::report(e);
     match e {
         LoadError::Read { error, .. } => caused(DataError::new_err(message), error),
-        LoadError::Label { .. } => DataError::new_err(message),
+        LoadError::Label { .. } | LoadError::LabelCount { .. } => DataError::new_err(message),
         LoadError::Decode { error, .. } => {
             let class = core(error);
             Python::attach(|py| PyErr::from_type(class.get_type(py), message))

@@ -396,6 +396,15 @@ impl PyLoader {
         };
         let (d, p, c) = (Arc::clone(&dataset), Arc::clone(&plan), config.clone());
         let loader = load(py.detach(move || Loader::new(d, p, c)))?;
+        let width = loader.label_width();
+        if mixed.is_some() && width != 1 {
+            // Dropping the loader stops and joins its threads.
+            py.detach(move || drop(loader));
+            return Err(errors::value(format!(
+                "MixUp/CutMix mix one class index per sample: this dataset's samples have {width} \
+                 labels each"
+            )));
+        }
         Ok(PyLoader {
             dataset,
             plan,
@@ -433,7 +442,16 @@ impl PyLoader {
         let len = batch.len();
         let [_, a, b, c] = batch.shape();
         let labels = match &self.mixed {
-            None => numpy::PyArray1::from_vec(py, batch.labels()[..len].to_vec()).into_any(),
+            // (batch,) for one label per sample (a class index), else
+            // (batch, label width).
+            None => {
+                let width = batch.label_width();
+                let flat = numpy::PyArray1::from_vec(py, batch.labels().to_vec());
+                match width {
+                    1 => flat.into_any(),
+                    _ => numpy::PyArrayMethods::reshape(&flat, [len, width])?.into_any(),
+                }
+            }
             Some((targets, classes)) => {
                 let soft = targets.take(batch.epoch, batch.number).ok_or_else(|| {
                     errors::LoaderError::new_err("a mixed batch came without its soft targets")

@@ -194,6 +194,13 @@ pub(crate) fn per_batch(
     let (index, count) = (u64::from(shard.0), u64::from(shard.1));
     PerBatch::new(move |b: &mut BatchMut<'_>| {
         let n = b.len;
+        if b.label_width != 1 {
+            // The loader refuses this at construction; a batch says so too.
+            return Err(format!(
+                "Mixup mixes one class index per sample, not {} labels",
+                b.label_width
+            ));
+        }
         if n % 2 == 1 {
             return Err(format!(
                 "Mixup pairs sample i with sample n - 1 - i: batch {} of epoch {} has {n} \

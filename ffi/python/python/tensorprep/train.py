@@ -724,6 +724,15 @@ class Loader:
       arrays otherwise), ``"numpy"`` or ``"torch"``. ``labels``: ``"int64"``
       (class indices, the default) or ``"float32"``; with ``mix`` the labels
       are soft targets (float32, batch x classes) and ``labels`` stays unset.
+      A batch's labels are ``(batch,)`` when each sample has one label and
+      ``(batch, K)`` when each has K (CelebA's 40 attributes, a box's 4
+      numbers, a record's several labels; ``(batch, 0)`` for none): every
+      sample of a loader has the same count, its dataset's first sample's,
+      and a sample with another count is an error naming it. ``"int64"``
+      stays the default for any K, as torchvision's ``CelebA`` gives its
+      targets as int64 tensors; labels that are not integers (box
+      coordinates in float, TFRecord float lists) need ``labels="float32"``.
+      ``mix`` needs one label per sample.
     - ``mix``: a batch transform, ``MixUp``, ``CutMix`` (torchvision's names)
       or ``Mixup`` (timm's): each batch mixed in place by the loader's
       threads, drawn from (seed, epoch, the batch's place among every
@@ -855,11 +864,13 @@ class Loader:
         _LIVE.add(self)
 
     def _convert(self, tensor: BatchTensor, labels: Any) -> Tuple[Any, Any]:
+        # labels: (batch,) float32 for one label per sample, (batch, K) for K.
         if self._labels == "int64":
             as_int = labels.astype("int64")
             if not (as_int == labels).all():
                 raise ValueError(
-                    "a batch's labels are not class indices (labels='float32' keeps them as they are)"
+                    "a batch's labels are not integers (class indices, attributes); "
+                    "labels='float32' keeps them as they are"
                 )
             labels = as_int
         if self._torch:
