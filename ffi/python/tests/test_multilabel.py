@@ -1,0 +1,125 @@
+"""Several labels per sample from Python: ``(batch,)`` labels for one label a
+sample, ``(batch, K)`` for K (CelebA's targets as torchvision 0.29.2 parses
+them, tests/fixtures/celeba), int64 by default as torchvision's CelebA gives
+them, a sample with another count refused by name, mix refused for K != 1,
+and the same batches for any worker count and after a resume."""
+
+import numpy as np
+import pytest
+
+from conftest import fixture
+
+ROOT = fixture("celeba", "root")
+
+
+@pytest.fixture(scope="module")
+def train(tp):
+    from tensorprep import train
+
+    return train
+
+
+def pipeline(train):
+    return train.Pipeline([train.RandomResizedCrop((16, 12)), train.RandomHorizontalFlip()])
+
+
+def torchvision_parse():
+    """(split/targets) -> [[values]], as the fixture script dumped torchvision's parse."""
+    out = {}
+    with open(fixture("celeba", "torchvision.txt")) as f:
+        for line in f:
+            if not line.startswith("#"):
+                key, _name, *values = line.split()
+                out.setdefault(key, []).append([int(v) for v in values])
+    return out
+
+
+def batches(loader):
+    """Every batch of one epoch: (images, labels, indices), copied."""
+    out = []
+    while (b := loader.next_batch()) is not None:
+        out.append((np.array(b["images"], copy=True), np.array(b["labels"], copy=True), b["indices"].copy()))
+    return out
+
+
+def test_celeba_targets_come_as_torchvision_gives_them(train):
+    parsed = torchvision_parse()
+    for target in ["attr", "identity", "bbox", "landmarks", "identity,bbox,attr"]:
+        want = np.array(parsed[f"all/{target}"], dtype=np.int64)
+        target_type = target.split(",") if "," in target else target
+        data = train.CelebA(ROOT, split="all", target_type=target_type)
+        loader = train.Loader(data, pipeline(train), 3, 2, seed=1, shard=None, output="numpy")
+        got = batches(loader)
+        assert [len(i) for _, _, i in got] == [3, 3, 1]
+        for _, labels, indices in got:
+            assert labels.dtype == np.int64, target
+            # One target a sample: (batch,), as today; several: (batch, K).
+            if want.shape[1] == 1:
+                assert labels.shape == (len(indices),), target
+                assert labels.tolist() == want[indices, 0].tolist(), target
+            else:
+                assert labels.shape == (len(indices), want.shape[1]), target
+                assert labels.tolist() == want[indices].tolist(), target
+        assert sorted(i for _, _, b in got for i in b.tolist()) == list(range(7))
+
+
+def test_float_labels_need_float32_and_every_sample_the_same_count(tp, train):
+    photo = train.CelebA(ROOT, split="all")[0][0]
+    three = [[i, 0.5 * i, -1.0] for i in range(6)]
+    data = train.Samples([(photo, labels) for labels in three])
+    with pytest.raises(ValueError, match="float32"):
+        next(iter(train.Loader(data, pipeline(train), 4, 1, seed=0, output="numpy")))
+    loader = train.Loader(data, pipeline(train), 4, 1, seed=0, shuffle=False, output="numpy", labels="float32")
+    _, labels = next(iter(loader))
+    assert labels.dtype == np.float32 and labels.shape == (4, 3)
+    assert labels.tolist() == three[:4]
+    # Sample 2 has two labels among samples of three: refused by name.
+    odd = train.Samples([(photo, labels[:2] if i == 2 else labels) for i, labels in enumerate(three)])
+    loader = train.Loader(odd, pipeline(train), 4, 1, seed=0, shuffle=False, output="numpy", labels="float32")
+    with pytest.raises(tp.DataError, match=r"sample 2\b.*2 labels, not the loader's 3"):
+        next(iter(loader))
+    # Skipped, its batch holds the others, each with its own labels.
+    loader = train.Loader(
+        odd, pipeline(train), 4, 1, seed=0, shuffle=False, output="numpy", labels="float32", skip_errors=True
+    )
+    b = loader.next_batch()
+    assert b["indices"].tolist() == [0, 1, 3] and b["labels"].tolist() == [three[i] for i in (0, 1, 3)]
+    # No labels at all: (batch, 0).
+    bare = train.Samples([(photo, []) for _ in range(4)])
+    _, labels = next(iter(train.Loader(bare, pipeline(train), 4, 1, seed=0, output="numpy")))
+    assert labels.shape == (4, 0) and labels.dtype == np.int64
+
+
+def test_mix_needs_one_label_a_sample(train):
+    data = train.CelebA(ROOT, split="all", target_type="bbox")
+    with pytest.raises(ValueError, match="4 labels"):
+        train.Loader(data, "imagenet-train", 2, 1, seed=0, drop_last=True, mix=train.MixUp(num_classes=10))
+    one = train.CelebA(ROOT, split="all", target_type="identity")
+    train.Loader(one, "imagenet-train", 2, 1, seed=0, drop_last=True, mix=train.MixUp(num_classes=5000)).close()
+
+
+def test_multilabel_batches_do_not_depend_on_workers_and_resume(train):
+    data = train.CelebA(ROOT, split="all", target_type=["identity", "bbox", "attr"])
+    runs = []
+    for workers in (1, 3):
+        loader = train.Loader(data, pipeline(train), 2, workers, seed=4, shard=None, output="numpy")
+        epoch0 = batches(loader)
+        iter(loader)  # on to the next epoch
+        runs.append(epoch0 + batches(loader))
+    one, three = runs
+    assert len(one) == 8 and all(labels.shape == (len(i), 45) for _, labels, i in one)
+
+    def same(a, b):
+        return len(a) == len(b) and all(all(np.array_equal(x, y) for x, y in zip(p, q)) for p, q in zip(a, b))
+
+    assert same(one, three)
+    first = train.Loader(data, pipeline(train), 2, 1, seed=4, shard=None, output="numpy")
+    head = [first.next_batch() for _ in range(2)]
+    state = first.state_dict()
+    first.close()
+    del head
+    resumed = train.Loader(data, pipeline(train), 2, 3, seed=4, shard=None, output="numpy")
+    resumed.load_state_dict(state)
+    assert same(batches(resumed), one[2:4])
+    iter(resumed)  # on to the next epoch
+    assert same(batches(resumed), one[4:])
