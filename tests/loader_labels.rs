@@ -11,9 +11,9 @@ use tensorprep::Tensor;
 use tensorprep::pipeline::{Op, Resize};
 use tensorprep::resize::{Filter, Resample};
 use tensorprep::size::SizeRule;
+use tensorprep::train::data::Dataset;
 use tensorprep::train::data::celeba::{CelebA, CelebAOptions, Split, Target};
 use tensorprep::train::data::recordio::{RecordIoDataset, RecordIoWriter, pack_image};
-use tensorprep::train::data::Dataset;
 use tensorprep::train::{
     Augment, BatchMut, LoadError, Loader, LoaderConfig, OnError, Order, PerBatch,
     RandomResizedCrop, TrainPipeline, TrainPlan,
@@ -90,7 +90,11 @@ fn assert_rows(batches: &[Got], want: &[Vec<f32>], what: &str) {
     for b in batches {
         assert_eq!(b.width, want[0].len(), "{what}: label width");
         for (row, index) in b.labels.chunks_exact(b.width.max(1)).zip(&b.indices) {
-            assert_eq!(row, want[*index as usize].as_slice(), "{what}: sample {index}");
+            assert_eq!(
+                row,
+                want[*index as usize].as_slice(),
+                "{what}: sample {index}"
+            );
         }
         seen += b.indices.len();
     }
@@ -143,7 +147,10 @@ fn celeba_targets_reach_the_batches_as_torchvision_parses_them() {
         let shuffled = epoch(data, plan.clone(), config(2, 2, Order::Shuffled));
         assert_rows(&shuffled, &want, &key);
         assert_ne!(
-            shuffled.iter().flat_map(|b| b.indices.clone()).collect::<Vec<_>>(),
+            shuffled
+                .iter()
+                .flat_map(|b| b.indices.clone())
+                .collect::<Vec<_>>(),
             (0..want.len() as u64).collect::<Vec<_>>(),
             "{key}: shuffled"
         );
@@ -207,7 +214,11 @@ fn a_recordio_of_three_labels_gives_batches_of_three() {
     let mut c = config(4, 2, Order::Shuffled);
     c.per_batch = Some(PerBatch::new(|b: &mut BatchMut<'_>| {
         if b.label_width != 3 || b.labels.len() != 3 * b.len {
-            return Err(format!("{} labels of width {}", b.labels.len(), b.label_width));
+            return Err(format!(
+                "{} labels of width {}",
+                b.labels.len(),
+                b.label_width
+            ));
         }
         for row in b.labels.chunks_exact_mut(3) {
             row[2] = row[0] + row[1];
@@ -234,7 +245,8 @@ fn a_sample_with_another_label_count_is_refused_naming_it() {
         l
     };
     let (data, path) = recordio("odd.rec", odd);
-    let mut loader = Loader::new(data.clone(), plan(false), config(2, 3, Order::Sequential)).unwrap();
+    let mut loader =
+        Loader::new(data.clone(), plan(false), config(2, 3, Order::Sequential)).unwrap();
     assert_eq!(loader.label_width(), 3);
     for _ in 0..2 {
         loader.next().unwrap().unwrap();
@@ -269,12 +281,18 @@ fn a_sample_with_another_label_count_is_refused_naming_it() {
     let (b, all) = (&skipped[0], &whole[0]);
     assert_eq!((b.indices.as_slice(), b.skipped), (&[0, 1, 2, 3, 5][..], 1));
     let want = want_three();
-    let rows: Vec<f32> = [0, 1, 2, 3, 5].iter().flat_map(|&i| want[i].clone()).collect();
+    let rows: Vec<f32> = [0, 1, 2, 3, 5]
+        .iter()
+        .flat_map(|&i| want[i].clone())
+        .collect();
     assert_eq!(b.labels, rows);
     let sample = 3 * H * W;
     let mut pixels = all.tensor[..4 * sample].to_vec();
     pixels.extend_from_slice(&all.tensor[5 * sample..]);
-    assert!(b.tensor == pixels, "the samples after the hole moved with their labels");
+    assert!(
+        b.tensor == pixels,
+        "the samples after the hole moved with their labels"
+    );
 
     let first = |i: usize, class: f32| {
         let mut l = three(i, class);
@@ -301,8 +319,15 @@ fn a_sample_with_another_label_count_is_refused_naming_it() {
     let (data, _) = recordio("first.rec", first);
     let mut c = config(2, 1, Order::Sequential);
     c.label_width = Some(3);
-    let err = Loader::new(data, plan(false), c).unwrap().next().unwrap().unwrap_err();
-    assert!(matches!(err, LoadError::LabelCount { index: 0, .. }), "{err}");
+    let err = Loader::new(data, plan(false), c)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(err, LoadError::LabelCount { index: 0, .. }),
+        "{err}"
+    );
 }
 
 /// CelebA's identity, box and attributes (45 labels) with a random crop per
@@ -327,7 +352,10 @@ fn labels_do_not_depend_on_the_worker_count_and_survive_resume() {
     assert!(one == three && one_next == three_next, "1 and 3 workers");
 
     let mut loader = Loader::new(data.clone(), plan(true), c(1)).unwrap();
-    let head = [loader.next().unwrap().unwrap(), loader.next().unwrap().unwrap()];
+    let head = [
+        loader.next().unwrap().unwrap(),
+        loader.next().unwrap().unwrap(),
+    ];
     let state = loader.state();
     drop(head);
     drop(loader);

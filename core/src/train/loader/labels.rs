@@ -64,6 +64,7 @@ pub(super) fn check(
 mod tests {
     use super::*;
     use crate::train::data::DataError;
+    use alloc::string::ToString;
 
     /// `count(i)` labels for sample `i`; samples `fail` do not read.
     fn dataset(

@@ -18,7 +18,7 @@
 //!   steady state beyond the decoder's own. The loader's peak memory is at
 //!   most
 //!
-//!   `depth x min(batch_size, samples per epoch) x sample bytes`
+//!   `depth x min(batch_size, samples per epoch) x (sample bytes + 4 x label_width)`
 //!   (the batch buffers, each grown when first used; refused at start past
 //!   [`LoaderConfig::buffer_limit`])
 //!   `+ workers x decode_budget` (each decode thread's working memory; an
