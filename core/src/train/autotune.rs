@@ -205,7 +205,9 @@ pub fn autotune(
     ))?;
     let sample_len = shape.iter().product::<usize>();
     let costs = measure(dataset.as_ref(), &plan, base.seed, sample_len)?;
-    let sample_bytes = (sample_len * plan.dtype().size()) as u64;
+    // A batch slot's bytes: the sample's, and its labels' (4 each).
+    let labels = super::loader::label_width(dataset.as_ref(), &base) as u64;
+    let sample_bytes = (sample_len * plan.dtype().size()) as u64 + 4 * labels;
     let (read, decode) = (costs.read.max(1e-9), costs.decode.max(1e-9));
     let cpus = budget.cpus;
     // Decode threads: the budget (the CPU-bound stage). Reading mostly

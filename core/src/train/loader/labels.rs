@@ -19,7 +19,7 @@ pub(super) const PROBES: usize = 16;
 /// else the label count of the first of the dataset's first [`PROBES`]
 /// samples that reads; 1 (a class index) when none of them reads (or the
 /// dataset is empty).
-pub(super) fn width(dataset: &dyn Dataset, config: &LoaderConfig) -> usize {
+pub(crate) fn width(dataset: &dyn Dataset, config: &LoaderConfig) -> usize {
     if let Some(width) = config.label_width {
         return width;
     }
