@@ -305,7 +305,7 @@ impl PyLoader {
     #[pyo3(signature = (dataset, pipeline, batch_size, workers=None, seed=None, *, shard=None, shuffle=true,
                         weights=None, replacement=true, num_samples=None, drop_last=false,
                         skip_errors=false, prefetch=None, depth=None, read_workers=None, epochs=None,
-                        max_shape=None, decode_budget=None, buffer_limit=None, mix=None))]
+                        max_shape=None, decode_budget=None, buffer_limit=None, mix=None, label_width=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -329,6 +329,7 @@ impl PyLoader {
         decode_budget: Option<u64>,
         buffer_limit: Option<u64>,
         mix: Option<&PyMixup>,
+        label_width: Option<usize>,
     ) -> PyResult<PyLoader> {
         let plan = Arc::new(pipeline.pipeline.compile().map_err(|e| errors::core(&e))?);
         // Every argument left out keeps the library's default.
@@ -379,6 +380,7 @@ impl PyLoader {
         if let Some(bytes) = buffer_limit {
             config.buffer_limit = bytes;
         }
+        config.label_width = label_width;
         let dataset = dataset.dataset();
         let mixed = match mix {
             Some(m) => {

@@ -167,3 +167,19 @@ def test_fn_is_called_once_per_epoch_and_a_dropped_loader_does_not_hang(train):
     threading.Thread(target=drop).start()
     assert done.wait(10), "dropping the loader mid-stream hung"
     assert alive() is None, "the loader was dropped (its threads joined)"
+
+
+def test_several_labels_per_sample_need_label_width(tp, train):
+    def triples():
+        for image, k in numbers(8)():
+            yield image, [k, 2 * k, 3 * k]
+
+    # A stream is not read ahead to learn its label count: one label is
+    # assumed, and a sample with three is an error naming it.
+    data = train.FromIterable(triples, length=8, buffer=1)
+    with pytest.raises(tp.DataError, match="3 labels, not the loader's 1"):
+        collect(train.Loader(data, pipeline(train), 4, 1, output="numpy", shuffle=False))
+    got = collect(train.Loader(data, pipeline(train), 4, 2, output="numpy", shuffle=False, label_width=3))
+    labels = np.concatenate([y for _, y, _ in got])
+    assert labels.shape == (8, 3) and labels.dtype == np.int64
+    assert (labels == np.array([[k, 2 * k, 3 * k] for k in range(8)])).all()

@@ -51,7 +51,9 @@ pub struct LoaderConfig {
     /// 0: none). Every sample must have this many: one with another count
     /// is [`LoadError::LabelCount`], never padded or cut. `None` (the
     /// default): the label count of the dataset's first sample (index 0,
-    /// or the first of the next 15 that reads; 1 if none does).
+    /// or the first of the next 15 that reads; 1 if none does); 1 for a
+    /// stream ([`Dataset::orders_itself`](crate::train::data::Dataset::orders_itself)),
+    /// which is not read ahead of its pass.
     pub label_width: Option<usize>,
     /// Deliver batches in order (default), or each as soon as it is done
     /// (a slow sample then holds up its own batch only; which batch comes

@@ -18,10 +18,15 @@ pub(super) const PROBES: usize = 16;
 /// The label width a loader of `dataset` runs with: the configured one,
 /// else the label count of the first of the dataset's first [`PROBES`]
 /// samples that reads; 1 (a class index) when none of them reads (or the
-/// dataset is empty).
+/// dataset is empty). A stream ([`Dataset::orders_itself`]) is not probed
+/// (a read would cost a pass of its own, and standard input has only
+/// one): 1 unless configured.
 pub(crate) fn width(dataset: &dyn Dataset, config: &LoaderConfig) -> usize {
     if let Some(width) = config.label_width {
         return width;
+    }
+    if dataset.orders_itself() {
+        return 1;
     }
     let mut sample = Sample::default();
     (0..dataset.len().min(PROBES))

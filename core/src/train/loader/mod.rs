@@ -78,11 +78,10 @@ pub use config::{LoaderConfig, OnEpoch, OnError, PerBatch};
 pub use error::LoadError;
 pub use state::LoaderState;
 
-use super::data::{Dataset, ReadEpoch, Sample};
 /// The label width a loader of a dataset runs with (autotune counts it).
 pub(crate) use labels::width as label_width;
 
-use super::data::{Dataset, Sample};
+use super::data::{Dataset, ReadEpoch, Sample};
 use super::sampler::EpochOrder;
 use super::{Order, TrainPlan};
 use crate::Tensor;

@@ -427,6 +427,7 @@ class _Loader:
         decode_budget: Optional[int] = None,
         buffer_limit: Optional[int] = None,
         mix: Optional[Mixup] = None,
+        label_width: Optional[int] = None,
     ) -> None: ...
     def next_batch(
         self, mask: bool = False

@@ -727,8 +727,9 @@ class Loader:
       A batch's labels are ``(batch,)`` when each sample has one label and
       ``(batch, K)`` when each has K (CelebA's 40 attributes, a box's 4
       numbers, a record's several labels; ``(batch, 0)`` for none): every
-      sample of a loader has the same count, its dataset's first sample's,
-      and a sample with another count is an error naming it. ``"int64"``
+      sample of a loader has the same count, ``label_width`` or else its
+      dataset's first sample's (1 for a ``FromIterable`` stream, which is not
+      read ahead), and a sample with another count is an error naming it. ``"int64"``
       stays the default for any K, as torchvision's ``CelebA`` gives its
       targets as int64 tensors; labels that are not integers (box
       coordinates in float, TFRecord float lists) need ``labels="float32"``.
@@ -795,6 +796,7 @@ class Loader:
         output: str = "auto",
         labels: Optional[str] = None,
         mix: Optional[Mixup] = None,
+        label_width: Optional[int] = None,
         prefetch: Optional[int] = None,
         depth: int = _DEPTH,
         read_workers: int = _READ_WORKERS,
@@ -859,6 +861,7 @@ class Loader:
             decode_budget=int(decode_budget),
             buffer_limit=int(buffer_limit),
             mix=mix,
+            label_width=label_width,
         )
         self.last_indices = None
         _LIVE.add(self)
