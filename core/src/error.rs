@@ -53,6 +53,13 @@ pub enum Error {
         /// The budget.
         limit: u64,
     },
+    /// A training pipeline's custom op (`train.Lambda`) at `position` failed
+    /// or returned an image that does not fit; the worker's state keeps why
+    /// ([`crate::train::TrainState::take_custom_error`]).
+    CustomOp {
+        /// The op's position in the pipeline (ops numbered in order).
+        position: u32,
+    },
     /// The system could not provide memory the limits allow (an address-space
     /// limit, a full machine): the call failed instead of aborting.
     OutOfMemory {
@@ -326,6 +333,10 @@ impl fmt::Display for Error {
                 f,
                 "the image needs about {bytes} bytes to decode and augment, more than the \
                  decode budget of {limit} (raise the loader's decode_budget)"
+            ),
+            Error::CustomOp { position } => write!(
+                f,
+                "the custom op (Lambda) at position {position} failed (TrainState::take_custom_error says why)"
             ),
             Error::StrideTooSmall { plane, stride, min } => write!(
                 f,

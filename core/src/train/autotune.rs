@@ -145,10 +145,8 @@ fn measure(
         let geometry = sample
             .input()
             .and_then(|input| plan.run_input(&mut state, key, input, out.as_mut()))
-            .map_err(|error| LoadError::Decode {
-                index,
-                sample: dataset.describe(index as usize),
-                error,
+            .map_err(|error| {
+                LoadError::decoding(index, dataset.describe(index as usize), error, &mut state)
             })?;
         decodes.push(t.elapsed().as_secs_f64());
         let (w, h) = geometry.input;

@@ -5,7 +5,8 @@
 //!   epoch, sample index, op position), the same for any thread count.
 //! - [`Augment`]: the random ops (torchvision's `RandomResizedCrop`,
 //!   `RandomCrop`, flips, `RandomApply`, `RandomChoice`). Each becomes
-//!   ordinary ops per sample, fused by the plan compiler.
+//!   ordinary ops per sample, fused by the plan compiler; [`CustomOp`] runs
+//!   the caller's own function on the 8-bit image (Python's `Lambda`).
 //! - [`TrainPipeline`] / [`TrainPlan`]: decode, augment, finish.
 //! - [`data`]: datasets (image folders, MXNet RecordIO, TFRecord, WebDataset,
 //!   closures, samples in memory) and datasets made of others
@@ -36,6 +37,7 @@ pub use augment::{
     PolicyOp, RandomAffine, RandomCrop, RandomPerspective, RandomResizedCrop, RandomRotation,
     SPACE_OPS, Space, Subpolicy,
 };
+pub use augment::{BoxError, CustomFn, CustomOp, CustomOpError, CustomSize, NotSaveable};
 pub use autotune::{Budget, Tuned, autotune};
 pub use erase::{EraseValue, RandomErasing, erase};
 pub use loader::{

@@ -187,6 +187,40 @@ impl TrainPipeline {
         Some(p)
     }
 
+    /// The custom ops ([`Augment::Custom`]) of the pipeline, nested ones
+    /// too, in order.
+    pub fn custom_ops(&self) -> Vec<&augment::CustomOp> {
+        let mut found = Vec::new();
+        augment::customs(&self.augments, &mut found);
+        found
+    }
+
+    /// Whether the pipeline can be saved (a graph, a loader's state): not
+    /// when it holds a custom op, whose function is code; the error names
+    /// the first. Anything that serialises a pipeline calls this first.
+    ///
+    /// ```
+    /// use tensorprep::train::{Augment, CustomOp, TrainPipeline};
+    ///
+    /// let mut p = TrainPipeline::imagenet_train();
+    /// assert!(p.check_saveable().is_ok());
+    /// let same = CustomOp::new("same", |image, _key, out| {
+    ///     out.clear();
+    ///     (0..image.height()).for_each(|y| out.extend_from_slice(image.row(y)));
+    ///     Ok((image.width(), image.height()))
+    /// });
+    /// p.augments.push(Augment::RandomApply { p: 0.5, ops: vec![Augment::Custom(same)] });
+    /// assert_eq!(&*p.check_saveable().unwrap_err().op, "same");
+    /// ```
+    pub fn check_saveable(&self) -> core::result::Result<(), augment::NotSaveable> {
+        match self.custom_ops().first() {
+            Some(op) => Err(augment::NotSaveable {
+                op: alloc::sync::Arc::from(op.name()),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Compiles with the default [`Limits`].
     pub fn compile(&self) -> Result<TrainPlan> {
         self.compile_with_limits(&Limits::DEFAULT)
@@ -309,6 +343,8 @@ pub struct TrainState {
     mixing: augment::Mixing,
     /// The most bytes one sample may need ([`TrainState::with_decode_budget`]).
     budget: Option<u64>,
+    /// Why the last custom op failed ([`TrainState::take_custom_error`]).
+    custom_error: Option<augment::CustomOpError>,
 }
 
 impl TrainState {
@@ -337,11 +373,23 @@ impl TrainState {
 
     /// Checks an image of `width` x `height` against the budget.
     fn afford(&self, width: u32, height: u32) -> Result<()> {
-        let need = u64::from(width) * u64::from(height) * Self::BYTES_PER_PIXEL;
-        match self.budget {
-            Some(limit) if need > limit => Err(Error::OverBudget { bytes: need, limit }),
-            _ => Ok(()),
-        }
+        afford(self.budget, (width, height))
+    }
+
+    /// Why the last run failed with [`Error::CustomOp`]: the custom op's
+    /// error (its function's, or a result that does not fit), taken out of
+    /// the state.
+    pub fn take_custom_error(&mut self) -> Option<augment::CustomOpError> {
+        self.custom_error.take()
+    }
+}
+
+/// Checks an image of `size` against the `budget`.
+fn afford(budget: Option<u64>, size: (u32, u32)) -> Result<()> {
+    let need = u64::from(size.0) * u64::from(size.1) * TrainState::BYTES_PER_PIXEL;
+    match budget {
+        Some(limit) if need > limit => Err(Error::OverBudget { bytes: need, limit }),
+        _ => Ok(()),
     }
 }
 
@@ -445,7 +493,8 @@ impl TrainPlan {
             images,
             scratch,
             mixing,
-            budget: _,
+            budget,
+            custom_error,
         } = state;
         let plan_ops = |ds: &[Drawn], ops: &mut Vec<Op>| {
             ops.clear();
@@ -529,8 +578,28 @@ impl TrainPlan {
                 cur = 1 - cur;
                 continue;
             }
+            if let Drawn::Custom { position, key } = next {
+                let op = self.custom_op(position).ok_or(Error::InvalidParameter {
+                    name: "training plan",
+                    reason: "a custom op was drawn at a position that holds none",
+                })?;
+                size = match op.run(&view, key, dst) {
+                    Ok(after) => after,
+                    Err(e) => {
+                        *custom_error = Some(e);
+                        return Err(Error::CustomOp { position });
+                    }
+                };
+                // The result is an image of the pass: within the limits and
+                // the worker's budget.
+                image_len(format, size, &self.limits())?;
+                afford(*budget, size)?;
+                cur = 1 - cur;
+                i += 1;
+                continue;
+            }
             let Drawn::Image(image_op) = next else {
-                unreachable!("plan ops and AugMix steps are taken above")
+                unreachable!("plan ops, AugMix steps and custom ops are taken above")
             };
             let after = image_op.output_size(size);
             let len = image_len(format, after, &self.limits())?;
@@ -541,6 +610,11 @@ impl TrainPlan {
             cur = 1 - cur;
             i += 1;
         }
+    }
+
+    /// The custom op at `position` of the pipeline.
+    pub(crate) fn custom_op(&self, position: u32) -> Option<&augment::CustomOp> {
+        augment::custom_at(&self.augments, 0, position)
     }
 
     /// The 8-bit image format adjustments run on: the decode's.

@@ -24,7 +24,8 @@ use std::vec::Vec;
 
 use super::data::{DataError, Dataset, Sample};
 use super::{
-    Drawn, ImageOp, LoaderConfig, Order, SampleKey, Shard, TrainPipeline, TrainState, epoch_indices,
+    Drawn, ImageOp, LoaderConfig, Order, SampleKey, Shard, TrainPipeline, TrainPlan, TrainState,
+    epoch_indices,
 };
 use crate::finish::{ChannelOrder, Normalize};
 use crate::{DType, Layout, TensorMut};
@@ -140,7 +141,7 @@ impl Preview {
             };
             let input = sample.input().map_err(failed)?;
             let drawn = plan.draw_input(&mut state, key, input).map_err(failed)?;
-            let lines: Vec<String> = drawn.iter().map(describe).collect();
+            let lines: Vec<String> = drawn.iter().map(|d| describe(d, &plan)).collect();
             plan.run_input(&mut state, key, input, TensorMut::F32(&mut tensor))
                 .map_err(failed)?;
             let mut rgb = zeroed(w * h * 3, bytes)?;
@@ -218,8 +219,8 @@ pub fn denormalize(
     }
 }
 
-/// One drawn op in a few words.
-fn describe(d: &Drawn) -> String {
+/// One drawn op of `plan` in a few words.
+fn describe(d: &Drawn, plan: &TrainPlan) -> String {
     match d {
         Drawn::Op(op) => op.to_string(),
         Drawn::Image(p) => match p {
@@ -237,6 +238,10 @@ fn describe(d: &Drawn) -> String {
             ImageOp::Warp { size, .. } => format!("warp to {}x{}", size.0, size.1),
         },
         Drawn::AugMix(_) => "augmix step".to_string(),
+        Drawn::Custom { position, .. } => match plan.custom_op(*position) {
+            Some(op) => format!("Lambda({})", op.name()),
+            None => "Lambda".to_string(),
+        },
     }
 }
 

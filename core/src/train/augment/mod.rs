@@ -12,6 +12,7 @@
 mod augmix;
 mod color;
 mod crop;
+mod custom;
 mod geometric;
 mod image_op;
 mod policy;
@@ -24,6 +25,7 @@ pub(crate) use augmix::Mixing;
 pub use augmix::{AugMix, AugMixStep};
 pub use color::{ColorJitter, GaussianBlur};
 pub use crop::RandomCrop;
+pub use custom::{BoxError, CustomFn, CustomOp, CustomOpError, CustomSize, NotSaveable};
 pub use geometric::{RandomAffine, RandomPerspective, RandomRotation};
 pub use image_op::ImageOp;
 pub use policy::{AutoAugmentPolicy, PolicyOp, SPACE_OPS, Space, Subpolicy};
@@ -49,6 +51,14 @@ pub enum Drawn {
     Image(ImageOp),
     /// A step of AugMix's mixing.
     AugMix(AugMixStep),
+    /// The [`CustomOp`] at `position` of the pipeline, with its key for this
+    /// sample.
+    Custom {
+        /// The op's position (ops numbered in order, nested ones counted).
+        position: u32,
+        /// Its key: from the sample's key and `position`.
+        key: u64,
+    },
 }
 
 /// One step of a training pipeline's image ops: a fixed op, or a random one.
@@ -148,6 +158,10 @@ pub enum Augment {
         /// Fill for the geometric ops (R, G, B).
         fill: [u8; 3],
     },
+    /// The caller's own function on the 8-bit image (Python's
+    /// `train.Lambda`): run, not fused; a pipeline holding one cannot be
+    /// saved.
+    Custom(CustomOp),
 }
 
 impl Augment {
@@ -364,6 +378,12 @@ impl Augment {
             Augment::RandomAffine(a) => a.check(),
             Augment::RandomPerspective(p) => p.check(),
             Augment::AutoAugment { .. } => Ok(()),
+            Augment::Custom(c) => match c.size() {
+                CustomSize::Fixed { width, height } if width == 0 || height == 0 => {
+                    Err(invalid("Lambda", "a declared size must be at least 1 x 1"))
+                }
+                _ => Ok(()),
+            },
             Augment::RandAugment {
                 magnitude,
                 num_magnitude_bins,
@@ -442,6 +462,10 @@ impl Augment {
                 .then_some(before)
                 .flatten(),
             Augment::RandomRotation(r) if r.expand => None,
+            Augment::Custom(c) => match c.size() {
+                CustomSize::Same => before,
+                CustomSize::Fixed { width, height } => Some((width, height)),
+            },
             _ => before,
         }
     }
@@ -585,6 +609,12 @@ impl Augment {
                 }
                 Ok(size)
             }
+            Augment::Custom(c) => {
+                let mut d = d();
+                let key = u64::from(d.next_u32()) << 32 | u64::from(d.next_u32());
+                ops.push(Drawn::Custom { position, key });
+                Ok(c.size().after(size))
+            }
             Augment::TrivialAugmentWide {
                 num_magnitude_bins,
                 interpolation,
@@ -616,6 +646,50 @@ pub(crate) fn draw(
         position += a.positions();
     }
     Ok(size)
+}
+
+/// The custom op at `position` of `list` (its first op at `start`).
+pub(crate) fn custom_at(list: &[Augment], mut start: u32, position: u32) -> Option<&CustomOp> {
+    for a in list {
+        let next = start + a.positions();
+        if position < next {
+            return match a {
+                Augment::Custom(c) if start == position => Some(c),
+                Augment::RandomApply { ops, .. }
+                | Augment::RandomChoice { ops, .. }
+                | Augment::RandomOrder(ops) => custom_at(ops, start + 1, position),
+                Augment::RandomSelectSubpolicy(policy) => {
+                    let mut at = start + 1;
+                    policy.iter().flatten().find_map(|(op, _)| {
+                        let found = custom_at(core::slice::from_ref(op), at, position);
+                        at += op.positions();
+                        found
+                    })
+                }
+                _ => None,
+            };
+        }
+        start = next;
+    }
+    None
+}
+
+/// The custom ops of `list`, nested ones too, in order.
+pub(crate) fn customs<'a>(list: &'a [Augment], found: &mut Vec<&'a CustomOp>) {
+    for a in list {
+        match a {
+            Augment::Custom(c) => found.push(c),
+            Augment::RandomApply { ops, .. }
+            | Augment::RandomChoice { ops, .. }
+            | Augment::RandomOrder(ops) => customs(ops, found),
+            Augment::RandomSelectSubpolicy(policy) => {
+                for (op, _) in policy.iter().flatten() {
+                    customs(core::slice::from_ref(op), found);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The size after `list` when it is the same for every draw.
@@ -692,6 +766,7 @@ impl fmt::Display for Augment {
                 f,
                 "TrivialAugmentWide bins {num_magnitude_bins} {interpolation:?} fill {fill:?}"
             ),
+            Augment::Custom(c) => c.fmt(f),
         }
     }
 }

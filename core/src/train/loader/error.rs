@@ -45,6 +45,16 @@ pub enum LoadError {
         /// Why.
         error: crate::Error,
     },
+    /// A custom op (`train.Lambda`) failed on sample `index` (the cause is
+    /// the source).
+    Custom {
+        /// The sample's index in the dataset.
+        index: u64,
+        /// The sample as its dataset names it ([`Dataset::describe`](super::super::data::Dataset::describe)).
+        sample: String,
+        /// Why: the op's error, naming it.
+        error: crate::train::CustomOpError,
+    },
     /// A worker panicked on sample `index`.
     Panic {
         /// The sample's index in the dataset.
@@ -144,7 +154,9 @@ impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LoadError::Read { index, .. } => write!(f, "sample {index}"),
-            LoadError::Decode { index, sample, .. } => write!(f, "{sample} (sample {index})"),
+            LoadError::Decode { index, sample, .. } | LoadError::Custom { index, sample, .. } => {
+                write!(f, "{sample} (sample {index})")
+            }
             LoadError::Panic {
                 index,
                 sample,
@@ -212,8 +224,34 @@ impl std::error::Error for LoadError {
         match self {
             LoadError::Read { error, .. } => Some(error),
             LoadError::Decode { error, .. } => Some(error),
+            LoadError::Custom { error, .. } => Some(error),
             LoadError::Spawn { error, .. } => Some(error),
             _ => None,
+        }
+    }
+}
+
+impl LoadError {
+    /// Sample `index`'s decode-and-augment error: [`LoadError::Custom`] with
+    /// the custom op's error when one failed (taken from the worker's
+    /// `state`), else [`LoadError::Decode`].
+    pub(crate) fn decoding(
+        index: u64,
+        sample: String,
+        error: crate::Error,
+        state: &mut crate::train::TrainState,
+    ) -> LoadError {
+        match (error, state.take_custom_error()) {
+            (crate::Error::CustomOp { .. }, Some(error)) => LoadError::Custom {
+                index,
+                sample,
+                error,
+            },
+            (error, _) => LoadError::Decode {
+                index,
+                sample,
+                error,
+            },
         }
     }
 }

@@ -177,10 +177,9 @@ pub(super) fn decode_stage(s: &Shared) {
                             .map(|_| s.shape)
                     }
                 });
-                shape.map_err(|error| LoadError::Decode {
-                    index,
-                    sample: s.dataset.describe(index as usize),
-                    error,
+                shape.map_err(|error| {
+                    let sample = s.dataset.describe(index as usize);
+                    LoadError::decoding(index, sample, error, &mut state)
                 })
             });
             s.samples.put(sample);
