@@ -143,6 +143,16 @@ pub(crate) fn load(e: &LoadError) -> PyErr {
             let class = core(error);
             Python::attach(|py| PyErr::from_type(class.get_type(py), message))
         }
+        // A Lambda that raised: its exception is the cause; a result that
+        // does not fit is an input error.
+        LoadError::Custom { error, .. } => match crate::lambda::raised(error) {
+            Some(raised) => {
+                let e = LoaderError::new_err(message);
+                Python::attach(|py| e.set_cause(py, Some(raised.clone_ref(py))));
+                e
+            }
+            None => InputError::new_err(message),
+        },
         _ => LoaderError::new_err(message),
     }
 }

@@ -83,7 +83,7 @@ pub(crate) fn raised(error: &DataError) -> Option<&PyErr> {
 
 /// `Type: message (file:line in function)`: the traceback's last line and
 /// its innermost frame.
-fn message_of(py: Python<'_>, error: &PyErr) -> String {
+pub(crate) fn message_of(py: Python<'_>, error: &PyErr) -> String {
     let mut message = error.to_string();
     let mut tb = error.traceback(py).map(Bound::into_any);
     let mut last = None;

@@ -13,6 +13,7 @@ mod from_python;
 mod geometry;
 mod graph;
 mod input;
+mod lambda;
 mod loader;
 mod mindrecord;
 mod mix;
@@ -42,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mindrecord::mindrecord, m)?)?;
     mix::register(m)?;
     m.add_function(wrap_pyfunction!(from_python::from_python, m)?)?;
+    m.add_function(wrap_pyfunction!(lambda::lambda, m)?)?;
     m.add_function(wrap_pyfunction!(from_python::sample_content, m)?)?;
     m.add_function(wrap_pyfunction!(from_iterable::from_iterable, m)?)?;
     m.add_function(wrap_pyfunction!(preview::preview, m)?)?;

@@ -370,7 +370,10 @@ pub(crate) struct PyAugment(pub(crate) Augment);
 #[pymethods]
 impl PyAugment {
     fn __repr__(&self) -> String {
-        format!("{:?}", self.0)
+        match &self.0 {
+            Augment::Custom(op) => op.to_string(),
+            a => format!("{a:?}"),
+        }
     }
 }
 

@@ -71,6 +71,7 @@ from ._native import (  # noqa: F401  (re-exported)
     shard_from_env,
 )
 from ._native import RandomChoice as _RandomChoice
+from ._native import Lambda as _Lambda
 from ._native import cifar10 as _cifar10
 from ._native import cifar100 as _cifar100
 from ._native import mnist as _mnist
@@ -102,6 +103,7 @@ __all__ = [
     "GaussianBlur",
     "ImageFolder",
     "KMNIST",
+    "Lambda",
     "Loader",
     "MNIST",
     "MindRecord",
@@ -476,6 +478,41 @@ def from_torch_dataset(dataset: Any, *, files: bool = False) -> Any:
     return _TorchAdapter(dataset, files)
 
 
+def Lambda(
+    fn: Callable[[npt.NDArray[np.uint8], np.random.Generator], npt.NDArray[np.uint8]],
+    name: Optional[str] = None,
+    size: Union[str, Tuple[int, int]] = "same",
+) -> Augment:
+    """A Python function among the augmentations (MindSpore's ``PyFunc``,
+    torchvision's ``Lambda``), run by the loader's decode threads on each
+    sample's decoded 8-bit image.
+
+    ``fn(image, rng)`` gets the image as a uint8 numpy array ``HxWxC`` (RGB,
+    C 3; a fresh copy it may change) and ``rng``, a
+    ``numpy.random.Generator`` seeded from the sample's own key (seed, epoch,
+    sample index and the op's place in the list): draw from it, not from
+    ``numpy.random`` or ``random``, and the batches are the same for any
+    worker count and after a resume. It returns a uint8 array ``HxWxC`` with
+    the same C (any strides). ``size``: ``"same"`` (the
+    result keeps the input's size) or ``(height, width)``, the size of every
+    result; another size is refused, naming the sample. ``name``: what
+    describers print, ``Lambda(name)`` (the function's name by default).
+
+    Each call holds the GIL (the call and the copies in and out of numpy);
+    the decoding and the other ops run without it, so Python ops cost what
+    the GIL lets through (see the README's figure). An exception raised by
+    ``fn`` is the loader's ``LoaderError`` naming the sample and the line
+    that raised it, the exception its ``__cause__``; a result of the wrong
+    kind, shape or size is an ``InputError`` naming the sample. A pipeline
+    with a Lambda cannot be saved (graphs, loader states).
+
+    >>> def noise(image, rng):
+    ...     return np.clip(image + rng.normal(0, 8, image.shape), 0, 255).astype(np.uint8)
+    >>> pipeline = train.Pipeline([train.RandomResizedCrop(224), train.Lambda(noise)])
+    """
+    return _Lambda(fn, name, None if size == "same" else size)
+
+
 def _fill(fill: Any) -> Union[int, list[int], None]:
     if fill is None:
         return None
@@ -546,6 +583,11 @@ def _augment(t: Any) -> Augment:
         return RandomChoice([_augment(x) for x in t.transforms], getattr(t, "p", None))
     if name == "RandomOrder":
         return RandomOrder([_augment(x) for x in t.transforms])
+    if name == "Lambda":
+        raise ValueError(
+            "torchvision's Lambda takes a PIL image or a tensor, which the loader does not make: "
+            "rewrite its function on a uint8 numpy array HxWxC and put train.Lambda(fn) in the pipeline"
+        )
     raise ValueError(f"{name} has no tensorprep counterpart (known: torchvision's geometric, colour and policy transforms)")
 
 
