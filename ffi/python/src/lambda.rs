@@ -57,8 +57,8 @@ pub(crate) fn raised(error: &CustomOpError) -> Option<&PyErr> {
 /// classes, looked up once.
 struct Function {
     function: Py<PyAny>,
-    generator: Py<PyAny>,
-    pcg64: Py<PyAny>,
+    /// `Generator` and `PCG64`, when the function takes the generator.
+    rng: Option<(Py<PyAny>, Py<PyAny>)>,
 }
 
 impl Function {
@@ -85,13 +85,21 @@ impl Function {
             let array = PyArray1::from_vec(py, pixels)
                 .reshape([h as usize, w as usize, channels])
                 .map_err(raised)?;
-            let rng = self
-                .pcg64
-                .bind(py)
-                .call1((key,))
-                .and_then(|bits| self.generator.bind(py).call1((bits,)))
-                .map_err(raised)?;
-            let result = self.function.bind(py).call1((array, rng)).map_err(raised)?;
+            let function = self.function.bind(py);
+            let result = match &self.rng {
+                // Making the generator costs more than a small image's
+                // copies: only for a function that takes it.
+                Some((generator, pcg64)) => {
+                    let rng = pcg64
+                        .bind(py)
+                        .call1((key,))
+                        .and_then(|bits| generator.bind(py).call1((bits,)))
+                        .map_err(raised)?;
+                    function.call1((array, rng))
+                }
+                None => function.call1((array,)),
+            }
+            .map_err(raised)?;
             copy_result(&result, channels, out).map_err(LambdaError::Returned)
         })
     }
@@ -111,13 +119,20 @@ fn copy_result(
         ));
     };
     let shape = array.shape();
+    // As numpy prints it: (48, 48, 2).
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    let shape_of = format!(
+        "({}{})",
+        dims.join(", "),
+        if dims.len() == 1 { "," } else { "" }
+    );
     let (height, width) = match *shape {
         [h, w, c] if c == channels => (h, w),
         [h, w] if channels == 1 => (h, w),
         _ => {
             let gray = if channels == 1 { " or HxW" } else { "" };
             return Err(format!(
-                "an array of shape {shape:?} where HxWx{channels}{gray} was expected"
+                "an array of shape {shape_of} where HxWx{channels}{gray} was expected"
             ));
         }
     };
@@ -125,17 +140,17 @@ fn copy_result(
         .cast::<PyArrayDyn<u8>>()
         .map_err(|_| format!("an array of dtype {} (uint8 only)", array.dtype()))?;
     let (Ok(w), Ok(h)) = (u32::try_from(width), u32::try_from(height)) else {
-        return Err(format!("an array of shape {shape:?}"));
+        return Err(format!("an array of shape {shape_of}"));
     };
     if w == 0 || h == 0 {
-        return Err(format!("an empty array (shape {shape:?})"));
+        return Err(format!("an empty array (shape {shape_of})"));
     }
     let pixels = pixels
         .try_readonly()
         .map_err(|e| format!("an array that cannot be read: {e}"))?;
     out.clear();
     out.try_reserve(array.len())
-        .map_err(|_| format!("an array of shape {shape:?} there is no memory for"))?;
+        .map_err(|_| format!("an array of shape {shape_of} there is no memory for"))?;
     match pixels.as_slice() {
         Ok(packed) => out.extend_from_slice(packed),
         // Strided (a flipped or cropped view): element by element in C order.
@@ -144,19 +159,21 @@ fn copy_result(
     Ok((w, h))
 }
 
-/// `train.Lambda(fn, name=None, size="same")`: `fn(image, rng)` on each
-/// sample's decoded image (uint8 `HxWxC`, C 3 or 1 as the pipeline
-/// decodes; `rng` a `numpy.random.Generator` seeded from the sample's key)
-/// returning a uint8 array with the same C. `size`: `"same"` (the input's)
-/// or `(height, width)`: the size every result has.
+/// `train.Lambda(fn, name=None, size="same", rng=True)`: `fn(image, rng)`
+/// (`fn(image)` with `rng=False`) on each sample's decoded image (uint8
+/// `HxWxC`, C 3 or 1 as the pipeline decodes; `rng` a
+/// `numpy.random.Generator` seeded from the sample's key) returning a uint8
+/// array with the same C. `size`: `"same"` (the input's) or `(height,
+/// width)`: the size every result has.
 #[pyfunction(name = "Lambda")]
-#[pyo3(signature = (function, name=None, size=None),
-       text_signature = "(function, name=None, size='same')")]
+#[pyo3(signature = (function, name=None, size=None, rng=true),
+       text_signature = "(function, name=None, size='same', rng=True)")]
 pub(crate) fn lambda(
     py: Python<'_>,
     function: &Bound<'_, PyAny>,
     name: Option<String>,
     size: Option<&Bound<'_, PyAny>>,
+    rng: bool,
 ) -> PyResult<PyAugment> {
     if !function.is_callable() {
         return Err(pyo3::exceptions::PyTypeError::new_err(format!(
@@ -185,11 +202,18 @@ pub(crate) fn lambda(
             .and_then(|n| n.extract::<String>())
             .unwrap_or_else(|_| type_name(function)),
     };
-    let random = py.import("numpy.random")?;
+    let rng = if rng {
+        let random = py.import("numpy.random")?;
+        Some((
+            random.getattr("Generator")?.unbind(),
+            random.getattr("PCG64")?.unbind(),
+        ))
+    } else {
+        None
+    };
     let f = Function {
         function: function.clone().unbind(),
-        generator: random.getattr("Generator")?.unbind(),
-        pcg64: random.getattr("PCG64")?.unbind(),
+        rng,
     };
     let op = CustomOp::new(&name, move |image, key, out| {
         f.call(image, key, out).map_err(|e| e.into())

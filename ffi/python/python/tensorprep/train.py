@@ -478,8 +478,29 @@ def from_torch_dataset(dataset: Any, *, files: bool = False) -> Any:
     return _TorchAdapter(dataset, files)
 
 
+def _takes_rng(fn: Any) -> bool:
+    """Whether ``fn`` takes a second positional argument (its signature shows
+    one, or ``*args``; True when it cannot be read)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    positional = 0
+    for p in parameters:
+        if p.kind == p.VAR_POSITIONAL:
+            return True
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= 2
+
+
 def Lambda(
-    fn: Callable[[npt.NDArray[np.uint8], np.random.Generator], npt.NDArray[np.uint8]],
+    fn: Union[
+        Callable[[npt.NDArray[np.uint8], np.random.Generator], npt.NDArray[np.uint8]],
+        Callable[[npt.NDArray[np.uint8]], npt.NDArray[np.uint8]],
+    ],
     name: Optional[str] = None,
     size: Union[str, Tuple[int, int]] = "same",
 ) -> Augment:
@@ -492,7 +513,9 @@ def Lambda(
     ``numpy.random.Generator`` seeded from the sample's own key (seed, epoch,
     sample index and the op's place in the list): draw from it, not from
     ``numpy.random`` or ``random``, and the batches are the same for any
-    worker count and after a resume. It returns a uint8 array ``HxWxC`` with
+    worker count and after a resume. A function of one argument, ``fn(image)``
+    (its signature says so), is called without it: making the generator
+    costs tens of microseconds. It returns a uint8 array ``HxWxC`` with
     the same C (any strides). ``size``: ``"same"`` (the
     result keeps the input's size) or ``(height, width)``, the size of every
     result; another size is refused, naming the sample. ``name``: what
@@ -510,7 +533,7 @@ def Lambda(
     ...     return np.clip(image + rng.normal(0, 8, image.shape), 0, 255).astype(np.uint8)
     >>> pipeline = train.Pipeline([train.RandomResizedCrop(224), train.Lambda(noise)])
     """
-    return _Lambda(fn, name, None if size == "same" else size)
+    return _Lambda(fn, name, None if size == "same" else size, rng=_takes_rng(fn))
 
 
 def _fill(fill: Any) -> Union[int, list[int], None]:
