@@ -1146,7 +1146,10 @@ impl PyTrainPipeline {
         let p = &self.pipeline;
         let mut s = format!("Pipeline(\n  {}\n", Op::Decode(p.decode));
         for a in &p.augments {
-            s += &format!("  {a:?}\n");
+            s += &match a {
+                Augment::Custom(op) => format!("  {op}\n"),
+                a => format!("  {a:?}\n"),
+            };
         }
         for op in &p.finish {
             s += &format!("  {op}\n");

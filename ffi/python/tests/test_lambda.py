@@ -150,7 +150,9 @@ def test_describers_and_no_saving(train):
     op = train.Lambda(invert)
     assert repr(op) == "Lambda(invert)"
     assert repr(train.Lambda(invert, name="inv")) == "Lambda(inv)"
-    assert "Lambda(invert)" in repr(pipeline(train, op))
+    assert "\n  Lambda(invert)\n" in repr(pipeline(train, op))
+    with pytest.raises(ValueError, match="size"):
+        train.Lambda(invert, size="other")
 
 
 def test_torchvision_lambda_is_refused_with_a_pointer(train):

@@ -533,7 +533,11 @@ def Lambda(
     ...     return np.clip(image + rng.normal(0, 8, image.shape), 0, 255).astype(np.uint8)
     >>> pipeline = train.Pipeline([train.RandomResizedCrop(224), train.Lambda(noise)])
     """
-    return _Lambda(fn, name, None if size == "same" else size, rng=_takes_rng(fn))
+    if isinstance(size, str):
+        if size != "same":
+            raise ValueError(f'Lambda: size is "same" or (height, width), not {size!r}')
+        return _Lambda(fn, name, None, rng=_takes_rng(fn))
+    return _Lambda(fn, name, size, rng=_takes_rng(fn))
 
 
 def _fill(fill: Any) -> Union[int, list[int], None]:
