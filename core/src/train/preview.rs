@@ -689,6 +689,39 @@ mod tests {
         }
     }
 
+    /// A custom op's line names it, as `Lambda(name)`.
+    #[test]
+    fn a_custom_op_is_described_by_its_name() {
+        use crate::train::{Augment, CustomOp};
+        let normalize = Normalize::IMAGENET;
+        let mut p = pipeline(
+            PixelFormat::Rgb8,
+            (6, 4),
+            normalize,
+            Layout::Chw,
+            ChannelOrder::Rgb,
+        );
+        let same = CustomOp::new("tint", |image, _key, out| {
+            out.clear();
+            (0..image.height()).for_each(|y| out.extend_from_slice(image.row(y)));
+            Ok((image.width(), image.height()))
+        });
+        p.augments.push(Augment::Custom(same));
+        let plan = p.compile().unwrap();
+        let png = png_of(6, 4, false, |x, y| [x as u8, y as u8, 0]);
+        let mut state = TrainState::new();
+        let drawn = plan
+            .draw(&mut state, SampleKey::new(0, 0, 0), &png)
+            .unwrap();
+        let lines: Vec<String> = drawn.iter().map(|d| describe(d, &plan)).collect();
+        assert_eq!(
+            lines.last().map(String::as_str),
+            Some("Lambda(tint)"),
+            "{lines:?}"
+        );
+        assert!(Preview::new(1).render(&p, &samples(png, 1)).is_ok());
+    }
+
     /// Pixel samples (RGB, and gray made RGB) show their own pixels, with
     /// no file in between.
     #[test]
