@@ -928,48 +928,6 @@ mod loader {
         );
     }
 
-    /// The epoch callback runs once per epoch as its reading starts (and
-    /// once on resume, for the epoch resumed in); its panic fails the
-    /// epoch's first sample, naming it.
-    #[test]
-    fn the_epoch_callback_runs_once_per_epoch() {
-        use std::sync::Mutex;
-        use tensorprep::train::OnEpoch;
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&seen);
-        let mut config = LoaderConfig::new(6, 3, 42);
-        config.read_workers = 3;
-        config.epochs = Some(3);
-        config.on_epoch = Some(OnEpoch::new(move |e| log.lock().unwrap().push(e)));
-        let mut loader = Loader::new(dataset(), plan(), config.clone()).unwrap();
-        for e in 0..3 {
-            assert_eq!(rest(&mut loader).len(), 7);
-            if e < 2 {
-                loader = loader.next_epoch().unwrap();
-            }
-        }
-        assert_eq!(*seen.lock().unwrap(), [0, 1, 2]);
-        let mut state = loader.state();
-        drop(loader);
-        (state.epoch, state.batches) = (1, 3);
-        seen.lock().unwrap().clear();
-        let mut resumed = Loader::resume(dataset(), plan(), config.clone(), state).unwrap();
-        assert_eq!(rest(&mut resumed).len(), 4);
-        drop(resumed);
-        assert_eq!(seen.lock().unwrap()[0], 1, "the resumed epoch");
-        config.on_epoch = Some(OnEpoch::new(|e| assert!(e != 1, "no epoch one")));
-        config.order = tensorprep::train::Order::Sequential;
-        let mut loader = Loader::new(dataset(), plan(), config).unwrap();
-        assert_eq!(rest(&mut loader).len(), 7);
-        let mut loader = loader.next_epoch().unwrap();
-        let err = loader.next().unwrap().unwrap_err();
-        assert!(
-            matches!(err, LoadError::Panic { index: 0, .. })
-                && err.to_string().contains("no epoch one"),
-            "{err}"
-        );
-    }
-
     /// One seed for the order and the draws: a sequential order keeps the
     /// samples in place and still draws its crops from the run's seed.
     #[test]

@@ -41,8 +41,8 @@ pub use augment::{BoxError, CustomFn, CustomOp, CustomOpError, CustomSize, NotSa
 pub use autotune::{Budget, Tuned, autotune};
 pub use erase::{EraseValue, RandomErasing, erase};
 pub use loader::{
-    Batch, BatchMut, LoadError, Loader, LoaderConfig, LoaderState, OnEpoch, OnError, PerBatch,
-    Stopper,
+    Batch, BatchMut, Callback, Callbacks, LoadError, Loader, LoaderConfig, LoaderState, OnError,
+    PerBatch, PipelineChange, Point, RunContext, Stopper,
 };
 pub use mix::{BatchShape, MixDraws, MixMode, MixScratch, Mixup};
 pub use plan::{MAX_AUGMENTS, TrainPipeline, TrainPlan, TrainState};

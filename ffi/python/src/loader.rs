@@ -3,12 +3,13 @@
 //! (DLPack); the buffer returns to the loader when the array is freed.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::ThreadId;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tensorprep::train::{
-    Batch, LoadError, Loader, LoaderConfig, LoaderState, OnError, Order, Shard, Stopper, TrainPlan,
-    Weighted,
+    Batch, Callback, LoadError, Loader, LoaderConfig, LoaderState, OnError, Order, PipelineChange,
+    RunContext, Shard, Stopper, TrainPipeline, TrainPlan, Weighted,
 };
 use tensorprep::{DType, Tensor};
 
@@ -130,6 +131,173 @@ pub(crate) struct PyLoader {
     stopper: Mutex<Option<Stopper>>,
     /// With a `Mixup`: each mixed batch's soft targets (classes per row).
     mixed: Option<(Targets, usize)>,
+    /// The exception a Python callback raised last (the loader's error's
+    /// `__cause__`).
+    raised: Raised,
+    /// The thread inside the loader (waiting for a batch, or running its
+    /// callbacks): a callback calling its own loader is refused instead of
+    /// waiting for itself.
+    holder: Mutex<Option<ThreadId>>,
+}
+
+/// Where a Python callback's exception waits for the loader's error.
+type Raised = Arc<Mutex<Option<PyErr>>>;
+
+/// What a loader callback is told (`tensorprep.train.RunContext`): the
+/// point (`"epoch_begin"`, `"epoch_end"`, `"step_begin"`, `"step_end"`),
+/// `epoch`, `step` (over the run) and `step_in_epoch`, counted from 0
+/// (MindSpore's `cur_epoch_num`, `cur_step_num`, `cur_step_num_in_epoch`:
+/// one more), and `set_pipeline` to change the augmentation from the next
+/// epoch on.
+#[pyclass(frozen, module = "tensorprep.train", name = "RunContext")]
+pub(crate) struct PyRunContext {
+    /// The callback's point.
+    #[pyo3(get)]
+    point: &'static str,
+    /// The epoch (from 0).
+    #[pyo3(get)]
+    epoch: u32,
+    /// The step over the run (from 0): epoch x batches per epoch + step_in_epoch.
+    #[pyo3(get)]
+    step: u64,
+    /// The step in the epoch (from 0; `epoch_end`: the epoch's batch count).
+    #[pyo3(get)]
+    step_in_epoch: u64,
+    plan: Arc<TrainPlan>,
+    change: Mutex<Option<TrainPipeline>>,
+}
+
+#[pymethods]
+impl PyRunContext {
+    /// MindSpore's epoch number (from 1).
+    #[getter]
+    fn cur_epoch_num(&self) -> u64 {
+        u64::from(self.epoch) + 1
+    }
+
+    /// MindSpore's step number over the run (from 1).
+    #[getter]
+    fn cur_step_num(&self) -> u64 {
+        self.step + 1
+    }
+
+    /// MindSpore's step number in the epoch (from 1).
+    #[getter]
+    fn cur_step_num_in_epoch(&self) -> u64 {
+        self.step_in_epoch + 1
+    }
+
+    /// Augment with `pipeline` from the next epoch on (every sample of epoch
+    /// `epoch + 1` and later, for any worker count, and after a resume: the
+    /// change is in `state_dict()`). Its output must have the loader's
+    /// shape, dtype and layout, else `ValueError`. A later call in the same
+    /// epoch replaces it.
+    fn set_pipeline(&self, pipeline: &PyTrainPipeline) -> PyResult<()> {
+        let from = self
+            .epoch
+            .checked_add(1)
+            .ok_or_else(|| errors::value("no epoch follows 2^32 - 1"))?;
+        let change = PipelineChange::new(from, pipeline.pipeline.clone())
+            .map_err(|e| errors::value(tensorprep::error::report(&e)))?;
+        change
+            .fits(&self.plan)
+            .map_err(|e| errors::value(e.to_string()))?;
+        *lock(&self.change) = Some(pipeline.pipeline.clone());
+        Ok(())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "RunContext(point={:?}, epoch={}, step={}, step_in_epoch={})",
+            self.point, self.epoch, self.step, self.step_in_epoch
+        )
+    }
+}
+
+/// A Python callback object: its methods for the four points (each
+/// `name` or MindSpore's `ds_name`), called with a `RunContext`.
+struct PyCallback {
+    /// `epoch_begin`, `epoch_end`, `step_begin`, `step_end`.
+    methods: [Option<Py<PyAny>>; 4],
+    plan: Arc<TrainPlan>,
+    raised: Raised,
+}
+
+/// The points' method names, in `PyCallback::methods`' order.
+const POINTS: [&str; 4] = ["epoch_begin", "epoch_end", "step_begin", "step_end"];
+
+impl PyCallback {
+    fn new(object: &Bound<'_, PyAny>, plan: &Arc<TrainPlan>, raised: &Raised) -> PyResult<Self> {
+        let mut methods: [Option<Py<PyAny>>; 4] = Default::default();
+        for (slot, name) in methods.iter_mut().zip(POINTS) {
+            let plain = object.getattr_opt(name)?;
+            let prefixed = object.getattr_opt(format!("ds_{name}"))?;
+            if plain.is_some() && prefixed.is_some() {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "a loader callback has both {name} and ds_{name}: give one"
+                )));
+            }
+            *slot = plain.or(prefixed).map(Bound::unbind);
+        }
+        if methods.iter().all(Option::is_none) {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "a loader callback needs one of epoch_begin, epoch_end, step_begin, step_end \
+                 (or MindSpore's ds_ names)",
+            ));
+        }
+        Ok(PyCallback {
+            methods,
+            plan: Arc::clone(plan),
+            raised: Arc::clone(raised),
+        })
+    }
+
+    /// Calls method `at` with the context; its exception is kept for the
+    /// loader's error, a pipeline it set is passed on.
+    fn call(&self, at: usize, ctx: &mut RunContext<'_>) -> Result<(), String> {
+        let Some(method) = &self.methods[at] else {
+            return Ok(());
+        };
+        Python::attach(|py| {
+            let context = PyRunContext {
+                point: POINTS[at],
+                epoch: ctx.epoch,
+                step: ctx.step,
+                step_in_epoch: ctx.step_in_epoch,
+                plan: Arc::clone(&self.plan),
+                change: Mutex::new(None),
+            };
+            let called = Py::new(py, context).and_then(|context| {
+                method.call1(py, (context.clone_ref(py),))?;
+                Ok(context)
+            });
+            let context = called.map_err(|e| {
+                let message = e.to_string();
+                *lock(&self.raised) = Some(e);
+                message
+            })?;
+            let change = lock(&context.get().change).take();
+            match change {
+                Some(p) => ctx.set_pipeline(p).map_err(|e| e.to_string()),
+                None => Ok(()),
+            }
+        })
+    }
+}
+
+impl Callback for PyCallback {
+    fn epoch_begin(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
+        self.call(0, ctx)
+    }
+    fn epoch_end(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
+        self.call(1, ctx)
+    }
+    fn step_begin(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
+        self.call(2, ctx)
+    }
+    fn step_end(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
+        self.call(3, ctx)
+    }
 }
 
 /// The loader and where its epoch is.
@@ -153,9 +321,17 @@ impl From<LoadError> for Failed {
     }
 }
 
-fn raise(e: Failed) -> PyErr {
+fn raise(e: Failed, raised: &Raised) -> PyErr {
     match e {
         Failed::Closed => errors::LoaderError::new_err("the loader is closed"),
+        Failed::Load(e @ LoadError::Callback { .. }) => {
+            let error = errors::load(&e);
+            // The callback's own exception, with its traceback.
+            if let Some(cause) = lock(raised).take() {
+                Python::attach(|py| error.set_cause(py, Some(cause)));
+            }
+            error
+        }
         Failed::Load(e) => errors::load(&e),
     }
 }
@@ -257,7 +433,27 @@ impl PyLoader {
         py: Python<'_>,
         f: impl FnOnce(&mut Running) -> Result<T, Failed> + Send,
     ) -> PyResult<T> {
-        py.detach(|| f(&mut lock(&self.running))).map_err(raise)
+        self.not_from_a_callback()?;
+        py.detach(|| {
+            let mut running = lock(&self.running);
+            *lock(&self.holder) = Some(std::thread::current().id());
+            let out = f(&mut running);
+            *lock(&self.holder) = None;
+            out
+        })
+        .map_err(|e| raise(e, &self.raised))
+    }
+
+    /// Refuses a call from one of this loader's callbacks (it runs inside
+    /// the loader: the call would wait for itself).
+    fn not_from_a_callback(&self) -> PyResult<()> {
+        if *lock(&self.holder) == Some(std::thread::current().id()) {
+            return Err(errors::LoaderError::new_err(
+                "a loader callback cannot call its loader (it runs inside the loader's next \
+                 batch): use the RunContext it is given",
+            ));
+        }
+        Ok(())
     }
 
     /// Makes `loader` the running one, at its epoch's start or middle.
@@ -267,8 +463,14 @@ impl PyLoader {
         running.exhausted = false;
     }
 
-    /// Restarts the threads at `state` (the old ones are joined first).
-    fn restart(&self, running: &mut Running, state: LoaderState) -> Result<(), Failed> {
+    /// Restarts the threads at `state` with the pipeline `changes` (the old
+    /// ones are joined first).
+    fn restart(
+        &self,
+        running: &mut Running,
+        state: LoaderState,
+        changes: Vec<PipelineChange>,
+    ) -> Result<(), Failed> {
         drop(running.loader.take());
         if let Some((targets, _)) = &self.mixed {
             targets.clear();
@@ -278,7 +480,7 @@ impl PyLoader {
             Arc::clone(&self.plan),
             self.config.clone(),
         );
-        let loader = Loader::resume(dataset, plan, config, state)?;
+        let loader = Loader::resume_with_changes(dataset, plan, config, state, changes)?;
         self.install(running, loader);
         Ok(())
     }
@@ -306,6 +508,8 @@ impl PyLoader {
                         weights=None, replacement=true, num_samples=None, drop_last=false,
                         skip_errors=false, prefetch=None, depth=None, read_workers=None, epochs=None,
                         max_shape=None, decode_budget=None, buffer_limit=None, mix=None, label_width=None))]
+                        max_shape=None, decode_budget=None, buffer_limit=None, mix=None,
+                        callbacks=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -330,6 +534,7 @@ impl PyLoader {
         buffer_limit: Option<u64>,
         mix: Option<&PyMixup>,
         label_width: Option<usize>,
+        callbacks: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyLoader> {
         let plan = Arc::new(pipeline.pipeline.compile().map_err(|e| errors::core(&e))?);
         // Every argument left out keeps the library's default.
@@ -396,6 +601,13 @@ impl PyLoader {
             }
             None => None,
         };
+        let raised = Raised::default();
+        if let Some(list) = callbacks {
+            for cb in list.try_iter()? {
+                let cb = PyCallback::new(&cb?, &plan, &raised)?;
+                config.callbacks.push(Arc::new(cb));
+            }
+        }
         let (d, p, c) = (Arc::clone(&dataset), Arc::clone(&plan), config.clone());
         let loader = load(py.detach(move || Loader::new(d, p, c)))?;
         let width = loader.label_width();
@@ -413,6 +625,8 @@ impl PyLoader {
             config,
             stopper: Mutex::new(Some(loader.stopper())),
             mixed,
+            raised,
+            holder: Mutex::new(None),
             running: Mutex::new(Running {
                 loader: Some(loader),
                 exhausted: false,
@@ -522,9 +736,14 @@ impl PyLoader {
     }
 
     /// Where the loader is: `seed`, `epoch`, `batches` (delivered in this
-    /// epoch), `global_batch`, `dataset_len`, `fingerprint`.
+    /// epoch), `global_batch`, `dataset_len`, `fingerprint`; and, once a
+    /// callback changed the pipeline, `pipelines`: `[(from_epoch,
+    /// Pipeline), ...]`.
     fn state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.with(py, |running| Ok(running.loader()?.state()))?;
+        let (s, changes) = self.with(py, |running| {
+            let loader = running.loader()?;
+            Ok((loader.state(), loader.pipeline_changes().to_vec()))
+        })?;
         let d = PyDict::new(py);
         d.set_item("seed", s.seed)?;
         d.set_item("epoch", s.epoch)?;
@@ -532,6 +751,18 @@ impl PyLoader {
         d.set_item("global_batch", s.global_batch)?;
         d.set_item("dataset_len", s.dataset_len)?;
         d.set_item("fingerprint", s.fingerprint)?;
+        if !changes.is_empty() {
+            let list = changes
+                .iter()
+                .map(|c| {
+                    let p = PyTrainPipeline {
+                        pipeline: c.pipeline().clone(),
+                    };
+                    Ok((c.from_epoch(), Py::new(py, p)?))
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            d.set_item("pipelines", list)?;
+        }
         Ok(d)
     }
 
@@ -554,19 +785,32 @@ impl PyLoader {
             dataset_len: get("dataset_len")?,
             fingerprint: get("fingerprint")?,
         };
+        // A state without `pipelines` (one saved before any change, or by
+        // an older version) has no changes.
+        let mut changes = Vec::new();
+        if let Some(list) = state.get_item("pipelines")? {
+            for item in list.try_iter()? {
+                let (from, p): (u32, PyRef<'_, PyTrainPipeline>) = item?.extract()?;
+                let change = PipelineChange::new(from, p.pipeline.clone())
+                    .and_then(|c| c.fits(&self.plan).map(|()| c))
+                    .map_err(|e| errors::value(tensorprep::error::report(&e)))?;
+                changes.push(change);
+            }
+        }
         self.with(py, |running| {
             running.loader()?.check_state(&s)?;
-            self.restart(running, s)
+            self.restart(running, s, changes)
         })
     }
 
     /// Restarts at the beginning of `epoch` (as `DistributedSampler.set_epoch`).
     fn set_epoch(&self, py: Python<'_>, epoch: u32) -> PyResult<()> {
         self.with(py, |running| {
-            let mut s = running.loader()?.state();
+            let loader = running.loader()?;
+            let (mut s, changes) = (loader.state(), loader.pipeline_changes().to_vec());
             s.epoch = epoch;
             s.batches = 0;
-            self.restart(running, s)
+            self.restart(running, s, changes)
         })
     }
 
@@ -585,7 +829,8 @@ impl PyLoader {
     /// garbage-collected). From another thread, it ends an iteration in
     /// progress there: a wait for a batch, and every later one, gives
     /// `None` (the end of the epoch).
-    fn close(&self, py: Python<'_>) {
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.not_from_a_callback()?;
         py.detach(|| {
             if let Some(stopper) = lock(&self.stopper).take() {
                 stopper.stop();
@@ -598,6 +843,7 @@ impl PyLoader {
             };
             drop(old);
         });
+        Ok(())
     }
 }
 
@@ -627,6 +873,7 @@ fn shard_from_env(environ: Option<&Bound<'_, PyAny>>) -> PyResult<(u32, u32)> {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BatchTensor>()?;
     m.add_class::<PyLoader>()?;
+    m.add_class::<PyRunContext>()?;
     m.add_function(wrap_pyfunction!(shard_from_env, m)?)?;
     m.add_function(wrap_pyfunction!(loader_defaults, m)?)?;
     Ok(())

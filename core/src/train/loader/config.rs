@@ -6,7 +6,7 @@ use alloc::sync::Arc;
 use core::fmt;
 
 use super::super::{Order, Shard};
-use super::{BatchMut, LoadError};
+use super::{BatchMut, Callbacks, LoadError};
 
 /// What to do with a sample that cannot be read or decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -68,10 +68,11 @@ pub struct LoaderConfig {
     /// Run on each batch by the collate threads once its samples are in
     /// (MindSpore's `per_batch_map`: batch-level ops such as Mixup).
     pub per_batch: Option<PerBatch>,
-    /// Called (on a read thread) when the loader starts reading an epoch
-    /// (or resumes in one): MindSpore's epoch-begin callback. The step
-    /// callback is [`LoaderConfig::per_batch`], which sees every batch.
-    pub on_epoch: Option<OnEpoch>,
+    /// Called at each epoch's and step's beginning and end, on the
+    /// consumer's thread as batches are handed out (MindSpore's
+    /// `DSCallback`s); they may change the augmentation from the next epoch
+    /// on ([`Callback`](super::Callback)).
+    pub callbacks: Callbacks,
     /// For a plan whose output size varies (no final crop or resize): the
     /// largest sample shape accepted (a larger sample is an error naming
     /// it). Each batch is padded with zeros to its largest sample, its
@@ -123,42 +124,6 @@ impl fmt::Debug for PerBatch {
 }
 
 impl PartialEq for PerBatch {
-    /// The same function (not merely an equal one).
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-/// A function called with each epoch's number as the loader starts reading
-/// it ([`LoaderConfig::on_epoch`]).
-///
-/// ```
-/// use std::sync::Arc;
-/// use std::sync::atomic::{AtomicU32, Ordering};
-/// use tensorprep::train::{LoaderConfig, OnEpoch};
-///
-/// let started = Arc::new(AtomicU32::new(0));
-/// let seen = Arc::clone(&started);
-/// let mut config = LoaderConfig::new(8, 2, 0);
-/// config.on_epoch = Some(OnEpoch::new(move |epoch| seen.store(epoch, Ordering::SeqCst)));
-/// ```
-#[derive(Clone)]
-pub struct OnEpoch(pub(super) Arc<dyn Fn(u32) + Send + Sync>);
-
-impl OnEpoch {
-    /// Wraps `f`.
-    pub fn new(f: impl Fn(u32) + Send + Sync + 'static) -> Self {
-        OnEpoch(Arc::new(f))
-    }
-}
-
-impl fmt::Debug for OnEpoch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("OnEpoch(..)")
-    }
-}
-
-impl PartialEq for OnEpoch {
     /// The same function (not merely an equal one).
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
@@ -278,7 +243,7 @@ impl Default for LoaderConfig {
             on_error: OnError::Fail,
             epochs: None,
             per_batch: None,
-            on_epoch: None,
+            callbacks: Callbacks::default(),
             max_shape: None,
             buffer_limit: LoaderConfig::DEFAULT_BUFFER_LIMIT,
             decode_budget: LoaderConfig::DEFAULT_DECODE_BUDGET,

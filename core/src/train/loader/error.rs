@@ -141,6 +141,31 @@ pub enum LoadError {
         /// The configured epochs (`None`: unbounded, at the last number).
         epochs: Option<u32>,
     },
+    /// A loader callback failed (returned an error or panicked) at `point`
+    /// ([`Callback`](super::Callback)).
+    Callback {
+        /// The method (`epoch_begin`, `epoch_end`, `step_begin`, `step_end`).
+        point: &'static str,
+        /// The epoch.
+        epoch: u32,
+        /// The step in the epoch.
+        step_in_epoch: u64,
+        /// What it said.
+        message: String,
+    },
+    /// A pipeline cannot augment the loader's epochs from `from_epoch` on
+    /// ([`RunContext::set_pipeline`](super::RunContext::set_pipeline), a
+    /// resume's [`PipelineChange`](super::PipelineChange)s): it does not
+    /// compile (the cause is the source), or its output differs from the
+    /// loader's.
+    Pipeline {
+        /// The first epoch it was to augment.
+        from_epoch: u32,
+        /// Why.
+        message: String,
+        /// The compile error, if that was why.
+        error: Option<crate::Error>,
+    },
     /// A caller's buffer has the wrong length ([`Batch::pixel_mask`](super::Batch::pixel_mask)).
     BufferLength {
         /// The elements it must hold.
@@ -210,6 +235,20 @@ impl fmt::Display for LoadError {
             LoadError::NoMoreEpochs { epochs: None } => {
                 write!(f, "loader: no epoch after 2^32 - 1")
             }
+            LoadError::Callback {
+                point,
+                epoch,
+                step_in_epoch,
+                message,
+            } => write!(
+                f,
+                "epoch {epoch}, step {step_in_epoch}: the loader callback's {point} failed: {message}"
+            ),
+            LoadError::Pipeline {
+                from_epoch,
+                message,
+                ..
+            } => write!(f, "loader: the pipeline from epoch {from_epoch}: {message}"),
             LoadError::BufferLength { expected, actual } => write!(
                 f,
                 "loader: the caller's buffer holds {actual} elements, not the {expected} \
@@ -226,6 +265,9 @@ impl std::error::Error for LoadError {
             LoadError::Decode { error, .. } => Some(error),
             LoadError::Custom { error, .. } => Some(error),
             LoadError::Spawn { error, .. } => Some(error),
+            LoadError::Pipeline {
+                error: Some(error), ..
+            } => Some(error),
             _ => None,
         }
     }

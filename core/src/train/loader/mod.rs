@@ -44,18 +44,32 @@
 //!   very next batch, with any worker count, and with another shard count
 //!   that keeps the global batch (each step covers the same stretch of the
 //!   epoch's order: shard `r` of `n` takes positions `r + n * j`).
+//! - **Callbacks** ([`LoaderConfig::callbacks`], MindSpore's `DSCallback`):
+//!   at each epoch's and step's beginning and end, on the consumer's thread
+//!   as batches are handed out (the training loop's order, the same for any
+//!   worker count). A callback may change the training pipeline from the
+//!   next epoch on ([`RunContext::set_pipeline`]); the changes are part of
+//!   the loader's state ([`Loader::pipeline_changes`],
+//!   [`Loader::resume_with_changes`]). The threads read ahead into the next
+//!   epoch with the pipeline they run; when the next epoch's pipeline is
+//!   another, [`Loader::next_epoch`] restarts them at its start with it
+//!   (the work ahead is dropped: the stream drains at that one boundary).
 //! - **Shutdown**: dropping the loader stops and joins every thread promptly
 //!   (a thread finishes the sample it is on).
 //!
 //! The code, one concern a module: `config` (the configuration and its
 //! defaults), `state` (the resume state), `error`, `batch` (a batch as its
 //! holder sees it), `labels` (the label width and each sample's check), `stream` (the stream's epoch arithmetic), `stages` (the
+//! defaults), `state` (the resume state), `callbacks` (the callbacks and
+//! the pipeline changes they make), `error`, `batch` (a batch as its
+//! holder sees it), `stream` (the stream's epoch arithmetic), `stages` (the
 //! three thread bodies), `slots` (the slot writer the decode threads share),
 //! `padding` (closing a batch's holes, padding varying shapes) and `queue`
 //! (the bounded queues and pools between the stages); this module, the
 //! [`Loader`] that starts and joins them.
 
 mod batch;
+mod callbacks;
 mod config;
 mod error;
 mod labels;
@@ -74,7 +88,8 @@ use std::sync::{Condvar, Mutex};
 use std::thread::JoinHandle;
 
 pub use batch::{Batch, BatchMut};
-pub use config::{LoaderConfig, OnEpoch, OnError, PerBatch};
+pub use callbacks::{Callback, Callbacks, PipelineChange, Point, RunContext};
+pub use config::{LoaderConfig, OnError, PerBatch};
 pub use error::LoadError;
 pub use state::LoaderState;
 
@@ -86,6 +101,7 @@ use super::sampler::EpochOrder;
 use super::{Order, TrainPlan};
 use crate::Tensor;
 use batch::BatchBuffer;
+use callbacks::{Point as At, Schedule};
 use queue::{Pool, Queue, lock};
 use slots::{Open, OpenBatches};
 use stages::{Collated, Read, Stage, collate_stage, decode_stage, read_stage, run_stage};
@@ -94,6 +110,8 @@ use stream::Stream;
 /// What the stages share.
 struct Shared {
     dataset: Arc<dyn Dataset>,
+    /// The plan the threads run (the first epoch's; a later epoch with
+    /// another restarts them).
     plan: Arc<TrainPlan>,
     config: LoaderConfig,
     /// Elements per batch slot: the sample shape's, or `max_shape`'s.
@@ -221,6 +239,13 @@ pub struct Loader {
     /// Unordered: the next epoch's batches done before this one's last.
     ahead: Vec<Collated>,
     failed: bool,
+    /// The pipelines over the epochs.
+    schedule: Schedule,
+    /// The callbacks' progress in this epoch: `epoch_begin` called, a
+    /// delivered step's `step_end` not yet called, `epoch_end` called.
+    begun: bool,
+    step_open: bool,
+    ended: bool,
 }
 
 impl fmt::Debug for Loader {
@@ -250,7 +275,8 @@ impl Loader {
             dataset_len: dataset.len() as u64,
             fingerprint,
         };
-        Loader::start(dataset, plan, config, state, fingerprint)
+        let schedule = Schedule::new(plan, Vec::new())?;
+        Loader::start(dataset, schedule, config, state, fingerprint)
     }
 
     /// A loader continuing at `state` (saved by [`Loader::state`]): the
@@ -262,8 +288,23 @@ impl Loader {
         config: LoaderConfig,
         state: LoaderState,
     ) -> Result<Loader, LoadError> {
+        Loader::resume_with_changes(dataset, plan, config, state, Vec::new())
+    }
+
+    /// [`Loader::resume`] with the pipeline changes the callbacks had made
+    /// ([`Loader::pipeline_changes`], saved beside the state): each epoch
+    /// is augmented as it was, with any worker count. `plan` is the first
+    /// pipeline's, the one the loader was made with.
+    pub fn resume_with_changes(
+        dataset: Arc<dyn Dataset>,
+        plan: Arc<TrainPlan>,
+        config: LoaderConfig,
+        state: LoaderState,
+        changes: Vec<PipelineChange>,
+    ) -> Result<Loader, LoadError> {
         let fingerprint = dataset.fingerprint();
-        Loader::start(dataset, plan, config, state, fingerprint)
+        let schedule = Schedule::new(plan, changes)?;
+        Loader::start(dataset, schedule, config, state, fingerprint)
     }
 
     /// [`Loader::resume`] with the dataset's fingerprint already taken (it
@@ -271,13 +312,15 @@ impl Loader {
     /// loader).
     fn start(
         dataset: Arc<dyn Dataset>,
-        plan: Arc<TrainPlan>,
+        schedule: Schedule,
         config: LoaderConfig,
         state: LoaderState,
         fingerprint: u64,
     ) -> Result<Loader, LoadError> {
         state.fits(dataset.len() as u64, fingerprint, &config)?;
         config.check()?;
+        // Every pipeline of the schedule has the first one's output.
+        let plan = Arc::clone(&schedule.first);
         let (shape, variable) = match (plan.output_shape(), config.max_shape) {
             (Some(shape), _) => (shape, false),
             (None, Some(max)) => (max, true),
@@ -325,6 +368,7 @@ impl Loader {
                 state.batches % n,
             ),
         };
+        let plan = Arc::clone(schedule.plan(epoch));
         let stream = Stream {
             epoch,
             position: done * b,
@@ -410,6 +454,11 @@ impl Loader {
             held: Arc::new(AtomicUsize::new(0)),
             ahead: Vec::with_capacity(config.depth),
             failed: false,
+            schedule,
+            // A resume in an epoch's middle continues its callbacks there.
+            begun: done > 0,
+            step_open: false,
+            ended: false,
         };
         let stages: [(&str, usize, Stage); 3] = [
             ("read", config.read_workers, read_stage),
@@ -475,6 +524,13 @@ impl Loader {
         Stopper(Arc::clone(&self.shared))
     }
 
+    /// The pipeline changes the callbacks made (in epoch order; at most one
+    /// per epoch): keep them with [`Loader::state`] and give them to
+    /// [`Loader::resume_with_changes`].
+    pub fn pipeline_changes(&self) -> &[PipelineChange] {
+        &self.schedule.changes
+    }
+
     /// Batches in an epoch (for this shard).
     pub fn batches(&self) -> u64 {
         self.shared.stream.batches
@@ -505,8 +561,11 @@ impl Loader {
     }
 
     /// The loader moved on to the next epoch. After a whole epoch the
-    /// threads go on (its first batches are already under way); after a
-    /// partial or failed one they are restarted at the next epoch's start.
+    /// threads go on (its first batches are already under way) unless the
+    /// callbacks changed its pipeline; after a partial or failed one, or
+    /// with another pipeline, they are restarted at the next epoch's start.
+    /// A whole epoch's `step_end` and `epoch_end` callbacks not called yet
+    /// (its end not asked for by `next()`) are called first.
     pub fn next_epoch(mut self) -> Result<Loader, LoadError> {
         let epoch = self
             .epoch
@@ -515,14 +574,21 @@ impl Loader {
         if let Some(end) = self.shared.config.epochs.filter(|&end| epoch >= end) {
             return Err(LoadError::NoMoreEpochs { epochs: Some(end) });
         }
-        if !self.failed && self.delivered == self.shared.stream.batches {
+        let whole = !self.failed && self.delivered == self.shared.stream.batches;
+        if whole {
+            self.end_epoch()?;
+        }
+        let same_plan = Arc::ptr_eq(self.schedule.plan(epoch), &self.shared.plan);
+        if whole && same_plan {
             self.epoch = epoch;
             self.delivered = 0;
+            (self.begun, self.step_open, self.ended) = (false, false, false);
             return Ok(self);
         }
         let (dataset, plan, mut config) = (
+        let (dataset, schedule, config) = (
             Arc::clone(&self.shared.dataset),
-            Arc::clone(&self.shared.plan),
+            self.schedule.clone(),
             self.shared.config.clone(),
         );
         // The same labels as before (not looked for again).
@@ -531,11 +597,44 @@ impl Loader {
         state.epoch = epoch;
         state.batches = 0;
         drop(self);
-        Loader::start(dataset, plan, config, state, state.fingerprint)
+        Loader::start(dataset, schedule, config, state, state.fingerprint)
     }
 }
 
 impl Loader {
+    /// Calls `point` of the callbacks for step `step_in_epoch` of this
+    /// epoch; a failure fails the loader's epoch.
+    fn call(&mut self, point: At, step_in_epoch: u64) -> Result<(), LoadError> {
+        if self.shared.config.callbacks.is_empty() {
+            return Ok(());
+        }
+        let step = u64::from(self.epoch)
+            .saturating_mul(self.shared.stream.batches)
+            .saturating_add(step_in_epoch);
+        let shared = Arc::clone(&self.shared);
+        callbacks::run(
+            &shared.config.callbacks,
+            &mut self.schedule,
+            point,
+            self.epoch,
+            (step, step_in_epoch),
+        )
+        .inspect_err(|_| self.failed = true)
+    }
+
+    /// The last step's `step_end` and the epoch's `epoch_end`, once each.
+    fn end_epoch(&mut self) -> Result<(), LoadError> {
+        if self.step_open {
+            self.step_open = false;
+            self.call(At::StepEnd, self.delivered - 1)?;
+        }
+        if !self.ended {
+            self.ended = true;
+            self.call(At::EpochEnd, self.delivered)?;
+        }
+        Ok(())
+    }
+
     /// The next collated batch of this epoch: the next in order, or
     /// (unordered) the first done, a later epoch's set aside meanwhile.
     fn next_collated(&mut self) -> Option<Collated> {
@@ -565,14 +664,32 @@ impl Iterator for Loader {
             .config
             .epochs
             .is_some_and(|end| self.epoch >= end);
-        if self.failed || past || self.delivered >= self.shared.stream.batches {
+        if self.failed || past {
             return None;
+        }
+        if !self.begun {
+            self.begun = true;
+            if let Err(e) = self.call(At::EpochBegin, 0) {
+                return Some(Err(e));
+            }
+        }
+        if self.delivered >= self.shared.stream.batches {
+            return self.end_epoch().err().map(Err);
+        }
+        if self.step_open {
+            self.step_open = false;
+            if let Err(e) = self.call(At::StepEnd, self.delivered - 1) {
+                return Some(Err(e));
+            }
         }
         if self.held.load(Ordering::SeqCst) >= self.shared.config.depth {
             self.failed = true;
             return Some(Err(LoadError::BuffersHeld {
                 depth: self.shared.config.depth,
             }));
+        }
+        if let Err(e) = self.call(At::StepBegin, self.delivered) {
+            return Some(Err(e));
         }
         let Some(c) = self.next_collated() else {
             // Stopped: by a failed stage thread (its error), or by a
@@ -584,6 +701,7 @@ impl Iterator for Loader {
         match c.buffers {
             Ok(buffers) => {
                 self.held.fetch_add(1, Ordering::SeqCst);
+                self.step_open = true;
                 Some(Ok(Batch {
                     epoch: c.epoch,
                     number: c.number,

@@ -33,7 +33,7 @@ pub(super) struct Collated {
 }
 
 /// The message of a caught panic.
-fn panic_message(panic: &(dyn core::any::Any + Send)) -> String {
+pub(super) fn panic_message(panic: &(dyn core::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| String::from(*s))
@@ -94,6 +94,11 @@ pub(super) fn read_stage(s: &Shared) {
             }),
             _ => Ok(()),
         };
+        let index = order
+            .as_ref()
+            .expect("fetched above")
+            .1
+            .index(position as usize);
         let mut sample = s.samples.try_take().unwrap_or_default();
         // A recycled sample may hold another dataset's pixels (a concat of
         // kinds): what a dataset does not set is an encoded file.
@@ -104,6 +109,10 @@ pub(super) fn read_stage(s: &Shared) {
                     .read_in(pass, index as usize, &mut sample)
                     .map_err(|error| LoadError::Read { index, error })
             })
+        let sample = match guard(s, index, || {
+            s.dataset
+                .read(index as usize, &mut sample)
+                .map_err(|error| LoadError::Read { index, error })
         }) {
             Ok(()) => Ok(sample),
             Err(e) => {

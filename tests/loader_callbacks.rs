@@ -1,0 +1,407 @@
+//! The loader's callbacks (MindSpore's `DSCallback` points): their order and
+//! numbers, the pipeline changes they make (applied from the next epoch,
+//! the same for any worker count, reproduced by a resume), and their
+//! failures.
+
+use std::sync::{Arc, Mutex};
+
+use tensorprep::Tensor;
+use tensorprep::geometry::Flip;
+use tensorprep::train::data::Dataset;
+use tensorprep::train::{
+    Augment, Callback, LoadError, Loader, LoaderConfig, LoaderState, PipelineChange, Point,
+    RandomResizedCrop, RunContext, TrainPipeline, TrainPlan,
+};
+
+/// 40 samples alternating two photos, label = index: 7 batches of 6 (the
+/// last of 4).
+fn dataset() -> Arc<dyn Dataset> {
+    let photos = vec![
+        tensorprep_tests::read("sample.jpg"),
+        tensorprep_tests::read("sklearn_china.jpg"),
+    ];
+    tensorprep_tests::photo_dataset(photos, 40)
+}
+
+/// A small random crop and a random flip.
+fn pipeline() -> TrainPipeline {
+    let mut p = TrainPipeline::imagenet_train();
+    p.augments[0] = Augment::RandomResizedCrop(RandomResizedCrop::new(32, 24));
+    p
+}
+
+/// The same, then a vertical flip always: other tensors, the same shape.
+fn flipped() -> TrainPipeline {
+    let mut p = pipeline();
+    p.augments.push(Augment::RandomFlip {
+        axis: Flip::Vertical,
+        p: 1.0,
+    });
+    p
+}
+
+fn plan(p: TrainPipeline) -> Arc<TrainPlan> {
+    Arc::new(p.compile().unwrap())
+}
+
+fn config(workers: usize) -> LoaderConfig {
+    let mut c = LoaderConfig::new(6, workers, 42);
+    c.read_workers = workers;
+    c.epochs = Some(3);
+    c
+}
+
+type Batches = Vec<(Vec<f32>, Vec<f32>)>;
+
+/// (tensor, labels) of every remaining batch of the loader's epoch.
+fn rest(loader: &mut Loader) -> Batches {
+    loader.by_ref().map(|b| batch(b.unwrap())).collect()
+}
+
+fn batch(b: tensorprep::train::Batch) -> (Vec<f32>, Vec<f32>) {
+    let n = b.len();
+    let Tensor::F32(v) = b.tensor() else {
+        unreachable!("a float plan")
+    };
+    (v[..n * 3 * 24 * 32].to_vec(), b.labels().to_vec())
+}
+
+/// A log of (point, epoch, step, step in epoch), and of the batches the
+/// consumer received (`None` for the point), with the calling thread.
+type Log = Arc<Mutex<Vec<(Option<Point>, u32, u64, u64)>>>;
+
+struct Logger {
+    log: Log,
+    thread: std::thread::ThreadId,
+}
+
+impl Logger {
+    fn push(&self, ctx: &RunContext<'_>) -> Result<(), String> {
+        assert_eq!(
+            std::thread::current().id(),
+            self.thread,
+            "the consumer's thread"
+        );
+        let entry = (Some(ctx.point), ctx.epoch, ctx.step, ctx.step_in_epoch);
+        self.log.lock().unwrap().push(entry);
+        Ok(())
+    }
+}
+
+impl Callback for Logger {
+    fn epoch_begin(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
+        self.push(ctx)
+    }
+    fn epoch_end(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
+        self.push(ctx)
+    }
+    fn step_begin(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
+        self.push(ctx)
+    }
+    fn step_end(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
+        self.push(ctx)
+    }
+}
+
+/// Three epochs with a logging callback: the log, the consumer's batches
+/// interleaved.
+fn logged_run(workers: usize) -> Vec<(Option<Point>, u32, u64, u64)> {
+    let log: Log = Arc::default();
+    let mut c = config(workers);
+    c.callbacks.push(Arc::new(Logger {
+        log: Arc::clone(&log),
+        thread: std::thread::current().id(),
+    }));
+    let mut loader = Loader::new(dataset(), plan(pipeline()), c).unwrap();
+    for e in 0..3 {
+        while let Some(b) = loader.next() {
+            let b = b.unwrap();
+            log.lock().unwrap().push((None, b.epoch, 0, b.number));
+        }
+        if e < 2 {
+            loader = loader.next_epoch().unwrap();
+        }
+    }
+    let log = log.lock().unwrap().clone();
+    log
+}
+
+/// Each epoch: `epoch_begin`, then per step `step_begin`, the batch handed
+/// out, `step_end` when the consumer comes back; `epoch_end` when it finds
+/// the epoch over. The same sequence with 1 and 3 workers.
+#[test]
+fn callbacks_fire_in_order_with_their_numbers() {
+    let mut expected = Vec::new();
+    for e in 0..3u32 {
+        let first = u64::from(e) * 7;
+        expected.push((Some(Point::EpochBegin), e, first, 0));
+        for k in 0..7 {
+            expected.push((Some(Point::StepBegin), e, first + k, k));
+            expected.push((None, e, 0, k));
+            expected.push((Some(Point::StepEnd), e, first + k, k));
+        }
+        expected.push((Some(Point::EpochEnd), e, first + 7, 7));
+    }
+    assert_eq!(logged_run(1), expected);
+    assert_eq!(logged_run(3), expected);
+}
+
+/// A loader resumed in an epoch's middle continues the callbacks there: no
+/// second `epoch_begin`, the next step's `step_begin` first.
+#[test]
+fn a_resumed_loader_continues_the_callbacks() {
+    let log: Log = Arc::default();
+    let mut c = config(2);
+    c.callbacks.push(Arc::new(Logger {
+        log: Arc::clone(&log),
+        thread: std::thread::current().id(),
+    }));
+    let state = LoaderState {
+        seed: 42,
+        epoch: 1,
+        batches: 5,
+        global_batch: 6,
+        dataset_len: 40,
+        fingerprint: dataset().fingerprint(),
+    };
+    let mut loader = Loader::resume(dataset(), plan(pipeline()), c, state).unwrap();
+    assert_eq!(rest(&mut loader).len(), 2);
+    let points: Vec<_> = log.lock().unwrap().iter().map(|l| (l.0, l.3)).collect();
+    assert_eq!(
+        points,
+        [
+            (Some(Point::StepBegin), 5),
+            (Some(Point::StepEnd), 5),
+            (Some(Point::StepBegin), 6),
+            (Some(Point::StepEnd), 6),
+            (Some(Point::EpochEnd), 7),
+        ]
+    );
+}
+
+/// Sets [`flipped`] at `point` of step `step_in_epoch` of epoch `epoch`
+/// (`epoch_end`: any step), and keeps what `set_pipeline` answered.
+struct Changer {
+    point: Point,
+    epoch: u32,
+    step_in_epoch: u64,
+    pipeline: TrainPipeline,
+    answers: Mutex<Vec<Result<(), String>>>,
+}
+
+impl Changer {
+    fn new(point: Point, epoch: u32, step_in_epoch: u64) -> Changer {
+        Changer {
+            point,
+            epoch,
+            step_in_epoch,
+            pipeline: flipped(),
+            answers: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn maybe(&self, point: Point, ctx: &mut RunContext<'_>) -> Result<(), String> {
+        if point == self.point
+            && ctx.epoch == self.epoch
+            && (point == Point::EpochEnd || ctx.step_in_epoch == self.step_in_epoch)
+        {
+            let answer = ctx
+                .set_pipeline(self.pipeline.clone())
+                .map_err(|e| e.to_string());
+            self.answers.lock().unwrap().push(answer);
+        }
+        Ok(())
+    }
+}
+
+impl Callback for Changer {
+    fn epoch_end(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
+        self.maybe(Point::EpochEnd, ctx)
+    }
+    fn step_end(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
+        self.maybe(Point::StepEnd, ctx)
+    }
+}
+
+/// Three epochs with `changer`: each epoch's batches, and the changes.
+fn changed_run(workers: usize, changer: Changer) -> (Vec<Batches>, Vec<PipelineChange>) {
+    let mut c = config(workers);
+    c.callbacks.push(Arc::new(changer));
+    let mut loader = Loader::new(dataset(), plan(pipeline()), c).unwrap();
+    let mut epochs = Vec::new();
+    for e in 0..3 {
+        epochs.push(rest(&mut loader));
+        if e < 2 {
+            loader = loader.next_epoch().unwrap();
+        }
+    }
+    let changes = loader.pipeline_changes().to_vec();
+    (epochs, changes)
+}
+
+/// Epoch `epoch` of a loader built with `p` and no callback (the same keys).
+fn epoch_of(p: TrainPipeline, epoch: u32, workers: usize) -> Batches {
+    let state = LoaderState {
+        seed: 42,
+        epoch,
+        batches: 0,
+        global_batch: 6,
+        dataset_len: 40,
+        fingerprint: dataset().fingerprint(),
+    };
+    let mut loader = Loader::resume(dataset(), plan(p), config(workers), state).unwrap();
+    rest(&mut loader)
+}
+
+/// A pipeline set at epoch 0's end augments epochs 1 and 2 exactly as a
+/// loader built with it does (the same keys), with 1 and 3 workers; epoch 0
+/// keeps the first pipeline. A change made in epoch 0's middle waits for
+/// epoch 1 too.
+#[test]
+fn a_pipeline_set_in_an_epoch_augments_the_next_ones() {
+    let base: Vec<Batches> = (0..3).map(|e| epoch_of(pipeline(), e, 2)).collect();
+    let new: Vec<Batches> = (1..3).map(|e| epoch_of(flipped(), e, 2)).collect();
+    assert!(base[1] != new[0], "the new pipeline gives other tensors");
+    for workers in [1, 3] {
+        for (point, step) in [(Point::EpochEnd, 0), (Point::StepEnd, 2)] {
+            let (epochs, changes) = changed_run(workers, Changer::new(point, 0, step));
+            assert!(epochs[0] == base[0], "epoch 0 keeps its pipeline");
+            assert!(epochs[1] == new[0], "epoch 1: {workers} workers, {point:?}");
+            assert!(epochs[2] == new[1], "epoch 2: {workers} workers, {point:?}");
+            assert_eq!(changes.len(), 1);
+            assert_eq!(changes[0].from_epoch(), 1);
+            assert_eq!(*changes[0].pipeline(), flipped());
+        }
+    }
+}
+
+/// A resume in epoch 2 with the changes saved beside the state continues
+/// the uninterrupted run exactly (another worker count, no callback); so
+/// does one in epoch 0 before the change's epoch (its threads run into
+/// epoch 1 with the first pipeline, and are restarted with the new one).
+#[test]
+fn a_resume_reproduces_the_changes() {
+    let (epochs, changes) = changed_run(2, Changer::new(Point::EpochEnd, 0, 0));
+    let at = |epoch, batches| LoaderState {
+        seed: 42,
+        epoch,
+        batches,
+        global_batch: 6,
+        dataset_len: 40,
+        fingerprint: dataset().fingerprint(),
+    };
+    let resume = |workers, state| {
+        Loader::resume_with_changes(
+            dataset(),
+            plan(pipeline()),
+            config(workers),
+            state,
+            changes.clone(),
+        )
+        .unwrap()
+    };
+    for workers in [1, 3] {
+        let mut loader = resume(workers, at(2, 3));
+        assert_eq!(loader.pipeline_changes(), &changes[..]);
+        assert!(rest(&mut loader) == epochs[2][3..], "{workers} workers");
+        let mut loader = resume(workers, at(0, 4));
+        assert!(rest(&mut loader) == epochs[0][4..]);
+        let mut loader = loader.next_epoch().unwrap();
+        assert!(rest(&mut loader) == epochs[1], "{workers} workers");
+    }
+    // Without the changes, epoch 2 is the first pipeline's: the state
+    // alone does not carry them.
+    let mut plain = Loader::resume(dataset(), plan(pipeline()), config(2), at(2, 3)).unwrap();
+    assert!(rest(&mut plain) != epochs[2][3..]);
+}
+
+/// A pipeline of another output shape is refused where it is set (the
+/// callback sees the error; nothing changes), and in a resume's changes.
+#[test]
+fn a_pipeline_of_another_shape_is_refused() {
+    let mut changer = Changer::new(Point::EpochEnd, 0, 0);
+    let mut larger = pipeline();
+    larger.augments[0] = Augment::RandomResizedCrop(RandomResizedCrop::new(40, 24));
+    changer.pipeline = larger.clone();
+    let changer = Arc::new(changer);
+    let mut c = config(2);
+    c.callbacks.push(changer.clone());
+    let mut loader = Loader::new(dataset(), plan(pipeline()), c).unwrap();
+    rest(&mut loader);
+    let answers = changer.answers.lock().unwrap().clone();
+    assert_eq!(answers.len(), 1);
+    let message = answers[0].clone().unwrap_err();
+    assert!(message.contains("must stay"), "{message}");
+    assert!(loader.pipeline_changes().is_empty());
+    let state = loader.state();
+    let change = PipelineChange::new(1, larger).unwrap();
+    let err =
+        Loader::resume_with_changes(dataset(), plan(pipeline()), config(2), state, vec![change])
+            .unwrap_err();
+    assert!(
+        matches!(err, LoadError::Pipeline { from_epoch: 1, .. }),
+        "{err}"
+    );
+}
+
+/// Fails (or panics) at `point` of step 2 of epoch 0.
+struct Failing {
+    point: Point,
+    panic: bool,
+}
+
+impl Failing {
+    fn maybe(&self, point: Point, ctx: &RunContext<'_>) -> Result<(), String> {
+        let step = if point == Point::EpochEnd { 7 } else { 2 };
+        if point == self.point && ctx.epoch == 0 && ctx.step_in_epoch == step {
+            assert!(!self.panic, "callback panicked at {point:?}");
+            return Err(format!("callback failed at {point:?}"));
+        }
+        Ok(())
+    }
+}
+
+impl Callback for Failing {
+    fn epoch_end(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
+        self.maybe(Point::EpochEnd, ctx)
+    }
+    fn step_begin(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
+        self.maybe(Point::StepBegin, ctx)
+    }
+    fn step_end(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
+        self.maybe(Point::StepEnd, ctx)
+    }
+}
+
+/// A callback's error or panic is the loader's error for that step (the
+/// epoch ends there; no hang), and the next epoch runs.
+#[test]
+fn a_callback_failure_is_the_loader_s_error() {
+    for (point, panic, delivered) in [
+        (Point::StepBegin, false, 2),
+        (Point::StepEnd, true, 3),
+        (Point::EpochEnd, false, 7),
+    ] {
+        let mut c = config(3);
+        c.callbacks.push(Arc::new(Failing { point, panic }));
+        let mut loader = Loader::new(dataset(), plan(pipeline()), c).unwrap();
+        let mut got = 0;
+        let err = loop {
+            match loader.next().expect("the error, before the epoch's end") {
+                Ok(_) => got += 1,
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(got, delivered, "{point:?}");
+        let step = if point == Point::EpochEnd { 7 } else { 2 };
+        assert!(
+            matches!(&err, LoadError::Callback { point: p, epoch: 0, step_in_epoch, message }
+                if *p == point.name() && *step_in_epoch == step
+                    && message.contains(&format!("at {point:?}"))),
+            "{err}"
+        );
+        assert!(loader.next().is_none(), "the epoch is over");
+        let mut loader = loader.next_epoch().unwrap();
+        assert_eq!(rest(&mut loader).len(), 7);
+    }
+}
