@@ -64,6 +64,7 @@ from ._native import (  # noqa: F401  (re-exported)
     RandomSolarize,
     RandomVerticalFlip,
     Resize,
+    RunContext,
     ToTensor,
     TrivialAugmentWide,
     _Loader,
@@ -132,6 +133,7 @@ __all__ = [
     "RandomVerticalFlip",
     "RecordIO",
     "Resize",
+    "RunContext",
     "Samples",
     "TFRecord",
     "ToTensor",
@@ -826,6 +828,23 @@ class Loader:
       it are refused at once). The loader's peak is about ``depth x batch x
       sample bytes + workers x decode_budget`` plus the samples read ahead.
 
+    - ``callbacks``: objects with any of ``epoch_begin(ctx)``,
+      ``epoch_end(ctx)``, ``step_begin(ctx)``, ``step_end(ctx)`` (or
+      MindSpore ``DSCallback``'s ``ds_epoch_begin`` ...), called in list order
+      on the thread that iterates, as batches are handed out: per epoch
+      ``epoch_begin``, then per batch ``step_begin`` (just before it is
+      given), ``step_end`` (when the loop asks for the next one, the step's
+      training done), and ``epoch_end`` when the loop finds the epoch over.
+      ``ctx`` (a ``RunContext``) has ``epoch``, ``step`` (over the run) and
+      ``step_in_epoch``, from 0 (``cur_epoch_num``, ``cur_step_num``,
+      ``cur_step_num_in_epoch``: MindSpore's, from 1), and
+      ``ctx.set_pipeline(pipeline)``: augment with ``pipeline`` from the next
+      epoch on (same output shape, dtype and layout, else ``ValueError``),
+      exactly for any worker count; ``state_dict()`` then holds it and
+      ``load_state_dict`` re-applies it. An exception in a callback is raised
+      by the iteration as ``LoaderError`` (its ``__cause__`` the callback's)
+      and ends the epoch. A callback must not call its loader (``LoaderError``).
+
     An argument given under both names (``workers`` and ``num_workers``,
     ``depth`` and ``prefetch_factor``) is a ``TypeError``.
 
@@ -875,6 +894,7 @@ class Loader:
         buffer_limit: int = _BUFFER_LIMIT,
         num_workers: Optional[int] = None,
         prefetch_factor: Optional[int] = None,
+        callbacks: Optional[Sequence[Any]] = None,
     ) -> None:
         if num_workers == 0:
             # DataLoader's "no worker processes": the loader's decode always
@@ -931,6 +951,7 @@ class Loader:
             buffer_limit=int(buffer_limit),
             mix=mix,
             label_width=label_width,
+            callbacks=None if callbacks is None else list(callbacks),
         )
         self.last_indices = None
         _LIVE.add(self)
@@ -1000,14 +1021,19 @@ class Loader:
         """The epoch being delivered."""
         return self._native.epoch
 
-    def state_dict(self) -> Dict[str, int]:
-        """Where the loader is (small: six integers); save it with the model."""
+    def state_dict(self) -> Dict[str, Any]:
+        """Where the loader is (small: six integers); save it with the model.
+        Once a callback changed the pipeline, also ``pipelines``: the list of
+        ``(from_epoch, Pipeline)`` (the ``Pipeline`` objects themselves: a
+        training pipeline has no file form yet)."""
         return self._native.state_dict()
 
-    def load_state_dict(self, state: Mapping[str, int]) -> None:
-        """Continue exactly after ``state``: the next batch is the one that followed.
-        A state of another dataset, seed or global batch raises ``LoaderError``
-        and leaves the loader where it was."""
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue exactly after ``state``: the next batch is the one that followed,
+        each epoch augmented by the pipeline it had (``pipelines``; a state
+        without it has no change). A state of another dataset, seed or global
+        batch raises ``LoaderError``, a pipeline of another output
+        ``ValueError``; the loader then goes on where it was."""
         self._native.load_state_dict(dict(state))
 
     def set_epoch(self, epoch: int) -> None:

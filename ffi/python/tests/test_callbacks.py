@@ -1,0 +1,183 @@
+"""Loader callbacks from Python (MindSpore's DSCallback points): their order
+and numbers, ctx.set_pipeline from the next epoch on (any worker count,
+kept by state_dict), and their failures."""
+
+import numpy as np
+import pytest
+
+from conftest import fixture
+
+
+@pytest.fixture(scope="module")
+def train(tp):
+    from tensorprep import train
+
+    return train
+
+
+def data(train):
+    # im2rec's six images: 3 batches of 2 per epoch.
+    return train.RecordIO(fixture("records", "folder.rec"))
+
+
+def pipeline(train):
+    return train.Pipeline([train.RandomResizedCrop(48), train.RandomHorizontalFlip()])
+
+
+def flipped(train):
+    """Another augmentation, the same output: a vertical flip always."""
+    return train.Pipeline([train.RandomResizedCrop(48), train.RandomHorizontalFlip(), train.RandomVerticalFlip(1.0)])
+
+
+def loader(train, workers, callbacks=None, p=None):
+    return train.Loader(data(train), p or pipeline(train), 2, workers, seed=5, output="numpy", callbacks=callbacks)
+
+
+def collect(loader):
+    return [(np.array(x, copy=True), np.array(y, copy=True)) for x, y in loader]
+
+
+def same(a, b):
+    return len(a) == len(b) and all(np.array_equal(x, p) and np.array_equal(y, q) for (x, y), (p, q) in zip(a, b))
+
+
+class Log:
+    """Every point with its numbers (MindSpore's names: ds_ prefixed)."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def ds_epoch_begin(self, ctx):
+        self.log.append(("epoch_begin", ctx.epoch, ctx.step, ctx.step_in_epoch))
+
+    def ds_epoch_end(self, ctx):
+        self.log.append(("epoch_end", ctx.epoch, ctx.step, ctx.step_in_epoch))
+
+    def ds_step_begin(self, ctx):
+        assert (ctx.cur_epoch_num, ctx.cur_step_num, ctx.cur_step_num_in_epoch) == (
+            ctx.epoch + 1,
+            ctx.step + 1,
+            ctx.step_in_epoch + 1,
+        )
+        self.log.append(("step_begin", ctx.epoch, ctx.step, ctx.step_in_epoch))
+
+    def ds_step_end(self, ctx):
+        self.log.append(("step_end", ctx.epoch, ctx.step, ctx.step_in_epoch))
+
+
+def test_callbacks_fire_in_order_with_their_numbers(train):
+    expected = []
+    for e in range(2):
+        expected.append(("epoch_begin", e, 3 * e, 0))
+        for k in range(3):
+            expected += [("step_begin", e, 3 * e + k, k), ("batch", e, k), ("step_end", e, 3 * e + k, k)]
+        expected.append(("epoch_end", e, 3 * e + 3, 3))
+    for workers in (1, 3):
+        log = []
+        run = loader(train, workers, [Log(log)])
+        for _ in range(2):
+            for _x, _y in run:
+                log.append(("batch", run.epoch, log[-1][3]))
+        assert log == expected, workers
+
+
+class Changer:
+    """Sets `new` at epoch 0's end (plain names)."""
+
+    def __init__(self, new):
+        self.new = new
+        self.refused = None
+
+    def epoch_end(self, ctx):
+        if ctx.epoch == 0:
+            try:
+                ctx.set_pipeline(self.new)
+            except ValueError as e:
+                self.refused = e
+
+
+def test_a_pipeline_set_at_an_epoch_s_end_augments_the_next_epochs(train):
+    fresh = loader(train, 2, p=flipped(train))
+    fresh.set_epoch(1)
+    expected = collect(fresh) + collect(fresh)  # epochs 1 and 2, the same keys
+    base = loader(train, 2)
+    base.set_epoch(1)
+    assert not same(collect(base), expected[:3]), "the new pipeline gives other tensors"
+    first = collect(loader(train, 2))
+    for workers in (1, 3):
+        run = loader(train, workers, [Changer(flipped(train))])
+        epochs = [collect(run), collect(run), collect(run)]
+        assert same(epochs[0], first), workers
+        assert same(epochs[1] + epochs[2], expected), workers
+        changes = run.state_dict()["pipelines"]
+        assert [e for e, _ in changes] == [1] and changes[0][1] == flipped(train)
+
+
+def test_a_resume_after_the_change_equals_the_uninterrupted_run(train):
+    whole = loader(train, 2, [Changer(flipped(train))])
+    epochs = [collect(whole), collect(whole), collect(whole)]
+    first = loader(train, 1, [Changer(flipped(train))])
+    collect(first), collect(first)
+    it = iter(first)
+    next(it)  # epoch 2's first batch
+    state = first.state_dict()
+    assert (state["epoch"], state["batches"]) == (2, 1) and len(state["pipelines"]) == 1
+    first.close()
+    # No callback in the resumed loader: the state alone carries the change.
+    second = loader(train, 3)
+    second.load_state_dict(state)
+    assert same(collect(second), epochs[2][1:])
+    # Without the change the rest of epoch 2 is the first pipeline's.
+    plain = loader(train, 3)
+    plain.load_state_dict({k: v for k, v in state.items() if k != "pipelines"})
+    assert not same(collect(plain), epochs[2][1:])
+
+
+def test_a_pipeline_of_another_output_is_refused(train):
+    other = train.Pipeline([train.RandomResizedCrop(64), train.RandomHorizontalFlip()])
+    changer = Changer(other)
+    run = loader(train, 2, [changer])
+    collect(run)
+    assert isinstance(changer.refused, ValueError) and "must stay" in str(changer.refused)
+    assert "pipelines" not in run.state_dict()
+    # Nor in a state.
+    state = dict(run.state_dict(), pipelines=[(1, other)])
+    with pytest.raises(ValueError, match="must stay"):
+        run.load_state_dict(state)
+
+
+class Raising:
+    def step_begin(self, ctx):
+        if ctx.step_in_epoch == 1:
+            raise KeyError("no such augmentation")
+
+
+class Reentrant:
+    def __init__(self):
+        self.loader = None
+
+    def step_begin(self, ctx):
+        self.loader.state_dict()
+
+
+def test_a_callback_s_exception_is_the_loader_s_error(tp, train):
+    run = loader(train, 3, [Raising()])
+    it = iter(run)
+    next(it)
+    with pytest.raises(tp.LoaderError, match="step_begin failed") as raised:
+        next(it)
+    assert isinstance(raised.value.__cause__, KeyError)
+    # The epoch is over; the next one runs, and raises at the same step again.
+    with pytest.raises(tp.LoaderError, match="epoch 1, step 1"):
+        collect(run)
+    assert run.epoch == 1
+    assert len(collect(loader(train, 3))) == 3
+    # A callback calling its own loader is refused, not a deadlock.
+    cb = Reentrant()
+    run = loader(train, 2, [cb])
+    cb.loader = run
+    with pytest.raises(tp.LoaderError, match="cannot call its loader"):
+        next(iter(run))
+    # An object with no callback method is refused at once.
+    with pytest.raises(TypeError, match="epoch_begin"):
+        loader(train, 2, [object()])
