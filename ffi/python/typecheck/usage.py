@@ -20,6 +20,14 @@ def inference(path: str) -> npt.NDArray[Any]:
     return x
 
 
+class Stronger:
+    """A loader callback: stronger augmentation from the third epoch on."""
+
+    def epoch_end(self, ctx: train.RunContext) -> None:
+        if ctx.cur_epoch_num >= 2:
+            ctx.set_pipeline(train.Pipeline.preset("imagenet-trivialaugment"))
+
+
 def training(root: str) -> Dict[str, int]:
     data: train.Dataset = train.ImageFolder(root)
     pipeline = train.Pipeline(
@@ -38,7 +46,11 @@ def training(root: str) -> Dict[str, int]:
     flip: train.Augment = train.RandomChoice([train.RandomHorizontalFlip(), train.RandomVerticalFlip()])
     assert either.switch_prob == 0.5 and flip is not None
     defaults: Dict[str, int] = train.loader_defaults()
-    with train.Loader(data, pipeline, 64, num_workers=defaults["workers"], prefetch_factor=2, mix=mix) as loader:
+    workers = defaults["workers"]
+    callbacks = [Stronger()]
+    with train.Loader(
+        data, pipeline, 64, num_workers=workers, prefetch_factor=2, mix=mix, callbacks=callbacks
+    ) as loader:
         for images, labels in loader:
             del images, labels
         batch = loader.next_batch()

@@ -311,13 +311,22 @@ impl Schedule {
         Ok(s)
     }
 
-    /// Records `change` (replacing one from the same epoch).
+    /// Records `change` (replacing one from the same epoch); a change to
+    /// the pipeline of the change before it is none (a callback setting the
+    /// same pipeline at every epoch's end records it once).
     pub(super) fn add(&mut self, change: PipelineChange) {
         let at = self
             .changes
             .partition_point(|c| c.from_epoch < change.from_epoch);
+        let same = at
+            .checked_sub(1)
+            .is_some_and(|before| self.changes[before].pipeline == change.pipeline);
         match self.changes.get_mut(at) {
+            Some(c) if c.from_epoch == change.from_epoch && same => {
+                self.changes.remove(at);
+            }
             Some(c) if c.from_epoch == change.from_epoch => *c = change,
+            _ if same => {}
             _ => self.changes.insert(at, change),
         }
     }
@@ -380,15 +389,20 @@ mod tests {
         let change = |e| PipelineChange::new(e, flipless.clone()).unwrap();
         let mut s = Schedule::new(Arc::clone(&first), alloc::vec![change(3)]).unwrap();
         s.add(change(1));
-        s.add(change(3));
+        s.add(change(2));
         assert_eq!(
             s.changes.iter().map(|c| c.from_epoch).collect::<Vec<_>>(),
-            [1, 3]
+            [1, 3],
+            "epoch 2's is epoch 1's pipeline: no change"
         );
         assert!(Arc::ptr_eq(s.plan(0), &first));
         assert!(Arc::ptr_eq(s.plan(1), &s.changes[0].plan));
         assert!(Arc::ptr_eq(s.plan(2), &s.changes[0].plan));
         assert!(Arc::ptr_eq(s.plan(9), &s.changes[1].plan));
+        // Epoch 3's replaced by epoch 1's pipeline: no change there any more.
+        s.add(change(3));
+        assert_eq!(s.changes.len(), 1);
+        assert!(Arc::ptr_eq(s.plan(9), &s.changes[0].plan));
         let mut small = TrainPipeline::imagenet_train();
         small.augments[0] =
             crate::train::Augment::RandomResizedCrop(crate::train::RandomResizedCrop::new(32, 32));
