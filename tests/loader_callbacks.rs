@@ -9,7 +9,7 @@ use tensorprep::Tensor;
 use tensorprep::geometry::Flip;
 use tensorprep::train::data::Dataset;
 use tensorprep::train::{
-    Augment, Callback, LoadError, Loader, LoaderConfig, LoaderState, PipelineChange, Point,
+    Augment, Callback, CallbackPoint, LoadError, Loader, LoaderConfig, LoaderState, PipelineChange,
     RandomResizedCrop, RunContext, TrainPipeline, TrainPlan,
 };
 
@@ -68,7 +68,7 @@ fn batch(b: tensorprep::train::Batch) -> (Vec<f32>, Vec<f32>) {
 
 /// A log of (point, epoch, step, step in epoch), and of the batches the
 /// consumer received (`None` for the point), with the calling thread.
-type Log = Arc<Mutex<Vec<(Option<Point>, u32, u64, u64)>>>;
+type Log = Arc<Mutex<Vec<(Option<CallbackPoint>, u32, u64, u64)>>>;
 
 struct Logger {
     log: Log,
@@ -105,7 +105,7 @@ impl Callback for Logger {
 
 /// Three epochs with a logging callback: the log, the consumer's batches
 /// interleaved.
-fn logged_run(workers: usize) -> Vec<(Option<Point>, u32, u64, u64)> {
+fn logged_run(workers: usize) -> Vec<(Option<CallbackPoint>, u32, u64, u64)> {
     let log: Log = Arc::default();
     let mut c = config(workers);
     c.callbacks.push(Arc::new(Logger {
@@ -134,13 +134,13 @@ fn callbacks_fire_in_order_with_their_numbers() {
     let mut expected = Vec::new();
     for e in 0..3u32 {
         let first = u64::from(e) * 7;
-        expected.push((Some(Point::EpochBegin), e, first, 0));
+        expected.push((Some(CallbackPoint::EpochBegin), e, first, 0));
         for k in 0..7 {
-            expected.push((Some(Point::StepBegin), e, first + k, k));
+            expected.push((Some(CallbackPoint::StepBegin), e, first + k, k));
             expected.push((None, e, 0, k));
-            expected.push((Some(Point::StepEnd), e, first + k, k));
+            expected.push((Some(CallbackPoint::StepEnd), e, first + k, k));
         }
-        expected.push((Some(Point::EpochEnd), e, first + 7, 7));
+        expected.push((Some(CallbackPoint::EpochEnd), e, first + 7, 7));
     }
     assert_eq!(logged_run(1), expected);
     assert_eq!(logged_run(3), expected);
@@ -170,11 +170,11 @@ fn a_resumed_loader_continues_the_callbacks() {
     assert_eq!(
         points,
         [
-            (Some(Point::StepBegin), 5),
-            (Some(Point::StepEnd), 5),
-            (Some(Point::StepBegin), 6),
-            (Some(Point::StepEnd), 6),
-            (Some(Point::EpochEnd), 7),
+            (Some(CallbackPoint::StepBegin), 5),
+            (Some(CallbackPoint::StepEnd), 5),
+            (Some(CallbackPoint::StepBegin), 6),
+            (Some(CallbackPoint::StepEnd), 6),
+            (Some(CallbackPoint::EpochEnd), 7),
         ]
     );
 }
@@ -182,7 +182,7 @@ fn a_resumed_loader_continues_the_callbacks() {
 /// Sets [`flipped`] at `point` of step `step_in_epoch` of epoch `epoch`
 /// (`epoch_end`: any step), and keeps what `set_pipeline` answered.
 struct Changer {
-    point: Point,
+    point: CallbackPoint,
     epoch: u32,
     step_in_epoch: u64,
     pipeline: TrainPipeline,
@@ -190,7 +190,7 @@ struct Changer {
 }
 
 impl Changer {
-    fn new(point: Point, epoch: u32, step_in_epoch: u64) -> Changer {
+    fn new(point: CallbackPoint, epoch: u32, step_in_epoch: u64) -> Changer {
         Changer {
             point,
             epoch,
@@ -200,10 +200,10 @@ impl Changer {
         }
     }
 
-    fn maybe(&self, point: Point, ctx: &mut RunContext<'_>) -> Result<(), String> {
+    fn maybe(&self, point: CallbackPoint, ctx: &mut RunContext<'_>) -> Result<(), String> {
         if point == self.point
             && ctx.epoch == self.epoch
-            && (point == Point::EpochEnd || ctx.step_in_epoch == self.step_in_epoch)
+            && (point == CallbackPoint::EpochEnd || ctx.step_in_epoch == self.step_in_epoch)
         {
             let answer = ctx
                 .set_pipeline(self.pipeline.clone())
@@ -216,10 +216,10 @@ impl Changer {
 
 impl Callback for Changer {
     fn epoch_end(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
-        self.maybe(Point::EpochEnd, ctx)
+        self.maybe(CallbackPoint::EpochEnd, ctx)
     }
     fn step_end(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
-        self.maybe(Point::StepEnd, ctx)
+        self.maybe(CallbackPoint::StepEnd, ctx)
     }
 }
 
@@ -263,7 +263,7 @@ fn a_pipeline_set_in_an_epoch_augments_the_next_ones() {
     let new: Vec<Batches> = (1..3).map(|e| epoch_of(flipped(), e, 2)).collect();
     assert!(base[1] != new[0], "the new pipeline gives other tensors");
     for workers in [1, 3] {
-        for (point, step) in [(Point::EpochEnd, 0), (Point::StepEnd, 2)] {
+        for (point, step) in [(CallbackPoint::EpochEnd, 0), (CallbackPoint::StepEnd, 2)] {
             let (epochs, changes) = changed_run(workers, Changer::new(point, 0, step));
             assert!(epochs[0] == base[0], "epoch 0 keeps its pipeline");
             assert!(epochs[1] == new[0], "epoch 1: {workers} workers, {point:?}");
@@ -281,7 +281,7 @@ fn a_pipeline_set_in_an_epoch_augments_the_next_ones() {
 /// epoch 1 with the first pipeline, and are restarted with the new one).
 #[test]
 fn a_resume_reproduces_the_changes() {
-    let (epochs, changes) = changed_run(2, Changer::new(Point::EpochEnd, 0, 0));
+    let (epochs, changes) = changed_run(2, Changer::new(CallbackPoint::EpochEnd, 0, 0));
     let at = |epoch, batches| LoaderState {
         seed: 42,
         epoch,
@@ -319,7 +319,7 @@ fn a_resume_reproduces_the_changes() {
 /// callback sees the error; nothing changes), and in a resume's changes.
 #[test]
 fn a_pipeline_of_another_shape_is_refused() {
-    let mut changer = Changer::new(Point::EpochEnd, 0, 0);
+    let mut changer = Changer::new(CallbackPoint::EpochEnd, 0, 0);
     let mut larger = pipeline();
     larger.augments[0] = Augment::RandomResizedCrop(RandomResizedCrop::new(40, 24));
     changer.pipeline = larger.clone();
@@ -346,13 +346,17 @@ fn a_pipeline_of_another_shape_is_refused() {
 
 /// Fails (or panics) at `point` of step 2 of epoch 0.
 struct Failing {
-    point: Point,
+    point: CallbackPoint,
     panic: bool,
 }
 
 impl Failing {
-    fn maybe(&self, point: Point, ctx: &RunContext<'_>) -> Result<(), String> {
-        let step = if point == Point::EpochEnd { 7 } else { 2 };
+    fn maybe(&self, point: CallbackPoint, ctx: &RunContext<'_>) -> Result<(), String> {
+        let step = if point == CallbackPoint::EpochEnd {
+            7
+        } else {
+            2
+        };
         if point == self.point && ctx.epoch == 0 && ctx.step_in_epoch == step {
             assert!(!self.panic, "callback panicked at {point:?}");
             return Err(format!("callback failed at {point:?}"));
@@ -363,13 +367,13 @@ impl Failing {
 
 impl Callback for Failing {
     fn epoch_end(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
-        self.maybe(Point::EpochEnd, ctx)
+        self.maybe(CallbackPoint::EpochEnd, ctx)
     }
     fn step_begin(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
-        self.maybe(Point::StepBegin, ctx)
+        self.maybe(CallbackPoint::StepBegin, ctx)
     }
     fn step_end(&self, ctx: &mut RunContext<'_>) -> Result<(), String> {
-        self.maybe(Point::StepEnd, ctx)
+        self.maybe(CallbackPoint::StepEnd, ctx)
     }
 }
 
@@ -378,9 +382,9 @@ impl Callback for Failing {
 #[test]
 fn a_callback_failure_is_the_loader_s_error() {
     for (point, panic, delivered) in [
-        (Point::StepBegin, false, 2),
-        (Point::StepEnd, true, 3),
-        (Point::EpochEnd, false, 7),
+        (CallbackPoint::StepBegin, false, 2),
+        (CallbackPoint::StepEnd, true, 3),
+        (CallbackPoint::EpochEnd, false, 7),
     ] {
         let mut c = config(3);
         c.callbacks.push(Arc::new(Failing { point, panic }));
@@ -393,7 +397,11 @@ fn a_callback_failure_is_the_loader_s_error() {
             }
         };
         assert_eq!(got, delivered, "{point:?}");
-        let step = if point == Point::EpochEnd { 7 } else { 2 };
+        let step = if point == CallbackPoint::EpochEnd {
+            7
+        } else {
+            2
+        };
         assert!(
             matches!(&err, LoadError::Callback { point: p, epoch: 0, step_in_epoch, message }
                 if *p == point.name() && *step_in_epoch == step

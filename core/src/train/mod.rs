@@ -41,8 +41,8 @@ pub use augment::{BoxError, CustomFn, CustomOp, CustomOpError, CustomSize, NotSa
 pub use autotune::{Budget, Tuned, autotune};
 pub use erase::{EraseValue, RandomErasing, erase};
 pub use loader::{
-    Batch, BatchMut, Callback, Callbacks, LoadError, Loader, LoaderConfig, LoaderState, OnError,
-    PerBatch, PipelineChange, Point, RunContext, Stopper,
+    Batch, BatchMut, Callback, CallbackPoint, Callbacks, LoadError, Loader, LoaderConfig,
+    LoaderState, OnError, PerBatch, PipelineChange, RunContext, Stopper,
 };
 pub use mix::{BatchShape, MixDraws, MixMode, MixScratch, Mixup};
 pub use plan::{MAX_AUGMENTS, TrainPipeline, TrainPlan, TrainState};

@@ -123,7 +123,7 @@ impl PartialEq for Callbacks {
 /// Which boundary a callback is called at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Point {
+pub enum CallbackPoint {
     /// [`Callback::epoch_begin`].
     EpochBegin,
     /// [`Callback::epoch_end`].
@@ -134,14 +134,14 @@ pub enum Point {
     StepEnd,
 }
 
-impl Point {
+impl CallbackPoint {
     /// The method's name (`epoch_begin`, ...).
     pub fn name(self) -> &'static str {
         match self {
-            Point::EpochBegin => "epoch_begin",
-            Point::EpochEnd => "epoch_end",
-            Point::StepBegin => "step_begin",
-            Point::StepEnd => "step_end",
+            CallbackPoint::EpochBegin => "epoch_begin",
+            CallbackPoint::EpochEnd => "epoch_end",
+            CallbackPoint::StepBegin => "step_begin",
+            CallbackPoint::StepEnd => "step_end",
         }
     }
 }
@@ -153,7 +153,7 @@ impl Point {
 #[non_exhaustive]
 pub struct RunContext<'a> {
     /// The boundary.
-    pub point: Point,
+    pub point: CallbackPoint,
     /// The epoch ([`Batch::epoch`](super::Batch::epoch)).
     pub epoch: u32,
     /// The step over the whole run: `epoch x batches per epoch +
@@ -170,7 +170,7 @@ pub struct RunContext<'a> {
 
 impl<'a> RunContext<'a> {
     pub(super) fn new(
-        point: Point,
+        point: CallbackPoint,
         epoch: u32,
         (step, step_in_epoch): (u64, u64),
         plan: &'a TrainPlan,
@@ -346,7 +346,7 @@ impl Schedule {
 pub(super) fn run(
     callbacks: &Callbacks,
     schedule: &mut Schedule,
-    point: Point,
+    point: CallbackPoint,
     epoch: u32,
     steps: (u64, u64),
 ) -> Result<(), LoadError> {
@@ -355,10 +355,10 @@ pub(super) fn run(
         let first = Arc::clone(&schedule.first);
         let mut ctx = RunContext::new(point, epoch, steps, &first, &mut change);
         let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match point {
-            Point::EpochBegin => cb.epoch_begin(&mut ctx),
-            Point::EpochEnd => cb.epoch_end(&mut ctx),
-            Point::StepBegin => cb.step_begin(&mut ctx),
-            Point::StepEnd => cb.step_end(&mut ctx),
+            CallbackPoint::EpochBegin => cb.epoch_begin(&mut ctx),
+            CallbackPoint::EpochEnd => cb.epoch_end(&mut ctx),
+            CallbackPoint::StepBegin => cb.step_begin(&mut ctx),
+            CallbackPoint::StepEnd => cb.step_end(&mut ctx),
         }))
         .unwrap_or_else(|panic| Err(super::stages::panic_message(&*panic)));
         if let Some(c) = change {

@@ -88,7 +88,7 @@ use std::sync::{Condvar, Mutex};
 use std::thread::JoinHandle;
 
 pub use batch::{Batch, BatchMut};
-pub use callbacks::{Callback, Callbacks, PipelineChange, Point, RunContext};
+pub use callbacks::{Callback, CallbackPoint, Callbacks, PipelineChange, RunContext};
 pub use config::{LoaderConfig, OnError, PerBatch};
 pub use error::LoadError;
 pub use state::LoaderState;
@@ -101,7 +101,7 @@ use super::sampler::EpochOrder;
 use super::{Order, TrainPlan};
 use crate::Tensor;
 use batch::BatchBuffer;
-use callbacks::{Point as At, Schedule};
+use callbacks::{CallbackPoint as At, Schedule};
 use queue::{Pool, Queue, lock};
 use slots::{Open, OpenBatches};
 use stages::{Collated, Read, Stage, collate_stage, decode_stage, read_stage, run_stage};
