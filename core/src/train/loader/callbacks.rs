@@ -331,6 +331,14 @@ impl Schedule {
         }
     }
 
+    /// The first epoch after `epoch` with a change.
+    pub(super) fn next_change(&self, epoch: u32) -> Option<u32> {
+        self.changes
+            .iter()
+            .map(|c| c.from_epoch)
+            .find(|&e| e > epoch)
+    }
+
     /// The plan that augments `epoch`.
     pub(super) fn plan(&self, epoch: u32) -> &Arc<TrainPlan> {
         self.changes

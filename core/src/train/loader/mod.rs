@@ -369,13 +369,21 @@ impl Loader {
             ),
         };
         let plan = Arc::clone(schedule.plan(epoch));
+        // The threads stop before an epoch known to have another plan
+        // (`next_epoch` restarts them there with it) instead of reading
+        // and decoding ahead into it for nothing.
+        let change = schedule.next_change(epoch);
+        let end = match (config.epochs, change) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let stream = Stream {
             epoch,
             position: done * b,
             per_epoch,
             batches,
             batch_size: b,
-            end: config.epochs,
+            end,
         };
         let label_width = labels::width(&*dataset, &config);
         // The batch buffers: `depth` of them, each of a batch at most (never
