@@ -114,7 +114,7 @@ fn logged_run(workers: usize) -> Vec<(Option<CallbackPoint>, u32, u64, u64)> {
     }));
     let mut loader = Loader::new(dataset(), plan(pipeline()), c).unwrap();
     for e in 0..3 {
-        while let Some(b) = loader.next() {
+        for b in loader.by_ref() {
             let b = b.unwrap();
             log.lock().unwrap().push((None, b.epoch, 0, b.number));
         }
@@ -122,8 +122,7 @@ fn logged_run(workers: usize) -> Vec<(Option<CallbackPoint>, u32, u64, u64)> {
             loader = loader.next_epoch().unwrap();
         }
     }
-    let log = log.lock().unwrap().clone();
-    log
+    log.lock().unwrap().clone()
 }
 
 /// Each epoch: `epoch_begin`, then per step `step_begin`, the batch handed
