@@ -507,9 +507,8 @@ impl PyLoader {
     #[pyo3(signature = (dataset, pipeline, batch_size, workers=None, seed=None, *, shard=None, shuffle=true,
                         weights=None, replacement=true, num_samples=None, drop_last=false,
                         skip_errors=false, prefetch=None, depth=None, read_workers=None, epochs=None,
-                        max_shape=None, decode_budget=None, buffer_limit=None, mix=None, label_width=None))]
                         max_shape=None, decode_budget=None, buffer_limit=None, mix=None,
-                        callbacks=None))]
+                        label_width=None, callbacks=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,

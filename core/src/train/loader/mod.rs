@@ -593,8 +593,7 @@ impl Loader {
             (self.begun, self.step_open, self.ended) = (false, false, false);
             return Ok(self);
         }
-        let (dataset, plan, mut config) = (
-        let (dataset, schedule, config) = (
+        let (dataset, schedule, mut config) = (
             Arc::clone(&self.shared.dataset),
             self.schedule.clone(),
             self.shared.config.clone(),

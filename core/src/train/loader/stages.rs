@@ -85,33 +85,13 @@ pub(super) fn read_stage(s: &Shared) {
         }
         let (_, order, pass) = order.as_ref().expect("fetched above");
         let index = order.index(position as usize);
-        // The one item that starts an epoch (or the resumed stream) calls
-        // the epoch callback; its panic fails that sample.
-        let hook = match &s.config.on_epoch {
-            Some(hook) if position == 0 || n == 0 => guard(s, index, || {
-                (hook.0)(epoch);
-                Ok(())
-            }),
-            _ => Ok(()),
-        };
-        let index = order
-            .as_ref()
-            .expect("fetched above")
-            .1
-            .index(position as usize);
         let mut sample = s.samples.try_take().unwrap_or_default();
         // A recycled sample may hold another dataset's pixels (a concat of
         // kinds): what a dataset does not set is an encoded file.
         sample.content = Content::Encoded;
-        let sample = match hook.and_then(|()| {
-            guard(s, index, || {
-                s.dataset
-                    .read_in(pass, index as usize, &mut sample)
-                    .map_err(|error| LoadError::Read { index, error })
-            })
         let sample = match guard(s, index, || {
             s.dataset
-                .read(index as usize, &mut sample)
+                .read_in(pass, index as usize, &mut sample)
                 .map_err(|error| LoadError::Read { index, error })
         }) {
             Ok(()) => Ok(sample),
