@@ -104,15 +104,17 @@ impl Iterable for FromIterable {
 
 /// An iterable Python dataset: `fn()` returns an iterator of `(image,
 /// label)`; `length` samples per epoch (`None`: counted now by iterating
-/// once), a shuffle buffer of `buffer` samples (at most `max_buffer_bytes`).
+/// once), a shuffle buffer of `buffer` samples (`None`: the library's
+/// default) of at most `max_buffer_bytes`.
 #[pyfunction]
-#[pyo3(signature = (factory, length=None, buffer=StreamOptions::DEFAULT_BUFFER, max_buffer_bytes=None))]
+#[pyo3(signature = (factory, length=None, buffer=None, max_buffer_bytes=None))]
 pub(crate) fn from_iterable(
     factory: &Bound<'_, PyAny>,
     length: Option<usize>,
-    buffer: usize,
+    buffer: Option<usize>,
     max_buffer_bytes: Option<u64>,
 ) -> PyResult<PyDataset> {
+    let buffer = buffer.unwrap_or(StreamOptions::DEFAULT_BUFFER);
     if !factory.is_callable() {
         return Err(crate::errors::value(format!(
             "FromIterable takes a function returning an iterator (a generator function), not a {}; \

@@ -378,7 +378,7 @@ def FromPython(dataset: Any) -> Dataset:
 def FromIterable(
     fn: Callable[[], Iterable[Tuple[Any, Any]]],
     length: Optional[int] = None,
-    buffer: int = 1000,
+    buffer: Optional[int] = None,
     max_buffer_bytes: Optional[int] = None,
 ) -> Dataset:
     """An iterable Python dataset (PyTorch's ``IterableDataset``, MindSpore's
@@ -393,8 +393,8 @@ def FromIterable(
     longer one is cut to ``length``.
 
     ``Loader(..., shuffle=True)`` (the default) shuffles through a buffer of
-    ``buffer`` samples (tf.data's ``shuffle(buffer_size)``, WebDataset's
-    ``shuffle(n)``): each position draws one of the samples the buffer holds
+    ``buffer`` samples (``None``: the library's default, 1000; tf.data's
+    ``shuffle(buffer_size)``, WebDataset's ``shuffle(n)``): each position draws one of the samples the buffer holds
     (keyed by seed, epoch and position), which the next item replaces. Its
     memory is ``buffer`` samples (``max_buffer_bytes`` caps their bytes: an
     error when passed). ``shuffle=False`` gives the iterator's order;
