@@ -259,12 +259,7 @@ impl Dataset for FromPython {
     }
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
-        if index >= self.len {
-            return Err(DataError::OutOfRange {
-                index,
-                len: self.len,
-            });
-        }
+        DataError::check_index(index, self.len)?;
         Python::attach(|py| {
             let item = self
                 .object

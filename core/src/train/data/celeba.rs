@@ -679,11 +679,8 @@ impl Dataset for CelebA {
     }
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
-        let path = self.paths.get(index).ok_or(DataError::OutOfRange {
-            index,
-            len: self.paths.len(),
-        })?;
-        super::folder::read_whole(path, FORMAT, &mut sample.bytes)?;
+        DataError::check_index(index, self.paths.len())?;
+        super::folder::read_whole(&self.paths[index], FORMAT, &mut sample.bytes)?;
         sample.labels.clear();
         sample.labels.extend_from_slice(self.labels(index));
         sample.id = u64::from(self.rows[index]);

@@ -136,15 +136,19 @@ impl Records {
     }
 
     /// The part and record number of sample `index`.
-    fn locate(&self, index: usize) -> Option<(&Part, u64)> {
+    fn locate(&self, index: usize) -> Result<(&Part, u64), DataError> {
+        DataError::check_index(index, self.len)?;
         let mut i = index as u64;
         for part in &self.parts {
             if i < part.records {
-                return Some((part, i));
+                return Ok((part, i));
             }
             i -= part.records;
         }
-        None
+        // `len` is the parts' records summed at open: not reached.
+        Err(DataError::Invalid {
+            what: alloc::format!("CIFAR sample {index} past its parts"),
+        })
     }
 
     /// Reads sample `index`: its label bytes into `labels`, its pixels,
@@ -155,10 +159,7 @@ impl Records {
         sample: &mut Sample,
         labels: &mut [u8; 2],
     ) -> Result<(), DataError> {
-        let (part, record) = self.locate(index).ok_or(DataError::OutOfRange {
-            index,
-            len: self.len,
-        })?;
+        let (part, record) = self.locate(index)?;
         let offset = record * self.record_len();
         let mut raw = [0u8; 2 + PIXEL_BYTES];
         let raw = &mut raw[..self.record_len() as usize];
@@ -187,12 +188,12 @@ impl Records {
 
     fn describe(&self, index: usize) -> String {
         match self.locate(index) {
-            Some((part, record)) => alloc::format!(
+            Ok((part, record)) => alloc::format!(
                 "{}: record {record} at {}",
                 part.path.display(),
                 record * self.record_len()
             ),
-            None => alloc::format!("sample {index}"),
+            Err(_) => alloc::format!("sample {index}"),
         }
     }
 

@@ -62,6 +62,26 @@ pub enum DataError {
 }
 
 impl DataError {
+    /// `Ok` when `index` names one of `len` samples, [`DataError::OutOfRange`]
+    /// otherwise: the check that opens a [`Dataset::read`](super::Dataset::read).
+    ///
+    /// ```
+    /// use tensorprep::train::data::DataError;
+    ///
+    /// assert!(DataError::check_index(2, 3).is_ok());
+    /// assert!(matches!(
+    ///     DataError::check_index(3, 3),
+    ///     Err(DataError::OutOfRange { index: 3, len: 3 })
+    /// ));
+    /// ```
+    pub fn check_index(index: usize, len: usize) -> Result<(), DataError> {
+        if index < len {
+            Ok(())
+        } else {
+            Err(DataError::OutOfRange { index, len })
+        }
+    }
+
     pub(crate) fn io(path: &std::path::Path, error: std::io::Error) -> DataError {
         DataError::Io {
             path: path.display().to_string(),

@@ -257,12 +257,7 @@ impl Dataset for Mnist {
     }
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
-        if index >= self.len {
-            return Err(DataError::OutOfRange {
-                index,
-                len: self.len,
-            });
-        }
+        DataError::check_index(index, self.len)?;
         let (path, file) = &self.labels;
         let at = 8 + index as u64;
         let mut label = [0u8];

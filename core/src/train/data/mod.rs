@@ -306,9 +306,7 @@ where
     }
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
-        if index >= self.0 {
-            return Err(DataError::OutOfRange { index, len: self.0 });
-        }
+        DataError::check_index(index, self.0)?;
         (self.1)(index, sample)
     }
 }

@@ -373,12 +373,7 @@ impl RecordIoDataset {
         parts: u32,
         part: u32,
     ) -> Result<RecordIoDataset, DataError> {
-        if parts == 0 || part >= parts {
-            return Err(DataError::OutOfRange {
-                index: part as usize,
-                len: parts as usize,
-            });
-        }
+        DataError::check_index(part as usize, parts as usize)?;
         let rec = rec.as_ref();
         let (file, len) = open_file(rec)?;
         let f = RecFile {

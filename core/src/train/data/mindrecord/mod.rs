@@ -400,10 +400,8 @@ impl MindRecord {
     }
 
     fn row(&self, index: usize) -> Result<&Row, DataError> {
-        self.rows.get(index).ok_or(DataError::OutOfRange {
-            index,
-            len: self.rows.len(),
-        })
+        DataError::check_index(index, self.rows.len())?;
+        Ok(&self.rows[index])
     }
 
     fn bad(&self, row: &Row, offset: u64, what: impl Into<String>) -> DataError {
