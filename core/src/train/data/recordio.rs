@@ -17,6 +17,7 @@ use alloc::vec::Vec;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
+use std::sync::Arc;
 
 use super::shards::{DEFAULT_OPEN_FILES, FilePool, locate};
 use super::{DataError, Dataset, Sample, append_at, open_file, read_at, read_index};
@@ -130,11 +131,21 @@ fn part_bytes(len: u32) -> u64 {
 #[derive(Debug)]
 struct RecFile<'a> {
     path: &'a Path,
-    file: &'a File,
+    file: Arc<File>,
     len: u64,
 }
 
-impl RecFile<'_> {
+impl<'a> RecFile<'a> {
+    /// Opens `path` (refused when it is not a regular file).
+    fn open(path: &'a Path) -> Result<RecFile<'a>, DataError> {
+        let (file, len) = open_file(path)?;
+        Ok(RecFile {
+            path,
+            file: Arc::new(file),
+            len,
+        })
+    }
+
     fn bad(&self, offset: u64, what: impl Into<alloc::string::String>) -> DataError {
         DataError::corrupt(FORMAT, self.path, offset, what)
     }
@@ -145,7 +156,7 @@ impl RecFile<'_> {
             return Err(self.bad(offset, "a record header runs past the end of the file"));
         }
         let mut h = [0u8; 8];
-        read_at(self.file, &mut h, offset).map_err(|e| DataError::io(self.path, e))?;
+        read_at(&self.file, &mut h, offset).map_err(|e| DataError::io(self.path, e))?;
         let magic = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
         if magic != MAGIC {
             return Err(self.bad(
@@ -196,7 +207,7 @@ impl RecFile<'_> {
                 ));
             }
             append_at(
-                self.file,
+                &self.file,
                 self.path,
                 FORMAT,
                 offset + 8,
@@ -259,7 +270,7 @@ impl RecFile<'_> {
         while at + 8 <= self.len {
             let n = (self.len - at).min(buf.len() as u64) as usize;
             let chunk = &mut buf[..n];
-            read_at(self.file, chunk, at).map_err(|e| DataError::io(self.path, e))?;
+            read_at(&self.file, chunk, at).map_err(|e| DataError::io(self.path, e))?;
             for i in (0..n.saturating_sub(7)).step_by(4) {
                 let word = |j: usize| {
                     u32::from_le_bytes([chunk[j], chunk[j + 1], chunk[j + 2], chunk[j + 3]])
@@ -306,18 +317,13 @@ impl RecordIoDataset {
         for rec in recs {
             let rec = rec.as_ref();
             let idx = rec.with_extension("idx");
-            let (file, len) = open_file(rec)?;
-            let f = RecFile {
-                path: rec,
-                file: &file,
-                len,
-            };
+            let f = RecFile::open(rec)?;
             let offsets = if idx.is_file() {
                 index_offsets(&f, &idx)?
             } else {
-                f.scan(0, len)?
+                f.scan(0, f.len)?
             };
-            d.push(rec, len, offsets)?;
+            d.push(rec, f.len, offsets)?;
         }
         Ok(d)
     }
@@ -350,16 +356,10 @@ impl RecordIoDataset {
         rec: impl AsRef<Path>,
         idx: impl AsRef<Path>,
     ) -> Result<RecordIoDataset, DataError> {
-        let rec = rec.as_ref();
-        let (file, len) = open_file(rec)?;
-        let f = RecFile {
-            path: rec,
-            file: &file,
-            len,
-        };
+        let f = RecFile::open(rec.as_ref())?;
         let offsets = index_offsets(&f, idx.as_ref())?;
         let mut d = RecordIoDataset::empty(DEFAULT_OPEN_FILES);
-        d.push(rec, len, offsets)?;
+        d.push(f.path, f.len, offsets)?;
         Ok(d)
     }
 
@@ -374,13 +374,8 @@ impl RecordIoDataset {
         part: u32,
     ) -> Result<RecordIoDataset, DataError> {
         DataError::check_index(part as usize, parts as usize)?;
-        let rec = rec.as_ref();
-        let (file, len) = open_file(rec)?;
-        let f = RecFile {
-            path: rec,
-            file: &file,
-            len,
-        };
+        let f = RecFile::open(rec.as_ref())?;
+        let len = f.len;
         let step = len.div_ceil(u64::from(parts)).div_ceil(4) * 4;
         let begin = (step * u64::from(part)).min(len);
         let end = (step * (u64::from(part) + 1)).min(len);
@@ -389,7 +384,7 @@ impl RecordIoDataset {
         let stop = f.next_head(end)?;
         let offsets = f.scan(begin, stop)?;
         let mut d = RecordIoDataset::empty(DEFAULT_OPEN_FILES);
-        d.push(rec, len, offsets)?;
+        d.push(f.path, len, offsets)?;
         Ok(d)
     }
 
@@ -415,10 +410,9 @@ impl RecordIoDataset {
             len: self.offsets.len(),
         })?;
         let (f, _) = locate(&self.starts, index);
-        let file = self.files.get(f)?;
         let rec = RecFile {
             path: self.files.path(f),
-            file: &file,
+            file: self.files.get(f)?,
             len: self.files.file_len(f),
         };
         rec.read_record(offset, out).map(drop)

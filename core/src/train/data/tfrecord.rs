@@ -170,13 +170,19 @@ pub struct TfRecordDataset {
 }
 
 /// A file being indexed or read: its length, for every bound check.
-struct Open<'a> {
-    file: &'a File,
+struct TfFile<'a> {
+    file: File,
     path: &'a Path,
     len: u64,
 }
 
-impl Open<'_> {
+impl<'a> TfFile<'a> {
+    /// Opens `path` (refused when it is not a regular file).
+    fn open(path: &'a Path) -> Result<TfFile<'a>, DataError> {
+        let (file, len) = open_file(path)?;
+        Ok(TfFile { file, path, len })
+    }
+
     fn bad(&self, offset: u64, what: impl Into<alloc::string::String>) -> DataError {
         DataError::corrupt(FORMAT, self.path, offset, what)
     }
@@ -188,7 +194,7 @@ impl Open<'_> {
             return Err(self.bad(offset, "a record header runs past the end of the file"));
         }
         let mut h = [0u8; 12];
-        read_at(self.file, &mut h, offset).map_err(|e| DataError::io(self.path, e))?;
+        read_at(&self.file, &mut h, offset).map_err(|e| DataError::io(self.path, e))?;
         let len_bytes: [u8; 8] = h[..8].try_into().expect("8 bytes");
         let crc = u32::from_le_bytes(h[8..].try_into().expect("4 bytes"));
         if masked_crc32c(&len_bytes) != crc {
@@ -234,13 +240,8 @@ impl TfRecordDataset {
     ) -> Result<TfRecordDataset, DataError> {
         let mut d = TfRecordDataset::new(keys, open_files);
         for path in paths {
-            let path = path.as_ref();
-            let (file, len) = open_file(path)?;
-            let f = Open {
-                file: &file,
-                path,
-                len,
-            };
+            let f = TfFile::open(path.as_ref())?;
+            let (path, len) = (f.path, f.len);
             d.starts.push(d.records.len());
             let mut at = 0u64;
             while at < len {
@@ -264,13 +265,8 @@ impl TfRecordDataset {
         keys: Keys<'_>,
     ) -> Result<TfRecordDataset, DataError> {
         let mut d = TfRecordDataset::new(keys, DEFAULT_OPEN_FILES);
-        let path = path.as_ref();
-        let (file, len) = open_file(path)?;
-        let f = Open {
-            file: &file,
-            path,
-            len,
-        };
+        let f = TfFile::open(path.as_ref())?;
+        let (path, len) = (f.path, f.len);
         let index = index.as_ref();
         // A line per record of at least 16 bytes: two numbers of at most
         // 20 digits, a space and a newline.
