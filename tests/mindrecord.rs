@@ -621,3 +621,115 @@ fn one_file_in_folder_order_gives_the_folders_samples_in_order() {
         );
     }
 }
+
+/// Data files in the set read under a limit of 256 descriptors.
+#[cfg(feature = "mindrecord-write")]
+const MANY: usize = 1000;
+/// The most data files kept open while reading it.
+#[cfg(feature = "mindrecord-write")]
+const BUDGET: usize = 64;
+
+/// Data file `i`'s one image.
+#[cfg(feature = "mindrecord-write")]
+fn many_image(i: usize) -> Vec<u8> {
+    format!("image {i:04}").into_bytes()
+}
+
+/// Writes a set of [`MANY`] data files of one row each into `dir`: one file
+/// written by our writer, copied with its header's `shard_id` and
+/// `shard_addresses` made those of a 1,000-file set and its image made the
+/// file's own (writing 1,000 shards and their SQLite indexes directly takes
+/// half a minute of fsyncs). Returns the first data file.
+#[cfg(feature = "mindrecord-write")]
+fn write_many(dir: &Path) -> PathBuf {
+    use tensorprep::train::data::mindrecord::write::{Row, WriteOptions, write};
+    let one = dir.join("one.mindrecord");
+    let image = many_image(0);
+    write(
+        &one,
+        &[Row::new("0.jpg", 7, image.len() as u64)],
+        &WriteOptions::default().header_size(64 << 10),
+        |_, bytes| {
+            bytes.extend_from_slice(&image);
+            Ok(())
+        },
+    )
+    .unwrap();
+    let bytes = std::fs::read(&one).unwrap();
+    let (mut header, _) = header_of(&bytes);
+    let header_size = header["header_size"].as_u64().unwrap() as usize;
+    let at = bytes.windows(image.len()).position(|w| w == image).unwrap();
+    let names: Vec<String> = (0..MANY)
+        .map(|i| format!("many.mindrecord{i:03}"))
+        .collect();
+    header["shard_addresses"] = Json::from(names.clone());
+    for (i, name) in names.iter().enumerate() {
+        header["shard_id"] = Json::from(i);
+        let text = serde_json::to_vec(&header).unwrap();
+        assert!(8 + text.len() <= header_size);
+        let mut file = bytes.clone();
+        file[..header_size].fill(0);
+        file[..8].copy_from_slice(&(text.len() as u64).to_le_bytes());
+        file[8..8 + text.len()].copy_from_slice(&text);
+        file[at..at + image.len()].copy_from_slice(&many_image(i));
+        std::fs::write(dir.join(name), file).unwrap();
+    }
+    dir.join(&names[0])
+}
+
+/// Runs in the child (`ulimit -n 256`): a set of 1,000 data files opened
+/// and read whole, in order and in a stride order that returns to each file
+/// many times, never more than the budget open.
+#[cfg(feature = "mindrecord-write")]
+#[test]
+#[ignore = "run by a_thousand_data_files_read_under_a_descriptor_limit in a child process"]
+fn child_reads_a_thousand_data_files() {
+    let Ok(first) = std::env::var("TP_MANY_MINDRECORD") else {
+        panic!("run by a_thousand_data_files_read_under_a_descriptor_limit");
+    };
+    let open_descriptors = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+    let base = open_descriptors();
+    let set = MindRecord::open_with(&first, &Options::default().open_files(BUDGET)).unwrap();
+    assert!(open_descriptors() <= base, "indexing keeps no file open");
+    assert_eq!(set.files().count(), MANY);
+    assert_eq!(set.len(), MANY);
+    let mut sample = Sample::default();
+    for i in (0..MANY).chain((0..MANY).map(|k| k * 389 % MANY)) {
+        set.read(i, &mut sample).unwrap();
+        assert_eq!(sample.bytes, many_image(i), "sample {i}");
+        assert_eq!(sample.labels, [7.0]);
+        assert!(set.pool().open_count() <= BUDGET);
+    }
+    assert_eq!(set.pool().open_count(), BUDGET);
+    assert!(open_descriptors() <= base + BUDGET);
+    // Keeping every data file open, as a reader holding one descriptor per
+    // file would, is refused by the limit: the limit is real.
+    let each: Result<Vec<_>, _> = set.files().map(std::fs::File::open).collect();
+    assert!(each.is_err(), "1,000 files open under ulimit -n 256");
+}
+
+#[cfg(feature = "mindrecord-write")]
+#[test]
+fn a_thousand_data_files_read_under_a_descriptor_limit() {
+    let dir = std::env::temp_dir().join(format!("tp-many-mr-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let first = write_many(&dir);
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(
+            "ulimit -n 256 && exec \"$0\" --exact child_reads_a_thousand_data_files \
+             --ignored --test-threads 1",
+        )
+        .arg(std::env::current_exe().unwrap())
+        .env("TP_MANY_MINDRECORD", &first)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -19,6 +19,11 @@
 //! - A raw page lists its row groups: (the id of a blob page, the offset of
 //!   that group's first raw row). The blob page gives the group's row ids.
 //!
+//! Each data file is indexed and closed in turn when the set is opened;
+//! reading opens them again through a [`FilePool`], at most
+//! [`Options::open_files`] at once, so a set of 1,000 files reads under a
+//! low descriptor limit.
+//!
 //! Rows come in `MindDataset(files, shuffle=False)`'s order: the files in
 //! `shard_addresses` order, each file's rows by row id.
 //!
@@ -40,11 +45,12 @@ use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub use header::{Column, Kind};
 pub use row::Value;
 
+use super::shards::{DEFAULT_OPEN_FILES, FilePool};
 use super::{Content, DataError, Dataset, Sample, append_at, label, open_file, read_at};
 use crate::PixelFormat;
 use header::Header;
@@ -76,6 +82,9 @@ pub struct Options {
     pub shape: Vec<String>,
     /// Three- and four-channel pixels are BGR(A) (OpenCV's order), not RGB(A).
     pub bgr: bool,
+    /// The most data files kept open while reading ([`FilePool`]'s budget;
+    /// [`DEFAULT_OPEN_FILES`] by default). A set has up to 1,000 of them.
+    pub open_files: usize,
 }
 
 impl Default for Options {
@@ -85,6 +94,7 @@ impl Default for Options {
             labels: alloc::vec!["label".into()],
             shape: Vec::new(),
             bgr: false,
+            open_files: DEFAULT_OPEN_FILES,
         }
     }
 }
@@ -113,13 +123,12 @@ impl Options {
         self.bgr = bgr;
         self
     }
-}
 
-/// One data file of the set.
-#[derive(Debug)]
-struct ShardFile {
-    path: PathBuf,
-    file: File,
+    /// The most data files kept open while reading.
+    pub fn open_files(mut self, files: usize) -> Self {
+        self.open_files = files;
+        self
+    }
 }
 
 /// Where a row's halves lie.
@@ -151,7 +160,8 @@ enum Shape {
 /// A MindRecord set as a [`Dataset`], opened from any one of its data files.
 #[derive(Debug)]
 pub struct MindRecord {
-    files: Vec<ShardFile>,
+    /// The data files in set order, opened when read.
+    files: FilePool,
     rows: Vec<Row>,
     columns: Vec<Column>,
     blob_columns: Vec<usize>,
@@ -175,10 +185,13 @@ impl MindRecord {
     /// table checked, every row's place read and checked against its page.
     pub fn open_with(path: impl AsRef<Path>, options: &Options) -> Result<MindRecord, DataError> {
         let path = path.as_ref();
-        let (file, len) = open_file(path)?;
-        let first = Header::read(&file, path, len)?;
+        let first = {
+            let (file, len) = open_file(path)?;
+            Header::read(&file, path, len)?
+        };
         let dir = path.parent().unwrap_or(Path::new("."));
-        let mut files = Vec::new();
+        // Each data file is indexed and closed before the next is opened.
+        let mut files = FilePool::for_format(FORMAT, options.open_files);
         let mut rows = Vec::new();
         for (k, address) in first.shard_addresses.iter().enumerate() {
             let written = Path::new(address);
@@ -206,7 +219,7 @@ impl MindRecord {
                 ));
             }
             index_file(&file, &p, &header, k as u32, &mut rows)?;
-            files.push(ShardFile { path: p, file });
+            files.add_with_len(&p, len)?;
         }
         let columns = first.columns;
         let find = |name: &str| {
@@ -342,7 +355,12 @@ impl MindRecord {
 
     /// The set's data files, in set order.
     pub fn files(&self) -> impl Iterator<Item = &Path> {
-        self.files.iter().map(|f| f.path.as_path())
+        (0..self.files.len() as u32).map(|k| self.files.path(k))
+    }
+
+    /// The data files with the open ones.
+    pub fn pool(&self) -> &FilePool {
+        &self.files
     }
 
     /// Every column of row `index`, in name order.
@@ -408,16 +426,23 @@ impl MindRecord {
         let what = what.into();
         DataError::corrupt(
             FORMAT,
-            &self.files[row.file as usize].path,
+            self.files.path(row.file),
             offset,
             alloc::format!("row {}: {what}", row.id),
         )
     }
 
     fn read_raw(&self, row: &Row, raw: &mut Vec<u8>) -> Result<(), DataError> {
-        let f = &self.files[row.file as usize];
+        let file = self.files.get(row.file)?;
         raw.clear();
-        append_at(&f.file, &f.path, FORMAT, row.raw, row.raw_len, raw)
+        append_at(
+            &file,
+            self.files.path(row.file),
+            FORMAT,
+            row.raw,
+            row.raw_len,
+            raw,
+        )
     }
 
     fn read_blob(&self, row: &Row, out: &mut Vec<u8>) -> Result<(), DataError> {
@@ -432,9 +457,16 @@ impl MindRecord {
                 ),
             ));
         }
-        let f = &self.files[row.file as usize];
+        let file = self.files.get(row.file)?;
         out.clear();
-        append_at(&f.file, &f.path, FORMAT, row.blob, row.blob_len, out)
+        append_at(
+            &file,
+            self.files.path(row.file),
+            FORMAT,
+            row.blob,
+            row.blob_len,
+            out,
+        )
     }
 
     /// The row's scalar columns `wanted` (by column index), as numbers.
@@ -665,7 +697,7 @@ impl Dataset for MindRecord {
         match self.rows.get(index) {
             Some(r) => alloc::format!(
                 "{}: row {} (raw at {}, blob at {})",
-                self.files[r.file as usize].path.display(),
+                self.files.path(r.file).display(),
                 r.id,
                 r.raw,
                 r.blob
