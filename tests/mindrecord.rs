@@ -733,3 +733,74 @@ fn a_thousand_data_files_read_under_a_descriptor_limit() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A set written by our writer with its index read as well as without it;
+/// an index moved away from its data file's rows (a row's place changed,
+/// a row missing, not SQLite at all) is refused, naming the index.
+#[cfg(feature = "mindrecord-write")]
+#[test]
+fn an_index_that_disagrees_with_the_page_table_is_refused() {
+    use tensorprep::train::data::mindrecord::write::{Row, WriteOptions, index_file, write};
+    let dir = std::env::temp_dir().join(format!("tp-mr-index-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("set.mindrecord");
+    let images: [&[u8]; 3] = [b"first", b"second image", b"third"];
+    let rows: Vec<Row> = (0..3)
+        .map(|i| Row::new(format!("{i}.jpg"), i as i32, images[i].len() as u64))
+        .collect();
+    write(&path, &rows, &WriteOptions::default(), |i, bytes| {
+        bytes.extend_from_slice(images[i]);
+        Ok(())
+    })
+    .unwrap();
+    let db = index_file(&path);
+    let good = std::fs::read(&db).unwrap();
+    let set = MindRecord::open(&path).unwrap();
+    assert_eq!(set.len(), 3);
+
+    let refused = |change: &str| {
+        std::fs::write(&db, &good).unwrap();
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(change).unwrap();
+        drop(conn);
+        let err = MindRecord::open(&path).unwrap_err();
+        match &err {
+            DataError::Corrupt { format, path, .. } => {
+                assert_eq!(*format, "MindRecord index", "{change}: {err}");
+                assert_eq!(Path::new(path), db, "{change}: {err}");
+            }
+            other => panic!("{change}: not a Corrupt error: {other}"),
+        }
+        err.to_string()
+    };
+    let moved = refused(
+        "UPDATE INDEXES SET PAGE_OFFSET_BLOB_END = PAGE_OFFSET_BLOB_END + 4 WHERE ROW_ID = 1",
+    );
+    assert!(moved.contains("row 1 is not where"), "{moved}");
+    let missing = refused("DELETE FROM INDEXES WHERE ROW_ID = 2");
+    assert!(missing.contains("lists 2 rows"), "{missing}");
+    let extra = refused(
+        "INSERT INTO INDEXES SELECT ROW_ID + 3, PAGE_ID_RAW, PAGE_OFFSET_RAW, \
+         PAGE_OFFSET_RAW_END, ROW_GROUP_ID, PAGE_ID_BLOB, PAGE_OFFSET_BLOB, \
+         PAGE_OFFSET_BLOB_END, INC_0, file_name_0, INC_1, label_0 FROM INDEXES",
+    );
+    assert!(extra.contains("more rows"), "{extra}");
+
+    std::fs::write(
+        &db,
+        b"not an SQLite file, but long enough to be taken for one",
+    )
+    .unwrap();
+    assert!(matches!(
+        MindRecord::open(&path),
+        Err(DataError::Corrupt {
+            format: "MindRecord index",
+            ..
+        })
+    ));
+    // Without its index the set reads from its page table alone.
+    std::fs::remove_file(&db).unwrap();
+    assert_eq!(MindRecord::open(&path).unwrap().len(), 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -3,7 +3,9 @@
 //!
 //! - A set is one to 1,000 data files (`data.mindrecord`, or
 //!   `data.mindrecord0`, `data.mindrecord1`, ...), each with an SQLite index
-//!   beside it (`.db`) that this reader does not need.
+//!   beside it (`.db`) that this reader does not need. With the feature
+//!   `mindrecord-index`, an index present is checked against the page table
+//!   (the rows' places must agree) and a disagreement is an error naming it.
 //! - A data file starts with its header: an 8-byte little-endian length,
 //!   then that many bytes of JSON: the schema, the blob fields, the page
 //!   table, the set's `shard_addresses` (file names, in set order) and the
@@ -37,6 +39,8 @@
 //! [`MindRecord::columns`] reads every column of a row.
 
 mod header;
+#[cfg(feature = "mindrecord-index")]
+mod index;
 mod row;
 #[cfg(feature = "mindrecord-write")]
 pub mod write;
@@ -218,7 +222,12 @@ impl MindRecord {
                     ),
                 ));
             }
+            let from = rows.len();
             index_file(&file, &p, &header, k as u32, &mut rows)?;
+            #[cfg(feature = "mindrecord-index")]
+            index::check(&p, &header, &rows[from..])?;
+            #[cfg(not(feature = "mindrecord-index"))]
+            let _ = from;
             files.add_with_len(&p, len)?;
         }
         let columns = first.columns;

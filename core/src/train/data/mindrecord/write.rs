@@ -220,9 +220,7 @@ pub fn data_files(path: &Path, shards: usize) -> Vec<PathBuf> {
 
 /// The index file beside a data file: `<data file>.db`.
 pub fn index_file(data_file: &Path) -> PathBuf {
-    let mut name = data_file.as_os_str().to_os_string();
-    name.push(".db");
-    PathBuf::from(name)
+    super::index::path_of(data_file)
 }
 
 /// Packs an image folder: each file's path relative to `root` (with `/`
