@@ -7,11 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use tensorprep::PixelFormat;
+use tensorprep::train::data::Dataset;
 use tensorprep::train::data::cifar::{Cifar10, Cifar100, Cifar100Label, Split};
 use tensorprep::train::data::combine::InMemory;
 use tensorprep::train::data::mnist::{Mnist, Variant};
-use tensorprep::train::data::{Content, Dataset, Sample, label};
 
 use crate::errors;
 use crate::train::PyDataset;
@@ -103,74 +102,6 @@ fn py_bool(b: bool) -> &'static str {
     if b { "True" } else { "False" }
 }
 
-/// Pixel samples in memory: `data` holds `count` images of `height` x
-/// `width` x `channels` uint8 (HWC, rows top to bottom; 1 channel gray, 3
-/// RGB, 4 RGBA), `labels` one sequence of integer labels per image (each
-/// one float32 holds exactly: every integer up to 2^24 in magnitude). `what` describes
-/// the dataset.
-#[pyfunction]
-#[pyo3(signature = (data, shape, labels, what))]
-pub(crate) fn pixels(
-    data: &[u8],
-    shape: (usize, u32, u32, u32),
-    labels: Vec<Vec<i64>>,
-    what: String,
-) -> PyResult<PyDataset> {
-    let (count, height, width, channels) = shape;
-    let format = match channels {
-        1 => PixelFormat::Gray8,
-        3 => PixelFormat::Rgb8,
-        4 => PixelFormat::Rgba8,
-        c => {
-            return Err(errors::value(format!(
-                "{c} channels: 1 (gray), 3 (RGB) or 4 (RGBA)"
-            )));
-        }
-    };
-    let per = (height as usize)
-        .checked_mul(width as usize)
-        .and_then(|n| n.checked_mul(channels as usize))
-        .filter(|&n| n > 0)
-        .ok_or_else(|| errors::value(format!("images of {height} x {width}")))?;
-    if count.checked_mul(per) != Some(data.len()) {
-        return Err(errors::value(format!(
-            "{} bytes for {count} images of {height} x {width} x {channels}",
-            data.len()
-        )));
-    }
-    if labels.len() != count {
-        return Err(errors::value(format!(
-            "{} labels for {count} images",
-            labels.len()
-        )));
-    }
-    let content = Content::Pixels {
-        width,
-        height,
-        format,
-    };
-    let mut samples = Vec::with_capacity(count);
-    for (i, (image, labels)) in data.chunks_exact(per).zip(labels).enumerate() {
-        let labels = labels
-            .iter()
-            .map(|&l| {
-                label::int(l).map_err(|e| {
-                    errors::value(format!(
-                        "sample {i}: the label {l} is not exact in float32: {e}"
-                    ))
-                })
-            })
-            .collect::<PyResult<Vec<f32>>>()?;
-        samples.push(Sample {
-            bytes: image.to_vec(),
-            labels,
-            id: i as u64,
-            content,
-        });
-    }
-    Ok(PyDataset::new(InMemory::new(samples), what))
-}
-
 /// CIFAR's Python version, unpickled by `train.py`: per batch file, its
 /// path, its `data` rows (uint8, 3072 planar bytes per image) and its label
 /// lists (CIFAR-10: `labels`; CIFAR-100: `coarse_labels`, `fine_labels`).
@@ -216,7 +147,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cifar10, m)?)?;
     m.add_function(wrap_pyfunction!(cifar100, m)?)?;
     m.add_function(wrap_pyfunction!(mnist, m)?)?;
-    m.add_function(wrap_pyfunction!(pixels, m)?)?;
     m.add_function(wrap_pyfunction!(cifar_pickled, m)?)?;
     Ok(())
 }

@@ -478,8 +478,6 @@ def cifar100(root: PathLike, train: bool = True, label: str = "fine") -> Dataset
     """CIFAR-100's binary version under ``root`` (``cifar-100-binary/``); ``label``: fine, coarse or both."""
 def mnist(root: PathLike, variant: str = "MNIST", train: bool = True) -> Dataset:
     """An idx dataset under ``root/<variant>/raw/`` (MNIST, FashionMNIST or KMNIST)."""
-def pixels(data: bytes, shape: Tuple[int, int, int, int], labels: Sequence[Sequence[int]], what: str) -> Dataset:
-    """Pixel samples in memory: ``count x height x width x channels`` uint8 HWC images and their labels."""
 def cifar_pickled(
     batches: Sequence[Tuple[PathLike, bytes, Sequence[Sequence[int]]]], label: Optional[str], what: str
 ) -> Dataset:
