@@ -1600,6 +1600,24 @@ fn train_bench_takes_a_record_file_pattern() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("no file matches"));
 }
 
+/// `train-bench`'s checksum of `data` with `workers` workers: batches of 4,
+/// seed 9, zune-jpeg.
+fn bench(data: &str, workers: usize) -> String {
+    checksum_of(&run_ok(&[
+        "train-bench",
+        data,
+        "--batch",
+        "4",
+        "--seed",
+        "9",
+        "--checksum",
+        "--decoder",
+        "zune-jpeg",
+        "--workers",
+        &workers.to_string(),
+    ]))
+}
+
 /// A MindRecord written by MindSpore from `records/folder` (one file, the
 /// folder's order) gives the folder's `train-bench` checksum; a 2-file set
 /// is read from either file; `records ls` lists it.
@@ -1607,24 +1625,9 @@ fn train_bench_takes_a_record_file_pattern() {
 fn train_bench_and_records_ls_read_mindrecord_sets() {
     let folder = fixture("records/folder");
     let one = fixture("mindrecord/folder/folder.mindrecord");
-    let bench = |data: &str, workers: &str| {
-        checksum_of(&run_ok(&[
-            "train-bench",
-            data,
-            "--batch",
-            "4",
-            "--seed",
-            "9",
-            "--checksum",
-            "--decoder",
-            "zune-jpeg",
-            "--workers",
-            workers,
-        ]))
-    };
-    let want = bench(folder.as_str(), "1");
-    assert_eq!(bench(one.as_str(), "1"), want);
-    assert_eq!(bench(one.as_str(), "2"), want);
+    let want = bench(folder.as_str(), 1);
+    assert_eq!(bench(one.as_str(), 1), want);
+    assert_eq!(bench(one.as_str(), 2), want);
     let listing = |file: &str| String::from_utf8(run_ok(&["records", "ls", file]).stdout).unwrap();
     let ls = listing(&one);
     assert_eq!(ls.lines().count(), 6, "{ls}");
@@ -1779,20 +1782,7 @@ fn records_pack_writes_mindrecord_sets() {
 fn train_bench_on_a_packed_mindrecord_gives_the_folders_checksum() {
     let folder = fixture("records/folder");
     let dir = scratch("train-bench-mindrecord");
-    let bench = |data: &str| {
-        checksum_of(&run_ok(&[
-            "train-bench",
-            data,
-            "--batch",
-            "4",
-            "--seed",
-            "9",
-            "--checksum",
-            "--decoder",
-            "zune-jpeg",
-        ]))
-    };
-    let expected = bench(folder.as_str());
+    let expected = bench(folder.as_str(), 1);
     for (name, shards) in [("one.mindrecord", "1"), ("three.mindrecord", "3")] {
         let out = dir.join(name);
         run_ok(&[
@@ -1809,7 +1799,7 @@ fn train_bench_on_a_packed_mindrecord_gives_the_folders_checksum() {
         } else {
             dir.join(format!("{name}0"))
         };
-        assert_eq!(bench(first.to_str().unwrap()), expected, "{name}");
+        assert_eq!(bench(first.to_str().unwrap(), 2), expected, "{name}");
         let listing = run_ok(&["records", "ls", first.to_str().unwrap()]);
         assert_eq!(String::from_utf8_lossy(&listing.stdout).lines().count(), 6);
     }
