@@ -451,96 +451,120 @@ fn crafted_headers_and_pages_are_refused_before_allocating() {
             .position(|p| p["page_type"] == "RAW_DATA")
             .unwrap()
     };
-    damaged(
-        &|h| h["page"][0]["page_id"] = 1000.into(),
-        "a page past the end",
-    );
-    damaged(
-        &|h| h["page"][0]["page_id"] = u64::MAX.into(),
-        "a page id that overflows",
-    );
-    damaged(
-        &|h| h["page"][0]["page_size"] = (1u64 << 40).into(),
-        "a page larger than pages",
-    );
-    let e = damaged(
-        &|h| {
-            let b = blob(h);
-            h["page"][b]["end_row_id"] = (1u64 << 40).into()
-        },
-        "2^40 rows",
-    );
-    assert!(e.to_string().contains("claims"), "{e}");
-    damaged(
-        &|h| {
-            let r = raw(h);
-            h["page"][r]["row_group_ids"][0]["id"] = 7.into()
-        },
-        "a missing row group",
-    );
-    damaged(
-        &|h| {
-            let r = raw(h);
-            h["page"][r]["row_group_ids"][0]["offset"] = 100_000.into()
-        },
-        "a group past its page",
-    );
-    // A group offset of 2^64 - 1: refused when the table is read (it
-    // overflowed a file offset).
-    let e = damaged(
-        &|h| {
-            let r = raw(h);
-            h["page"][r]["row_group_ids"][0]["offset"] = u64::MAX.into()
-        },
-        "a group offset of 2^64 - 1",
-    );
-    assert!(e.to_string().contains("past its"), "{e}");
-    // Hundreds of groups naming the same blob page (each re-reading
-    // its rows): refused at the second, before reserving for the rest.
-    let e = damaged(
-        &|h| {
-            let r = raw(h);
-            let g = h["page"][r]["row_group_ids"][0].clone();
-            h["page"][r]["row_group_ids"] = Json::Array(vec![g; 300]);
-        },
-        "300 groups naming one blob page",
-    );
-    assert!(e.to_string().contains("another group took"), "{e}");
-    // A second group starting elsewhere than where the first ended.
-    let e = damaged(
-        &|h| {
-            let r = raw(h);
-            h["page"][r]["row_group_ids"][0]["offset"] = 8.into()
-        },
-        "a group that does not start where the one before ends",
-    );
-    assert!(
-        e.to_string().contains("where the group before it ends"),
-        "{e}"
-    );
-    damaged(
-        &|h| h["shard_addresses"] = serde_json::json!([]),
-        "no files",
-    );
-    damaged(&|h| h["shard_id"] = 3.into(), "a shard past the set");
-    damaged(
-        &|h| h["schema"][0]["schema"]["label"]["type"] = "complex".into(),
-        "an unknown type",
-    );
-    damaged(
-        &|h| h["schema"][0]["blob_fields"] = serde_json::json!(["label"]),
-        "a scalar blob field",
-    );
-    // A page smaller than its rows: the last row runs past it.
-    let e = damaged(
-        &|h| {
-            let b = blob(h);
-            let u = h["page"][b]["page_size"].as_u64().unwrap();
-            h["page"][b]["page_size"] = (u - 1).into()
-        },
-        "a short blob page",
-    );
-    assert!(e.to_string().contains("runs past blob page"), "{e}");
+    // Each header change, what it is, and a part of the error it must give
+    // ("" when naming the file is enough).
+    type Change<'a> = &'a dyn Fn(&mut Json);
+    let cases: [(&str, Change<'_>, &str); 16] = [
+        (
+            "a page past the end",
+            &|h| h["page"][0]["page_id"] = 1000.into(),
+            "",
+        ),
+        (
+            "a page id that overflows",
+            &|h| h["page"][0]["page_id"] = u64::MAX.into(),
+            "",
+        ),
+        (
+            "a page larger than pages",
+            &|h| h["page"][0]["page_size"] = (1u64 << 40).into(),
+            "",
+        ),
+        (
+            "2^40 rows",
+            &|h| {
+                let b = blob(h);
+                h["page"][b]["end_row_id"] = (1u64 << 40).into()
+            },
+            "claims",
+        ),
+        (
+            "a missing row group",
+            &|h| {
+                let r = raw(h);
+                h["page"][r]["row_group_ids"][0]["id"] = 7.into()
+            },
+            "",
+        ),
+        (
+            "a group past its page",
+            &|h| {
+                let r = raw(h);
+                h["page"][r]["row_group_ids"][0]["offset"] = 100_000.into()
+            },
+            "",
+        ),
+        // Refused when the table is read (it overflowed a file offset).
+        (
+            "a group offset of 2^64 - 1",
+            &|h| {
+                let r = raw(h);
+                h["page"][r]["row_group_ids"][0]["offset"] = u64::MAX.into()
+            },
+            "past its",
+        ),
+        // Each re-reading its rows: refused at the second, before
+        // reserving for the rest.
+        (
+            "300 groups naming one blob page",
+            &|h| {
+                let r = raw(h);
+                let g = h["page"][r]["row_group_ids"][0].clone();
+                h["page"][r]["row_group_ids"] = Json::Array(vec![g; 300]);
+            },
+            "another group took",
+        ),
+        (
+            "a group that does not start where the one before ends",
+            &|h| {
+                let r = raw(h);
+                h["page"][r]["row_group_ids"][0]["offset"] = 8.into()
+            },
+            "where the group before it ends",
+        ),
+        (
+            "no files",
+            &|h| h["shard_addresses"] = serde_json::json!([]),
+            "",
+        ),
+        ("a shard past the set", &|h| h["shard_id"] = 3.into(), ""),
+        (
+            "an unknown type",
+            &|h| h["schema"][0]["schema"]["label"]["type"] = "complex".into(),
+            "",
+        ),
+        (
+            "a scalar blob field",
+            &|h| h["schema"][0]["blob_fields"] = serde_json::json!(["label"]),
+            "",
+        ),
+        // The last row runs past the page.
+        (
+            "a blob page smaller than its rows",
+            &|h| {
+                let b = blob(h);
+                let u = h["page"][b]["page_size"].as_u64().unwrap();
+                h["page"][b]["page_size"] = (u - 1).into()
+            },
+            "runs past blob page",
+        ),
+        (
+            "a page table of pages of no kind",
+            &|h| h["page"] = serde_json::json!([{"page_type": "NONE"}]),
+            "",
+        ),
+        (
+            "a header without a page table",
+            &|h| {
+                h.as_object_mut().unwrap().remove("page");
+            },
+            "",
+        ),
+    ];
+    for (what, change, says) in cases {
+        let e = damaged(change, what);
+        assert!(e.to_string().contains(says), "{what}: {e}");
+    }
 
     // A row's blob length of 2^40 within the page table's bounds: refused
     // when the rows are indexed, naming the offset of the length.
