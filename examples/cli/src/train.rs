@@ -111,7 +111,10 @@ pub(crate) fn open(data: &str) -> Result<Arc<dyn Dataset>, String> {
     let path = Path::new(data);
     let named = |e: &dyn std::fmt::Display| format!("{data}: {e}");
     if path.is_dir() {
-        return Ok(Arc::new(FolderDataset::open(path).map_err(|e| named(&e))?));
+        return match builtin(path)? {
+            Some(d) => Ok(d),
+            None => Ok(Arc::new(FolderDataset::open(path).map_err(|e| named(&e))?)),
+        };
     }
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     // A pattern (`shard-*.tfrecord`, `part-{000..099}.rec`, `{a,b}.rec`)
@@ -150,6 +153,58 @@ pub(crate) fn open(data: &str) -> Result<Arc<dyn Dataset>, String> {
         }
         _ => Err(format!(
             "{data}: not a folder, .rec, .tfrecord, .mindrecord or .tar (WebDataset) file"
+        )),
+    }
+}
+
+/// The built-in dataset a folder holds, by its layout (the training split):
+/// CIFAR-10's `cifar-10-batches-bin/`, CIFAR-100's `cifar-100-binary/`
+/// (fine labels), torchvision's `MNIST/raw/`, `FashionMNIST/raw/` or
+/// `KMNIST/raw/`, each either the folder itself or inside it. `None` for
+/// any other folder (an image folder); an error when it holds several.
+fn builtin(dir: &Path) -> Result<Option<Arc<dyn Dataset>>, String> {
+    use tensorprep::train::data::cifar::{Cifar10, Cifar100, Cifar100Label, Split};
+    use tensorprep::train::data::mnist::{Mnist, Variant};
+    let is = |name: &str| dir.file_name().is_some_and(|n| n == name) || dir.join(name).is_dir();
+    type Opener<'a> = Box<dyn Fn() -> Result<Arc<dyn Dataset>, DataError> + 'a>;
+    let mut found: Vec<(&str, Opener<'_>)> = Vec::new();
+    if is(Cifar10::FOLDER) {
+        found.push((
+            Cifar10::FOLDER,
+            Box::new(|| Ok(Arc::new(Cifar10::open(dir, Split::Train)?) as Arc<dyn Dataset>)),
+        ));
+    }
+    if is(Cifar100::FOLDER) {
+        found.push((
+            Cifar100::FOLDER,
+            Box::new(|| Ok(Arc::new(Cifar100::open(dir, Split::Train, Cifar100Label::Fine)?) as _)),
+        ));
+    }
+    for variant in [Variant::Mnist, Variant::Fashion, Variant::Kmnist] {
+        let name = variant.folder();
+        let own = dir.file_name().is_some_and(|n| n == name) && dir.join("raw").is_dir();
+        if own || dir.join(name).join("raw").is_dir() {
+            // Mnist::open takes the root above the variant's folder.
+            let root = if own {
+                dir.parent().unwrap_or(dir)
+            } else {
+                dir
+            };
+            found.push((
+                name,
+                Box::new(move || Ok(Arc::new(Mnist::open(root, variant, Split::Train)?) as _)),
+            ));
+        }
+    }
+    match found.len() {
+        0 => Ok(None),
+        1 => (found[0].1)()
+            .map(Some)
+            .map_err(|e| format!("{}: {e}", dir.display())),
+        _ => Err(format!(
+            "{}: holds {}: name the one to read",
+            dir.display(),
+            found.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
         )),
     }
 }

@@ -1804,3 +1804,46 @@ fn train_bench_on_a_packed_mindrecord_gives_the_folders_checksum() {
         assert_eq!(String::from_utf8_lossy(&listing.stdout).lines().count(), 6);
     }
 }
+
+/// A folder laid out as CIFAR's binary version or torchvision's MNIST
+/// is read as that dataset's training split by `train-bench` and `records
+/// ls` (pixel samples, any worker count the same batches); a folder holding
+/// several such layouts is an error naming them.
+#[test]
+fn train_bench_and_records_ls_read_cifar_and_mnist_folders() {
+    let cifar10 = fixture("cifar/cifar-10-batches-bin");
+    let kmnist = fixture("mnist/KMNIST");
+    // The training records the files hold: CIFAR-10's five batch files of
+    // 1 + 3072 bytes per record; the idx image file's count (bytes 4..8).
+    let cifar_records: u64 = (1..=5)
+        .map(|k| {
+            std::fs::metadata(format!("{cifar10}/data_batch_{k}.bin"))
+                .unwrap()
+                .len()
+                / 3073
+        })
+        .sum();
+    let idx = std::fs::read(format!("{kmnist}/raw/train-images-idx3-ubyte")).unwrap();
+    let mnist_records = u32::from_be_bytes(idx[4..8].try_into().unwrap()) as u64;
+    for (data, records, bytes) in [
+        (&cifar10, cifar_records, 3072),
+        (&kmnist, mnist_records, 784),
+    ] {
+        assert_eq!(bench(data, 1), bench(data, 2), "{data}");
+        let ls = String::from_utf8(run_ok(&["records", "ls", data]).stdout).unwrap();
+        assert_eq!(ls.lines().count() as u64, records, "{data}: {ls}");
+        assert!(
+            ls.lines()
+                .all(|l| l.contains(&format!("\t{bytes} bytes\t"))),
+            "{data}: {ls}"
+        );
+    }
+    for (data, names) in [
+        (fixture("cifar"), "cifar-10-batches-bin, cifar-100-binary"),
+        (fixture("mnist"), "MNIST, FashionMNIST, KMNIST"),
+    ] {
+        let o = tensorprep(&["train-bench", &data]);
+        assert!(!o.status.success());
+        assert!(stderr_of(&o).contains(names), "{}", stderr_of(&o));
+    }
+}
