@@ -288,7 +288,7 @@ def RandomOrder(transforms: Sequence[Augment]) -> Augment: ...
 def Lambda(
     function: Callable[..., npt.NDArray[np.uint8]],
     name: Optional[str] = None,
-    size: Optional[Tuple[int, int]] = None,
+    size: Union[str, Tuple[int, int]] = "same",
     rng: bool = True,
 ) -> Augment: ...
 

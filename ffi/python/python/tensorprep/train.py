@@ -535,10 +535,8 @@ def Lambda(
     ...     return np.clip(image + rng.normal(0, 8, image.shape), 0, 255).astype(np.uint8)
     >>> pipeline = train.Pipeline([train.RandomResizedCrop(224), train.Lambda(noise)])
     """
-    if isinstance(size, str):
-        if size != "same":
-            raise ValueError(f'Lambda: size is "same" or (height, width), not {size!r}')
-        return _Lambda(fn, name, None, rng=_takes_rng(fn))
+    if isinstance(size, str) and size != "same":
+        raise ValueError(f'Lambda: size is "same" or (height, width), not {size!r}')
     return _Lambda(fn, name, size, rng=_takes_rng(fn))
 
 
