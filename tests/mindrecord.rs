@@ -454,7 +454,7 @@ fn crafted_headers_and_pages_are_refused_before_allocating() {
     // Each header change, what it is, and a part of the error it must give
     // ("" when naming the file is enough).
     type Change<'a> = &'a dyn Fn(&mut Json);
-    let cases: [(&str, Change<'_>, &str); 16] = [
+    let cases: [(&str, Change<'_>, &str); 19] = [
         (
             "a page past the end",
             &|h| h["page"][0]["page_id"] = 1000.into(),
@@ -552,6 +552,28 @@ fn crafted_headers_and_pages_are_refused_before_allocating() {
             "a page table of pages of no kind",
             &|h| h["page"] = serde_json::json!([{"page_type": "NONE"}]),
             "",
+        ),
+        // One page listed again (as a blob page of another row group):
+        // its bytes would count twice against the rows the table may claim.
+        (
+            "a page listed twice",
+            &|h| {
+                let b = blob(h);
+                let mut again = h["page"][b].clone();
+                again["page_type_id"] = 99.into();
+                h["page"].as_array_mut().unwrap().push(again);
+            },
+            "listed twice",
+        ),
+        (
+            "a page size past MindSpore's",
+            &|h| h["page_size"] = ((256u64 << 20) + 1).into(),
+            "at most",
+        ),
+        (
+            "a header size past MindSpore's",
+            &|h| h["header_size"] = ((128u64 << 20) + 1).into(),
+            "at most",
         ),
         (
             "a header without a page table",

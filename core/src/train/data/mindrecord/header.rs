@@ -15,6 +15,16 @@ use super::FORMAT;
 /// The most data files a set may name (MindSpore's own limit).
 pub(super) const MAX_FILES: usize = 1000;
 
+/// MindSpore's smallest header (`FileWriter.set_header_size`).
+pub const MIN_HEADER_SIZE: u64 = 16 << 10;
+/// MindSpore's largest header: a file stating more is refused.
+pub const MAX_HEADER_SIZE: u64 = 128 << 20;
+/// MindSpore's smallest page (`FileWriter.set_page_size`).
+pub const MIN_PAGE_SIZE: u64 = 32 << 10;
+/// MindSpore's largest page: no sample may be larger (with its 8-byte
+/// length), and a file stating more is refused.
+pub const MAX_PAGE_SIZE: u64 = 256 << 20;
+
 /// What a column holds, as the schema's `type` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -162,9 +172,14 @@ impl Header {
         let bad = &bad;
         let header_size = uint(&json, "header_size", bad)?;
         let page_size = uint(&json, "page_size", bad)?;
-        if header_size < 8 + n || page_size == 0 {
+        if header_size < 8 + n
+            || header_size > MAX_HEADER_SIZE
+            || page_size == 0
+            || page_size > MAX_PAGE_SIZE
+        {
             return Err(bad(alloc::format!(
-                "header size {header_size} (its JSON takes {}) or page size {page_size}",
+                "header size {header_size} (its JSON takes {}; at most {MAX_HEADER_SIZE}) \
+                 or page size {page_size} (at most {MAX_PAGE_SIZE})",
                 8 + n
             )));
         }
@@ -198,6 +213,13 @@ impl Header {
             .iter()
             .map(|p| page(p, bad))
             .collect::<Result<Vec<_>, _>>()?;
+        // Each page once: a page listed twice would count its bytes twice
+        // against the rows it may index (a small file claiming millions).
+        let mut ids: Vec<u64> = pages.iter().map(|p| p.id).collect();
+        ids.sort_unstable();
+        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+            return Err(bad(alloc::format!("page {} is listed twice", w[0])));
+        }
         for p in &pages {
             let start =
                 p.id.checked_mul(page_size)

@@ -177,6 +177,23 @@ pub struct MindRecord {
     fingerprint: u64,
 }
 
+/// Where a set's file named `address` in a header lies, for a set found
+/// in `dir`: a relative address below `dir` as MindSpore 2.x joins it; an
+/// absolute one (older MindSpore wrote them) by its file name in `dir`, so
+/// a moved set reads and no file outside the set's folder is opened; `None`
+/// for an address with `..` or no file name.
+fn address_in(dir: &Path, address: &str) -> Option<std::path::PathBuf> {
+    use std::path::Component;
+    let written = Path::new(address);
+    if written.is_absolute() {
+        return written.file_name().map(|name| dir.join(name));
+    }
+    let below = written
+        .components()
+        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+    (below && written.file_name().is_some()).then(|| dir.join(written))
+}
+
 impl MindRecord {
     /// Opens the set `path` belongs to with the default [`Options`].
     pub fn open(path: impl AsRef<Path>) -> Result<MindRecord, DataError> {
@@ -184,8 +201,8 @@ impl MindRecord {
     }
 
     /// Opens the set `path` belongs to: its other files are found through
-    /// the header's `shard_addresses` (as written, or beside `path` when
-    /// that does not exist, as MindSpore does), every header and page
+    /// the header's `shard_addresses`, in `path`'s folder (an absolute
+    /// address by its file name; one with `..` refused), every header and page
     /// table checked, every row's place read and checked against its page.
     pub fn open_with(path: impl AsRef<Path>, options: &Options) -> Result<MindRecord, DataError> {
         let path = path.as_ref();
@@ -198,13 +215,17 @@ impl MindRecord {
         let mut files = FilePool::for_format(FORMAT, options.open_files);
         let mut rows = Vec::new();
         for (k, address) in first.shard_addresses.iter().enumerate() {
-            let written = Path::new(address);
-            let beside = dir.join(written.file_name().unwrap_or(written.as_os_str()));
-            let p = if written.is_absolute() && written.exists() {
-                written.to_path_buf()
-            } else {
-                beside
-            };
+            let p = address_in(dir, address).ok_or_else(|| {
+                DataError::corrupt(
+                    FORMAT,
+                    path,
+                    0,
+                    alloc::format!(
+                        "its set names `{address}`, which is not a file beside it \
+                         (a `..` or a root is refused: a set is read from its own folder)"
+                    ),
+                )
+            })?;
             let (file, len) = open_file(&p)?;
             let header = Header::read(&file, &p, len)?;
             if header.shard_id != k as u64
@@ -899,6 +920,30 @@ impl MindRecord {
                 row.raw,
                 alloc::format!("the image shape {v:?} (1, 3 or 4 channels)"),
             )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::address_in;
+    use std::path::Path;
+
+    /// A set's files are looked for in its own folder only.
+    #[test]
+    fn a_set_never_reads_outside_its_folder() {
+        let dir = Path::new("/data/set");
+        let at = |a: &str| address_in(dir, a);
+        assert_eq!(at("x.mindrecord1"), Some(dir.join("x.mindrecord1")));
+        assert_eq!(at("./x.mindrecord1"), Some(dir.join("./x.mindrecord1")));
+        assert_eq!(at("sub/x.mindrecord1"), Some(dir.join("sub/x.mindrecord1")));
+        // An absolute address (older MindSpore's) by its file name here.
+        assert_eq!(
+            at("/elsewhere/other/x.mindrecord1"),
+            Some(dir.join("x.mindrecord1"))
+        );
+        for outside in ["../x.mindrecord1", "sub/../../x.mindrecord1", "", "/", ".."] {
+            assert_eq!(at(outside), None, "{outside}");
         }
     }
 }

@@ -84,14 +84,7 @@ use crate::files;
 use crate::train::data::DataError;
 use crate::train::data::folder::FolderDataset;
 
-/// MindSpore's smallest header (`FileWriter.set_header_size`).
-pub const MIN_HEADER_SIZE: u64 = 16 << 10;
-/// MindSpore's largest header.
-pub const MAX_HEADER_SIZE: u64 = 128 << 20;
-/// MindSpore's smallest page (`FileWriter.set_page_size`).
-pub const MIN_PAGE_SIZE: u64 = 32 << 10;
-/// MindSpore's largest page: no sample may be larger (with its 8-byte length).
-pub const MAX_PAGE_SIZE: u64 = 256 << 20;
+pub use super::header::{MAX_HEADER_SIZE, MAX_PAGE_SIZE, MIN_HEADER_SIZE, MIN_PAGE_SIZE};
 /// The page size chosen unless a sample needs more.
 pub const DEFAULT_PAGE_SIZE: u64 = 4 << 20;
 /// MindSpore's most data files in one set.
