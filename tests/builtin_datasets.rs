@@ -524,3 +524,51 @@ fn fingerprints_tell_variants_splits_and_contents_apart() {
     assert_ne!(test, cifar);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A sample reused from a pixel dataset (CIFAR) for an encoded one (a
+/// record, a tar member, a closure's bytes) is an encoded file again: every
+/// reader says what its bytes are (preview and autotune reuse one sample
+/// across a concat of kinds).
+#[test]
+fn every_reader_says_what_its_bytes_are_in_a_reused_sample() {
+    use tensorprep::train::data::recordio::RecordIoDataset;
+    use tensorprep::train::data::tfrecord::{Keys, TfRecordDataset};
+    use tensorprep::train::data::webdataset::{WebDataset, WebKeys};
+
+    let cifar = Cifar10::open(fixture("cifar"), Split::Test).unwrap();
+    let records = fixture("records");
+    let tar = records.join("shard-0.tar");
+    let closure = (1usize, |_: usize, s: &mut Sample| {
+        s.bytes.clear();
+        s.bytes.extend_from_slice(b"an encoded file");
+        Ok(())
+    });
+    let encoded: [(&str, Box<dyn Dataset>); 5] = [
+        (
+            "tfrecord",
+            Box::new(
+                TfRecordDataset::open(records.join("folder.tfrecord"), Keys::CONVENTIONAL).unwrap(),
+            ),
+        ),
+        (
+            "recordio",
+            Box::new(RecordIoDataset::open(records.join("folder.rec")).unwrap()),
+        ),
+        (
+            "webdataset",
+            Box::new(WebDataset::open(tar.to_str().unwrap(), WebKeys::CONVENTIONAL).unwrap()),
+        ),
+        (
+            "folder",
+            Box::new(FolderDataset::open(records.join("folder")).unwrap()),
+        ),
+        ("closure", Box::new(closure)),
+    ];
+    for (name, data) in &encoded {
+        let mut sample = Sample::default();
+        cifar.read(0, &mut sample).unwrap();
+        assert!(matches!(sample.content, Content::Pixels { .. }));
+        data.read(0, &mut sample).unwrap();
+        assert_eq!(sample.content, Content::Encoded, "{name}");
+    }
+}

@@ -307,6 +307,9 @@ where
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
         DataError::check_index(index, self.0)?;
+        // What the closure does not set is an encoded file (a reused
+        // sample may hold another dataset's pixels).
+        sample.content = Content::Encoded;
         (self.1)(index, sample)
     }
 }

@@ -478,6 +478,7 @@ impl Dataset for RecordIoDataset {
     }
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
+        sample.content = super::Content::Encoded;
         self.read_raw(index, &mut sample.bytes)?;
         let offset = self.offsets[index];
         let path = self.file_of(index).expect("read_raw checked the index");

@@ -453,6 +453,7 @@ impl Dataset for TfRecordDataset {
     }
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
+        sample.content = super::Content::Encoded;
         let (offset, n) = *self.records.get(index).ok_or(DataError::OutOfRange {
             index,
             len: self.records.len(),

@@ -365,6 +365,7 @@ impl Dataset for WebDataset {
     }
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
+        sample.content = super::Content::Encoded;
         let s = *self.samples.get(index).ok_or(DataError::OutOfRange {
             index,
             len: self.samples.len(),
