@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use numpy::{PyArray1, PyArrayMethods as _};
 use pyo3::prelude::*;
-use tensorprep::train::data::Dataset;
-use tensorprep::train::data::mindrecord::{MindRecord, Options};
+use pyo3::types::{PyBytes, PyDict};
+use tensorprep::train::data::mindrecord::{MindRecord, Options, Value};
 
 use crate::errors;
 use crate::train::PyDataset;
@@ -50,6 +51,40 @@ pub(crate) fn mindrecord(
     let d = py
         .detach(|| MindRecord::open_with(&path, &options))
         .map_err(|e| errors::data(&e))?;
-    let d: Arc<dyn Dataset> = Arc::new(d);
-    Ok(PyDataset::new(d, format!("MindRecord({})", path.display())))
+    Ok(PyDataset::mindrecord(
+        Arc::new(d),
+        format!("MindRecord({})", path.display()),
+    ))
+}
+
+/// Row `index`'s every column as a dict (`Dataset.columns`).
+pub(crate) fn columns<'py>(
+    py: Python<'py>,
+    records: &MindRecord,
+    index: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let values = py
+        .detach(|| records.columns(index))
+        .map_err(|e| errors::data(&e))?;
+    let out = PyDict::new(py);
+    for (name, value) in values {
+        let v = match value {
+            Value::Int(i) => i.into_pyobject(py)?.into_any(),
+            Value::Float32(x) => f64::from(x).into_pyobject(py)?.into_any(),
+            Value::Float64(x) => x.into_pyobject(py)?.into_any(),
+            Value::String(t) => t.into_pyobject(py)?.into_any(),
+            Value::Bytes(b) => PyBytes::new(py, &b).into_any(),
+            Value::Int32s(v, shape) => PyArray1::from_vec(py, v).reshape(shape)?.into_any(),
+            Value::Int64s(v, shape) => PyArray1::from_vec(py, v).reshape(shape)?.into_any(),
+            Value::Float32s(v, shape) => PyArray1::from_vec(py, v).reshape(shape)?.into_any(),
+            Value::Float64s(v, shape) => PyArray1::from_vec(py, v).reshape(shape)?.into_any(),
+            other => {
+                return Err(errors::value(format!(
+                    "column `{name}`: a value this version cannot give Python ({other:?})"
+                )));
+            }
+        };
+        out.set_item(name, v)?;
+    }
+    Ok(out)
 }

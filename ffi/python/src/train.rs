@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use tensorprep::cpu::Simd;
 use tensorprep::finish::{ChannelOrder, FinishSpec, Finisher, Normalize};
 use tensorprep::geometry::Flip;
@@ -32,6 +32,8 @@ pub(crate) struct PyDataset {
     source: Source,
     what: String,
     classes: Option<Vec<String>>,
+    /// A MindRecord set's every column, for `columns(i)`.
+    records: Option<Arc<data::mindrecord::MindRecord>>,
 }
 
 /// The longest description a dataset keeps (a longer one keeps its start and
@@ -60,7 +62,32 @@ impl PyDataset {
             source: source.into(),
             what: describe(what),
             classes: None,
+            records: None,
         }
+    }
+
+    /// A MindRecord set, whose `columns(i)` gives every column.
+    pub(crate) fn mindrecord(
+        records: Arc<data::mindrecord::MindRecord>,
+        what: String,
+    ) -> PyDataset {
+        let d: Arc<dyn Dataset> = Arc::clone(&records) as Arc<dyn Dataset>;
+        PyDataset {
+            records: Some(records),
+            ..PyDataset::new(d, what)
+        }
+    }
+
+    /// `index` (negative from the end) as a position in `0..len`.
+    fn position(&self, index: isize) -> PyResult<usize> {
+        let len = self.dataset().len() as isize;
+        let i = if index < 0 { index + len } else { index };
+        if !(0..len).contains(&i) {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "index {index} out of range for a dataset of {len}"
+            )));
+        }
+        Ok(i as usize)
     }
 
     /// The dataset, for a loader.
@@ -306,21 +333,30 @@ impl PyDataset {
         self.dataset().len()
     }
 
+    /// Every column of sample `index` of a MindRecord set (MindDataset's
+    /// `columns_list`), by name: `int`, `float`, `str` and `bytes` for
+    /// scalars, numpy arrays of the schema's dtype and the row's shape for
+    /// arrays. A `TypeError` for other datasets.
+    fn columns<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyDict>> {
+        let Some(records) = &self.records else {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "{} has no columns beside its image and labels (a MindRecord set has)",
+                self.what
+            )));
+        };
+        let i = self.position(index)?;
+        crate::mindrecord::columns(py, records, i)
+    }
+
     /// Sample `index`: `(image, labels)`. `image` is the encoded file's
     /// `bytes`, or for a dataset of pixels (CIFAR, MNIST, arrays) a uint8
     /// numpy array: height x width for gray, height x width x channels
     /// (in the sample's channel order) otherwise.
     fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyTuple>> {
+        let i = self.position(index)?;
         let dataset = self.dataset();
-        let len = dataset.len() as isize;
-        let i = if index < 0 { index + len } else { index };
-        if !(0..len).contains(&i) {
-            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
-                "index {index} out of range for a dataset of {len}"
-            )));
-        }
         let mut s = Sample::default();
-        data_result(py.detach(|| dataset.read(i as usize, &mut s)))?;
+        data_result(py.detach(|| dataset.read(i, &mut s)))?;
         let labels = PyList::new(py, &s.labels)?;
         let image = match s.content {
             data::Content::Pixels {

@@ -80,3 +80,29 @@ def test_a_broken_file_is_a_data_error_naming_it(tp, train, tmp_path):
     bad.write_bytes((1 << 40).to_bytes(8, "little") + b"{}")
     with pytest.raises(tp.DataError, match="bad.mindrecord"):
         train.MindRecord(bad)
+
+
+def test_every_column_of_every_row_equals_minddatasets(tp, train):
+    rows = expected("columns")
+    d = train.MindRecord(fixture("mindrecord", "columns", "columns.mindrecord1"))
+    assert len(d) == len(rows)
+    for i, row in enumerate(rows):
+        got = d.columns(i)
+        assert sorted(got) == sorted(row), i
+        for name, want in row.items():
+            value, where = got[name], f"row {i} {name}"
+            if want["dtype"].startswith("|S"):
+                assert isinstance(value, bytes) and same_bytes(value, want["value"]), where
+            elif want["dtype"].startswith("<U"):
+                assert value == want["value"], where
+            elif want["shape"] == []:
+                assert not isinstance(value, np.ndarray) and value == want["value"][0], where
+            else:
+                expect = np.array(want["value"], dtype=want["dtype"]).reshape(want["shape"])
+                assert value.dtype == expect.dtype and np.array_equal(value, expect), where
+    # A negative index counts from the end.
+    assert d.columns(-1)["file_name"] == rows[-1]["file_name"]["value"]
+    with pytest.raises(IndexError):
+        d.columns(len(d))
+    with pytest.raises(TypeError, match="no columns"):
+        train.ImageFolder(fixture("records", "folder")).columns(0)

@@ -1,7 +1,7 @@
 """Type stubs of the extension module (tensorprep._native)."""
 
 import os
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -186,6 +186,9 @@ class Dataset:
     def cache(self, budget: int) -> Dataset: ...
     def __add__(self, other: Dataset) -> Dataset: ...
     def __len__(self) -> int: ...
+    def columns(self, index: int) -> Dict[str, Any]:
+        """Every column of sample ``index`` of a MindRecord set, by name (``int``,
+        ``float``, ``str``, ``bytes``, or a numpy array); ``TypeError`` for other datasets."""
     def __getitem__(self, index: int) -> Tuple[Union[bytes, npt.NDArray[np.uint8]], list[float]]:
         """``(image, labels)``: the encoded file's bytes, or a pixel sample's uint8
         array (height x width gray, height x width x channels otherwise)."""

@@ -51,7 +51,7 @@ use alloc::vec::Vec;
 use std::fs::File;
 use std::path::Path;
 
-pub use header::{Column, Kind};
+pub use header::{Column, Kind, MAX_HEADER_SIZE, MAX_PAGE_SIZE, MIN_HEADER_SIZE, MIN_PAGE_SIZE};
 pub use row::Value;
 
 use super::shards::{DEFAULT_OPEN_FILES, FilePool};

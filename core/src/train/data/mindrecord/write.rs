@@ -84,7 +84,7 @@ use crate::files;
 use crate::train::data::DataError;
 use crate::train::data::folder::FolderDataset;
 
-pub use super::header::{MAX_HEADER_SIZE, MAX_PAGE_SIZE, MIN_HEADER_SIZE, MIN_PAGE_SIZE};
+pub use super::{MAX_HEADER_SIZE, MAX_PAGE_SIZE, MIN_HEADER_SIZE, MIN_PAGE_SIZE};
 /// The page size chosen unless a sample needs more.
 pub const DEFAULT_PAGE_SIZE: u64 = 4 << 20;
 /// MindSpore's most data files in one set.
