@@ -412,3 +412,42 @@ fn a_callback_failure_is_the_loader_s_error() {
         assert_eq!(rest(&mut loader).len(), 7);
     }
 }
+
+/// A change taken back after the threads started (they were told to stop
+/// before its epoch): the next epoch restarts them rather than waiting on
+/// threads that stopped. Changes [1: flipped, 2: first]; resumed in epoch
+/// 1, whose end sets flipped again for epoch 2 (the change at 2 goes).
+#[test]
+fn a_change_taken_back_does_not_leave_the_loader_waiting() {
+    let changes = vec![
+        PipelineChange::new(1, flipped()).unwrap(),
+        PipelineChange::new(2, pipeline()).unwrap(),
+    ];
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut c = config(2);
+        c.epochs = Some(4);
+        let mut changer = Changer::new(CallbackPoint::EpochEnd, 1, 0);
+        changer.pipeline = flipped();
+        c.callbacks.push(Arc::new(changer));
+        let state = LoaderState {
+            seed: 42,
+            epoch: 1,
+            batches: 0,
+            global_batch: 6,
+            dataset_len: 40,
+            fingerprint: dataset().fingerprint(),
+        };
+        let mut loader =
+            Loader::resume_with_changes(dataset(), plan(pipeline()), c, state, changes).unwrap();
+        rest(&mut loader);
+        let mut loader = loader.next_epoch().unwrap();
+        let epoch2 = rest(&mut loader);
+        let _ = tx.send((epoch2, loader.pipeline_changes().len()));
+    });
+    let (epoch2, changes) = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("epoch 2 came (the loader did not wait on stopped threads)");
+    assert_eq!(changes, 1, "the change at 2 was taken back");
+    assert!(epoch2 == epoch_of(flipped(), 2, 2), "epoch 2 is flipped's");
+}

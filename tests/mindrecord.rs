@@ -824,6 +824,14 @@ fn an_index_that_disagrees_with_the_page_table_is_refused() {
         "UPDATE INDEXES SET PAGE_OFFSET_BLOB_END = PAGE_OFFSET_BLOB_END + 4 WHERE ROW_ID = 1",
     );
     assert!(moved.contains("row 1 is not where"), "{moved}");
+    // Page ids whose offset overflows (negative ones wrap): refused, not
+    // a panic on the product.
+    for id in ["-1", "9223372036854775807", "549755813888"] {
+        let far = refused(&format!(
+            "UPDATE INDEXES SET PAGE_ID_RAW = {id} WHERE ROW_ID = 1"
+        ));
+        assert!(far.contains("row 1 is not where"), "{far}");
+    }
     let missing = refused("DELETE FROM INDEXES WHERE ROW_ID = 2");
     assert!(missing.contains("lists 2 rows"), "{missing}");
     let extra = refused(

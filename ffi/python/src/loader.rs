@@ -436,10 +436,17 @@ impl PyLoader {
         self.not_from_a_callback()?;
         py.detach(|| {
             let mut running = lock(&self.running);
+            // The holder is this thread while `f` runs, and no one after,
+            // even if `f` panics.
+            struct Held<'a>(&'a Mutex<Option<ThreadId>>);
+            impl Drop for Held<'_> {
+                fn drop(&mut self) {
+                    *lock(self.0) = None;
+                }
+            }
             *lock(&self.holder) = Some(std::thread::current().id());
-            let out = f(&mut running);
-            *lock(&self.holder) = None;
-            out
+            let _held = Held(&self.holder);
+            f(&mut running)
         })
         .map_err(|e| raise(e, &self.raised))
     }

@@ -144,6 +144,23 @@ def test_a_function_of_one_argument_gets_no_generator(train):
     assert calls and same(ours, collect(loader(train, pipeline(train, train.Lambda(invert)))))
     with_star = train.Lambda(lambda image, *rest: 255 - image if len(rest) == 1 else None)
     assert same(collect(loader(train, pipeline(train, with_star))), ours)
+    # A second parameter with a default keeps it (it is not the generator);
+    # one named rng gets the generator even with a default.
+    seen = []
+
+    def strength(image, amount=255):
+        seen.append(amount)
+        return amount - image
+
+    assert same(collect(loader(train, pipeline(train, train.Lambda(strength)))), ours)
+    assert set(seen) == {255}
+
+    def named(image, rng=None):
+        seen.append(type(rng).__name__)
+        return 255 - image
+
+    assert same(collect(loader(train, pipeline(train, train.Lambda(named)))), ours)
+    assert "Generator" in seen
 
 
 def test_describers_and_no_saving(train):

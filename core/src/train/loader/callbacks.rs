@@ -325,6 +325,9 @@ impl Schedule {
             Some(c) if c.from_epoch == change.from_epoch && same => {
                 self.changes.remove(at);
             }
+            // The same again: kept as it is (its plan too, so that the
+            // loader's threads need no restart).
+            Some(c) if c.from_epoch == change.from_epoch && c.pipeline == change.pipeline => {}
             Some(c) if c.from_epoch == change.from_epoch => *c = change,
             _ if same => {}
             _ => self.changes.insert(at, change),

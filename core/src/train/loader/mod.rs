@@ -58,11 +58,10 @@
 //!   (a thread finishes the sample it is on).
 //!
 //! The code, one concern a module: `config` (the configuration and its
-//! defaults), `state` (the resume state), `error`, `batch` (a batch as its
-//! holder sees it), `labels` (the label width and each sample's check), `stream` (the stream's epoch arithmetic), `stages` (the
 //! defaults), `state` (the resume state), `callbacks` (the callbacks and
 //! the pipeline changes they make), `error`, `batch` (a batch as its
-//! holder sees it), `stream` (the stream's epoch arithmetic), `stages` (the
+//! holder sees it), `labels` (the label width and each sample's check),
+//! `stream` (the stream's epoch arithmetic), `stages` (the
 //! three thread bodies), `slots` (the slot writer the decode threads share),
 //! `padding` (closing a batch's holes, padding varying shapes) and `queue`
 //! (the bounded queues and pools between the stages); this module, the
@@ -587,7 +586,10 @@ impl Loader {
             self.end_epoch()?;
         }
         let same_plan = Arc::ptr_eq(self.schedule.plan(epoch), &self.shared.plan);
-        if whole && same_plan {
+        // The threads may have been told to stop before this epoch (a
+        // change planned for it when they started, since taken back).
+        let running = self.shared.stream.end.is_none_or(|end| epoch < end);
+        if whole && same_plan && running {
             self.epoch = epoch;
             self.delivered = 0;
             (self.begun, self.step_open, self.ended) = (false, false, false);

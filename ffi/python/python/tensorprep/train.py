@@ -481,21 +481,22 @@ def from_torch_dataset(dataset: Any, *, files: bool = False) -> Any:
 
 
 def _takes_rng(fn: Any) -> bool:
-    """Whether ``fn`` takes a second positional argument (its signature shows
-    one, or ``*args``; True when it cannot be read)."""
+    """Whether ``fn`` takes the generator: a second positional parameter
+    without a default, or one named ``rng`` (``def f(image, strength=0.5)``
+    keeps its default), or ``*args``; True when the signature cannot be read."""
     import inspect
 
     try:
-        parameters = inspect.signature(fn).parameters.values()
+        parameters = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return True
-    positional = 0
-    for p in parameters:
-        if p.kind == p.VAR_POSITIONAL:
-            return True
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            positional += 1
-    return positional >= 2
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if any(p.kind == p.VAR_POSITIONAL for p in parameters):
+        return True
+    if len(positional) < 2:
+        return False
+    second = positional[1]
+    return second.default is second.empty or second.name == "rng"
 
 
 def Lambda(

@@ -248,9 +248,18 @@ impl Header {
         })
     }
 
-    /// The file offset of page `id`'s first byte (checked when read).
+    /// The file offset of page `id`'s first byte, for a page of the table
+    /// (checked against the file when the header was read).
     pub(super) fn page_start(&self, id: u64) -> u64 {
         self.header_size + id * self.page_size
+    }
+
+    /// The file offset of page `id`'s first byte for any `id` (an index
+    /// file's): `None` past `u64`.
+    #[cfg(feature = "mindrecord-index")]
+    pub(super) fn any_page_start(&self, id: u64) -> Option<u64> {
+        id.checked_mul(self.page_size)?
+            .checked_add(self.header_size)
     }
 }
 

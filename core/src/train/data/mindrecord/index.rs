@@ -58,7 +58,8 @@ pub(super) fn check(path: &Path, header: &Header, rows: &[Row]) -> Result<(), Da
         for (k, v) in n.iter_mut().enumerate() {
             *v = r.get(k).map_err(sql)?;
         }
-        // Negative numbers wrap to values no page holds.
+        // Negative numbers wrap to values no page holds (every sum below
+        // is checked).
         let [id, raw_page, raw_at, raw_end, blob_page, blob_at, blob_end] = n.map(|x| x as u64);
         count += 1;
         let Some(row) = ours.next() else {
@@ -73,7 +74,10 @@ pub(super) fn check(path: &Path, header: &Header, rows: &[Row]) -> Result<(), Da
         };
         // Where the page table puts the row: past each half's length.
         let place = |page: u64, at: u64, end: u64| {
-            let start = header.page_start(page).checked_add(at)?.checked_add(8)?;
+            let start = header
+                .any_page_start(page)?
+                .checked_add(at)?
+                .checked_add(8)?;
             Some((start, end.checked_sub(at)?.checked_sub(8)?))
         };
         let raw = place(raw_page, raw_at, raw_end);
