@@ -484,3 +484,82 @@ fn a_tar_read_front_to_back_gives_the_webdataset_s_samples() {
     assert!(err.to_string().contains("cut.tar"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A source whose first stream fails at its first item; later ones read.
+struct FailsFirst {
+    bad: Numbers,
+    good: Numbers,
+    opens: AtomicUsize,
+}
+
+impl Iterable for FailsFirst {
+    fn open(&self, epoch: u32) -> Result<Box<dyn SampleStream>, DataError> {
+        if self.opens.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.bad.open(epoch)
+        } else {
+            self.good.open(epoch)
+        }
+    }
+
+    fn describe(&self) -> String {
+        "fails first".into()
+    }
+
+    fn fingerprint(&self) -> u64 {
+        self.good.n as u64
+    }
+}
+
+/// Each loader (each start of one) reads through its own cursor: a retry of
+/// a pass that failed reads the stream again (it does not inherit the
+/// failure), and two loaders over one dataset at once each get the batches
+/// one alone gets.
+#[test]
+fn every_loader_run_reads_through_its_own_cursor() {
+    let mut bad = Numbers::new(12);
+    bad.fail_at = Some(0);
+    let source = FailsFirst {
+        bad,
+        good: Numbers::new(12),
+        opens: AtomicUsize::new(0),
+    };
+    let data = Arc::new(
+        IterableDataset::new(Arc::new(source), StreamOptions::new(Some(12)).buffer(4)).unwrap(),
+    );
+    let mut config = LoaderConfig::new(4, 2, 3);
+    config.epochs = Some(1);
+    let failed: Vec<_> = Loader::new(data.clone(), plan(), config.clone())
+        .unwrap()
+        .collect();
+    assert!(failed.iter().any(|b| b.is_err()), "the first pass fails");
+    let retried = rest(&mut Loader::new(data.clone(), plan(), config.clone()).unwrap());
+    assert_eq!(retried.len(), 3, "the retry reads the stream again");
+    // Two loaders at once, batch by batch in turn.
+    let alone = rest(&mut Loader::new(data.clone(), plan(), config.clone()).unwrap());
+    assert_eq!(alone, retried);
+    let mut a = Loader::new(data.clone(), plan(), config.clone()).unwrap();
+    let mut b = Loader::new(data, plan(), config).unwrap();
+    let (mut got_a, mut got_b) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        got_a.extend(rest_one(&mut a));
+        got_b.extend(rest_one(&mut b));
+    }
+    assert_eq!(got_a, alone);
+    assert_eq!(got_b, alone);
+}
+
+/// The loader's next batch, as `rest` gives batches.
+fn rest_one(loader: &mut Loader) -> Batches {
+    let mut one = loader.by_ref().take(1).collect::<Vec<_>>();
+    let b = one.pop().unwrap().unwrap();
+    let n = b.len();
+    let Tensor::F32(t) = b.tensor() else {
+        unreachable!("a float plan")
+    };
+    let per = t.len() / b.shape()[0].max(1);
+    vec![(
+        t[..n * per].to_vec(),
+        b.labels()[..n].to_vec(),
+        b.indices()[..n].to_vec(),
+    )]
+}

@@ -43,6 +43,10 @@ pub struct ReadEpoch {
     pub first: u64,
     /// The shard's positions read in the epoch end before this one.
     pub end: u64,
+    /// Which run of a loader reads (each start or restart takes a new
+    /// one): a stream keeps one cursor per run, so two loaders over one
+    /// dataset, or a retry after a failed pass, never share a cursor.
+    pub run: u64,
 }
 
 impl ReadEpoch {
@@ -55,7 +59,14 @@ impl ReadEpoch {
             shard,
             first,
             end,
+            run: 0,
         }
+    }
+
+    /// The same pass, read by run `run` of a loader.
+    pub const fn in_run(mut self, run: u64) -> Self {
+        self.run = run;
+        self
     }
 
     /// Reads by index in the dataset's own order (epoch 0, not shuffled,
@@ -69,6 +80,7 @@ impl ReadEpoch {
         shard: Shard::ALL,
         first: 0,
         end: 0,
+        run: 0,
     };
 
     /// The positions this pass asks for, counted.

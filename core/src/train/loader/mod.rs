@@ -125,6 +125,8 @@ struct Shared {
     fingerprint: u64,
     /// How the stream divides into epochs and batches.
     stream: Stream,
+    /// This start's number among all loaders' ([`ReadEpoch::run`]).
+    run: u64,
     /// The last epochs' orders (readers fetch one when they cross into it).
     orders: Mutex<Vec<(u32, Arc<EpochOrder>)>>,
     /// A stage thread's failure outside any sample: handed to the consumer
@@ -167,6 +169,7 @@ impl Shared {
             first,
             self.stream.per_epoch,
         )
+        .in_run(self.run)
     }
 
     /// `epoch`'s order for this shard.
@@ -437,6 +440,10 @@ impl Loader {
             label_width,
             fingerprint,
             stream,
+            run: {
+                static RUNS: AtomicU64 = AtomicU64::new(1);
+                RUNS.fetch_add(1, Ordering::Relaxed)
+            },
             orders: Mutex::new(Vec::with_capacity(2)),
             fatal: Mutex::new(None),
             next_read: AtomicU64::new(0),
