@@ -2,7 +2,7 @@
 //! the same run: the underlying or a peer crate called directly (decode, resize) or a memcpy
 //! of the bytes the op writes (colour conversion, finish kernel).
 //!
-//! `cargo bench -p tensorprep-examples --bench ops`
+//! `cargo bench -p tensorprep-benches --bench ops`
 
 use std::hint::black_box;
 
