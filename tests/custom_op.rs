@@ -84,10 +84,10 @@ fn run(plan: &TrainPlan, key: SampleKey, photo: &str) -> Vec<u8> {
 /// after it draw as they would without it.
 #[test]
 fn an_inverting_op_equals_random_invert() {
-    let flip = Augment::RandomFlip {
-        axis: tensorprep::geometry::Flip::Horizontal,
-        p: 0.5,
-    };
+    let flip = Augment::RandomFlip(tensorprep::train::RandomFlip::new(
+        tensorprep::geometry::Flip::Horizontal,
+        0.5,
+    ));
     let ours = pipeline(vec![crop(), Augment::Custom(invert()), flip.clone()])
         .compile()
         .unwrap();
@@ -104,10 +104,10 @@ fn an_inverting_op_equals_random_invert() {
     // Nested in RandomApply(p=1) it runs the same.
     let nested = pipeline(vec![
         crop(),
-        Augment::RandomApply {
-            p: 1.0,
-            ops: vec![Augment::Custom(invert())],
-        },
+        Augment::RandomApply(tensorprep::train::RandomApply::new(
+            1.0,
+            vec![Augment::Custom(invert())],
+        )),
     ])
     .compile()
     .unwrap();
@@ -371,10 +371,10 @@ fn a_declared_size_is_the_next_ops_input() {
 fn a_custom_op_cannot_be_saved() {
     let p = pipeline(vec![
         crop(),
-        Augment::RandomChoice {
-            weights: vec![],
-            ops: vec![Augment::random_invert(1.0), Augment::Custom(invert())],
-        },
+        Augment::RandomChoice(tensorprep::train::RandomChoice::new(
+            vec![],
+            vec![Augment::random_invert(1.0), Augment::Custom(invert())],
+        )),
     ]);
     let err = p.check_saveable().unwrap_err();
     assert_eq!(&*err.op, "invert");

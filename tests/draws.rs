@@ -460,13 +460,15 @@ fn mixup_beta_draws() {
 /// its ops with its own probability.
 #[test]
 fn select_subpolicy_shares() {
-    let drawn = draws(vec![Augment::RandomSelectSubpolicy(vec![
-        vec![(Augment::random_invert(1.0), 1.0)],
-        vec![
-            (Augment::random_equalize(1.0), 0.5),
-            (Augment::random_grayscale(1.0), 1.0),
-        ],
-    ])]);
+    let drawn = draws(vec![Augment::RandomSelectSubpolicy(
+        tensorprep::train::RandomSelectSubpolicy(vec![
+            vec![(Augment::random_invert(1.0), 1.0)],
+            vec![
+                (Augment::random_equalize(1.0), 0.5),
+                (Augment::random_grayscale(1.0), 1.0),
+            ],
+        ]),
+    )]);
     let count = |f: fn(&Drawn) -> bool| drawn.iter().flatten().filter(|d| f(d)).count();
     let n = drawn.len();
     assert_share(

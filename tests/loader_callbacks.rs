@@ -33,10 +33,11 @@ fn pipeline() -> TrainPipeline {
 /// The same, then a vertical flip always: other tensors, the same shape.
 fn flipped() -> TrainPipeline {
     let mut p = pipeline();
-    p.augments.push(Augment::RandomFlip {
-        axis: Flip::Vertical,
-        p: 1.0,
-    });
+    p.augments
+        .push(Augment::RandomFlip(tensorprep::train::RandomFlip::new(
+            Flip::Vertical,
+            1.0,
+        )));
     p
 }
 

@@ -246,18 +246,15 @@ fn a_random_crop_per_sample_allocates_only_inside_the_decoder() {
     let plan = pipeline(
         vec![
             Augment::RandomResizedCrop(RandomResizedCrop::new(96, 80)),
-            Augment::RandomFlip {
-                axis: Flip::Horizontal,
-                p: 0.5,
-            },
-            Augment::RandomApply {
-                p: 0.5,
-                ops: vec![Augment::RandomCrop({
+            Augment::RandomFlip(tensorprep::train::RandomFlip::new(Flip::Horizontal, 0.5)),
+            Augment::RandomApply(tensorprep::train::RandomApply::new(
+                0.5,
+                vec![Augment::RandomCrop({
                     let mut c = RandomCrop::new(96, 80);
                     c.padding = [4; 4];
                     c
                 })],
-            },
+            )),
         ],
         Op::finish(
             Normalize::IMAGENET,
@@ -316,10 +313,9 @@ fn bad_augments_are_refused() {
             .to_string()
     };
     assert!(
-        refused(vec![Augment::RandomFlip {
-            axis: Flip::Horizontal,
-            p: 1.5
-        }])
+        refused(vec![Augment::RandomFlip(
+            tensorprep::train::RandomFlip::new(Flip::Horizontal, 1.5)
+        )])
         .contains("RandomFlip")
     );
     let mut rrc = RandomResizedCrop::new(8, 8);
@@ -327,10 +323,9 @@ fn bad_augments_are_refused() {
     assert!(refused(vec![Augment::RandomResizedCrop(rrc)]).contains("RandomResizedCrop"));
     assert!(refused(vec![Augment::Op(raw_u8()[0])]).contains("finish ops"));
     assert!(
-        refused(vec![Augment::RandomChoice {
-            weights: vec![],
-            ops: vec![]
-        }])
+        refused(vec![Augment::RandomChoice(
+            tensorprep::train::RandomChoice::new(vec![], vec![])
+        )])
         .contains("RandomChoice")
     );
     // A crop larger than a padded image is an error for that sample, not a panic.
@@ -1466,22 +1461,19 @@ fn augmentations_allocate_only_inside_the_decoder() {
     let pipelines = [
         vec![
             Augment::RandomResizedCrop(RandomResizedCrop::new(96, 80)),
-            Augment::RandomFlip {
-                axis: Flip::Horizontal,
-                p: 0.5,
-            },
+            Augment::RandomFlip(tensorprep::train::RandomFlip::new(Flip::Horizontal, 0.5)),
             Augment::auto_augment(AutoAugmentPolicy::ImageNet),
         ],
         vec![
             Augment::RandomResizedCrop(RandomResizedCrop::new(96, 80)),
-            Augment::RandomOrder(vec![
+            Augment::RandomOrder(tensorprep::train::RandomOrder(vec![
                 Augment::ColorJitter(ColorJitter::new(0.4, 0.4, 0.4, 0.1)),
                 Augment::random_grayscale(0.2),
-                Augment::RandomApply {
-                    p: 0.5,
-                    ops: vec![Augment::GaussianBlur(GaussianBlur::new(9, 9))],
-                },
-            ]),
+                Augment::RandomApply(tensorprep::train::RandomApply::new(
+                    0.5,
+                    vec![Augment::GaussianBlur(GaussianBlur::new(9, 9))],
+                )),
+            ])),
             Augment::RandomRotation(RandomRotation::new(-20.0, 20.0)),
             Augment::RandomAffine(affine),
             Augment::RandomPerspective(RandomPerspective::new(0.3, 0.5)),

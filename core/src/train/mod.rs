@@ -33,9 +33,10 @@ mod rng;
 mod sampler;
 
 pub use augment::{
-    AugMix, AugMixStep, Augment, AutoAugmentPolicy, ColorJitter, Drawn, GaussianBlur, ImageOp,
-    PolicyOp, RandomAffine, RandomCrop, RandomPerspective, RandomResizedCrop, RandomRotation,
-    SPACE_OPS, Space, Subpolicy,
+    AugMix, AugMixStep, Augment, AutoAugment, AutoAugmentPolicy, ColorJitter, Drawn, GaussianBlur,
+    ImageOp, PolicyOp, RandAugment, RandomAdjustment, RandomAffine, RandomApply, RandomChoice,
+    RandomCrop, RandomFlip, RandomOrder, RandomPerspective, RandomResizedCrop, RandomRotation,
+    RandomSelectSubpolicy, SPACE_OPS, Space, Subpolicy, TrivialAugmentWide,
 };
 pub use augment::{BoxError, CustomFn, CustomOp, CustomOpError, CustomSize, NotSaveable};
 pub use autotune::{Budget, Tuned, autotune};

@@ -78,10 +78,10 @@ impl TrainPipeline {
             decode,
             alloc::vec![
                 Augment::RandomResizedCrop(super::RandomResizedCrop::new(224, 224)),
-                Augment::RandomFlip {
-                    axis: crate::geometry::Flip::Horizontal,
-                    p: 0.5,
-                },
+                Augment::RandomFlip(super::RandomFlip::new(
+                    crate::geometry::Flip::Horizontal,
+                    0.5
+                )),
             ],
             finish,
         )
@@ -162,23 +162,21 @@ impl TrainPipeline {
         use crate::warp::Interpolation::Bilinear;
         let policy = match name {
             "imagenet-train" => return Some(Self::imagenet_train()),
-            "imagenet-autoaugment" => Augment::AutoAugment {
-                policy: super::AutoAugmentPolicy::ImageNet,
-                interpolation: Bilinear,
-                fill: [0; 3],
-            },
-            "imagenet-randaugment" => Augment::RandAugment {
-                num_ops: 2,
-                magnitude: 9,
-                num_magnitude_bins: 31,
-                interpolation: Bilinear,
-                fill: [0; 3],
-            },
-            "imagenet-trivialaugment" => Augment::TrivialAugmentWide {
-                num_magnitude_bins: 31,
-                interpolation: Bilinear,
-                fill: [0; 3],
-            },
+            "imagenet-autoaugment" => {
+                let mut a = super::AutoAugment::new(super::AutoAugmentPolicy::ImageNet);
+                a.interpolation = Bilinear;
+                Augment::AutoAugment(a)
+            }
+            "imagenet-randaugment" => {
+                let mut a = super::RandAugment::new(2, 9);
+                a.interpolation = Bilinear;
+                Augment::RandAugment(a)
+            }
+            "imagenet-trivialaugment" => {
+                let mut a = super::TrivialAugmentWide::new();
+                a.interpolation = Bilinear;
+                Augment::TrivialAugmentWide(a)
+            }
             "imagenet-augmix" => Augment::AugMix(super::AugMix::new()),
             _ => return None,
         };
@@ -200,7 +198,7 @@ impl TrainPipeline {
     /// the first. Anything that serialises a pipeline calls this first.
     ///
     /// ```
-    /// use tensorprep::train::{Augment, CustomOp, TrainPipeline};
+    /// use tensorprep::train::{Augment, CustomOp, RandomApply, TrainPipeline};
     ///
     /// let mut p = TrainPipeline::imagenet_train();
     /// assert!(p.check_saveable().is_ok());
@@ -209,7 +207,7 @@ impl TrainPipeline {
     ///     (0..image.height()).for_each(|y| out.extend_from_slice(image.row(y)));
     ///     Ok((image.width(), image.height()))
     /// });
-    /// p.augments.push(Augment::RandomApply { p: 0.5, ops: vec![Augment::Custom(same)] });
+    /// p.augments.push(Augment::RandomApply(RandomApply::new(0.5, vec![Augment::Custom(same)])));
     /// assert_eq!(&*p.check_saveable().unwrap_err().op, "same");
     /// ```
     pub fn check_saveable(&self) -> core::result::Result<(), augment::NotSaveable> {
@@ -250,13 +248,7 @@ impl TrainPipeline {
                 });
             }
             // The decode's scale follows the first drawn crop and resize.
-            let resizes_first = match self.augments.first() {
-                Some(Augment::RandomResizedCrop(_)) => true,
-                Some(Augment::Op(op)) => {
-                    matches!(op, Op::Resize(_) | Op::Crop(_) | Op::CenterCrop(_))
-                }
-                _ => false,
-            };
+            let resizes_first = self.augments.first().is_some_and(Augment::sizes_first);
             if !resizes_first {
                 return Err(Error::InvalidParameter {
                     name: "training pipeline",

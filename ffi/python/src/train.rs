@@ -13,8 +13,10 @@ use tensorprep::size::{Rounding, SizeRule};
 use tensorprep::train::data::combine::Source;
 use tensorprep::train::data::{self, Dataset, Sample};
 use tensorprep::train::{
-    AugMix, Augment, AutoAugmentPolicy, ColorJitter, EraseValue, GaussianBlur, RandomAffine,
-    RandomCrop, RandomErasing, RandomPerspective, RandomResizedCrop, RandomRotation, TrainPipeline,
+    AugMix, Augment, AutoAugment, AutoAugmentPolicy, ColorJitter, EraseValue, GaussianBlur,
+    RandAugment, RandomAffine, RandomApply, RandomChoice, RandomCrop, RandomErasing, RandomFlip,
+    RandomOrder, RandomPerspective, RandomResizedCrop, RandomRotation, TrainPipeline,
+    TrivialAugmentWide,
 };
 use tensorprep::{Layout, Quantization};
 
@@ -406,10 +408,7 @@ pub(crate) struct PyAugment(pub(crate) Augment);
 #[pymethods]
 impl PyAugment {
     fn __repr__(&self) -> String {
-        match &self.0 {
-            Augment::Custom(op) => op.to_string(),
-            a => format!("{a:?}"),
-        }
+        self.0.to_string()
     }
 }
 
@@ -506,20 +505,14 @@ fn random_crop(
 #[pyfunction(name = "RandomHorizontalFlip")]
 #[pyo3(signature = (p=0.5))]
 fn random_horizontal_flip(p: f64) -> PyAugment {
-    PyAugment(Augment::RandomFlip {
-        axis: Flip::Horizontal,
-        p,
-    })
+    PyAugment(Augment::RandomFlip(RandomFlip::new(Flip::Horizontal, p)))
 }
 
 /// torchvision's `RandomVerticalFlip(p)`.
 #[pyfunction(name = "RandomVerticalFlip")]
 #[pyo3(signature = (p=0.5))]
 fn random_vertical_flip(p: f64) -> PyAugment {
-    PyAugment(Augment::RandomFlip {
-        axis: Flip::Vertical,
-        p,
-    })
+    PyAugment(Augment::RandomFlip(RandomFlip::new(Flip::Vertical, p)))
 }
 
 /// torchvision's `Resize(size, interpolation, max_size)`: an int resizes the
@@ -749,11 +742,10 @@ fn auto_augment(
             )));
         }
     };
-    Ok(PyAugment(Augment::AutoAugment {
-        policy,
-        interpolation: names::interpolation(&interpolation.0)?,
-        fill: fill_of(fill)?,
-    }))
+    let mut a = AutoAugment::new(policy);
+    a.interpolation = names::interpolation(&interpolation.0)?;
+    a.fill = fill_of(fill)?;
+    Ok(PyAugment(Augment::AutoAugment(a)))
 }
 
 /// torchvision's `RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation, fill)`.
@@ -767,13 +759,11 @@ fn rand_augment(
     interpolation: Name,
     fill: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyAugment> {
-    Ok(PyAugment(Augment::RandAugment {
-        num_ops,
-        magnitude,
-        num_magnitude_bins,
-        interpolation: names::interpolation(&interpolation.0)?,
-        fill: fill_of(fill)?,
-    }))
+    let mut a = RandAugment::new(num_ops, magnitude);
+    a.num_magnitude_bins = num_magnitude_bins;
+    a.interpolation = names::interpolation(&interpolation.0)?;
+    a.fill = fill_of(fill)?;
+    Ok(PyAugment(Augment::RandAugment(a)))
 }
 
 /// torchvision's `TrivialAugmentWide(num_magnitude_bins, interpolation, fill)`.
@@ -785,11 +775,11 @@ fn trivial_augment_wide(
     interpolation: Name,
     fill: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyAugment> {
-    Ok(PyAugment(Augment::TrivialAugmentWide {
-        num_magnitude_bins,
-        interpolation: names::interpolation(&interpolation.0)?,
-        fill: fill_of(fill)?,
-    }))
+    let mut a = TrivialAugmentWide::new();
+    a.num_magnitude_bins = num_magnitude_bins;
+    a.interpolation = names::interpolation(&interpolation.0)?;
+    a.fill = fill_of(fill)?;
+    Ok(PyAugment(Augment::TrivialAugmentWide(a)))
 }
 
 /// torchvision's `AugMix(severity, mixture_width, chain_depth, alpha, all_ops, interpolation, fill)`.
@@ -822,26 +812,28 @@ fn aug_mix(
 #[pyfunction(name = "RandomApply")]
 #[pyo3(signature = (transforms, p=0.5))]
 fn random_apply(transforms: &Bound<'_, PyAny>, p: f64) -> PyResult<PyAugment> {
-    Ok(PyAugment(Augment::RandomApply {
+    Ok(PyAugment(Augment::RandomApply(RandomApply::new(
         p,
-        ops: augments(transforms)?,
-    }))
+        augments(transforms)?,
+    ))))
 }
 
 /// torchvision's `RandomChoice(transforms, p)` (`p`: weights, or equal).
 #[pyfunction(name = "RandomChoice")]
 #[pyo3(signature = (transforms, p=None))]
 fn random_choice(transforms: &Bound<'_, PyAny>, p: Option<Vec<f64>>) -> PyResult<PyAugment> {
-    Ok(PyAugment(Augment::RandomChoice {
-        weights: p.unwrap_or_default(),
-        ops: augments(transforms)?,
-    }))
+    Ok(PyAugment(Augment::RandomChoice(RandomChoice::new(
+        p.unwrap_or_default(),
+        augments(transforms)?,
+    ))))
 }
 
 /// torchvision's `RandomOrder(transforms)`.
 #[pyfunction(name = "RandomOrder")]
 fn random_order(transforms: &Bound<'_, PyAny>) -> PyResult<PyAugment> {
-    Ok(PyAugment(Augment::RandomOrder(augments(transforms)?)))
+    Ok(PyAugment(Augment::RandomOrder(RandomOrder(augments(
+        transforms,
+    )?))))
 }
 
 /// torchvision's `RandomErasing(p, scale, ratio, value)` on the finished
@@ -1182,10 +1174,7 @@ impl PyTrainPipeline {
         let p = &self.pipeline;
         let mut s = format!("Pipeline(\n  {}\n", Op::Decode(p.decode));
         for a in &p.augments {
-            s += &match a {
-                Augment::Custom(op) => format!("  {op}\n"),
-                a => format!("  {a:?}\n"),
-            };
+            s += &format!("  {a}\n");
         }
         for op in &p.finish {
             s += &format!("  {op}\n");
@@ -1197,7 +1186,8 @@ impl PyTrainPipeline {
     }
 }
 
-/// Registers the training classes and the augmentation constructors.
+/// Registers the training classes and the augmentation constructors (and
+/// their names, `AUGMENTATIONS`).
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDataset>()?;
     m.add_class::<PyAugment>()?;
@@ -1205,6 +1195,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTrainPipeline>()?;
     m.add_class::<PyToTensor>()?;
     m.add_class::<PyNormalize>()?;
+    let mut names = Vec::new();
     for f in [
         wrap_pyfunction!(random_resized_crop, m)?,
         wrap_pyfunction!(random_crop, m)?,
@@ -1232,7 +1223,12 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(random_choice, m)?,
         wrap_pyfunction!(random_order, m)?,
     ] {
+        names.push(f.getattr("__name__")?.extract::<String>()?);
         m.add_function(f)?;
     }
+    // The constructors' names: `from_torchvision` finds a transform's
+    // counterpart here and calls it with the transform's attributes named
+    // by the constructor's parameters.
+    m.add("AUGMENTATIONS", PyTuple::new(m.py(), names)?)?;
     Ok(())
 }

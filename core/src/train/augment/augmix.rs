@@ -11,10 +11,10 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::policy::{PolicyOp, Space};
-use super::{Drawn, invalid, push_policy_op};
+use super::policy::{PolicyOp, Space, push_policy_op};
+use super::unit::{At, Augmentation, Nested};
+use super::{Drawn, invalid};
 use crate::Result;
-use crate::train::Draws;
 use crate::train::mix::{beta_pair, gamma};
 use crate::warp::Interpolation;
 
@@ -76,8 +76,10 @@ impl AugMix {
             fill: [0; 3],
         }
     }
+}
 
-    pub(super) fn check(&self) -> Result<()> {
+impl Augmentation for AugMix {
+    fn check(&self) -> Result<()> {
         if !(1..=10).contains(&self.severity) {
             return Err(invalid("AugMix", "severity must be 1 to 10"));
         }
@@ -93,7 +95,8 @@ impl AugMix {
         Ok(())
     }
 
-    pub(super) fn draw(&self, d: &mut Draws, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<()> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+        let d = &mut at.draws();
         // m = Dirichlet([alpha, alpha]); weights = Dirichlet(alpha * width) * m[1].
         let (m0, m1) = beta_pair(d, self.alpha);
         let width = self.mixture_width as usize;
@@ -128,7 +131,23 @@ impl AugMix {
             ops.push(Drawn::AugMix(AugMixStep::Add { weight: combined }));
         }
         ops.push(Drawn::AugMix(AugMixStep::End));
-        Ok(())
+        Ok(size)
+    }
+
+    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
+        before
+    }
+
+    fn draws_image_ops(&self) -> bool {
+        true
+    }
+
+    fn sizes_first(&self) -> bool {
+        false
+    }
+
+    fn nested(&self) -> Nested<'_> {
+        Nested::None
     }
 }
 

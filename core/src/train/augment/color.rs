@@ -7,10 +7,10 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::image_op::ImageOp;
+use super::unit::{At, Augmentation, Nested, Targets};
 use super::{Drawn, invalid};
 use crate::Result;
 use crate::adjust::Point;
-use crate::train::Draws;
 
 /// `ColorJitter(brightness, contrast, saturation, hue)`: each factor drawn
 /// uniformly from its range, the four applied in a random order.
@@ -48,8 +48,10 @@ impl ColorJitter {
             hue: (hue != 0.0).then_some((-hue, hue)),
         }
     }
+}
 
-    pub(super) fn check(&self) -> Result<()> {
+impl Augmentation for ColorJitter {
+    fn check(&self) -> Result<()> {
         let ok = |r: Option<(f64, f64)>, lo: f64, hi: f64| {
             r.is_none_or(|(a, b)| a.is_finite() && b.is_finite() && lo <= a && a <= b && b <= hi)
         };
@@ -69,7 +71,8 @@ impl ColorJitter {
         Ok(())
     }
 
-    pub(super) fn draw(&self, d: &mut Draws, ops: &mut Vec<Drawn>) {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+        let d = &mut at.draws();
         // get_params' order: the permutation, then each factor.
         let mut order = [0usize, 1, 2, 3];
         for i in (1..4).rev() {
@@ -89,6 +92,27 @@ impl ColorJitter {
             };
             ops.extend(op.map(Drawn::Image));
         }
+        Ok(size)
+    }
+
+    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
+        before
+    }
+
+    fn draws_image_ops(&self) -> bool {
+        true
+    }
+
+    fn sizes_first(&self) -> bool {
+        false
+    }
+
+    fn nested(&self) -> Nested<'_> {
+        Nested::None
+    }
+
+    fn targets(&self) -> Targets {
+        Targets::Unchanged
     }
 }
 
@@ -129,8 +153,10 @@ impl GaussianBlur {
             sigma: (0.1, 2.0),
         }
     }
+}
 
-    pub(super) fn check(&self) -> Result<()> {
+impl Augmentation for GaussianBlur {
+    fn check(&self) -> Result<()> {
         let odd = |k: u16| k % 2 == 1 && usize::from(k) <= crate::adjust::MAX_GAUSSIAN_TAPS;
         if !(odd(self.kernel.0) && odd(self.kernel.1)) {
             return Err(invalid(
@@ -148,12 +174,34 @@ impl GaussianBlur {
         Ok(())
     }
 
-    pub(super) fn draw(&self, d: &mut Draws, ops: &mut Vec<Drawn>) {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+        let d = &mut at.draws();
         let sigma = d.uniform(self.sigma.0, self.sigma.1) as f32;
         ops.push(Drawn::Image(ImageOp::GaussianBlur {
             kernel: self.kernel,
             sigma,
         }));
+        Ok(size)
+    }
+
+    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
+        before
+    }
+
+    fn draws_image_ops(&self) -> bool {
+        true
+    }
+
+    fn sizes_first(&self) -> bool {
+        false
+    }
+
+    fn nested(&self) -> Nested<'_> {
+        Nested::None
+    }
+
+    fn targets(&self) -> Targets {
+        Targets::Unchanged
     }
 }
 

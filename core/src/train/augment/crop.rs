@@ -5,8 +5,9 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+use super::Drawn;
+use super::unit::{At, Augmentation, Nested};
 use crate::pipeline::{Op, Pad, PadTo};
-use crate::train::Draws;
 use crate::{Error, Rect, Result};
 
 /// torchvision's `RandomCrop(size, padding, pad_if_needed, fill)` with
@@ -38,16 +39,6 @@ impl RandomCrop {
         }
     }
 
-    pub(super) fn check(&self) -> Result<()> {
-        if self.width == 0 || self.height == 0 {
-            return Err(Error::InvalidParameter {
-                name: "RandomCrop",
-                reason: "width and height must be positive",
-            });
-        }
-        Ok(())
-    }
-
     /// The padding to add to a `w` x `h` image: the fixed borders, then
     /// what `pad_if_needed` adds on both ends of a short side.
     fn padding_for(&self, (w, h): (u32, u32)) -> [u32; 4] {
@@ -67,13 +58,21 @@ impl RandomCrop {
         }
         [l, t, r, b]
     }
+}
 
-    pub(super) fn draw(
-        &self,
-        d: &mut Draws,
-        size: (u32, u32),
-        ops: &mut Vec<super::Drawn>,
-    ) -> Result<(u32, u32)> {
+impl Augmentation for RandomCrop {
+    fn check(&self) -> Result<()> {
+        if self.width == 0 || self.height == 0 {
+            return Err(Error::InvalidParameter {
+                name: "RandomCrop",
+                reason: "width and height must be positive",
+            });
+        }
+        Ok(())
+    }
+
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+        let d = &mut at.draws();
         let [left, top, right, bottom] = self.padding_for(size);
         let (mut w, mut h) = size;
         if [left, top, right, bottom] != [0; 4] {
@@ -87,7 +86,7 @@ impl RandomCrop {
                 fill: self.fill,
             });
             (w, h) = pad.output_size(size)?;
-            ops.push(super::Drawn::Op(pad));
+            ops.push(Drawn::Op(pad));
         }
         if w < self.width || h < self.height {
             return Err(Error::RectOutOfBounds {
@@ -101,13 +100,29 @@ impl RandomCrop {
         } else {
             (d.below(h - self.height + 1), d.below(w - self.width + 1))
         };
-        ops.push(super::Drawn::Op(Op::Crop(Rect::new(
+        ops.push(Drawn::Op(Op::Crop(Rect::new(
             x,
             y,
             self.width,
             self.height,
         ))));
         Ok((self.width, self.height))
+    }
+
+    fn fixed_size(&self, _: Option<(u32, u32)>) -> Option<(u32, u32)> {
+        Some((self.width, self.height))
+    }
+
+    fn draws_image_ops(&self) -> bool {
+        false
+    }
+
+    fn sizes_first(&self) -> bool {
+        false
+    }
+
+    fn nested(&self) -> Nested<'_> {
+        Nested::None
     }
 }
 

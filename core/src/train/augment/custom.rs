@@ -9,6 +9,8 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
+use super::unit::{At, Augmentation, Nested};
+use super::{Drawn, invalid};
 use crate::ImageView;
 
 /// The error a custom op's function returns (any error type; a `String`
@@ -285,3 +287,43 @@ impl fmt::Display for NotSaveable {
 }
 
 impl core::error::Error for NotSaveable {}
+
+impl Augmentation for CustomOp {
+    fn check(&self) -> crate::Result<()> {
+        match self.size {
+            CustomSize::Fixed { width, height } if width == 0 || height == 0 => {
+                Err(invalid("Lambda", "a declared size must be at least 1 x 1"))
+            }
+            CustomSize::Fixed { .. } | CustomSize::Same => Ok(()),
+        }
+    }
+
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> crate::Result<(u32, u32)> {
+        let mut d = at.draws();
+        let key = u64::from(d.next_u32()) << 32 | u64::from(d.next_u32());
+        ops.push(Drawn::Custom {
+            position: at.position,
+            key,
+        });
+        Ok(self.size.after(size))
+    }
+
+    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
+        match self.size {
+            CustomSize::Same => before,
+            CustomSize::Fixed { width, height } => Some((width, height)),
+        }
+    }
+
+    fn draws_image_ops(&self) -> bool {
+        true
+    }
+
+    fn sizes_first(&self) -> bool {
+        false
+    }
+
+    fn nested(&self) -> Nested<'_> {
+        Nested::None
+    }
+}

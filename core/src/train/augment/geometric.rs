@@ -6,9 +6,9 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::image_op::ImageOp;
+use super::unit::{At, Augmentation, Nested};
 use super::{Drawn, invalid, probability};
 use crate::Result;
-use crate::train::Draws;
 use crate::warp::{Interpolation, Warp};
 
 /// A finite range, `min <= max`.
@@ -61,8 +61,10 @@ impl RandomRotation {
             fill: [0; 3],
         }
     }
+}
 
-    pub(super) fn check(&self) -> Result<()> {
+impl Augmentation for RandomRotation {
+    fn check(&self) -> Result<()> {
         if !ordered(self.degrees) {
             return Err(invalid(
                 "RandomRotation",
@@ -72,16 +74,28 @@ impl RandomRotation {
         Ok(())
     }
 
-    pub(super) fn draw(
-        &self,
-        d: &mut Draws,
-        size: (u32, u32),
-        ops: &mut Vec<Drawn>,
-    ) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+        let d = &mut at.draws();
         let angle = d.uniform(self.degrees.0, self.degrees.1);
         let (matrix, out) = Warp::rotate(angle, self.center, self.expand, size)?;
         ops.push(warp(matrix, out, self.interpolation, self.fill));
         Ok(out)
+    }
+
+    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
+        if self.expand { None } else { before }
+    }
+
+    fn draws_image_ops(&self) -> bool {
+        true
+    }
+
+    fn sizes_first(&self) -> bool {
+        false
+    }
+
+    fn nested(&self) -> Nested<'_> {
+        Nested::None
     }
 }
 
@@ -140,8 +154,10 @@ impl RandomAffine {
             center: None,
         }
     }
+}
 
-    pub(super) fn check(&self) -> Result<()> {
+impl Augmentation for RandomAffine {
+    fn check(&self) -> Result<()> {
         if !ordered(self.degrees) {
             return Err(invalid(
                 "RandomAffine",
@@ -175,12 +191,8 @@ impl RandomAffine {
         Ok(())
     }
 
-    pub(super) fn draw(
-        &self,
-        d: &mut Draws,
-        size: (u32, u32),
-        ops: &mut Vec<Drawn>,
-    ) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+        let d = &mut at.draws();
         // get_params' order: angle, translation, scale, shear.
         let angle = d.uniform(self.degrees.0, self.degrees.1);
         let translate = match self.translate {
@@ -212,6 +224,22 @@ impl RandomAffine {
         let matrix = Warp::affine(angle, translate, scale, shear, self.center, size)?;
         ops.push(warp(matrix, size, self.interpolation, self.fill));
         Ok(size)
+    }
+
+    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
+        before
+    }
+
+    fn draws_image_ops(&self) -> bool {
+        true
+    }
+
+    fn sizes_first(&self) -> bool {
+        false
+    }
+
+    fn nested(&self) -> Nested<'_> {
+        Nested::None
     }
 }
 
@@ -262,8 +290,10 @@ impl RandomPerspective {
             fill: [0; 3],
         }
     }
+}
 
-    pub(super) fn check(&self) -> Result<()> {
+impl Augmentation for RandomPerspective {
+    fn check(&self) -> Result<()> {
         probability(self.p, "RandomPerspective", "p must be in 0..=1")?;
         probability(
             self.distortion_scale,
@@ -272,12 +302,8 @@ impl RandomPerspective {
         )
     }
 
-    pub(super) fn draw(
-        &self,
-        d: &mut Draws,
-        size: (u32, u32),
-        ops: &mut Vec<Drawn>,
-    ) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+        let d = &mut at.draws();
         if !d.chance(self.p) {
             return Ok(size);
         }
@@ -301,6 +327,22 @@ impl RandomPerspective {
         };
         ops.push(warp(matrix, size, self.interpolation, self.fill));
         Ok(size)
+    }
+
+    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
+        before
+    }
+
+    fn draws_image_ops(&self) -> bool {
+        true
+    }
+
+    fn sizes_first(&self) -> bool {
+        false
+    }
+
+    fn nested(&self) -> Nested<'_> {
+        Nested::None
     }
 }
 

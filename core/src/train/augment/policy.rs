@@ -3,8 +3,10 @@
 //! RandAugment and TrivialAugmentWide, and AutoAugment's learned policies
 //! (ImageNet, CIFAR-10, SVHN).
 
+use alloc::vec::Vec;
 use core::f64::consts::PI;
 
+use super::Drawn;
 use super::image_op::ImageOp;
 use crate::Result;
 use crate::adjust::Point;
@@ -153,6 +155,28 @@ impl PolicyOp {
         };
         Ok(Some(op))
     }
+}
+
+/// Appends the policy op `op` at `magnitude` to `ops`, negated when the op
+/// is signed and `negate` was drawn.
+pub(super) fn push_policy_op(
+    op: PolicyOp,
+    magnitude: f64,
+    negate: bool,
+    size: (u32, u32),
+    interpolation: Interpolation,
+    fill: [u8; 3],
+    ops: &mut Vec<Drawn>,
+) -> Result<()> {
+    let magnitude = if op.signed() && negate {
+        -magnitude
+    } else {
+        magnitude
+    };
+    if let Some(p) = op.image_op(magnitude, size, interpolation, fill)? {
+        ops.push(Drawn::Image(p));
+    }
+    Ok(())
 }
 
 /// Which policy's magnitude bins.

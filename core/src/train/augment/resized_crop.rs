@@ -5,6 +5,8 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+use super::Drawn;
+use super::unit::{At, Augmentation, Nested};
 use crate::pipeline::{Op, Resize};
 use crate::resize::{Filter, Resample};
 use crate::size::SizeRule;
@@ -47,28 +49,6 @@ impl RandomResizedCrop {
         }
     }
 
-    pub(super) fn check(&self) -> Result<()> {
-        let (s, r) = (self.scale, self.ratio);
-        let ok = self.width > 0
-            && self.height > 0
-            && s.0.is_finite()
-            && s.1.is_finite()
-            && 0.0 < s.0
-            && s.0 <= s.1
-            && r.0.is_finite()
-            && r.1.is_finite()
-            && 0.0 < r.0
-            && r.0 <= r.1;
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::InvalidParameter {
-                name: "RandomResizedCrop",
-                reason: "a positive size, 0 < scale.0 <= scale.1, 0 < ratio.0 <= ratio.1",
-            })
-        }
-    }
-
     /// torchvision's `RandomResizedCrop.get_params` for a `width` x
     /// `height` image: up to 10 draws of an area share and a log-uniform
     /// ratio, the first box that fits placed uniformly; else the centred
@@ -101,22 +81,58 @@ impl RandomResizedCrop {
         };
         Rect::new((width - w) / 2, (height - h) / 2, w, h)
     }
+}
 
-    pub(super) fn draw(
-        &self,
-        d: &mut Draws,
-        size: (u32, u32),
-        ops: &mut Vec<super::Drawn>,
-    ) -> (u32, u32) {
-        ops.push(super::Drawn::Op(Op::Crop(self.draw_box(d, size))));
-        ops.push(super::Drawn::Op(Op::Resize(Resize {
+impl Augmentation for RandomResizedCrop {
+    fn check(&self) -> Result<()> {
+        let (s, r) = (self.scale, self.ratio);
+        let ok = self.width > 0
+            && self.height > 0
+            && s.0.is_finite()
+            && s.1.is_finite()
+            && 0.0 < s.0
+            && s.0 <= s.1
+            && r.0.is_finite()
+            && r.1.is_finite()
+            && 0.0 < r.0
+            && r.0 <= r.1;
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::InvalidParameter {
+                name: "RandomResizedCrop",
+                reason: "a positive size, 0 < scale.0 <= scale.1, 0 < ratio.0 <= ratio.1",
+            })
+        }
+    }
+
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+        let d = &mut at.draws();
+        ops.push(Drawn::Op(Op::Crop(self.draw_box(d, size))));
+        ops.push(Drawn::Op(Op::Resize(Resize {
             size: SizeRule::Exact {
                 width: self.width,
                 height: self.height,
             },
             resample: self.resample,
         })));
-        (self.width, self.height)
+        Ok((self.width, self.height))
+    }
+
+    fn fixed_size(&self, _: Option<(u32, u32)>) -> Option<(u32, u32)> {
+        Some((self.width, self.height))
+    }
+
+    fn draws_image_ops(&self) -> bool {
+        false
+    }
+
+    fn sizes_first(&self) -> bool {
+        true
+    }
+
+    fn nested(&self) -> Nested<'_> {
+        Nested::None
     }
 }
 

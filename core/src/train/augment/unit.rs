@@ -1,0 +1,137 @@
+//! What every augmentation is: the [`Augmentation`] trait each op's module
+//! implements, and the two small values it speaks in ([`At`], [`Nested`]).
+//! [`Augment`] dispatches to it in one exhaustive match
+//! ([`Augment::unit`]); everything else (check, draw, positions, sizes,
+//! descriptions) is written once, generically.
+
+use alloc::vec::Vec;
+use core::fmt;
+
+use super::{Augment, Drawn};
+use crate::Result;
+use crate::train::{Draws, SampleKey};
+
+/// Where an op draws: the sample's key and the op's position in the
+/// pipeline (ops numbered in order, nested ones counted).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct At {
+    /// The sample's key.
+    pub(crate) key: SampleKey,
+    /// The op's position.
+    pub(crate) position: u32,
+}
+
+impl At {
+    /// The op's own generator, keyed by (sample, position).
+    pub(crate) fn draws(self) -> Draws {
+        Draws::new(self.key, self.position as u16)
+    }
+}
+
+/// Sub-policies: lists of (op, probability).
+type Subpolicies<'a> = &'a [Vec<(Augment, f64)>];
+
+/// The ops nested in an op, in position order.
+#[derive(Clone, Copy)]
+pub(crate) enum Nested<'a> {
+    /// None: a leaf.
+    None,
+    /// A list (`RandomApply`, `RandomChoice`, `RandomOrder`).
+    List(&'a [Augment]),
+    /// Sub-policies of (op, probability) pairs.
+    Subpolicies(Subpolicies<'a>),
+}
+
+impl<'a> Nested<'a> {
+    /// The nested ops, in position order.
+    pub(crate) fn iter(self) -> impl Iterator<Item = &'a Augment> {
+        let (list, subs): (&[Augment], Subpolicies<'a>) = match self {
+            Nested::None => (&[], &[]),
+            Nested::List(list) => (list, &[]),
+            Nested::Subpolicies(subs) => (&[], subs),
+        };
+        list.iter().chain(subs.iter().flatten().map(|(op, _)| op))
+    }
+}
+
+/// What an op does to a sample's targets (boxes, masks, keypoints; issue
+/// 35 §1 carries them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Targets {
+    /// Leaves them as they are: the op only changes pixel values.
+    Unchanged,
+    /// Moves them with its geometry (or may, for a draw): not carried yet.
+    NotCarried,
+}
+
+/// One augmentation: its parameters are the implementing type; the trait
+/// is its validation, its draw, what the draw does to the image's size and
+/// to the plan, its nesting and (through [`fmt::Display`]) its description.
+///
+/// Every method but [`Augmentation::targets`] is required, so that a new op
+/// states each property instead of inheriting a guess.
+pub(crate) trait Augmentation: fmt::Display + fmt::Debug {
+    /// Checks the parameters (nested ops included).
+    fn check(&self) -> Result<()>;
+
+    /// Draws this op for the sample at `at` on an image of `size`,
+    /// appending the ops it becomes to `ops`; returns the size after it.
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)>;
+
+    /// The size after this op when it is the same for every draw, given the
+    /// size before it (if that is fixed).
+    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)>;
+
+    /// Whether this op (or one nested in it) may draw an adjustment, a warp
+    /// or a run of the caller's code: the plan then keeps the 8-bit image
+    /// between passes.
+    fn draws_image_ops(&self) -> bool;
+
+    /// Whether, as a pipeline's first op, it crops or resizes first, so
+    /// that a reduced-size (DCT-scaled) decode can follow its draw.
+    fn sizes_first(&self) -> bool;
+
+    /// The ops nested in this one, in position order.
+    fn nested(&self) -> Nested<'_>;
+
+    /// What it does to targets. The default, [`Targets::NotCarried`], is
+    /// the safe answer until issue 35 §1 gives each geometric op its box,
+    /// mask and keypoint rule; photometric ops answer
+    /// [`Targets::Unchanged`].
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "issue 35 §1 reads it, when samples carry targets")
+    )]
+    fn targets(&self) -> Targets {
+        Targets::NotCarried
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adjust::Point;
+    use crate::train::augment::{ColorJitter, GaussianBlur, ImageOp, RandomAdjustment};
+    use crate::train::{RandomResizedCrop, RandomRotation};
+
+    /// Photometric ops leave targets alone; geometric ones are not carried
+    /// yet (the safe default until issue 35 §1).
+    #[test]
+    fn photometric_ops_leave_targets_alone() {
+        let photometric: [&dyn Augmentation; 3] = [
+            &ColorJitter::new(0.4, 0.4, 0.4, 0.1),
+            &GaussianBlur::new(3, 3),
+            &RandomAdjustment::new(ImageOp::Point(Point::Invert), 0.5),
+        ];
+        assert!(
+            photometric
+                .iter()
+                .all(|a| a.targets() == Targets::Unchanged)
+        );
+        let geometric: [&dyn Augmentation; 2] = [
+            &RandomResizedCrop::new(8, 8),
+            &RandomRotation::new(-10.0, 10.0),
+        ];
+        assert!(geometric.iter().all(|a| a.targets() == Targets::NotCarried));
+    }
+}
