@@ -346,6 +346,32 @@ def test_torchvision_transforms_convert_to_the_same_pipeline(train):
     ) == train.Pipeline([train.ToTensor(), train.Normalize([0.5] * 3, [0.25] * 3)])
 
 
+def test_every_augmentation_converts_from_torchvision_by_its_parameters(tp, train):
+    """from_torchvision finds each constructor by name and reads the attributes
+    its parameters name: a stand-in carrying a constructor's arguments converts
+    to that constructor's step, and every constructor is exported by train."""
+    import inspect
+
+    assert set(tp._native.AUGMENTATIONS) <= set(train.__all__)
+    nested = [train.RandomInvert(), train.RandomEqualize(0.25)]
+    required = {"size": (20, 30), "kernel_size": 3, "degrees": (-5.0, 5.0), "bits": 4, "threshold": 100.0,
+                "sharpness_factor": 2.0, "transforms": []}
+    for name in tp._native.AUGMENTATIONS:
+        make = getattr(train, name)
+        attributes = {}
+        for p in inspect.signature(make).parameters.values():
+            attributes[p.name] = required[p.name] if p.default is p.empty else p.default
+        if "transforms" in attributes:
+            stand_in = type(name, (), {**attributes, "transforms": [type("RandomInvert", (), {"p": 0.5})(),
+                                                                    type("RandomEqualize", (), {"p": 0.25})()]})()
+            attributes["transforms"] = nested
+        else:
+            stand_in = type(name, (), attributes)()
+        to_tensor = type("ToTensor", (), {})()
+        want = train.Pipeline([make(**attributes), train.ToTensor()])
+        assert train.from_torchvision([stand_in, to_tensor]) == want, name
+
+
 @pytest.mark.skipif(importlib.util.find_spec("torchvision") is None, reason="torchvision is not installed")
 def test_torchvision_transform_objects_convert(tp, train):
     from torchvision import transforms as T

@@ -229,6 +229,9 @@ def mindrecord(
 class Augment:
     """One step of a training pipeline."""
 
+AUGMENTATIONS: Tuple[str, ...]
+"""The augmentation constructors' names (torchvision's transforms' names)."""
+
 Size = Union[int, Sequence[int]]
 Fill = Union[int, Sequence[int], None]
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import inspect
 import os
 import weakref
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union, overload
@@ -72,6 +73,8 @@ from ._native import (  # noqa: F401  (re-exported)
     shard_from_env,
 )
 from ._native import RandomChoice as _RandomChoice
+from ._native import AUGMENTATIONS as _AUGMENTATIONS
+from . import _native
 from ._native import Lambda as _Lambda
 from ._native import cifar10 as _cifar10
 from ._native import cifar100 as _cifar100
@@ -549,74 +552,52 @@ def _fill(fill: Any) -> Union[int, list[int], None]:
     return [int(v) for v in fill]
 
 
+# torchvision's (and timm's) other names for a constructor.
+_ALIASES = {"RandomResizedCropAndInterpolation": "RandomResizedCrop"}
+
+
+def _argument(transform: str, name: str, value: Any) -> Any:
+    """A torchvision transform's attribute ``name`` as its counterpart's argument."""
+    if name == "transforms":
+        return [_augment(x) for x in value]
+    if name == "fill":
+        return _fill(value)
+    if name == "policy":
+        return getattr(value, "value", value)
+    if name == "interpolation" and isinstance(value, (tuple, list)):
+        raise ValueError(f"{transform}: a random interpolation is not supported; choose one")
+    if name == "size" and isinstance(value, (tuple, list)) and len(value) == 1:
+        return value[0]  # Resize([s]): the shorter side, as an int
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
 def _augment(t: Any) -> Augment:
-    """One torchvision transform as an ``Augment`` (by its class name and attributes)."""
+    """One torchvision transform as an ``Augment``: the constructor of the same
+    name (``_native.AUGMENTATIONS``), called with the transform's attributes
+    named by the constructor's parameters (a missing one takes its default)."""
     name = type(t).__name__
-    interp = getattr(t, "interpolation", None)
-    if name in ("RandomResizedCrop", "RandomResizedCropAndInterpolation"):
-        if isinstance(interp, (tuple, list)):
-            raise ValueError(f"{name}: a random interpolation is not supported; choose one")
-        return RandomResizedCrop(tuple(t.size), tuple(t.scale), tuple(t.ratio), interp)
-    if name == "RandomHorizontalFlip":
-        return RandomHorizontalFlip(t.p)
-    if name == "RandomVerticalFlip":
-        return RandomVerticalFlip(t.p)
-    if name == "Resize":
-        size = t.size if isinstance(t.size, int) or len(t.size) != 1 else t.size[0]
-        return Resize(size, interp, getattr(t, "max_size", None))
-    if name == "CenterCrop":
-        return CenterCrop(tuple(t.size))
-    if name == "RandomCrop":
-        if getattr(t, "padding_mode", "constant") != "constant":
-            raise ValueError(f"RandomCrop: padding_mode {t.padding_mode!r} is not supported (constant is)")
-        return RandomCrop(tuple(t.size), t.padding, t.pad_if_needed, _fill(t.fill))
-    if name == "ColorJitter":
-        return ColorJitter(t.brightness, t.contrast, t.saturation, t.hue)
-    if name == "GaussianBlur":
-        return GaussianBlur(tuple(t.kernel_size), tuple(t.sigma))  # (kx, ky), as torchvision
-    if name == "RandomRotation":
-        return RandomRotation(tuple(t.degrees), interp, t.expand, t.center, _fill(t.fill))
-    if name == "RandomAffine":
-        shear = None if t.shear is None else list(t.shear)
-        translate = None if t.translate is None else tuple(t.translate)
-        scale = None if t.scale is None else tuple(t.scale)
-        return RandomAffine(tuple(t.degrees), translate, scale, shear, interp, _fill(t.fill), t.center)
-    if name == "RandomPerspective":
-        return RandomPerspective(t.distortion_scale, t.p, interp, _fill(t.fill))
-    if name == "RandomGrayscale":
-        return RandomGrayscale(t.p)
-    if name == "RandomInvert":
-        return RandomInvert(t.p)
-    if name == "RandomPosterize":
-        return RandomPosterize(t.bits, t.p)
-    if name == "RandomSolarize":
-        return RandomSolarize(t.threshold, t.p)
-    if name == "RandomAdjustSharpness":
-        return RandomAdjustSharpness(t.sharpness_factor, t.p)
-    if name == "RandomAutocontrast":
-        return RandomAutocontrast(t.p)
-    if name == "RandomEqualize":
-        return RandomEqualize(t.p)
-    if name == "AutoAugment":
-        return AutoAugment(getattr(t.policy, "value", t.policy), interp, _fill(t.fill))
-    if name == "RandAugment":
-        return RandAugment(t.num_ops, t.magnitude, t.num_magnitude_bins, interp, _fill(t.fill))
-    if name == "TrivialAugmentWide":
-        return TrivialAugmentWide(t.num_magnitude_bins, interp, _fill(t.fill))
-    if name == "AugMix":
-        return AugMix(t.severity, t.mixture_width, t.chain_depth, t.alpha, t.all_ops, interp, _fill(t.fill))
-    if name == "RandomApply":
-        return RandomApply([_augment(x) for x in t.transforms], t.p)
-    if name == "RandomChoice":
-        return RandomChoice([_augment(x) for x in t.transforms], getattr(t, "p", None))
-    if name == "RandomOrder":
-        return RandomOrder([_augment(x) for x in t.transforms])
     if name == "Lambda":
         raise ValueError(
             "torchvision's Lambda takes a PIL image or a tensor, which the loader does not make: "
             "rewrite its function on a uint8 numpy array HxWxC and put train.Lambda(fn) in the pipeline"
         )
-    raise ValueError(f"{name} has no tensorprep counterpart (known: torchvision's geometric, colour and policy transforms)")
+    if name == "RandomCrop" and getattr(t, "padding_mode", "constant") != "constant":
+        raise ValueError(f"RandomCrop: padding_mode {t.padding_mode!r} is not supported (constant is)")
+    constructor = _ALIASES.get(name, name)
+    if constructor not in _AUGMENTATIONS:
+        raise ValueError(f"{name} has no tensorprep counterpart (known: torchvision's geometric, colour and policy transforms)")
+    make = getattr(_native, constructor)
+    arguments = []
+    for parameter in inspect.signature(make).parameters.values():
+        if hasattr(t, parameter.name):
+            arguments.append(_argument(name, parameter.name, getattr(t, parameter.name)))
+        elif parameter.default is parameter.empty:
+            raise ValueError(f"{name}: no attribute {parameter.name!r} (its counterpart's parameter)")
+        else:
+            arguments.append(parameter.default)
+    return make(*arguments)  # type: ignore[no-any-return]
 
 
 def from_torchvision(transform: Any, *, decoder: Optional[str] = None, fast: Union[bool, str] = False) -> Pipeline:
