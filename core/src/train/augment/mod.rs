@@ -1,5 +1,5 @@
 //! The random ops of a training pipeline. Each draws its parameters per
-//! sample from its own [`Draws`] and becomes ordinary ops ([`Op`]) that the
+//! sample from its own [`Draws`](super::Draws) and becomes ordinary ops ([`Op`]) that the
 //! plan compiler fuses as it fuses any pipeline: a drawn crop is the region
 //! the resampler reads (and, with libjpeg-turbo, the region decoded). No
 //! second set of pixel kernels.
