@@ -41,6 +41,15 @@ fn flipped() -> TrainPipeline {
     p
 }
 
+/// A state of these tests' loaders (seed 42, batches of 6, the 40 samples)
+/// at `batches` into `epoch`, recording the pipeline `changes`.
+fn state_at(epoch: u32, batches: u64, changes: &[PipelineChange]) -> LoaderState {
+    let mut s = LoaderState::new(42, epoch, batches, 6, 40, dataset().fingerprint());
+    s.changes = changes.len() as u32;
+    s.changes_hash = PipelineChange::hash_all(changes);
+    s
+}
+
 fn plan(p: TrainPipeline) -> Arc<TrainPlan> {
     Arc::new(p.compile().unwrap())
 }
@@ -156,14 +165,7 @@ fn a_resumed_loader_continues_the_callbacks() {
         log: Arc::clone(&log),
         thread: std::thread::current().id(),
     }));
-    let state = LoaderState {
-        seed: 42,
-        epoch: 1,
-        batches: 5,
-        global_batch: 6,
-        dataset_len: 40,
-        fingerprint: dataset().fingerprint(),
-    };
+    let state = state_at(1, 5, &[]);
     let mut loader = Loader::resume(dataset(), plan(pipeline()), c, state).unwrap();
     assert_eq!(rest(&mut loader).len(), 2);
     let points: Vec<_> = log.lock().unwrap().iter().map(|l| (l.0, l.3)).collect();
@@ -241,14 +243,7 @@ fn changed_run(workers: usize, changer: Changer) -> (Vec<Batches>, Vec<PipelineC
 
 /// Epoch `epoch` of a loader built with `p` and no callback (the same keys).
 fn epoch_of(p: TrainPipeline, epoch: u32, workers: usize) -> Batches {
-    let state = LoaderState {
-        seed: 42,
-        epoch,
-        batches: 0,
-        global_batch: 6,
-        dataset_len: 40,
-        fingerprint: dataset().fingerprint(),
-    };
+    let state = state_at(epoch, 0, &[]);
     let mut loader = Loader::resume(dataset(), plan(p), config(workers), state).unwrap();
     rest(&mut loader)
 }
@@ -282,14 +277,7 @@ fn a_pipeline_set_in_an_epoch_augments_the_next_ones() {
 #[test]
 fn a_resume_reproduces_the_changes() {
     let (epochs, changes) = changed_run(2, Changer::new(CallbackPoint::EpochEnd, 0, 0));
-    let at = |epoch, batches| LoaderState {
-        seed: 42,
-        epoch,
-        batches,
-        global_batch: 6,
-        dataset_len: 40,
-        fingerprint: dataset().fingerprint(),
-    };
+    let at = |epoch, batches| state_at(epoch, batches, &changes);
     let resume = |workers, state| {
         Loader::resume_with_changes(
             dataset(),
@@ -309,10 +297,31 @@ fn a_resume_reproduces_the_changes() {
         let mut loader = loader.next_epoch().unwrap();
         assert!(rest(&mut loader) == epochs[1], "{workers} workers");
     }
-    // Without the changes, epoch 2 is the first pipeline's: the state
-    // alone does not carry them.
-    let mut plain = Loader::resume(dataset(), plan(pipeline()), config(2), at(2, 3)).unwrap();
-    assert!(rest(&mut plain) != epochs[2][3..]);
+    // Without the changes (or with others) the state is refused: it
+    // records them, and a resume that runs the first pipeline instead is
+    // wrong data.
+    let other = vec![PipelineChange::new(2, flipped()).unwrap()];
+    for given in [vec![], other] {
+        let err =
+            Loader::resume_with_changes(dataset(), plan(pipeline()), config(2), at(2, 3), given)
+                .unwrap_err();
+        assert!(
+            matches!(err, LoadError::Resume(_)) && err.to_string().contains("pipeline changes"),
+            "{err}"
+        );
+    }
+    // The state a loader with the changes gives records them; its bytes
+    // keep them.
+    let loader = resume(1, at(1, 2));
+    let state = LoaderState::from_bytes(&loader.state().to_bytes()).unwrap();
+    assert_eq!(
+        (state.changes, state.changes_hash),
+        (1, at(1, 2).changes_hash)
+    );
+    assert!(matches!(
+        Loader::resume(dataset(), plan(pipeline()), config(2), state),
+        Err(LoadError::Resume(_))
+    ));
 }
 
 /// A pipeline of another output shape is refused where it is set (the
@@ -431,14 +440,7 @@ fn a_change_taken_back_does_not_leave_the_loader_waiting() {
         let mut changer = Changer::new(CallbackPoint::EpochEnd, 1, 0);
         changer.pipeline = flipped();
         c.callbacks.push(Arc::new(changer));
-        let state = LoaderState {
-            seed: 42,
-            epoch: 1,
-            batches: 0,
-            global_batch: 6,
-            dataset_len: 40,
-            fingerprint: dataset().fingerprint(),
-        };
+        let state = state_at(1, 0, &changes);
         let mut loader =
             Loader::resume_with_changes(dataset(), plan(pipeline()), c, state, changes).unwrap();
         rest(&mut loader);
@@ -451,4 +453,46 @@ fn a_change_taken_back_does_not_leave_the_loader_waiting() {
         .expect("epoch 2 came (the loader did not wait on stopped threads)");
     assert_eq!(changes, 1, "the change at 2 was taken back");
     assert!(epoch2 == epoch_of(flipped(), 2, 2), "epoch 2 is flipped's");
+}
+
+/// An `epoch_end` callback that fails inside `next_epoch` (the epoch's
+/// batches all taken, its end never asked for by `next()`) gives the
+/// loader back with the error, where it was: its state can be saved, and
+/// `next_epoch` again runs the next epoch whole. Past the configured
+/// epochs, the loader comes back too.
+#[test]
+fn next_epoch_gives_the_loader_back_when_it_cannot_move_on() {
+    let mut c = config(2);
+    c.callbacks.push(Arc::new(Failing {
+        point: CallbackPoint::EpochEnd,
+        panic: false,
+    }));
+    let mut loader = Loader::new(dataset(), plan(pipeline()), c).unwrap();
+    let first: Batches = loader.by_ref().take(7).map(|b| batch(b.unwrap())).collect();
+    assert_eq!(first.len(), 7);
+    let failed = loader.next_epoch().unwrap_err();
+    assert!(
+        matches!(
+            &failed.error,
+            LoadError::Callback {
+                point: "epoch_end",
+                epoch: 0,
+                step_in_epoch: 7,
+                ..
+            }
+        ),
+        "{failed}"
+    );
+    let loader = *failed.loader.expect("the loader comes back with the error");
+    assert_eq!((loader.epoch(), loader.state().batches), (0, 7));
+    let mut loader = loader.next_epoch().unwrap();
+    assert_eq!(loader.epoch(), 1);
+    assert!(rest(&mut loader) == epoch_of(pipeline(), 1, 2));
+    let loader = loader.next_epoch().unwrap();
+    let past = loader.next_epoch().unwrap_err();
+    assert!(
+        matches!(past.error, LoadError::NoMoreEpochs { epochs: Some(3) }),
+        "{past}"
+    );
+    assert_eq!(past.loader.expect("kept").epoch(), 2);
 }

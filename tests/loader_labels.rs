@@ -389,3 +389,72 @@ fn the_labels_count_against_the_buffer_limit() {
         "{err}"
     );
 }
+
+/// Eight photos with two labels each (`i`, `-i`; samples `three` have a
+/// third, 0) whose samples `failing` do not read (a malformed record).
+fn labelled(failing: &'static [usize], three: &'static [usize]) -> Arc<dyn Dataset> {
+    use tensorprep::train::data::{DataError, Sample};
+    let photo = read("sample.jpg");
+    Arc::new((8, move |i: usize, s: &mut Sample| {
+        if failing.contains(&i) {
+            return Err(DataError::OutOfRange { index: i, len: 0 });
+        }
+        s.bytes.clear();
+        s.bytes.extend_from_slice(&photo);
+        s.labels.clear();
+        s.labels.extend([i as f32, -(i as f32)]);
+        if three.contains(&i) {
+            s.labels.push(0.0);
+        }
+        Ok(())
+    }))
+}
+
+/// Skipping errors, a first sample that does not read does not set the
+/// label width: the first that reads does (2), and the epoch's batches
+/// hold every other sample with its two labels. The state pins the width:
+/// a resume runs with it and never probes again (here a probe would find
+/// 3), and a configured width that differs is refused.
+#[test]
+fn the_width_is_the_first_readable_sample_s_and_the_state_pins_it() {
+    let mut c = config(4, 2, Order::Sequential);
+    c.on_error = OnError::Skip;
+    let mut loader = Loader::new(labelled(&[0], &[]), plan(false), c.clone()).unwrap();
+    assert_eq!(loader.label_width(), 2);
+    let first = loader.next().unwrap().unwrap();
+    assert_eq!((first.label_width(), first.skipped()), (2, 1));
+    assert_eq!(first.labels(), [1.0, -1.0, 2.0, -2.0, 3.0, -3.0]);
+    drop(first);
+    let state = loader.state();
+    assert_eq!(state.label_width, Some(2));
+    let rest_of_epoch = rest(&mut loader);
+    drop(loader);
+
+    // None of the probes reads: a typed error (the width is unknown), not
+    // a guess.
+    let unreadable: &[usize] = &[0, 1, 2, 3, 4, 5, 6, 7];
+    let err = Loader::new(labelled(unreadable, &[]), plan(false), c.clone()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LoadError::LabelWidth {
+                tried: 8,
+                error: Some(_)
+            }
+        ),
+        "{err}"
+    );
+    // Resumed at the state, the width is the state's: no probe (it would
+    // find 3 here, from samples the rest of the epoch does not read).
+    let changed = labelled(&[], &[0, 1, 2, 3]);
+    let mut resumed = Loader::resume(changed, plan(false), c.clone(), state).unwrap();
+    assert_eq!(resumed.label_width(), 2);
+    assert_eq!(rest(&mut resumed), rest_of_epoch);
+    let mut other = c;
+    other.label_width = Some(3);
+    let err = Loader::resume(labelled(&[0], &[]), plan(false), other, state).unwrap_err();
+    assert!(
+        matches!(err, LoadError::Resume(_)) && err.to_string().contains("label width"),
+        "{err}"
+    );
+}

@@ -656,7 +656,7 @@ mod loader {
             epochs.push(rest(&mut loader));
         }
         assert!(matches!(
-            loader.next_epoch(),
+            loader.next_epoch().map_err(|e| e.error),
             Err(LoadError::NoMoreEpochs { epochs: Some(3) })
         ));
         // A loader with no epoch to run (or resumed past its last) ends at
@@ -1146,14 +1146,7 @@ mod shards {
     fn resume_with_another_shard_count_keeps_each_step_s_samples() {
         let whole = steps(2, 4, None);
         assert_eq!(whole.len(), 6);
-        let state = LoaderState {
-            seed: 3,
-            epoch: 0,
-            batches: 2,
-            global_batch: 8,
-            dataset_len: 48,
-            fingerprint: dataset().fingerprint(),
-        };
+        let state = LoaderState::new(3, 0, 2, 8, 48, dataset().fingerprint());
         let rest = steps(4, 2, Some(state));
         assert_eq!(rest, whole[2..]);
         let all: BTreeSet<u64> = whole[..2].iter().chain(&rest).flatten().copied().collect();

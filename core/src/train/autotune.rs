@@ -204,7 +204,7 @@ pub fn autotune(
     let sample_len = shape.iter().product::<usize>();
     let costs = measure(dataset.as_ref(), &plan, base.seed, sample_len)?;
     // A batch slot's bytes: the sample's, and its labels' (4 each).
-    let labels = super::loader::label_width(dataset.as_ref(), &base) as u64;
+    let labels = super::loader::label_width(dataset.as_ref(), &base)? as u64;
     let sample_bytes = (sample_len * plan.dtype().size()) as u64 + 4 * labels;
     let (read, decode) = (costs.read.max(1e-9), costs.decode.max(1e-9));
     let cpus = budget.cpus;

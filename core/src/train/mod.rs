@@ -43,7 +43,7 @@ pub use autotune::{Budget, Tuned, autotune};
 pub use erase::{EraseValue, RandomErasing, erase};
 pub use loader::{
     Batch, BatchMut, Callback, CallbackPoint, Callbacks, LoadError, Loader, LoaderConfig,
-    LoaderState, OnError, PerBatch, PipelineChange, RunContext, Stopper,
+    LoaderState, NextEpochError, OnError, PerBatch, PipelineChange, RunContext, Stopper,
 };
 pub use mix::{BatchShape, MixDraws, MixMode, MixScratch, Mixup};
 pub use plan::{MAX_AUGMENTS, TrainPipeline, TrainPlan, TrainState};

@@ -728,9 +728,20 @@ impl PyLoader {
     fn next_epoch(&self, py: Python<'_>) -> PyResult<()> {
         self.with(py, |running| {
             let loader = running.loader.take().ok_or(Failed::Closed)?;
-            let next = loader.next_epoch()?;
-            self.install(running, next);
-            Ok(())
+            match loader.next_epoch() {
+                Ok(next) => {
+                    self.install(running, next);
+                    Ok(())
+                }
+                // A callback at the epoch's end failed, or no epoch
+                // follows: the loader stays as it was (its state intact).
+                Err(e) => {
+                    if let Some(loader) = e.loader {
+                        running.loader = Some(*loader);
+                    }
+                    Err(e.error.into())
+                }
+            }
         })
     }
 
@@ -742,9 +753,10 @@ impl PyLoader {
     }
 
     /// Where the loader is: `seed`, `epoch`, `batches` (delivered in this
-    /// epoch), `global_batch`, `dataset_len`, `fingerprint`; and, once a
-    /// callback changed the pipeline, `pipelines`: `[(from_epoch,
-    /// Pipeline), ...]`.
+    /// epoch), `global_batch`, `dataset_len`, `fingerprint`, `label_width`
+    /// (the labels per sample it runs with: a resume keeps them); and, once
+    /// a callback changed the pipeline, `pipelines`: `[(from_epoch,
+    /// Pipeline), ...]` and their `changes_hash`. Picklable.
     fn state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let (s, changes) = self.with(py, |running| {
             let loader = running.loader()?;
@@ -757,7 +769,9 @@ impl PyLoader {
         d.set_item("global_batch", s.global_batch)?;
         d.set_item("dataset_len", s.dataset_len)?;
         d.set_item("fingerprint", s.fingerprint)?;
+        d.set_item("label_width", s.label_width)?;
         if !changes.is_empty() {
+            d.set_item("changes_hash", s.changes_hash)?;
             let list = changes
                 .iter()
                 .map(|c| {
@@ -773,9 +787,11 @@ impl PyLoader {
     }
 
     /// Continues exactly where `state` (from `state_dict`) was: the next
-    /// batch is the one that followed, with any worker count. A state for
-    /// another dataset, seed or global batch is refused with the loader
-    /// left running as it was.
+    /// batch is the one that followed, with any worker count, with the
+    /// state's pipelines and labels per sample. A state for another
+    /// dataset, seed, global batch or label width, or whose pipelines do
+    /// not match its `changes_hash`, is refused with the loader left
+    /// running as it was.
     fn load_state_dict(&self, py: Python<'_>, state: &Bound<'_, PyDict>) -> PyResult<()> {
         let get = |k: &str| -> PyResult<u64> {
             state
@@ -783,14 +799,20 @@ impl PyLoader {
                 .ok_or_else(|| errors::value(format!("the state has no `{k}`")))?
                 .extract()
         };
-        let s = LoaderState {
-            seed: get("seed")?,
-            epoch: u32::try_from(get("epoch")?).map_err(|_| errors::value("epoch out of range"))?,
-            batches: get("batches")?,
-            global_batch: get("global_batch")?,
-            dataset_len: get("dataset_len")?,
-            fingerprint: get("fingerprint")?,
-        };
+        let mut s = LoaderState::new(
+            get("seed")?,
+            u32::try_from(get("epoch")?).map_err(|_| errors::value("epoch out of range"))?,
+            get("batches")?,
+            get("global_batch")?,
+            get("dataset_len")?,
+            get("fingerprint")?,
+        );
+        // Absent (or None) in a state of an older version: not pinned.
+        s.label_width = state
+            .get_item("label_width")?
+            .map(|w| w.extract::<Option<u32>>())
+            .transpose()?
+            .flatten();
         // A state without `pipelines` (one saved before any change, or by
         // an older version) has no changes.
         let mut changes = Vec::new();
@@ -803,13 +825,25 @@ impl PyLoader {
                 changes.push(change);
             }
         }
+        // The state records the changes it was saved with.
+        s.changes =
+            u32::try_from(changes.len()).map_err(|_| errors::value("too many pipelines"))?;
+        s.changes_hash = PipelineChange::hash_all(&changes);
+        if let Some(hash) = state.get_item("changes_hash")?
+            && hash.extract::<u64>()? != s.changes_hash
+        {
+            return Err(errors::load(&LoadError::Resume(
+                "the state's pipelines are not the ones its changes_hash records",
+            )));
+        }
         self.with(py, |running| {
-            running.loader()?.check_state(&s)?;
+            running.loader()?.check_state_with(&s, &changes)?;
             self.restart(running, s, changes)
         })
     }
 
-    /// Restarts at the beginning of `epoch` (as `DistributedSampler.set_epoch`).
+    /// Restarts at the beginning of `epoch` (as `DistributedSampler.set_epoch`),
+    /// with the pipeline changes and the labels per sample it runs with.
     fn set_epoch(&self, py: Python<'_>, epoch: u32) -> PyResult<()> {
         self.with(py, |running| {
             let loader = running.loader()?;

@@ -261,6 +261,47 @@ impl PipelineChange {
         &self.pipeline
     }
 
+    /// A hash of `changes` (0 for none), for [`LoaderState::changes_hash`](super::LoaderState::changes_hash):
+    /// FNV-1a 64 of each change's first epoch and its pipeline's canonical
+    /// description, the pipeline's `Debug` form (every parameter, floats
+    /// at full precision: two pipelines that draw differently differ). A
+    /// custom op counts by its name and size: its function is code.
+    ///
+    /// ```
+    /// use tensorprep::train::{PipelineChange, TrainPipeline};
+    ///
+    /// let p = TrainPipeline::imagenet_train();
+    /// let mut q = p.clone();
+    /// q.augments.truncate(1);
+    /// let hash = |e, p: &TrainPipeline| PipelineChange::hash_all(&[PipelineChange::new(e, p.clone()).unwrap()]);
+    /// assert_eq!(hash(2, &p), hash(2, &p.clone()));
+    /// assert_ne!(hash(2, &p), hash(3, &p));
+    /// assert_ne!(hash(2, &p), hash(2, &q));
+    /// assert_eq!(PipelineChange::hash_all(&[]), 0);
+    /// ```
+    pub fn hash_all(changes: &[PipelineChange]) -> u64 {
+        /// Feeds what is written to the hash (no text is kept).
+        struct Hashing(crate::Fnv1a64);
+        impl fmt::Write for Hashing {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                self.0.update(s.as_bytes());
+                Ok(())
+            }
+        }
+        if changes.is_empty() {
+            return 0;
+        }
+        let mut h = Hashing(crate::Fnv1a64::new());
+        for c in changes {
+            h.0.update(&c.from_epoch.to_le_bytes());
+            // Writing to the hash cannot fail.
+            let _ = fmt::Write::write_fmt(&mut h, format_args!("{:?}", c.pipeline));
+            // The end of one description (none holds a NUL).
+            h.0.update(&[0]);
+        }
+        h.0.finish()
+    }
+
     /// Whether it may replace `plan`: the same output shape (or both
     /// varying), dtype and layout, so the batch buffers fit.
     pub fn fits(&self, plan: &TrainPlan) -> Result<(), LoadError> {

@@ -92,6 +92,16 @@ pub enum LoadError {
         /// The sample's labels.
         found: usize,
     },
+    /// None of the dataset's first `tried` samples reads, so the labels per
+    /// sample cannot be found from them: set
+    /// [`LoaderConfig::label_width`](super::LoaderConfig::label_width).
+    /// The first one's read error is the source (none when it panicked).
+    LabelWidth {
+        /// The samples tried, from index 0.
+        tried: usize,
+        /// Why the first did not read.
+        error: Option<DataError>,
+    },
     /// The per-batch function failed (or panicked) on a batch.
     PerBatch {
         /// The batch's epoch.
@@ -204,6 +214,11 @@ impl fmt::Display for LoadError {
                 "{sample} (sample {index}): {found} labels, not the loader's {expected} (its \
                  label width: the first sample's count, or label_width)"
             ),
+            LoadError::LabelWidth { tried, .. } => write!(
+                f,
+                "loader: none of the dataset's first {tried} samples reads, so its labels per \
+                 sample are unknown (set label_width)"
+            ),
             LoadError::PerBatch {
                 epoch,
                 number,
@@ -261,7 +276,10 @@ impl fmt::Display for LoadError {
 impl std::error::Error for LoadError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            LoadError::Read { error, .. } => Some(error),
+            LoadError::Read { error, .. }
+            | LoadError::LabelWidth {
+                error: Some(error), ..
+            } => Some(error),
             LoadError::Decode { error, .. } => Some(error),
             LoadError::Custom { error, .. } => Some(error),
             LoadError::Spawn { error, .. } => Some(error),
@@ -295,5 +313,37 @@ impl LoadError {
                 error,
             },
         }
+    }
+}
+
+/// Why [`Loader::next_epoch`](super::Loader::next_epoch) did not move on,
+/// with the loader when it is still whole (at the epoch it was at, its
+/// state intact). Reads as its [`LoadError`]; `?` turns it into one.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct NextEpochError {
+    /// Why.
+    pub error: LoadError,
+    /// The loader, where it was: no epoch follows, or a callback at the
+    /// epoch's end failed. `None` when the threads' restart at the next
+    /// epoch failed (the old ones were already stopped).
+    pub loader: Option<alloc::boxed::Box<super::Loader>>,
+}
+
+impl fmt::Display for NextEpochError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for NextEpochError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
+}
+
+impl From<NextEpochError> for LoadError {
+    fn from(e: NextEpochError) -> LoadError {
+        e.error
     }
 }

@@ -15,29 +15,42 @@ use super::{LoadError, LoaderConfig};
 /// sample that fails fails again in the stream, naming itself there).
 pub(super) const PROBES: usize = 16;
 
-/// The label width a loader of `dataset` runs with: the configured one,
-/// else the label count of the first of the dataset's first [`PROBES`]
-/// samples that reads; 1 (a class index) when none of them reads (or the
-/// dataset is empty). A stream ([`Dataset::orders_itself`]) is not probed
-/// (a read would cost a pass of its own, and standard input has only
-/// one): 1 unless configured.
-pub(crate) fn width(dataset: &dyn Dataset, config: &LoaderConfig) -> usize {
+/// The label width a loader of `dataset` runs with: the configured one
+/// (or a resumed state's), else the label count of the first of the
+/// dataset's first [`PROBES`] samples that reads (a malformed first sample,
+/// skipped by [`OnError::Skip`](super::OnError::Skip), does not set it);
+/// [`LoadError::LabelWidth`] when none of them reads. 1 (a class index)
+/// for an empty dataset. A stream ([`Dataset::orders_itself`]) is not
+/// probed (a read would cost a pass of its own, and standard input has
+/// only one): 1 unless configured.
+pub(crate) fn width(dataset: &dyn Dataset, config: &LoaderConfig) -> Result<usize, LoadError> {
     if let Some(width) = config.label_width {
-        return width;
+        return Ok(width);
     }
     if dataset.orders_itself() {
-        return 1;
+        return Ok(1);
     }
     let mut sample = Sample::default();
-    (0..dataset.len().min(PROBES))
-        .find_map(|i| {
-            // A dataset's panic is the stream's to report, with the sample.
-            let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                dataset.read(i, &mut sample)
-            }));
-            matches!(read, Ok(Ok(()))).then_some(sample.labels.len())
-        })
-        .unwrap_or(1)
+    let tried = dataset.len().min(PROBES);
+    let mut first = None;
+    for i in 0..tried {
+        // A dataset's panic is the stream's to report, with the sample.
+        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            dataset.read(i, &mut sample)
+        }));
+        match read {
+            Ok(Ok(())) => return Ok(sample.labels.len()),
+            Ok(Err(e)) if i == 0 => first = Some(e),
+            _ => {}
+        }
+    }
+    if tried == 0 {
+        return Ok(1);
+    }
+    Err(LoadError::LabelWidth {
+        tried,
+        error: first,
+    })
 }
 
 /// Sample `index`'s labels, checked: `width` of them, each a finite
@@ -90,17 +103,36 @@ mod tests {
     #[test]
     fn the_width_is_the_first_readable_samples_or_the_configured() {
         let config = LoaderConfig::default();
-        assert_eq!(width(&dataset(5, &[], |i| i + 3), &config), 3);
-        assert_eq!(width(&dataset(5, &[0, 1], |i| i + 3), &config), 5);
-        assert_eq!(width(&dataset(5, &[], |_| 0), &config), 0);
-        // None reads, or none to read: a class index.
-        assert_eq!(width(&dataset(5, &[0, 1, 2, 3, 4], |_| 7), &config), 1);
-        assert_eq!(width(&dataset(0, &[], |_| 7), &config), 1);
+        let w = |d: &dyn Dataset, c: &LoaderConfig| width(d, c).unwrap();
+        assert_eq!(w(&dataset(5, &[], |i| i + 3), &config), 3);
+        assert_eq!(w(&dataset(5, &[0, 1], |i| i + 3), &config), 5);
+        assert_eq!(w(&dataset(5, &[], |_| 0), &config), 0);
+        // None to read: a class index.
+        assert_eq!(w(&dataset(0, &[], |_| 7), &config), 1);
+        // The last probe reads; none of the probes reads: an error, with
+        // the first's cause.
+        let late: &[usize] = &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14];
+        assert_eq!(w(&dataset(20, late, |_| 4), &config), 4);
+        let e = width(&dataset(5, &[0, 1, 2, 3, 4], |_| 7), &config).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                LoadError::LabelWidth {
+                    tried: 5,
+                    error: Some(DataError::OutOfRange { index: 0, .. })
+                }
+            ),
+            "{e}"
+        );
+        let all: &[usize] = &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
+        let e = width(&dataset(20, all, |_| 4), &config).unwrap_err();
+        assert!(matches!(e, LoadError::LabelWidth { tried: 16, .. }), "{e}");
+        assert!(e.to_string().contains("label_width"), "{e}");
         let config = LoaderConfig {
             label_width: Some(2),
             ..config
         };
-        assert_eq!(width(&dataset(5, &[], |_| 7), &config), 2);
+        assert_eq!(w(&dataset(5, &[], |_| 7), &config), 2);
     }
 
     #[test]

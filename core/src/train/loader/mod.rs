@@ -89,7 +89,7 @@ use std::thread::JoinHandle;
 pub use batch::{Batch, BatchMut};
 pub use callbacks::{Callback, CallbackPoint, Callbacks, PipelineChange, RunContext};
 pub use config::{LoaderConfig, OnError, PerBatch};
-pub use error::LoadError;
+pub use error::{LoadError, NextEpochError};
 pub use state::LoaderState;
 
 /// The label width a loader of a dataset runs with (autotune counts it).
@@ -269,21 +269,23 @@ impl Loader {
         config: LoaderConfig,
     ) -> Result<Loader, LoadError> {
         let fingerprint = dataset.fingerprint();
-        let state = LoaderState {
-            seed: config.seed,
-            epoch: 0,
-            batches: 0,
-            global_batch: config.global_batch(),
-            dataset_len: dataset.len() as u64,
+        let state = LoaderState::new(
+            config.seed,
+            0,
+            0,
+            config.global_batch(),
+            dataset.len() as u64,
             fingerprint,
-        };
+        );
         let schedule = Schedule::new(plan, Vec::new())?;
         Loader::start(dataset, schedule, config, state, fingerprint)
     }
 
     /// A loader continuing at `state` (saved by [`Loader::state`]): the
     /// next batch is the one that followed, byte for byte, whatever the
-    /// worker count.
+    /// worker count. A state whose loader had pipeline changes is refused
+    /// ([`LoadError::Resume`]): resume it with them,
+    /// [`Loader::resume_with_changes`].
     pub fn resume(
         dataset: Arc<dyn Dataset>,
         plan: Arc<TrainPlan>,
@@ -296,7 +298,9 @@ impl Loader {
     /// [`Loader::resume`] with the pipeline changes the callbacks had made
     /// ([`Loader::pipeline_changes`], saved beside the state): each epoch
     /// is augmented as it was, with any worker count. `plan` is the first
-    /// pipeline's, the one the loader was made with.
+    /// pipeline's, the one the loader was made with. Changes other than
+    /// the state's (by count or [`PipelineChange::hash_all`]) are refused
+    /// ([`LoadError::Resume`]).
     pub fn resume_with_changes(
         dataset: Arc<dyn Dataset>,
         plan: Arc<TrainPlan>,
@@ -319,8 +323,19 @@ impl Loader {
         state: LoaderState,
         fingerprint: u64,
     ) -> Result<Loader, LoadError> {
-        state.fits(dataset.len() as u64, fingerprint, &config)?;
+        let changes = &schedule.changes;
+        let changes = (
+            u32::try_from(changes.len()).unwrap_or(u32::MAX),
+            PipelineChange::hash_all(changes),
+        );
+        state.fits(dataset.len() as u64, fingerprint, &config, changes)?;
         config.check()?;
+        // The labels per sample the state's loader ran with: not looked
+        // for again (a resume keeps the batches' shape).
+        let mut config = config;
+        if let (None, Some(pinned)) = (config.label_width, state.label_width) {
+            config.label_width = Some(pinned as usize);
+        }
         // Every pipeline of the schedule has the first one's output.
         let plan = Arc::clone(&schedule.first);
         let (shape, variable) = match (plan.output_shape(), config.max_shape) {
@@ -387,7 +402,7 @@ impl Loader {
             batch_size: b,
             end,
         };
-        let label_width = labels::width(&*dataset, &config);
+        let label_width = labels::width(&*dataset, &config)?;
         // The batch buffers: `depth` of them, each of a batch at most (never
         // more than an epoch holds), within the limit; each grows to its
         // batch when first used, not before. Their labels count too.
@@ -496,24 +511,51 @@ impl Loader {
     }
 
     /// Where the loader is: the batches delivered so far.
+    /// The pipeline changes' count and hash and the label width are
+    /// pinned in it.
     pub fn state(&self) -> LoaderState {
-        LoaderState {
-            seed: self.shared.config.seed,
-            epoch: self.epoch,
-            batches: self.delivered,
-            global_batch: self.shared.config.global_batch(),
-            dataset_len: self.shared.dataset.len() as u64,
-            fingerprint: self.shared.fingerprint,
-        }
+        let s = &self.shared;
+        let changes = &self.schedule.changes;
+        let mut state = LoaderState::new(
+            s.config.seed,
+            self.epoch,
+            self.delivered,
+            s.config.global_batch(),
+            s.dataset.len() as u64,
+            s.fingerprint,
+        );
+        state.changes = u32::try_from(changes.len()).unwrap_or(u32::MAX);
+        state.changes_hash = PipelineChange::hash_all(changes);
+        state.label_width = u32::try_from(s.label_width).ok();
+        state
     }
 
-    /// Whether [`Loader::resume`] with this loader's dataset and
-    /// configuration would accept `state` (checked without stopping or
-    /// starting any thread): the same dataset (length and fingerprint), seed
-    /// and global batch.
+    /// Whether [`Loader::resume_with_changes`] with this loader's dataset,
+    /// configuration and pipeline changes would accept `state` (checked
+    /// without stopping or starting any thread): the same dataset (length
+    /// and fingerprint), seed, global batch, pipeline changes and label
+    /// width.
     pub fn check_state(&self, state: &LoaderState) -> Result<(), LoadError> {
+        self.check_state_with(state, &self.schedule.changes)
+    }
+
+    /// [`Loader::check_state`] for a resume with the pipeline `changes`
+    /// instead of this loader's.
+    pub fn check_state_with(
+        &self,
+        state: &LoaderState,
+        changes: &[PipelineChange],
+    ) -> Result<(), LoadError> {
         let s = &self.shared;
-        state.fits(s.dataset.len() as u64, s.fingerprint, &s.config)
+        let changes = (
+            u32::try_from(changes.len()).unwrap_or(u32::MAX),
+            PipelineChange::hash_all(changes),
+        );
+        // The width this loader runs with stands for the configured one:
+        // a state pinning another is for other batches.
+        let mut config = s.config.clone();
+        config.label_width = Some(s.label_width);
+        state.fits(s.dataset.len() as u64, s.fingerprint, &config, changes)
     }
 
     /// A handle that stops this loader from another thread: the batch being
@@ -556,8 +598,8 @@ impl Loader {
     }
 
     /// Labels per sample in every batch ([`Batch::label_width`]): the
-    /// configured [`LoaderConfig::label_width`], or the count of the
-    /// dataset's first sample.
+    /// configured [`LoaderConfig::label_width`], the resumed state's, or
+    /// the count of the dataset's first sample that reads.
     pub fn label_width(&self) -> usize {
         self.shared.label_width
     }
@@ -580,17 +622,26 @@ impl Loader {
     /// with another pipeline, they are restarted at the next epoch's start.
     /// A whole epoch's `step_end` and `epoch_end` callbacks not called yet
     /// (its end not asked for by `next()`) are called first.
-    pub fn next_epoch(mut self) -> Result<Loader, LoadError> {
-        let epoch = self
-            .epoch
-            .checked_add(1)
-            .ok_or(LoadError::NoMoreEpochs { epochs: None })?;
+    ///
+    /// When it cannot move on (no epoch follows, or a callback failed) the
+    /// error gives the loader back, where it was: its state can still be
+    /// saved, and a callback's failure once reported, `next_epoch` again
+    /// restarts the threads at the next epoch. Only a restart that fails
+    /// (its threads already stopped) loses it.
+    pub fn next_epoch(mut self) -> Result<Loader, NextEpochError> {
+        let kept = |error, loader| NextEpochError {
+            error,
+            loader: Some(alloc::boxed::Box::new(loader)),
+        };
+        let Some(epoch) = self.epoch.checked_add(1) else {
+            return Err(kept(LoadError::NoMoreEpochs { epochs: None }, self));
+        };
         if let Some(end) = self.shared.config.epochs.filter(|&end| epoch >= end) {
-            return Err(LoadError::NoMoreEpochs { epochs: Some(end) });
+            return Err(kept(LoadError::NoMoreEpochs { epochs: Some(end) }, self));
         }
         let whole = !self.failed && self.delivered == self.shared.stream.batches;
-        if whole {
-            self.end_epoch()?;
+        if whole && let Err(e) = self.end_epoch() {
+            return Err(kept(e, self));
         }
         let same_plan = Arc::ptr_eq(self.schedule.plan(epoch), &self.shared.plan);
         // The threads may have been told to stop before this epoch (a
@@ -613,7 +664,12 @@ impl Loader {
         state.epoch = epoch;
         state.batches = 0;
         drop(self);
-        Loader::start(dataset, schedule, config, state, state.fingerprint)
+        Loader::start(dataset, schedule, config, state, state.fingerprint).map_err(|error| {
+            NextEpochError {
+                error,
+                loader: None,
+            }
+        })
     }
 }
 
