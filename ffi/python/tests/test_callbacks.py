@@ -113,7 +113,7 @@ def test_a_pipeline_set_at_an_epoch_s_end_augments_the_next_epochs(train):
         assert [e for e, _ in changes] == [1] and changes[0][1] == flipped(train)
 
 
-def test_a_resume_after_the_change_equals_the_uninterrupted_run(train):
+def test_a_resume_after_the_change_equals_the_uninterrupted_run(tp, train):
     whole = loader(train, 2, [Changer(flipped(train))])
     epochs = [collect(whole), collect(whole), collect(whole)]
     first = loader(train, 1, [Changer(flipped(train))])
@@ -127,10 +127,14 @@ def test_a_resume_after_the_change_equals_the_uninterrupted_run(train):
     second = loader(train, 3)
     second.load_state_dict(state)
     assert same(collect(second), epochs[2][1:])
-    # Without the change the rest of epoch 2 is the first pipeline's.
+    # Without the change (or with another) the state is refused: it records
+    # its pipelines, and the first pipeline's batches would be wrong data.
     plain = loader(train, 3)
-    plain.load_state_dict({k: v for k, v in state.items() if k != "pipelines"})
-    assert not same(collect(plain), epochs[2][1:])
+    for changed in ({k: v for k, v in state.items() if k != "pipelines"}, dict(state, pipelines=[(1, pipeline(train))])):
+        with pytest.raises(tp.LoaderError, match="pipelines"):
+            plain.load_state_dict(changed)
+    # The loader goes on where it was (epoch 0's start).
+    assert same(collect(plain), epochs[0])
 
 
 def test_a_pipeline_of_another_output_is_refused(train):

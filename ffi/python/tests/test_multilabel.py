@@ -123,3 +123,53 @@ def test_multilabel_batches_do_not_depend_on_workers_and_resume(train):
     assert same(batches(resumed), one[2:4])
     iter(resumed)  # on to the next epoch
     assert same(batches(resumed), one[4:])
+
+
+class Widening:
+    """Six photos labelled ``[i, i]``; once ``wide`` is set, samples 0 and 1
+    have a third label (a probe of the first sample would then find 3)."""
+
+    def __init__(self, photo):
+        self.photo, self.wide = photo, False
+
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        return self.photo, [float(i)] * (3 if self.wide and i < 2 else 2)
+
+
+def test_a_resume_keeps_the_label_width_it_ran_with(train):
+    """The state pins the labels per sample: ``set_epoch`` and
+    ``load_state_dict`` run with them and never probe again (a resume must
+    not change the batches' shape); the samples that no longer fit are the
+    ones refused (skipped here)."""
+    photo = train.CelebA(ROOT, split="all")[0][0]
+    samples = Widening(photo)
+    data = train.FromPython(samples)
+
+    def make():
+        return train.Loader(
+            data, pipeline(train), 2, 1, seed=0, shuffle=False, output="numpy", labels="float32", skip_errors=True
+        )
+
+    def rest(loader):
+        got = batches(loader)
+        return [i for _, _, b in got for i in b.tolist()], {labels.shape[1:] for _, labels, _ in got}
+
+    loader = make()
+    assert loader.next_batch()["labels"].shape == (2, 2)
+    state = loader.state_dict()
+    assert state["label_width"] == 2
+    samples.wide = True
+    # A fresh loader probes the dataset as it is now: 3 labels.
+    fresh = make()
+    assert fresh.next_batch()["labels"].shape == (2, 3)
+    fresh.close()
+    # Resumed, the state's 2: samples 0 and 1 (3 labels now) are skipped.
+    resumed = make()
+    resumed.load_state_dict(state)
+    assert rest(resumed) == ([2, 3, 4, 5], {(2,)})
+    loader.set_epoch(1)
+    assert rest(loader) == ([2, 3, 4, 5], {(2,)})
+    assert loader.state_dict()["label_width"] == 2

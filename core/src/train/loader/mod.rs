@@ -330,12 +330,6 @@ impl Loader {
         );
         state.fits(dataset.len() as u64, fingerprint, &config, changes)?;
         config.check()?;
-        // The labels per sample the state's loader ran with: not looked
-        // for again (a resume keeps the batches' shape).
-        let mut config = config;
-        if let (None, Some(pinned)) = (config.label_width, state.label_width) {
-            config.label_width = Some(pinned as usize);
-        }
         // Every pipeline of the schedule has the first one's output.
         let plan = Arc::clone(&schedule.first);
         let (shape, variable) = match (plan.output_shape(), config.max_shape) {
@@ -402,7 +396,12 @@ impl Loader {
             batch_size: b,
             end,
         };
-        let label_width = labels::width(&*dataset, &config)?;
+        // The labels per sample the state's loader ran with are not looked
+        // for again (a resume keeps the batches' shape).
+        let label_width = match (config.label_width, state.label_width) {
+            (None, Some(pinned)) => pinned as usize,
+            _ => labels::width(&*dataset, &config)?,
+        };
         // The batch buffers: `depth` of them, each of a batch at most (never
         // more than an epoch holds), within the limit; each grows to its
         // batch when first used, not before. Their labels count too.
@@ -533,8 +532,8 @@ impl Loader {
     /// Whether [`Loader::resume_with_changes`] with this loader's dataset,
     /// configuration and pipeline changes would accept `state` (checked
     /// without stopping or starting any thread): the same dataset (length
-    /// and fingerprint), seed, global batch, pipeline changes and label
-    /// width.
+    /// and fingerprint), seed, global batch, pipeline changes, and the
+    /// configured label width (if any) equal to the state's.
     pub fn check_state(&self, state: &LoaderState) -> Result<(), LoadError> {
         self.check_state_with(state, &self.schedule.changes)
     }
@@ -551,11 +550,7 @@ impl Loader {
             u32::try_from(changes.len()).unwrap_or(u32::MAX),
             PipelineChange::hash_all(changes),
         );
-        // The width this loader runs with stands for the configured one:
-        // a state pinning another is for other batches.
-        let mut config = s.config.clone();
-        config.label_width = Some(s.label_width);
-        state.fits(s.dataset.len() as u64, s.fingerprint, &config, changes)
+        state.fits(s.dataset.len() as u64, s.fingerprint, &s.config, changes)
     }
 
     /// A handle that stops this loader from another thread: the batch being
@@ -653,13 +648,13 @@ impl Loader {
             (self.begun, self.step_open, self.ended) = (false, false, false);
             return Ok(self);
         }
-        let (dataset, schedule, mut config) = (
+        let (dataset, schedule, config) = (
             Arc::clone(&self.shared.dataset),
             self.schedule.clone(),
             self.shared.config.clone(),
         );
-        // The same labels as before (not looked for again).
-        config.label_width = Some(self.shared.label_width);
+        // The same labels as before (pinned in the state, not looked for
+        // again).
         let mut state = self.state();
         state.epoch = epoch;
         state.batches = 0;
