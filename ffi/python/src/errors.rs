@@ -137,7 +137,11 @@ pub(crate) fn load(e: &LoadError) -> PyErr {
     // The cause (a read's, a decode's, a thread spawn's) is the source.
     let message = tensorprep::error::report(e);
     match e {
-        LoadError::Read { error, .. } => caused(DataError::new_err(message), error),
+        LoadError::Read { error, .. }
+        | LoadError::LabelWidth {
+            error: Some(error), ..
+        } => caused(DataError::new_err(message), error),
+        LoadError::LabelWidth { .. } => DataError::new_err(message),
         LoadError::Label { .. } | LoadError::LabelCount { .. } => DataError::new_err(message),
         LoadError::Decode { error, .. } => {
             let class = core(error);

@@ -173,3 +173,24 @@ def test_a_resume_keeps_the_label_width_it_ran_with(train):
     loader.set_epoch(1)
     assert rest(loader) == ([2, 3, 4, 5], {(2,)})
     assert loader.state_dict()["label_width"] == 2
+
+
+class Unreadable:
+    def __len__(self):
+        return 3
+
+    def __getitem__(self, i):
+        raise OSError(f"record {i} is truncated")
+
+
+def test_skipping_errors_a_dataset_none_of_whose_first_samples_reads_is_refused(tp, train):
+    """The labels per sample come from the first sample that reads; when
+    none does, skipping errors, the loader is refused (a guess would skip
+    every sample for its count), the first sample's exception the cause."""
+    data = train.FromPython(Unreadable())
+    with pytest.raises(tp.DataError, match="none of the dataset's first 3 samples reads") as raised:
+        train.Loader(data, pipeline(train), 2, 1, seed=0, output="numpy", skip_errors=True)
+    assert isinstance(raised.value.__cause__, OSError) and "record 0" in str(raised.value.__cause__)
+    # Given the width, it runs: two batches of 2 and 1, every sample skipped.
+    loader = train.Loader(data, pipeline(train), 2, 1, seed=0, output="numpy", skip_errors=True, label_width=1)
+    assert [len(i) for _, _, i in batches(loader)] == [0, 0]

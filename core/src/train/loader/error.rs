@@ -92,8 +92,8 @@ pub enum LoadError {
         /// The sample's labels.
         found: usize,
     },
-    /// None of the dataset's first `tried` samples reads, so the labels per
-    /// sample cannot be found from them: set
+    /// Skipping errors, none of the dataset's first `tried` samples reads,
+    /// so the labels per sample cannot be found from them: set
     /// [`LoaderConfig::label_width`](super::LoaderConfig::label_width).
     /// The first one's read error is the source (none when it panicked).
     LabelWidth {

@@ -9,7 +9,7 @@
 //! first, nor on where a resumed stream starts.
 
 use super::super::data::{Dataset, Sample};
-use super::{LoadError, LoaderConfig};
+use super::{LoadError, LoaderConfig, OnError};
 
 /// The samples [`width`] tries, from index 0, for one that reads (a
 /// sample that fails fails again in the stream, naming itself there).
@@ -18,9 +18,12 @@ pub(super) const PROBES: usize = 16;
 /// The label width a loader of `dataset` runs with: the configured one
 /// (or a resumed state's), else the label count of the first of the
 /// dataset's first [`PROBES`] samples that reads (a malformed first sample,
-/// skipped by [`OnError::Skip`](super::OnError::Skip), does not set it);
-/// [`LoadError::LabelWidth`] when none of them reads. 1 (a class index)
-/// for an empty dataset. A stream ([`Dataset::orders_itself`]) is not
+/// skipped by [`OnError::Skip`], does not set it). When none of them
+/// reads: skipping errors, [`LoadError::LabelWidth`] (a guess would have
+/// every sample skipped for its count, silently); failing on errors, 1 (a
+/// class index: the epoch ends at its first sample with that sample's own
+/// error, or at one of another count, naming it: no batch has a wrong
+/// width). 1 for an empty dataset. A stream ([`Dataset::orders_itself`]) is not
 /// probed (a read would cost a pass of its own, and standard input has
 /// only one): 1 unless configured.
 pub(crate) fn width(dataset: &dyn Dataset, config: &LoaderConfig) -> Result<usize, LoadError> {
@@ -44,7 +47,7 @@ pub(crate) fn width(dataset: &dyn Dataset, config: &LoaderConfig) -> Result<usiz
             _ => {}
         }
     }
-    if tried == 0 {
+    if tried == 0 || config.on_error != OnError::Skip {
         return Ok(1);
     }
     Err(LoadError::LabelWidth {
@@ -102,7 +105,10 @@ mod tests {
 
     #[test]
     fn the_width_is_the_first_readable_samples_or_the_configured() {
-        let config = LoaderConfig::default();
+        let config = LoaderConfig {
+            on_error: OnError::Skip,
+            ..LoaderConfig::default()
+        };
         let w = |d: &dyn Dataset, c: &LoaderConfig| width(d, c).unwrap();
         assert_eq!(w(&dataset(5, &[], |i| i + 3), &config), 3);
         assert_eq!(w(&dataset(5, &[0, 1], |i| i + 3), &config), 5);
@@ -128,6 +134,11 @@ mod tests {
         let e = width(&dataset(20, all, |_| 4), &config).unwrap_err();
         assert!(matches!(e, LoadError::LabelWidth { tried: 16, .. }), "{e}");
         assert!(e.to_string().contains("label_width"), "{e}");
+        // Failing on errors, the stream names the sample that does not
+        // read: no error here.
+        let failing = LoaderConfig::default();
+        assert_eq!(failing.on_error, OnError::Fail);
+        assert_eq!(w(&dataset(20, all, |_| 4), &failing), 1);
         let config = LoaderConfig {
             label_width: Some(2),
             ..config

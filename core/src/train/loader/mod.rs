@@ -40,7 +40,8 @@
 //!   with a [`LoadError`] naming the sample; [`OnError::Skip`] counts and
 //!   skips it instead (the batch is then short).
 //! - **Exact resume**: [`Loader::state`] is (seed, epoch, batches delivered,
-//!   global batch, dataset length and fingerprint); [`Loader::resume`] continues with the
+//!   global batch, dataset length and fingerprint, the pipeline changes'
+//!   count and hash, the label width); [`Loader::resume`] continues with the
 //!   very next batch, with any worker count, and with another shard count
 //!   that keeps the global batch (each step covers the same stretch of the
 //!   epoch's order: shard `r` of `n` takes positions `r + n * j`).

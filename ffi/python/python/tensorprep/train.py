@@ -1002,22 +1002,26 @@ class Loader:
         return self._native.epoch
 
     def state_dict(self) -> Dict[str, Any]:
-        """Where the loader is (small: six integers); save it with the model.
-        Once a callback changed the pipeline, also ``pipelines``: the list of
-        ``(from_epoch, Pipeline)`` (the ``Pipeline`` objects themselves: a
-        training pipeline has no file form yet)."""
+        """Where the loader is (small: a few integers, ``label_width`` the labels
+        per sample it runs with); save it with the model. Once a callback
+        changed the pipeline, also ``pipelines``: the list of ``(from_epoch,
+        Pipeline)`` (the ``Pipeline`` objects themselves: a training pipeline
+        has no file form yet) and their ``changes_hash``."""
         return self._native.state_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue exactly after ``state``: the next batch is the one that followed,
-        each epoch augmented by the pipeline it had (``pipelines``; a state
-        without it has no change). A state of another dataset, seed or global
-        batch raises ``LoaderError``, a pipeline of another output
-        ``ValueError``; the loader then goes on where it was."""
+        each epoch augmented by the pipeline it had (``pipelines``), with the
+        state's labels per sample. A state of another dataset, seed, global
+        batch or label width, or whose pipelines are not the ones its
+        ``changes_hash`` records (left out, or replaced), raises
+        ``LoaderError``, a pipeline of another output ``ValueError``; the
+        loader then goes on where it was."""
         self._native.load_state_dict(dict(state))
 
     def set_epoch(self, epoch: int) -> None:
-        """Restart at the beginning of ``epoch``."""
+        """Restart at the beginning of ``epoch`` (with the pipeline changes and the
+        labels per sample it runs with)."""
         self._native.set_epoch(int(epoch))
 
     def close(self) -> None:
