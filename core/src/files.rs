@@ -117,7 +117,26 @@ impl std::error::Error for ReadError {
 /// # Ok::<(), ReadError>(())
 /// ```
 pub fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
-    let (file, len) = open_regular(path).map_err(ReadError::Io)?;
+    let mut bytes = Vec::new();
+    read_capped_into(path, limit, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// [`read_capped`] into `out` (cleared first), reusing its memory: with
+/// room for the length `fstat` reports, the file is read in one call (and
+/// one more that finds its end), with no allocation once `out` is as large
+/// as the files it reads. A file that grew since is read on up to the cap.
+///
+/// ```
+/// use tensorprep::files::read_capped_into;
+///
+/// let mut bytes = Vec::new();
+/// read_capped_into("../tests/fixtures/sample.jpg".as_ref(), 1 << 20, &mut bytes)?;
+/// assert_eq!(&bytes[..2], [0xff, 0xd8]);
+/// # Ok::<(), tensorprep::files::ReadError>(())
+/// ```
+pub fn read_capped_into(path: &Path, limit: u64, out: &mut Vec<u8>) -> Result<(), ReadError> {
+    let (mut file, len) = open_regular(path).map_err(ReadError::Io)?;
     if len > limit {
         return Err(ReadError::TooLarge {
             bytes: len,
@@ -125,21 +144,45 @@ pub fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
             grew: false,
         });
     }
-    let mut bytes = Vec::new();
-    bytes
-        .try_reserve_exact(len as usize)
-        .map_err(|_| ReadError::Io(io::ErrorKind::OutOfMemory.into()))?;
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(ReadError::Io)?;
-    if bytes.len() as u64 > limit {
+    out.clear();
+    // The length and one byte more: the read that finds the end then
+    // needs no more room (`len <= limit`, which the caller could allocate).
+    let room = usize::try_from(len + 1)
+        .ok()
+        .filter(|&n| out.try_reserve_exact(n).is_ok())
+        .ok_or_else(|| ReadError::Io(io::ErrorKind::OutOfMemory.into()))?;
+    out.resize(room, 0);
+    let mut filled = 0;
+    while filled < room {
+        match file.read(&mut out[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                out.clear();
+                return Err(ReadError::Io(e));
+            }
+        }
+    }
+    out.truncate(filled);
+    if filled == room {
+        // Longer than it was: the rest, up to the cap.
+        let rest = (limit + 1).saturating_sub(filled as u64);
+        if let Err(e) = file.take(rest).read_to_end(out) {
+            out.clear();
+            return Err(ReadError::Io(e));
+        }
+    }
+    if out.len() as u64 > limit {
+        let bytes = out.len() as u64;
+        out.clear();
         return Err(ReadError::TooLarge {
-            bytes: bytes.len() as u64,
+            bytes,
             limit,
             grew: true,
         });
     }
-    Ok(bytes)
+    Ok(())
 }
 
 /// Temporary names are unique per process and call, so two writes (or a

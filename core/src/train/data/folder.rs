@@ -13,7 +13,6 @@
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::{DataError, Dataset, Sample};
@@ -270,28 +269,22 @@ fn walk(
     Ok(())
 }
 
-/// Reads the file at `path` whole into `out` (cleared first), at most
-/// [`MAX_FILE_BYTES`] whatever the file claims to be (it may have changed
-/// since it was listed); a larger one is an error of `format` naming it.
+/// Reads the file at `path` whole into `out` (cleared first, its memory
+/// reused: one read of the length `fstat` gives, no allocation once `out`
+/// is as large as the file), at most [`MAX_FILE_BYTES`] whatever the file
+/// claims to be (it may have changed since it was listed); a larger one is
+/// an error of `format` naming it.
 pub(crate) fn read_whole(
     path: &Path,
     format: &'static str,
     out: &mut Vec<u8>,
 ) -> Result<(), DataError> {
-    let (file, _) = super::open_file(path)?;
-    out.clear();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(out)
-        .map_err(|e| DataError::io(path, e))?;
-    if out.len() as u64 > MAX_FILE_BYTES {
-        return Err(DataError::corrupt(
-            format,
-            path,
-            MAX_FILE_BYTES,
-            "larger than 256 MiB",
-        ));
-    }
-    Ok(())
+    crate::files::read_capped_into(path, MAX_FILE_BYTES, out).map_err(|e| match e {
+        crate::files::ReadError::TooLarge { .. } => {
+            DataError::corrupt(format, path, MAX_FILE_BYTES, "larger than 256 MiB")
+        }
+        crate::files::ReadError::Io(e) => DataError::io(path, e),
+    })
 }
 
 impl Dataset for FolderDataset {
