@@ -80,31 +80,98 @@ fn pixel_dataset() -> Arc<dyn Dataset> {
     }))
 }
 
-/// MindRecord rows (an int32 array image, decompressed into pixels, and a
-/// label from the row's MessagePack map) read into a warm sample: no
-/// allocation per sample. Before: two per read (the raw map's buffer and a
-/// copy of the image's field). Called from the one test of this binary.
+/// Reads every sample of `data` into one warm sample (`check`ing each),
+/// then five times more, and returns the allocations of those five passes.
+fn steady_reads(data: &dyn Dataset, check: impl Fn(usize, &Sample)) -> usize {
+    let mut sample = Sample::default();
+    for i in 0..data.len() {
+        data.read(i, &mut sample).unwrap();
+        check(i, &sample);
+    }
+    process_allocations(|| {
+        for _ in 0..5 {
+            for i in 0..data.len() {
+                data.read(i, &mut sample).unwrap();
+            }
+        }
+    })
+}
+
+/// MindRecord rows read into a warm sample allocate nothing per sample,
+/// whatever the image and label columns: an int32 array image (decompressed
+/// into pixels) and a label from the row's MessagePack map (before: two per
+/// read, the raw map's buffer and a copy of the image's field); raw gray
+/// pixels whose shape is an int32 array column or two scalar columns
+/// (before: the shape's vectors, three per read); array labels of each
+/// numeric kind (before: two to three vectors per label column). Called
+/// from the one test of this binary.
 fn mindrecord_reads_allocate_nothing_per_sample() {
     use tensorprep::train::data::mindrecord::{MindRecord, Options};
-    let path = tensorprep_tests::fixture("mindrecord/pixels/pixels.mindrecord");
-    let data = MindRecord::open_with(&path, &Options::default().image("image")).unwrap();
-    let mut sample = Sample::default();
-    let all = |sample: &mut Sample| {
-        for i in 0..data.len() {
-            data.read(i, sample).unwrap();
-            assert_eq!(sample.labels.len(), 1, "row {i} has its label");
-        }
-    };
-    all(&mut sample);
-    let extra = process_allocations(|| {
-        for _ in 0..5 {
-            all(&mut sample);
-        }
+    let pixels = tensorprep_tests::fixture("mindrecord/pixels/pixels.mindrecord");
+    let columns = tensorprep_tests::fixture("mindrecord/columns/columns.mindrecord0");
+    let gray = || Options::default().image("gray");
+    // The compressed int64, float32 and float64 array columns `wide`,
+    // `boxes` and `mean` (1 to 12 values a row), and a float32 scalar.
+    let arrays = ["wide", "boxes", "mean", "score"];
+    let cases = [
+        (
+            "an int32 array image",
+            &pixels,
+            Options::default().image("image"),
+            1..=1,
+        ),
+        (
+            "a shape array column",
+            &pixels,
+            gray().shape(["shape"]),
+            1..=1,
+        ),
+        (
+            "shape scalar columns",
+            &pixels,
+            gray().shape(["height", "width"]),
+            1..=1,
+        ),
+        (
+            "array labels",
+            &columns,
+            Options::default().labels(arrays),
+            5..=usize::MAX,
+        ),
+    ];
+    for (what, path, options, labels) in cases {
+        let data = MindRecord::open_with(path, &options).unwrap();
+        let extra = steady_reads(&data, |i, sample| {
+            assert!(
+                labels.contains(&sample.labels.len()),
+                "{what}: row {i}: {} labels",
+                sample.labels.len()
+            );
+        });
+        assert_eq!(
+            extra,
+            0,
+            "{what}: {} MindRecord reads: {extra} allocations",
+            5 * data.len()
+        );
+    }
+}
+
+/// An image folder's files read into a warm sample allocate nothing: one
+/// read of the length `fstat` gives into the sample's buffer (before:
+/// `read_to_end`'s growing buffer, and ten reads of a 700 KB photo).
+fn folder_reads_allocate_nothing_per_sample() {
+    use tensorprep::train::data::folder::FolderDataset;
+    let data = FolderDataset::open(tensorprep_tests::fixture("records/folder")).unwrap();
+    let extra = steady_reads(&data, |i, sample| {
+        let (path, label) = &data.files()[i];
+        assert_eq!(sample.bytes, std::fs::read(path).unwrap(), "{i}");
+        assert_eq!(sample.labels, [*label as f32]);
     });
     assert_eq!(
         extra,
         0,
-        "{} MindRecord reads: {extra} allocations",
+        "{} folder reads: {extra} allocations",
         5 * data.len()
     );
 }
@@ -115,6 +182,7 @@ fn mindrecord_reads_allocate_nothing_per_sample() {
 #[test]
 fn batches_allocate_nothing_beyond_the_decoder_in_steady_state() {
     mindrecord_reads_allocate_nothing_per_sample();
+    folder_reads_allocate_nothing_per_sample();
     let pixels = pixel_dataset();
     let extra = run(4, Arc::clone(&pixels)) as i64 - run(2, pixels) as i64;
     assert!(

@@ -189,6 +189,38 @@ fn every_column_of_a_three_file_set_equals_minddataset() {
         .map(|&x| x as f32)
         .collect();
     assert_eq!(sample.labels, want);
+    // Array labels of each numeric kind (compressed int64, float32,
+    // float64), every row: MindDataset's values in the order asked.
+    let arrays = MindRecord::open_with(
+        fixture("mindrecord/columns/columns.mindrecord0"),
+        &Options::default().labels(["wide", "boxes", "mean"]),
+    )
+    .unwrap();
+    for (i, row) in rows.iter().enumerate() {
+        arrays.read(i, &mut sample).unwrap();
+        let want: Vec<f32> = ["wide", "boxes", "mean"]
+            .iter()
+            .flat_map(|c| numbers(&row[*c]))
+            .map(|x| x as f32)
+            .collect();
+        assert_eq!(sample.labels, want, "row {i}");
+    }
+    // An int32 array label float32 cannot hold (2^31 - 1 among `ids`) is
+    // refused, naming it.
+    let ids = MindRecord::open_with(
+        fixture("mindrecord/columns/columns.mindrecord0"),
+        &Options::default().labels(["ids"]),
+    )
+    .unwrap();
+    let held = |r: &serde_json::Map<String, Json>| {
+        numbers(&r["ids"]).iter().all(|&x| x.abs() <= 16_777_216.0)
+    };
+    for (i, row) in rows.iter().enumerate() {
+        match ids.read(i, &mut sample) {
+            Ok(()) => assert!(held(row), "row {i}"),
+            Err(e) => assert!(!held(row) && e.to_string().contains("label `ids`"), "{e}"),
+        }
+    }
     // A label float32 cannot hold exactly (2^31 - 1, int32) is refused,
     // naming the file and row.
     let big = rows

@@ -537,6 +537,49 @@ impl MindRecord {
         }
     }
 
+    /// Column `i`'s numbers in the row, each given to `each` in order (a
+    /// scalar's one, an array's all), allocating nothing but an error's
+    /// message; a `string` or `bytes` column is an error.
+    fn each_number(
+        &self,
+        row: &Row,
+        raw: &[u8],
+        blob: &[u8],
+        i: usize,
+        mut each: impl FnMut(row::Number),
+    ) -> Result<(), DataError> {
+        let c = &self.columns[i];
+        if c.blob {
+            let k = self
+                .blob_columns
+                .iter()
+                .position(|&b| b == i)
+                .expect("a blob column");
+            let r = row::blob_field(blob, k, self.blob_columns.len())
+                .map_err(|e| self.bad(row, row.blob, e))?;
+            row::array_numbers(c, self.compressed, &blob[r], each)
+                .map_err(|e| self.bad(row, row.blob, e))?;
+            return Ok(());
+        }
+        // The last of a key written twice, as `numbers` takes it.
+        let mut found = None;
+        row::scalars(raw, |key, v| {
+            if key == c.name {
+                found = Some(row::scalar_number(c, v)?);
+            }
+            Ok(())
+        })
+        .map_err(|e| self.bad(row, row.raw, e))?;
+        each(found.ok_or_else(|| {
+            self.bad(
+                row,
+                row.raw,
+                alloc::format!("no value for column `{}`", c.name),
+            )
+        })?);
+        Ok(())
+    }
+
     fn pixel_format(&self, channels: u64) -> Option<PixelFormat> {
         Some(match (channels, self.bgr) {
             (1, _) => PixelFormat::Gray8,
@@ -785,31 +828,27 @@ impl MindRecord {
                     alloc::format!("label `{}`: {e}", self.columns[l].name),
                 )
             };
-            match self.value(row, raw, blob, l)? {
-                Value::Int(i) => sample.labels.push(label::int(i).map_err(bad)?),
-                Value::Float32(x) => sample.labels.push(label::float(x).map_err(bad)?),
-                Value::Float64(x) => sample.labels.push(label::f64(x).map_err(bad)?),
-                Value::Int32s(v, _) => {
-                    for x in v {
-                        sample.labels.push(label::int(x.into()).map_err(bad)?);
+            if matches!(self.columns[l].kind, Kind::String | Kind::Bytes) {
+                return Err(bad("not a number"));
+            }
+            // The first value f32 cannot hold refuses the sample.
+            let mut refused = None;
+            self.each_number(row, raw, blob, l, |n| {
+                let x = match n {
+                    row::Number::Int(i) => label::int(i),
+                    row::Number::Float32(x) => label::float(x),
+                    row::Number::Float64(x) => label::f64(x),
+                };
+                match x {
+                    Ok(x) if refused.is_none() => sample.labels.push(x),
+                    Ok(_) => {}
+                    Err(e) => {
+                        refused.get_or_insert(e);
                     }
                 }
-                Value::Int64s(v, _) => {
-                    for x in v {
-                        sample.labels.push(label::int(x).map_err(bad)?);
-                    }
-                }
-                Value::Float32s(v, _) => {
-                    for x in v {
-                        sample.labels.push(label::float(x).map_err(bad)?);
-                    }
-                }
-                Value::Float64s(v, _) => {
-                    for x in v {
-                        sample.labels.push(label::f64(x).map_err(bad)?);
-                    }
-                }
-                _ => return Err(bad("not a number")),
+            })?;
+            if let Some(e) = refused {
+                return Err(bad(e));
             }
         }
         // The pixel shape, before the blob is cut down to the image.
@@ -817,21 +856,38 @@ impl MindRecord {
             Shape::Encoded => None,
             Shape::Fixed(h, w, c) => Some((u64::from(*h), u64::from(*w), u64::from(*c))),
             Shape::Array(i) => {
-                let v = match self.value(row, raw, blob, *i)? {
-                    Value::Int32s(v, _) => v.into_iter().map(i64::from).collect(),
-                    Value::Int64s(v, _) => v,
-                    _ => Vec::new(),
-                };
-                Some(self.dims(row, &v)?)
+                // [h, w] or [h, w, c]: into a fixed array, no allocation.
+                let (mut v, mut n) = ([0i64; 3], 0usize);
+                self.each_number(row, raw, blob, *i, |x| {
+                    if let (Some(slot), row::Number::Int(x)) = (v.get_mut(n), x) {
+                        *slot = x;
+                    }
+                    n += 1;
+                })?;
+                if n <= v.len() {
+                    Some(self.dims(row, &v[..n])?)
+                } else {
+                    // Too long a shape: read whole for the error's message.
+                    let all: Vec<i64> = match self.value(row, raw, blob, *i)? {
+                        Value::Int32s(v, _) => v.into_iter().map(i64::from).collect(),
+                        Value::Int64s(v, _) => v,
+                        _ => Vec::new(),
+                    };
+                    Some(self.dims(row, &all)?)
+                }
             }
             Shape::Scalars(cols) => {
-                let mut v = Vec::new();
+                // Two or three columns (checked when opened).
+                let (mut v, mut n) = ([0i64; 3], 0usize);
                 for &i in cols {
-                    if let Value::Int(x) = self.value(row, raw, blob, i)? {
-                        v.push(x);
+                    if let (Some(slot), Value::Int(x)) =
+                        (v.get_mut(n), self.value(row, raw, blob, i)?)
+                    {
+                        *slot = x;
+                        n += 1;
                     }
                 }
-                Some(self.dims(row, &v)?)
+                Some(self.dims(row, &v[..n])?)
             }
         };
         let k = self

@@ -213,9 +213,40 @@ pub(super) fn scalars<'a>(
     Ok(())
 }
 
+/// A number of a row: a numeric scalar, or one value of a numeric array,
+/// as its column stores it (read without allocating).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Number {
+    /// An `int32` or `int64`.
+    Int(i64),
+    /// A `float32`.
+    Float32(f32),
+    /// A `float64`.
+    Float64(f64),
+}
+
+impl From<Number> for Value {
+    fn from(n: Number) -> Value {
+        match n {
+            Number::Int(i) => Value::Int(i),
+            Number::Float32(x) => Value::Float32(x),
+            Number::Float64(x) => Value::Float64(x),
+        }
+    }
+}
+
 /// A scalar column's value from its MessagePack scalar, checked against
 /// the column's type (an int32 column holds an int32, ...).
 pub(super) fn scalar_value(column: &Column, v: Scalar<'_>) -> Result<Value, String> {
+    match (column.kind, v) {
+        (Kind::String, Scalar::Str(s)) => Ok(Value::String(s.to_string())),
+        _ => scalar_number(column, v).map(Value::from),
+    }
+}
+
+/// A numeric scalar column's value from its MessagePack scalar, checked
+/// against the column's type; a string (or any other scalar) is an error.
+pub(super) fn scalar_number(column: &Column, v: Scalar<'_>) -> Result<Number, String> {
     let wrong = || {
         alloc::format!(
             "column `{}` ({}) holds {v:?}",
@@ -224,11 +255,11 @@ pub(super) fn scalar_value(column: &Column, v: Scalar<'_>) -> Result<Value, Stri
         )
     };
     Ok(match (column.kind, v) {
-        (Kind::Int32, Scalar::Int(i)) => Value::Int(i32::try_from(i).map_err(|_| wrong())?.into()),
-        (Kind::Int64, Scalar::Int(i)) => Value::Int(i64::try_from(i).map_err(|_| wrong())?),
+        (Kind::Int32, Scalar::Int(i)) => Number::Int(i32::try_from(i).map_err(|_| wrong())?.into()),
+        (Kind::Int64, Scalar::Int(i)) => Number::Int(i64::try_from(i).map_err(|_| wrong())?),
         // MessagePack writers store a float64 that float32 holds exactly as
         // a float32, and whole numbers as integers.
-        (Kind::Float32, Scalar::Float(x)) => Value::Float32(x as f32),
+        (Kind::Float32, Scalar::Float(x)) => Number::Float32(x as f32),
         // A whole number the float column cannot hold exactly is refused,
         // not rounded into another.
         (Kind::Float32, Scalar::Int(i)) => {
@@ -236,17 +267,16 @@ pub(super) fn scalar_value(column: &Column, v: Scalar<'_>) -> Result<Value, Stri
             if x as f64 as i128 != i {
                 return Err(wrong());
             }
-            Value::Float32(x)
+            Number::Float32(x)
         }
-        (Kind::Float64, Scalar::Float(x)) => Value::Float64(x),
+        (Kind::Float64, Scalar::Float(x)) => Number::Float64(x),
         (Kind::Float64, Scalar::Int(i)) => {
             let x = i as f64;
             if x as i128 != i {
                 return Err(wrong());
             }
-            Value::Float64(x)
+            Number::Float64(x)
         }
-        (Kind::String, Scalar::Str(s)) => Value::String(s.to_string()),
         _ => return Err(wrong()),
     })
 }
@@ -320,30 +350,91 @@ pub(super) fn compressed_ints(field: &[u8], mut each: impl FnMut(i64)) -> Result
     Ok(count)
 }
 
-/// The shape of an array of `count` elements under the schema's `shape`
-/// (one `-1` at most is inferred; without one the sizes must multiply to
-/// `count`).
-pub(super) fn shape_of(schema: &[i64], count: usize) -> Result<Vec<usize>, String> {
+/// Checks that `count` elements have the schema's `shape` (one `-1` at
+/// most, inferred; without one the sizes must multiply to `count`);
+/// returns the inferred size (0 when none is free).
+fn fit(schema: &[i64], count: usize) -> Result<usize, String> {
     let known: usize = schema
         .iter()
         .filter(|&&d| d > 0)
         .try_fold(1usize, |a, &d| a.checked_mul(d as usize))
         .ok_or("a shape too large")?;
     let free = schema.iter().filter(|&&d| d < 0).count();
-    let fits = match free {
-        0 => known == count,
-        1 => known != 0 && count.is_multiple_of(known),
-        _ => false,
-    };
-    if !fits {
-        return Err(alloc::format!(
+    match free {
+        0 if known == count => Ok(0),
+        1 if known != 0 && count.is_multiple_of(known) => Ok(count / known),
+        _ => Err(alloc::format!(
             "{count} values do not have the shape {schema:?}"
-        ));
+        )),
     }
+}
+
+/// The shape of an array of `count` elements under the schema's `shape`
+/// ([`fit`]'s rule).
+pub(super) fn shape_of(schema: &[i64], count: usize) -> Result<Vec<usize>, String> {
+    let inferred = fit(schema, count)?;
     Ok(schema
         .iter()
-        .map(|&d| if d < 0 { count / known } else { d as usize })
+        .map(|&d| if d < 0 { inferred } else { d as usize })
         .collect())
+}
+
+/// Calls `each` with every value of a numeric array column's blob field,
+/// in order, allocating nothing (but an error's message); returns their
+/// count, checked against the column's schema shape. A `bytes` or `string`
+/// column is an error.
+pub(super) fn array_numbers(
+    column: &Column,
+    compressed: bool,
+    field: &[u8],
+    mut each: impl FnMut(Number),
+) -> Result<usize, String> {
+    let schema = column.shape.as_deref().unwrap_or(&[-1]);
+    let count = match column.kind {
+        Kind::Int32 | Kind::Int64 if compressed => {
+            let mut outside = None;
+            let count = compressed_ints(field, |x| {
+                if column.kind == Kind::Int32 && i32::try_from(x).is_err() {
+                    outside.get_or_insert(x);
+                } else {
+                    each(Number::Int(x));
+                }
+            })?;
+            if let Some(x) = outside {
+                return Err(alloc::format!("column `{}` holds {x}", column.name));
+            }
+            count
+        }
+        Kind::String | Kind::Bytes => {
+            return Err(alloc::format!(
+                "column `{}` ({}) is not numbers",
+                column.name,
+                column.kind.name()
+            ));
+        }
+        kind => {
+            if !field.len().is_multiple_of(kind.width()) {
+                return Err(alloc::format!(
+                    "column `{}`: {} bytes are not whole {} values",
+                    column.name,
+                    field.len(),
+                    kind.name()
+                ));
+            }
+            let number: fn(&[u8]) -> Number = match kind {
+                Kind::Int32 => |b| Number::Int(i32::from_le_bytes(b.try_into().expect("4")).into()),
+                Kind::Int64 => |b| Number::Int(i64::from_le_bytes(b.try_into().expect("8"))),
+                Kind::Float32 => |b| Number::Float32(f32::from_le_bytes(b.try_into().expect("4"))),
+                _ => |b| Number::Float64(f64::from_le_bytes(b.try_into().expect("8"))),
+            };
+            for b in field.chunks_exact(kind.width()) {
+                each(number(b));
+            }
+            field.len() / kind.width()
+        }
+    };
+    fit(schema, count).map_err(|e| alloc::format!("column `{}`: {e}", column.name))?;
+    Ok(count)
 }
 
 /// An array column's value from its blob field.
@@ -352,55 +443,24 @@ pub(super) fn array_value(
     compressed: bool,
     field: &[u8],
 ) -> Result<Value, String> {
-    let schema = column.shape.as_deref().unwrap_or(&[-1]);
-    let ints = compressed && matches!(column.kind, Kind::Int32 | Kind::Int64);
-    if !ints && !field.len().is_multiple_of(column.kind.width()) {
-        return Err(alloc::format!(
-            "column `{}`: {} bytes are not whole {} values",
-            column.name,
-            field.len(),
-            column.kind.name()
-        ));
+    if matches!(column.kind, Kind::String | Kind::Bytes) {
+        return Ok(Value::Bytes(field.to_vec()));
     }
-    let mut out = match column.kind {
-        Kind::Int32 | Kind::Int64 if ints => {
-            let mut v = Vec::new();
-            compressed_ints(field, |x| v.push(x))?;
-            if column.kind == Kind::Int32 {
-                let v = v
-                    .into_iter()
-                    .map(|x| {
-                        i32::try_from(x)
-                            .map_err(|_| alloc::format!("column `{}` holds {x}", column.name))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                Value::Int32s(v, Vec::new())
-            } else {
-                Value::Int64s(v, Vec::new())
-            }
-        }
-        Kind::Int32 => Value::Int32s(le(field, i32::from_le_bytes), Vec::new()),
-        Kind::Int64 => Value::Int64s(le(field, i64::from_le_bytes), Vec::new()),
-        Kind::Float32 => Value::Float32s(le(field, f32::from_le_bytes), Vec::new()),
-        Kind::Float64 => Value::Float64s(le(field, f64::from_le_bytes), Vec::new()),
-        Kind::String | Kind::Bytes => return Ok(Value::Bytes(field.to_vec())),
-    };
-    let (count, shape) = match &mut out {
-        Value::Int32s(v, s) => (v.len(), s),
-        Value::Int64s(v, s) => (v.len(), s),
-        Value::Float32s(v, s) => (v.len(), s),
-        Value::Float64s(v, s) => (v.len(), s),
-        _ => unreachable!("an array"),
-    };
-    *shape =
-        shape_of(schema, count).map_err(|e| alloc::format!("column `{}`: {e}", column.name))?;
-    Ok(out)
-}
-
-fn le<T, const N: usize>(b: &[u8], f: fn([u8; N]) -> T) -> Vec<T> {
-    b.chunks_exact(N)
-        .map(|c| f(c.try_into().expect("N bytes")))
-        .collect()
+    let (mut ints, mut f32s, mut f64s) = (Vec::new(), Vec::new(), Vec::new());
+    let count = array_numbers(column, compressed, field, |n| match n {
+        Number::Int(i) => ints.push(i),
+        Number::Float32(x) => f32s.push(x),
+        Number::Float64(x) => f64s.push(x),
+    })?;
+    let shape = shape_of(column.shape.as_deref().unwrap_or(&[-1]), count)
+        .map_err(|e| alloc::format!("column `{}`: {e}", column.name))?;
+    Ok(match column.kind {
+        // array_numbers refused an int32 column's value outside i32.
+        Kind::Int32 => Value::Int32s(ints.into_iter().map(|i| i as i32).collect(), shape),
+        Kind::Int64 => Value::Int64s(ints, shape),
+        Kind::Float32 => Value::Float32s(f32s, shape),
+        _ => Value::Float64s(f64s, shape),
+    })
 }
 
 #[cfg(test)]
