@@ -52,6 +52,12 @@ pub enum DataError {
         /// Samples the epoch has.
         epoch_len: u64,
     },
+    /// A stream that can be read only once (standard input) was given no
+    /// length: counting it would consume it.
+    LengthNeeded {
+        /// The stream.
+        stream: String,
+    },
     /// A sample index past the end.
     OutOfRange {
         /// The index asked for.
@@ -128,6 +134,10 @@ impl fmt::Display for DataError {
             DataError::OutOfRange { index, len } => {
                 write!(f, "sample {index} asked of a dataset of {len}")
             }
+            DataError::LengthNeeded { stream } => write!(
+                f,
+                "{stream} can be read only once: give its length (samples per epoch), counting would consume it"
+            ),
         }
     }
 }

@@ -30,7 +30,8 @@
 //!
 //! **Threads, shards, resume**: the loader's read threads call
 //! concurrently and a little out of order; the dataset keeps one cursor
-//! (stream, buffer, next position) per pass under a lock, and keeps back
+//! (stream, buffer, next position) per pass, each under a lock of its own
+//! (a pass's fill or replay never holds up another pass), and keeps back
 //! the samples a pass will ask for that it passes on the way to a later
 //! one (at most the loader's read-ahead). Every shard runs the same stream
 //! and buffer and takes its positions of the epoch (`r + n * j`), so the
@@ -39,6 +40,13 @@
 //! resumed epoch reopens the stream and replays the buffer's draws up to
 //! the position (reading the samples before it, not decoding them): exact,
 //! at the cost of reading that part of the epoch again.
+//!
+//! **Stopping**: when a loader stops or is dropped it ends its run
+//! ([`Dataset::end_run`]): the run's cursors are dropped, a read of it in
+//! progress stops at the stream's next sample (also during a fill or a
+//! replay) and a stream blocked waiting is woken
+//! ([`SampleStream::interrupter`]). At most [`MAX_CURSORS`] cursors are
+//! open at once, the least recently used closed first.
 //!
 //! Read by index ([`Dataset::read`], a dataset inside a
 //! [combination](super::combine)), a stream gives its own order, each step
@@ -50,7 +58,8 @@ use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::{Content, DataError, Dataset, MAX_SAMPLE_BYTES, ReadEpoch, Sample};
 use crate::train::{Draws, SampleKey};
@@ -66,7 +75,15 @@ const PRESIZED: usize = 64;
 /// Passes (epochs being read, one-off reads) whose cursors are kept at
 /// once: the loader reads two epochs at an epoch's turn; a further one is
 /// reopened when asked again.
-const MAX_CURSORS: usize = 4;
+pub const MAX_CURSORS: usize = 4;
+
+/// Ended runs remembered (a read of one after its end is refused, not
+/// reopened): a loader's threads are joined right after its run ends.
+const ENDED_RUNS: usize = 64;
+
+/// Wakes a stream's [`SampleStream::next`] blocked waiting (for a pipe's
+/// writer, say), from another thread: that `next` then returns an error.
+pub type Interrupter = Arc<dyn Fn() + Send + Sync>;
 
 /// A stream of samples, read front to back.
 ///
@@ -76,6 +93,13 @@ pub trait SampleStream: Send {
     /// [`content`](Sample::content) is [`Content::Encoded`] unless set):
     /// `Ok(false)` at the stream's end.
     fn next(&mut self, sample: &mut Sample) -> Result<bool, DataError>;
+
+    /// What wakes a [`next`](SampleStream::next) blocked waiting, when the
+    /// loader reading it stops. `None` (the default): `next` returns by
+    /// itself (it never waits on something that may not come).
+    fn interrupter(&self) -> Option<Interrupter> {
+        None
+    }
 }
 
 impl<F> SampleStream for F
@@ -99,6 +123,13 @@ pub trait Iterable: Send + Sync {
     /// A hash of what the source holds, so that a resume state is for it
     /// alone ([`Dataset::fingerprint`]); cheap (not every byte).
     fn fingerprint(&self) -> u64;
+
+    /// Whether the source can be read only once (standard input): its
+    /// length must then be given, not counted
+    /// ([`DataError::LengthNeeded`]). `false` by default.
+    fn reads_once(&self) -> bool {
+        false
+    }
 }
 
 /// How an [`IterableDataset`] reads its stream.
@@ -206,6 +237,8 @@ pub struct IterableDataset {
     buffer: usize,
     max_buffer_bytes: u64,
     cursors: Mutex<Cursors>,
+    /// Closed cursors' samples, for the next to open.
+    spare: Mutex<Vec<Sample>>,
 }
 
 impl core::fmt::Debug for IterableDataset {
@@ -218,19 +251,37 @@ impl core::fmt::Debug for IterableDataset {
     }
 }
 
-/// The open passes and the samples they no longer need.
+/// The open passes, found under the dataset's lock (held for nothing
+/// else): each is read under its own.
 struct Cursors {
-    open: Vec<Cursor>,
-    /// Recycled samples (of cursors closed, of positions handed out).
-    spare: Vec<Sample>,
+    open: Vec<Entry>,
     /// Uses so far (the least recently used cursor is closed first).
     clock: u64,
+    /// Runs ended ([`Dataset::end_run`]), the latest last.
+    ended: Vec<u64>,
+}
+
+/// A pass's cursor, as the dataset finds it.
+struct Entry {
+    pass: ReadEpoch,
+    used: u64,
+    place: Arc<Place>,
+}
+
+/// A pass's cursor under its lock, and what stops it from another thread.
+struct Place {
+    /// `None` until opened, and after closed.
+    cursor: Mutex<Option<Cursor>>,
+    /// Its run ended: its reads stop at the stream's next sample.
+    cancelled: Arc<AtomicBool>,
+    /// Wakes its stream blocked waiting.
+    interrupter: Mutex<Option<Interrupter>>,
 }
 
 /// One pass's place in its stream.
 struct Cursor {
-    pass: ReadEpoch,
     stream: Box<dyn SampleStream>,
+    cancelled: Arc<AtomicBool>,
     /// Samples read from the stream.
     read: u64,
     ended: bool,
@@ -243,12 +294,17 @@ struct Cursor {
     next: usize,
     /// Positions passed on the way to a later one, asked for by the pass.
     parked: Vec<(usize, Sample)>,
+    /// Samples' buffers to reuse.
+    spare: Vec<Sample>,
     /// Positions handed out.
     served: u64,
-    used: u64,
     /// The stream failed at this position (with this message): the pass's
     /// later positions fail at once instead of reopening it, each.
     failed: Option<(usize, String)>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl IterableDataset {
@@ -266,6 +322,11 @@ impl IterableDataset {
         }
         let len = match options.samples {
             Some(n) => n,
+            None if source.reads_once() => {
+                return Err(DataError::LengthNeeded {
+                    stream: source.describe(),
+                });
+            }
             None => {
                 let mut stream = source.open(0)?;
                 let mut sample = Sample::default();
@@ -284,9 +345,10 @@ impl IterableDataset {
             max_buffer_bytes: options.max_buffer_bytes.unwrap_or(u64::MAX),
             cursors: Mutex::new(Cursors {
                 open: Vec::new(),
-                spare: Vec::new(),
                 clock: 0,
+                ended: Vec::new(),
             }),
+            spare: Mutex::new(Vec::new()),
         })
     }
 
@@ -311,10 +373,14 @@ fn check_size(source: &dyn Iterable, item: u64, sample: &Sample) -> Result<(), D
 }
 
 impl IterableDataset {
-    /// The stream's next sample into `sample`: `false` at its end.
+    /// The stream's next sample into `sample`: `false` at its end; an error
+    /// once the cursor's run has ended.
     fn pull(&self, c: &mut Cursor, sample: &mut Sample) -> Result<bool, DataError> {
         if c.ended {
             return Ok(false);
+        }
+        if c.cancelled.load(Ordering::SeqCst) {
+            return Err(self.stopped(c.read));
         }
         sample.content = Content::Encoded;
         if !c.stream.next(sample)? {
@@ -327,14 +393,19 @@ impl IterableDataset {
         Ok(true)
     }
 
+    /// The error of a read whose loader stopped.
+    fn stopped(&self, item: u64) -> DataError {
+        DataError::Invalid {
+            what: alloc::format!(
+                "{} at stream sample {item}: the loader reading it stopped",
+                self.source.describe()
+            ),
+        }
+    }
+
     /// The pass's next position into `out` (its samples' buffers recycled
     /// through the buffer).
-    fn advance(
-        &self,
-        c: &mut Cursor,
-        spare: &mut Vec<Sample>,
-        out: &mut Sample,
-    ) -> Result<(), DataError> {
+    fn advance(&self, c: &mut Cursor, pass: &ReadEpoch, out: &mut Sample) -> Result<(), DataError> {
         let position = c.next;
         let ended = |c: &Cursor| DataError::StreamEnded {
             stream: self.source.describe(),
@@ -342,7 +413,7 @@ impl IterableDataset {
             samples: c.read,
             epoch_len: self.len as u64,
         };
-        if !c.pass.shuffle {
+        if !pass.shuffle {
             if !self.pull(c, out)? {
                 return Err(ended(c));
             }
@@ -352,7 +423,8 @@ impl IterableDataset {
         // Fill (at the start; after it, each hand-out refills its slot).
         while c.filled < self.buffer && !c.ended {
             if c.slots.len() == c.filled {
-                c.slots.push(spare.pop().unwrap_or_default());
+                let slot = c.spare.pop().unwrap_or_default();
+                c.slots.push(slot);
             }
             let mut slot = core::mem::take(&mut c.slots[c.filled]);
             let got = self.pull(c, &mut slot);
@@ -367,7 +439,7 @@ impl IterableDataset {
         if c.filled == 0 {
             return Err(ended(c));
         }
-        let key = SampleKey::new(c.pass.seed, c.pass.epoch, position as u64);
+        let key = SampleKey::new(pass.seed, pass.epoch, position as u64);
         let at = Draws::new(key, BUFFER_DRAW).below(c.filled as u32) as usize;
         core::mem::swap(out, &mut c.slots[at]);
         c.held -= out.bytes.len() as u64;
@@ -401,139 +473,173 @@ impl IterableDataset {
         Ok(())
     }
 
-    /// Position `index` of `pass` into `sample`, with the cursors locked.
-    fn read_locked(
+    /// `pass`'s cursor, found or made (not opened) under the dataset's
+    /// lock; an error when its run has ended.
+    fn place(&self, pass: &ReadEpoch) -> Result<Arc<Place>, DataError> {
+        let mut all = lock(&self.cursors);
+        if pass.run != 0 && all.ended.contains(&pass.run) {
+            return Err(self.stopped(0));
+        }
+        all.clock += 1;
+        let clock = all.clock;
+        if let Some(e) = all.open.iter_mut().find(|e| e.pass == *pass) {
+            e.used = clock;
+            return Ok(Arc::clone(&e.place));
+        }
+        if all.open.len() >= MAX_CURSORS {
+            // A cursor in use is read on by its reader and dropped after.
+            let oldest = (0..all.open.len())
+                .min_by_key(|&i| all.open[i].used)
+                .expect("cursors are open");
+            all.open.swap_remove(oldest);
+        }
+        let place = Arc::new(Place {
+            cursor: Mutex::new(None),
+            cancelled: Arc::new(AtomicBool::new(false)),
+            interrupter: Mutex::new(None),
+        });
+        all.open.push(Entry {
+            pass: *pass,
+            used: clock,
+            place: Arc::clone(&place),
+        });
+        Ok(place)
+    }
+
+    /// Position `index` of `pass` into `sample`, with its cursor locked.
+    fn read_at(
         &self,
-        all: &mut Cursors,
+        place: &Place,
+        slot: &mut Option<Cursor>,
         pass: &ReadEpoch,
         index: usize,
         sample: &mut Sample,
     ) -> Result<(), DataError> {
-        all.clock += 1;
-        let clock = all.clock;
-        let found = all.open.iter().position(|c| c.pass == *pass);
-        // Parked on the way to a later position.
-        if let Some(at) = found {
-            let c = &mut all.open[at];
+        if let Some(c) = slot.as_mut() {
+            // Parked on the way to a later position.
             if let Some(p) = c.parked.iter().position(|(i, _)| *i == index) {
                 let (_, mut parked) = c.parked.swap_remove(p);
                 core::mem::swap(sample, &mut parked);
-                all.spare.push(parked);
+                c.spare.push(parked);
                 c.served += 1;
-                c.used = clock;
-                self.close_if_done(all, at);
                 return Ok(());
             }
+            // Past where the pass's stream failed: that error, at once (the
+            // loader's read threads go on until the consumer sees the first).
+            if let Some((failed_at, message)) = &c.failed
+                && index >= c.next
+            {
+                let error = DataError::Invalid {
+                    what: alloc::format!(
+                        "{} position {index}: the stream failed before it, at position {failed_at}: {message}",
+                        self.source.describe()
+                    ),
+                };
+                c.served += 1;
+                return Err(error);
+            }
+            // Behind its cursor (a position asked twice): reopen.
+            if c.next > index {
+                self.recycle(slot.take());
+            }
         }
-        // Past where the pass's stream failed: that error, at once (the
-        // loader's read threads go on until the consumer sees the first).
-        if let Some(at) = found
-            && let Some((failed_at, message)) = &all.open[at].failed
-            && index >= all.open[at].next
-        {
-            let error = DataError::Invalid {
-                what: alloc::format!(
-                    "{} position {index}: the stream failed before it, at position {failed_at}: {message}",
-                    self.source.describe()
-                ),
-            };
-            all.open[at].served += 1;
-            self.close_if_done(all, at);
-            return Err(error);
+        if place.cancelled.load(Ordering::SeqCst) {
+            return Err(self.stopped(0));
         }
-        // Behind its cursor (a position asked twice, a cursor closed for
-        // room): reopen.
-        let at = match found {
-            Some(at) if all.open[at].next <= index => at,
-            stale => {
-                if let Some(at) = stale {
-                    self.close(all, at);
-                }
-                if all.open.len() >= MAX_CURSORS {
-                    let oldest = (0..all.open.len())
-                        .min_by_key(|&i| all.open[i].used)
-                        .expect("cursors are open");
-                    self.close(all, oldest);
-                }
+        let c = match slot {
+            Some(c) => c,
+            None => {
                 let stream = self.source.open(pass.epoch)?;
-                all.open.push(Cursor {
-                    pass: *pass,
+                if let Some(wake) = stream.interrupter() {
+                    *lock(&place.interrupter) = Some(Arc::clone(&wake));
+                    // Ended while opening: the wake would have been missed.
+                    if place.cancelled.load(Ordering::SeqCst) {
+                        wake();
+                    }
+                }
+                let mut spare = core::mem::take(&mut *lock(&self.spare));
+                let mut slots = Vec::with_capacity(self.buffer.min(PRESIZED));
+                slots.extend(spare.drain(spare.len().saturating_sub(self.buffer)..));
+                slot.insert(Cursor {
                     stream,
+                    cancelled: Arc::clone(&place.cancelled),
                     read: 0,
                     ended: false,
-                    slots: Vec::with_capacity(self.buffer.min(PRESIZED)),
+                    slots,
                     filled: 0,
                     held: 0,
                     next: 0,
                     parked: Vec::with_capacity(PRESIZED),
+                    spare,
                     served: 0,
-                    used: clock,
                     failed: None,
-                });
-                all.open.len() - 1
+                })
             }
         };
-        let Cursors { open, spare, .. } = all;
-        let c = &mut open[at];
-        c.used = clock;
         let mut run = || -> Result<(), DataError> {
             while c.next < index {
                 let position = c.next;
-                let mut passed = spare.pop().unwrap_or_default();
-                let done = self.advance(c, spare, &mut passed);
-                if done.is_ok() && c.pass.reads(position, self.len) {
+                let mut passed = c.spare.pop().unwrap_or_default();
+                let done = self.advance(c, pass, &mut passed);
+                if done.is_ok() && pass.reads(position, self.len) {
                     c.parked.push((position, passed));
                 } else {
-                    spare.push(passed);
+                    c.spare.push(passed);
                 }
                 done?;
             }
-            self.advance(c, spare, sample)
+            self.advance(c, pass, sample)
         };
         match run() {
             Ok(()) => {
                 c.served += 1;
-                self.close_if_done(all, at);
                 Ok(())
             }
-            Err(e) if c.pass.reads_count() > 0 => {
+            Err(e) if pass.reads_count() > 0 => {
                 // The stream's state is unknown: it is not read further in
                 // this pass.
                 c.failed = Some((c.next, alloc::string::ToString::to_string(&e)));
                 c.served += 1;
-                self.close_if_done(all, at);
                 Err(e)
             }
             Err(e) => {
                 // Read by index: the next read reopens the stream.
-                self.close(all, at);
+                self.recycle(slot.take());
                 Err(e)
             }
         }
     }
 
-    /// Closes cursor `at` once its pass has had every position it asks for
-    /// (an open-ended pass, [`ReadEpoch::BY_INDEX`], stays open).
-    fn close_if_done(&self, all: &mut Cursors, at: usize) {
-        let asks = all.open[at].pass.reads_count();
-        if asks > 0 && all.open[at].served >= asks {
-            self.close(all, at);
-        }
-    }
-
-    /// Closes cursor `at`, keeping its samples' buffers for others (as
-    /// many as an open buffer and the loader's read-ahead use).
-    fn close(&self, all: &mut Cursors, at: usize) {
-        let c = all.open.swap_remove(at);
+    /// Keeps a closed cursor's samples' buffers for the next (as many as an
+    /// open buffer and the loader's read-ahead use).
+    fn recycle(&self, cursor: Option<Cursor>) {
+        let Some(c) = cursor else {
+            return;
+        };
         let keep = self.buffer.saturating_add(64);
+        let mut spare = lock(&self.spare);
         let recycled = c
             .slots
             .into_iter()
-            .chain(c.parked.into_iter().map(|(_, s)| s));
+            .chain(c.parked.into_iter().map(|(_, s)| s))
+            .chain(c.spare);
         for s in recycled {
-            if all.spare.len() < keep {
-                all.spare.push(s);
+            if spare.len() >= keep {
+                break;
             }
+            spare.push(s);
+        }
+        drop(spare);
+        // The stream (a thread reading a pipe, say) is dropped here, with
+        // no lock but the cursor's held.
+        drop(c.stream);
+    }
+
+    /// Drops `place`'s entry (a pass done, a run ended).
+    fn forget(&self, place: &Arc<Place>) {
+        let mut all = lock(&self.cursors);
+        if let Some(at) = all.open.iter().position(|e| Arc::ptr_eq(&e.place, place)) {
+            all.open.swap_remove(at);
         }
     }
 }
@@ -555,14 +661,51 @@ impl Dataset for IterableDataset {
         index: usize,
         sample: &mut Sample,
     ) -> Result<(), DataError> {
-        if index >= self.len {
-            return Err(DataError::OutOfRange {
-                index,
-                len: self.len,
-            });
+        DataError::check_index(index, self.len)?;
+        let place = self.place(pass)?;
+        let mut slot = lock(&place.cursor);
+        let result = self.read_at(&place, &mut slot, pass, index, sample);
+        // Closed once its pass has had every position it asks for (an
+        // open-ended pass, [`ReadEpoch::BY_INDEX`], stays open), or its run
+        // has ended.
+        let asks = pass.reads_count();
+        let done = slot.as_ref().is_some_and(|c| asks > 0 && c.served >= asks);
+        if done || place.cancelled.load(Ordering::SeqCst) {
+            self.recycle(slot.take());
+            drop(slot);
+            self.forget(&place);
         }
-        let mut all = self.cursors.lock().unwrap_or_else(PoisonError::into_inner);
-        self.read_locked(&mut all, pass, index, sample)
+        result
+    }
+
+    /// Drops the run's cursors; a read of it in progress stops at the
+    /// stream's next sample, a stream blocked waiting is woken.
+    fn end_run(&self, run: u64) {
+        let mut all = lock(&self.cursors);
+        if all.ended.len() >= ENDED_RUNS {
+            all.ended.remove(0);
+        }
+        all.ended.push(run);
+        let mut ended = Vec::new();
+        all.open.retain(|e| {
+            let of_run = e.pass.run == run;
+            if of_run {
+                ended.push(Arc::clone(&e.place));
+            }
+            !of_run
+        });
+        drop(all);
+        for place in ended {
+            place.cancelled.store(true, Ordering::SeqCst);
+            let wake = lock(&place.interrupter).clone();
+            if let Some(wake) = wake {
+                wake();
+            }
+            // Not in use: closed now (in use: by its reader, on return).
+            if let Ok(mut slot) = place.cursor.try_lock() {
+                self.recycle(slot.take());
+            }
+        }
     }
 
     fn orders_itself(&self) -> bool {

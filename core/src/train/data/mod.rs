@@ -27,7 +27,9 @@ use alloc::vec::Vec;
 
 pub use epoch::ReadEpoch;
 pub use error::DataError;
-pub use iterable::{Iterable, IterableDataset, SampleStream, StreamOptions};
+pub use iterable::{
+    Interrupter, Iterable, IterableDataset, MAX_CURSORS, SampleStream, StreamOptions,
+};
 
 /// The largest sample a dataset reads (256 MiB): an image file, a tar
 /// member, a record (header, labels and image). A larger one is an error
@@ -121,6 +123,14 @@ pub trait Dataset: Send + Sync {
     /// dataset's on, [`ReadEpoch::shuffle`]) and takes no weights.
     fn orders_itself(&self) -> bool {
         false
+    }
+
+    /// A loader's run [`ReadEpoch::run`] ended (the loader stopped or was
+    /// dropped): a dataset keeping state per run (a stream's cursors)
+    /// drops it and stops that run's reads blocked waiting. The default
+    /// does nothing.
+    fn end_run(&self, run: u64) {
+        let _ = run;
     }
 
     /// Sample `index` as the dataset knows it, for messages: its file, or

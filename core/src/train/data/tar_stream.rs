@@ -9,10 +9,20 @@
 //! a later one that differs is an error naming it.
 //!
 //! The tar is read on a thread of its own (`tp-tar-stream`), a sample or
-//! two ahead of the reader, its samples' buffers recycled. Each epoch opens
-//! the path again (a FIFO waits for its writer); standard input (`-`) can be
-//! read once, so it serves one epoch, and its length must be given (not
-//! counted).
+//! two ahead of the reader, its samples' buffers recycled; the thread also
+//! opens the path, so [`Iterable::open`] never blocks. Each epoch opens the
+//! path again: a FIFO waits for its writer, which writes the tar once per
+//! epoch; the epochs' readers of one FIFO take turns in the order they were
+//! opened (two readers of one pipe would each get part of its bytes), so
+//! the next epoch's starts reading once the last one's has stopped.
+//! Standard input (`-`) can be read once: it serves one epoch, and its
+//! length must be given ([`DataError::LengthNeeded`] otherwise: counting
+//! would consume it).
+//!
+//! A loader that stops wakes the thread waiting for its turn or for a
+//! FIFO's writer ([`SampleStream::interrupter`]); a read blocked on a pipe
+//! whose writer neither writes nor closes holds the stream's drop until it
+//! does.
 
 #![forbid(unsafe_code)]
 
@@ -23,11 +33,12 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use super::tar_members::{self, FORMAT, Role};
 use super::webdataset::WebKeys;
-use super::{Content, DataError, Iterable, Sample, SampleStream};
+use super::{Content, DataError, Interrupter, Iterable, Sample, SampleStream};
 
 /// A tar read front to back as a stream of WebDataset samples.
 ///
@@ -49,6 +60,103 @@ pub struct TarStream {
     label: String,
     /// Standard input was opened (it can be read once).
     stdin_taken: AtomicBool,
+    /// The turns of a FIFO's readers.
+    turns: Arc<Turns>,
+}
+
+/// Readers of one FIFO, one at a time in the order they were opened: the
+/// ticket `serving` reads; `done` holds later tickets already finished.
+#[derive(Debug, Default)]
+struct Turns {
+    state: Mutex<TurnState>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct TurnState {
+    next: u64,
+    serving: u64,
+    done: Vec<u64>,
+}
+
+impl Turns {
+    fn ticket(&self) -> u64 {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.next += 1;
+        s.next - 1
+    }
+
+    /// Waits for `ticket`'s turn: `false` when interrupted first.
+    fn wait(&self, ticket: u64, interrupted: &AtomicBool) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        while s.serving != ticket {
+            if interrupted.load(Ordering::SeqCst) {
+                return false;
+            }
+            s = self.changed.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
+        true
+    }
+
+    /// `ticket` is done (read, failed or interrupted): the next may read.
+    fn finish(&self, ticket: u64) {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.done.push(ticket);
+        while let Some(at) = s.done.iter().position(|&t| t == s.serving) {
+            s.done.swap_remove(at);
+            s.serving += 1;
+        }
+        drop(s);
+        self.changed.notify_all();
+    }
+}
+
+/// A turn given back when its thread ends, however it ends.
+struct Turn<'a>(&'a Turns, u64);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.0.finish(self.1);
+    }
+}
+
+/// What the reading thread and whoever stops it share.
+#[derive(Debug)]
+struct Stop {
+    interrupted: AtomicBool,
+    /// The thread is opening the path (a FIFO: waiting for its writer).
+    opening: AtomicBool,
+}
+
+/// Whether `path` is a FIFO (its readers then take turns; a reader waiting
+/// to open it is woken by opening its other end).
+fn is_fifo(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
+}
+
+/// Wakes a reader blocked opening the FIFO at `path`: its other end opened
+/// without blocking (an error, ignored, when no reader waits) and closed at
+/// once, writing nothing.
+fn wake_fifo_reader(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path);
+    }
+    #[cfg(not(unix))]
+    let _ = path;
 }
 
 /// What the reading thread hands over.
@@ -67,51 +175,121 @@ impl TarStream {
             image: keys.image.iter().map(|s| s.to_string()).collect(),
             label: keys.label.to_string(),
             stdin_taken: AtomicBool::new(false),
+            turns: Arc::default(),
         }
     }
 
-    fn reader(&self) -> Result<Box<dyn Read + Send>, DataError> {
-        if self.path.as_os_str() == "-" {
-            if self.stdin_taken.swap(true, Ordering::SeqCst) {
-                return Err(DataError::Invalid {
-                    what: "standard input holds one tar: it serves one epoch".into(),
-                });
+    fn is_stdin(&self) -> bool {
+        self.path.as_os_str() == "-"
+    }
+}
+
+/// How the reading thread gets its bytes.
+enum Source {
+    Stdin,
+    /// A path (its ticket when it is a FIFO).
+    Path(PathBuf, Option<u64>),
+}
+
+impl Source {
+    /// The reader, once the thread's turn has come; `Ok(None)` when
+    /// interrupted first.
+    fn open(self, turns: &Turns, stop: &Stop) -> Result<Option<Box<dyn Read + Send>>, DataError> {
+        let path = match self {
+            Source::Stdin => return Ok(Some(Box::new(std::io::stdin()))),
+            Source::Path(path, Some(ticket)) => {
+                if !turns.wait(ticket, &stop.interrupted) {
+                    return Ok(None);
+                }
+                path
             }
-            return Ok(Box::new(std::io::stdin()));
+            Source::Path(path, None) => path,
+        };
+        stop.opening.store(true, Ordering::SeqCst);
+        if stop.interrupted.load(Ordering::SeqCst) {
+            stop.opening.store(false, Ordering::SeqCst);
+            return Ok(None);
         }
         // Not `open_file`: a FIFO or a character device is a stream too.
-        let file = std::fs::File::open(&self.path).map_err(|e| DataError::io(&self.path, e))?;
-        Ok(Box::new(file))
+        let file = std::fs::File::open(&path);
+        stop.opening.store(false, Ordering::SeqCst);
+        let file = file.map_err(|e| DataError::io(&path, e))?;
+        if stop.interrupted.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(file)))
     }
 }
 
 impl Iterable for TarStream {
     fn open(&self, _epoch: u32) -> Result<Box<dyn SampleStream>, DataError> {
-        let reader = self.reader()?;
+        let source = if self.is_stdin() {
+            if self.stdin_taken.swap(true, Ordering::SeqCst) {
+                return Err(DataError::Invalid {
+                    what: "standard input holds one tar: it serves one epoch".into(),
+                });
+            }
+            Source::Stdin
+        } else {
+            let fifo = is_fifo(&self.path);
+            Source::Path(self.path.clone(), fifo.then(|| self.turns.ticket()))
+        };
+        let ticket = match source {
+            Source::Path(_, t) => t,
+            Source::Stdin => None,
+        };
+        let stop = Arc::new(Stop {
+            interrupted: AtomicBool::new(false),
+            opening: AtomicBool::new(false),
+        });
         let (tx, rx) = sync_channel(2);
         let (back, recycled) = channel();
         let (path, image, label) = (self.path.clone(), self.image.clone(), self.label.clone());
-        let thread = std::thread::Builder::new()
+        let (turns, thread_stop) = (Arc::clone(&self.turns), Arc::clone(&stop));
+        let spawned = std::thread::Builder::new()
             .name("tp-tar-stream".into())
             .spawn(move || {
+                let _turn = ticket.map(|t| Turn(&turns, t));
                 let image: Vec<&str> = image.iter().map(String::as_str).collect();
                 let keys = WebKeys {
                     image: &image,
                     label: &label,
                 };
-                let end = match read_samples(reader, &path, keys, &tx, &recycled) {
-                    Ok(()) => Message::End,
+                let read = source
+                    .open(&turns, &thread_stop)
+                    .and_then(|reader| match reader {
+                        Some(r) => read_samples(r, &path, keys, &tx, &recycled, &thread_stop),
+                        None => Ok(false),
+                    });
+                let end = match read {
+                    Ok(true) => Message::End,
+                    Ok(false) => Message::Failed(interrupted(&path)),
                     Err(e) => Message::Failed(e),
                 };
                 let _ = tx.send(end);
-            })
-            .map_err(|e| DataError::io(&self.path, e))?;
+            });
+        let thread = match spawned {
+            Ok(t) => t,
+            Err(e) => {
+                if let Some(t) = ticket {
+                    self.turns.finish(t);
+                }
+                return Err(DataError::io(&self.path, e));
+            }
+        };
         Ok(Box::new(Receiving {
             samples: Some(rx),
             back,
             thread: Some(thread),
             path: self.path.clone(),
+            stop,
+            turns: Arc::clone(&self.turns),
         }))
+    }
+
+    /// Standard input: counting its samples would consume it.
+    fn reads_once(&self) -> bool {
+        self.is_stdin()
     }
 
     fn describe(&self) -> String {
@@ -143,15 +321,26 @@ struct Gathering {
     offset: u64,
 }
 
-/// Reads the tar's samples and sends each; `Ok` at its end or when the
-/// receiver is gone.
+/// The error of a stream whose loader stopped it.
+fn interrupted(path: &Path) -> DataError {
+    DataError::Invalid {
+        what: alloc::format!(
+            "tar stream {}: stopped (the loader reading it stopped)",
+            path.display()
+        ),
+    }
+}
+
+/// Reads the tar's samples and sends each: `Ok(true)` at its end or when
+/// the receiver is gone, `Ok(false)` when interrupted.
 fn read_samples(
     reader: Box<dyn Read + Send>,
     path: &Path,
     keys: WebKeys<'_>,
     tx: &SyncSender<Message>,
     recycled: &Receiver<Sample>,
-) -> Result<(), DataError> {
+    stop: &Stop,
+) -> Result<bool, DataError> {
     let mut archive = tar::Archive::new(std::io::BufReader::with_capacity(1 << 16, reader));
     let entries = archive
         .entries()
@@ -180,7 +369,12 @@ fn read_samples(
         *gone = tx.send(Message::Sample(g.sample)).is_err();
         Ok(())
     };
+    let mut stopped = false;
     tar_members::walk(entries, path, None, |m, entry| {
+        if stop.interrupted.load(Ordering::SeqCst) {
+            stopped = true;
+            return Ok(false);
+        }
         let Some((key, role)) = tar_members::role(&m, keys, path)? else {
             return Ok(true);
         };
@@ -243,9 +437,12 @@ fn read_samples(
         }
         Ok(true)
     })?;
+    if stopped {
+        return Ok(false);
+    }
     match current {
-        Some(last) if !gone => finish(last, &mut gone),
-        _ => Ok(()),
+        Some(last) if !gone => finish(last, &mut gone).map(|()| true),
+        _ => Ok(true),
     }
 }
 
@@ -255,6 +452,8 @@ struct Receiving {
     back: Sender<Sample>,
     thread: Option<JoinHandle<()>>,
     path: PathBuf,
+    stop: Arc<Stop>,
+    turns: Arc<Turns>,
 }
 
 impl SampleStream for Receiving {
@@ -284,13 +483,37 @@ impl SampleStream for Receiving {
             }),
         }
     }
+
+    /// Wakes the thread waiting for its turn or for a FIFO's writer: it
+    /// then sends an error and ends.
+    fn interrupter(&self) -> Option<Interrupter> {
+        let (stop, turns, path) = (
+            Arc::clone(&self.stop),
+            Arc::clone(&self.turns),
+            self.path.clone(),
+        );
+        Some(Arc::new(move || interrupt(&stop, &turns, &path)))
+    }
+}
+
+/// Stops the reading thread: at its next member, or now when it waits for
+/// its turn or for a FIFO's writer.
+fn interrupt(stop: &Stop, turns: &Turns, path: &Path) {
+    stop.interrupted.store(true, Ordering::SeqCst);
+    // The thread waiting for its turn sees the flag under the turns' lock.
+    drop(turns.state.lock().unwrap_or_else(PoisonError::into_inner));
+    turns.changed.notify_all();
+    if stop.opening.load(Ordering::SeqCst) && is_fifo(path) {
+        wake_fifo_reader(path);
+    }
 }
 
 impl Drop for Receiving {
-    /// Closes the channel (the thread stops at its next sample) and joins
-    /// the thread: a read blocked on a stalled pipe holds the drop until it
-    /// returns.
+    /// Stops the thread (at its next member; at once when it waits for its
+    /// turn or a FIFO's writer), closes the channel and joins the thread: a
+    /// read blocked on a stalled pipe holds the drop until it returns.
     fn drop(&mut self) {
+        interrupt(&self.stop, &self.turns, &self.path);
         drop(self.samples.take());
         if let Some(t) = self.thread.take() {
             let _ = t.join();

@@ -809,6 +809,8 @@ impl Shared {
     /// Stops every stage and wakes every waiter.
     fn shut_down(&self) {
         self.stop.store(true, Ordering::SeqCst);
+        // A stream's reads of this run, blocked or filling, stop.
+        self.dataset.end_run(self.run);
         self.read.close();
         self.assembled.close();
         self.collated.close();
