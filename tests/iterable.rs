@@ -122,21 +122,21 @@ fn plan() -> Arc<TrainPlan> {
 type Batches = Vec<(Vec<f32>, Vec<f32>, Vec<u64>)>;
 
 fn rest(loader: &mut Loader) -> Batches {
-    loader
-        .map(|b| {
-            let b = b.unwrap();
-            let n = b.len();
-            let Tensor::F32(t) = b.tensor() else {
-                unreachable!("a float plan")
-            };
-            let per = t.len() / b.shape()[0].max(1);
-            (
-                t[..n * per].to_vec(),
-                b.labels()[..n].to_vec(),
-                b.indices()[..n].to_vec(),
-            )
-        })
-        .collect()
+    loader.map(|b| tuple(&b.unwrap())).collect()
+}
+
+/// A batch as (tensor, labels, indices).
+fn tuple(b: &tensorprep::train::Batch) -> (Vec<f32>, Vec<f32>, Vec<u64>) {
+    let n = b.len();
+    let Tensor::F32(t) = b.tensor() else {
+        unreachable!("a float plan")
+    };
+    let per = t.len() / b.shape()[0].max(1);
+    (
+        t[..n * per].to_vec(),
+        b.labels()[..n].to_vec(),
+        b.indices()[..n].to_vec(),
+    )
 }
 
 /// `epochs` epochs' batches.
@@ -550,16 +550,164 @@ fn every_loader_run_reads_through_its_own_cursor() {
 
 /// The loader's next batch, as `rest` gives batches.
 fn rest_one(loader: &mut Loader) -> Batches {
-    let mut one = loader.by_ref().take(1).collect::<Vec<_>>();
-    let b = one.pop().unwrap().unwrap();
-    let n = b.len();
-    let Tensor::F32(t) = b.tensor() else {
-        unreachable!("a float plan")
+    vec![tuple(&loader.next().unwrap().unwrap())]
+}
+
+/// `body`'s result, or a failure once `limit` has passed (the thread left
+/// blocked: a hang fails the test instead of holding the binary).
+fn within<T: Send + 'static>(
+    limit: Duration,
+    what: &str,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(body());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(v) => v,
+        Err(_) => panic!("{what}: not done within {limit:?} (a hang)"),
+    }
+}
+
+/// A source whose streams count themselves while open.
+struct Counted {
+    inner: Numbers,
+    live: Arc<AtomicUsize>,
+}
+
+/// A stream that counts itself while open.
+struct Live(Box<dyn SampleStream>, Arc<AtomicUsize>);
+
+impl SampleStream for Live {
+    fn next(&mut self, sample: &mut Sample) -> Result<bool, DataError> {
+        self.0.next(sample)
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.1.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Iterable for Counted {
+    fn open(&self, epoch: u32) -> Result<Box<dyn SampleStream>, DataError> {
+        let inner = self.inner.open(epoch)?;
+        self.live.fetch_add(1, Ordering::SeqCst);
+        Ok(Box::new(Live(inner, Arc::clone(&self.live))))
+    }
+
+    fn describe(&self) -> String {
+        "counted".into()
+    }
+
+    fn fingerprint(&self) -> u64 {
+        self.inner.n as u64
+    }
+}
+
+/// A loader dropped while its read threads fill a large shuffle buffer
+/// from a slow stream (1,000 samples at 20 ms: 20 s) returns at once: the
+/// fill stops at the stream's next sample. Its run's cursors (their
+/// streams) are dropped with it, not left open until pushed out.
+#[test]
+fn a_loader_dropped_mid_fill_returns_promptly_and_closes_its_streams() {
+    let mut slow = Numbers::new(2000);
+    slow.delay = Duration::from_millis(20);
+    let live = Arc::new(AtomicUsize::new(0));
+    let source = Counted {
+        inner: slow,
+        live: Arc::clone(&live),
     };
-    let per = t.len() / b.shape()[0].max(1);
-    vec![(
-        t[..n * per].to_vec(),
-        b.labels()[..n].to_vec(),
-        b.indices()[..n].to_vec(),
-    )]
+    let data = IterableDataset::new(
+        Arc::new(source),
+        StreamOptions::new(Some(2000)).buffer(1000),
+    );
+    let data: Arc<dyn Dataset> = Arc::new(data.unwrap());
+    let mut config = LoaderConfig::new(4, 2, 3);
+    config.read_workers = 2;
+    let loader = Loader::new(Arc::clone(&data), plan(), config).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        live.load(Ordering::SeqCst),
+        1,
+        "epoch 0's stream is filling"
+    );
+    let started = std::time::Instant::now();
+    within(
+        Duration::from_secs(5),
+        "dropping a loader mid-fill",
+        move || drop(loader),
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(live.load(Ordering::SeqCst), 0, "the run's cursor is closed");
+}
+
+/// Standard input without a length is refused when the dataset is made
+/// (counting it would consume it, and epoch 0 then fail).
+#[test]
+fn standard_input_needs_a_length() {
+    use tensorprep::train::data::tar_stream::TarStream;
+    use tensorprep::train::data::webdataset::WebKeys;
+    let made = IterableDataset::new(
+        Arc::new(TarStream::new("-", WebKeys::CONVENTIONAL)),
+        StreamOptions::new(None),
+    );
+    let err = made.unwrap_err();
+    assert!(matches!(err, DataError::LengthNeeded { .. }), "{err}");
+    assert!(err.to_string().contains("give its length"), "{err}");
+    let given = IterableDataset::new(
+        Arc::new(TarStream::new("-", WebKeys::CONVENTIONAL)),
+        StreamOptions::new(Some(3)),
+    );
+    assert_eq!(given.unwrap().len(), 3);
+}
+
+/// A FIFO whose writer writes the tar once, read by a loader of endless
+/// epochs with 2 read threads: epoch 0 gives the tar's samples (the next
+/// epoch's reader, waiting for a writer, holds up neither it nor the
+/// loader's drop).
+#[cfg(unix)]
+#[test]
+fn a_fifo_with_a_one_shot_writer_serves_epoch_0_and_the_loader_drops() {
+    use tensorprep::train::data::tar_stream::TarStream;
+    use tensorprep::train::data::webdataset::{WebDataset, WebKeys};
+    let shard = tensorprep_tests::fixture("records/shard-0.tar");
+    let indexed =
+        Arc::new(WebDataset::open(shard.to_str().unwrap(), WebKeys::CONVENTIONAL).unwrap());
+    let dir = std::env::temp_dir().join(format!("tp-fifo-once-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("once.tar");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let bytes = std::fs::read(&shard).unwrap();
+    let path = fifo.clone();
+    let writer = std::thread::spawn(move || std::fs::write(&path, &bytes).unwrap());
+    let len = indexed.len();
+    let piped = IterableDataset::new(
+        Arc::new(TarStream::new(&fifo, WebKeys::CONVENTIONAL)),
+        StreamOptions::new(Some(len)).buffer(2),
+    )
+    .unwrap();
+    let mut config = LoaderConfig::new(1, 2, 2);
+    config.order = Order::Sequential;
+    config.read_workers = 2;
+    let expected = {
+        let mut c = config.clone();
+        c.epochs = Some(1);
+        run(indexed, c, 1).remove(0)
+    };
+    let mut loader = Loader::new(Arc::new(piped), plan(), config).unwrap();
+    let epoch0 = within(Duration::from_secs(30), "epoch 0 over a FIFO", move || {
+        let got = rest(&mut loader);
+        (got, loader)
+    });
+    let (got, loader) = epoch0;
+    assert_eq!(got, expected);
+    within(Duration::from_secs(10), "dropping the loader", move || {
+        drop(loader)
+    });
+    writer.join().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }
