@@ -711,3 +711,78 @@ fn a_fifo_with_a_one_shot_writer_serves_epoch_0_and_the_loader_drops() {
     writer.join().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A concatenation of streams passes the loader's pass on to each part (its
+/// positions shifted): shuffled, it gives each part's own buffer output in
+/// turn (the parts alone, one after the other), the same for 1 and 3 read
+/// threads, each part's stream opened once per epoch (not reopened per
+/// step back, as read by index); a range of a stream is the stream's first
+/// positions, read once.
+#[test]
+fn a_concatenation_or_range_of_streams_passes_the_loader_s_pass_on() {
+    use tensorprep::train::data::combine::{Concat, Range};
+    let sources = [Arc::new(Numbers::new(12)), Arc::new(Numbers::new(8))];
+    let part = |i: usize| -> Arc<dyn Dataset> {
+        let options = StreamOptions::new(Some(sources[i].n)).buffer(5);
+        Arc::new(IterableDataset::new(sources[i].clone() as Arc<dyn Iterable>, options).unwrap())
+    };
+    let mut config = LoaderConfig::new(4, 2, 3);
+    config.seed = 11;
+    config.epochs = Some(1);
+    let alone: Vec<f32> = (0..2)
+        .flat_map(|i| labels(&run(part(i), config.clone(), 1)[0]))
+        .collect();
+    let (a, b) = (part(0), part(1));
+    let concat: Arc<dyn Dataset> = Arc::new(Concat::new([a, b]).unwrap());
+    assert!(concat.orders_itself());
+    let opened = |s: &Arc<Numbers>| s.opens.load(Ordering::SeqCst);
+    let before = [opened(&sources[0]), opened(&sources[1])];
+    let together = run(Arc::clone(&concat), config.clone(), 1).remove(0);
+    assert_eq!(labels(&together), alone);
+    assert_eq!(
+        [opened(&sources[0]), opened(&sources[1])],
+        [before[0] + 1, before[1] + 1],
+        "each part's stream read once"
+    );
+    config.read_workers = 3;
+    assert_eq!(run(concat, config.clone(), 1).remove(0), together);
+
+    let first = labels(&run(part(0), config.clone(), 1)[0]);
+    let before = opened(&sources[0]);
+    let taken: Arc<dyn Dataset> = Arc::new(Range::take(part(0), 6).unwrap());
+    config.batch_size = 2;
+    assert_eq!(labels(&run(taken, config, 1)[0]), first[..6]);
+    assert_eq!(opened(&sources[0]), before + 1);
+}
+
+/// What cannot keep a stream's order refuses it with a typed error: a
+/// filter, a cache, a zip, a concatenation with a dataset read by index.
+#[test]
+fn combinations_that_cannot_keep_a_stream_s_order_refuse_it() {
+    use tensorprep::train::data::combine::{Cache, Concat, Filter, InMemory, Zip};
+    let s: Arc<dyn Dataset> = stream(Numbers::new(4), Some(4), 2);
+    let mut one = Sample::default();
+    one.bytes.push(1);
+    let by_index: Arc<dyn Dataset> = Arc::new(InMemory::new(vec![one; 4]));
+    let refused = |r: Result<(), DataError>, what: &str| match r {
+        Err(e @ DataError::OrdersItself { .. }) => {
+            assert!(e.to_string().contains(what), "{e}")
+        }
+        other => panic!("{what}: {other:?}"),
+    };
+    refused(Filter::by_index(s.clone(), |_| true).map(drop), "filter");
+    refused(Filter::new(s.clone(), |_| true).map(drop), "filter");
+    refused(Cache::new(s.clone(), 1 << 20).map(drop), "cache");
+    refused(Zip::new(s.clone(), by_index.clone()).map(drop), "zip");
+    refused(Zip::new(by_index.clone(), s.clone()).map(drop), "zip");
+    refused(
+        Concat::new([s.clone(), by_index.clone()]).map(drop),
+        "concatenation",
+    );
+    // Datasets read by index combine as before.
+    assert!(
+        !Concat::new([by_index.clone(), by_index])
+            .unwrap()
+            .orders_itself()
+    );
+}

@@ -45,7 +45,7 @@ use core::cell::RefCell;
 use core::ops::Range as Span;
 use std::sync::{PoisonError, RwLock};
 
-use super::{DataError, Dataset, Sample};
+use super::{DataError, Dataset, ReadEpoch, Sample};
 
 /// How deeply this module's datasets may nest: a zip of a cache of a filter
 /// of a dataset is 3 deep. Ranges of ranges, concatenations of
@@ -61,6 +61,18 @@ fn out_of_range(index: usize, len: usize) -> DataError {
 
 /// The depth of a combinator over datasets nested `inner` deep (an error
 /// past [`MAX_DEPTH`]).
+/// A combination that cannot keep `data`'s own order refuses it
+/// ([`Dataset::orders_itself`]: a stream through its shuffle buffer).
+fn refuse_ordered(combination: &'static str, data: &dyn Dataset) -> Result<(), DataError> {
+    if data.orders_itself() {
+        return Err(DataError::OrdersItself {
+            combination,
+            dataset: data.describe(0),
+        });
+    }
+    Ok(())
+}
+
 fn one_deeper(inner: u32) -> Result<u32, DataError> {
     let depth = inner.saturating_add(1);
     if depth > MAX_DEPTH {
@@ -294,6 +306,31 @@ impl Dataset for Range {
         self.inner.read(self.span.start + index, sample)
     }
 
+    /// A range of a stream: the loader's pass, its positions shifted into
+    /// the range.
+    fn read_in(
+        &self,
+        pass: &ReadEpoch,
+        index: usize,
+        sample: &mut Sample,
+    ) -> Result<(), DataError> {
+        if !self.inner.orders_itself() {
+            return self.read(index, sample);
+        }
+        DataError::check_index(index, self.len())?;
+        let shift = -(self.span.start as i64);
+        let part = pass.of_part(shift, self.len());
+        self.inner.read_in(&part, self.span.start + index, sample)
+    }
+
+    fn orders_itself(&self) -> bool {
+        self.inner.orders_itself()
+    }
+
+    fn end_run(&self, run: u64) {
+        self.inner.end_run(run);
+    }
+
     fn describe(&self, index: usize) -> String {
         self.inner.describe(self.span.start.saturating_add(index))
     }
@@ -434,6 +471,8 @@ impl Parts {
 pub struct Concat {
     parts: Option<Arc<Parts>>,
     depth: u32,
+    /// Its parts order themselves (all of them: streams).
+    ordered: bool,
 }
 
 impl Concat {
@@ -470,7 +509,21 @@ impl Concat {
             });
         }
         let depth = one_deeper(all.as_ref().map_or(0, |p| p.depth()))?;
-        Ok(Concat { parts: all, depth })
+        // Streams one after the other, each through its own buffer; a
+        // stream beside datasets read by index has no one order.
+        let each = || all.iter().flat_map(|p| p.each());
+        let stream = each().find(|p| p.orders_itself());
+        let ordered = stream.is_some();
+        if let Some(stream) = stream
+            && each().any(|p| !p.orders_itself())
+        {
+            refuse_ordered("concatenation with datasets read by index", &**stream)?;
+        }
+        Ok(Concat {
+            parts: all,
+            depth,
+            ordered,
+        })
     }
 
     /// The number of datasets concatenated (those of concatenations given
@@ -502,6 +555,34 @@ impl Dataset for Concat {
             .locate(index)
             .ok_or_else(|| out_of_range(index, self.len()))?;
         part.read(at, sample)
+    }
+
+    /// Of streams: the part's, the loader's pass shifted to its positions.
+    fn read_in(
+        &self,
+        pass: &ReadEpoch,
+        index: usize,
+        sample: &mut Sample,
+    ) -> Result<(), DataError> {
+        if !self.ordered {
+            return self.read(index, sample);
+        }
+        let (part, at) = self
+            .locate(index)
+            .ok_or_else(|| out_of_range(index, self.len()))?;
+        let shift = (index - at) as i64;
+        part.read_in(&pass.of_part(shift, self.len()), at, sample)
+    }
+
+    fn orders_itself(&self) -> bool {
+        self.ordered
+    }
+
+    fn end_run(&self, run: u64) {
+        self.parts
+            .iter()
+            .flat_map(|p| p.each())
+            .for_each(|p| p.end_run(run));
     }
 
     fn describe(&self, index: usize) -> String {
@@ -553,6 +634,8 @@ impl Zip {
     /// `first` and `second`, which must have the same length.
     pub fn new(first: impl Into<Source>, second: impl Into<Source>) -> Result<Zip, DataError> {
         let (first, second) = (first.into(), second.into());
+        refuse_ordered("zip", first.as_dataset())?;
+        refuse_ordered("zip", second.as_dataset())?;
         let (a, b) = (first.as_dataset().len(), second.as_dataset().len());
         if a != b {
             return Err(DataError::Invalid {
@@ -618,6 +701,7 @@ impl Filter {
     ) -> Result<Filter, DataError> {
         let inner = inner.into();
         let data = inner.as_dataset();
+        refuse_ordered("filter", data)?;
         let mut kept = Vec::new();
         let mut sample = Sample::default();
         for i in 0..data.len() {
@@ -635,6 +719,7 @@ impl Filter {
         keep: impl Fn(usize) -> bool,
     ) -> Result<Filter, DataError> {
         let inner = inner.into();
+        refuse_ordered("filter", inner.as_dataset())?;
         let kept = (0..inner.as_dataset().len()).filter(|&i| keep(i)).collect();
         Filter::of(inner, kept)
     }
@@ -708,6 +793,7 @@ impl Cache {
     /// A cache of `inner` holding at most `budget` bytes of samples.
     pub fn new(inner: impl Into<Source>, budget: u64) -> Result<Cache, DataError> {
         let inner = inner.into();
+        refuse_ordered("cache", inner.as_dataset())?;
         let depth = one_deeper(inner.depth())?;
         let inner = inner.dataset();
         let mut slots = Vec::new();

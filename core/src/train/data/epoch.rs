@@ -47,6 +47,10 @@ pub struct ReadEpoch {
     /// one): a stream keeps one cursor per run, so two loaders over one
     /// dataset, or a retry after a failed pass, never share a cursor.
     pub run: u64,
+    /// Set when the pass reads a part of the dataset the loader reads (a
+    /// concatenation's part, a range): the part's position `i` is the
+    /// loader's position `i + shift` of an epoch of `total` ([`ReadEpoch::of_part`]).
+    pub part: Option<(i64, u64)>,
 }
 
 impl ReadEpoch {
@@ -60,7 +64,40 @@ impl ReadEpoch {
             first,
             end,
             run: 0,
+            part: None,
         }
+    }
+
+    /// The same pass as seen by a part of the dataset read (of `len`
+    /// samples): its position `i` is the dataset's `i + shift`.
+    pub fn of_part(mut self, shift: i64, len: usize) -> Self {
+        self.part = Some(match self.part {
+            Some((outer, total)) => (outer.saturating_add(shift), total),
+            None => (shift, len as u64),
+        });
+        self
+    }
+
+    /// The positions this pass asks for of a dataset of `len` samples (of
+    /// a part: those in it), counted.
+    pub fn asks(&self, len: usize) -> u64 {
+        let Some((shift, total)) = self.part else {
+            return self.reads_count();
+        };
+        if total == 0 {
+            return 0;
+        }
+        let (r, n) = (
+            u128::from(self.shard.index()),
+            u128::from(self.shard.count()),
+        );
+        (self.first..self.end)
+            .filter(|&k| {
+                let g = ((r + n * u128::from(k)) % u128::from(total)) as i128;
+                let i = g - i128::from(shift);
+                i >= 0 && i < len as i128
+            })
+            .count() as u64
     }
 
     /// The same pass, read by run `run` of a loader.
@@ -81,6 +118,7 @@ impl ReadEpoch {
         first: 0,
         end: 0,
         run: 0,
+        part: None,
     };
 
     /// The positions this pass asks for, counted.
@@ -94,6 +132,16 @@ impl ReadEpoch {
         if len == 0 || index >= len {
             return false;
         }
+        let (index, len) = match self.part {
+            Some((shift, total)) => {
+                let at = index as i128 + i128::from(shift);
+                if at < 0 || at >= i128::from(total) {
+                    return false;
+                }
+                (at as usize, total as usize)
+            }
+            None => (index, len),
+        };
         let (r, n) = (
             u128::from(self.shard.index()),
             u128::from(self.shard.count()),

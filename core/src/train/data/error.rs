@@ -58,6 +58,15 @@ pub enum DataError {
         /// The stream.
         stream: String,
     },
+    /// A combination that cannot keep the order of a dataset that orders
+    /// itself (a filter, a cache or a zip of a stream; a concatenation of a
+    /// stream with datasets read by index).
+    OrdersItself {
+        /// The combination ("filter", "cache", "zip", "concatenation").
+        combination: &'static str,
+        /// The dataset that orders itself.
+        dataset: String,
+    },
     /// A sample index past the end.
     OutOfRange {
         /// The index asked for.
@@ -134,6 +143,13 @@ impl fmt::Display for DataError {
             DataError::OutOfRange { index, len } => {
                 write!(f, "sample {index} asked of a dataset of {len}")
             }
+            DataError::OrdersItself {
+                combination,
+                dataset,
+            } => write!(
+                f,
+                "a {combination} of {dataset} cannot keep its order (a stream's order is its shuffle buffer's): give the loader the stream itself"
+            ),
             DataError::LengthNeeded { stream } => write!(
                 f,
                 "{stream} can be read only once: give its length (samples per epoch), counting would consume it"

@@ -48,9 +48,12 @@
 //! ([`SampleStream::interrupter`]). At most [`MAX_CURSORS`] cursors are
 //! open at once, the least recently used closed first.
 //!
-//! Read by index ([`Dataset::read`], a dataset inside a
-//! [combination](super::combine)), a stream gives its own order, each step
-//! backwards reopening it: give the loader the stream itself.
+//! Read by index ([`Dataset::read`]), a stream gives its own order, each
+//! step backwards reopening it. Inside a [combination](super::combine), a
+//! concatenation of streams and a range of one pass the loader's pass on
+//! (each part's positions mapped, [`ReadEpoch::of_part`]); a filter, a
+//! cache or a zip of one, or a concatenation of streams with datasets read
+//! by index, is refused ([`DataError::OrdersItself`]).
 
 #![forbid(unsafe_code)]
 
@@ -296,8 +299,10 @@ struct Cursor {
     parked: Vec<(usize, Sample)>,
     /// Samples' buffers to reuse.
     spare: Vec<Sample>,
-    /// Positions handed out.
+    /// Positions handed out, and to hand out ([`ReadEpoch::asks`]; 0:
+    /// open-ended).
     served: u64,
+    asks: u64,
     /// The stream failed at this position (with this message): the pass's
     /// later positions fail at once instead of reopening it, each.
     failed: Option<(usize, String)>,
@@ -572,6 +577,7 @@ impl IterableDataset {
                     parked: Vec::with_capacity(PRESIZED),
                     spare,
                     served: 0,
+                    asks: pass.asks(self.len),
                     failed: None,
                 })
             }
@@ -595,7 +601,7 @@ impl IterableDataset {
                 c.served += 1;
                 Ok(())
             }
-            Err(e) if pass.reads_count() > 0 => {
+            Err(e) if c.asks > 0 => {
                 // The stream's state is unknown: it is not read further in
                 // this pass.
                 c.failed = Some((c.next, alloc::string::ToString::to_string(&e)));
