@@ -13,8 +13,14 @@
 //! opens the path, so [`Iterable::open`] never blocks. Each epoch opens the
 //! path again: a FIFO waits for its writer, which writes the tar once per
 //! epoch; the epochs' readers of one FIFO take turns in the order they were
-//! opened (two readers of one pipe would each get part of its bytes), so
-//! the next epoch's starts reading once the last one's has stopped.
+//! opened (two readers of one pipe would each get part of its bytes), and
+//! a reader that read its tar to the end hands the open FIFO on to the
+//! next epoch's, which reads past the tar's zero padding to the next tar,
+//! or opens the FIFO again once the writer has closed it (with the first
+//! end still open: no byte is lost). So a writer may write the tar once per
+//! epoch, reopening the FIFO each time, or write it again and again through
+//! one opening. An epoch cut before the tar's end (fewer samples than the
+//! tar holds) closes the FIFO: the next epoch opens it anew.
 //! Standard input (`-`) can be read once: it serves one epoch, and its
 //! length must be given ([`DataError::LengthNeeded`] otherwise: counting
 //! would consume it).
@@ -29,7 +35,7 @@
 use alloc::boxed::Box;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
@@ -66,10 +72,33 @@ pub struct TarStream {
 
 /// Readers of one FIFO, one at a time in the order they were opened: the
 /// ticket `serving` reads; `done` holds later tickets already finished.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Turns {
     state: Mutex<TurnState>,
     changed: Condvar,
+    /// The FIFO's reader after a whole tar, kept open for the next epoch
+    /// (the pipe, and what its writer wrote since, stays).
+    kept: Mutex<Option<Reader>>,
+}
+
+impl core::fmt::Debug for Turns {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Turns").field("state", &self.state).finish()
+    }
+}
+
+/// The tar's bytes, buffered.
+type Reader = Box<dyn BufRead + Send>;
+
+/// How a reading thread's tar ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// Read to its end-of-archive marker.
+    Whole,
+    /// Its receiver was gone (the epoch had its samples).
+    Cut,
+    /// Interrupted.
+    Stopped,
 }
 
 #[derive(Debug, Default)]
@@ -192,32 +221,74 @@ enum Source {
 }
 
 impl Source {
-    /// The reader, once the thread's turn has come; `Ok(None)` when
-    /// interrupted first.
-    fn open(self, turns: &Turns, stop: &Stop) -> Result<Option<Box<dyn Read + Send>>, DataError> {
-        let path = match self {
-            Source::Stdin => return Ok(Some(Box::new(std::io::stdin()))),
+    /// The reader, once the thread's turn has come (a FIFO's: the last
+    /// epoch's, past its tar); `Ok(None)` when interrupted first.
+    fn open(self, turns: &Turns, stop: &Stop) -> Result<Option<Reader>, DataError> {
+        let buffered = |file| -> Reader { Box::new(BufReader::with_capacity(1 << 16, file)) };
+        match self {
+            Source::Stdin => Ok(Some(buffered(
+                Box::new(std::io::stdin()) as Box<dyn Read + Send>
+            ))),
             Source::Path(path, Some(ticket)) => {
                 if !turns.wait(ticket, &stop.interrupted) {
                     return Ok(None);
                 }
-                path
+                let kept = turns
+                    .kept
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                match kept {
+                    Some(reader) => next_tar(reader, &path, stop),
+                    None => Ok(open_path(&path, stop)?.map(|f| buffered(Box::new(f)))),
+                }
             }
-            Source::Path(path, None) => path,
-        };
-        stop.opening.store(true, Ordering::SeqCst);
-        if stop.interrupted.load(Ordering::SeqCst) {
-            stop.opening.store(false, Ordering::SeqCst);
-            return Ok(None);
+            Source::Path(path, None) => Ok(open_path(&path, stop)?.map(|f| buffered(Box::new(f)))),
         }
-        // Not `open_file`: a FIFO or a character device is a stream too.
-        let file = std::fs::File::open(&path);
+    }
+}
+
+/// `path` opened (a FIFO: once a writer has opened it); `Ok(None)` when
+/// interrupted first.
+fn open_path(path: &Path, stop: &Stop) -> Result<Option<std::fs::File>, DataError> {
+    stop.opening.store(true, Ordering::SeqCst);
+    if stop.interrupted.load(Ordering::SeqCst) {
         stop.opening.store(false, Ordering::SeqCst);
-        let file = file.map_err(|e| DataError::io(&path, e))?;
+        return Ok(None);
+    }
+    // Not `open_file`: a FIFO or a character device is a stream too.
+    let file = std::fs::File::open(path);
+    stop.opening.store(false, Ordering::SeqCst);
+    let file = file.map_err(|e| DataError::io(path, e))?;
+    if stop.interrupted.load(Ordering::SeqCst) {
+        return Ok(None);
+    }
+    Ok(Some(file))
+}
+
+/// A FIFO's reader kept after the last epoch's tar, moved past that tar's
+/// zero padding to the next tar's first byte. When the writer has closed
+/// (the end of the pipe's bytes), the FIFO is opened again for the next
+/// writer while the kept end is still open (so no byte is lost between).
+fn next_tar(mut reader: Reader, path: &Path, stop: &Stop) -> Result<Option<Reader>, DataError> {
+    loop {
         if stop.interrupted.load(Ordering::SeqCst) {
             return Ok(None);
         }
-        Ok(Some(Box::new(file)))
+        let bytes = reader.fill_buf().map_err(|e| DataError::io(path, e))?;
+        if bytes.is_empty() {
+            let Some(file) = open_path(path, stop)? else {
+                return Ok(None);
+            };
+            reader = Box::new(BufReader::with_capacity(1 << 16, file));
+            continue;
+        }
+        let zeros = bytes.iter().take_while(|&&b| b == 0).count();
+        let found = zeros < bytes.len();
+        reader.consume(zeros);
+        if found {
+            return Ok(Some(reader));
+        }
     }
 }
 
@@ -246,6 +317,7 @@ impl Iterable for TarStream {
         let (back, recycled) = channel();
         let (path, image, label) = (self.path.clone(), self.image.clone(), self.label.clone());
         let (turns, thread_stop) = (Arc::clone(&self.turns), Arc::clone(&stop));
+        let fifo = ticket.is_some();
         let spawned = std::thread::Builder::new()
             .name("tp-tar-stream".into())
             .spawn(move || {
@@ -255,15 +327,21 @@ impl Iterable for TarStream {
                     image: &image,
                     label: &label,
                 };
-                let read = source
-                    .open(&turns, &thread_stop)
-                    .and_then(|reader| match reader {
-                        Some(r) => read_samples(r, &path, keys, &tx, &recycled, &thread_stop),
-                        None => Ok(false),
-                    });
+                let read = source.open(&turns, &thread_stop).and_then(|reader| {
+                    let Some(mut reader) = reader else {
+                        return Ok(Ended::Stopped);
+                    };
+                    let ended =
+                        read_samples(&mut reader, &path, keys, &tx, &recycled, &thread_stop);
+                    // A FIFO read to its tar's end: the next epoch reads on.
+                    if fifo && matches!(ended, Ok(Ended::Whole)) {
+                        *turns.kept.lock().unwrap_or_else(PoisonError::into_inner) = Some(reader);
+                    }
+                    ended
+                });
                 let end = match read {
-                    Ok(true) => Message::End,
-                    Ok(false) => Message::Failed(interrupted(&path)),
+                    Ok(Ended::Whole | Ended::Cut) => Message::End,
+                    Ok(Ended::Stopped) => Message::Failed(interrupted(&path)),
                     Err(e) => Message::Failed(e),
                 };
                 let _ = tx.send(end);
@@ -331,17 +409,17 @@ fn interrupted(path: &Path) -> DataError {
     }
 }
 
-/// Reads the tar's samples and sends each: `Ok(true)` at its end or when
-/// the receiver is gone, `Ok(false)` when interrupted.
+/// Reads the tar's samples and sends each, up to its end-of-archive marker
+/// (no further: a FIFO's next tar may follow).
 fn read_samples(
-    reader: Box<dyn Read + Send>,
+    reader: &mut Reader,
     path: &Path,
     keys: WebKeys<'_>,
     tx: &SyncSender<Message>,
     recycled: &Receiver<Sample>,
     stop: &Stop,
-) -> Result<bool, DataError> {
-    let mut archive = tar::Archive::new(std::io::BufReader::with_capacity(1 << 16, reader));
+) -> Result<Ended, DataError> {
+    let mut archive = tar::Archive::new(reader);
     let entries = archive
         .entries()
         .map_err(|e| DataError::io(path, e))?
@@ -438,12 +516,13 @@ fn read_samples(
         Ok(true)
     })?;
     if stopped {
-        return Ok(false);
+        return Ok(Ended::Stopped);
     }
     match current {
-        Some(last) if !gone => finish(last, &mut gone).map(|()| true),
-        _ => Ok(true),
+        Some(last) if !gone => finish(last, &mut gone)?,
+        _ => {}
     }
+    Ok(if gone { Ended::Cut } else { Ended::Whole })
 }
 
 /// The stream's end of the channel: samples in, buffers back.
