@@ -838,3 +838,23 @@ fn a_fifo_serves_an_epoch_per_tar_its_writer_writes() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A tar file's stream fingerprint follows its bytes, not its name alone:
+/// the same name with other contents (a shorter tar) is another dataset.
+#[test]
+fn a_tar_stream_s_fingerprint_follows_the_file() {
+    use tensorprep::train::data::tar_stream::TarStream;
+    use tensorprep::train::data::webdataset::WebKeys;
+    let shard = tensorprep_tests::fixture("records/shard-0.tar");
+    let dir = std::env::temp_dir().join(format!("tp-tar-print-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("data.tar");
+    let bytes = std::fs::read(&shard).unwrap();
+    let print = || TarStream::new(&path, WebKeys::CONVENTIONAL).fingerprint();
+    std::fs::write(&path, &bytes).unwrap();
+    let whole = print();
+    assert_eq!(print(), whole, "the same file, the same fingerprint");
+    std::fs::write(&path, &bytes[..bytes.len() - 1024]).unwrap();
+    assert_ne!(print(), whole, "other contents under the same name");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -374,7 +374,9 @@ impl Iterable for TarStream {
         alloc::format!("tar stream {}", self.path.display())
     }
 
-    /// The file's name and the keys (a stream's bytes cannot be read ahead).
+    /// The keys and the file's name; of a regular file also its size,
+    /// modification time and first 4 KiB (a FIFO's or standard input's
+    /// bytes cannot be read ahead: their name alone).
     fn fingerprint(&self) -> u64 {
         let mut h = crate::Fnv1a64::new();
         h.update(b"tar stream");
@@ -384,6 +386,24 @@ impl Iterable for TarStream {
         for k in self.image.iter().chain([&self.label]) {
             h.update(&[0]);
             h.update(k.as_bytes());
+        }
+        let file = std::fs::metadata(&self.path).ok().filter(|m| m.is_file());
+        if let Some(m) = file {
+            h.update(&m.len().to_le_bytes());
+            let since = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+            h.update(&since.map_or(0, |d| d.as_nanos()).to_le_bytes());
+            let mut head = [0u8; 4096];
+            if let Ok(f) = std::fs::File::open(&self.path) {
+                let mut n = 0;
+                let mut f = f.take(head.len() as u64);
+                while let Ok(got @ 1..) = f.read(&mut head[n..]) {
+                    n += got;
+                }
+                h.update(&head[..n]);
+            }
         }
         h.finish()
     }
