@@ -155,6 +155,8 @@ struct Stop {
     interrupted: AtomicBool,
     /// The thread is opening the path (a FIFO: waiting for its writer).
     opening: AtomicBool,
+    /// The thread has opened the path and reads it.
+    reading: AtomicBool,
 }
 
 /// Whether `path` is a FIFO (its readers then take turns; a reader waiting
@@ -312,6 +314,7 @@ impl Iterable for TarStream {
         let stop = Arc::new(Stop {
             interrupted: AtomicBool::new(false),
             opening: AtomicBool::new(false),
+            reading: AtomicBool::new(false),
         });
         let (tx, rx) = sync_channel(2);
         let (back, recycled) = channel();
@@ -331,8 +334,9 @@ impl Iterable for TarStream {
                     let Some(mut reader) = reader else {
                         return Ok(Ended::Stopped);
                     };
-                    let ended =
-                        read_samples(&mut reader, &path, keys, &tx, &recycled, &thread_stop);
+                    thread_stop.reading.store(true, Ordering::SeqCst);
+                    let (tx, recycled, stop) = (&tx, &recycled, &*thread_stop);
+                    let ended = read_samples(&mut reader, &path, keys, tx, recycled, stop, fifo);
                     // A FIFO read to its tar's end: the next epoch reads on.
                     if fifo && matches!(ended, Ok(Ended::Whole)) {
                         *turns.kept.lock().unwrap_or_else(PoisonError::into_inner) = Some(reader);
@@ -362,6 +366,7 @@ impl Iterable for TarStream {
             path: self.path.clone(),
             stop,
             turns: Arc::clone(&self.turns),
+            turns_fifo: ticket.is_some(),
         }))
     }
 
@@ -430,7 +435,9 @@ fn interrupted(path: &Path) -> DataError {
 }
 
 /// Reads the tar's samples and sends each, up to its end-of-archive marker
-/// (no further: a FIFO's next tar may follow).
+/// (no further: a FIFO's next tar may follow). Once the receiver is gone,
+/// `drain` (a FIFO) reads on to that marker, sending nothing, so the FIFO is
+/// handed on at the next tar.
 fn read_samples(
     reader: &mut Reader,
     path: &Path,
@@ -438,6 +445,7 @@ fn read_samples(
     tx: &SyncSender<Message>,
     recycled: &Receiver<Sample>,
     stop: &Stop,
+    drain: bool,
 ) -> Result<Ended, DataError> {
     let mut archive = tar::Archive::new(reader);
     let entries = archive
@@ -473,6 +481,10 @@ fn read_samples(
             stopped = true;
             return Ok(false);
         }
+        if gone {
+            // Draining a FIFO's tar (members skipped, not read).
+            return Ok(true);
+        }
         let Some((key, role)) = tar_members::role(&m, keys, path)? else {
             return Ok(true);
         };
@@ -480,7 +492,7 @@ fn read_samples(
             if let Some(done) = current.take() {
                 finish(done, &mut gone)?;
                 if gone {
-                    return Ok(false);
+                    return Ok(drain);
                 }
             }
             let mut sample = recycled.try_recv().unwrap_or_default();
@@ -542,7 +554,11 @@ fn read_samples(
         Some(last) if !gone => finish(last, &mut gone)?,
         _ => {}
     }
-    Ok(if gone { Ended::Cut } else { Ended::Whole })
+    Ok(if gone && !drain {
+        Ended::Cut
+    } else {
+        Ended::Whole
+    })
 }
 
 /// The stream's end of the channel: samples in, buffers back.
@@ -553,6 +569,8 @@ struct Receiving {
     path: PathBuf,
     stop: Arc<Stop>,
     turns: Arc<Turns>,
+    /// The path is a FIFO (its readers take turns).
+    turns_fifo: bool,
 }
 
 impl SampleStream for Receiving {
@@ -608,11 +626,17 @@ fn interrupt(stop: &Stop, turns: &Turns, path: &Path) {
 }
 
 impl Drop for Receiving {
-    /// Stops the thread (at its next member; at once when it waits for its
-    /// turn or a FIFO's writer), closes the channel and joins the thread: a
-    /// read blocked on a stalled pipe holds the drop until it returns.
+    /// Closes the channel and joins the thread, stopping it first when it
+    /// waits for its turn or a FIFO's writer, or reads a file (a FIFO's
+    /// thread reading reads on to its tar's end, sending nothing, so the
+    /// next epoch gets the FIFO at the next tar; a loader that stops
+    /// interrupts it). A read blocked on a stalled pipe holds the drop until
+    /// it returns.
     fn drop(&mut self) {
-        interrupt(&self.stop, &self.turns, &self.path);
+        let draining = self.turns_fifo && self.stop.reading.load(Ordering::SeqCst);
+        if !draining {
+            interrupt(&self.stop, &self.turns, &self.path);
+        }
         drop(self.samples.take());
         if let Some(t) = self.thread.take() {
             let _ = t.join();
