@@ -491,12 +491,14 @@ impl IterableDataset {
             e.used = clock;
             return Ok(Arc::clone(&e.place));
         }
+        // Closed once the lock is given back (its stream's drop may wait
+        // for a thread); one in use is read on by its reader, dropped after.
+        let mut evicted = None;
         if all.open.len() >= MAX_CURSORS {
-            // A cursor in use is read on by its reader and dropped after.
             let oldest = (0..all.open.len())
                 .min_by_key(|&i| all.open[i].used)
                 .expect("cursors are open");
-            all.open.swap_remove(oldest);
+            evicted = Some(all.open.swap_remove(oldest));
         }
         let place = Arc::new(Place {
             cursor: Mutex::new(None),
@@ -508,6 +510,12 @@ impl IterableDataset {
             used: clock,
             place: Arc::clone(&place),
         });
+        drop(all);
+        if let Some(e) = evicted
+            && let Ok(mut slot) = e.place.cursor.try_lock()
+        {
+            self.recycle(slot.take());
+        }
         Ok(place)
     }
 
