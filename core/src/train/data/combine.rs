@@ -473,22 +473,35 @@ pub struct Concat {
     depth: u32,
     /// Its parts order themselves (all of them: streams).
     ordered: bool,
+    /// Some part is read by index (kept so that joining stays O(log n)).
+    indexed: bool,
 }
 
 impl Concat {
     /// `parts` in order (their total length must fit a `usize`).
     pub fn new<S: Into<Source>>(parts: impl IntoIterator<Item = S>) -> Result<Concat, DataError> {
         let mut all: Option<Arc<Parts>> = None;
+        // Whether some part orders itself (a stream), and some does not.
+        let (mut ordered, mut indexed) = (false, false);
         for part in parts {
             let part = part.into();
             let next = match &part.0 {
                 Node::Concat(c) => match &c.parts {
-                    Some(p) => Arc::clone(p),
+                    Some(p) => {
+                        ordered |= c.ordered;
+                        indexed |= c.indexed;
+                        Arc::clone(p)
+                    }
                     None => continue,
                 },
                 _ => {
                     let depth = part.depth();
                     let part = part.dataset();
+                    if part.orders_itself() {
+                        ordered = true;
+                    } else {
+                        indexed = true;
+                    }
                     Arc::new(Parts::One {
                         len: part.len(),
                         part,
@@ -511,18 +524,18 @@ impl Concat {
         let depth = one_deeper(all.as_ref().map_or(0, |p| p.depth()))?;
         // Streams one after the other, each through its own buffer; a
         // stream beside datasets read by index has no one order.
-        let each = || all.iter().flat_map(|p| p.each());
-        let stream = each().find(|p| p.orders_itself());
-        let ordered = stream.is_some();
-        if let Some(stream) = stream
-            && each().any(|p| !p.orders_itself())
-        {
+        if ordered && indexed {
+            let mut each = all.iter().flat_map(|p| p.each());
+            let stream = each
+                .find(|p| p.orders_itself())
+                .expect("a part orders itself");
             refuse_ordered("concatenation with datasets read by index", &**stream)?;
         }
         Ok(Concat {
             parts: all,
             depth,
-            ordered,
+            ordered: ordered && !indexed,
+            indexed,
         })
     }
 
