@@ -23,6 +23,9 @@ use crate::train::PyDataset;
 /// What is called for each item, for messages.
 const ITERATOR: &str = "the iterator";
 
+/// What runs a `FromIterable`'s Python code, for the refusal of a loader call.
+const ITERATING: &str = "a FromIterable dataset's function or iterator";
+
 /// A Python callable returning a fresh iterator each time it is called.
 struct FromIterable {
     factory: Py<PyAny>,
@@ -51,40 +54,44 @@ impl PyStream {
 
 impl SampleStream for PyStream {
     fn next(&mut self, sample: &mut Sample) -> Result<bool, DataError> {
-        Python::attach(|py| {
-            let item = match self.iterator.bind(py).clone().next() {
-                None => return Ok(false),
-                Some(Err(error)) => {
-                    return Err(self.failed(SampleError::raised(py, ITERATOR, error)));
-                }
-                Some(Ok(item)) => item,
-            };
-            read_item(&item, sample).map_err(|what| {
-                self.failed(SampleError::Returned {
-                    call: ITERATOR,
-                    what,
-                })
-            })?;
-            self.taken += 1;
-            Ok(true)
+        crate::user_code::run(ITERATING, || {
+            Python::attach(|py| {
+                let item = match self.iterator.bind(py).clone().next() {
+                    None => return Ok(false),
+                    Some(Err(error)) => {
+                        return Err(self.failed(SampleError::raised(py, ITERATOR, error)));
+                    }
+                    Some(Ok(item)) => item,
+                };
+                read_item(&item, sample).map_err(|what| {
+                    self.failed(SampleError::Returned {
+                        call: ITERATOR,
+                        what,
+                    })
+                })?;
+                self.taken += 1;
+                Ok(true)
+            })
         })
     }
 }
 
 impl Iterable for FromIterable {
     fn open(&self, _epoch: u32) -> Result<Box<dyn SampleStream>, DataError> {
-        Python::attach(|py| {
-            let failed = |error| DataError::External {
-                sample: self.what.clone(),
-                error: Box::new(SampleError::raised(py, "calling it", error)),
-            };
-            let made = self.factory.bind(py).call0().map_err(failed)?;
-            let iterator = made.try_iter().map_err(failed)?;
-            Ok(Box::new(PyStream {
-                iterator: iterator.unbind(),
-                what: self.what.clone(),
-                taken: 0,
-            }) as Box<dyn SampleStream>)
+        crate::user_code::run(ITERATING, || {
+            Python::attach(|py| {
+                let failed = |error| DataError::External {
+                    sample: self.what.clone(),
+                    error: Box::new(SampleError::raised(py, "calling it", error)),
+                };
+                let made = self.factory.bind(py).call0().map_err(failed)?;
+                let iterator = made.try_iter().map_err(failed)?;
+                Ok(Box::new(PyStream {
+                    iterator: iterator.unbind(),
+                    what: self.what.clone(),
+                    taken: 0,
+                }) as Box<dyn SampleStream>)
+            })
         })
     }
 

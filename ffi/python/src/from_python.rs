@@ -260,20 +260,21 @@ impl Dataset for FromPython {
 
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
         DataError::check_index(index, self.len)?;
-        Python::attach(|py| {
-            let item = self
-                .object
-                .bind(py)
-                .get_item(index)
-                .map_err(|error| self.failed(index, SampleError::raised(py, GETITEM, error)))?;
-            read_item(&item, sample).map_err(|what| {
-                self.failed(
-                    index,
-                    SampleError::Returned {
-                        call: GETITEM,
-                        what,
-                    },
-                )
+        crate::user_code::run("a FromPython dataset's __getitem__", || {
+            Python::attach(|py| {
+                let item =
+                    self.object.bind(py).get_item(index).map_err(|error| {
+                        self.failed(index, SampleError::raised(py, GETITEM, error))
+                    })?;
+                read_item(&item, sample).map_err(|what| {
+                    self.failed(
+                        index,
+                        SampleError::Returned {
+                            call: GETITEM,
+                            what,
+                        },
+                    )
+                })
             })
         })?;
         sample.id = index as u64;

@@ -23,6 +23,7 @@ mod preview;
 mod resize;
 mod shards;
 mod train;
+mod user_code;
 
 use pyo3::prelude::*;
 

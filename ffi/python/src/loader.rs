@@ -453,7 +453,11 @@ impl PyLoader {
 
     /// Refuses a call from one of this loader's callbacks (it runs inside
     /// the loader: the call would wait for itself).
+    /// From the Python code its threads run (a dataset's `__getitem__`, a
+    /// `Lambda`), every call is refused: the loader may be waiting for
+    /// the calling thread.
     fn not_from_a_callback(&self) -> PyResult<()> {
+        crate::user_code::refuse_loader_call()?;
         if *lock(&self.holder) == Some(std::thread::current().id()) {
             return Err(errors::LoaderError::new_err(
                 "a loader callback cannot call its loader (it runs inside the loader's next \

@@ -1,6 +1,7 @@
 """Shared fixtures: the repository's test photos and references (no network)."""
 
 import os
+import threading
 
 import pytest
 
@@ -26,3 +27,24 @@ def turbo(tp):
     if "libjpeg-turbo" not in tp.decoders:
         pytest.skip("this build has no libjpeg-turbo decoder (maturin builds the wheel with it)")
     return "libjpeg-turbo"
+
+
+def within(seconds, fn):
+    """fn() on a daemon thread joined for at most `seconds`: its result, or the
+    exception it raised; a failed assertion, not a hung suite, when it is
+    still running (a deadlock)."""
+    out = {}
+
+    def target():
+        try:
+            out["value"] = fn()
+        except BaseException as e:  # handed to the caller as it is
+            out["error"] = e
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds} s: a deadlock"
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")

@@ -11,7 +11,7 @@ import weakref
 import numpy as np
 import pytest
 
-from conftest import fixture
+from conftest import fixture, within
 
 FOLDER = fixture("records", "folder")
 
@@ -183,3 +183,29 @@ def test_several_labels_per_sample_need_label_width(tp, train):
     labels = np.concatenate([y for _, y, _ in got])
     assert labels.shape == (8, 3) and labels.dtype == np.int64
     assert (labels == np.array([[k, 2 * k, 3 * k] for k in range(8)])).all()
+
+
+@pytest.mark.parametrize("call", ["next", "len", "state_dict"])
+def test_an_iterator_calling_its_loader_is_the_loaders_error_not_a_deadlock(tp, train, call):
+
+    calls = {"next": next, "len": len, "state_dict": lambda l: l.state_dict()}
+    own = []
+
+    def reentering():
+        for k, item in enumerate(numbers(16)()):
+            if k == 3 and own:  # not while the loader is being made
+                calls[call](own[0])
+            yield item
+
+    data = train.FromIterable(reentering, length=16, buffer=4)
+    loader = train.Loader(data, pipeline(train), 4, 2, seed=1, output="numpy", shuffle=False)
+    own.append(loader)
+    with pytest.raises(tp.DataError) as caught:
+        # The first epoch's first items may be taken before `own` holds it.
+        within(30, lambda: [collect(loader) for _ in range(2)])
+    message = str(caught.value)
+    assert "item 3" in message and "the iterator raised RuntimeError" in message, message
+    cause = caught.value.__cause__
+    assert isinstance(cause, RuntimeError), cause
+    assert "a FromIterable dataset's function or iterator called a Loader" in str(cause), cause
+    loader.close()

@@ -12,7 +12,7 @@ import threading
 import numpy as np
 import pytest
 
-from conftest import fixture
+from conftest import fixture, within
 
 FOLDER = fixture("records", "folder")
 @pytest.fixture(scope="module")
@@ -422,3 +422,35 @@ def test_a_torch_style_dataset_of_pil_images_through_the_adapter(tp, train):
     with pytest.raises(tp.DataError, match="leave ToTensor/Normalize out") as caught:
         tensors[0]
     assert isinstance(caught.value.__cause__, TypeError)
+
+
+class Reentering(Files):
+    """Files whose __getitem__ calls `call` on its own loader (`self.loader`)."""
+
+    def __init__(self, root, call):
+        super().__init__(root)
+        self.call = call
+        self.loader = None
+
+    def __getitem__(self, i):
+        if self.loader is not None:  # not while the loader is being made
+            self.call(self.loader)
+        return super().__getitem__(i)
+
+
+@pytest.mark.parametrize("call", ["next", "len", "state_dict"])
+def test_a_dataset_calling_its_loader_is_the_loaders_error_not_a_deadlock(tp, train, call):
+
+    calls = {"next": next, "len": len, "state_dict": lambda l: l.state_dict()}
+    data = Reentering(FOLDER, calls[call])
+    loader = train.Loader(train.FromPython(data), "imagenet-train", 2, 2, seed=0, output="numpy", shuffle=False)
+    data.loader = loader
+    with pytest.raises(tp.DataError) as caught:
+        # The first epoch's first samples may be read before `data` holds it.
+        within(30, lambda: [collect(loader) for _ in range(2)])
+    message = str(caught.value)
+    assert "Reentering[" in message and "__getitem__ raised RuntimeError" in message, message
+    cause = caught.value.__cause__
+    assert isinstance(cause, RuntimeError), cause
+    assert "a FromPython dataset's __getitem__ called a Loader" in str(cause), cause
+    loader.close()
