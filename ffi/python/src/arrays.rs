@@ -1,7 +1,10 @@
-//! numpy arrays the plans write into: made here, or the caller's `out=`.
+//! numpy arrays the plans write into (made here, or the caller's `out=`),
+//! and the uint8 arrays Python code returns, copied out.
 
 use half::f16;
-use numpy::{Element, PyArrayDyn, PyArrayMethods, PyReadwriteArrayDyn, PyUntypedArrayMethods};
+use numpy::{
+    Element, PyArrayDyn, PyArrayMethods, PyReadwriteArrayDyn, PyUntypedArray, PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
 use tensorprep::{DType, TensorMut};
 
@@ -120,4 +123,29 @@ pub(crate) fn split(tensor: TensorMut<'_>, len: usize) -> Vec<TensorMut<'_>> {
         // `OutArray` makes only the four types above.
         _ => Vec::new(),
     }
+}
+
+/// A uint8 numpy array's elements in C order (row by row) into `out`, its
+/// earlier content replaced: `array`'s memory whole when it is C-contiguous,
+/// else (a crop, a flipped or transposed view, a Fortran-ordered array, a
+/// broadcast view) element by element. The caller checks the shape first:
+/// this copies `array.len()` bytes, reserved fallibly before the copy.
+/// Errors say what `array` is, for "... returned an array {error}".
+pub(crate) fn copy_u8(array: &Bound<'_, PyUntypedArray>, out: &mut Vec<u8>) -> Result<(), String> {
+    let pixels = array
+        .cast::<PyArrayDyn<u8>>()
+        .map_err(|_| format!("of dtype {} (uint8 only)", array.dtype()))?;
+    let pixels = pixels
+        .try_readonly()
+        .map_err(|e| format!("that cannot be read: {e}"))?;
+    out.clear();
+    out.try_reserve(array.len())
+        .map_err(|_| format!("of {} bytes there is no memory for", array.len()))?;
+    // `as_slice` also gives a Fortran-ordered array's memory, which is not
+    // row by row: only a C-contiguous one is copied whole.
+    match pixels.as_slice().ok().filter(|_| pixels.is_c_contiguous()) {
+        Some(packed) => out.extend_from_slice(packed),
+        None => out.extend(pixels.as_array().iter().copied()),
+    }
+    Ok(())
 }

@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyTuple};
 use tensorprep::PixelFormat;
@@ -178,9 +178,6 @@ fn read_image(image: &Bound<'_, PyAny>, sample: &mut Sample) -> Result<(), Strin
     let format = PixelFormat::of_channels(channels, false).ok_or_else(|| {
         format!("an image array of shape {shape:?}: C is 1 (gray), 3 (RGB) or 4 (RGBA)")
     })?;
-    let pixels = array
-        .cast::<PyArrayDyn<u8>>()
-        .map_err(|_| format!("an image array of dtype {} (uint8 only)", array.dtype()))?;
     let (Ok(w), Ok(h)) = (u32::try_from(width), u32::try_from(height)) else {
         return Err(format!("an image array of shape {shape:?}"));
     };
@@ -188,25 +185,7 @@ fn read_image(image: &Bound<'_, PyAny>, sample: &mut Sample) -> Result<(), Strin
         return Err(format!("an empty image array (shape {shape:?})"));
     }
     check_size(array.len())?;
-    let pixels = pixels
-        .try_readonly()
-        .map_err(|e| format!("an image array that cannot be read: {e}"))?;
-    // `as_slice` also gives a Fortran-ordered array's memory, which is not
-    // row by row: only a C-contiguous one is copied whole.
-    match pixels.as_slice().ok().filter(|_| pixels.is_c_contiguous()) {
-        Some(packed) => copy_bytes(packed, &mut sample.bytes)?,
-        None => {
-            // Strided or Fortran-ordered (a crop, a transposed or
-            // channel-reversed view, scipy's arrays): element by element in
-            // C order.
-            sample.bytes.clear();
-            sample
-                .bytes
-                .try_reserve(array.len())
-                .map_err(|_| "an image there is no memory for".to_owned())?;
-            sample.bytes.extend(pixels.as_array().iter().copied());
-        }
-    }
+    crate::arrays::copy_u8(array, &mut sample.bytes).map_err(|e| format!("an image array {e}"))?;
     sample.content = Content::Pixels {
         width: w,
         height: h,

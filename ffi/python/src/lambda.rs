@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use numpy::{PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use tensorprep::ImageView;
 use tensorprep::train::{Augment, CustomOp, CustomOpError, CustomSize};
@@ -59,6 +59,8 @@ struct Function {
     function: Py<PyAny>,
     /// `Generator` and `PCG64`, when the function takes the generator.
     rng: Option<(Py<PyAny>, Py<PyAny>)>,
+    /// The size its results must have (the op's).
+    size: CustomSize,
 }
 
 impl Function {
@@ -71,45 +73,51 @@ impl Function {
         out: &mut Vec<u8>,
     ) -> Result<(u32, u32), LambdaError> {
         let (w, h) = (image.width(), image.height());
+        let expected = self.size.after((w, h));
         let channels = image.format().bytes_per_pixel().unwrap_or(1);
         // The pass's images are packed; rows are copied one by one all the same.
         let mut pixels = Vec::with_capacity(w as usize * h as usize * channels);
         for y in 0..h {
             pixels.extend_from_slice(image.row(y));
         }
-        Python::attach(|py| {
-            let raised = |error: PyErr| LambdaError::Raised {
-                message: message_of(py, &error),
-                error,
-            };
-            let array = PyArray1::from_vec(py, pixels)
-                .reshape([h as usize, w as usize, channels])
-                .map_err(raised)?;
-            let function = self.function.bind(py);
-            let result = match &self.rng {
-                // Making the generator costs more than a small image's
-                // copies: only for a function that takes it.
-                Some((generator, pcg64)) => {
-                    let rng = pcg64
-                        .bind(py)
-                        .call1((key,))
-                        .and_then(|bits| generator.bind(py).call1((bits,)))
-                        .map_err(raised)?;
-                    function.call1((array, rng))
+        crate::user_code::run("a Lambda", || {
+            Python::attach(|py| {
+                let raised = |error: PyErr| LambdaError::Raised {
+                    message: message_of(py, &error),
+                    error,
+                };
+                let array = PyArray1::from_vec(py, pixels)
+                    .reshape([h as usize, w as usize, channels])
+                    .map_err(raised)?;
+                let function = self.function.bind(py);
+                let result = match &self.rng {
+                    // Making the generator costs more than a small image's
+                    // copies: only for a function that takes it.
+                    Some((generator, pcg64)) => {
+                        let rng = pcg64
+                            .bind(py)
+                            .call1((key,))
+                            .and_then(|bits| generator.bind(py).call1((bits,)))
+                            .map_err(raised)?;
+                        function.call1((array, rng))
+                    }
+                    None => function.call1((array,)),
                 }
-                None => function.call1((array,)),
-            }
-            .map_err(raised)?;
-            copy_result(&result, channels, out).map_err(LambdaError::Returned)
+                .map_err(raised)?;
+                copy_result(&result, channels, expected, out).map_err(LambdaError::Returned)
+            })
         })
     }
 }
 
 /// `result`, a uint8 array `HxWxC` with the input's `C` (or `HxW` when
-/// it is 1; any strides), into `out` as packed rows; its width and height.
+/// it is 1; any strides) and the `expected` `(width, height)`, into `out`
+/// as packed rows; its width and height. Its shape is checked before
+/// anything is copied (a broadcast view can be huge and cost nothing).
 fn copy_result(
     result: &Bound<'_, PyAny>,
     channels: usize,
+    expected: (u32, u32),
     out: &mut Vec<u8>,
 ) -> Result<(u32, u32), String> {
     let Ok(array) = result.cast::<PyUntypedArray>() else {
@@ -136,26 +144,20 @@ fn copy_result(
             ));
         }
     };
-    let pixels = array
-        .cast::<PyArrayDyn<u8>>()
-        .map_err(|_| format!("an array of dtype {} (uint8 only)", array.dtype()))?;
     let (Ok(w), Ok(h)) = (u32::try_from(width), u32::try_from(height)) else {
         return Err(format!("an array of shape {shape_of}"));
     };
     if w == 0 || h == 0 {
         return Err(format!("an empty array (shape {shape_of})"));
     }
-    let pixels = pixels
-        .try_readonly()
-        .map_err(|e| format!("an array that cannot be read: {e}"))?;
-    out.clear();
-    out.try_reserve(array.len())
-        .map_err(|_| format!("an array of shape {shape_of} there is no memory for"))?;
-    match pixels.as_slice() {
-        Ok(packed) => out.extend_from_slice(packed),
-        // Strided (a flipped or cropped view): element by element in C order.
-        Err(_) => out.extend(pixels.as_array().iter().copied()),
+    if (w, h) != expected {
+        let (ew, eh) = expected;
+        return Err(format!(
+            "a {w}x{h} image (shape {shape_of}) where {ew}x{eh} was declared"
+        ));
     }
+    // Only now, the size known to be the declared one: the copy.
+    crate::arrays::copy_u8(array, out).map_err(|e| format!("an array {e}"))?;
     Ok((w, h))
 }
 
@@ -214,6 +216,7 @@ pub(crate) fn lambda(
     let f = Function {
         function: function.clone().unbind(),
         rng,
+        size,
     };
     let op = CustomOp::new(&name, move |image, key, out| {
         f.call(image, key, out).map_err(|e| e.into())

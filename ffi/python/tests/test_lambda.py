@@ -6,7 +6,7 @@ sample, and no deadlock with the GIL."""
 import numpy as np
 import pytest
 
-from conftest import fixture
+from conftest import fixture, within
 
 FOLDER = fixture("records", "folder")
 
@@ -106,7 +106,7 @@ def test_an_exception_names_the_sample_and_is_the_cause(tp, train):
         (lambda image: image[:, :, 0], "shape (48, 48) where HxWx3 was expected"),
         (lambda image: image.astype(np.float32), "dtype float32 (uint8 only)"),
         (lambda image: image.tolist(), "a list (a Lambda returns a uint8 numpy array HxWxC)"),
-        (lambda image: image[:10], "returned a 48x10 image where 48x48 was declared"),
+        (lambda image: image[:10], "returned a 48x10 image (shape (10, 48, 3)) where 48x48 was declared"),
     ],
 )
 def test_a_wrong_result_is_refused_naming_the_sample(tp, train, result, what):
@@ -115,6 +115,24 @@ def test_a_wrong_result_is_refused_naming_the_sample(tp, train, result, what):
         collect(l)
     message = str(caught.value)
     assert "(sample 0)" in message and "Lambda(bad)" in message and what in message, message
+
+
+def test_an_oversized_result_is_refused_before_it_is_copied(tp, train):
+    import resource
+
+    # A broadcast view costs nothing to make; copied, 6000 x 6000 x 3 is
+    # 108 MB (peak memory would grow by about that much).
+    side = 6_000
+    huge = train.Lambda(lambda image, rng: np.broadcast_to(image[:1, :1], (side, side, 3)), name="huge")
+    l = loader(train, pipeline(train, huge), shuffle=False)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
+    with pytest.raises(tp.InputError) as caught:
+        collect(l)
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    message = str(caught.value)
+    assert "(sample 0)" in message and "Lambda(huge) failed" in message, message
+    assert f"a {side}x{side} image (shape ({side}, {side}, 3)) where 48x48 was declared" in message, message
+    assert grown < 50 * 1024, f"peak memory grew by {grown} KiB"
 
 
 def test_a_declared_size_is_the_next_ops_input(tp, train):
@@ -179,3 +197,30 @@ def test_torchvision_lambda_is_refused_with_a_pointer(train):
 
     with pytest.raises(ValueError, match="train.Lambda"):
         train.from_torchvision([Lambda(lambda x: x)])
+
+
+# What user code might call on its own loader; each waited for the consumer,
+# which waited for the thread making the call (a deadlock).
+REENTRANT = {"next": next, "len": len, "state_dict": lambda l: l.state_dict()}
+
+
+@pytest.mark.parametrize("call", sorted(REENTRANT))
+def test_a_lambda_calling_its_loader_is_the_loaders_error_not_a_deadlock(tp, train, call):
+
+    own = []
+
+    def reenter(image, rng):
+        if own:  # not while the loader is being made
+            REENTRANT[call](own[0])
+        return image
+
+    l = loader(train, pipeline(train, train.Lambda(reenter, name="reenter")), 1, shuffle=False)
+    own.append(l)
+    with pytest.raises(tp.LoaderError) as caught:
+        # The first epoch's first samples may be made before `own` holds it.
+        within(30, lambda: [collect(l) for _ in range(2)])
+    message = str(caught.value)
+    assert "(sample " in message and "Lambda(reenter) failed: it raised RuntimeError" in message, message
+    cause = caught.value.__cause__
+    assert isinstance(cause, RuntimeError) and "a Lambda called a Loader" in str(cause), cause
+    l.close()
