@@ -7,6 +7,7 @@ use std::thread::ThreadId;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use pyo3::{PyTraverseError, PyVisit};
 use tensorprep::train::{
     Batch, Callback, LoadError, Loader, LoaderConfig, LoaderState, OnError, Order, PipelineChange,
     RunContext, Shard, Stopper, TrainPipeline, TrainPlan, Weighted,
@@ -138,6 +139,9 @@ pub(crate) struct PyLoader {
     /// callbacks): a callback calling its own loader is refused instead of
     /// waiting for itself.
     holder: Mutex<Option<ThreadId>>,
+    /// The Python callbacks (also in `config`), for the garbage collector:
+    /// a callback holding its loader is a cycle it must see.
+    callbacks: Vec<Arc<PyCallback>>,
 }
 
 /// Where a Python callback's exception waits for the loader's error.
@@ -514,6 +518,18 @@ impl Drop for PyLoader {
 
 #[pymethods]
 impl PyLoader {
+    /// The callbacks' methods, each held once (by this loader's callbacks):
+    /// a callback that references the loader is a cycle `gc` frees (its
+    /// objects cleared, this loader dropped and its threads joined).
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for callback in &self.callbacks {
+            for method in callback.methods.iter().flatten() {
+                visit.call(method)?;
+            }
+        }
+        Ok(())
+    }
+
     #[new]
     #[pyo3(signature = (dataset, pipeline, batch_size, workers=None, seed=None, *, shard=None, shuffle=true,
                         weights=None, replacement=true, num_samples=None, drop_last=false,
@@ -612,10 +628,12 @@ impl PyLoader {
             None => None,
         };
         let raised = Raised::default();
+        let mut python_callbacks = Vec::new();
         if let Some(list) = callbacks {
             for cb in list.try_iter()? {
-                let cb = PyCallback::new(&cb?, &plan, &raised)?;
-                config.callbacks.push(Arc::new(cb));
+                let cb = Arc::new(PyCallback::new(&cb?, &plan, &raised)?);
+                config.callbacks.push(Arc::clone(&cb) as Arc<dyn Callback>);
+                python_callbacks.push(cb);
             }
         }
         let (d, p, c) = (Arc::clone(&dataset), Arc::clone(&plan), config.clone());
@@ -637,6 +655,7 @@ impl PyLoader {
             mixed,
             raised,
             holder: Mutex::new(None),
+            callbacks: python_callbacks,
             running: Mutex::new(Running {
                 loader: Some(loader),
                 exhausted: false,

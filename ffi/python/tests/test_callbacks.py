@@ -185,3 +185,28 @@ def test_a_callback_s_exception_is_the_loader_s_error(tp, train):
     # An object with no callback method is refused at once.
     with pytest.raises(TypeError, match="epoch_begin"):
         loader(train, 2, [object()])
+
+
+def test_a_callback_holding_its_loader_is_a_cycle_gc_frees(train):
+    import gc
+    import os
+    import weakref
+
+    def threads():
+        return len(os.listdir("/proc/self/task"))
+
+    class Holding:
+        def epoch_end(self, ctx):
+            self.seen = len(self.loader.last_indices)
+
+    gc.collect()
+    before = threads()
+    callback = Holding()
+    callback.loader = loader(train, 2, callbacks=[callback])
+    assert threads() > before, "the loader's threads run"
+    collect(callback.loader)
+    alive = weakref.ref(callback.loader)
+    del callback
+    gc.collect()
+    assert alive() is None, "the cycle callback -> loader -> callback was freed"
+    assert threads() == before, "and the loader's threads were joined"
