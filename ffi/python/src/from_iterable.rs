@@ -76,6 +76,12 @@ impl SampleStream for PyStream {
     }
 }
 
+impl crate::user_code::Holds for FromIterable {
+    fn traverse(&self, visit: &pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        visit.call(&self.factory)
+    }
+}
+
 impl Iterable for FromIterable {
     fn open(&self, _epoch: u32) -> Result<Box<dyn SampleStream>, DataError> {
         crate::user_code::run(ITERATING, || {
@@ -143,17 +149,17 @@ pub(crate) fn from_iterable(
         format!("{module}.{name}")
     };
     let what = format!("FromIterable({kind})");
-    let source = FromIterable {
+    let source = Arc::new(FromIterable {
         factory: factory.clone().unbind(),
         what: what.clone(),
         kind,
-    };
+    });
     let mut options = StreamOptions::new(length).buffer(buffer);
     if let Some(bytes) = max_buffer_bytes {
         options = options.max_buffer_bytes(bytes);
     }
-    let dataset =
-        IterableDataset::new(Arc::new(source), options).map_err(|e| crate::errors::data(&e))?;
+    let holds = Arc::clone(&source) as Arc<dyn crate::user_code::Holds>;
+    let dataset = IterableDataset::new(source, options).map_err(|e| crate::errors::data(&e))?;
     let dataset: Arc<dyn Dataset> = Arc::new(dataset);
-    Ok(PyDataset::new(dataset, what))
+    Ok(PyDataset::holding(dataset, what, holds))
 }

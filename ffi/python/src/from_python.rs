@@ -232,6 +232,12 @@ impl FromPython {
     }
 }
 
+impl crate::user_code::Holds for FromPython {
+    fn traverse(&self, visit: &pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        visit.call(&self.object)
+    }
+}
+
 impl Dataset for FromPython {
     fn len(&self) -> usize {
         self.len
@@ -288,8 +294,10 @@ pub(crate) fn from_python(object: &Bound<'_, PyAny>) -> PyResult<PyDataset> {
         len,
         kind,
     };
-    let dataset: std::sync::Arc<dyn Dataset> = std::sync::Arc::new(dataset);
-    Ok(PyDataset::new(dataset, what))
+    let dataset = std::sync::Arc::new(dataset);
+    let holds = std::sync::Arc::clone(&dataset) as std::sync::Arc<dyn crate::user_code::Holds>;
+    let dataset: std::sync::Arc<dyn Dataset> = dataset;
+    Ok(PyDataset::holding(dataset, what, holds))
 }
 
 /// What a sample's bytes hold, for Python: `"encoded"` or `"pixels"`, and

@@ -36,6 +36,12 @@ pub(crate) struct PyDataset {
     classes: Option<Vec<String>>,
     /// A MindRecord set's every column, for `columns(i)`.
     records: Option<Arc<data::mindrecord::MindRecord>>,
+    /// The Python objects behind the samples (the garbage collector's view
+    /// of a dataset holding its loader): the user's object, held by the
+    /// Rust dataset made here; `parents`: the datasets holding them that
+    /// this one is made of.
+    python: Option<Arc<dyn crate::user_code::Holds>>,
+    parents: Vec<Py<PyDataset>>,
 }
 
 /// The longest description a dataset keeps (a longer one keeps its start and
@@ -65,7 +71,40 @@ impl PyDataset {
             what: describe(what),
             classes: None,
             records: None,
+            python: None,
+            parents: Vec::new(),
         }
+    }
+
+    /// A dataset whose Rust part holds Python objects (`FromPython`).
+    pub(crate) fn holding(
+        source: impl Into<Source>,
+        what: String,
+        python: Arc<dyn crate::user_code::Holds>,
+    ) -> PyDataset {
+        PyDataset {
+            python: Some(python),
+            ..PyDataset::new(source, what)
+        }
+    }
+
+    /// A dataset made of `parts`: the datasets among them (and under them)
+    /// whose Rust part holds Python objects are kept, for the garbage
+    /// collector (those only, not the chain: a chain of 100,000 `+` stays
+    /// flat).
+    fn of(mut self, parts: &[&Bound<'_, PyDataset>]) -> PyDataset {
+        let py = parts.first().map(|p| p.py());
+        for part in parts {
+            let inner = part.get();
+            if inner.python.is_some() {
+                self.parents.push((*part).clone().unbind());
+            }
+            if let Some(py) = py {
+                self.parents
+                    .extend(inner.parents.iter().map(|p| p.clone_ref(py)));
+            }
+        }
+        self
     }
 
     /// A MindRecord set, whose `columns(i)` gives every column.
@@ -302,33 +341,46 @@ impl PyDataset {
 
     /// The first `n` samples (a `take` of a `take` or `skip` is one range of
     /// the dataset under them).
-    fn take(&self, n: usize) -> PyResult<PyDataset> {
-        let range = data_result(data::combine::Range::take(self.source.clone(), n))?;
-        Ok(PyDataset::new(range, format!("{}.take({n})", self.what)))
+    fn take(slf: &Bound<'_, Self>, n: usize) -> PyResult<PyDataset> {
+        let this = slf.get();
+        let range = data_result(data::combine::Range::take(this.source.clone(), n))?;
+        Ok(PyDataset::new(range, format!("{}.take({n})", this.what)).of(&[slf]))
     }
 
     /// All but the first `n` samples.
-    fn skip(&self, n: usize) -> PyResult<PyDataset> {
-        let range = data_result(data::combine::Range::skip(self.source.clone(), n))?;
-        Ok(PyDataset::new(range, format!("{}.skip({n})", self.what)))
+    fn skip(slf: &Bound<'_, Self>, n: usize) -> PyResult<PyDataset> {
+        let this = slf.get();
+        let range = data_result(data::combine::Range::skip(this.source.clone(), n))?;
+        Ok(PyDataset::new(range, format!("{}.skip({n})", this.what)).of(&[slf]))
     }
 
     /// The samples' encoded bytes kept in memory once read, up to `budget`
     /// bytes (the rest read each time).
-    fn cache(&self, budget: u64) -> PyResult<PyDataset> {
-        let cache = data_result(data::combine::Cache::new(self.source.clone(), budget))?;
-        Ok(PyDataset::new(
-            cache,
-            format!("{}.cache({budget})", self.what),
-        ))
+    fn cache(slf: &Bound<'_, Self>, budget: u64) -> PyResult<PyDataset> {
+        let this = slf.get();
+        let cache = data_result(data::combine::Cache::new(this.source.clone(), budget))?;
+        Ok(PyDataset::new(cache, format!("{}.cache({budget})", this.what)).of(&[slf]))
     }
 
     /// This dataset's samples, then `other`'s (one flat concatenation of
     /// their parts: `a + b + c` is one of three).
-    fn __add__(&self, other: &PyDataset) -> PyResult<PyDataset> {
-        let parts = [self.source.clone(), other.source.clone()];
+    fn __add__(slf: &Bound<'_, Self>, other: &Bound<'_, PyDataset>) -> PyResult<PyDataset> {
+        let (this, that) = (slf.get(), other.get());
+        let parts = [this.source.clone(), that.source.clone()];
         let c = data_result(data::combine::Concat::new(parts))?;
-        Ok(PyDataset::new(c, format!("{} + {}", self.what, other.what)))
+        Ok(PyDataset::new(c, format!("{} + {}", this.what, that.what)).of(&[slf, other]))
+    }
+
+    /// What it holds of Python's, each object once: the user's object (in
+    /// the Rust dataset made with it) or the datasets it is made of.
+    fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        if let Some(python) = &self.python {
+            python.traverse(&visit)?;
+        }
+        for parent in &self.parents {
+            visit.call(parent)?;
+        }
+        Ok(())
     }
 
     fn __len__(&self) -> usize {

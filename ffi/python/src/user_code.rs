@@ -8,8 +8,8 @@
 
 use std::cell::Cell;
 
-use pyo3::PyResult;
 use pyo3::exceptions::PyRuntimeError;
+use pyo3::{PyResult, PyTraverseError, PyVisit};
 
 thread_local! {
     /// What this thread is running for a loader, if anything.
@@ -43,4 +43,11 @@ pub(crate) fn refuse_loader_call() -> PyResult<()> {
              cannot use a Loader"
         ))),
     }
+}
+
+/// A Rust part that holds Python objects (a `FromPython` dataset's object):
+/// the one Python wrapper made with it shows them to the garbage collector.
+pub(crate) trait Holds: Send + Sync {
+    /// Visits each Python object it holds (each reference once).
+    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError>;
 }

@@ -209,3 +209,28 @@ def test_an_iterator_calling_its_loader_is_the_loaders_error_not_a_deadlock(tp, 
     assert isinstance(cause, RuntimeError), cause
     assert "a FromIterable dataset's function or iterator called a Loader" in str(cause), cause
     loader.close()
+
+
+def test_a_factory_holding_its_loader_is_a_cycle_gc_frees(train):
+    import gc
+    import os
+
+    def threads():
+        return len(os.listdir("/proc/self/task"))
+
+    class Factory:
+        loader = None
+
+        def __call__(self):
+            return numbers(8)()
+
+    gc.collect()
+    before = threads()
+    factory = Factory()
+    factory.loader = train.Loader(train.FromIterable(factory, length=8), pipeline(train), 4, 2, output="numpy")
+    assert len(collect(factory.loader)) == 2 and threads() > before
+    alive = weakref.ref(factory.loader)
+    del factory
+    gc.collect()
+    assert alive() is None, "the cycle factory -> loader -> factory was freed"
+    assert threads() == before, "and the loader's threads were joined"

@@ -454,3 +454,23 @@ def test_a_dataset_calling_its_loader_is_the_loaders_error_not_a_deadlock(tp, tr
     assert isinstance(cause, RuntimeError), cause
     assert "a FromPython dataset's __getitem__ called a Loader" in str(cause), cause
     loader.close()
+
+
+def test_a_dataset_holding_its_loader_is_a_cycle_gc_frees(train):
+    import gc
+    import weakref
+
+    def threads():
+        return len(os.listdir("/proc/self/task"))
+
+    gc.collect()
+    before = threads()
+    data = Reentering(FOLDER, lambda loader: None)  # keeps `loader`, calls nothing
+    # Through a `take` too: the dataset made of it keeps it for the collector.
+    data.loader = train.Loader(train.FromPython(data).take(4), "imagenet-train", 2, 2, seed=0, output="numpy")
+    assert len(collect(data.loader)) == 2 and threads() > before
+    alive = weakref.ref(data.loader)
+    del data
+    gc.collect()
+    assert alive() is None, "the cycle dataset -> loader -> dataset was freed"
+    assert threads() == before, "and the loader's threads were joined"
