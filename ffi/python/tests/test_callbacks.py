@@ -209,4 +209,5 @@ def test_a_callback_holding_its_loader_is_a_cycle_gc_frees(train):
     del callback
     gc.collect()
     assert alive() is None, "the cycle callback -> loader -> callback was freed"
-    assert threads() == before, "and the loader's threads were joined"
+    # Not more than before (a thread of an earlier test may end meanwhile).
+    assert threads() <= before, "and the loader's threads were joined"

@@ -467,10 +467,14 @@ def test_a_dataset_holding_its_loader_is_a_cycle_gc_frees(train):
     before = threads()
     data = Reentering(FOLDER, lambda loader: None)  # keeps `loader`, calls nothing
     # Through a `take` too: the dataset made of it keeps it for the collector.
-    data.loader = train.Loader(train.FromPython(data).take(4), "imagenet-train", 2, 2, seed=0, output="numpy")
+    # One epoch: no read of the next one inside __getitem__ (a frame holding `data`) at the collection.
+    data.loader = train.Loader(
+        train.FromPython(data).take(4), "imagenet-train", 2, 2, seed=0, output="numpy", epochs=1
+    )
     assert len(collect(data.loader)) == 2 and threads() > before
     alive = weakref.ref(data.loader)
     del data
     gc.collect()
     assert alive() is None, "the cycle dataset -> loader -> dataset was freed"
-    assert threads() == before, "and the loader's threads were joined"
+    # Not more than before (a thread of an earlier test may end meanwhile).
+    assert threads() <= before, "and the loader's threads were joined"
