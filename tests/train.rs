@@ -1031,6 +1031,32 @@ mod loader {
         assert!(Loader::resume(dataset(), plan(), LoaderConfig::new(6, 2, 42), state).is_ok());
     }
 
+    /// When several samples of a batch fail, the error is the first one's in
+    /// the batch's order, however the threads finish: sample 0 fails last
+    /// here (it waits), yet its error is the one reported.
+    #[test]
+    fn the_error_reported_is_the_batch_s_first_failure_not_the_first_to_finish() {
+        let failing: Arc<dyn Dataset> = Arc::new((8usize, |i: usize, _: &mut Sample| {
+            if i == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            Err::<(), DataError>(DataError::Invalid {
+                what: format!("sample {i} is unreadable"),
+            })
+        }));
+        let mut config = LoaderConfig::new(4, 2, 1);
+        config.order = tensorprep::train::Order::Sequential;
+        config.read_workers = 3;
+        for _ in 0..3 {
+            let mut loader = Loader::new(Arc::clone(&failing), plan(), config.clone()).unwrap();
+            let err = loader.next().unwrap().unwrap_err();
+            assert!(
+                matches!(err, LoadError::Read { index: 0, .. }),
+                "the first sample's error, not the first to finish: {err}"
+            );
+        }
+    }
+
     /// A panicking sample ends the epoch with an error naming it; skipping
     /// leaves it out and counts it; a dropped loader stops its workers.
     #[test]

@@ -73,8 +73,10 @@ pub(super) struct Open {
     remaining: usize,
     pub(super) buffers: BatchBuffer,
     base: Base,
-    /// The first failed sample's error.
-    pub(super) failed: Option<LoadError>,
+    /// The error of the failed sample in the lowest slot, with that slot:
+    /// the first failure in the batch's order, whichever thread finished
+    /// first (so the error reported does not depend on timing).
+    pub(super) failed: Option<(usize, LoadError)>,
 }
 
 impl Shared {
@@ -176,7 +178,9 @@ impl Shared {
                     o.buffers.shapes[slot] = shape;
                 }
                 Err(e) => {
-                    o.failed.get_or_insert(e);
+                    if o.failed.as_ref().is_none_or(|(first, _)| slot < *first) {
+                        o.failed = Some((slot, e));
+                    }
                 }
             }
             o.remaining -= 1;

@@ -198,7 +198,7 @@ pub(super) fn collate_stage(s: &Shared) {
             ..
         } = open;
         let buffers = match failed {
-            Some(e) if s.config.on_error == OnError::Fail => Err((e, buffers)),
+            Some((_, e)) if s.config.on_error == OnError::Fail => Err((e, buffers)),
             _ => {
                 buffers.close_holes(len, s.sample_len);
                 let padded = if s.variable {
