@@ -1031,6 +1031,47 @@ mod loader {
         assert!(Loader::resume(dataset(), plan(), LoaderConfig::new(6, 2, 42), state).is_ok());
     }
 
+    /// A loader dropped on one of its own threads (its dataset held the last
+    /// reference to it) stops without joining that thread, which cannot join
+    /// itself: the drop returns, the read continues and ends.
+    #[test]
+    fn a_loader_dropped_by_its_own_dataset_stops_without_joining_itself() {
+        use std::sync::Mutex;
+        use std::sync::mpsc;
+        use std::time::Duration;
+        let slot: Arc<Mutex<Option<Loader>>> = Arc::new(Mutex::new(None));
+        let (done, dropped) = mpsc::channel();
+        let done = Mutex::new(done);
+        let photo = tensorprep_tests::read("sample.jpg");
+        let held = Arc::clone(&slot);
+        let dataset: Arc<dyn Dataset> = Arc::new((16usize, move |i: usize, s: &mut Sample| {
+            if i == 2 {
+                // Wait for the test to hand the loader over, then drop it here.
+                let loader = loop {
+                    if let Some(loader) = held.lock().unwrap().take() {
+                        break loader;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                };
+                drop(loader);
+                done.lock().unwrap().send(()).unwrap();
+            }
+            s.bytes.clear();
+            s.bytes.extend_from_slice(&photo);
+            s.labels.clear();
+            s.labels.push(i as f32);
+            Ok::<(), DataError>(())
+        }));
+        let mut config = LoaderConfig::new(2, 2, 1);
+        config.order = tensorprep::train::Order::Sequential;
+        config.read_workers = 2;
+        let loader = Loader::new(dataset, plan(), config).unwrap();
+        *slot.lock().unwrap() = Some(loader);
+        dropped
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the drop on the loader's own read thread returned");
+    }
+
     /// When several samples of a batch fail, the error is the first one's in
     /// the batch's order, however the threads finish: sample 0 fails last
     /// here (it waits), yet its error is the one reported.

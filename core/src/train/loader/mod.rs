@@ -824,8 +824,16 @@ impl Shared {
 impl Drop for Loader {
     fn drop(&mut self) {
         self.shared.shut_down();
+        let here = std::thread::current().id();
         for t in self.threads.drain(..) {
-            let _ = t.join();
+            // A loader dropped on one of its own threads (its dataset's or a
+            // custom op's code held the last reference to it; in Python, a
+            // collection run inside `__getitem__`): that thread cannot join
+            // itself. It sees the stop once that code returns and ends; its
+            // handle is let go.
+            if t.thread().id() != here {
+                let _ = t.join();
+            }
         }
     }
 }
