@@ -20,6 +20,7 @@ mod mix;
 mod names;
 mod plan;
 mod preview;
+mod recipes;
 mod resize;
 mod shards;
 mod train;

@@ -10,12 +10,13 @@ use pyo3::types::PyDict;
 use pyo3::{PyTraverseError, PyVisit};
 use tensorprep::train::{
     Batch, Callback, LoadError, Loader, LoaderConfig, LoaderState, OnError, Order, PipelineChange,
-    RunContext, Shard, Stopper, TrainPipeline, TrainPlan, Weighted,
+    RunContext, Shard, Stopper, TrainPlan, Weighted,
 };
 use tensorprep::{DType, Tensor};
 
 use crate::dlpack::{self, Export};
 use crate::mix::{self, PyMixup, Targets};
+use crate::recipes::Recipes;
 use crate::train::{PyDataset, PyTrainPipeline};
 use crate::{errors, names};
 
@@ -142,6 +143,8 @@ pub(crate) struct PyLoader {
     /// The Python callbacks (also in `config`), for the garbage collector:
     /// a callback holding its loader is a cycle it must see.
     callbacks: Vec<Arc<PyCallback>>,
+    /// The Python pipelines set by callbacks or loaded, for `state_dict`.
+    recipes: Arc<Recipes>,
 }
 
 /// Where a Python callback's exception waits for the loader's error.
@@ -168,7 +171,7 @@ pub(crate) struct PyRunContext {
     #[pyo3(get)]
     step_in_epoch: u64,
     plan: Arc<TrainPlan>,
-    change: Mutex<Option<TrainPipeline>>,
+    change: Mutex<Option<PyTrainPipeline>>,
 }
 
 #[pymethods]
@@ -206,7 +209,7 @@ impl PyRunContext {
         change
             .fits(&self.plan)
             .map_err(|e| errors::value(e.to_string()))?;
-        *lock(&self.change) = Some(pipeline.pipeline.clone());
+        *lock(&self.change) = Some(pipeline.clone());
         Ok(())
     }
 
@@ -225,13 +228,19 @@ struct PyCallback {
     methods: [Option<Py<PyAny>>; 4],
     plan: Arc<TrainPlan>,
     raised: Raised,
+    recipes: Arc<Recipes>,
 }
 
 /// The points' method names, in `PyCallback::methods`' order.
 const POINTS: [&str; 4] = ["epoch_begin", "epoch_end", "step_begin", "step_end"];
 
 impl PyCallback {
-    fn new(object: &Bound<'_, PyAny>, plan: &Arc<TrainPlan>, raised: &Raised) -> PyResult<Self> {
+    fn new(
+        object: &Bound<'_, PyAny>,
+        plan: &Arc<TrainPlan>,
+        raised: &Raised,
+        recipes: &Arc<Recipes>,
+    ) -> PyResult<Self> {
         let mut methods: [Option<Py<PyAny>>; 4] = Default::default();
         for (slot, name) in methods.iter_mut().zip(POINTS) {
             let plain = object.getattr_opt(name)?;
@@ -253,6 +262,7 @@ impl PyCallback {
             methods,
             plan: Arc::clone(plan),
             raised: Arc::clone(raised),
+            recipes: Arc::clone(recipes),
         })
     }
 
@@ -282,7 +292,10 @@ impl PyCallback {
             })?;
             let change = lock(&context.get().change).take();
             match change {
-                Some(p) => ctx.set_pipeline(p).map_err(|e| e.to_string()),
+                Some(p) => {
+                    self.recipes.remember(&p);
+                    ctx.set_pipeline(p.pipeline).map_err(|e| e.to_string())
+                }
                 None => Ok(()),
             }
         })
@@ -628,10 +641,11 @@ impl PyLoader {
             None => None,
         };
         let raised = Raised::default();
+        let recipes = Arc::new(Recipes::default());
         let mut python_callbacks = Vec::new();
         if let Some(list) = callbacks {
             for cb in list.try_iter()? {
-                let cb = Arc::new(PyCallback::new(&cb?, &plan, &raised)?);
+                let cb = Arc::new(PyCallback::new(&cb?, &plan, &raised, &recipes)?);
                 config.callbacks.push(Arc::clone(&cb) as Arc<dyn Callback>);
                 python_callbacks.push(cb);
             }
@@ -656,6 +670,7 @@ impl PyLoader {
             raised,
             holder: Mutex::new(None),
             callbacks: python_callbacks,
+            recipes,
             running: Mutex::new(Running {
                 loader: Some(loader),
                 exhausted: false,
@@ -798,9 +813,7 @@ impl PyLoader {
             let list = changes
                 .iter()
                 .map(|c| {
-                    let p = PyTrainPipeline {
-                        pipeline: c.pipeline().clone(),
-                    };
+                    let p = self.recipes.python(c.pipeline());
                     Ok((c.from_epoch(), Py::new(py, p)?))
                 })
                 .collect::<PyResult<Vec<_>>>()?;
@@ -838,7 +851,7 @@ impl PyLoader {
             .flatten();
         // A state without `pipelines` (one saved before any change, or by
         // an older version) has no changes.
-        let mut changes = Vec::new();
+        let (mut changes, mut given) = (Vec::new(), Vec::new());
         if let Some(list) = state.get_item("pipelines")? {
             for item in list.try_iter()? {
                 let (from, p): (u32, PyRef<'_, PyTrainPipeline>) = item?.extract()?;
@@ -846,6 +859,7 @@ impl PyLoader {
                     .and_then(|c| c.fits(&self.plan).map(|()| c))
                     .map_err(|e| errors::value(tensorprep::error::report(&e)))?;
                 changes.push(change);
+                given.push(p.clone());
             }
         }
         // The state records the changes it was saved with.
@@ -862,7 +876,10 @@ impl PyLoader {
         self.with(py, |running| {
             running.loader()?.check_state_with(&s, &changes)?;
             self.restart(running, s, changes)
-        })
+        })?;
+        // Its pipelines come back from `state_dict` as they were given.
+        given.iter().for_each(|p| self.recipes.remember(p));
+        Ok(())
     }
 
     /// Restarts at the beginning of `epoch` (as `DistributedSampler.set_epoch`),

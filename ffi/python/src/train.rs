@@ -22,7 +22,7 @@ use tensorprep::{Layout, Quantization};
 
 use crate::graph::PyGraph;
 use crate::names::Name;
-use crate::{errors, names};
+use crate::{errors, names, recipes};
 
 /// A dataset: samples (an encoded image and its labels) by index.
 ///
@@ -453,7 +453,9 @@ impl PyDataset {
 
 /// One step of a training pipeline (made by `RandomResizedCrop`,
 /// `ColorJitter`, `RandAugment`, ...: torchvision's names and defaults).
-#[pyclass(frozen, module = "tensorprep.train", name = "Augment")]
+/// Its `__dict__` holds `_recipe`, the call that made it (set by the
+/// constructors' wrappers, `tensorprep._recipes`): it pickles as that call.
+#[pyclass(frozen, dict, module = "tensorprep.train", name = "Augment")]
 #[derive(Clone)]
 pub(crate) struct PyAugment(pub(crate) Augment);
 
@@ -461,6 +463,16 @@ pub(crate) struct PyAugment(pub(crate) Augment);
 impl PyAugment {
     fn __repr__(&self) -> String {
         self.0.to_string()
+    }
+
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let py = slf.py();
+        match slf.getattr_opt("_recipe")? {
+            Some(recipe) => Ok((recipe, PyTuple::empty(py))),
+            None => recipes::reduce(py, None, &slf.get().0.to_string()),
+        }
     }
 }
 
@@ -919,6 +931,21 @@ impl PyErasing {
         Ok(PyErasing(e))
     }
 
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let py = slf.py();
+        let e = slf.get().0;
+        let value = match e.value {
+            EraseValue::Same(x) => x.into_pyobject(py)?.into_any(),
+            EraseValue::PerChannel(v) => v.into_pyobject(py)?.into_any(),
+            EraseValue::Random => "random".into_pyobject(py)?.into_any(),
+            other => return Err(errors::value(format!("cannot pickle the value {other:?}"))),
+        };
+        let args = (e.p, e.scale, e.ratio, value).into_pyobject(py)?;
+        Ok((slf.get_type().into_any(), args))
+    }
+
     fn __repr__(&self) -> String {
         format!("{:?}", self.0)
     }
@@ -937,6 +964,12 @@ impl PyToTensor {
     #[new]
     fn new() -> PyToTensor {
         PyToTensor
+    }
+
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        Ok((slf.get_type().into_any(), PyTuple::empty(slf.py())))
     }
 
     fn __repr__(&self) -> &'static str {
@@ -999,6 +1032,14 @@ impl PyNormalize {
     #[getter]
     fn std(&self) -> (f32, f32, f32) {
         (self.std[0], self.std[1], self.std[2])
+    }
+
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let n = slf.get();
+        let args = (n.mean.to_vec(), n.std.to_vec()).into_pyobject(slf.py())?;
+        Ok((slf.get_type().into_any(), args))
     }
 
     fn __repr__(&self) -> String {
@@ -1089,6 +1130,9 @@ impl Steps {
 #[derive(Clone)]
 pub(crate) struct PyTrainPipeline {
     pub(crate) pipeline: TrainPipeline,
+    /// The call that made it (it pickles as that call); `None` for one the
+    /// loader gave back without knowing it.
+    pub(crate) recipe: Option<recipes::Recipe>,
 }
 
 #[pymethods]
@@ -1125,6 +1169,19 @@ impl PyTrainPipeline {
         exif: bool,
         erasing: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTrainPipeline> {
+        // The arguments as given (the lists read once), kept in the recipe.
+        let py = augments.py();
+        let augments = recipes::tuple(augments)?;
+        let erasing = erasing.map(recipes::tuple).transpose()?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("mean", mean)?;
+        kwargs.set_item("std", std)?;
+        kwargs.set_item("dtype", dtype)?;
+        kwargs.set_item("layout", layout)?;
+        kwargs.set_item("decoder", decoder)?;
+        kwargs.set_item("fast", fast.to_object(py)?)?;
+        kwargs.set_item("exif", exif)?;
+        kwargs.set_item("erasing", &erasing)?;
         let backend = names::decoder_or_default(decoder)?;
         let mut decode = Decode::exact(backend);
         decode.scaling = fast.0;
@@ -1140,7 +1197,7 @@ impl PyTrainPipeline {
                 )));
             }
         };
-        let steps = Steps::parse(augments)?;
+        let steps = Steps::parse(&augments)?;
         let mut normalize = Normalize::IMAGENET;
         match (steps.normalize, mean.is_some() || std.is_some()) {
             (Some(_), true) => {
@@ -1167,13 +1224,18 @@ impl PyTrainPipeline {
         );
         let mut pipeline = TrainPipeline::new(decode, steps.augments, finish);
         pipeline.erasing = steps.erasing;
-        if let Some(list) = erasing {
-            for e in list.try_iter()? {
-                pipeline.erasing.push(e?.cast::<PyErasing>()?.get().0);
+        if let Some(list) = &erasing {
+            for e in list {
+                pipeline.erasing.push(e.cast::<PyErasing>()?.get().0);
             }
         }
         pipeline.compile().map_err(|e| errors::core(&e))?;
-        Ok(PyTrainPipeline { pipeline })
+        let make = py.get_type::<PyTrainPipeline>();
+        let recipe = recipes::recipe(make.as_any(), &PyTuple::new(py, [augments])?, Some(&kwargs))?;
+        Ok(PyTrainPipeline {
+            pipeline,
+            recipe: Some(recipe),
+        })
     }
 
     /// A preset: `"imagenet-train"` (RandomResizedCrop(224) + flip),
@@ -1182,7 +1244,7 @@ impl PyTrainPipeline {
     /// classification reference recipes).
     #[staticmethod]
     #[pyo3(signature = (name, *, decoder=None))]
-    fn preset(name: &str, decoder: Option<&str>) -> PyResult<PyTrainPipeline> {
+    fn preset(py: Python<'_>, name: &str, decoder: Option<&str>) -> PyResult<PyTrainPipeline> {
         let mut pipeline = TrainPipeline::preset(name).ok_or_else(|| {
             errors::value(format!(
                 "no training preset `{name}` (known: {})",
@@ -1190,7 +1252,11 @@ impl PyTrainPipeline {
             ))
         })?;
         pipeline.decode.backend = names::decoder_or_default(decoder)?;
-        Ok(PyTrainPipeline { pipeline })
+        let recipe = Self::static_recipe(py, "preset", (name,).into_pyobject(py)?, decoder)?;
+        Ok(PyTrainPipeline {
+            pipeline,
+            recipe: Some(recipe),
+        })
     }
 
     /// An inference graph without random ops (a validation loader's
@@ -1198,11 +1264,22 @@ impl PyTrainPipeline {
     /// `Graph.compile` (libjpeg-turbo by default when built in).
     #[staticmethod]
     #[pyo3(signature = (graph, *, decoder=None))]
-    fn from_graph(graph: &PyGraph, decoder: Option<&str>) -> PyResult<PyTrainPipeline> {
+    fn from_graph(
+        py: Python<'_>,
+        graph: &PyGraph,
+        decoder: Option<&str>,
+    ) -> PyResult<PyTrainPipeline> {
         let mut pipeline =
             TrainPipeline::from_pipeline(&graph.graph.pipeline).map_err(|e| errors::core(&e))?;
         pipeline.decode.backend = names::decoder_or_default(decoder)?;
-        Ok(PyTrainPipeline { pipeline })
+        let graph = PyGraph {
+            graph: graph.graph.clone(),
+        };
+        let recipe = Self::static_recipe(py, "from_graph", (graph,).into_pyobject(py)?, decoder)?;
+        Ok(PyTrainPipeline {
+            pipeline,
+            recipe: Some(recipe),
+        })
     }
 
     /// The training presets' names.
@@ -1222,6 +1299,13 @@ impl PyTrainPipeline {
         self.pipeline == other.pipeline
     }
 
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        recipes::reduce(py, self.recipe.as_ref(), "this Pipeline")
+    }
+
     fn __repr__(&self) -> String {
         let p = &self.pipeline;
         let mut s = format!("Pipeline(\n  {}\n", Op::Decode(p.decode));
@@ -1235,6 +1319,21 @@ impl PyTrainPipeline {
             s += &format!("  {e:?}\n");
         }
         s + ")"
+    }
+}
+
+impl PyTrainPipeline {
+    /// The recipe `Pipeline.<method>(*args, decoder=decoder)`.
+    fn static_recipe<'py>(
+        py: Python<'py>,
+        method: &str,
+        args: Bound<'py, PyTuple>,
+        decoder: Option<&str>,
+    ) -> PyResult<recipes::Recipe> {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("decoder", decoder)?;
+        let make = py.get_type::<PyTrainPipeline>().getattr(method)?;
+        recipes::recipe(&make, &args, Some(&kwargs))
     }
 }
 

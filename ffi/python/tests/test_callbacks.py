@@ -211,3 +211,107 @@ def test_a_callback_holding_its_loader_is_a_cycle_gc_frees(train):
     assert alive() is None, "the cycle callback -> loader -> callback was freed"
     # Not more than before (a thread of an earlier test may end meanwhile).
     assert threads() <= before, "and the loader's threads were joined"
+
+
+def test_a_pickled_state_with_a_change_resumes_exactly(train):
+    # Users checkpoint with torch.save(loader.state_dict()): pickle.
+    import pickle
+
+    whole = loader(train, 2, [Changer(flipped(train))])
+    epochs = [collect(whole), collect(whole), collect(whole)]
+    first = loader(train, 1, [Changer(flipped(train))])
+    collect(first), collect(first)
+    it = iter(first)
+    next(it)  # epoch 2's first batch
+    state = first.state_dict()
+    saved = pickle.dumps(state)
+    first.close()
+    loaded = pickle.loads(saved)
+    assert loaded["changes_hash"] == state["changes_hash"] != 0
+    assert loaded["pipelines"] == state["pipelines"]
+    # No callback in the resumed loader: the pickled state carries the change.
+    second = loader(train, 3)
+    second.load_state_dict(loaded)
+    # The resumed loader's state pickles again (the loaded pipeline's recipe).
+    again = pickle.loads(pickle.dumps(second.state_dict()))
+    assert same(collect(second), epochs[2][1:])
+    third = loader(train, 2)
+    third.load_state_dict(again)
+    assert again["changes_hash"] == state["changes_hash"]
+    assert same(collect(third), epochs[2][1:])
+
+
+def _lambda_negative(image):
+    return 255 - image
+
+
+# Each constructor's required arguments (a new constructor with one fails
+# here until it is given), and some non-default ones.
+ARGUMENTS = {
+    "RandomResizedCrop": ((24,), {"scale": (0.3, 0.9), "interpolation": "bicubic"}),
+    "RandomCrop": ((24,), {"padding": 3, "fill": (1, 2, 3)}),
+    "RandomHorizontalFlip": ((0.7,), {}),
+    "Resize": ((30,), {"max_size": 40}),
+    "CenterCrop": (((20, 24),), {}),
+    "ColorJitter": ((0.4,), {"hue": (-0.1, 0.2)}),
+    "GaussianBlur": ((5,), {"sigma": (0.5, 1.5)}),
+    "RandomRotation": ((15,), {"expand": True, "fill": 7}),
+    "RandomAffine": ((10,), {"translate": (0.1, 0.2), "scale": (0.9, 1.1), "shear": 5}),
+    "RandomPerspective": ((0.3,), {"p": 0.9}),
+    "RandomPosterize": ((4,), {}),
+    "RandomSolarize": ((128,), {}),
+    "RandomAdjustSharpness": ((2.0,), {}),
+    "AutoAugment": (("cifar10",), {}),
+    "RandAugment": ((3, 7), {}),
+    "AugMix": ((), {"severity": 2, "all_ops": False}),
+}
+
+
+def _nested(train):
+    return [train.ColorJitter(0.3), train.RandomHorizontalFlip(1.0)]
+
+
+def test_every_augmentation_pickles_as_an_equal_one(tp, train):
+    import pickle
+
+    from tensorprep import _native
+
+    def made(name):
+        if name in ("RandomApply", "RandomChoice", "RandomOrder"):
+            return getattr(train, name)(_nested(train))
+        args, kwargs = ARGUMENTS.get(name, ((), {}))
+        return getattr(_native, name)(*args, **kwargs)
+
+    def first_batch(augment):
+        p = train.Pipeline([augment, train.Resize((24, 24)), train.ToTensor(), train.Normalize([0.5], [0.25])])
+        return collect(train.Loader(data(train), p, 6, 1, seed=9, output="numpy"))[0][0]
+
+    augments = [(name, made(name)) for name in _native.AUGMENTATIONS]
+    augments.append(("Lambda", train.Lambda(_lambda_negative, size="same")))
+    for name, augment in augments:
+        back = pickle.loads(pickle.dumps(augment))
+        assert repr(back) == repr(augment), name
+        assert np.array_equal(first_batch(back), first_batch(augment)), name
+    # Pipelines of every kind, with the steps after ToTensor.
+    pipelines = [
+        train.Pipeline(
+            [augment for _, augment in augments[:4]] + [train.ToTensor(), train.RandomErasing(0.5, value="random")],
+            dtype="float16",
+            layout="hwc",
+            fast="draft",
+            erasing=[train.RandomErasing(0.3, value=(0.1, 0.2, 0.3))],
+        ),
+        train.Pipeline([train.RandomResizedCrop(16)], mean=(0.1, 0.2, 0.3), std=(0.3, 0.2, 0.1), exif=True),
+        train.Pipeline.preset("imagenet-augmix"),
+        train.Pipeline.from_graph(tp.Graph.preset("imagenet-eval")),
+    ]
+    for p in pipelines:
+        back = pickle.loads(pickle.dumps(p))
+        assert back == p and repr(back) == repr(p)
+
+
+def test_a_lambda_pickles_only_if_its_function_does(train):
+    import pickle
+
+    with pytest.raises((pickle.PicklingError, AttributeError), match="<lambda>"):
+        pickle.dumps(train.Pipeline([train.Lambda(lambda image: image)]))

@@ -31,6 +31,7 @@ from ._native import (
     decoders,
     resize_float,
 )
+from . import _recipes  # noqa: F401  (augmentations remember their calls: they pickle)
 
 __all__ = [
     "DataError",
