@@ -315,3 +315,41 @@ def test_a_lambda_pickles_only_if_its_function_does(train):
 
     with pytest.raises((pickle.PicklingError, AttributeError), match="<lambda>"):
         pickle.dumps(train.Pipeline([train.Lambda(lambda image: image)]))
+
+
+RESUME_ELSEWHERE = """
+import pickle, sys
+import numpy as np
+from tensorprep import train
+with open(sys.argv[1], "rb") as f:
+    state = pickle.load(f)
+p = train.Pipeline([train.RandomResizedCrop(48), train.RandomHorizontalFlip()])
+run = train.Loader(train.RecordIO(sys.argv[2]), p, 2, 2, seed=5, output="numpy")
+run.load_state_dict(state)
+np.savez(sys.argv[3], *[np.array(x) for x, _ in run])
+"""
+
+
+def test_a_pickled_state_with_a_change_resumes_in_another_process(train, tmp_path):
+    import pickle
+    import subprocess
+    import sys
+
+    whole = loader(train, 2, [Changer(flipped(train))])
+    epochs = [collect(whole), collect(whole), collect(whole)]
+    first = loader(train, 1, [Changer(flipped(train))])
+    collect(first), collect(first)
+    next(iter(first))  # epoch 2's first batch
+    (tmp_path / "state.pkl").write_bytes(pickle.dumps(first.state_dict()))
+    first.close()
+    out = tmp_path / "batches.npz"
+    subprocess.run(
+        [sys.executable, "-c", RESUME_ELSEWHERE, str(tmp_path / "state.pkl"), fixture("records", "folder.rec"), str(out)],
+        check=True,
+        timeout=120,
+    )
+    with np.load(out) as batches:
+        resumed = [batches[f"arr_{k}"] for k in range(len(batches.files))]
+    expected = [x for x, _ in epochs[2][1:]]
+    assert len(resumed) == len(expected) == 2
+    assert all(np.array_equal(a, b) for a, b in zip(resumed, expected))
