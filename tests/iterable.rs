@@ -755,6 +755,42 @@ fn a_concatenation_or_range_of_streams_passes_the_loader_s_pass_on() {
     assert_eq!(opened(&sources[0]), before + 1);
 }
 
+/// Each part of a concatenation of streams closes its stream once its own
+/// positions of the epoch have been read (not only when the loader is
+/// dropped or the cursor pushed out): a part asks for its part of the pass,
+/// fewer positions than the whole pass (a FIFO's stream left open would hold
+/// the next epoch's turn).
+#[test]
+fn a_concatenation_s_parts_close_their_streams_at_their_part_s_end() {
+    use tensorprep::train::data::combine::Concat;
+    let live = Arc::new(AtomicUsize::new(0));
+    let part = |n: usize| -> Arc<dyn Dataset> {
+        let source = Counted {
+            inner: Numbers::new(n),
+            live: Arc::clone(&live),
+        };
+        let options = StreamOptions::new(Some(n)).buffer(3);
+        Arc::new(IterableDataset::new(Arc::new(source), options).unwrap())
+    };
+    let concat: Arc<dyn Dataset> = Arc::new(Concat::new([part(6), part(4)]).unwrap());
+    let mut config = LoaderConfig::new(2, 2, 2);
+    config.order = Order::Sequential;
+    // One epoch: no stream of a next one opened by reading ahead.
+    config.epochs = Some(1);
+    let mut loader = Loader::new(concat, plan(), config).unwrap();
+    let got = within(Duration::from_secs(30), "one epoch", move || {
+        let got = rest(&mut loader);
+        (got, loader)
+    });
+    let (batches, loader) = got;
+    assert_eq!(
+        labels(&batches),
+        (0..6).chain(0..4).map(|k| k as f32).collect::<Vec<_>>()
+    );
+    assert_eq!(live.load(Ordering::SeqCst), 0, "every part's stream closed");
+    drop(loader);
+}
+
 /// What cannot keep a stream's order refuses it with a typed error: a
 /// filter, a cache, a zip, a concatenation with a dataset read by index.
 #[test]

@@ -679,11 +679,13 @@ impl Dataset for IterableDataset {
         let place = self.place(pass)?;
         let mut slot = lock(&place.cursor);
         let result = self.read_at(&place, &mut slot, pass, index, sample);
-        // Closed once its pass has had every position it asks for (an
-        // open-ended pass, [`ReadEpoch::BY_INDEX`], stays open), or its run
-        // has ended.
-        let asks = pass.reads_count();
-        let done = slot.as_ref().is_some_and(|c| asks > 0 && c.served >= asks);
+        // Closed once its pass has had every position it asks of this
+        // stream (`c.asks`: a part of a concatenation is asked only its
+        // part's; an open-ended pass, [`ReadEpoch::BY_INDEX`], stays open),
+        // or its run has ended.
+        let done = slot
+            .as_ref()
+            .is_some_and(|c| c.asks > 0 && c.served >= c.asks);
         if done || place.cancelled.load(Ordering::SeqCst) {
             self.recycle(slot.take());
             drop(slot);
