@@ -664,6 +664,43 @@ fn standard_input_needs_a_length() {
     assert_eq!(given.unwrap().len(), 3);
 }
 
+/// A FIFO without a length is refused when the dataset is made, at once
+/// (counting would read the tar its writer writes, a one-shot writer's
+/// only one, so epoch 0 would wait for another; with no writer, counting
+/// waited for one: the watchdog fails that), and accepted with one.
+#[cfg(unix)]
+#[test]
+fn a_fifo_needs_a_length() {
+    use tensorprep::train::data::tar_stream::TarStream;
+    use tensorprep::train::data::webdataset::WebKeys;
+    let dir = std::env::temp_dir().join(format!("tp-fifo-len-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("unwritten.tar");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let path = fifo.clone();
+    let made = within(
+        Duration::from_secs(5),
+        "a FIFO without a length",
+        move || {
+            IterableDataset::new(
+                Arc::new(TarStream::new(&path, WebKeys::CONVENTIONAL)),
+                StreamOptions::new(None),
+            )
+            .map(|d| d.len())
+        },
+    );
+    let err = made.unwrap_err();
+    assert!(matches!(err, DataError::LengthNeeded { .. }), "{err}");
+    assert!(err.to_string().contains("unwritten.tar"), "{err}");
+    let given = IterableDataset::new(
+        Arc::new(TarStream::new(&fifo, WebKeys::CONVENTIONAL)),
+        StreamOptions::new(Some(3)),
+    );
+    assert_eq!(given.unwrap().len(), 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A FIFO whose writer writes the tar once, read by a loader of endless
 /// epochs with 2 read threads: epoch 0 gives the tar's samples (the next
 /// epoch's reader, waiting for a writer, holds up neither it nor the

@@ -52,8 +52,8 @@ pub enum DataError {
         /// Samples the epoch has.
         epoch_len: u64,
     },
-    /// A stream that can be read only once (standard input) was given no
-    /// length: counting it would consume it.
+    /// A stream whose bytes are read once (standard input, a FIFO) was
+    /// given no length: counting it would consume them.
     LengthNeeded {
         /// The stream.
         stream: String,
@@ -152,7 +152,7 @@ impl fmt::Display for DataError {
             ),
             DataError::LengthNeeded { stream } => write!(
                 f,
-                "{stream} can be read only once: give its length (samples per epoch), counting would consume it"
+                "{stream} is read as its writer writes it (standard input, a FIFO): give its length (samples per epoch), counting would consume it"
             ),
         }
     }

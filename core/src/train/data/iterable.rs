@@ -127,9 +127,10 @@ pub trait Iterable: Send + Sync {
     /// alone ([`Dataset::fingerprint`]); cheap (not every byte).
     fn fingerprint(&self) -> u64;
 
-    /// Whether the source can be read only once (standard input): its
-    /// length must then be given, not counted
-    /// ([`DataError::LengthNeeded`]). `false` by default.
+    /// Whether counting the source's samples would consume them (standard
+    /// input, a FIFO: what its writer wrote is read once): its length must
+    /// then be given, not counted ([`DataError::LengthNeeded`]). `false` by
+    /// default.
     fn reads_once(&self) -> bool {
         false
     }

@@ -21,9 +21,10 @@
 //! epoch, reopening the FIFO each time, or write it again and again through
 //! one opening. An epoch cut before the tar's end (fewer samples than the
 //! tar holds) closes the FIFO: the next epoch opens it anew.
-//! Standard input (`-`) can be read once: it serves one epoch, and its
-//! length must be given ([`DataError::LengthNeeded`] otherwise: counting
-//! would consume it).
+//! Standard input (`-`) can be read once: it serves one epoch. Its length,
+//! and a FIFO's, must be given ([`DataError::LengthNeeded`] otherwise when
+//! the dataset is made): counting would consume the tar its writer writes
+//! (a one-shot writer's only one, and epoch 0 would then wait for another).
 //!
 //! A loader that stops wakes the thread waiting for its turn or for a
 //! FIFO's writer ([`SampleStream::interrupter`]); a read blocked on a pipe
@@ -370,9 +371,9 @@ impl Iterable for TarStream {
         }))
     }
 
-    /// Standard input: counting its samples would consume it.
+    /// Standard input or a FIFO: counting its samples would consume them.
     fn reads_once(&self) -> bool {
-        self.is_stdin()
+        self.is_stdin() || is_fifo(&self.path)
     }
 
     fn describe(&self) -> String {
