@@ -640,7 +640,22 @@ impl Drop for Receiving {
         }
         drop(self.samples.take());
         if let Some(t) = self.thread.take() {
+            // An interrupt landing between the thread's check of the flag
+            // and its `open(2)` of a FIFO finds no reader to wake: woken
+            // again while the open is pending, until the thread ends.
+            while !t.is_finished() {
+                if self.stop.interrupted.load(Ordering::SeqCst)
+                    && self.stop.opening.load(Ordering::SeqCst)
+                {
+                    wake_fifo_reader(&self.path);
+                }
+                std::thread::sleep(WAKE_EVERY);
+            }
             let _ = t.join();
         }
     }
 }
+
+/// How often a stream's drop looks whether its thread has ended (and wakes
+/// its pending FIFO open again).
+const WAKE_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
