@@ -749,6 +749,52 @@ fn a_fifo_with_a_one_shot_writer_serves_epoch_0_and_the_loader_drops() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A loader over a FIFO whose writer opened it and writes nothing (its
+/// tar thread blocked in `read`) drops within a bound: the stopped stream's
+/// `next` returns, and its drop leaves the blocked thread to end when the
+/// pipe yields (before, the drop waited for the writer: the watchdog).
+#[cfg(unix)]
+#[test]
+fn a_loader_over_a_stalled_fifo_drops_within_a_bound() {
+    use tensorprep::train::data::tar_stream::TarStream;
+    use tensorprep::train::data::webdataset::WebKeys;
+    let dir = std::env::temp_dir().join(format!("tp-fifo-stall-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("stalled.tar");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let (close, closed) = std::sync::mpsc::channel::<()>();
+    let path = fifo.clone();
+    // Opens the FIFO (once the loader's thread opens it), writes nothing,
+    // and holds it open until told.
+    let writer = std::thread::spawn(move || {
+        let held = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        let _ = closed.recv();
+        drop(held);
+    });
+    let data = IterableDataset::new(
+        Arc::new(TarStream::new(&fifo, WebKeys::CONVENTIONAL)),
+        StreamOptions::new(Some(10)).buffer(2),
+    )
+    .unwrap();
+    let mut config = LoaderConfig::new(2, 2, 2);
+    config.read_workers = 2;
+    let loader = Loader::new(Arc::new(data), plan(), config).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let dropped = within(
+        Duration::from_secs(10),
+        "dropping a loader over a stalled FIFO",
+        move || drop(loader),
+    );
+    let took = started.elapsed();
+    close.send(()).unwrap();
+    writer.join().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    dropped
+}
+
 /// A concatenation of streams passes the loader's pass on to each part (its
 /// positions shifted): shuffled, it gives each part's own buffer output in
 /// turn (the parts alone, one after the other), the same for 1 and 3 read

@@ -27,9 +27,11 @@
 //! (a one-shot writer's only one, and epoch 0 would then wait for another).
 //!
 //! A loader that stops wakes the thread waiting for its turn or for a
-//! FIFO's writer ([`SampleStream::interrupter`]); a read blocked on a pipe
-//! whose writer neither writes nor closes holds the stream's drop until it
-//! does.
+//! FIFO's writer ([`SampleStream::interrupter`]); a stopped stream's
+//! `next` returns within 50 ms. A thread blocked reading a pipe whose
+//! writer neither writes nor closes cannot be woken: the stream's drop
+//! waits for it 1 s, then leaves it to end when the pipe yields (it holds
+//! no dataset, only its channel and the FIFO's turn), so a drop is bounded.
 
 #![forbid(unsafe_code)]
 
@@ -39,7 +41,7 @@ use alloc::vec::Vec;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender, channel, sync_channel};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
@@ -579,7 +581,20 @@ impl SampleStream for Receiving {
         let Some(samples) = &self.samples else {
             return Ok(false);
         };
-        match samples.recv() {
+        // Not a plain `recv`: a thread blocked reading a stalled pipe would
+        // hold a stopped loader's reader here.
+        let got = loop {
+            match samples.recv_timeout(WAKE_EVERY * 50) {
+                Ok(m) => break Ok(m),
+                Err(RecvTimeoutError::Timeout) if self.stop.interrupted.load(Ordering::SeqCst) => {
+                    self.samples = None;
+                    return Err(interrupted(&self.path));
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break Err(()),
+            }
+        };
+        match got {
             Ok(Message::Sample(mut s)) => {
                 core::mem::swap(sample, &mut s);
                 let _ = self.back.send(s);
@@ -631,8 +646,11 @@ impl Drop for Receiving {
     /// waits for its turn or a FIFO's writer, or reads a file (a FIFO's
     /// thread reading reads on to its tar's end, sending nothing, so the
     /// next epoch gets the FIFO at the next tar; a loader that stops
-    /// interrupts it). A read blocked on a stalled pipe holds the drop until
-    /// it returns.
+    /// interrupts it). A thread still running after [`DETACH_AFTER`] (a
+    /// read blocked on a pipe whose writer neither writes nor closes, or a
+    /// long drain) is left to end on its own, not joined: it holds only its
+    /// channel ends and its FIFO's turn (the next epoch's reader waits for
+    /// that turn), and ends when the pipe yields.
     fn drop(&mut self) {
         let draining = self.turns_fifo && self.stop.reading.load(Ordering::SeqCst);
         if !draining {
@@ -643,7 +661,11 @@ impl Drop for Receiving {
             // An interrupt landing between the thread's check of the flag
             // and its `open(2)` of a FIFO finds no reader to wake: woken
             // again while the open is pending, until the thread ends.
+            let started = std::time::Instant::now();
             while !t.is_finished() {
+                if started.elapsed() >= DETACH_AFTER {
+                    return;
+                }
                 if self.stop.interrupted.load(Ordering::SeqCst)
                     && self.stop.opening.load(Ordering::SeqCst)
                 {
@@ -659,3 +681,7 @@ impl Drop for Receiving {
 /// How often a stream's drop looks whether its thread has ended (and wakes
 /// its pending FIFO open again).
 const WAKE_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// How long a stream's drop waits for its thread before leaving it to end
+/// on its own (blocked reading a stalled pipe).
+const DETACH_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
