@@ -782,7 +782,7 @@ fn a_loader_over_a_stalled_fifo_drops_within_a_bound() {
     let loader = Loader::new(Arc::new(data), plan(), config).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let started = std::time::Instant::now();
-    let dropped = within(
+    within(
         Duration::from_secs(10),
         "dropping a loader over a stalled FIFO",
         move || drop(loader),
@@ -791,8 +791,8 @@ fn a_loader_over_a_stalled_fifo_drops_within_a_bound() {
     close.send(()).unwrap();
     writer.join().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
-    assert!(took < Duration::from_secs(10), "{took:?}");
-    dropped
+    // The stream's drop gives its blocked thread 1 s.
+    assert!(took < Duration::from_secs(3), "the drop took {took:?}");
 }
 
 /// A concatenation of streams passes the loader's pass on to each part (its
