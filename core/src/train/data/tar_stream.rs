@@ -685,3 +685,61 @@ const WAKE_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 /// How long a stream's drop waits for its thread before leaving it to end
 /// on its own (blocked reading a stalled pipe).
 const DETACH_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// A stream dropped while its thread is between its check of the stop
+    /// flag and its `open(2)` of a FIFO (the drop's wake, a write-open,
+    /// then finds no reader: ENXIO) still drops: the drop wakes the open
+    /// again while it is pending, and the thread ends (is not left blocked
+    /// in `open` with no writer to come, joined forever or detached).
+    #[test]
+    fn a_wake_lost_before_a_fifo_open_is_sent_again() {
+        let dir = std::env::temp_dir().join(alloc::format!("tp-lost-wake-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("lost.tar");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        let stop = Arc::new(Stop {
+            interrupted: AtomicBool::new(false),
+            // The thread has set it and found the flag unset.
+            opening: AtomicBool::new(true),
+            reading: AtomicBool::new(false),
+        });
+        let (thread_stop, path) = (Arc::clone(&stop), fifo.clone());
+        let ended = Arc::new(AtomicBool::new(false));
+        let thread_ended = Arc::clone(&ended);
+        // The window: the drop's interrupt runs before the open.
+        let thread = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let _ = std::fs::File::open(&path);
+            thread_stop.opening.store(false, Ordering::SeqCst);
+            thread_ended.store(true, Ordering::SeqCst);
+        });
+        let (_tx, rx) = sync_channel(2);
+        let (back, _recycled) = channel();
+        let stream = Receiving {
+            samples: Some(rx),
+            back,
+            thread: Some(thread),
+            path: fifo.clone(),
+            stop,
+            turns: Arc::default(),
+            turns_fifo: true,
+        };
+        let (done, dropped) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(stream);
+            let _ = done.send(());
+        });
+        let got = dropped.recv_timeout(std::time::Duration::from_secs(5));
+        let thread_ended = ended.load(Ordering::SeqCst);
+        // A thread left blocked is let go before the FIFO is removed.
+        wake_fifo_reader(&fifo);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(got.is_ok(), "the stream's drop hung on a lost wake");
+        assert!(thread_ended, "the thread was left blocked opening the FIFO");
+    }
+}
