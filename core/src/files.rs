@@ -147,9 +147,19 @@ pub fn read_capped_into(path: &Path, limit: u64, out: &mut Vec<u8>) -> Result<()
     out.clear();
     // The length and one byte more: the read that finds the end then
     // needs no more room (`len <= limit`, which the caller could allocate).
+    // A buffer too small grows to the next power of two (at most twice the
+    // file, never past the cap): a reused buffer then stops growing after
+    // its first file instead of at every file a few bytes longer, which
+    // would be an allocation now and then, at any epoch.
     let room = usize::try_from(len + 1)
         .ok()
-        .filter(|&n| out.try_reserve_exact(n).is_ok())
+        .filter(|&n| {
+            let cap = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
+            n <= out.capacity()
+                || out
+                    .try_reserve_exact(n.checked_next_power_of_two().unwrap_or(n).min(cap).max(n))
+                    .is_ok()
+        })
         .ok_or_else(|| ReadError::Io(io::ErrorKind::OutOfMemory.into()))?;
     out.resize(room, 0);
     let mut filled = 0;
