@@ -188,20 +188,27 @@ def test_several_labels_per_sample_need_label_width(tp, train):
 @pytest.mark.parametrize("call", ["next", "len", "state_dict"])
 def test_an_iterator_calling_its_loader_is_the_loaders_error_not_a_deadlock(tp, train, call):
 
+    import threading
+
     calls = {"next": next, "len": len, "state_dict": lambda l: l.state_dict()}
     own = []
+    made = threading.Event()
 
     def reentering():
         for k, item in enumerate(numbers(16)()):
-            if k == 3 and own:  # not while the loader is being made
+            # On the loader's read thread (not while the loader is being
+            # made, on this one), once `own` holds the loader: its read
+            # threads start at once and may reach item 3 before that.
+            if k == 3 and threading.current_thread() is not threading.main_thread():
+                assert made.wait(30)
                 calls[call](own[0])
             yield item
 
     data = train.FromIterable(reentering, length=16, buffer=4)
     loader = train.Loader(data, pipeline(train), 4, 2, seed=1, output="numpy", shuffle=False)
     own.append(loader)
+    made.set()
     with pytest.raises(tp.DataError) as caught:
-        # The first epoch's first items may be taken before `own` holds it.
         within(30, lambda: [collect(loader) for _ in range(2)])
     message = str(caught.value)
     assert "item 3" in message and "the iterator raised RuntimeError" in message, message
