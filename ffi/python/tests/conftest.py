@@ -2,6 +2,7 @@
 
 import os
 import threading
+import time
 
 import pytest
 
@@ -48,3 +49,14 @@ def within(seconds, fn):
     if "error" in out:
         raise out["error"]
     return out.get("value")
+
+
+def until(done, seconds=10):
+    """Whether `done()` holds within `seconds`, polled every 10 ms on the
+    calling thread (it starts no thread, so a thread count can be polled)."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
