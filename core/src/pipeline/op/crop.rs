@@ -20,6 +20,30 @@ pub enum CropRounding {
     Floor,
 }
 
+impl CropRounding {
+    /// The offset of a centred crop whose leftover (image side minus crop
+    /// side) is `leftover`; negative when the crop is larger than the image,
+    /// as torchvision's boxes and key points use it then.
+    ///
+    /// ```
+    /// use tensorprep::pipeline::CropRounding;
+    ///
+    /// assert_eq!(CropRounding::HalfEven.offset(5), 2); // round(2.5) == 2
+    /// assert_eq!(CropRounding::HalfEven.offset(-3), -2); // round(-1.5) == -2
+    /// assert_eq!(CropRounding::Floor.offset(-3), -2); // -3 // 2 == -2
+    /// ```
+    pub fn offset(self, leftover: i64) -> i64 {
+        match self {
+            CropRounding::Floor => leftover.div_euclid(2),
+            // round(leftover / 2), ties to even: the half is exact or .5.
+            CropRounding::HalfEven => {
+                let half = leftover.div_euclid(2);
+                half + i64::from(leftover.rem_euclid(2) == 1 && half.rem_euclid(2) == 1)
+            }
+        }
+    }
+}
+
 /// A centred crop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CenterCrop {
@@ -49,11 +73,8 @@ impl CenterCrop {
         if self.width > width || self.height > height {
             return None;
         }
-        let offset = |d: u32| match self.rounding {
-            CropRounding::Floor => d / 2,
-            // round(d / 2) with ties to even.
-            CropRounding::HalfEven => d / 2 + u32::from(d % 2 == 1 && (d / 2) % 2 == 1),
-        };
+        // Both leftovers are non-negative here, so are their halves.
+        let offset = |d: u32| self.rounding.offset(i64::from(d)) as u32;
         Some(Rect::new(
             offset(width - self.width),
             offset(height - self.height),
