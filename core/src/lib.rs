@@ -139,6 +139,8 @@ pub mod npy;
 pub mod pipeline;
 pub mod resize;
 pub mod size;
+#[cfg(feature = "alloc")]
+pub mod targets;
 #[cfg(feature = "train")]
 pub mod train;
 pub mod warp;

@@ -255,6 +255,88 @@ impl Warp {
     }
 }
 
+/// torchvision 0.29's `_get_inverse_affine_matrix(center, angle, translate,
+/// scale, shear, inverted)` in its order of double-precision operations:
+/// with `inverted`, the output-to-input matrix (what the output size of an
+/// expanded rotation is computed from); without, the input-to-output one
+/// its box and key point kernels move points with. `center` is in pixels.
+pub(crate) fn torchvision_affine(
+    center: (f64, f64),
+    angle: f64,
+    translate: (f64, f64),
+    scale: f64,
+    shear: (f64, f64),
+    inverted: bool,
+) -> Result<[f64; 6]> {
+    let ((cx, cy), (tx, ty)) = (center, translate);
+    finite(
+        &[angle, tx, ty, scale, shear.0, shear.1, cx, cy],
+        "affine",
+        "every parameter must be finite",
+    )?;
+    if scale <= 0.0 {
+        return Err(Error::InvalidParameter {
+            name: "affine",
+            reason: "the scale must be positive",
+        });
+    }
+    let rot = radians(angle);
+    let (sx, sy) = (radians(shear.0), radians(shear.1));
+    let (cos_sy, tan_sx) = (cos(sy), tan(sx));
+    let (cx_tx, cy_ty) = (cx + tx, cy + ty);
+    let a = cos(rot - sy) / cos_sy;
+    let b = -(a * tan_sx + sin(rot));
+    let c = sin(rot - sy) / cos_sy;
+    let d = cos(rot) - c * tan_sx;
+    let m = if inverted {
+        let mut m = [d / scale, -b / scale, 0.0, -c / scale, a / scale, 0.0];
+        m[2] += cx - m[0] * cx_tx - m[1] * cy_ty;
+        m[5] += cy - m[3] * cx_tx - m[4] * cy_ty;
+        m
+    } else {
+        let mut m = [a * scale, b * scale, 0.0, c * scale, d * scale, 0.0];
+        m[2] += cx_tx - m[0] * cx - m[1] * cy;
+        m[5] += cy_ty - m[3] * cx - m[4] * cy;
+        m
+    };
+    finite(
+        &m,
+        "affine",
+        "the matrix is not finite (a shear of 90 degrees?)",
+    )?;
+    Ok(m)
+}
+
+/// torchvision's `_compute_perspective_thetas`: the coefficients of the
+/// perspective that maps points the other way (input to output, for boxes
+/// and key points), from `coeffs` (output to input, [`Warp::perspective`]'s),
+/// in double precision. Its numerators' rows, then the denominator's two
+/// coefficients (the third is 1).
+pub(crate) fn torchvision_perspective_inverse(c: &[f64; 8]) -> Result<([f64; 6], [f64; 2])> {
+    let denom = c[0] * c[4] - c[1] * c[3];
+    if denom == 0.0 {
+        return Err(Error::InvalidParameter {
+            name: "perspective",
+            reason: "the perspective cannot be inverted to move points (its denominator is 0)",
+        });
+    }
+    let numer = [
+        (c[4] - c[5] * c[7]) / denom,
+        (-c[1] + c[2] * c[7]) / denom,
+        (c[1] * c[5] - c[2] * c[4]) / denom,
+        (-c[3] + c[5] * c[6]) / denom,
+        (c[0] - c[2] * c[6]) / denom,
+        (-c[0] * c[5] + c[2] * c[3]) / denom,
+    ];
+    let den = [
+        (-c[4] * c[6] + c[3] * c[7]) / denom,
+        (-c[0] * c[7] + c[1] * c[6]) / denom,
+    ];
+    finite(&numer, "perspective", "the inverse is not finite")?;
+    finite(&den, "perspective", "the inverse is not finite")?;
+    Ok((numer, den))
+}
+
 /// Solves the square system in `rows` (each row: 8 coefficients, then the
 /// right side) by Gaussian elimination with partial pivoting; `None` when
 /// it is singular.

@@ -25,6 +25,8 @@
 
 mod matrix;
 
+pub(crate) use matrix::{torchvision_affine, torchvision_perspective_inverse};
+
 use crate::adjust::channels_of;
 use crate::{Error, ImageView, ImageViewMut, Result};
 

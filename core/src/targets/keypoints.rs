@@ -1,0 +1,166 @@
+//! Key points through the geometric ops, as torchvision v2's key point
+//! kernels move them (`tv_tensors.KeyPoints`, `[..., 2]`): float32, never
+//! clamped, flipped about `W - 1` (boxes flip about `W`).
+
+use alloc::vec::Vec;
+
+use super::boxes::center_anchor;
+use super::points::{self, Affine, PointMap};
+use super::{Canvas, Padding};
+use crate::Result;
+
+/// Points `(x, y)` on a canvas (torchvision's `tv_tensors.KeyPoints`).
+///
+/// ```
+/// use tensorprep::targets::{Canvas, KeyPoints};
+///
+/// let mut k = KeyPoints::new(vec![[3.0, 4.0]], Canvas::new(10, 20)?);
+/// k.crop(5, 1, 4, 4)?; // top, left, height, width: not clamped
+/// assert_eq!(k.points(), &[[2.0, -1.0]]);
+/// # Ok::<(), tensorprep::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyPoints {
+    points: Vec<[f32; 2]>,
+    canvas: Canvas,
+}
+
+impl KeyPoints {
+    /// Points on an image of size `canvas`.
+    pub fn new(points: Vec<[f32; 2]>, canvas: Canvas) -> KeyPoints {
+        KeyPoints { points, canvas }
+    }
+
+    /// The points.
+    pub fn points(&self) -> &[[f32; 2]] {
+        &self.points
+    }
+
+    /// The points, given back.
+    pub fn into_points(self) -> Vec<[f32; 2]> {
+        self.points
+    }
+
+    /// The image size they lie on.
+    pub fn canvas(&self) -> Canvas {
+        self.canvas
+    }
+
+    /// torchvision's `horizontal_flip`: `x -> -(x - (W - 1))`.
+    pub fn horizontal_flip(&mut self) {
+        let last = (self.canvas.width - 1) as f32;
+        for p in &mut self.points {
+            p[0] = -(p[0] - last);
+        }
+    }
+
+    /// torchvision's `vertical_flip`: `y -> -(y - (H - 1))`.
+    pub fn vertical_flip(&mut self) {
+        let last = (self.canvas.height - 1) as f32;
+        for p in &mut self.points {
+            p[1] = -(p[1] - last);
+        }
+    }
+
+    /// torchvision's `resize` to `size`: times the float32 ratios of the sides.
+    pub fn resize(&mut self, size: Canvas) {
+        if size == self.canvas {
+            return;
+        }
+        let ratio = |new: u32, old: u32| (f64::from(new) / f64::from(old)) as f32;
+        let r = [
+            ratio(size.width, self.canvas.width),
+            ratio(size.height, self.canvas.height),
+        ];
+        for p in &mut self.points {
+            *p = [p[0] * r[0], p[1] * r[1]];
+        }
+        self.canvas = size;
+    }
+
+    /// torchvision's `crop(top, left, height, width)`: less the window's
+    /// corner; not clamped.
+    pub fn crop(&mut self, top: i64, left: i64, height: u32, width: u32) -> Result<()> {
+        let canvas = Canvas::new(height, width)?;
+        let d = [left as f32, top as f32];
+        for p in &mut self.points {
+            *p = [p[0] - d[0], p[1] - d[1]];
+        }
+        self.canvas = canvas;
+        Ok(())
+    }
+
+    /// torchvision's `center_crop(output_size=[height, width])`.
+    pub fn center_crop(&mut self, height: u32, width: u32) -> Result<()> {
+        let (top, left) = center_anchor(self.canvas, height, width);
+        self.crop(top, left, height, width)
+    }
+
+    /// torchvision's `resized_crop(top, left, height, width, size)`.
+    pub fn resized_crop(
+        &mut self,
+        top: i64,
+        left: i64,
+        height: u32,
+        width: u32,
+        size: Canvas,
+    ) -> Result<()> {
+        self.crop(top, left, height, width)?;
+        self.resize(size);
+        Ok(())
+    }
+
+    /// torchvision's `pad(padding)` (constant padding): plus the left and
+    /// top padding.
+    pub fn pad(&mut self, padding: Padding) -> Result<()> {
+        let canvas = padding.canvas(self.canvas)?;
+        let d = [padding.left as f32, padding.top as f32];
+        for p in &mut self.points {
+            *p = [p[0] + d[0], p[1] + d[1]];
+        }
+        self.canvas = canvas;
+        Ok(())
+    }
+
+    /// torchvision's `affine(angle, translate, scale, shear, center)`.
+    pub fn affine(&mut self, affine: &Affine) -> Result<()> {
+        let map = affine.point_map(self.canvas)?;
+        self.apply(&map, [0.0; 2]);
+        Ok(())
+    }
+
+    /// torchvision's `rotate(angle, expand, center)`; with `expand`, the
+    /// canvas torchvision's key point kernel computes (for an empty set too,
+    /// where torchvision's kernel leaves the old one).
+    pub fn rotate(&mut self, angle: f64, expand: bool, center: Option<(f64, f64)>) -> Result<()> {
+        let rotation = Affine::rotation(angle, center);
+        let map = rotation.point_map(self.canvas)?;
+        if expand {
+            let (shift, canvas) = rotation.expansion(self.canvas, &map)?;
+            self.canvas = canvas;
+            self.apply(&map, shift);
+        } else {
+            self.apply(&map, [0.0; 2]);
+        }
+        Ok(())
+    }
+
+    /// torchvision's `perspective(startpoints, endpoints)`.
+    pub fn perspective(&mut self, start: [(f64, f64); 4], end: [(f64, f64); 4]) -> Result<()> {
+        self.perspective_coefficients(&points::perspective_coefficients(start, end)?)
+    }
+
+    /// torchvision's `perspective(coefficients=...)` (output to input).
+    pub fn perspective_coefficients(&mut self, coefficients: &[f64; 8]) -> Result<()> {
+        let map = points::perspective(coefficients)?;
+        self.apply(&map, [0.0; 2]);
+        Ok(())
+    }
+
+    fn apply(&mut self, map: &PointMap, shift: [f32; 2]) {
+        for p in &mut self.points {
+            let [x, y] = map.apply(p[0], p[1]);
+            *p = [x - shift[0], y - shift[1]];
+        }
+    }
+}
