@@ -148,7 +148,10 @@ impl Warp {
     /// center=center)`: the inverse of rotation by `angle` degrees (clockwise
     /// on screen), shear `(x, y)` in degrees, `scale`, and translation in
     /// pixels, about `center` (`(w * 0.5, h * 0.5)` when `None`), as
-    /// `_get_inverse_affine_matrix` computes it.
+    /// torchvision 0.29's `_get_inverse_affine_matrix` computes it (the one
+    /// formula the box and key point kernels use too; the older one of 0.20
+    /// rounds differently in double precision, and gave the same bytes on
+    /// every committed fixture).
     ///
     /// ```
     /// use tensorprep::warp::Warp;
@@ -166,36 +169,8 @@ impl Warp {
         center: Option<(f64, f64)>,
         size: (u32, u32),
     ) -> Result<Warp> {
-        let (cx, cy) = center.unwrap_or((f64::from(size.0) * 0.5, f64::from(size.1) * 0.5));
-        let (tx, ty) = translate;
-        finite(
-            &[angle, tx, ty, scale, shear.0, shear.1, cx, cy],
-            "affine",
-            "every parameter must be finite",
-        )?;
-        if scale <= 0.0 {
-            return Err(Error::InvalidParameter {
-                name: "affine",
-                reason: "the scale must be positive",
-            });
-        }
-        let rot = radians(angle);
-        let (sx, sy) = (radians(shear.0), radians(shear.1));
-        let a = cos(rot - sy) / cos(sy);
-        let b = -cos(rot - sy) * tan(sx) / cos(sy) - sin(rot);
-        let c = sin(rot - sy) / cos(sy);
-        let d = -sin(rot - sy) * tan(sx) / cos(sy) + cos(rot);
-        let mut m = [d, -b, 0.0, -c, a, 0.0].map(|v| v / scale);
-        m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
-        m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
-        m[2] += cx;
-        m[5] += cy;
-        finite(
-            &m,
-            "affine",
-            "the matrix is not finite (a shear of 90 degrees?)",
-        )?;
-        Ok(Warp::Affine(m))
+        let center = center.unwrap_or((f64::from(size.0) * 0.5, f64::from(size.1) * 0.5));
+        torchvision_affine(center, angle, translate, scale, shear, true).map(Warp::Affine)
     }
 
     /// torchvision's `_get_perspective_coeffs(start, end)`: the perspective
