@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::image_op::ImageOp;
-use super::unit::{At, Augmentation, Nested, Targets};
+use super::unit::{At, SizeKeeping, Targets};
 use super::{Augment, Drawn, invalid, probability};
 use crate::Result;
 use crate::adjust::Point;
@@ -75,7 +75,7 @@ impl Augment {
     }
 }
 
-impl Augmentation for RandomAdjustment {
+impl SizeKeeping for RandomAdjustment {
     fn check(&self) -> Result<()> {
         if matches!(self.op, ImageOp::Warp { .. }) {
             return Err(invalid(
@@ -91,22 +91,6 @@ impl Augmentation for RandomAdjustment {
             ops.push(Drawn::Image(self.op));
         }
         Ok(size)
-    }
-
-    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
-        before
-    }
-
-    fn draws_image_ops(&self) -> bool {
-        true
-    }
-
-    fn sizes_first(&self) -> bool {
-        false
-    }
-
-    fn nested(&self) -> Nested<'_> {
-        Nested::None
     }
 
     fn targets(&self) -> Targets {

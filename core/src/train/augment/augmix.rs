@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::policy::{PolicyOp, Space, push_policy_op};
-use super::unit::{At, Augmentation, Nested};
+use super::unit::{At, SizeKeeping, Targets};
 use super::{Drawn, invalid};
 use crate::Result;
 use crate::train::mix::{beta_pair, gamma};
@@ -78,7 +78,7 @@ impl AugMix {
     }
 }
 
-impl Augmentation for AugMix {
+impl SizeKeeping for AugMix {
     fn check(&self) -> Result<()> {
         if !(1..=10).contains(&self.severity) {
             return Err(invalid("AugMix", "severity must be 1 to 10"));
@@ -134,20 +134,8 @@ impl Augmentation for AugMix {
         Ok(size)
     }
 
-    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
-        before
-    }
-
-    fn draws_image_ops(&self) -> bool {
-        true
-    }
-
-    fn sizes_first(&self) -> bool {
-        false
-    }
-
-    fn nested(&self) -> Nested<'_> {
-        Nested::None
+    fn targets(&self) -> Targets {
+        Targets::NotCarried
     }
 }
 

@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::policy::{AutoAugmentPolicy, SPACE_OPS, Space, push_policy_op};
-use super::unit::{At, Augmentation, Nested};
+use super::unit::{At, SizeKeeping, Targets};
 use super::{Augment, Drawn, invalid};
 use crate::Result;
 use crate::warp::Interpolation;
@@ -124,7 +124,7 @@ impl Augment {
     }
 }
 
-impl Augmentation for AutoAugment {
+impl SizeKeeping for AutoAugment {
     fn check(&self) -> Result<()> {
         Ok(())
     }
@@ -144,24 +144,12 @@ impl Augmentation for AutoAugment {
         Ok(size)
     }
 
-    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
-        before
-    }
-
-    fn draws_image_ops(&self) -> bool {
-        true
-    }
-
-    fn sizes_first(&self) -> bool {
-        false
-    }
-
-    fn nested(&self) -> Nested<'_> {
-        Nested::None
+    fn targets(&self) -> Targets {
+        Targets::NotCarried
     }
 }
 
-impl Augmentation for RandAugment {
+impl SizeKeeping for RandAugment {
     fn check(&self) -> Result<()> {
         if self.num_magnitude_bins < 2
             || self.magnitude >= self.num_magnitude_bins
@@ -186,24 +174,12 @@ impl Augmentation for RandAugment {
         Ok(size)
     }
 
-    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
-        before
-    }
-
-    fn draws_image_ops(&self) -> bool {
-        true
-    }
-
-    fn sizes_first(&self) -> bool {
-        false
-    }
-
-    fn nested(&self) -> Nested<'_> {
-        Nested::None
+    fn targets(&self) -> Targets {
+        Targets::NotCarried
     }
 }
 
-impl Augmentation for TrivialAugmentWide {
+impl SizeKeeping for TrivialAugmentWide {
     fn check(&self) -> Result<()> {
         if self.num_magnitude_bins < 2 {
             return Err(invalid(
@@ -224,20 +200,8 @@ impl Augmentation for TrivialAugmentWide {
         Ok(size)
     }
 
-    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
-        before
-    }
-
-    fn draws_image_ops(&self) -> bool {
-        true
-    }
-
-    fn sizes_first(&self) -> bool {
-        false
-    }
-
-    fn nested(&self) -> Nested<'_> {
-        Nested::None
+    fn targets(&self) -> Targets {
+        Targets::NotCarried
     }
 }
 

@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::image_op::ImageOp;
-use super::unit::{At, Augmentation, Nested, Targets};
+use super::unit::{At, SizeKeeping, Targets};
 use super::{Drawn, invalid};
 use crate::Result;
 use crate::adjust::Point;
@@ -50,7 +50,7 @@ impl ColorJitter {
     }
 }
 
-impl Augmentation for ColorJitter {
+impl SizeKeeping for ColorJitter {
     fn check(&self) -> Result<()> {
         let ok = |r: Option<(f64, f64)>, lo: f64, hi: f64| {
             r.is_none_or(|(a, b)| a.is_finite() && b.is_finite() && lo <= a && a <= b && b <= hi)
@@ -93,22 +93,6 @@ impl Augmentation for ColorJitter {
             ops.extend(op.map(Drawn::Image));
         }
         Ok(size)
-    }
-
-    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
-        before
-    }
-
-    fn draws_image_ops(&self) -> bool {
-        true
-    }
-
-    fn sizes_first(&self) -> bool {
-        false
-    }
-
-    fn nested(&self) -> Nested<'_> {
-        Nested::None
     }
 
     fn targets(&self) -> Targets {
@@ -155,7 +139,7 @@ impl GaussianBlur {
     }
 }
 
-impl Augmentation for GaussianBlur {
+impl SizeKeeping for GaussianBlur {
     fn check(&self) -> Result<()> {
         let odd = |k: u16| k % 2 == 1 && usize::from(k) <= crate::adjust::MAX_GAUSSIAN_TAPS;
         if !(odd(self.kernel.0) && odd(self.kernel.1)) {
@@ -182,22 +166,6 @@ impl Augmentation for GaussianBlur {
             sigma,
         }));
         Ok(size)
-    }
-
-    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
-        before
-    }
-
-    fn draws_image_ops(&self) -> bool {
-        true
-    }
-
-    fn sizes_first(&self) -> bool {
-        false
-    }
-
-    fn nested(&self) -> Nested<'_> {
-        Nested::None
     }
 
     fn targets(&self) -> Targets {

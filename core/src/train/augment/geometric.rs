@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::image_op::ImageOp;
-use super::unit::{At, Augmentation, Nested};
+use super::unit::{At, Augmentation, Nested, SizeKeeping, Targets};
 use super::{Drawn, invalid, probability};
 use crate::Result;
 use crate::warp::{Interpolation, Warp};
@@ -156,7 +156,7 @@ impl RandomAffine {
     }
 }
 
-impl Augmentation for RandomAffine {
+impl SizeKeeping for RandomAffine {
     fn check(&self) -> Result<()> {
         if !ordered(self.degrees) {
             return Err(invalid(
@@ -226,20 +226,8 @@ impl Augmentation for RandomAffine {
         Ok(size)
     }
 
-    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
-        before
-    }
-
-    fn draws_image_ops(&self) -> bool {
-        true
-    }
-
-    fn sizes_first(&self) -> bool {
-        false
-    }
-
-    fn nested(&self) -> Nested<'_> {
-        Nested::None
+    fn targets(&self) -> Targets {
+        Targets::NotCarried
     }
 }
 
@@ -292,7 +280,7 @@ impl RandomPerspective {
     }
 }
 
-impl Augmentation for RandomPerspective {
+impl SizeKeeping for RandomPerspective {
     fn check(&self) -> Result<()> {
         probability(self.p, "RandomPerspective", "p must be in 0..=1")?;
         probability(
@@ -329,20 +317,8 @@ impl Augmentation for RandomPerspective {
         Ok(size)
     }
 
-    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
-        before
-    }
-
-    fn draws_image_ops(&self) -> bool {
-        true
-    }
-
-    fn sizes_first(&self) -> bool {
-        false
-    }
-
-    fn nested(&self) -> Nested<'_> {
-        Nested::None
+    fn targets(&self) -> Targets {
+        Targets::NotCarried
     }
 }
 

@@ -107,6 +107,55 @@ pub(crate) trait Augmentation: fmt::Display + fmt::Debug {
     }
 }
 
+/// A leaf op that keeps the image's size and draws image ops (an
+/// adjustment or a warp, never a crop or a resize): the properties such ops
+/// share are stated once, in the [`Augmentation`] implementation below,
+/// and each op states the rest, what it does to targets included.
+pub(crate) trait SizeKeeping: fmt::Display + fmt::Debug {
+    /// Checks the parameters ([`Augmentation::check`]).
+    fn check(&self) -> Result<()>;
+
+    /// Draws the op ([`Augmentation::draw`]).
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)>;
+
+    /// What it does to targets ([`Augmentation::targets`]).
+    fn targets(&self) -> Targets;
+}
+
+impl<T: SizeKeeping> Augmentation for T {
+    fn check(&self) -> Result<()> {
+        SizeKeeping::check(self)
+    }
+
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+        SizeKeeping::draw(self, at, size, ops)
+    }
+
+    /// The size it is given.
+    fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
+        before
+    }
+
+    /// An adjustment or a warp.
+    fn draws_image_ops(&self) -> bool {
+        true
+    }
+
+    /// Neither crops nor resizes.
+    fn sizes_first(&self) -> bool {
+        false
+    }
+
+    /// A leaf.
+    fn nested(&self) -> Nested<'_> {
+        Nested::None
+    }
+
+    fn targets(&self) -> Targets {
+        SizeKeeping::targets(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
