@@ -5,7 +5,7 @@
 
 use alloc::vec::Vec;
 
-use super::points::{self, Affine, PointMap, max4, min4};
+use super::points::{self, Affine, MovedByPoints, PointMap, max4, min4};
 use super::{BoxFormat, Canvas, Padding};
 use crate::Result;
 use crate::pipeline::CropRounding;
@@ -203,9 +203,7 @@ impl BoundingBoxes {
     /// torchvision's `affine(angle, translate, scale, shear, center)`: each
     /// box's four corners through the float32 matrix, their extent, clamped.
     pub fn affine(&mut self, affine: &Affine) -> Result<()> {
-        let map = affine.point_map(self.canvas)?;
-        self.move_corners(&map, [0.0; 2]);
-        Ok(())
+        points::affine(self, affine)
     }
 
     /// torchvision's `rotate(angle, expand, center)` (counter-clockwise, in
@@ -214,16 +212,7 @@ impl BoundingBoxes {
     /// image's size by a pixel in torchvision too). An empty set gets the
     /// expanded canvas too; torchvision's kernel leaves it the old one.
     pub fn rotate(&mut self, angle: f64, expand: bool, center: Option<(f64, f64)>) -> Result<()> {
-        let rotation = Affine::rotation(angle, center);
-        let map = rotation.point_map(self.canvas)?;
-        if expand {
-            let (shift, canvas) = rotation.expansion(self.canvas, &map)?;
-            self.canvas = canvas;
-            self.move_corners(&map, shift);
-        } else {
-            self.move_corners(&map, [0.0; 2]);
-        }
-        Ok(())
+        points::rotate(self, angle, expand, center)
     }
 
     /// torchvision's `perspective(startpoints, endpoints)` (corners
@@ -236,15 +225,20 @@ impl BoundingBoxes {
     /// torchvision's `perspective(coefficients=...)`: the 8 coefficients
     /// mapping output points to input points, as `F.perspective` takes them.
     pub fn perspective_coefficients(&mut self, coefficients: &[f64; 8]) -> Result<()> {
-        let map = points::perspective(coefficients)?;
-        self.move_corners(&map, [0.0; 2]);
-        Ok(())
+        points::perspective(self, coefficients)
+    }
+}
+
+impl MovedByPoints for BoundingBoxes {
+    fn canvas(&self) -> Canvas {
+        self.canvas
     }
 
     /// The kernels of affine, rotate and perspective: through the corner
     /// format, each box's four corners through `map`, their extent less
-    /// `shift`, clamped to the (new) canvas, back to the boxes' format.
-    fn move_corners(&mut self, map: &PointMap, shift: [f32; 2]) {
+    /// `shift`, clamped to `canvas`, back to the boxes' format.
+    fn move_points(&mut self, map: &PointMap, shift: [f32; 2], canvas: Canvas) {
+        self.canvas = canvas;
         let format = self.format;
         self.format = BoxFormat::Xyxy;
         for b in &mut self.boxes {

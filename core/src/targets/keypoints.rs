@@ -5,7 +5,7 @@
 use alloc::vec::Vec;
 
 use super::boxes::center_anchor;
-use super::points::{self, Affine, PointMap};
+use super::points::{self, Affine, MovedByPoints, PointMap};
 use super::{Canvas, Padding};
 use crate::Result;
 
@@ -124,25 +124,14 @@ impl KeyPoints {
 
     /// torchvision's `affine(angle, translate, scale, shear, center)`.
     pub fn affine(&mut self, affine: &Affine) -> Result<()> {
-        let map = affine.point_map(self.canvas)?;
-        self.apply(&map, [0.0; 2]);
-        Ok(())
+        points::affine(self, affine)
     }
 
     /// torchvision's `rotate(angle, expand, center)`; with `expand`, the
     /// canvas torchvision's key point kernel computes (for an empty set too,
     /// where torchvision's kernel leaves the old one).
     pub fn rotate(&mut self, angle: f64, expand: bool, center: Option<(f64, f64)>) -> Result<()> {
-        let rotation = Affine::rotation(angle, center);
-        let map = rotation.point_map(self.canvas)?;
-        if expand {
-            let (shift, canvas) = rotation.expansion(self.canvas, &map)?;
-            self.canvas = canvas;
-            self.apply(&map, shift);
-        } else {
-            self.apply(&map, [0.0; 2]);
-        }
-        Ok(())
+        points::rotate(self, angle, expand, center)
     }
 
     /// torchvision's `perspective(startpoints, endpoints)`.
@@ -152,15 +141,20 @@ impl KeyPoints {
 
     /// torchvision's `perspective(coefficients=...)` (output to input).
     pub fn perspective_coefficients(&mut self, coefficients: &[f64; 8]) -> Result<()> {
-        let map = points::perspective(coefficients)?;
-        self.apply(&map, [0.0; 2]);
-        Ok(())
+        points::perspective(self, coefficients)
+    }
+}
+
+impl MovedByPoints for KeyPoints {
+    fn canvas(&self) -> Canvas {
+        self.canvas
     }
 
-    fn apply(&mut self, map: &PointMap, shift: [f32; 2]) {
+    fn move_points(&mut self, map: &PointMap, shift: [f32; 2], canvas: Canvas) {
         for p in &mut self.points {
             let [x, y] = map.apply(p[0], p[1]);
             *p = [x - shift[0], y - shift[1]];
         }
+        self.canvas = canvas;
     }
 }

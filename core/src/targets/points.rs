@@ -129,12 +129,57 @@ pub(super) fn perspective_coefficients(
 
 /// torchvision's perspective for points from its `coefficients` (output to
 /// input), inverted in double precision.
-pub(super) fn perspective(coefficients: &[f64; 8]) -> Result<PointMap> {
+fn perspective_map(coefficients: &[f64; 8]) -> Result<PointMap> {
     let (numer, den) = torchvision_perspective_inverse(coefficients)?;
     Ok(PointMap::Perspective(
         numer.map(|v| v as f32),
         den.map(|v| v as f32),
     ))
+}
+
+/// A target moved point by point (boxes by their corners, key points
+/// themselves): what its affine, rotate and perspective share is written
+/// once, in [`affine`], [`rotate`] and [`perspective`].
+pub(super) trait MovedByPoints {
+    /// The canvas it lies on.
+    fn canvas(&self) -> Canvas;
+
+    /// Moves every point through `map`, less `shift`, onto `canvas`.
+    fn move_points(&mut self, map: &PointMap, shift: [f32; 2], canvas: Canvas);
+}
+
+/// torchvision's `affine` of `target`: the canvas stays.
+pub(super) fn affine(target: &mut impl MovedByPoints, affine: &Affine) -> Result<()> {
+    let canvas = target.canvas();
+    target.move_points(&affine.point_map(canvas)?, [0.0; 2], canvas);
+    Ok(())
+}
+
+/// torchvision's `rotate` of `target`; with `expand`, shifted onto the
+/// expanded canvas torchvision's box and key point kernels size.
+pub(super) fn rotate(
+    target: &mut impl MovedByPoints,
+    angle: f64,
+    expand: bool,
+    center: Option<(f64, f64)>,
+) -> Result<()> {
+    let canvas = target.canvas();
+    let rotation = Affine::rotation(angle, center);
+    let map = rotation.point_map(canvas)?;
+    let (shift, canvas) = if expand {
+        rotation.expansion(canvas, &map)?
+    } else {
+        ([0.0; 2], canvas)
+    };
+    target.move_points(&map, shift, canvas);
+    Ok(())
+}
+
+/// torchvision's `perspective(coefficients=...)` of `target`: the canvas stays.
+pub(super) fn perspective(target: &mut impl MovedByPoints, coefficients: &[f64; 8]) -> Result<()> {
+    let canvas = target.canvas();
+    target.move_points(&perspective_map(coefficients)?, [0.0; 2], canvas);
+    Ok(())
 }
 
 impl PointMap {
