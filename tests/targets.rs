@@ -369,6 +369,74 @@ fn mask_resizes_read_the_pixels_torch_s_nearest_reads() {
     assert_eq!(pairs, 20);
 }
 
+/// `SanitizeBoundingBoxes`' keep mask, as `F.sanitize_bounding_boxes`
+/// computes it; boxes, masks and key points kept in step with it.
+#[test]
+fn sanitizing_keeps_the_boxes_torchvision_keeps() {
+    let text = std::fs::read_to_string(tensorprep_tests::fixture("targets/sanitize.txt")).unwrap();
+    let (mut kept, mut removed) = (0, 0);
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.starts_with('#'))
+    {
+        let case = Case {
+            line: i + 1,
+            tokens: line
+                .split_whitespace()
+                .map(|t| {
+                    let (k, v) = t.split_once('=').unwrap();
+                    (k.to_string(), v.to_string())
+                })
+                .collect(),
+        };
+        let boxes = case.rows::<4>("in");
+        let n = boxes.len();
+        let mut b = BoundingBoxes::new(
+            boxes,
+            case.param("format").parse().unwrap(),
+            case.canvas("canvas"),
+        );
+        let keep = b
+            .sanitize_mask(case.f64("min_size"), case.f64("min_area"))
+            .unwrap();
+        let want: Vec<bool> = case.param("keep").bytes().map(|c| c == b'1').collect();
+        assert_eq!(keep, want, "line {}", case.line);
+        kept += want.iter().filter(|k| **k).count();
+        removed += want.iter().filter(|k| !**k).count();
+
+        // Masks (one per box, filled with its index) and key points (two per
+        // box) follow the boxes.
+        let canvas = Canvas::new(2, 3).unwrap();
+        let mut m = Masks::new((0..n).flat_map(|i| [i as u8; 6]).collect(), n, canvas).unwrap();
+        let mut k = KeyPoints::new((0..2 * n).map(|p| [p as f32, 0.0]).collect(), canvas);
+        b.retain(&keep).unwrap();
+        m.retain(&keep).unwrap();
+        k.retain_instances(&keep).unwrap();
+        let survivors: Vec<usize> = (0..n).filter(|i| keep[*i]).collect();
+        assert_eq!(b.len(), survivors.len());
+        assert_eq!(m.count(), survivors.len());
+        let firsts: Vec<u8> = m.data().chunks(6).map(|c| c[0]).collect();
+        assert_eq!(
+            firsts,
+            survivors.iter().map(|i| *i as u8).collect::<Vec<_>>()
+        );
+        let groups: Vec<usize> = k.points().chunks(2).map(|p| p[0][0] as usize / 2).collect();
+        assert_eq!(groups, survivors);
+    }
+    assert!(
+        kept > 20 && removed > 20,
+        "both kinds covered: {kept} kept, {removed} removed"
+    );
+    let b = BoundingBoxes::new(vec![], BoxFormat::Xyxy, Canvas::new(4, 4).unwrap());
+    assert!(
+        b.sanitize_mask(0.5, 1.0).is_err(),
+        "torchvision's transform refuses below 1"
+    );
+    let mut b = b;
+    assert!(b.retain(&[true]).is_err(), "a mask of another length");
+}
+
 /// The coefficients of `perspective(startpoints, endpoints)`: ours are the
 /// system's exact solution (fractions, in the fixture) rounded to float32,
 /// but for coefficients that are 0 within 1e-12. torchvision's own (LAPACK

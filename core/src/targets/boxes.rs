@@ -7,8 +7,8 @@ use alloc::vec::Vec;
 
 use super::points::{self, Affine, MovedByPoints, PointMap, max4, min4};
 use super::{BoxFormat, Canvas, Padding};
-use crate::Result;
 use crate::pipeline::CropRounding;
+use crate::{Error, Result};
 
 /// Axis-aligned boxes on a canvas (torchvision's `tv_tensors.BoundingBoxes`
 /// with its default clamping).
@@ -97,6 +97,58 @@ impl BoundingBoxes {
             let corners = [clamp(x1, w), clamp(y1, h), clamp(x2, w), clamp(y2, h)];
             *b = BoxFormat::Xyxy.convert(corners, format);
         }
+    }
+
+    /// Which boxes torchvision's `SanitizeBoundingBoxes(min_size, min_area)`
+    /// keeps: in corner format (float32), width and height at least
+    /// `min_size`, area at least `min_area`, no coordinate below 0 and none
+    /// past the canvas. A NaN coordinate is never kept. The thresholds are
+    /// at least 1, as torchvision's transform demands.
+    ///
+    /// ```
+    /// use tensorprep::targets::{BoundingBoxes, BoxFormat, Canvas};
+    ///
+    /// let boxes = vec![[0.0, 0.0, 5.0, 5.0], [3.0, 3.0, 3.5, 9.0], [-1.0, 0.0, 4.0, 4.0]];
+    /// let mut b = BoundingBoxes::new(boxes, BoxFormat::Xyxy, Canvas::new(10, 10)?);
+    /// let keep = b.sanitize_mask(1.0, 1.0)?;
+    /// assert_eq!(keep, [true, false, false]); // too thin; outside
+    /// b.retain(&keep)?;
+    /// assert_eq!(b.len(), 1);
+    /// # Ok::<(), tensorprep::Error>(())
+    /// ```
+    pub fn sanitize_mask(&self, min_size: f64, min_area: f64) -> Result<Vec<bool>> {
+        if !(min_size >= 1.0 && min_area >= 1.0) {
+            return Err(Error::InvalidParameter {
+                name: "SanitizeBoundingBoxes",
+                reason: "min_size and min_area must be at least 1",
+            });
+        }
+        let (min_size, min_area) = (min_size as f32, min_area as f32);
+        let (w, h) = (self.canvas.width as f32, self.canvas.height as f32);
+        Ok(self
+            .boxes
+            .iter()
+            .map(|b| {
+                let [x1, y1, x2, y2] = self.format.convert(*b, BoxFormat::Xyxy);
+                let (ws, hs) = (x2 - x1, y2 - y1);
+                ws >= min_size
+                    && hs >= min_size
+                    && [x1, y1, x2, y2].iter().all(|v| *v >= 0.0)
+                    && ws * hs >= min_area
+                    && x1 <= w
+                    && x2 <= w
+                    && y1 <= h
+                    && y2 <= h
+            })
+            .collect())
+    }
+
+    /// Keeps the boxes whose `keep` entry is true (one per box).
+    pub fn retain(&mut self, keep: &[bool]) -> Result<()> {
+        check_keep(keep, self.boxes.len())?;
+        let mut k = keep.iter();
+        self.boxes.retain(|_| k.next() == Some(&true));
+        Ok(())
     }
 
     /// torchvision's `horizontal_flip`: `x -> W - x`, written `-(x - W)` as
@@ -269,4 +321,16 @@ pub(super) fn center_anchor(canvas: Canvas, height: u32, width: u32) -> (i64, i6
     let offset =
         |side: u32, crop: u32| CropRounding::HalfEven.offset(i64::from(side) - i64::from(crop));
     (offset(canvas.height, height), offset(canvas.width, width))
+}
+
+/// Refuses a keep mask that does not have one entry per item.
+pub(super) fn check_keep(keep: &[bool], len: usize) -> Result<()> {
+    if keep.len() == len {
+        Ok(())
+    } else {
+        Err(Error::TensorSize {
+            len: keep.len(),
+            needed: len,
+        })
+    }
 }

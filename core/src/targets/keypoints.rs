@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use super::boxes::center_anchor;
 use super::points::{self, Affine, MovedByPoints, PointMap};
 use super::{Canvas, Padding};
-use crate::Result;
+use crate::{Error, Result};
 
 /// Points `(x, y)` on a canvas (torchvision's `tv_tensors.KeyPoints`).
 ///
@@ -44,6 +44,30 @@ impl KeyPoints {
     /// The image size they lie on.
     pub fn canvas(&self) -> Canvas {
         self.canvas
+    }
+
+    /// Keeps the instances whose `keep` entry is true, the points being
+    /// `keep.len()` instances of equally many points each (`[N, K, 2]`), as
+    /// `SanitizeBoundingBoxes` should keep them in step with their boxes.
+    pub fn retain_instances(&mut self, keep: &[bool]) -> Result<()> {
+        let n = self.points.len();
+        if n == 0 {
+            return Ok(());
+        }
+        if keep.is_empty() || n % keep.len() != 0 {
+            return Err(Error::InvalidParameter {
+                name: "keep",
+                reason: "the key points are not one group of equally many per instance",
+            });
+        }
+        let per = n / keep.len();
+        let mut i = 0;
+        self.points.retain(|_| {
+            let kept = keep[i / per];
+            i += 1;
+            kept
+        });
+        Ok(())
     }
 
     /// torchvision's `horizontal_flip`: `x -> -(x - (W - 1))`.

@@ -5,6 +5,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
+use super::boxes::check_keep;
 use super::{Canvas, Padding};
 use crate::pipeline::CropRounding;
 use crate::{Error, Limits, Result};
@@ -69,6 +70,21 @@ impl Masks {
     fn rows_mut(&mut self) -> impl Iterator<Item = &mut [u8]> {
         let w = self.canvas.width as usize;
         self.data.chunks_exact_mut(w)
+    }
+
+    /// Keeps the masks whose `keep` entry is true (one per mask), as
+    /// `SanitizeBoundingBoxes` keeps instance masks in step with their boxes.
+    pub fn retain(&mut self, keep: &[bool]) -> Result<()> {
+        check_keep(keep, self.count)?;
+        let size = area(self.canvas);
+        let mut kept = 0;
+        for (i, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
+            self.data.copy_within(i * size..(i + 1) * size, kept * size);
+            kept += 1;
+        }
+        self.data.truncate(kept * size);
+        self.count = kept;
+        Ok(())
     }
 
     /// torchvision's `horizontal_flip`: each row reversed.
