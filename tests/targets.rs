@@ -124,6 +124,13 @@ impl Case {
         }
     }
 
+    /// A mask warp's `fill`: none (`-`), one value or one per mask.
+    fn fill(&self) -> Vec<u8> {
+        self.get("fill").map_or_else(Vec::new, |_| {
+            self.ints("fill").into_iter().map(|v| v as u8).collect()
+        })
+    }
+
     fn output_size(&self) -> (u32, u32) {
         let v = self.ints("output_size");
         match v[..] {
@@ -319,6 +326,18 @@ fn masks_move_byte_for_byte_as_torchvision_moves_them() {
             "pad" => m
                 .pad(Padding::from_torchvision(&case.ints("padding")).unwrap())
                 .unwrap(),
+            "affine" => m.affine(&case.affine(), &case.fill()).unwrap(),
+            "rotate" => m
+                .rotate(
+                    case.f64("angle"),
+                    case.param("expand") == "1",
+                    case.pair("center"),
+                    &case.fill(),
+                )
+                .unwrap(),
+            "perspective" => m
+                .perspective_coefficients(&case.coefficients(), &case.fill())
+                .unwrap(),
             op => panic!("line {}: op {op} not covered", case.line),
         }
         let want: Vec<u8> = (0..case.param("out").len() / 2)
@@ -335,7 +354,51 @@ fn masks_move_byte_for_byte_as_torchvision_moves_them() {
         );
         ops.insert(case.param("op").to_string());
     }
-    assert_eq!(ops.len(), 7, "every mask op has cases");
+    assert_eq!(ops.len(), 10, "every mask op has cases");
+}
+
+/// Masks through `perspective(startpoints, endpoints)` with our own
+/// coefficients (the exact solution rounded to float32) against
+/// torchvision's output (its lstsq's coefficients): the bytes that differ
+/// are counted and printed, and bounded (a coefficient a float32 step off
+/// moves at most a few pixels across a rounding boundary).
+#[test]
+fn mask_perspectives_from_corners_read_nearly_torchvision_s_pixels() {
+    let (_, cases) = cases("targets/masks.txt");
+    let (mut cases_differing, mut bytes_differing, mut all) = (0, 0, 0);
+    for case in cases
+        .iter()
+        .filter(|c| c.param("op") == "perspective" && c.get("startpoints").is_some())
+    {
+        let canvas = case.canvas("canvas");
+        let n: usize = case.param("count").parse().unwrap();
+        let (h, w) = (canvas.height as usize, canvas.width as usize);
+        let input = (0..n * h * w)
+            .map(|i| ((i / (h * w) * 97 + i / w % h * 31 + i % w * 7) % 251) as u8)
+            .collect();
+        let mut m = Masks::new(input, n, canvas).unwrap();
+        m.perspective(
+            case.corners("startpoints"),
+            case.corners("endpoints"),
+            &case.fill(),
+        )
+        .unwrap();
+        let want = case.param("out");
+        let differ = m
+            .data()
+            .iter()
+            .enumerate()
+            .filter(|&(i, b)| format!("{b:02x}") != want[2 * i..2 * i + 2])
+            .count();
+        cases_differing += usize::from(differ > 0);
+        bytes_differing += differ;
+        all += 1;
+    }
+    assert_eq!(all, 6);
+    println!(
+        "mask perspectives from corners: {cases_differing} of {all} cases differ from torchvision, {bytes_differing} bytes"
+    );
+    assert!(bytes_differing <= 8, "{bytes_differing} bytes differ");
 }
 
 /// torch's nearest source indices (what a mask resize reads) for pairs of
@@ -529,4 +592,53 @@ fn bad_parameters_are_errors_not_panics() {
         "past the allocation cap: refused before allocating"
     );
     assert_eq!(m.canvas(), Canvas::new(2, 2).unwrap());
+
+    // The warps: bad parameters, a fill of the wrong length, a canvas past
+    // the cap; each refused, the masks left as they were.
+    let mut m = Masks::new((0..12).collect(), 2, Canvas::new(2, 3).unwrap()).unwrap();
+    let before = m.clone();
+    assert!(m.affine(&bad_scale, &[]).is_err(), "scale 0");
+    let nan_angle = Affine::rotation(f64::NAN, None);
+    assert!(m.affine(&nan_angle, &[]).is_err());
+    assert!(m.rotate(f64::INFINITY, false, None, &[]).is_err());
+    assert!(m.rotate(30.0, true, Some((f64::NAN, 0.0)), &[]).is_err());
+    assert!(
+        m.rotate(30.0, false, None, &[1, 2, 3]).is_err(),
+        "3 fills for 2 masks"
+    );
+    assert!(m.perspective(square, [(0.0, 0.0); 4], &[]).is_err());
+    let mut inf = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0];
+    inf[2] = f64::INFINITY;
+    assert!(m.perspective_coefficients(&inf, &[]).is_err());
+    inf[2] = 1e300; // finite, but not in float32
+    assert!(m.perspective_coefficients(&inf, &[]).is_err());
+    assert_eq!(m, before, "a refused warp leaves the masks as they were");
+    let mut line = Masks::new(vec![1; 1 << 18], 1, Canvas::new(1, 1 << 18).unwrap()).unwrap();
+    assert!(
+        line.rotate(45.0, true, None, &[]).is_err(),
+        "an expanded canvas past the allocation cap"
+    );
+    assert_eq!(line.canvas(), Canvas::new(1, 1 << 18).unwrap());
+    // Fills: none, one, one per mask; a fast path ignores them, as in
+    // torchvision; no masks at all still get the new canvas. (The values
+    // and canvases are torchvision 0.29.2's for the same calls.)
+    m.rotate(180.0, false, None, &[1, 2, 3]).unwrap();
+    assert_eq!(m.data(), &[5, 4, 3, 2, 1, 0, 11, 10, 9, 8, 7, 6]);
+    m.rotate(90.0, true, None, &[]).unwrap();
+    assert_eq!(m.canvas(), Canvas::new(3, 2).unwrap());
+    let shift = Affine {
+        translate: (0.0, 2.0),
+        ..Affine::rotation(0.0, None)
+    };
+    m.affine(&shift, &[7, 9]).unwrap();
+    assert_eq!(m.data(), &[7, 7, 7, 7, 3, 0, 9, 9, 9, 9, 9, 6]);
+    let mut none = Masks::new(vec![], 0, Canvas::new(4, 6).unwrap()).unwrap();
+    none.rotate(90.0, true, None, &[]).unwrap();
+    none.rotate(30.0, true, None, &[5]).unwrap();
+    assert_eq!(none.data(), &[] as &[u8]);
+    assert_eq!(
+        none.canvas(),
+        Canvas::new(8, 8).unwrap(),
+        "torchvision's [0, 8, 8]"
+    );
 }

@@ -54,7 +54,7 @@ impl KeyPoints {
         if n == 0 {
             return Ok(());
         }
-        if keep.is_empty() || n % keep.len() != 0 {
+        if keep.is_empty() || !n.is_multiple_of(keep.len()) {
             return Err(Error::InvalidParameter {
                 name: "keep",
                 reason: "the key points are not one group of equally many per instance",

@@ -1,13 +1,16 @@
 //! Masks through the geometric ops, as torchvision v2's mask kernels move
 //! them: `[N, H, W]` uint8 (instance masks; a semantic mask is `N = 1`),
-//! resized with torch's `nearest`, cropped and padded with zeros.
+//! resized with torch's `nearest`, cropped and padded with zeros, and
+//! warped (affine, rotate, perspective) with torch's nearest `grid_sample`.
 
 use alloc::vec;
 use alloc::vec::Vec;
 
 use super::boxes::check_keep;
+use super::points::{self, Affine};
 use super::{Canvas, Padding};
 use crate::pipeline::CropRounding;
+use crate::warp::torchvision_affine;
 use crate::{Error, Limits, Result};
 
 /// `count` masks of one canvas, stored mask after mask, row after row
@@ -214,10 +217,304 @@ impl Masks {
         // Padding that fits a canvas is far from i64::MIN: the negations hold.
         self.crop(-padding.top, -padding.left, size.height, size.width)
     }
+
+    /// torchvision's `affine(angle, translate, scale, shear, center, fill)`
+    /// of a mask: its tensor image kernel with nearest interpolation forced
+    /// (`grid_sample(mode="nearest", padding_mode="zeros",
+    /// align_corners=False)` on a float32 copy), the canvas unchanged.
+    ///
+    /// `fill` is torchvision's `fill` for the masks: `&[]` for `None`, `&[v]`
+    /// for the number `v`, or one value per mask (a list of `N`); it is
+    /// what pixels read from outside the masks get (zeros for `&[]`, which
+    /// `&[0]` gives too). Any other length is an error, as in torchvision.
+    /// torchvision takes a float and rounds it half to even into the mask's
+    /// type: give that byte.
+    ///
+    /// ```
+    /// use tensorprep::targets::{Affine, Canvas, Masks};
+    ///
+    /// // One 2x3 mask moved a pixel right; the column it leaves gets 9.
+    /// let mut m = Masks::new(vec![1, 2, 3, 4, 5, 6], 1, Canvas::new(2, 3)?)?;
+    /// let shift = Affine { translate: (1.0, 0.0), ..Affine::rotation(0.0, None) };
+    /// m.affine(&shift, &[9])?;
+    /// assert_eq!(m.data(), &[9, 1, 2, 9, 4, 5]);
+    /// # Ok::<(), tensorprep::Error>(())
+    /// ```
+    pub fn affine(&mut self, affine: &Affine, fill: &[u8]) -> Result<()> {
+        let canvas = self.canvas;
+        let center = image_center(affine.center, canvas);
+        let m = torchvision_affine(
+            center,
+            affine.angle,
+            affine.translate,
+            affine.scale,
+            affine.shear,
+            true,
+        )?;
+        self.warp(canvas, fill, affine_grid(&m, canvas, canvas))
+    }
+
+    /// torchvision's `rotate(angle, expand, center, fill)` of a mask
+    /// (counter-clockwise, in degrees; `fill` as for [`affine`](Self::affine)).
+    ///
+    /// As torchvision's tensor kernel: the angle taken modulo 360 (Python's
+    /// `%`), then, without a `center`, 0 leaves the masks as they are, 180
+    /// turns them over and 90 or 270 turn them a quarter (torch's `rot90`)
+    /// when `expand` is set or the masks are square; every other rotation
+    /// samples the grid as [`affine`](Self::affine) does. With `expand` the
+    /// canvas is sized as torchvision sizes the *image*
+    /// (`_compute_affine_output_size` on the matrix about the centre), which
+    /// can differ by a pixel from the canvas
+    /// [`BoundingBoxes::rotate`](super::BoundingBoxes::rotate) gives, as in
+    /// torchvision. The fast paths never check `fill`, as in torchvision.
+    pub fn rotate(
+        &mut self,
+        angle: f64,
+        expand: bool,
+        center: Option<(f64, f64)>,
+        fill: &[u8],
+    ) -> Result<()> {
+        if !angle.is_finite() {
+            return Err(Error::InvalidParameter {
+                name: "rotate",
+                reason: "the angle must be finite",
+            });
+        }
+        let angle = py_mod(angle, 360.0);
+        let canvas = self.canvas;
+        if center.is_none() {
+            let square = canvas.width == canvas.height;
+            match angle {
+                0.0 => return Ok(()),
+                180.0 => return self.quarter_turns(2),
+                90.0 if expand || square => return self.quarter_turns(1),
+                270.0 if expand || square => return self.quarter_turns(3),
+                _ => {}
+            }
+        }
+        let center = image_center(center, canvas);
+        let rotation = Affine::rotation(angle, Some(center));
+        let m = torchvision_affine(center, rotation.angle, (0.0, 0.0), 1.0, (0.0, 0.0), true)?;
+        let size = if expand {
+            // `rotation` pivots on the image kernel's centre (relative to
+            // the canvas's centre), so its expanded canvas is sized from
+            // `m`, as the image kernel sizes it.
+            rotation.expanded_canvas(canvas)?
+        } else {
+            canvas
+        };
+        self.warp(size, fill, affine_grid(&m, canvas, size))
+    }
+
+    /// torchvision's `perspective(startpoints, endpoints, fill)` of a mask
+    /// (corners top-left, top-right, bottom-right, bottom-left; `fill` as
+    /// for [`affine`](Self::affine)). The coefficients are the system's
+    /// solution rounded to float32, which torchvision's least-squares
+    /// solver can miss by a float32 step: for its exact output, give its
+    /// coefficients to
+    /// [`perspective_coefficients`](Self::perspective_coefficients).
+    pub fn perspective(
+        &mut self,
+        start: [(f64, f64); 4],
+        end: [(f64, f64); 4],
+        fill: &[u8],
+    ) -> Result<()> {
+        self.perspective_coefficients(&points::perspective_coefficients(start, end)?, fill)
+    }
+
+    /// torchvision's `perspective(coefficients=..., fill)` of a mask: the 8
+    /// coefficients mapping output pixels to input pixels, in float32 (each
+    /// must be finite there), sampled with nearest `grid_sample` as
+    /// [`affine`](Self::affine) does. A pixel whose denominator is 0 reads
+    /// nothing (zero or the fill), as in torch.
+    pub fn perspective_coefficients(&mut self, coefficients: &[f64; 8], fill: &[u8]) -> Result<()> {
+        let c = coefficients.map(|v| v as f32);
+        if !c.iter().all(|v| v.is_finite()) {
+            return Err(Error::InvalidParameter {
+                name: "perspective",
+                reason: "the coefficients must be finite in float32",
+            });
+        }
+        let canvas = self.canvas;
+        let (sw, sh) = half_sides(canvas);
+        let r = [
+            c[0] / sw,
+            c[1] / sw,
+            c[2] / sw,
+            c[3] / sh,
+            c[4] / sh,
+            c[5] / sh,
+        ];
+        let (g, h) = (c[6], c[7]);
+        self.warp(canvas, fill, move |ox: u32, oy: u32| {
+            // torch's linspace(0.5, side - 0.5): steps of exactly 1.
+            let (x, y) = (ox as f32 + 0.5, oy as f32 + 0.5);
+            let d = x * g + y * h + 1.0;
+            (
+                (x * r[0] + y * r[1] + r[2]) / d - 1.0,
+                (x * r[3] + y * r[4] + r[5]) / d - 1.0,
+            )
+        })
+    }
+
+    /// torch's `rot90(k, dims=(-2, -1))` of every mask (counter-clockwise).
+    fn quarter_turns(&mut self, k: u8) -> Result<()> {
+        let (w, h) = (self.canvas.width as usize, self.canvas.height as usize);
+        if k == 2 {
+            for mask in self.data.chunks_exact_mut(w * h) {
+                mask.reverse();
+            }
+            return Ok(());
+        }
+        let size = Canvas {
+            height: self.canvas.width,
+            width: self.canvas.height,
+        };
+        let mut out = self.allocation(size)?;
+        for (src, dst) in self
+            .data
+            .chunks_exact(w * h)
+            .zip(out.chunks_exact_mut(w * h))
+        {
+            // Output row i, column j (W rows of H).
+            for (i, row) in dst.chunks_exact_mut(h).enumerate() {
+                for (j, d) in row.iter_mut().enumerate() {
+                    *d = if k == 1 {
+                        src[j * w + (w - 1 - i)]
+                    } else {
+                        src[(h - 1 - j) * w + i]
+                    };
+                }
+            }
+        }
+        self.data = out;
+        self.canvas = size;
+        Ok(())
+    }
+
+    /// torchvision's `_apply_grid_transform` with nearest interpolation on
+    /// the masks: output pixel `(x, y)` of `size` reads the input pixel
+    /// `grid(x, y)` points to (normalized, `align_corners=False`), rounded
+    /// half to even; outside the input it gets the fill.
+    fn warp(
+        &mut self,
+        size: Canvas,
+        fill: &[u8],
+        grid: impl Fn(u32, u32) -> (f32, f32),
+    ) -> Result<()> {
+        if !(fill.len() <= 1 || fill.len() == self.count) {
+            return Err(Error::InvalidParameter {
+                name: "fill",
+                reason: "fill has no value, one, or one per mask",
+            });
+        }
+        let (iw, ih) = (self.canvas.width, self.canvas.height);
+        let mut out = self.allocation(size)?;
+        let (ow, cells, plane) = (size.width as usize, area(size), area(self.canvas));
+        // Where each pixel of an output row reads (an offset in a mask), or
+        // usize::MAX outside; computed once for all the masks.
+        let slot = core::mem::size_of::<usize>() as u64;
+        Limits::default().check_alloc(slot.saturating_mul(ow as u64))?;
+        let mut reads = vec![usize::MAX; ow];
+        // grid_sample's unnormalize, ((g + 1) * side - 1) / 2, as torch's CPU
+        // kernel computes it: (g + 1) * (side / 2) - 0.5 (the same value).
+        let (sx, sy) = (iw as f32 / 2.0, ih as f32 / 2.0);
+        let (fw, fh) = (iw as f32, ih as f32);
+        // No masks, nothing to sample (torchvision returns at once too).
+        let rows = if self.count == 0 { 0 } else { size.height };
+        for oy in 0..rows {
+            for (ox, read) in (0..size.width).zip(reads.iter_mut()) {
+                let (gx, gy) = grid(ox, oy);
+                let x = libm::rintf((gx + 1.0) * sx - 0.5);
+                let y = libm::rintf((gy + 1.0) * sy - 0.5);
+                // NaN fails every comparison: outside.
+                let inside = x > -1.0 && x < fw && y > -1.0 && y < fh;
+                *read = if inside {
+                    y as usize * iw as usize + x as usize
+                } else {
+                    usize::MAX
+                };
+            }
+            let row = oy as usize * ow;
+            for (n, dst) in out.chunks_exact_mut(cells).enumerate() {
+                let src = &self.data[n * plane..][..plane];
+                let outside = match fill {
+                    [] => 0,
+                    [v] => *v,
+                    per_mask => per_mask[n],
+                };
+                for (d, &r) in dst[row..row + ow].iter_mut().zip(&reads) {
+                    *d = src.get(r).copied().unwrap_or(outside);
+                }
+            }
+        }
+        self.data = out;
+        self.canvas = size;
+        Ok(())
+    }
 }
 
 fn area(c: Canvas) -> usize {
     c.width as usize * c.height as usize
+}
+
+/// The image kernels' centre: relative to the canvas's centre (`c - side *
+/// 0.5`), or the origin (the canvas's centre) without one.
+fn image_center(center: Option<(f64, f64)>, canvas: Canvas) -> (f64, f64) {
+    center.map_or((0.0, 0.0), |(x, y)| {
+        (
+            x - f64::from(canvas.width) * 0.5,
+            y - f64::from(canvas.height) * 0.5,
+        )
+    })
+}
+
+/// `0.5 * W` and `0.5 * H` in float32 (what torchvision divides theta by).
+fn half_sides(canvas: Canvas) -> (f32, f32) {
+    (
+        (0.5 * f64::from(canvas.width)) as f32,
+        (0.5 * f64::from(canvas.height)) as f32,
+    )
+}
+
+/// torchvision's `_affine_grid` for the inverse matrix `m` (double, rounded
+/// once to float32), the input canvas `input` and the output `size`: the
+/// output pixel's centre relative to the output's centre (torch's
+/// `linspace((1 - ow) / 2, (ow - 1) / 2)`, steps of exactly 1), through
+/// theta divided by half the input's sides, `((x * a) + (y * b)) + c` in
+/// float32 (the order of torch's `bmm`; no fused multiply-add).
+fn affine_grid(m: &[f64; 6], input: Canvas, size: Canvas) -> impl Fn(u32, u32) -> (f32, f32) {
+    let t = m.map(|v| v as f32);
+    let (sw, sh) = half_sides(input);
+    let r = [
+        t[0] / sw,
+        t[1] / sw,
+        t[2] / sw,
+        t[3] / sh,
+        t[4] / sh,
+        t[5] / sh,
+    ];
+    let (ow, oh) = (i64::from(size.width), i64::from(size.height));
+    move |ox: u32, oy: u32| {
+        // Exact: half-integers far below 2^24.
+        let x = ((2 * i64::from(ox) + 1 - ow) as f64 * 0.5) as f32;
+        let y = ((2 * i64::from(oy) + 1 - oh) as f64 * 0.5) as f32;
+        (x * r[0] + y * r[1] + r[2], x * r[3] + y * r[4] + r[5])
+    }
+}
+
+/// Python's `%` for floats with a positive divisor: the remainder in
+/// `[0, m]` (`m` itself when a tiny negative `x` rounds up to it), a zero
+/// one positive.
+fn py_mod(x: f64, m: f64) -> f64 {
+    let r = libm::fmod(x, m);
+    if r == 0.0 {
+        0.0
+    } else if r < 0.0 {
+        r + m
+    } else {
+        r
+    }
 }
 
 /// torch's `nearest` source index for each of `out` output indices.

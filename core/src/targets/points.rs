@@ -79,8 +79,14 @@ impl Affine {
         let (w, h) = (canvas.width as f32, canvas.height as f32);
         let corners = [(0.0, 0.0), (0.0, h), (w, h), (w, 0.0)].map(|(x, y)| map.apply(x, y));
         let shift = [0, 1].map(|axis| min4(corners.map(|p| p[axis])));
+        Ok((shift, self.expanded_canvas(canvas)?))
+    }
+
+    /// The canvas `expand` grows `canvas` to: torchvision's
+    /// `_compute_affine_output_size` of this map's inverse matrix.
+    pub(super) fn expanded_canvas(&self, canvas: Canvas) -> Result<Canvas> {
         let inverse = self.matrix(canvas, true)?.map(|v| v as f32);
-        Ok((shift, affine_output_size(&inverse, canvas)?))
+        affine_output_size(&inverse, canvas)
     }
 }
 
