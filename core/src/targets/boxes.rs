@@ -6,7 +6,7 @@
 use alloc::vec::Vec;
 
 use super::points::{self, Affine, MovedByPoints, PointMap, max4, min4};
-use super::{BoxFormat, Canvas, Padding};
+use super::{BoxFormat, Canvas, Padding, offset_f32};
 use crate::pipeline::CropRounding;
 use crate::{Error, Result};
 
@@ -198,7 +198,7 @@ impl BoundingBoxes {
     /// the `height` x `width` canvas.
     pub fn crop(&mut self, top: i64, left: i64, height: u32, width: u32) -> Result<()> {
         let canvas = Canvas::new(height, width)?;
-        self.shift([left as f32, top as f32], |v, d| v - d);
+        self.shift([offset_f32(left), offset_f32(top)], |v, d| v - d);
         self.canvas = canvas;
         self.clamp();
         Ok(())
@@ -246,7 +246,10 @@ impl BoundingBoxes {
     /// left and top padding, the canvas grows, then clamped.
     pub fn pad(&mut self, padding: Padding) -> Result<()> {
         let canvas = padding.canvas(self.canvas)?;
-        self.shift([padding.left as f32, padding.top as f32], |v, d| v + d);
+        self.shift(
+            [offset_f32(padding.left), offset_f32(padding.top)],
+            |v, d| v + d,
+        );
         self.canvas = canvas;
         self.clamp();
         Ok(())
@@ -276,6 +279,8 @@ impl BoundingBoxes {
 
     /// torchvision's `perspective(coefficients=...)`: the 8 coefficients
     /// mapping output points to input points, as `F.perspective` takes them.
+    /// Coefficients that cannot be inverted are an error even for an empty
+    /// set (torchvision returns an empty set before looking at them).
     pub fn perspective_coefficients(&mut self, coefficients: &[f64; 8]) -> Result<()> {
         points::perspective(self, coefficients)
     }

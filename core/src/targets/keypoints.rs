@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 
 use super::boxes::center_anchor;
 use super::points::{self, Affine, MovedByPoints, PointMap};
-use super::{Canvas, Padding};
+use super::{Canvas, Padding, offset_f32};
 use crate::{Error, Result};
 
 /// Points `(x, y)` on a canvas (torchvision's `tv_tensors.KeyPoints`).
@@ -46,21 +46,29 @@ impl KeyPoints {
         self.canvas
     }
 
+    /// How many points there are.
+    pub fn len(&self) -> usize {
+        self.points.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.points.is_empty()
+    }
+
     /// Keeps the instances whose `keep` entry is true, the points being
-    /// `keep.len()` instances of equally many points each (`[N, K, 2]`), as
-    /// `SanitizeBoundingBoxes` should keep them in step with their boxes.
-    pub fn retain_instances(&mut self, keep: &[bool]) -> Result<()> {
-        let n = self.points.len();
-        if n == 0 {
-            return Ok(());
-        }
-        if keep.is_empty() || !n.is_multiple_of(keep.len()) {
-            return Err(Error::InvalidParameter {
-                name: "keep",
-                reason: "the key points are not one group of equally many per instance",
+    /// `keep.len()` instances of `per_instance` points each (`[N, K, 2]`,
+    /// `K = per_instance`), as `SanitizeBoundingBoxes` should keep them in
+    /// step with their boxes.
+    pub fn retain_instances(&mut self, keep: &[bool], per_instance: usize) -> Result<()> {
+        let needed = keep.len().saturating_mul(per_instance);
+        if self.points.len() != needed {
+            return Err(Error::TensorSize {
+                len: self.points.len(),
+                needed,
             });
         }
-        let per = n / keep.len();
+        let per = per_instance.max(1);
         let mut i = 0;
         self.points.retain(|_| {
             let kept = keep[i / per];
@@ -106,7 +114,7 @@ impl KeyPoints {
     /// corner; not clamped.
     pub fn crop(&mut self, top: i64, left: i64, height: u32, width: u32) -> Result<()> {
         let canvas = Canvas::new(height, width)?;
-        let d = [left as f32, top as f32];
+        let d = [offset_f32(left), offset_f32(top)];
         for p in &mut self.points {
             *p = [p[0] - d[0], p[1] - d[1]];
         }
@@ -138,7 +146,7 @@ impl KeyPoints {
     /// top padding.
     pub fn pad(&mut self, padding: Padding) -> Result<()> {
         let canvas = padding.canvas(self.canvas)?;
-        let d = [padding.left as f32, padding.top as f32];
+        let d = [offset_f32(padding.left), offset_f32(padding.top)];
         for p in &mut self.points {
             *p = [p[0] + d[0], p[1] + d[1]];
         }

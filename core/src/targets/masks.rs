@@ -109,7 +109,9 @@ impl Masks {
         }
     }
 
-    /// torchvision's `resize` of a mask to `size`: torch's `nearest`
+    /// torchvision's `resize` of a mask to `size` (its default; a mask
+    /// resized with `NEAREST_EXACT`, which torchvision passes on to masks,
+    /// is not built): torch's `nearest`
     /// (`interpolate(mode="nearest")`), the source index of each output
     /// index `i` being `min(floor(i * (in / out)), in - 1)` with the ratio
     /// in float32 (`i` itself when the side is unchanged, `i / 2` when it
@@ -143,8 +145,13 @@ impl Masks {
     /// A zeroed buffer for the masks at `size`, its length checked against
     /// the default allocation cap ([`Limits`]) first.
     fn allocation(&self, size: Canvas) -> Result<Vec<u8>> {
+        Ok(vec![0; self.allocation_size(size)?])
+    }
+
+    /// The bytes of the masks at `size`, checked against the cap.
+    fn allocation_size(&self, size: Canvas) -> Result<usize> {
         let bytes = (area(size) as u64).saturating_mul(self.count as u64);
-        Ok(vec![0; Limits::default().check_alloc(bytes)?])
+        Limits::default().check_alloc(bytes)
     }
 
     /// torchvision's `crop(top, left, height, width)`: the window, zeros
@@ -207,6 +214,9 @@ impl Masks {
         width: u32,
         size: Canvas,
     ) -> Result<()> {
+        // Both steps' sizes checked first: a refusal leaves the masks as they were.
+        Canvas::new(height, width)?;
+        self.allocation_size(size)?;
         self.crop(top, left, height, width)?;
         self.resize(size)
     }
@@ -214,8 +224,18 @@ impl Masks {
     /// torchvision's `pad(padding)` with zeros (constant padding, fill 0).
     pub fn pad(&mut self, padding: Padding) -> Result<()> {
         let size = padding.canvas(self.canvas)?;
-        // Padding that fits a canvas is far from i64::MIN: the negations hold.
-        self.crop(-padding.top, -padding.left, size.height, size.width)
+        let negated = |v: i64| {
+            v.checked_neg().ok_or(Error::InvalidParameter {
+                name: "padding",
+                reason: "the padded canvas is out of range",
+            })
+        };
+        self.crop(
+            negated(padding.top)?,
+            negated(padding.left)?,
+            size.height,
+            size.width,
+        )
     }
 
     /// torchvision's `affine(angle, translate, scale, shear, center, fill)`
@@ -235,7 +255,7 @@ impl Masks {
     ///
     /// // One 2x3 mask moved a pixel right; the column it leaves gets 9.
     /// let mut m = Masks::new(vec![1, 2, 3, 4, 5, 6], 1, Canvas::new(2, 3)?)?;
-    /// let shift = Affine { translate: (1.0, 0.0), ..Affine::rotation(0.0, None) };
+    /// let shift = Affine::new(0.0, (1.0, 0.0), 1.0, (0.0, 0.0), None);
     /// m.affine(&shift, &[9])?;
     /// assert_eq!(m.data(), &[9, 1, 2, 9, 4, 5]);
     /// # Ok::<(), tensorprep::Error>(())

@@ -63,6 +63,12 @@ impl Canvas {
     }
 }
 
+/// torch's float32 of a Python int: through float64 (two roundings), as
+/// `torch.tensor([left, top], dtype=torch.float32)` makes it.
+pub(super) fn offset_f32(v: i64) -> f32 {
+    v as f64 as f32
+}
+
 /// Padding in pixels on each side (torchvision's `pad` padding; a negative
 /// side crops).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -112,7 +118,7 @@ impl Padding {
     /// The canvas `canvas` becomes.
     pub fn canvas(&self, canvas: Canvas) -> Result<Canvas> {
         let side = |side: u32, a: i64, b: i64| {
-            let s = i64::from(side).saturating_add(a).saturating_add(b);
+            let s = i128::from(side) + i128::from(a) + i128::from(b);
             u32::try_from(s).map_err(|_| Error::InvalidParameter {
                 name: "padding",
                 reason: "the padded canvas is out of range",

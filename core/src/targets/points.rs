@@ -18,7 +18,17 @@ pub(super) enum PointMap {
 }
 
 /// An affine map's parameters, as torchvision's functional `affine` takes them.
+///
+/// ```
+/// use tensorprep::targets::Affine;
+///
+/// let a = Affine::new(10.0, (3.0, -2.0), 1.5, (5.0, 0.0), None);
+/// assert_eq!(Affine::rotation(30.0, None).angle, -30.0); // rotate's sign
+/// assert_eq!(Affine::default(), Affine::new(0.0, (0.0, 0.0), 1.0, (0.0, 0.0), None));
+/// # let _ = a;
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Affine {
     /// Rotation in degrees, clockwise on screen (`F.affine`'s sign).
     pub angle: f64,
@@ -32,7 +42,33 @@ pub struct Affine {
     pub center: Option<(f64, f64)>,
 }
 
+impl Default for Affine {
+    /// The identity.
+    fn default() -> Affine {
+        Affine::new(0.0, (0.0, 0.0), 1.0, (0.0, 0.0), None)
+    }
+}
+
 impl Affine {
+    /// `F.affine(angle=, translate=, scale=, shear=, center=)`'s parameters
+    /// (a shear of one number `s` is `(s, 0.0)`, of a one-element list
+    /// `(s, s)`, as torchvision reads them).
+    pub fn new(
+        angle: f64,
+        translate: (f64, f64),
+        scale: f64,
+        shear: (f64, f64),
+        center: Option<(f64, f64)>,
+    ) -> Affine {
+        Affine {
+            angle,
+            translate,
+            scale,
+            shear,
+            center,
+        }
+    }
+
     /// torchvision's `rotate(angle, center=...)`: counter-clockwise by `angle`
     /// degrees (the affine map by `-angle`).
     pub fn rotation(angle: f64, center: Option<(f64, f64)>) -> Affine {
@@ -115,10 +151,7 @@ fn affine_output_size(m: &[f32; 6], canvas: Canvas) -> Result<Canvas> {
             })
         }
     };
-    Ok(Canvas {
-        width: side(0, hw)?,
-        height: side(1, hh)?,
-    })
+    Canvas::new(side(1, hh)?, side(0, hw)?)
 }
 
 /// The coefficients of `F.perspective(startpoints, endpoints)` (see
@@ -192,13 +225,10 @@ impl PointMap {
     /// Where `(x, y)` goes, in torchvision's order of float32 operations.
     pub(super) fn apply(&self, x: f32, y: f32) -> [f32; 2] {
         match self {
-            PointMap::Affine(m) => [x * m[0] + y * m[1] + m[2], x * m[3] + y * m[4] + m[5]],
+            PointMap::Affine(m) => [row(x, y, &m[..3]), row(x, y, &m[3..])],
             PointMap::Perspective(n, [g, h]) => {
-                let d = x * g + y * h + 1.0;
-                [
-                    (x * n[0] + y * n[1] + n[2]) / d,
-                    (x * n[3] + y * n[4] + n[5]) / d,
-                ]
+                let d = row(x, y, &[*g, *h, 1.0]);
+                [row(x, y, &n[..3]) / d, row(x, y, &n[3..]) / d]
             }
         }
     }
@@ -216,4 +246,11 @@ pub(super) fn max4(v: [f32; 4]) -> f32 {
     v.into_iter()
         .reduce(|a, b| if a.is_nan() || a >= b { a } else { b })
         .unwrap_or(f32::NAN)
+}
+
+/// One row of torch's float32 product of `[x, y, 1]` with a matrix row
+/// `[a, b, c]`: summed from a `+0.0` accumulator, in order, no fused
+/// multiply-add (a sum of zeros is `+0.0` there, as here).
+fn row(x: f32, y: f32, m: &[f32]) -> f32 {
+    0.0 + x * m[0] + y * m[1] + m[2]
 }

@@ -287,6 +287,7 @@ pub(crate) fn torchvision_affine(
 /// and key points), from `coeffs` (output to input, [`Warp::perspective`]'s),
 /// in double precision. Its numerators' rows, then the denominator's two
 /// coefficients (the third is 1).
+#[cfg(feature = "alloc")]
 pub(crate) fn torchvision_perspective_inverse(c: &[f64; 8]) -> Result<([f64; 6], [f64; 2])> {
     let denom = c[0] * c[4] - c[1] * c[3];
     if denom == 0.0 {

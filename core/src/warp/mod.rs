@@ -25,6 +25,7 @@
 
 mod matrix;
 
+#[cfg(feature = "alloc")]
 pub(crate) use matrix::{torchvision_affine, torchvision_perspective_inverse};
 
 use crate::adjust::channels_of;
