@@ -10,7 +10,7 @@ use super::boxes::check_keep;
 use super::points::{self, Affine};
 use super::{Canvas, Padding};
 use crate::pipeline::CropRounding;
-use crate::warp::torchvision_affine;
+use crate::warp::{py_mod, torchvision_affine};
 use crate::{Error, Limits, Result};
 
 /// `count` masks of one canvas, stored mask after mask, row after row
@@ -520,20 +520,6 @@ fn affine_grid(m: &[f64; 6], input: Canvas, size: Canvas) -> impl Fn(u32, u32) -
         let x = ((2 * i64::from(ox) + 1 - ow) as f64 * 0.5) as f32;
         let y = ((2 * i64::from(oy) + 1 - oh) as f64 * 0.5) as f32;
         (x * r[0] + y * r[1] + r[2], x * r[3] + y * r[4] + r[5])
-    }
-}
-
-/// Python's `%` for floats with a positive divisor: the remainder in
-/// `[0, m]` (`m` itself when a tiny negative `x` rounds up to it), a zero
-/// one positive.
-fn py_mod(x: f64, m: f64) -> f64 {
-    let r = libm::fmod(x, m);
-    if r == 0.0 {
-        0.0
-    } else if r < 0.0 {
-        r + m
-    } else {
-        r
     }
 }
 

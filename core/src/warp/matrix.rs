@@ -58,10 +58,14 @@ fn round15(x: f64) -> f64 {
         .unwrap_or(x)
 }
 
-/// Python's `%` for floats: the remainder takes the divisor's sign.
-fn py_mod(x: f64, m: f64) -> f64 {
+/// Python's `%` for floats: the remainder takes the divisor's sign, a zero
+/// one too (CPython's `float_rem`: `-0.0 % 360` and `-360.0 % 360` are
+/// `0.0`); a tiny remainder of the other sign can round up to `m` itself.
+pub(crate) fn py_mod(x: f64, m: f64) -> f64 {
     let r = libm::fmod(x, m);
-    if r != 0.0 && (r < 0.0) != (m < 0.0) {
+    if r == 0.0 {
+        libm::copysign(0.0, m)
+    } else if (r < 0.0) != (m < 0.0) {
         r + m
     } else {
         r
@@ -359,5 +363,7 @@ mod tests {
         assert_eq!(round15(-0.5000000000000001), -0.5);
         assert_eq!(py_mod(-28.5, 360.0), 331.5);
         assert_eq!(py_mod(720.0, 360.0), 0.0);
+        assert!(py_mod(-360.0, 360.0).is_sign_positive() && py_mod(-0.0, 360.0).is_sign_positive());
+        assert_eq!(py_mod(-1e-20, 360.0), 360.0);
     }
 }

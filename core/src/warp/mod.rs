@@ -26,7 +26,7 @@
 mod matrix;
 
 #[cfg(feature = "alloc")]
-pub(crate) use matrix::{torchvision_affine, torchvision_perspective_inverse};
+pub(crate) use matrix::{py_mod, torchvision_affine, torchvision_perspective_inverse};
 
 use crate::adjust::channels_of;
 use crate::{Error, ImageView, ImageViewMut, Result};
