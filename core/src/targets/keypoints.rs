@@ -78,6 +78,19 @@ impl KeyPoints {
         Ok(())
     }
 
+    /// Each instance's points (`index.len()` each) put in `index`'s order:
+    /// point `i` becomes the point `index[i]` was.
+    pub(super) fn permute_instances(&mut self, index: &[u16]) -> Result<()> {
+        if !self.points.len().is_multiple_of(index.len().max(1)) {
+            return Err(Error::TensorSize {
+                len: self.points.len(),
+                needed: index.len(),
+            });
+        }
+        super::target::permute(&mut self.points, index);
+        Ok(())
+    }
+
     /// torchvision's `horizontal_flip`: `x -> -(x - (W - 1))`.
     pub fn horizontal_flip(&mut self) {
         let last = (self.canvas.width - 1) as f32;

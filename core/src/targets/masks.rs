@@ -157,8 +157,17 @@ impl Masks {
     /// torchvision's `crop(top, left, height, width)`: the window, zeros
     /// where it lies outside the masks.
     pub fn crop(&mut self, top: i64, left: i64, height: u32, width: u32) -> Result<()> {
+        self.window(top, left, height, width, 0)
+    }
+
+    /// The window at (`top`, `left`) of `height` x `width`, `fill` where it
+    /// lies outside the masks.
+    fn window(&mut self, top: i64, left: i64, height: u32, width: u32, fill: u8) -> Result<()> {
         let size = Canvas::new(height, width)?;
         let mut out = self.allocation(size)?;
+        if fill != 0 {
+            out.fill(fill);
+        }
         let (iw, ih) = (i64::from(self.canvas.width), i64::from(self.canvas.height));
         // The columns of the window inside the source, and where they land.
         let x0 = left.clamp(0, iw);
@@ -223,6 +232,12 @@ impl Masks {
 
     /// torchvision's `pad(padding)` with zeros (constant padding, fill 0).
     pub fn pad(&mut self, padding: Padding) -> Result<()> {
+        self.pad_with(padding, 0)
+    }
+
+    /// torchvision's `pad(padding, fill)` (constant padding): the new
+    /// border gets `fill` (255, for instance, as segmentation's ignore index).
+    pub fn pad_with(&mut self, padding: Padding, fill: u8) -> Result<()> {
         let size = padding.canvas(self.canvas)?;
         let negated = |v: i64| {
             v.checked_neg().ok_or(Error::InvalidParameter {
@@ -230,11 +245,12 @@ impl Masks {
                 reason: "the padded canvas is out of range",
             })
         };
-        self.crop(
+        self.window(
             negated(padding.top)?,
             negated(padding.left)?,
             size.height,
             size.width,
+            fill,
         )
     }
 

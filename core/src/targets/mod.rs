@@ -30,15 +30,19 @@
 
 mod boxes;
 mod format;
+mod geometry;
 mod keypoints;
 mod masks;
 mod points;
+mod target;
 
 pub use boxes::BoundingBoxes;
 pub use format::BoxFormat;
+pub use geometry::Geometry;
 pub use keypoints::KeyPoints;
 pub use masks::Masks;
 pub use points::Affine;
+pub use target::{InstanceKeyPoints, Target};
 
 use crate::image::check_dimensions;
 use crate::{Error, Result};

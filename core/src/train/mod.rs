@@ -36,7 +36,7 @@ pub use augment::{
     AugMix, AugMixStep, Augment, AutoAugment, AutoAugmentPolicy, ColorJitter, Drawn, GaussianBlur,
     ImageOp, PolicyOp, RandAugment, RandomAdjustment, RandomAffine, RandomApply, RandomChoice,
     RandomCrop, RandomFlip, RandomOrder, RandomPerspective, RandomResizedCrop, RandomRotation,
-    RandomSelectSubpolicy, SPACE_OPS, Space, Subpolicy, TrivialAugmentWide,
+    RandomSelectSubpolicy, SPACE_OPS, Space, Subpolicy, TrivialAugmentWide, move_target,
 };
 pub use augment::{BoxError, CustomFn, CustomOp, CustomOpError, CustomSize, NotSaveable};
 pub use autotune::{Budget, Tuned, autotune};

@@ -219,6 +219,22 @@ impl TrainPipeline {
         }
     }
 
+    /// Whether the pipeline can carry targets (boxes, masks, key points):
+    /// every geometric op moves them, colour ops leave them; AugMix and
+    /// custom ops cannot, and the error says which.
+    ///
+    /// ```
+    /// use tensorprep::train::{AugMix, Augment, TrainPipeline};
+    ///
+    /// let mut p = TrainPipeline::imagenet_train();
+    /// assert!(p.check_targets().is_ok());
+    /// p.augments.push(Augment::AugMix(AugMix::default()));
+    /// assert!(p.check_targets().unwrap_err().to_string().contains("AugMix"));
+    /// ```
+    pub fn check_targets(&self) -> Result<()> {
+        augment::check_targets(&self.augments)
+    }
+
     /// Compiles with the default [`Limits`].
     pub fn compile(&self) -> Result<TrainPlan> {
         self.compile_with_limits(&Limits::DEFAULT)

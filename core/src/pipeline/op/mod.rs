@@ -185,6 +185,8 @@ mod compiled {
     use crate::resize::Spares;
     use crate::resize::{ResizePlanIn, ResizeStateIn};
     use crate::rows::RowReader;
+    #[cfg(feature = "alloc")]
+    use crate::targets::{Canvas, Geometry, Padding};
     use crate::{Error, ImageView, ImageViewMut, PixelFormat, Result};
 
     /// The checked pixel ops of a plan, at most [`crate::pipeline::MAX_OPS`].
@@ -291,6 +293,45 @@ mod compiled {
                 | Op::Layout { .. }
                 | Op::Cast { .. } => (w, h),
             })
+        }
+
+        /// What this op does to targets on a `width` x `height` image (the
+        /// crop, pad or resize it makes there, or its flip or quarter
+        /// turn); `None` for the ops that leave them (decoding, colour, the
+        /// finish ops). An error when the op does not apply.
+        #[cfg(feature = "alloc")]
+        #[cfg_attr(not(feature = "train"), allow(dead_code))]
+        pub(crate) fn geometry(&self, (w, h): (u32, u32)) -> Result<Option<Geometry>> {
+            let crop = |r: crate::Rect| Geometry::Crop {
+                top: i64::from(r.y),
+                left: i64::from(r.x),
+                height: r.height,
+                width: r.width,
+            };
+            Ok(Some(match self {
+                Op::Resize(r) => {
+                    let (w, h) = r.size.output_size(w, h)?;
+                    Geometry::Resize(Canvas::new(h, w)?)
+                }
+                Op::CenterCrop(c) => crop(Crop::Center(*c).rect(w, h)?),
+                Op::Crop(r) => crop(Crop::Rect(*r).rect(w, h)?),
+                Op::Pad(p) => {
+                    let (cw, ch, r) = p.layout(w, h)?;
+                    Geometry::Pad(Padding {
+                        left: i64::from(r.x),
+                        top: i64::from(r.y),
+                        right: i64::from(cw) - i64::from(r.x) - i64::from(w),
+                        bottom: i64::from(ch) - i64::from(r.y) - i64::from(h),
+                    })
+                }
+                Op::Flip(f) => Geometry::Flip(*f),
+                Op::Rotate(r) => Geometry::quarter_turn(*r),
+                Op::Decode(_)
+                | Op::ConvertColor { .. }
+                | Op::Normalize(_)
+                | Op::Layout { .. }
+                | Op::Cast { .. } => return Ok(None),
+            }))
         }
 
         /// The output size after this op when it is fixed whatever the

@@ -135,7 +135,9 @@ impl SizeKeeping for AugMix {
     }
 
     fn targets(&self) -> Targets {
-        Targets::NotCarried
+        Targets::Refused(
+            "AugMix blends copies of the image warped differently: no one geometry moves its targets",
+        )
     }
 }
 

@@ -145,7 +145,7 @@ impl SizeKeeping for AutoAugment {
     }
 
     fn targets(&self) -> Targets {
-        Targets::NotCarried
+        Targets::Moved
     }
 }
 
@@ -175,7 +175,7 @@ impl SizeKeeping for RandAugment {
     }
 
     fn targets(&self) -> Targets {
-        Targets::NotCarried
+        Targets::Moved
     }
 }
 
@@ -201,7 +201,7 @@ impl SizeKeeping for TrivialAugmentWide {
     }
 
     fn targets(&self) -> Targets {
-        Targets::NotCarried
+        Targets::Moved
     }
 }
 

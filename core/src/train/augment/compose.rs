@@ -5,7 +5,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::unit::{At, Augmentation, Nested};
+use super::unit::{At, Augmentation, Nested, Targets};
 use super::{Augment, Drawn, fixed_size, invalid, probability};
 use crate::Result;
 
@@ -90,6 +90,10 @@ impl Augmentation for RandomApply {
     fn nested(&self) -> Nested<'_> {
         Nested::List(&self.ops)
     }
+
+    fn targets(&self) -> Targets {
+        Targets::of(self.nested())
+    }
 }
 
 impl Augmentation for RandomChoice {
@@ -147,6 +151,10 @@ impl Augmentation for RandomChoice {
 
     fn nested(&self) -> Nested<'_> {
         Nested::List(&self.ops)
+    }
+
+    fn targets(&self) -> Targets {
+        Targets::of(self.nested())
     }
 }
 
@@ -207,6 +215,10 @@ impl Augmentation for RandomOrder {
     fn nested(&self) -> Nested<'_> {
         Nested::List(&self.0)
     }
+
+    fn targets(&self) -> Targets {
+        Targets::of(self.nested())
+    }
 }
 
 impl Augmentation for RandomSelectSubpolicy {
@@ -261,6 +273,10 @@ impl Augmentation for RandomSelectSubpolicy {
 
     fn nested(&self) -> Nested<'_> {
         Nested::Subpolicies(&self.0)
+    }
+
+    fn targets(&self) -> Targets {
+        Targets::of(self.nested())
     }
 }
 

@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::Drawn;
-use super::unit::{At, Augmentation, Nested};
+use super::unit::{At, Augmentation, Nested, Targets};
 use crate::pipeline::{Op, Pad, PadTo};
 use crate::{Error, Rect, Result};
 
@@ -123,6 +123,10 @@ impl Augmentation for RandomCrop {
 
     fn nested(&self) -> Nested<'_> {
         Nested::None
+    }
+
+    fn targets(&self) -> Targets {
+        Targets::Moved
     }
 }
 

@@ -9,7 +9,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::unit::{At, Augmentation, Nested};
+use super::unit::{At, Augmentation, Nested, Targets};
 use super::{Drawn, invalid};
 use crate::ImageView;
 
@@ -325,5 +325,9 @@ impl Augmentation for CustomOp {
 
     fn nested(&self) -> Nested<'_> {
         Nested::None
+    }
+
+    fn targets(&self) -> Targets {
+        Targets::Refused("a custom op does not say what it does to targets")
     }
 }

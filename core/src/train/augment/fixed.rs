@@ -3,7 +3,7 @@
 
 use alloc::vec::Vec;
 
-use super::unit::{At, Augmentation, Nested};
+use super::unit::{At, Augmentation, Nested, Targets};
 use super::{Drawn, invalid};
 use crate::Result;
 use crate::pipeline::Op;
@@ -42,5 +42,9 @@ impl Augmentation for Op {
 
     fn nested(&self) -> Nested<'_> {
         Nested::None
+    }
+
+    fn targets(&self) -> Targets {
+        Targets::Moved
     }
 }

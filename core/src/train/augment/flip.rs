@@ -3,7 +3,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::unit::{At, Augmentation, Nested};
+use super::unit::{At, Augmentation, Nested, Targets};
 use super::{Drawn, probability};
 use crate::Result;
 use crate::geometry::Flip;
@@ -61,6 +61,10 @@ impl Augmentation for RandomFlip {
 
     fn nested(&self) -> Nested<'_> {
         Nested::None
+    }
+
+    fn targets(&self) -> Targets {
+        Targets::Moved
     }
 }
 

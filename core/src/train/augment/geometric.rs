@@ -9,6 +9,7 @@ use super::image_op::ImageOp;
 use super::unit::{At, Augmentation, Nested, SizeKeeping, Targets};
 use super::{Drawn, invalid, probability};
 use crate::Result;
+use crate::targets::{Affine, Geometry};
 use crate::warp::{Interpolation, Warp};
 
 /// A finite range, `min <= max`.
@@ -16,14 +17,17 @@ fn ordered((a, b): (f64, f64)) -> bool {
     a.is_finite() && b.is_finite() && a <= b
 }
 
-/// The drawn warp into an image of `size`.
-fn warp(matrix: Warp, size: (u32, u32), interpolation: Interpolation, fill: [u8; 3]) -> Drawn {
-    Drawn::Image(ImageOp::Warp {
-        matrix,
-        size,
-        interpolation,
-        fill,
-    })
+/// Draws the warp `geometry` on an image of `size`; returns the size after.
+fn warp(
+    geometry: Geometry,
+    size: (u32, u32),
+    interpolation: Interpolation,
+    fill: [u8; 3],
+    ops: &mut Vec<Drawn>,
+) -> Result<(u32, u32)> {
+    let op = ImageOp::warp(geometry, size, interpolation, fill)?;
+    ops.push(Drawn::Image(op));
+    Ok(op.output_size(size))
 }
 
 /// `RandomRotation(degrees, interpolation, expand, center, fill)`.
@@ -77,9 +81,12 @@ impl Augmentation for RandomRotation {
     fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
         let d = &mut at.draws();
         let angle = d.uniform(self.degrees.0, self.degrees.1);
-        let (matrix, out) = Warp::rotate(angle, self.center, self.expand, size)?;
-        ops.push(warp(matrix, out, self.interpolation, self.fill));
-        Ok(out)
+        let rotation = Geometry::Rotate {
+            angle,
+            expand: self.expand,
+            center: self.center,
+        };
+        warp(rotation, size, self.interpolation, self.fill, ops)
     }
 
     fn fixed_size(&self, before: Option<(u32, u32)>) -> Option<(u32, u32)> {
@@ -96,6 +103,10 @@ impl Augmentation for RandomRotation {
 
     fn nested(&self) -> Nested<'_> {
         Nested::None
+    }
+
+    fn targets(&self) -> Targets {
+        Targets::Moved
     }
 }
 
@@ -221,13 +232,18 @@ impl SizeKeeping for RandomAffine {
             }
             None => (0.0, 0.0),
         };
-        let matrix = Warp::affine(angle, translate, scale, shear, self.center, size)?;
-        ops.push(warp(matrix, size, self.interpolation, self.fill));
-        Ok(size)
+        let affine = Affine::new(angle, translate, scale, shear, self.center);
+        warp(
+            Geometry::Affine(affine),
+            size,
+            self.interpolation,
+            self.fill,
+            ops,
+        )
     }
 
     fn targets(&self) -> Targets {
-        Targets::NotCarried
+        Targets::Moved
     }
 }
 
@@ -310,15 +326,20 @@ impl SizeKeeping for RandomPerspective {
         let (wl, hl) = ((w - 1) as f64, (h - 1) as f64);
         let start = [(0.0, 0.0), (wl, 0.0), (wl, hl), (0.0, hl)];
         // A side of one pixel leaves no quadrilateral: the image stays.
-        let Ok(matrix) = Warp::perspective(start, [tl, tr, br, bl]) else {
+        let Ok(Warp::Perspective(c)) = Warp::perspective(start, [tl, tr, br, bl]) else {
             return Ok(size);
         };
-        ops.push(warp(matrix, size, self.interpolation, self.fill));
-        Ok(size)
+        warp(
+            Geometry::Perspective(c),
+            size,
+            self.interpolation,
+            self.fill,
+            ops,
+        )
     }
 
     fn targets(&self) -> Targets {
-        Targets::NotCarried
+        Targets::Moved
     }
 }
 

@@ -6,8 +6,9 @@
 use alloc::vec::Vec;
 
 use crate::adjust::{self, GaussianKernel, Point};
+use crate::targets::Geometry;
 use crate::warp::{self, Interpolation, Warp};
-use crate::{ImageView, ImageViewMut, PixelFormat, Result};
+use crate::{Error, ImageView, ImageViewMut, PixelFormat, Result};
 
 /// One op on the decoded 8-bit image, with its drawn parameters: a colour
 /// adjustment or a warp, which the plan compiler cannot fuse into its
@@ -41,7 +42,11 @@ pub enum ImageOp {
     },
     /// A warp into an image of `size`.
     Warp {
-        /// The inverse mapping.
+        /// What it is: an affine map, a rotation or a perspective, with the
+        /// parameters torchvision's functional op takes (what targets move
+        /// by).
+        geometry: Geometry,
+        /// The inverse mapping the pixels take, computed from `geometry`.
         matrix: Warp,
         /// The output size.
         size: (u32, u32),
@@ -53,6 +58,44 @@ pub enum ImageOp {
 }
 
 impl ImageOp {
+    /// The warp `geometry` is on an image of `size` (before), as
+    /// torchvision's functional op warps a PIL image: Pillow's `rotate` for
+    /// [`Geometry::Rotate`], its `transform` with torchvision's matrix for
+    /// [`Geometry::Affine`] and [`Geometry::Perspective`]. Other geometry is
+    /// not a warp (the plan's ops do it) and is an error.
+    pub fn warp(
+        geometry: Geometry,
+        size: (u32, u32),
+        interpolation: Interpolation,
+        fill: [u8; 3],
+    ) -> Result<ImageOp> {
+        let (matrix, size) = match geometry {
+            Geometry::Affine(a) => (
+                Warp::affine(a.angle, a.translate, a.scale, a.shear, a.center, size)?,
+                size,
+            ),
+            Geometry::Rotate {
+                angle,
+                expand,
+                center,
+            } => Warp::rotate(angle, center, expand, size)?,
+            Geometry::Perspective(c) => (Warp::Perspective(c), size),
+            Geometry::Flip(_) | Geometry::Resize(_) | Geometry::Crop { .. } | Geometry::Pad(_) => {
+                return Err(Error::InvalidParameter {
+                    name: "warp",
+                    reason: "flips, resizes, crops and pads are plan ops, not warps",
+                });
+            }
+        };
+        Ok(ImageOp::Warp {
+            geometry,
+            matrix,
+            size,
+            interpolation,
+            fill,
+        })
+    }
+
     /// The size of the image this op leaves, given the size before.
     pub fn output_size(&self, before: (u32, u32)) -> (u32, u32) {
         match self {

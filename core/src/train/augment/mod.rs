@@ -22,6 +22,7 @@ mod crop;
 mod custom;
 mod fixed;
 mod flip;
+mod follow;
 mod geometric;
 mod image_op;
 mod policy;
@@ -40,6 +41,8 @@ pub use compose::{RandomApply, RandomChoice, RandomOrder, RandomSelectSubpolicy}
 pub use crop::RandomCrop;
 pub use custom::{BoxError, CustomFn, CustomOp, CustomOpError, CustomSize, NotSaveable};
 pub use flip::RandomFlip;
+pub(crate) use follow::check_targets;
+pub use follow::move_target;
 pub use geometric::{RandomAffine, RandomPerspective, RandomRotation};
 pub use image_op::ImageOp;
 pub use policy::{AutoAugmentPolicy, PolicyOp, SPACE_OPS, Space, Subpolicy};

@@ -10,7 +10,8 @@ use super::Drawn;
 use super::image_op::ImageOp;
 use crate::Result;
 use crate::adjust::Point;
-use crate::warp::{Interpolation, Warp};
+use crate::targets::{Affine, Geometry};
+use crate::warp::Interpolation;
 
 /// One op of the policies' search spaces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -105,12 +106,7 @@ impl PolicyOp {
         interpolation: Interpolation,
         fill: [u8; 3],
     ) -> Result<Option<ImageOp>> {
-        let warp = |matrix| ImageOp::Warp {
-            matrix,
-            size,
-            interpolation,
-            fill,
-        };
+        let warp = |geometry| ImageOp::warp(geometry, size, interpolation, fill);
         let factor = (1.0 + magnitude) as f32;
         let op = match self {
             P::Identity => return Ok(None),
@@ -121,14 +117,13 @@ impl PolicyOp {
                 } else {
                     (0.0, s)
                 };
-                warp(Warp::affine(
+                warp(Geometry::Affine(Affine::new(
                     0.0,
                     (0.0, 0.0),
                     1.0,
                     shear,
                     Some((0.0, 0.0)),
-                    size,
-                )?)
+                )))?
             }
             P::TranslateX | P::TranslateY => {
                 // int(magnitude): truncated toward zero.
@@ -138,9 +133,13 @@ impl PolicyOp {
                 } else {
                     (0.0, t)
                 };
-                warp(Warp::affine(0.0, t, 1.0, (0.0, 0.0), None, size)?)
+                warp(Geometry::Affine(Affine::new(0.0, t, 1.0, (0.0, 0.0), None)))?
             }
-            P::Rotate => warp(Warp::rotate(magnitude, None, false, size)?.0),
+            P::Rotate => warp(Geometry::Rotate {
+                angle: magnitude,
+                expand: false,
+                center: None,
+            })?,
             P::Brightness => ImageOp::Point(Point::Brightness { factor }),
             P::Color => ImageOp::Saturation(factor),
             P::Contrast => ImageOp::Contrast(factor),

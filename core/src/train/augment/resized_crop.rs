@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::Drawn;
-use super::unit::{At, Augmentation, Nested};
+use super::unit::{At, Augmentation, Nested, Targets};
 use crate::pipeline::{Op, Resize};
 use crate::resize::{Filter, Resample};
 use crate::size::SizeRule;
@@ -133,6 +133,10 @@ impl Augmentation for RandomResizedCrop {
 
     fn nested(&self) -> Nested<'_> {
         Nested::None
+    }
+
+    fn targets(&self) -> Targets {
+        Targets::Moved
     }
 }
 

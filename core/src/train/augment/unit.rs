@@ -54,22 +54,39 @@ impl<'a> Nested<'a> {
     }
 }
 
-/// What an op does to a sample's targets (boxes, masks, keypoints; issue
-/// 35 §1 carries them).
+/// What an op does to a sample's targets (boxes, masks, key points).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Targets {
     /// Leaves them as they are: the op only changes pixel values.
     Unchanged,
-    /// Moves them with its geometry (or may, for a draw): not carried yet.
-    NotCarried,
+    /// Moves them: each op it draws states its [`Geometry`](crate::targets::Geometry).
+    Moved,
+    /// Cannot carry them, for this reason.
+    Refused(&'static str),
+}
+
+impl Targets {
+    /// What a composite does: the first refusal among `nested`, else
+    /// [`Targets::Moved`] when one of them moves targets.
+    pub(crate) fn of(nested: Nested<'_>) -> Targets {
+        let mut all = Targets::Unchanged;
+        for op in nested.iter() {
+            match op.unit().targets() {
+                Targets::Refused(why) => return Targets::Refused(why),
+                Targets::Moved => all = Targets::Moved,
+                Targets::Unchanged => {}
+            }
+        }
+        all
+    }
 }
 
 /// One augmentation: its parameters are the implementing type; the trait
 /// is its validation, its draw, what the draw does to the image's size and
 /// to the plan, its nesting and (through [`fmt::Display`]) its description.
 ///
-/// Every method but [`Augmentation::targets`] is required, so that a new op
-/// states each property instead of inheriting a guess.
+/// Every method is required, so that a new op states each property
+/// instead of inheriting a guess.
 pub(crate) trait Augmentation: fmt::Display + fmt::Debug {
     /// Checks the parameters (nested ops included).
     fn check(&self) -> Result<()>;
@@ -94,17 +111,8 @@ pub(crate) trait Augmentation: fmt::Display + fmt::Debug {
     /// The ops nested in this one, in position order.
     fn nested(&self) -> Nested<'_>;
 
-    /// What it does to targets. The default, [`Targets::NotCarried`], is
-    /// the safe answer until issue 35 §1 gives each geometric op its box,
-    /// mask and keypoint rule; photometric ops answer
-    /// [`Targets::Unchanged`].
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "issue 35 §1 reads it, when samples carry targets")
-    )]
-    fn targets(&self) -> Targets {
-        Targets::NotCarried
-    }
+    /// What it does to targets.
+    fn targets(&self) -> Targets;
 }
 
 /// A leaf op that keeps the image's size and draws image ops (an
@@ -161,10 +169,11 @@ mod tests {
     use super::*;
     use crate::adjust::Point;
     use crate::train::augment::{ColorJitter, GaussianBlur, ImageOp, RandomAdjustment};
-    use crate::train::{RandomResizedCrop, RandomRotation};
+    use crate::train::{AugMix, Augment, RandomApply, RandomResizedCrop, RandomRotation};
+    use alloc::vec;
 
-    /// Photometric ops leave targets alone; geometric ones are not carried
-    /// yet (the safe default until issue 35 §1).
+    /// Photometric ops leave targets alone; geometric ones move them;
+    /// AugMix and custom ops refuse, composites say what their ops say.
     #[test]
     fn photometric_ops_leave_targets_alone() {
         let photometric: [&dyn Augmentation; 3] = [
@@ -181,6 +190,21 @@ mod tests {
             &RandomResizedCrop::new(8, 8),
             &RandomRotation::new(-10.0, 10.0),
         ];
-        assert!(geometric.iter().all(|a| a.targets() == Targets::NotCarried));
+        assert!(geometric.iter().all(|a| a.targets() == Targets::Moved));
+        let augmix = AugMix::new();
+        assert!(matches!(
+            Augmentation::targets(&augmix),
+            Targets::Refused(_)
+        ));
+        let nested = RandomApply::new(
+            0.5,
+            vec![
+                Augment::ColorJitter(ColorJitter::new(0.1, 0.1, 0.1, 0.1)),
+                Augment::AugMix(augmix),
+            ],
+        );
+        assert!(matches!(nested.targets(), Targets::Refused(_)));
+        let colour = RandomApply::new(0.5, vec![Augment::GaussianBlur(GaussianBlur::new(3, 3))]);
+        assert_eq!(colour.targets(), Targets::Unchanged);
     }
 }

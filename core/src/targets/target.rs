@@ -1,0 +1,328 @@
+//! A sample's target: what detection, segmentation and pose datasets give
+//! with an image, kept in step through every geometric op and every filter.
+
+use alloc::vec::Vec;
+
+use super::{BoundingBoxes, BoxFormat, Geometry, KeyPoints, Masks};
+use crate::geometry::Flip;
+use crate::{Error, Result};
+
+/// Key points grouped by instance (`[N, K]` points, COCO's person key
+/// points), with what torchvision's tensor leaves out: each point's
+/// visibility, and the mirror of each point (left eye for right eye) that a
+/// horizontal flip swaps.
+///
+/// ```
+/// use tensorprep::targets::{Canvas, Geometry, InstanceKeyPoints, KeyPoints};
+/// use tensorprep::geometry::Flip;
+///
+/// // One instance, two points: a left and a right eye, both visible.
+/// let points = KeyPoints::new(vec![[10.0, 5.0], [20.0, 5.0]], Canvas::new(10, 40)?);
+/// let mut eyes = InstanceKeyPoints::new(points, 2, vec![2, 1], vec![1, 0])?;
+/// eyes.apply(&Geometry::Flip(Flip::Horizontal))?;
+/// // x -> 39 - x, then each point takes its mirror's place (and visibility).
+/// assert_eq!(eyes.points.points(), &[[19.0, 5.0], [29.0, 5.0]]);
+/// assert_eq!(eyes.visibility, [1, 2]);
+/// # Ok::<(), tensorprep::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct InstanceKeyPoints {
+    /// The points, instance after instance.
+    pub points: KeyPoints,
+    /// Points per instance (`K`).
+    pub per_instance: usize,
+    /// One visibility per point (COCO's `v`: 0 not labelled, 1 labelled but
+    /// hidden, 2 visible), carried unchanged; empty when not given.
+    pub visibility: Vec<u8>,
+    /// For each of the `K` points, the point it becomes in a horizontal flip
+    /// (a permutation); empty when the points have no sides.
+    pub flip_index: Vec<u16>,
+}
+
+impl InstanceKeyPoints {
+    /// `points` as instances of `per_instance` points each, with their
+    /// `visibility` (one per point, or empty) and `flip_index` (a
+    /// permutation of `0..per_instance`, or empty).
+    pub fn new(
+        points: KeyPoints,
+        per_instance: usize,
+        visibility: Vec<u8>,
+        flip_index: Vec<u16>,
+    ) -> Result<InstanceKeyPoints> {
+        let k = InstanceKeyPoints {
+            points,
+            per_instance,
+            visibility,
+            flip_index,
+        };
+        k.check()?;
+        Ok(k)
+    }
+
+    /// How many instances there are.
+    pub fn instances(&self) -> usize {
+        self.points
+            .len()
+            .checked_div(self.per_instance)
+            .unwrap_or(0)
+    }
+
+    fn check(&self) -> Result<()> {
+        let bad = |name, reason| Err(Error::InvalidParameter { name, reason });
+        if self.per_instance == 0 && !self.points.is_empty() {
+            return bad("keypoints", "at least one point per instance");
+        }
+        if self.per_instance != 0 && !self.points.len().is_multiple_of(self.per_instance) {
+            return bad("keypoints", "the same number of points for every instance");
+        }
+        if !self.visibility.is_empty() && self.visibility.len() != self.points.len() {
+            return bad("visibility", "one visibility per key point");
+        }
+        if !self.flip_index.is_empty() {
+            let mut seen = alloc::vec![false; self.per_instance];
+            for &i in &self.flip_index {
+                match seen.get_mut(usize::from(i)) {
+                    Some(s) if !*s => *s = true,
+                    _ => return bad("flip_index", "a permutation of the points of an instance"),
+                }
+            }
+            if self.flip_index.len() != self.per_instance {
+                return bad("flip_index", "a permutation of the points of an instance");
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves the points by `geometry`; a horizontal flip then puts each
+    /// point in its mirror's place, with its visibility.
+    pub fn apply(&mut self, geometry: &Geometry) -> Result<()> {
+        self.points.apply(geometry)?;
+        if let Geometry::Flip(Flip::Horizontal | Flip::Both) = geometry
+            && !self.flip_index.is_empty()
+        {
+            self.points.permute_instances(&self.flip_index)?;
+            if !self.visibility.is_empty() {
+                permute(&mut self.visibility, &self.flip_index);
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the instances whose `keep` entry is true.
+    pub fn retain(&mut self, keep: &[bool]) -> Result<()> {
+        self.points.retain_instances(keep, self.per_instance)?;
+        retain_grouped(&mut self.visibility, keep, self.per_instance);
+        Ok(())
+    }
+}
+
+/// Each group of `index.len()` values takes its values in `index`'s order.
+pub(super) fn permute<T: Copy>(values: &mut [T], index: &[u16]) {
+    let k = index.len();
+    if k == 0 {
+        return;
+    }
+    let mut group = [values[0]; 64];
+    for chunk in values.chunks_exact_mut(k) {
+        if k <= group.len() {
+            group[..k].copy_from_slice(chunk);
+            for (v, &i) in chunk.iter_mut().zip(index) {
+                *v = group[usize::from(i)];
+            }
+        } else {
+            let copy = chunk.to_vec();
+            for (v, &i) in chunk.iter_mut().zip(index) {
+                *v = copy[usize::from(i)];
+            }
+        }
+    }
+}
+
+/// Keeps the groups of `per` values whose `keep` entry is true (nothing
+/// when `values` is empty, an absent field).
+fn retain_grouped<T>(values: &mut Vec<T>, keep: &[bool], per: usize) {
+    if values.is_empty() {
+        return;
+    }
+    let per = per.max(1);
+    let mut i = 0;
+    values.retain(|_| {
+        let kept = keep.get(i / per).copied().unwrap_or(false);
+        i += 1;
+        kept
+    });
+}
+
+/// A sample's target: the objects of a detection, instance segmentation or
+/// pose dataset, or a semantic segmentation mask, with the image's id.
+///
+/// Every per-instance field (boxes, labels, `iscrowd`, `area`, `difficult`,
+/// instance masks, key points) is either absent (empty) or has one entry per
+/// instance, checked by [`Target::check`]; [`Target::retain`] (what
+/// `SanitizeBoundingBoxes` calls) keeps them all in step, where
+/// torchvision's keeps only the labels, masks and key points.
+///
+/// ```
+/// use tensorprep::targets::{BoundingBoxes, BoxFormat, Canvas, Geometry, Target};
+///
+/// let canvas = Canvas::new(100, 200)?;
+/// let mut t = Target::default();
+/// t.boxes = Some(BoundingBoxes::new(vec![[10.0, 10.0, 50.0, 40.0], [190.0, 0.0, 9.0, 5.0]], BoxFormat::Xywh, canvas));
+/// t.labels = vec![3, 7];
+/// t.check()?;
+/// t.apply(&Geometry::Crop { top: 0, left: 0, height: 100, width: 195 })?;
+/// t.sanitize(1.0, 1.0)?; // the second box is cut to 5x5, kept; ...
+/// assert_eq!(t.labels, [3, 7]);
+/// t.apply(&Geometry::Crop { top: 0, left: 0, height: 100, width: 190 })?;
+/// t.sanitize(1.0, 1.0)?; // ... now 0 wide: dropped with its label
+/// assert_eq!(t.labels, [3]);
+/// # Ok::<(), tensorprep::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Default)]
+#[non_exhaustive]
+pub struct Target {
+    /// The image's id in its dataset (COCO's `image_id`).
+    pub image_id: Option<i64>,
+    /// One box per instance.
+    pub boxes: Option<BoundingBoxes>,
+    /// One class per instance.
+    pub labels: Vec<i64>,
+    /// COCO's `iscrowd`, one per instance (1: a crowd region).
+    pub iscrowd: Vec<u8>,
+    /// COCO's `area`, one per instance: carried unchanged, as torchvision's
+    /// detection references carry it (the evaluation reads it).
+    pub area: Vec<f32>,
+    /// Pascal VOC's `difficult`, one per instance.
+    pub difficult: Vec<u8>,
+    /// One mask per instance, `[N, H, W]`.
+    pub masks: Option<Masks>,
+    /// A semantic segmentation mask (one class per pixel), `[1, H, W]`;
+    /// never filtered with the instances.
+    pub semantic: Option<Masks>,
+    /// Key points, grouped by instance.
+    pub keypoints: Option<InstanceKeyPoints>,
+    /// What masks get where an op brings in pixels from outside (pads,
+    /// warps): torchvision's `fill` for masks. 0 by default; 255 is the
+    /// usual "ignore" of a semantic mask.
+    pub mask_fill: u8,
+}
+
+impl Target {
+    /// How many instances there are: the length of the first per-instance
+    /// field present (boxes, labels, masks, key points, ...).
+    pub fn instances(&self) -> usize {
+        self.lengths().into_iter().find_map(|(_, n)| n).unwrap_or(0)
+    }
+
+    /// Each per-instance field's length, when present.
+    fn lengths(&self) -> [(&'static str, Option<usize>); 7] {
+        let vec = |len: usize| (len > 0).then_some(len);
+        [
+            ("boxes", self.boxes.as_ref().map(BoundingBoxes::len)),
+            ("masks", self.masks.as_ref().map(Masks::count)),
+            (
+                "keypoints",
+                self.keypoints.as_ref().map(InstanceKeyPoints::instances),
+            ),
+            ("labels", vec(self.labels.len())),
+            ("iscrowd", vec(self.iscrowd.len())),
+            ("area", vec(self.area.len())),
+            ("difficult", vec(self.difficult.len())),
+        ]
+    }
+
+    /// Checks that every per-instance field present has one entry per
+    /// instance, that a semantic mask is one mask, and the key points'
+    /// grouping.
+    pub fn check(&self) -> Result<()> {
+        let n = self.instances();
+        for (name, len) in self.lengths() {
+            if len.is_some_and(|len| len != n) {
+                return Err(Error::InvalidParameter {
+                    name,
+                    reason: "one entry per instance (as many as the target's boxes)",
+                });
+            }
+        }
+        if self.semantic.as_ref().is_some_and(|m| m.count() != 1) {
+            return Err(Error::InvalidParameter {
+                name: "semantic",
+                reason: "a semantic mask is one [H, W] mask",
+            });
+        }
+        if let Some(k) = &self.keypoints {
+            k.check()?;
+        }
+        Ok(())
+    }
+
+    /// Moves every geometric part (boxes, masks, key points) by `geometry`.
+    pub fn apply(&mut self, geometry: &Geometry) -> Result<()> {
+        if let Some(b) = &mut self.boxes {
+            b.apply(geometry)?;
+        }
+        for m in [&mut self.masks, &mut self.semantic].into_iter().flatten() {
+            m.apply(geometry, self.mask_fill)?;
+        }
+        if let Some(k) = &mut self.keypoints {
+            k.apply(geometry)?;
+        }
+        Ok(())
+    }
+
+    /// Keeps the instances whose `keep` entry is true (one per instance),
+    /// in every per-instance field.
+    pub fn retain(&mut self, keep: &[bool]) -> Result<()> {
+        self.check()?;
+        if keep.len() != self.instances() {
+            return Err(Error::TensorSize {
+                len: keep.len(),
+                needed: self.instances(),
+            });
+        }
+        if let Some(b) = &mut self.boxes {
+            b.retain(keep)?;
+        }
+        if let Some(m) = &mut self.masks {
+            m.retain(keep)?;
+        }
+        if let Some(k) = &mut self.keypoints {
+            k.retain(keep)?;
+        }
+        retain_grouped(&mut self.labels, keep, 1);
+        retain_grouped(&mut self.iscrowd, keep, 1);
+        retain_grouped(&mut self.area, keep, 1);
+        retain_grouped(&mut self.difficult, keep, 1);
+        Ok(())
+    }
+
+    /// torchvision's `SanitizeBoundingBoxes(min_size, min_area)`: drops the
+    /// instances whose boxes are degenerate, too small or outside the
+    /// canvas (see [`BoundingBoxes::sanitize_mask`]), every per-instance
+    /// field with them. Without boxes, nothing changes.
+    pub fn sanitize(&mut self, min_size: f64, min_area: f64) -> Result<()> {
+        let Some(b) = &self.boxes else {
+            return Ok(());
+        };
+        let keep = b.sanitize_mask(min_size, min_area)?;
+        if keep.iter().all(|k| *k) {
+            return Ok(());
+        }
+        self.retain(&keep)
+    }
+
+    /// torchvision's `ClampBoundingBoxes`: the boxes into their canvas.
+    pub fn clamp(&mut self) {
+        if let Some(b) = &mut self.boxes {
+            b.clamp();
+        }
+    }
+
+    /// torchvision's `ConvertBoundingBoxFormat(format)`.
+    pub fn convert_format(&mut self, to: BoxFormat) {
+        if let Some(b) = &mut self.boxes {
+            b.convert_format(to);
+        }
+    }
+}
