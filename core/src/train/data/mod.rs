@@ -50,6 +50,9 @@ pub struct Sample {
     pub id: u64,
     /// What [`bytes`](Sample::bytes) holds.
     pub content: Content,
+    /// Its detection or segmentation target (boxes, masks, key points), as
+    /// annotated on the image as stored; `None` for classification.
+    pub target: Option<crate::targets::Target>,
 }
 
 /// What a [`Sample`]'s bytes hold.

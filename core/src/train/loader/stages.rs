@@ -86,9 +86,11 @@ pub(super) fn read_stage(s: &Shared) {
         let (_, order, pass) = order.as_ref().expect("fetched above");
         let index = order.index(position as usize);
         let mut sample = s.samples.try_take().unwrap_or_default();
-        // A recycled sample may hold another dataset's pixels (a concat of
-        // kinds): what a dataset does not set is an encoded file.
+        // A recycled sample may hold another dataset's pixels or target (a
+        // concat of kinds): what a dataset does not set is an encoded file
+        // without a target.
         sample.content = Content::Encoded;
+        sample.target = None;
         let sample = match guard(s, index, || {
             s.dataset
                 .read_in(pass, index as usize, &mut sample)
