@@ -246,6 +246,8 @@ struct Sample {
     /// The case's number: its target is [`target`]`(n)`.
     n: u64,
     ops: Vec<tensorprep::train::Drawn>,
+    /// The target moved as the ops were drawn (`TrainPlan::draw_with_target`).
+    moved: Target,
 }
 
 impl Sample {
@@ -363,7 +365,27 @@ fn draw_all() -> Vec<Sample> {
                 .unwrap()
                 .to_vec();
             let n = out.len() as u64;
-            out.push(Sample { name, key, n, ops });
+            let mut moved = target(n);
+            let again = plan
+                .draw_with_target(
+                    &mut state,
+                    SampleKey::new(7, 0, key),
+                    Input::Pixels(view),
+                    &mut moved,
+                )
+                .unwrap();
+            assert_eq!(
+                again,
+                &ops[..],
+                "{name} key {key}: the same draw with a target"
+            );
+            out.push(Sample {
+                name,
+                key,
+                n,
+                ops,
+                moved,
+            });
         }
     }
     out
@@ -409,6 +431,10 @@ fn targets_follow_drawn_ops_as_torchvision_moves_them() {
         }
         let mut t = target(sample.n);
         let size = move_target(&sample.ops, SIZE, &mut t).unwrap();
+        assert_eq!(
+            t, sample.moved,
+            "{what}: moved after the draw, or while drawing"
+        );
         let (boxes, points, masks) = parts(&t);
         let got = fields("out_", &boxes, &points, &masks);
         for (k, v) in tokens(&got) {

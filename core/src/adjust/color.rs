@@ -202,3 +202,59 @@ fn per_rgb_pixel(
         }
     }
 }
+
+/// torchvision's `permute_channels(image, permutation)` of an RGB image:
+/// output channel `i` (red, green, blue) is input channel `permutation[i]`
+/// (a permutation of 0, 1, 2); a gray image is returned as it is (its one
+/// channel permuted with itself).
+///
+/// ```
+/// use tensorprep::adjust::permute_channels;
+/// use tensorprep::{ImageView, ImageViewMut, PixelFormat};
+///
+/// let src = [1u8, 2, 3];
+/// let mut out = [0u8; 3];
+/// let view = ImageView::new(PixelFormat::Rgb8, 1, 1, &src)?;
+/// permute_channels(&view, &mut ImageViewMut::new(PixelFormat::Rgb8, 1, 1, &mut out)?, [2, 0, 1])?;
+/// assert_eq!(out, [3, 1, 2]);
+/// # Ok::<(), tensorprep::Error>(())
+/// ```
+pub fn permute_channels(
+    src: &ImageView<'_>,
+    dst: &mut ImageViewMut<'_>,
+    permutation: [u8; 3],
+) -> Result<()> {
+    let channels = channels(src, dst, "permute_channels")?;
+    let mut seen = [false; 3];
+    for &p in &permutation {
+        match seen.get_mut(usize::from(p)) {
+            Some(s) if !*s => *s = true,
+            _ => {
+                return Err(Error::InvalidParameter {
+                    name: "permute_channels",
+                    reason: "a permutation of 0, 1 and 2",
+                });
+            }
+        }
+    }
+    if channels.count == 1 {
+        copy(src, dst);
+        return Ok(());
+    }
+    // Where each output byte of a pixel reads from, in the format's order.
+    let rgb = channels.rgb;
+    let mut from = [0usize; 3];
+    for (i, &p) in permutation.iter().enumerate() {
+        from[rgb[i]] = rgb[usize::from(p)];
+    }
+    for y in 0..src.height() {
+        for (o, i) in dst
+            .row_mut(y)
+            .chunks_exact_mut(3)
+            .zip(src.row(y).chunks_exact(3))
+        {
+            (o[0], o[1], o[2]) = (i[from[0]], i[from[1]], i[from[2]]);
+        }
+    }
+    Ok(())
+}

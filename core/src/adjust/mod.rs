@@ -26,7 +26,7 @@ mod color;
 mod filter;
 mod histogram;
 
-pub use color::{grayscale, hue, saturation};
+pub use color::{grayscale, hue, permute_channels, saturation};
 pub use filter::{GaussianKernel, MAX_GAUSSIAN_TAPS, gaussian_blur, sharpness};
 pub use histogram::{autocontrast, contrast, equalize};
 

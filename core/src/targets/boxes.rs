@@ -143,6 +143,41 @@ impl BoundingBoxes {
             .collect())
     }
 
+    /// Which boxes have their centre (`0.5 * (x1 + x2)`, `0.5 * (y1 + y2)`
+    /// in float32) strictly inside `[left, top, right, bottom]`.
+    pub(super) fn centred_in(&self, [left, top, right, bottom]: [f32; 4]) -> Vec<bool> {
+        self.boxes
+            .iter()
+            .map(|b| {
+                let [x1, y1, x2, y2] = self.format.convert(*b, BoxFormat::Xyxy);
+                let (cx, cy) = (0.5 * (x1 + x2), 0.5 * (y1 + y2));
+                left < cx && cx < right && top < cy && cy < bottom
+            })
+            .collect()
+    }
+
+    /// Sets every box whose `keep` entry is false to zeros.
+    pub(super) fn zero_unless(&mut self, keep: &[bool]) -> Result<()> {
+        check_keep(keep, self.boxes.len())?;
+        for (b, k) in self.boxes.iter_mut().zip(keep) {
+            if !k {
+                *b = [0.0; 4];
+            }
+        }
+        Ok(())
+    }
+
+    /// Which boxes have a positive width and height (in `XYWH`, float32).
+    pub(super) fn nonempty(&self) -> Vec<bool> {
+        self.boxes
+            .iter()
+            .map(|b| {
+                let [_, _, w, h] = self.format.convert(*b, BoxFormat::Xywh);
+                w > 0.0 && h > 0.0
+            })
+            .collect()
+    }
+
     /// Keeps the boxes whose `keep` entry is true (one per box).
     pub fn retain(&mut self, keep: &[bool]) -> Result<()> {
         check_keep(keep, self.boxes.len())?;

@@ -42,7 +42,7 @@ pub use geometry::Geometry;
 pub use keypoints::KeyPoints;
 pub use masks::Masks;
 pub use points::Affine;
-pub use target::{InstanceKeyPoints, Target};
+pub use target::{InstanceKeyPoints, Target, TargetOp};
 
 use crate::image::check_dimensions;
 use crate::{Error, Result};

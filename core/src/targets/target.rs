@@ -2,6 +2,7 @@
 //! with an image, kept in step through every geometric op and every filter.
 
 use alloc::vec::Vec;
+use core::fmt;
 
 use super::{BoundingBoxes, BoxFormat, Geometry, KeyPoints, Masks};
 use crate::geometry::Flip;
@@ -323,6 +324,102 @@ impl Target {
     pub fn convert_format(&mut self, to: BoxFormat) {
         if let Some(b) = &mut self.boxes {
             b.convert_format(to);
+        }
+    }
+}
+
+/// An op on a target alone, with its parameters: what the box-only
+/// transforms do, and the box filters of `RandomIoUCrop` and
+/// `FixedSizeCrop`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum TargetOp {
+    /// `ClampBoundingBoxes()`: the boxes into their canvas.
+    Clamp,
+    /// `SanitizeBoundingBoxes(min_size, min_area)`: drops the instances
+    /// whose boxes are too small or outside (see [`Target::sanitize`]).
+    Sanitize {
+        /// The smallest width and height kept (at least 1).
+        min_size: f64,
+        /// The smallest area kept (at least 1).
+        min_area: f64,
+    },
+    /// `ConvertBoundingBoxFormat(format)`.
+    ConvertFormat(BoxFormat),
+    /// `RandomIoUCrop`'s mark on the boxes it does not keep: every box whose
+    /// centre (float32, `0.5 * (x1 + x2)`) is not strictly inside the
+    /// window becomes all zeros, for a later `SanitizeBoundingBoxes` to
+    /// drop. Masks and key points are left as they are, as in torchvision.
+    ZeroUncentred {
+        /// The window's left column.
+        left: i64,
+        /// Its top row.
+        top: i64,
+        /// Its right edge (left + width).
+        right: i64,
+        /// Its bottom edge (top + height).
+        bottom: i64,
+    },
+    /// `FixedSizeCrop`'s filter after its crop: the boxes clamped, then the
+    /// instances whose box has no width or no height dropped (every
+    /// per-instance field with them).
+    DropEmpty,
+}
+
+impl Target {
+    /// Runs `op` on the target.
+    pub fn run(&mut self, op: &TargetOp) -> Result<()> {
+        match *op {
+            TargetOp::Clamp => self.clamp(),
+            TargetOp::Sanitize { min_size, min_area } => self.sanitize(min_size, min_area)?,
+            TargetOp::ConvertFormat(format) => self.convert_format(format),
+            TargetOp::ZeroUncentred {
+                left,
+                top,
+                right,
+                bottom,
+            } => {
+                if let Some(b) = &mut self.boxes {
+                    let centred = b.centred_in([left, top, right, bottom].map(|v| v as f32));
+                    b.zero_unless(&centred)?;
+                }
+            }
+            TargetOp::DropEmpty => {
+                let Some(b) = &mut self.boxes else {
+                    return Ok(());
+                };
+                b.clamp();
+                let keep = b.nonempty();
+                if !keep.iter().all(|k| *k) {
+                    self.retain(&keep)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for TargetOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TargetOp::Clamp => write!(f, "ClampBoundingBoxes"),
+            TargetOp::Sanitize { min_size, min_area } => write!(
+                f,
+                "SanitizeBoundingBoxes min_size {min_size} min_area {min_area}"
+            ),
+            TargetOp::ConvertFormat(format) => {
+                write!(f, "ConvertBoundingBoxFormat {}", format.name())
+            }
+            TargetOp::ZeroUncentred {
+                left,
+                top,
+                right,
+                bottom,
+            } => write!(
+                f,
+                "zero the boxes not centred in ({left}, {top}, {right}, {bottom})"
+            ),
+            TargetOp::DropEmpty => write!(f, "drop the empty boxes"),
         }
     }
 }

@@ -39,6 +39,10 @@ pub use augment::{
     RandomSelectSubpolicy, SPACE_OPS, Space, Subpolicy, TrivialAugmentWide, move_target,
 };
 pub use augment::{BoxError, CustomFn, CustomOp, CustomOpError, CustomSize, NotSaveable};
+pub use augment::{
+    FixedSizeCrop, RandomIoUCrop, RandomPhotometricDistort, RandomShortestSize, RandomZoomOut,
+    ScaleJitter,
+};
 pub use autotune::{Budget, Tuned, autotune};
 pub use erase::{EraseValue, RandomErasing, erase};
 pub use loader::{

@@ -13,6 +13,7 @@ use crate::jpeg::Backend;
 use crate::pipeline::{
     Decode, DecodeScaling, Geometry, Input, InputDesc, Op, Pipeline, Plan, PlanState,
 };
+use crate::targets::Target;
 use crate::{
     DType, Error, ImageView, ImageViewMut, Layout, Limits, PixelFormat, Quantization, Result,
     TensorMut,
@@ -379,6 +380,12 @@ impl TrainState {
         }
     }
 
+    /// Leaves the drawn ops that work on pixels: the target's own ops
+    /// (already run as they were drawn) are no pass of the image.
+    fn drop_target_ops(&mut self) {
+        self.drawn.retain(|d| !matches!(d, Drawn::Target(_)));
+    }
+
     /// Checks an image of `width` x `height` against the budget.
     fn afford(&self, width: u32, height: u32) -> Result<()> {
         afford(self.budget, (width, height))
@@ -448,7 +455,21 @@ impl TrainPlan {
         input: Input<'_>,
     ) -> Result<&'s [Drawn]> {
         let source = self.source(state, input)?;
-        self.draw_for(state, key, source.size())?;
+        self.draw_for(state, key, source.size(), None)?;
+        Ok(&state.drawn)
+    }
+
+    /// [`TrainPlan::draw_input`] for a sample with a target (annotated on
+    /// the image as given), moved by the ops as they are drawn.
+    pub fn draw_with_target<'s>(
+        &self,
+        state: &'s mut TrainState,
+        key: SampleKey,
+        input: Input<'_>,
+        target: &mut Target,
+    ) -> Result<&'s [Drawn]> {
+        let source = self.source(state, input)?;
+        self.draw_for(state, key, source.size(), Some(target))?;
         Ok(&state.drawn)
     }
 
@@ -463,16 +484,19 @@ impl TrainPlan {
         })
     }
 
-    /// Draws the ops for `key` on an image of `size` into the state's list;
-    /// returns the size they leave.
+    /// Draws the ops for `key` on an image of `size` into the state's list,
+    /// moving `target` (if any) as they are drawn; returns the size they
+    /// leave.
     fn draw_for(
         &self,
         state: &mut TrainState,
         key: SampleKey,
         size: (u32, u32),
+        target: Option<&mut Target>,
     ) -> Result<(u32, u32)> {
         state.drawn.clear();
-        augment::draw(&self.augments, key, 0, size, &mut state.drawn)
+        let mut drawing = augment::Drawing::new(&mut state.drawn, target, size)?;
+        augment::draw(&self.augments, key, 0, size, &mut drawing)
     }
 
     /// Runs the drawn list on `source` into `out`. Plan ops alone are one
@@ -673,10 +697,25 @@ impl TrainPlan {
         input: Input<'_>,
         out: TensorMut<'_>,
     ) -> Result<Geometry> {
+        self.run_input_with_target(state, key, input, None, out)
+    }
+
+    /// [`TrainPlan::run_input`] for a sample that may have a target
+    /// (annotated on the image as given): the target moves with the image,
+    /// op by op, as torchvision moves it ([`move_target`](super::move_target)).
+    pub fn run_input_with_target(
+        &self,
+        state: &mut TrainState,
+        key: SampleKey,
+        input: Input<'_>,
+        target: Option<&mut Target>,
+        out: TensorMut<'_>,
+    ) -> Result<Geometry> {
         let source = self.source(state, input)?;
         let (w, h) = source.size();
         state.afford(w, h)?;
-        let (w, h) = self.draw_for(state, key, (w, h))?;
+        let (w, h) = self.draw_for(state, key, (w, h), target)?;
+        state.drop_target_ops();
         let mut out = out;
         let geometry = self.run_drawn(state, source, out.reborrow())?;
         self.erase(key, self.base.finish_shape(w, h), out)?;
@@ -731,10 +770,24 @@ impl TrainPlan {
         input: Input<'_>,
         out: TensorMut<'_>,
     ) -> Result<[usize; 3]> {
+        self.run_input_any_size_with_target(state, key, input, None, out)
+    }
+
+    /// [`TrainPlan::run_input_any_size`] for a sample that may have a
+    /// target (see [`TrainPlan::run_input_with_target`]).
+    pub fn run_input_any_size_with_target(
+        &self,
+        state: &mut TrainState,
+        key: SampleKey,
+        input: Input<'_>,
+        target: Option<&mut Target>,
+        out: TensorMut<'_>,
+    ) -> Result<[usize; 3]> {
         let source = self.source(state, input)?;
         let (w, h) = source.size();
         state.afford(w, h)?;
-        let (w, h) = self.draw_for(state, key, (w, h))?;
+        let (w, h) = self.draw_for(state, key, (w, h), target)?;
+        state.drop_target_ops();
         let shape = self.base.finish_shape(w, h);
         let len = shape.iter().product::<usize>();
         if len > out.len() {

@@ -232,12 +232,14 @@ fn describe(d: &Drawn, plan: &TrainPlan) -> String {
             ImageOp::Grayscale => "grayscale".to_string(),
             ImageOp::Autocontrast => "autocontrast".to_string(),
             ImageOp::Equalize => "equalize".to_string(),
+            ImageOp::PermuteChannels(p) => format!("channels {p:?}"),
             ImageOp::GaussianBlur { kernel, sigma } => {
                 format!("blur {}x{} sigma {sigma:.2}", kernel.0, kernel.1)
             }
             ImageOp::Warp { size, .. } => format!("warp to {}x{}", size.0, size.1),
         },
         Drawn::AugMix(_) => "augmix step".to_string(),
+        Drawn::Target(op) => op.to_string(),
         Drawn::Custom { position, .. } => match plan.custom_op(*position) {
             Some(op) => format!("Lambda({})", op.name()),
             None => "Lambda".to_string(),

@@ -4,9 +4,9 @@
 //! `RandomEqualize(p)`, `RandomGrayscale(p)`; with `p` 1, the plain
 //! transform (`Grayscale(3)`, ...).
 
-use alloc::vec::Vec;
 use core::fmt;
 
+use super::Drawing;
 use super::image_op::ImageOp;
 use super::unit::{At, SizeKeeping, Targets};
 use super::{Augment, Drawn, invalid, probability};
@@ -86,9 +86,9 @@ impl SizeKeeping for RandomAdjustment {
         probability(self.p, "Random adjustment", "p must be in 0..=1")
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         if at.draws().chance(self.p) {
-            ops.push(Drawn::Image(self.op));
+            ops.push(Drawn::Image(self.op))?;
         }
         Ok(size)
     }

@@ -11,6 +11,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+use super::Drawing;
 use super::policy::{PolicyOp, Space, push_policy_op};
 use super::unit::{At, SizeKeeping, Targets};
 use super::{Drawn, invalid};
@@ -95,7 +96,7 @@ impl SizeKeeping for AugMix {
         Ok(())
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         let d = &mut at.draws();
         // m = Dirichlet([alpha, alpha]); weights = Dirichlet(alpha * width) * m[1].
         let (m0, m1) = beta_pair(d, self.alpha);
@@ -105,7 +106,7 @@ impl SizeKeeping for AugMix {
             *w = gamma(d, self.alpha);
         }
         let sum: f64 = weights[..width].iter().sum();
-        ops.push(Drawn::AugMix(AugMixStep::Start { weight: m0 as f32 }));
+        ops.push(Drawn::AugMix(AugMixStep::Start { weight: m0 as f32 }))?;
         let space = if self.all_ops { &OPS[..] } else { &OPS[..9] };
         for w in &weights[..width] {
             let weight = if sum > 0.0 {
@@ -113,7 +114,7 @@ impl SizeKeeping for AugMix {
             } else {
                 1.0 / width as f64
             };
-            ops.push(Drawn::AugMix(AugMixStep::Chain));
+            ops.push(Drawn::AugMix(AugMixStep::Chain))?;
             let depth = if self.chain_depth > 0 {
                 self.chain_depth
             } else {
@@ -128,9 +129,9 @@ impl SizeKeeping for AugMix {
             }
             // torch: combined weights in float32.
             let combined = (weight as f32) * (m1 as f32);
-            ops.push(Drawn::AugMix(AugMixStep::Add { weight: combined }));
+            ops.push(Drawn::AugMix(AugMixStep::Add { weight: combined }))?;
         }
-        ops.push(Drawn::AugMix(AugMixStep::End));
+        ops.push(Drawn::AugMix(AugMixStep::End))?;
         Ok(size)
     }
 

@@ -2,12 +2,12 @@
 //! `TrivialAugmentWide` (AugMix, which mixes chains, has its own module).
 //! Their ops and magnitudes are [`PolicyOp`](super::PolicyOp) and [`Space`].
 
-use alloc::vec::Vec;
 use core::fmt;
 
+use super::Drawing;
 use super::policy::{AutoAugmentPolicy, SPACE_OPS, Space, push_policy_op};
 use super::unit::{At, SizeKeeping, Targets};
-use super::{Augment, Drawn, invalid};
+use super::{Augment, invalid};
 use crate::Result;
 use crate::warp::Interpolation;
 
@@ -129,7 +129,7 @@ impl SizeKeeping for AutoAugment {
         Ok(())
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         let mut d = at.draws();
         let sub = &self.policy.subpolicies()[d.below(25) as usize];
         let probs = [d.unit_f32(), d.unit_f32()];
@@ -163,7 +163,7 @@ impl SizeKeeping for RandAugment {
         Ok(())
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         let mut d = at.draws();
         for _ in 0..self.num_ops {
             let op = SPACE_OPS[d.below(SPACE_OPS.len() as u32) as usize];
@@ -190,7 +190,7 @@ impl SizeKeeping for TrivialAugmentWide {
         Ok(())
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         let mut d = at.draws();
         let op = SPACE_OPS[d.below(SPACE_OPS.len() as u32) as usize];
         let bin = d.below(self.num_magnitude_bins);

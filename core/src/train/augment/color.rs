@@ -3,9 +3,9 @@
 //! `RandomPosterize`, `RandomSolarize`, `RandomAdjustSharpness`,
 //! `RandomAutocontrast`, `RandomEqualize`, `RandomGrayscale`).
 
-use alloc::vec::Vec;
 use core::fmt;
 
+use super::Drawing;
 use super::image_op::ImageOp;
 use super::unit::{At, SizeKeeping, Targets};
 use super::{Drawn, invalid};
@@ -71,7 +71,7 @@ impl SizeKeeping for ColorJitter {
         Ok(())
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         let d = &mut at.draws();
         // get_params' order: the permutation, then each factor.
         let mut order = [0usize, 1, 2, 3];
@@ -90,7 +90,9 @@ impl SizeKeeping for ColorJitter {
                 2 => s.map(ImageOp::Saturation),
                 _ => h.map(|h| ImageOp::Hue(h.clamp(-0.5, 0.5))),
             };
-            ops.extend(op.map(Drawn::Image));
+            if let Some(op) = op {
+                ops.push(Drawn::Image(op))?;
+            }
         }
         Ok(size)
     }
@@ -158,13 +160,13 @@ impl SizeKeeping for GaussianBlur {
         Ok(())
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         let d = &mut at.draws();
         let sigma = d.uniform(self.sigma.0, self.sigma.1) as f32;
         ops.push(Drawn::Image(ImageOp::GaussianBlur {
             kernel: self.kernel,
             sigma,
-        }));
+        }))?;
         Ok(size)
     }
 
@@ -179,6 +181,113 @@ impl fmt::Display for GaussianBlur {
             f,
             "GaussianBlur kernel {:?} sigma {:?}",
             self.kernel, self.sigma
+        )
+    }
+}
+
+/// torchvision's `RandomPhotometricDistort(brightness, contrast, saturation,
+/// hue, p)` (SSD's colour distortion): each of brightness, contrast,
+/// saturation and hue drawn with probability `p`, contrast before or after
+/// the other two (even odds), then with probability `p` a random
+/// permutation of the channels.
+///
+/// ```
+/// use tensorprep::train::RandomPhotometricDistort;
+///
+/// let d = RandomPhotometricDistort::new();
+/// assert_eq!((d.brightness, d.hue, d.p), ((0.875, 1.125), (-0.05, 0.05), 0.5));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct RandomPhotometricDistort {
+    /// Brightness factor range.
+    pub brightness: (f64, f64),
+    /// Contrast factor range.
+    pub contrast: (f64, f64),
+    /// Saturation factor range.
+    pub saturation: (f64, f64),
+    /// Hue shift range, within `-0.5..=0.5`.
+    pub hue: (f64, f64),
+    /// The probability of each part.
+    pub p: f64,
+}
+
+impl RandomPhotometricDistort {
+    /// torchvision's defaults.
+    pub const fn new() -> RandomPhotometricDistort {
+        RandomPhotometricDistort {
+            brightness: (0.875, 1.125),
+            contrast: (0.5, 1.5),
+            saturation: (0.5, 1.5),
+            hue: (-0.05, 0.05),
+            p: 0.5,
+        }
+    }
+}
+
+impl Default for RandomPhotometricDistort {
+    fn default() -> RandomPhotometricDistort {
+        RandomPhotometricDistort::new()
+    }
+}
+
+impl SizeKeeping for RandomPhotometricDistort {
+    fn check(&self) -> Result<()> {
+        let ok = |(a, b): (f64, f64), lo: f64, hi: f64| {
+            a.is_finite() && b.is_finite() && lo <= a && a <= b && b <= hi
+        };
+        let factors = [self.brightness, self.contrast, self.saturation];
+        if !(factors.iter().all(|r| ok(*r, 0.0, f64::MAX)) && ok(self.hue, -0.5, 0.5)) {
+            return Err(invalid(
+                "RandomPhotometricDistort",
+                "factor ranges finite, not negative, min <= max; hue within -0.5..=0.5",
+            ));
+        }
+        super::probability(self.p, "RandomPhotometricDistort", "p must be in 0..=1")
+    }
+
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
+        let d = &mut at.draws();
+        // make_params' order: for each factor a chance, then its value;
+        // contrast's place; the permutation's chance, then the permutation.
+        let mut factor = |(a, b): (f64, f64)| d.chance(self.p).then(|| d.uniform(a, b) as f32);
+        let brightness = factor(self.brightness);
+        let contrast = factor(self.contrast);
+        let saturation = factor(self.saturation);
+        let hue = factor(self.hue);
+        let contrast_before = d.chance(0.5);
+        let permutation = d.chance(self.p).then(|| {
+            let mut p = [0u8, 1, 2];
+            for i in (1..3).rev() {
+                p.swap(i, d.below(i as u32 + 1) as usize);
+            }
+            p
+        });
+        let steps = [
+            brightness.map(|factor| ImageOp::Point(Point::Brightness { factor })),
+            contrast.filter(|_| contrast_before).map(ImageOp::Contrast),
+            saturation.map(ImageOp::Saturation),
+            hue.map(ImageOp::Hue),
+            contrast.filter(|_| !contrast_before).map(ImageOp::Contrast),
+            permutation.map(ImageOp::PermuteChannels),
+        ];
+        for op in steps.into_iter().flatten() {
+            ops.push(Drawn::Image(op))?;
+        }
+        Ok(size)
+    }
+
+    fn targets(&self) -> Targets {
+        Targets::Unchanged
+    }
+}
+
+impl fmt::Display for RandomPhotometricDistort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "RandomPhotometricDistort brightness {:?} contrast {:?} saturation {:?} hue {:?} p {}",
+            self.brightness, self.contrast, self.saturation, self.hue, self.p
         )
     }
 }

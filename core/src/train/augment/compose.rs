@@ -5,8 +5,9 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+use super::Drawing;
 use super::unit::{At, Augmentation, Nested, Targets};
-use super::{Augment, Drawn, fixed_size, invalid, probability};
+use super::{Augment, fixed_size, invalid, probability};
 use crate::Result;
 
 /// The largest `RandomOrder`: its permutation is drawn on the stack.
@@ -66,7 +67,7 @@ impl Augmentation for RandomApply {
         check_all(&self.ops)
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         if at.draws().chance(self.p) {
             super::draw(&self.ops, at.key, at.position + 1, size, ops)
         } else {
@@ -115,7 +116,7 @@ impl Augmentation for RandomChoice {
         check_all(ops)
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         let inner = &self.ops;
         let i = if self.weights.is_empty() {
             at.draws().below(inner.len() as u32) as usize
@@ -166,7 +167,7 @@ impl Augmentation for RandomOrder {
         check_all(&self.0)
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         // torch.randperm's distribution by Fisher-Yates; each op keeps its
         // own position, whatever its turn.
         let inner = &self.0;
@@ -236,7 +237,7 @@ impl Augmentation for RandomSelectSubpolicy {
         })
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         let policy = &self.0;
         let mut d = at.draws();
         let chosen = d.below(policy.len() as u32) as usize;

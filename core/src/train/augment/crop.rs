@@ -2,9 +2,9 @@
 //! `pad_if_needed` on both sides of a short axis), then a uniformly placed
 //! crop of the size: a `Pad` and a `Crop`.
 
-use alloc::vec::Vec;
 use core::fmt;
 
+use super::Drawing;
 use super::Drawn;
 use super::unit::{At, Augmentation, Nested, Targets};
 use crate::pipeline::{Op, Pad, PadTo};
@@ -71,7 +71,7 @@ impl Augmentation for RandomCrop {
         Ok(())
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         let d = &mut at.draws();
         let [left, top, right, bottom] = self.padding_for(size);
         let (mut w, mut h) = size;
@@ -86,7 +86,7 @@ impl Augmentation for RandomCrop {
                 fill: self.fill,
             });
             (w, h) = pad.output_size(size)?;
-            ops.push(Drawn::Op(pad));
+            ops.push(Drawn::Op(pad))?;
         }
         if w < self.width || h < self.height {
             return Err(Error::RectOutOfBounds {
@@ -105,7 +105,7 @@ impl Augmentation for RandomCrop {
             y,
             self.width,
             self.height,
-        ))));
+        ))))?;
         Ok((self.width, self.height))
     }
 

@@ -9,6 +9,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
+use super::Drawing;
 use super::unit::{At, Augmentation, Nested, Targets};
 use super::{Drawn, invalid};
 use crate::ImageView;
@@ -298,13 +299,13 @@ impl Augmentation for CustomOp {
         }
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> crate::Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> crate::Result<(u32, u32)> {
         let mut d = at.draws();
         let key = u64::from(d.next_u32()) << 32 | u64::from(d.next_u32());
         ops.push(Drawn::Custom {
             position: at.position,
             key,
-        });
+        })?;
         Ok(self.size.after(size))
     }
 

@@ -1,8 +1,7 @@
 //! A fixed image op of the inference pipeline (resize, crop, pad, flip,
 //! rotate) as a training pipeline's step: no draw, fused by the plan.
 
-use alloc::vec::Vec;
-
+use super::Drawing;
 use super::unit::{At, Augmentation, Nested, Targets};
 use super::{Drawn, invalid};
 use crate::Result;
@@ -23,8 +22,8 @@ impl Augmentation for Op {
         }
     }
 
-    fn draw(&self, _: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
-        ops.push(Drawn::Op(*self));
+    fn draw(&self, _: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
+        ops.push(Drawn::Op(*self))?;
         self.output_size(size)
     }
 

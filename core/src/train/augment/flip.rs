@@ -1,8 +1,8 @@
 //! `RandomHorizontalFlip(p)` / `RandomVerticalFlip(p)`.
 
-use alloc::vec::Vec;
 use core::fmt;
 
+use super::Drawing;
 use super::unit::{At, Augmentation, Nested, Targets};
 use super::{Drawn, probability};
 use crate::Result;
@@ -40,9 +40,9 @@ impl Augmentation for RandomFlip {
         probability(self.p, "RandomFlip", "p must be in 0..=1")
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         if at.draws().chance(self.p) {
-            ops.push(Drawn::Op(Op::Flip(self.axis)));
+            ops.push(Drawn::Op(Op::Flip(self.axis)))?;
         }
         Ok(size)
     }

@@ -3,6 +3,8 @@
 //! was drawn with), and the target moves by it with torchvision's kernel for
 //! that op, op by op, even where the pixel plan fuses several.
 
+use alloc::vec::Vec;
+
 use super::unit::Targets;
 use super::{AugMixStep, Augment, Drawn, ImageOp, invalid};
 use crate::Result;
@@ -16,7 +18,7 @@ impl Drawn {
         match self {
             Drawn::Op(op) => op.geometry(size),
             Drawn::Image(ImageOp::Warp { geometry, .. }) => Ok(Some(*geometry)),
-            Drawn::Image(_) | Drawn::AugMix(_) => Ok(None),
+            Drawn::Image(_) | Drawn::AugMix(_) | Drawn::Target(_) => Ok(None),
             Drawn::Custom { .. } => {
                 Err(refused("a custom op does not say what it does to targets"))
             }
@@ -28,7 +30,7 @@ impl Drawn {
         match self {
             Drawn::Op(op) => op.output_size(size),
             Drawn::Image(op) => Ok(op.output_size(size)),
-            Drawn::AugMix(_) | Drawn::Custom { .. } => Ok(size),
+            Drawn::AugMix(_) | Drawn::Custom { .. } | Drawn::Target(_) => Ok(size),
         }
     }
 }
@@ -46,6 +48,81 @@ pub(crate) fn check_targets(list: &[Augment]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Where ops are drawn to: the sample's list of drawn ops and, when it has
+/// one, its target, moved by each op as it is drawn (so that an op that
+/// draws from the boxes, as `RandomIoUCrop` does, sees them where the ops
+/// before it put them).
+pub(crate) struct Drawing<'a> {
+    ops: &'a mut Vec<Drawn>,
+    target: Option<Following<'a>>,
+}
+
+/// A target being moved, with the image's size at this point of the draw.
+struct Following<'a> {
+    target: &'a mut Target,
+    size: (u32, u32),
+    mixing: bool,
+}
+
+impl<'a> Drawing<'a> {
+    /// Draws into `ops`; `target` (if any) lies on an image of `size` and
+    /// moves as ops are drawn.
+    pub(crate) fn new(
+        ops: &'a mut Vec<Drawn>,
+        target: Option<&'a mut Target>,
+        size: (u32, u32),
+    ) -> Result<Drawing<'a>> {
+        let target = match target {
+            Some(target) => {
+                check_canvas(target, size)?;
+                Some(Following {
+                    target,
+                    size,
+                    mixing: false,
+                })
+            }
+            None => None,
+        };
+        Ok(Drawing { ops, target })
+    }
+
+    /// Appends a drawn op (and moves the target by it).
+    pub(crate) fn push(&mut self, op: Drawn) -> Result<()> {
+        if let Some(f) = &mut self.target {
+            f.follow(&op)?;
+        }
+        self.ops.push(op);
+        Ok(())
+    }
+
+    /// The target as the ops drawn so far left it.
+    pub(crate) fn target(&self) -> Option<&Target> {
+        self.target.as_ref().map(|f| &*f.target)
+    }
+}
+
+impl Following<'_> {
+    /// Moves the target by `op`.
+    fn follow(&mut self, op: &Drawn) -> Result<()> {
+        if let Drawn::AugMix(step) = op {
+            self.mixing = !matches!(step, AugMixStep::End);
+        }
+        if let Some(g) = op.geometry(self.size)? {
+            if self.mixing {
+                return Err(refused(
+                    "AugMix blends copies of the image warped differently: no one geometry moves its targets",
+                ));
+            }
+            self.target.apply(&g)?;
+        }
+        if let Drawn::Target(op) = op {
+            self.target.run(op)?;
+        }
+        self.size = op.output_size(self.size)?;
+        Ok(())
+    }
 }
 
 /// Moves `target` through `drawn`, the ops drawn for one sample whose image
@@ -69,28 +146,17 @@ pub(crate) fn check_targets(list: &[Augment]) -> Result<()> {
 /// assert_eq!(t.boxes.unwrap().boxes(), &[[75.0, 10.0, 95.0, 30.0]]);
 /// # Ok::<(), tensorprep::Error>(())
 /// ```
-pub fn move_target(
-    drawn: &[Drawn],
-    mut size: (u32, u32),
-    target: &mut Target,
-) -> Result<(u32, u32)> {
+pub fn move_target(drawn: &[Drawn], size: (u32, u32), target: &mut Target) -> Result<(u32, u32)> {
     check_canvas(target, size)?;
-    let mut mixing = false;
+    let mut f = Following {
+        target,
+        size,
+        mixing: false,
+    };
     for op in drawn {
-        if let Drawn::AugMix(step) = op {
-            mixing = !matches!(step, AugMixStep::End);
-        }
-        if let Some(g) = op.geometry(size)? {
-            if mixing {
-                return Err(refused(
-                    "AugMix blends copies of the image warped differently: no one geometry moves its targets",
-                ));
-            }
-            target.apply(&g)?;
-        }
-        size = op.output_size(size)?;
+        f.follow(op)?;
     }
-    Ok(size)
+    Ok(f.size)
 }
 
 /// Checks that the target's boxes, masks and key points lie on an image of

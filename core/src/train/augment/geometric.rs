@@ -2,9 +2,9 @@
 //! `RandomPerspective`, drawn as `get_params` draws them and applied as
 //! Pillow's `rotate` / `transform` (see [`crate::warp`]).
 
-use alloc::vec::Vec;
 use core::fmt;
 
+use super::Drawing;
 use super::image_op::ImageOp;
 use super::unit::{At, Augmentation, Nested, SizeKeeping, Targets};
 use super::{Drawn, invalid, probability};
@@ -23,10 +23,10 @@ fn warp(
     size: (u32, u32),
     interpolation: Interpolation,
     fill: [u8; 3],
-    ops: &mut Vec<Drawn>,
+    ops: &mut Drawing<'_>,
 ) -> Result<(u32, u32)> {
     let op = ImageOp::warp(geometry, size, interpolation, fill)?;
-    ops.push(Drawn::Image(op));
+    ops.push(Drawn::Image(op))?;
     Ok(op.output_size(size))
 }
 
@@ -78,7 +78,7 @@ impl Augmentation for RandomRotation {
         Ok(())
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         let d = &mut at.draws();
         let angle = d.uniform(self.degrees.0, self.degrees.1);
         let rotation = Geometry::Rotate {
@@ -202,7 +202,7 @@ impl SizeKeeping for RandomAffine {
         Ok(())
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         let d = &mut at.draws();
         // get_params' order: angle, translation, scale, shear.
         let angle = d.uniform(self.degrees.0, self.degrees.1);
@@ -306,7 +306,7 @@ impl SizeKeeping for RandomPerspective {
         )
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         let d = &mut at.draws();
         if !d.chance(self.p) {
             return Ok(size);

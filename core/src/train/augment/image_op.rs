@@ -33,6 +33,9 @@ pub enum ImageOp {
     Autocontrast,
     /// `equalize`.
     Equalize,
+    /// `permute_channels(permutation)`: output channel `i` (R, G, B) is
+    /// input channel `permutation[i]`.
+    PermuteChannels([u8; 3]),
     /// `gaussian_blur([width, height], [sigma, sigma])`.
     GaussianBlur {
         /// Taps along rows and along columns (odd).
@@ -121,6 +124,7 @@ impl ImageOp {
             ImageOp::Grayscale => adjust::grayscale(src, dst),
             ImageOp::Autocontrast => adjust::autocontrast(src, dst),
             ImageOp::Equalize => adjust::equalize(src, dst),
+            ImageOp::PermuteChannels(p) => adjust::permute_channels(src, dst, p),
             ImageOp::GaussianBlur { kernel, sigma } => {
                 let across = GaussianKernel::new(usize::from(kernel.0), sigma)?;
                 let down = GaussianKernel::new(usize::from(kernel.1), sigma)?;

@@ -20,6 +20,7 @@ mod color;
 mod compose;
 mod crop;
 mod custom;
+mod detection;
 mod fixed;
 mod flip;
 mod follow;
@@ -27,6 +28,7 @@ mod geometric;
 mod image_op;
 mod policy;
 mod resized_crop;
+mod target_op;
 mod unit;
 
 use alloc::vec::Vec;
@@ -36,13 +38,14 @@ pub use adjustment::RandomAdjustment;
 pub(crate) use augmix::Mixing;
 pub use augmix::{AugMix, AugMixStep};
 pub use auto::{AutoAugment, RandAugment, TrivialAugmentWide};
-pub use color::{ColorJitter, GaussianBlur};
+pub use color::{ColorJitter, GaussianBlur, RandomPhotometricDistort};
 pub use compose::{RandomApply, RandomChoice, RandomOrder, RandomSelectSubpolicy};
 pub use crop::RandomCrop;
 pub use custom::{BoxError, CustomFn, CustomOp, CustomOpError, CustomSize, NotSaveable};
+pub use detection::{FixedSizeCrop, RandomIoUCrop, RandomShortestSize, RandomZoomOut, ScaleJitter};
 pub use flip::RandomFlip;
-pub(crate) use follow::check_targets;
 pub use follow::move_target;
+pub(crate) use follow::{Drawing, check_targets};
 pub use geometric::{RandomAffine, RandomPerspective, RandomRotation};
 pub use image_op::ImageOp;
 pub use policy::{AutoAugmentPolicy, PolicyOp, SPACE_OPS, Space, Subpolicy};
@@ -50,6 +53,7 @@ pub use resized_crop::RandomResizedCrop;
 
 use super::SampleKey;
 use crate::pipeline::Op;
+use crate::targets::TargetOp;
 use crate::{Error, Result};
 use unit::{At, Augmentation};
 
@@ -66,6 +70,9 @@ pub enum Drawn {
     Image(ImageOp),
     /// A step of AugMix's mixing.
     AugMix(AugMixStep),
+    /// An op on the sample's target alone (the box-only transforms, the
+    /// box filters of `RandomIoUCrop` and `FixedSizeCrop`): no pixel work.
+    Target(TargetOp),
     /// The [`CustomOp`] at `position` of the pipeline, with its key for this
     /// sample.
     Custom {
@@ -83,6 +90,10 @@ pub enum Drawn {
 pub enum Augment {
     /// A fixed image op (resize, crop, pad, flip, rotate).
     Op(Op),
+    /// A box-only transform: `ClampBoundingBoxes`,
+    /// `SanitizeBoundingBoxes(min_size, min_area)`,
+    /// `ConvertBoundingBoxFormat(format)`.
+    Target(TargetOp),
     /// torchvision's `RandomResizedCrop`.
     RandomResizedCrop(RandomResizedCrop),
     /// torchvision's `RandomCrop` (constant padding).
@@ -119,6 +130,18 @@ pub enum Augment {
     AugMix(AugMix),
     /// `TrivialAugmentWide(num_magnitude_bins, interpolation, fill)`.
     TrivialAugmentWide(TrivialAugmentWide),
+    /// `RandomPhotometricDistort` (SSD's colour distortion).
+    RandomPhotometricDistort(RandomPhotometricDistort),
+    /// `RandomIoUCrop` (SSD's crop; needs the sample's boxes).
+    RandomIoUCrop(RandomIoUCrop),
+    /// `RandomZoomOut`.
+    RandomZoomOut(RandomZoomOut),
+    /// `ScaleJitter` (large-scale jitter).
+    ScaleJitter(ScaleJitter),
+    /// `RandomShortestSize` (multi-scale training).
+    RandomShortestSize(RandomShortestSize),
+    /// `FixedSizeCrop`.
+    FixedSizeCrop(FixedSizeCrop),
     /// The caller's own function on the 8-bit image (Python's
     /// `train.Lambda`): run, not fused; a pipeline holding one cannot be
     /// saved.
@@ -142,6 +165,7 @@ impl Augment {
     fn unit(&self) -> &dyn Augmentation {
         match self {
             Augment::Op(a) => a,
+            Augment::Target(a) => a,
             Augment::RandomResizedCrop(a) => a,
             Augment::RandomCrop(a) => a,
             Augment::RandomFlip(a) => a,
@@ -159,6 +183,12 @@ impl Augment {
             Augment::RandAugment(a) => a,
             Augment::AugMix(a) => a,
             Augment::TrivialAugmentWide(a) => a,
+            Augment::RandomPhotometricDistort(a) => a,
+            Augment::RandomIoUCrop(a) => a,
+            Augment::RandomZoomOut(a) => a,
+            Augment::ScaleJitter(a) => a,
+            Augment::RandomShortestSize(a) => a,
+            Augment::FixedSizeCrop(a) => a,
             Augment::Custom(a) => a,
         }
     }
@@ -207,7 +237,7 @@ pub(crate) fn draw(
     key: SampleKey,
     mut position: u32,
     mut size: (u32, u32),
-    ops: &mut Vec<Drawn>,
+    ops: &mut Drawing<'_>,
 ) -> Result<(u32, u32)> {
     for a in list {
         size = a.unit().draw(At { key, position }, size, ops)?;

@@ -3,9 +3,9 @@
 //! RandAugment and TrivialAugmentWide, and AutoAugment's learned policies
 //! (ImageNet, CIFAR-10, SVHN).
 
-use alloc::vec::Vec;
 use core::f64::consts::PI;
 
+use super::Drawing;
 use super::Drawn;
 use super::image_op::ImageOp;
 use crate::Result;
@@ -165,7 +165,7 @@ pub(super) fn push_policy_op(
     size: (u32, u32),
     interpolation: Interpolation,
     fill: [u8; 3],
-    ops: &mut Vec<Drawn>,
+    ops: &mut Drawing<'_>,
 ) -> Result<()> {
     let magnitude = if op.signed() && negate {
         -magnitude
@@ -173,7 +173,7 @@ pub(super) fn push_policy_op(
         magnitude
     };
     if let Some(p) = op.image_op(magnitude, size, interpolation, fill)? {
-        ops.push(Drawn::Image(p));
+        ops.push(Drawn::Image(p))?;
     }
     Ok(())
 }

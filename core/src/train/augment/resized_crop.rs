@@ -2,9 +2,9 @@
 //! `img.crop(box).resize(size, filter)` as a `Crop` and an exact `Resize`
 //! (with libjpeg-turbo, only the box is decoded).
 
-use alloc::vec::Vec;
 use core::fmt;
 
+use super::Drawing;
 use super::Drawn;
 use super::unit::{At, Augmentation, Nested, Targets};
 use crate::pipeline::{Op, Resize};
@@ -106,16 +106,16 @@ impl Augmentation for RandomResizedCrop {
         }
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         let d = &mut at.draws();
-        ops.push(Drawn::Op(Op::Crop(self.draw_box(d, size))));
+        ops.push(Drawn::Op(Op::Crop(self.draw_box(d, size))))?;
         ops.push(Drawn::Op(Op::Resize(Resize {
             size: SizeRule::Exact {
                 width: self.width,
                 height: self.height,
             },
             resample: self.resample,
-        })));
+        })))?;
         Ok((self.width, self.height))
     }
 

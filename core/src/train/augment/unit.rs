@@ -7,7 +7,8 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::{Augment, Drawn};
+use super::Augment;
+use super::Drawing;
 use crate::Result;
 use crate::train::{Draws, SampleKey};
 
@@ -93,7 +94,7 @@ pub(crate) trait Augmentation: fmt::Display + fmt::Debug {
 
     /// Draws this op for the sample at `at` on an image of `size`,
     /// appending the ops it becomes to `ops`; returns the size after it.
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)>;
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)>;
 
     /// The size after this op when it is the same for every draw, given the
     /// size before it (if that is fixed).
@@ -124,7 +125,7 @@ pub(crate) trait SizeKeeping: fmt::Display + fmt::Debug {
     fn check(&self) -> Result<()>;
 
     /// Draws the op ([`Augmentation::draw`]).
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)>;
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)>;
 
     /// What it does to targets ([`Augmentation::targets`]).
     fn targets(&self) -> Targets;
@@ -135,7 +136,7 @@ impl<T: SizeKeeping> Augmentation for T {
         SizeKeeping::check(self)
     }
 
-    fn draw(&self, at: At, size: (u32, u32), ops: &mut Vec<Drawn>) -> Result<(u32, u32)> {
+    fn draw(&self, at: At, size: (u32, u32), ops: &mut Drawing<'_>) -> Result<(u32, u32)> {
         SizeKeeping::draw(self, at, size, ops)
     }
 

@@ -51,8 +51,9 @@ pub struct Sample {
     /// What [`bytes`](Sample::bytes) holds.
     pub content: Content,
     /// Its detection or segmentation target (boxes, masks, key points), as
-    /// annotated on the image as stored; `None` for classification.
-    pub target: Option<crate::targets::Target>,
+    /// annotated on the image as stored; `None` for classification (boxed:
+    /// a sample moves through the loader's queues).
+    pub target: Option<alloc::boxed::Box<crate::targets::Target>>,
 }
 
 /// What a [`Sample`]'s bytes hold.
