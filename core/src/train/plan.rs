@@ -133,12 +133,17 @@ impl TrainPipeline {
     }
 
     /// The training presets' names, for [`TrainPipeline::preset`].
-    pub const PRESETS: [&'static str; 5] = [
+    pub const PRESETS: [&'static str; 10] = [
         "imagenet-train",
         "imagenet-autoaugment",
         "imagenet-randaugment",
         "imagenet-trivialaugment",
         "imagenet-augmix",
+        "detection-hflip",
+        "detection-lsj",
+        "detection-multiscale",
+        "detection-ssd",
+        "detection-ssdlite",
     ];
 
     /// A training preset by name: `imagenet-train` ([`Self::imagenet_train`]),
@@ -161,6 +166,9 @@ impl TrainPipeline {
     /// ```
     pub fn preset(name: &str) -> Option<TrainPipeline> {
         use crate::warp::Interpolation::Bilinear;
+        if let Some(recipe) = name.strip_prefix("detection-") {
+            return Self::detection(recipe);
+        }
         let policy = match name {
             "imagenet-train" => return Some(Self::imagenet_train()),
             "imagenet-autoaugment" => {
@@ -184,6 +192,78 @@ impl TrainPipeline {
         let mut p = Self::imagenet_train();
         p.augments.push(policy);
         Some(p)
+    }
+
+    /// torchvision's detection reference recipes (`DetectionPresetTrain`
+    /// with `use_v2`, as `detection-<recipe>` presets): `hflip`, `lsj`
+    /// (`ScaleJitter` to 1024 x 1024, the references' `FixedSizeCrop` with
+    /// the mean as fill, flip), `multiscale` (`RandomShortestSize` 480 to
+    /// 800 by 32, at most 1333, flip), `ssd` (`RandomPhotometricDistort`,
+    /// `RandomZoomOut` with the mean as fill, `RandomIoUCrop`, flip) and
+    /// `ssdlite` (`RandomIoUCrop`, flip); then `ToDtype(float32, scale)`
+    /// (CHW, 0 to 1), boxes converted to XYXY and sanitized. The photo is
+    /// decoded as stored (no EXIF rotation: COCO's boxes are on the stored
+    /// pixels, as PIL opens them). Output sizes vary but for `lsj`'s.
+    ///
+    /// ```
+    /// use tensorprep::train::TrainPipeline;
+    ///
+    /// let ssd = TrainPipeline::preset("detection-ssd").unwrap();
+    /// assert_eq!(ssd.augments.len(), 6);
+    /// assert!(ssd.check_targets().is_ok());
+    /// assert_eq!(TrainPipeline::preset("detection-lsj").unwrap().compile()?.output_shape(), Some([3, 1024, 1024]));
+    /// # Ok::<(), tensorprep::Error>(())
+    /// ```
+    fn detection(recipe: &str) -> Option<TrainPipeline> {
+        use super::{
+            FixedSizeCrop, RandomFlip, RandomIoUCrop, RandomPhotometricDistort, RandomShortestSize,
+            RandomZoomOut, ScaleJitter,
+        };
+        use crate::targets::{BoxFormat, TargetOp};
+        // The references' mean, (123.0, 117.0, 104.0), as the fill.
+        const MEAN: [u8; 3] = [123, 117, 104];
+        let flip = Augment::RandomFlip(RandomFlip::new(crate::geometry::Flip::Horizontal, 0.5));
+        let mut augments = match recipe {
+            "hflip" => alloc::vec![flip],
+            "lsj" => {
+                let mut crop = FixedSizeCrop::new(1024, 1024);
+                crop.fill = MEAN;
+                alloc::vec![
+                    Augment::ScaleJitter(ScaleJitter::new(1024, 1024)),
+                    Augment::FixedSizeCrop(crop),
+                    flip,
+                ]
+            }
+            "multiscale" => alloc::vec![
+                Augment::RandomShortestSize(RandomShortestSize::new(
+                    (480..=800).step_by(32).collect(),
+                    Some(1333),
+                )),
+                flip,
+            ],
+            "ssd" => alloc::vec![
+                Augment::RandomPhotometricDistort(RandomPhotometricDistort::new()),
+                Augment::RandomZoomOut(RandomZoomOut::new(MEAN)),
+                Augment::RandomIoUCrop(RandomIoUCrop::new()),
+                flip,
+            ],
+            "ssdlite" => alloc::vec![Augment::RandomIoUCrop(RandomIoUCrop::new()), flip],
+            _ => return None,
+        };
+        augments.push(Augment::Target(TargetOp::ConvertFormat(BoxFormat::Xyxy)));
+        augments.push(Augment::Target(TargetOp::Sanitize {
+            min_size: 1.0,
+            min_area: 1.0,
+        }));
+        let finish = Op::finish(
+            Normalize::UNIT,
+            crate::Layout::Chw,
+            ChannelOrder::Rgb,
+            crate::DType::F32,
+            crate::Quantization::IDENTITY,
+        );
+        let decode = Decode::exact(crate::jpeg::Backend::default());
+        Some(TrainPipeline::new(decode, augments, finish))
     }
 
     /// The custom ops ([`Augment::Custom`]) of the pipeline, nested ones
