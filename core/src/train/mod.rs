@@ -46,8 +46,9 @@ pub use augment::{
 pub use autotune::{Budget, Tuned, autotune};
 pub use erase::{EraseValue, RandomErasing, erase};
 pub use loader::{
-    Batch, BatchMut, Callback, CallbackPoint, Callbacks, LoadError, Loader, LoaderConfig,
-    LoaderState, NextEpochError, OnError, PerBatch, PipelineChange, RunContext, Stopper,
+    Batch, BatchMut, Callback, CallbackPoint, Callbacks, FlatBoxes, LoadError, Loader,
+    LoaderConfig, LoaderState, NextEpochError, OnError, PaddedBoxes, PerBatch, PipelineChange,
+    RaggedBoxes, RunContext, Stopper,
 };
 pub use mix::{BatchShape, MixDraws, MixMode, MixScratch, Mixup};
 pub use plan::{MAX_AUGMENTS, TrainPipeline, TrainPlan, TrainState};

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::LoadError;
 use super::queue::Pool;
 use crate::Tensor;
+use crate::targets::Target;
+use alloc::boxed::Box;
 
 /// A collated batch as a [`PerBatch`](super::PerBatch) function sees it.
 #[non_exhaustive]
@@ -67,6 +69,9 @@ pub(super) struct BatchBuffer {
     pub(super) indices: Vec<u64>,
     /// Each sample's shape.
     pub(super) shapes: Vec<[usize; 3]>,
+    /// Each sample's target, moved with its image (`None` for
+    /// classification samples).
+    pub(super) targets: Vec<Option<Box<Target>>>,
     /// The batch's: samples, then the (largest) sample shape.
     pub(super) shape: [usize; 4],
     /// The plan's layout: where height and width are in a sample shape.
@@ -196,7 +201,7 @@ impl Batch {
         self.buffers().skipped
     }
 
-    fn buffers(&self) -> &BatchBuffer {
+    pub(super) fn buffers(&self) -> &BatchBuffer {
         self.buffers
             .as_ref()
             .expect("a batch holds its buffers until dropped")

@@ -183,6 +183,16 @@ pub enum LoadError {
         /// The elements it holds.
         actual: usize,
     },
+    /// A sample has more boxes than a padded layout holds
+    /// ([`Batch::padded_boxes`](super::Batch::padded_boxes)): never cut short.
+    TooManyBoxes {
+        /// The sample's index in the dataset.
+        index: u64,
+        /// Its boxes.
+        count: usize,
+        /// The boxes the layout holds per sample.
+        room: usize,
+    },
 }
 
 impl fmt::Display for LoadError {
@@ -268,6 +278,11 @@ impl fmt::Display for LoadError {
                 f,
                 "loader: the caller's buffer holds {actual} elements, not the {expected} \
                  (samples x height x width) it must"
+            ),
+            LoadError::TooManyBoxes { index, count, room } => write!(
+                f,
+                "loader: sample {index} has {count} boxes, more than the {room} the padded \
+                 layout holds per sample (give more room, or none for the batch's largest)"
             ),
         }
     }

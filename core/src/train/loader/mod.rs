@@ -79,6 +79,7 @@ mod slots;
 mod stages;
 mod state;
 mod stream;
+mod targets;
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -92,6 +93,7 @@ pub use callbacks::{Callback, CallbackPoint, Callbacks, PipelineChange, RunConte
 pub use config::{LoaderConfig, OnError, PerBatch};
 pub use error::{LoadError, NextEpochError};
 pub use state::LoaderState;
+pub use targets::{FlatBoxes, PaddedBoxes, RaggedBoxes};
 
 /// The label width a loader of a dataset runs with (autotune counts it).
 pub(crate) use labels::width as label_width;
@@ -437,6 +439,7 @@ impl Loader {
                 label_width,
                 indices: Vec::with_capacity(config.batch_size),
                 shapes: Vec::with_capacity(config.batch_size),
+                targets: Vec::with_capacity(config.batch_size),
                 shape: [0, shape[0], shape[1], shape[2]],
                 layout: plan.layout(),
                 len: 0,

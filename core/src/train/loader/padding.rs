@@ -70,12 +70,14 @@ impl BatchBuffer {
                 self.labels
                     .copy_within(slot * width..(slot + 1) * width, filled * width);
                 self.shapes[filled] = self.shapes[slot];
+                self.targets[filled] = self.targets[slot].take();
             }
             filled += 1;
         }
         self.indices.truncate(filled);
         self.labels.truncate(filled * self.label_width);
         self.shapes.truncate(filled);
+        self.targets.truncate(filled);
         self.skipped = len - filled;
         self.len = filled;
         resize(&mut self.tensor, filled * sample_len);

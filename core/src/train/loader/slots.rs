@@ -7,7 +7,9 @@ use alloc::vec::Vec;
 use super::batch::{BatchBuffer, resize};
 use super::queue::lock;
 use super::{LoadError, Shared};
+use crate::targets::Target;
 use crate::{Tensor, TensorMut};
+use alloc::boxed::Box;
 
 /// The start of a batch buffer's tensor, for writing samples into their
 /// slots from the decode threads.
@@ -125,6 +127,8 @@ impl Shared {
             buffers.indices.resize(len, u64::MAX);
             buffers.shapes.clear();
             buffers.shapes.resize(len, [0; 3]);
+            buffers.targets.clear();
+            buffers.targets.resize_with(len, || None);
             // The buffer holds this batch's slots: grown (and zeroed) only
             // where it never held as many.
             if !resize(&mut buffers.tensor, len * self.sample_len) {
@@ -160,6 +164,7 @@ impl Shared {
         slot: usize,
         index: u64,
         labels: &[f32],
+        target: Option<Box<Target>>,
         done: Result<[usize; 3], LoadError>,
     ) -> bool {
         let finished = {
@@ -176,6 +181,7 @@ impl Shared {
                     o.buffers.labels[slot * width..(slot + 1) * width].copy_from_slice(labels);
                     o.buffers.indices[slot] = index;
                     o.buffers.shapes[slot] = shape;
+                    o.buffers.targets[slot] = target;
                 }
                 Err(e) => {
                     if o.failed.as_ref().is_none_or(|(first, _)| slot < *first) {

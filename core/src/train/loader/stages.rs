@@ -133,7 +133,9 @@ pub(super) fn decode_stage(s: &Shared) {
             return;
         };
         labels.clear();
-        let done: Result<[usize; 3], LoadError> = sample.and_then(|sample| {
+        // The sample's target, moved with its image, kept for its batch.
+        let mut moved = None;
+        let done: Result<[usize; 3], LoadError> = sample.and_then(|mut sample| {
             let checked = super::labels::check(&*s.dataset, index, &sample.labels, s.label_width);
             if let Err(e) = checked {
                 s.samples.put(sample);
@@ -148,12 +150,14 @@ pub(super) fn decode_stage(s: &Shared) {
             // tensor (`open_batch` sized it to the batch's slots); nothing else
             // refers to these elements until the batch is finished.
             let out = unsafe { base.slice(slot * s.sample_len, s.sample_len) };
+            let mut target = sample.target.take();
             let done = guard(s, index, || {
                 let input = sample.input();
                 let shape = input.and_then(|input| {
+                    let target = target.as_deref_mut();
                     if s.variable {
                         s.plan
-                            .run_input_any_size(&mut state, key, input, out)
+                            .run_input_any_size_with_target(&mut state, key, input, target, out)
                             .map_err(|e| match e {
                                 // The buffer is the loader's, sized by `max_shape`.
                                 Error::BufferTooSmall { .. } => Error::InvalidParameter {
@@ -164,7 +168,7 @@ pub(super) fn decode_stage(s: &Shared) {
                             })
                     } else {
                         s.plan
-                            .run_input(&mut state, key, input, out)
+                            .run_input_with_target(&mut state, key, input, target, out)
                             .map(|_| s.shape)
                     }
                 });
@@ -174,12 +178,13 @@ pub(super) fn decode_stage(s: &Shared) {
                 })
             });
             s.samples.put(sample);
+            moved = target;
             if matches!(done, Err(LoadError::Panic { .. })) {
                 state = TrainState::with_decode_budget(budget); // its scratch may be half-written
             }
             done
         });
-        if !s.finish_sample(batch, slot, index, &labels, done) {
+        if !s.finish_sample(batch, slot, index, &labels, moved, done) {
             return;
         }
     }

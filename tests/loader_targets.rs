@@ -1,0 +1,210 @@
+//! The loader with detection targets: each sample's boxes, labels and masks
+//! move with its image through the `ssd` recipe, the same for any worker
+//! count and after a resume, equal to the sample run alone; batches collate
+//! them in the three layouts.
+
+use std::sync::Arc;
+
+use tensorprep::targets::{BoundingBoxes, BoxFormat, Canvas, Masks, Target};
+use tensorprep::train::data::{DataError, Dataset, Sample};
+use tensorprep::train::{
+    Augment, LoadError, Loader, LoaderConfig, SampleKey, TrainPipeline, TrainPlan, TrainState,
+};
+use tensorprep::{Tensor, TensorMut};
+
+/// The photos, their sizes (width, height).
+fn photos() -> Vec<(Vec<u8>, (u32, u32))> {
+    vec![
+        (tensorprep_tests::read("sample.jpg"), (451, 300)),
+        (tensorprep_tests::read("sklearn_china.jpg"), (640, 427)),
+    ]
+}
+
+/// Sample `i`'s target on a `w` x `h` photo: 1 to 5 boxes (XYWH, as COCO
+/// gives them) with labels and masks.
+fn target(i: usize, (w, h): (u32, u32)) -> Target {
+    let n = 1 + i % 5;
+    let canvas = Canvas::new(h, w).unwrap();
+    let boxes: Vec<[f32; 4]> = (0..n)
+        .map(|k| {
+            let (x, y) = ((37 * (i + k) % 400) as f32, (23 * (i + 2 * k) % 250) as f32);
+            [
+                x,
+                y,
+                20.0 + (k * 13 % 60) as f32,
+                15.0 + (i * 7 % 40) as f32,
+            ]
+        })
+        .collect();
+    let mut masks = vec![0u8; n * (w * h) as usize];
+    for (k, m) in masks.chunks_exact_mut((w * h) as usize).enumerate() {
+        let [x, y, bw, bh] = boxes[k];
+        for yy in y as usize..((y + bh) as usize).min(h as usize) {
+            for xx in x as usize..((x + bw) as usize).min(w as usize) {
+                m[yy * w as usize + xx] = 1;
+            }
+        }
+    }
+    let mut t = Target::default();
+    t.image_id = Some(i as i64);
+    t.boxes = Some(BoundingBoxes::new(boxes, BoxFormat::Xywh, canvas));
+    t.labels = (0..n as i64).map(|k| 1 + (i as i64 + k) % 80).collect();
+    t.masks = Some(Masks::new(masks, n, canvas).unwrap());
+    t
+}
+
+fn dataset(len: usize) -> Arc<dyn Dataset> {
+    let photos = photos();
+    Arc::new((len, move |i: usize, s: &mut Sample| {
+        let (bytes, size) = &photos[i % photos.len()];
+        s.bytes.clear();
+        s.bytes.extend_from_slice(bytes);
+        s.labels.clear();
+        s.id = i as u64;
+        s.target = Some(Box::new(target(i, *size)));
+        Ok::<(), DataError>(())
+    }))
+}
+
+/// The `ssd` recipe, zooming out at most 1.5 times (to keep the batches
+/// small), 8-bit output.
+fn plan() -> Arc<TrainPlan> {
+    let mut p = TrainPipeline::preset("detection-ssd").unwrap();
+    for a in &mut p.augments {
+        if let Augment::RandomZoomOut(z) = a {
+            z.side_range = (1.0, 1.5);
+        }
+    }
+    p.finish = tensorprep::pipeline::Op::finish(
+        tensorprep::finish::Normalize::RAW,
+        tensorprep::Layout::Hwc,
+        tensorprep::finish::ChannelOrder::Rgb,
+        tensorprep::DType::U8,
+        tensorprep::Quantization::IDENTITY,
+    );
+    Arc::new(p.compile().unwrap())
+}
+
+const MAX: [usize; 3] = [641, 960, 3];
+
+fn config(workers: usize) -> LoaderConfig {
+    let mut c = LoaderConfig::new(4, workers, 9);
+    c.max_shape = Some(MAX);
+    c
+}
+
+/// One batch as comparable values: its indices, tensor bytes, and each
+/// sample's target.
+type Seen = (Vec<u64>, Vec<u8>, Vec<Option<Target>>);
+
+fn seen(loader: &mut Loader) -> Vec<Seen> {
+    loader
+        .by_ref()
+        .map(|b| {
+            let b = b.unwrap();
+            let Tensor::U8(t) = b.tensor() else {
+                unreachable!("an 8-bit plan")
+            };
+            (
+                b.indices().to_vec(),
+                t.clone(),
+                b.targets().map(|t| t.cloned()).collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn targets_move_with_their_images_for_any_worker_count_and_after_resume() {
+    let whole = seen(&mut Loader::new(dataset(18), plan(), config(1)).unwrap());
+    assert_eq!(whole.len(), 5);
+    let three = seen(&mut Loader::new(dataset(18), plan(), config(3)).unwrap());
+    assert!(three == whole, "3 workers: other batches than 1");
+    // Resume after two batches with 2 workers: the rest, exactly.
+    let mut loader = Loader::new(dataset(18), plan(), config(3)).unwrap();
+    for _ in 0..2 {
+        drop(loader.next().unwrap().unwrap());
+    }
+    let state = loader.state();
+    drop(loader);
+    let mut resumed = Loader::resume(dataset(18), plan(), config(2), state).unwrap();
+    assert!(seen(&mut resumed) == whole[2..], "resumed: other batches");
+    // Each sample's target is the one its run alone gives.
+    let photos = photos();
+    let plan = plan();
+    let mut moved_some = 0;
+    for (indices, _, targets) in &whole {
+        for (i, t) in indices.iter().zip(targets) {
+            let (bytes, size) = &photos[*i as usize % 2];
+            let mut alone = target(*i as usize, *size);
+            let mut out = vec![0u8; MAX.iter().product()];
+            plan.run_input_any_size_with_target(
+                &mut TrainState::new(),
+                SampleKey::new(9, 0, *i),
+                tensorprep::pipeline::Input::Encoded(bytes),
+                Some(&mut alone),
+                TensorMut::U8(&mut out),
+            )
+            .unwrap();
+            let t = t.as_ref().expect("every sample has a target");
+            assert_eq!(t, &alone, "sample {i}");
+            // The recipe's end: XYXY boxes, sanitized, masks in step.
+            let b = t.boxes.as_ref().unwrap();
+            assert_eq!(b.format(), BoxFormat::Xyxy);
+            assert_eq!(t.labels.len(), b.len());
+            assert_eq!(t.masks.as_ref().unwrap().count(), b.len());
+            moved_some += usize::from(b.canvas() != Canvas::new(size.1, size.0).unwrap());
+        }
+    }
+    assert!(moved_some > 5, "{moved_some}");
+}
+
+#[test]
+fn batches_collate_boxes_in_three_layouts() {
+    let mut loader = Loader::new(dataset(8), plan(), config(2)).unwrap();
+    let batch = loader.next().unwrap().unwrap();
+    let targets: Vec<&Target> = batch.targets().map(Option::unwrap).collect();
+    let counts: Vec<usize> = targets
+        .iter()
+        .map(|t| t.boxes.as_ref().unwrap().len())
+        .collect();
+    let total: usize = counts.iter().sum();
+    // Padded to the largest count: boxes then zeros, labels then -1.
+    let padded = batch.padded_boxes(None).unwrap();
+    let room = *counts.iter().max().unwrap();
+    assert_eq!(padded.room, room);
+    assert_eq!(padded.boxes.len(), 4 * room * 4);
+    for (s, t) in targets.iter().enumerate() {
+        let b = t.boxes.as_ref().unwrap().boxes();
+        assert_eq!(padded.counts[s] as usize, b.len());
+        for k in 0..room {
+            let at = s * room + k;
+            let got = &padded.boxes[at * 4..at * 4 + 4];
+            if k < b.len() {
+                assert_eq!(got, b[k]);
+                assert_eq!(padded.labels[at], t.labels[k]);
+            } else {
+                assert_eq!(got, [0.0; 4]);
+                assert_eq!(padded.labels[at], -1);
+            }
+        }
+    }
+    // Too little room is an error naming the sample, never a cut.
+    if room > 0 {
+        let e = batch.padded_boxes(Some(room - 1)).unwrap_err();
+        assert!(matches!(e, LoadError::TooManyBoxes { .. }), "{e}");
+    }
+    // Flat with batch indices, and ragged with offsets: the same boxes.
+    let flat = batch.flat_boxes();
+    let ragged = batch.ragged_boxes();
+    assert_eq!(flat.labels.len(), total);
+    assert_eq!(ragged.offsets.len(), 5);
+    assert_eq!(*ragged.offsets.last().unwrap() as usize, total);
+    assert_eq!(flat.boxes, ragged.boxes);
+    assert_eq!(flat.labels, ragged.labels);
+    for (s, w) in ragged.offsets.windows(2).enumerate() {
+        let (a, b) = (w[0] as usize, w[1] as usize);
+        assert!(flat.batch_index[a..b].iter().all(|i| *i == s as i64));
+        assert_eq!(b - a, counts[s]);
+    }
+}
