@@ -512,3 +512,81 @@ fn targets_that_cannot_follow_are_refused() {
     t.labels.pop();
     assert!(t.check().is_err());
 }
+
+/// A target on the stored pixels of a photo with an EXIF orientation turns
+/// upright with it when the decode applies the orientation: boxes as the
+/// orientation moves the plane, masks as the image's pixels move.
+#[test]
+fn targets_turn_upright_with_their_photo() {
+    use tensorprep::geometry::{Transform, transform};
+    use tensorprep::jpeg::Orientation;
+    let photo = tensorprep_tests::read("exif_orient6_grace_hopper.jpg");
+    let (w, h) = (600u32, 512u32); // stored; orientation 6: a quarter turn clockwise
+    let canvas = Canvas::new(h, w).unwrap();
+    let mut mask = vec![0u8; (w * h) as usize];
+    for y in 20..80 {
+        for x in 10..50 {
+            mask[(y * w + x) as usize] = 1;
+        }
+    }
+    mask[(5 * w + 7) as usize] = 2;
+    let make = || {
+        let mut t = Target::default();
+        t.boxes = Some(BoundingBoxes::new(
+            vec![[10.0, 20.0, 50.0, 80.0]],
+            BoxFormat::Xyxy,
+            canvas,
+        ));
+        t.labels = vec![1];
+        t.masks = Some(Masks::new(mask.clone(), 1, canvas).unwrap());
+        t
+    };
+    let finish = Op::finish(
+        tensorprep::finish::Normalize::RAW,
+        tensorprep::Layout::Hwc,
+        tensorprep::finish::ChannelOrder::Rgb,
+        tensorprep::DType::U8,
+        tensorprep::Quantization::IDENTITY,
+    );
+    let mut decode = Decode::exact(Backend::Zune);
+    decode.orientation = Orientation::Apply;
+    let plan = TrainPipeline::new(decode, vec![], finish)
+        .compile()
+        .unwrap();
+    let mut t = make();
+    let mut out = vec![0u8; 3 * 600 * 600];
+    let shape = plan
+        .run_input_any_size_with_target(
+            &mut TrainState::new(),
+            SampleKey::new(1, 0, 0),
+            Input::Encoded(&photo),
+            Some(&mut t),
+            tensorprep::TensorMut::U8(&mut out),
+        )
+        .unwrap();
+    assert_eq!(shape, [600, 512, 3]);
+    let b = t.boxes.as_ref().unwrap();
+    assert_eq!(b.canvas(), Canvas::new(600, 512).unwrap());
+    assert_eq!(b.boxes(), &[[432.0, 10.0, 492.0, 50.0]]);
+    // The mask went where the photo's pixels went.
+    let upright = Transform::from_exif(6).unwrap();
+    let src = tensorprep::ImageView::new(PixelFormat::Gray8, w, h, &mask).unwrap();
+    let mut want = vec![0u8; (w * h) as usize];
+    let mut dst = tensorprep::ImageViewMut::new(PixelFormat::Gray8, h, w, &mut want).unwrap();
+    transform(&src, &mut dst, upright).unwrap();
+    assert_eq!(t.masks.as_ref().unwrap().data(), &want[..]);
+    // Stored orientation (the default): the target stays where it was.
+    let plan = TrainPipeline::new(Decode::exact(Backend::Zune), vec![], finish)
+        .compile()
+        .unwrap();
+    let mut t = make();
+    plan.run_input_any_size_with_target(
+        &mut TrainState::new(),
+        SampleKey::new(1, 0, 0),
+        Input::Encoded(&photo),
+        Some(&mut t),
+        tensorprep::TensorMut::U8(&mut out),
+    )
+    .unwrap();
+    assert_eq!(t, make());
+}

@@ -423,6 +423,13 @@ impl Plan {
         self.decode.map(|d| d.format)
     }
 
+    /// Whether the decode turns images upright by their EXIF orientation.
+    #[cfg(feature = "train")]
+    pub(crate) fn applies_orientation(&self) -> bool {
+        self.decode
+            .is_some_and(|d| d.orientation == crate::jpeg::Orientation::Apply)
+    }
+
     /// The limits the plan was compiled with.
     #[cfg(feature = "train")]
     pub(crate) fn limits(&self) -> Limits {

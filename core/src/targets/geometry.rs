@@ -72,6 +72,46 @@ impl Geometry {
     }
 }
 
+impl Geometry {
+    /// What turning an image upright by its EXIF `Orientation` tag `value`
+    /// (Pillow's `ImageOps.exif_transpose`) does to the plane, as flips and
+    /// quarter turns (`rotate(expand=True)`, counter-clockwise): 2 mirrors,
+    /// 3 turns half round, 4 flips, 5 transposes (a quarter turn, then a
+    /// flip), 6 turns a quarter clockwise, 7 transverses, 8 turns a quarter
+    /// counter-clockwise. 1 and values outside 1..=8 are nothing.
+    ///
+    /// ```
+    /// use tensorprep::geometry::Flip;
+    /// use tensorprep::targets::Geometry;
+    ///
+    /// assert_eq!(Geometry::exif(2), [Geometry::Flip(Flip::Horizontal)]);
+    /// assert!(Geometry::exif(1).is_empty());
+    /// ```
+    pub fn exif(value: u16) -> &'static [Geometry] {
+        const fn turn(angle: f64) -> Geometry {
+            Geometry::Rotate {
+                angle,
+                expand: true,
+                center: None,
+            }
+        }
+        const V: Geometry = Geometry::Flip(Flip::Vertical);
+        const HALF: Geometry = turn(180.0);
+        const CCW: Geometry = turn(90.0);
+        const CW: Geometry = turn(-90.0);
+        match value {
+            2 => &[Geometry::Flip(Flip::Horizontal)],
+            3 => &[HALF],
+            4 => &[V],
+            5 => &[CCW, V],
+            6 => &[CW],
+            7 => &[CW, V],
+            8 => &[CCW],
+            _ => &[],
+        }
+    }
+}
+
 /// The flips `flip` is, in order.
 fn flips(flip: Flip) -> (bool, bool) {
     match flip {

@@ -549,6 +549,7 @@ impl TrainPlan {
         target: &mut Target,
     ) -> Result<&'s [Drawn]> {
         let source = self.source(state, input)?;
+        self.upright(&source, target)?;
         self.draw_for(state, key, source.size(), Some(target))?;
         Ok(&state.drawn)
     }
@@ -562,6 +563,19 @@ impl TrainPlan {
             }
             Input::Pixels(view) => Source::Pixels(view),
         })
+    }
+
+    /// Turns a target annotated on the stored pixels upright with the image
+    /// when the decode applies the image's EXIF orientation.
+    fn upright(&self, source: &Source<'_>, target: &mut Target) -> Result<()> {
+        if let Source::Encoded(_, info) = source
+            && self.base.applies_orientation()
+        {
+            for g in crate::targets::Geometry::exif(info.exif_orientation) {
+                target.apply(g)?;
+            }
+        }
+        Ok(())
     }
 
     /// Draws the ops for `key` on an image of `size` into the state's list,
@@ -794,6 +808,10 @@ impl TrainPlan {
         let source = self.source(state, input)?;
         let (w, h) = source.size();
         state.afford(w, h)?;
+        let mut target = target;
+        if let Some(t) = target.as_deref_mut() {
+            self.upright(&source, t)?;
+        }
         let (w, h) = self.draw_for(state, key, (w, h), target)?;
         state.drop_target_ops();
         let mut out = out;
@@ -866,6 +884,10 @@ impl TrainPlan {
         let source = self.source(state, input)?;
         let (w, h) = source.size();
         state.afford(w, h)?;
+        let mut target = target;
+        if let Some(t) = target.as_deref_mut() {
+            self.upright(&source, t)?;
+        }
         let (w, h) = self.draw_for(state, key, (w, h), target)?;
         state.drop_target_ops();
         let shape = self.base.finish_shape(w, h);
