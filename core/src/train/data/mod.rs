@@ -9,6 +9,7 @@
 
 pub mod celeba;
 pub mod cifar;
+pub mod coco;
 pub mod combine;
 mod epoch;
 mod error;
@@ -25,6 +26,7 @@ pub mod webdataset;
 
 use alloc::vec::Vec;
 
+pub use coco::Coco;
 pub use epoch::ReadEpoch;
 pub use error::DataError;
 pub use iterable::{
