@@ -331,7 +331,8 @@ mod reader {
 
     #[test]
     fn bad_annotations_are_errors_naming_the_record() {
-        let cases: Vec<(&str, bool, bool, Box<dyn FnOnce(&mut Value)>, &str)> = vec![
+        type Edit = Box<dyn FnOnce(&mut Value)>;
+        let cases: Vec<(&str, bool, bool, Edit, &str)> = vec![
             (
                 "unknown_image",
                 false,

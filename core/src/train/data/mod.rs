@@ -22,6 +22,7 @@ pub mod shards;
 mod tar_members;
 pub mod tar_stream;
 pub mod tfrecord;
+pub mod voc;
 pub mod webdataset;
 
 use alloc::vec::Vec;
@@ -32,6 +33,7 @@ pub use error::DataError;
 pub use iterable::{
     Interrupter, Iterable, IterableDataset, MAX_CURSORS, SampleStream, StreamOptions,
 };
+pub use voc::Voc;
 
 /// The largest sample a dataset reads (256 MiB): an image file, a tar
 /// member, a record (header, labels and image). A larger one is an error
