@@ -24,6 +24,7 @@ pub mod tar_stream;
 pub mod tfrecord;
 pub mod voc;
 pub mod webdataset;
+pub mod yolo;
 
 use alloc::vec::Vec;
 
@@ -34,6 +35,7 @@ pub use iterable::{
     Interrupter, Iterable, IterableDataset, MAX_CURSORS, SampleStream, StreamOptions,
 };
 pub use voc::Voc;
+pub use yolo::Yolo;
 
 /// The largest sample a dataset reads (256 MiB): an image file, a tar
 /// member, a record (header, labels and image). A larger one is an error
