@@ -324,9 +324,9 @@ fn polygon(xy: &[f64], canvas: Canvas, budget: &mut u64) -> Result<Rle> {
         {
             let xd = (if u < pu { u } else { u - 1 }) as f64;
             let xd = (xd + 0.5) / SCALE - 0.5;
-            if xd.floor() == xd && xd >= 0.0 && xd <= f64::from(w - 1) {
+            if libm::floor(xd) == xd && xd >= 0.0 && xd <= f64::from(w - 1) {
                 let yd = pv.min(v) as f64;
-                let yd = ((yd + 0.5) / SCALE - 0.5).clamp(0.0, f64::from(h)).ceil();
+                let yd = libm::ceil(((yd + 0.5) / SCALE - 0.5).clamp(0.0, f64::from(h)));
                 cuts.push((xd as u32) * h + yd as u32);
             }
         }
