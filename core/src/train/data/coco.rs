@@ -23,7 +23,7 @@
 //! larger than [`MAX_SAMPLE_BYTES`](super::MAX_SAMPLE_BYTES)), and a mask
 //! that does not decode (RLE counts not summing to `H * W`, an RLE of
 //! another size than its image, a polygon walk past
-//! [`MAX_POLYGON_STEPS`](crate::targets::rle::MAX_POLYGON_STEPS)).
+//! [`MAX_POLYGON_STEPS`]).
 //!
 //! ```no_run
 //! use tensorprep::train::data::coco::{Categories, Coco, CocoOptions};

@@ -10,7 +10,7 @@
 //! The image's size is read from its header when the sample is read; it is
 //! the upright size (EXIF orientation applied), as Ultralytics' `exif_size`
 //! measures the images it labels: decode the sample with
-//! [`Orientation::Apply`](crate::jpeg::Orientation::Apply) for the boxes to
+//! [`Orientation::Apply`] for the boxes to
 //! lie on its pixels.
 //!
 //! An image without a label file has no objects, as in Ultralytics. Refused
