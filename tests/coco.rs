@@ -517,3 +517,53 @@ mod reader {
         std::fs::remove_dir_all(images.parent().unwrap()).unwrap();
     }
 }
+
+/// Hostile input never panics: random strings as compressed RLEs, random
+/// coordinates (extremes included) as polygons, random counts.
+#[test]
+fn random_input_is_decoded_or_refused_never_a_panic() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let extremes = [
+        0.0,
+        -0.5,
+        0.5,
+        1e9,
+        -1e9,
+        214_748_364.0,
+        f64::MAX,
+        f64::MIN_POSITIVE,
+    ];
+    for _ in 0..5000 {
+        let canvas = Canvas::new((next() % 9 + 1) as u32, (next() % 9 + 1) as u32).unwrap();
+        let len = (next() % 12) as usize;
+        let text: Vec<u8> = (0..len).map(|_| b'0' + (next() % 66) as u8).collect();
+        if let Ok(rle) = Rle::from_compressed(&text, canvas) {
+            let mask = rle.decode().unwrap();
+            assert_eq!(
+                Rle::from_mask(&mask, canvas).unwrap().decode().unwrap(),
+                mask
+            );
+        }
+        let n = (next() % 10) as usize;
+        let xy: Vec<f64> = (0..n)
+            .map(|_| match next() % 4 {
+                0 => extremes[(next() % extremes.len() as u64) as usize],
+                _ => (next() % 4000) as f64 / 100.0 - 10.0,
+            })
+            .collect();
+        if let Ok(rle) = Rle::from_polygon(&xy, canvas) {
+            assert_eq!(
+                rle.decode().unwrap().len(),
+                (canvas.height * canvas.width) as usize
+            );
+        }
+        let counts: Vec<u64> = (0..n).map(|_| next() % 30).collect();
+        let _ = Rle::from_counts(&counts, canvas);
+    }
+}
