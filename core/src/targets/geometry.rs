@@ -112,6 +112,26 @@ impl Geometry {
     }
 }
 
+impl Geometry {
+    /// The inverse of [`Geometry::exif`]: from the upright image back to the
+    /// pixels as stored (the quarter turns of 6 and 8 swapped; the others
+    /// undo themselves).
+    ///
+    /// ```
+    /// use tensorprep::targets::Geometry;
+    ///
+    /// assert_eq!(Geometry::exif_inverse(6), Geometry::exif(8));
+    /// assert_eq!(Geometry::exif_inverse(5), Geometry::exif(5));
+    /// ```
+    pub fn exif_inverse(value: u16) -> &'static [Geometry] {
+        match value {
+            6 => Geometry::exif(8),
+            8 => Geometry::exif(6),
+            v => Geometry::exif(v),
+        }
+    }
+}
+
 /// The flips `flip` is, in order.
 fn flips(flip: Flip) -> (bool, bool) {
     match flip {

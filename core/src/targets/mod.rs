@@ -34,6 +34,7 @@ mod geometry;
 mod keypoints;
 mod masks;
 mod points;
+pub mod rle;
 mod target;
 
 pub use boxes::BoundingBoxes;
@@ -42,6 +43,7 @@ pub use geometry::Geometry;
 pub use keypoints::KeyPoints;
 pub use masks::Masks;
 pub use points::Affine;
+pub use rle::Rle;
 pub use target::{InstanceKeyPoints, Target, TargetOp};
 
 use crate::image::check_dimensions;

@@ -207,6 +207,11 @@ pub struct Target {
     /// warps): torchvision's `fill` for masks. 0 by default; 255 is the
     /// usual "ignore" of a semantic mask.
     pub mask_fill: u8,
+    /// Whether the target lies on the upright image (its EXIF orientation
+    /// applied, as YOLO labels do) rather than on the pixels as stored (as
+    /// COCO's and VOC's do, the default). A training plan moves it onto the
+    /// image its decode makes either way.
+    pub upright: bool,
 }
 
 impl Target {

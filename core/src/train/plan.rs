@@ -565,16 +565,25 @@ impl TrainPlan {
         })
     }
 
-    /// Turns a target annotated on the stored pixels upright with the image
-    /// when the decode applies the image's EXIF orientation.
+    /// Moves a target onto the image the decode makes: one annotated on the
+    /// stored pixels turns upright with the image when the decode applies
+    /// its EXIF orientation; one annotated upright ([`Target::upright`],
+    /// YOLO's) turns back when the decode keeps the pixels as stored.
     fn upright(&self, source: &Source<'_>, target: &mut Target) -> Result<()> {
-        if let Source::Encoded(_, info) = source
-            && self.base.applies_orientation()
-        {
-            for g in crate::targets::Geometry::exif(info.exif_orientation) {
-                target.apply(g)?;
-            }
+        use crate::targets::Geometry;
+        let Source::Encoded(_, info) = source else {
+            return Ok(());
+        };
+        let applies = self.base.applies_orientation();
+        let moves = match (applies, target.upright) {
+            (true, false) => Geometry::exif(info.exif_orientation),
+            (false, true) => Geometry::exif_inverse(info.exif_orientation),
+            _ => &[],
+        };
+        for g in moves {
+            target.apply(g)?;
         }
+        target.upright = applies;
         Ok(())
     }
 

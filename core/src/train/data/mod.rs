@@ -9,6 +9,7 @@
 
 pub mod celeba;
 pub mod cifar;
+pub mod coco;
 pub mod combine;
 mod epoch;
 mod error;
@@ -21,15 +22,20 @@ pub mod shards;
 mod tar_members;
 pub mod tar_stream;
 pub mod tfrecord;
+pub mod voc;
 pub mod webdataset;
+pub mod yolo;
 
 use alloc::vec::Vec;
 
+pub use coco::Coco;
 pub use epoch::ReadEpoch;
 pub use error::DataError;
 pub use iterable::{
     Interrupter, Iterable, IterableDataset, MAX_CURSORS, SampleStream, StreamOptions,
 };
+pub use voc::Voc;
+pub use yolo::Yolo;
 
 /// The largest sample a dataset reads (256 MiB): an image file, a tar
 /// member, a record (header, labels and image). A larger one is an error
