@@ -248,9 +248,11 @@ fn a_coco_folder_through_the_ssd_recipe_gives_one_checksum() {
     let ann = root.join("instances.json");
     std::fs::write(&ann, serde_json::to_vec(&json).unwrap()).unwrap();
     let open = || -> Arc<dyn Dataset> {
-        let mut options = CocoOptions::default();
-        options.masks = true;
-        options.categories = Categories::ContiguousFrom1;
+        let options = CocoOptions {
+            masks: true,
+            categories: Categories::ContiguousFrom1,
+            ..CocoOptions::default()
+        };
         Arc::new(Coco::open(&images, &ann, options).unwrap())
     };
     let checksum = |batches: &[Seen]| {
