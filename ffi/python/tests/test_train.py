@@ -355,7 +355,8 @@ def test_every_augmentation_converts_from_torchvision_by_its_parameters(tp, trai
     assert set(tp._native.AUGMENTATIONS) <= set(train.__all__)
     nested = [train.RandomInvert(), train.RandomEqualize(0.25)]
     required = {"size": (20, 30), "kernel_size": 3, "degrees": (-5.0, 5.0), "bits": 4, "threshold": 100.0,
-                "sharpness_factor": 2.0, "transforms": []}
+                "sharpness_factor": 2.0, "transforms": [], "target_size": (20, 30), "min_size": (16, 24),
+                "format": "XYWH"}
     for name in tp._native.AUGMENTATIONS:
         make = getattr(train, name)
         attributes = {}

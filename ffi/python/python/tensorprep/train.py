@@ -40,8 +40,11 @@ from ._native import (  # noqa: F401  (re-exported)
     AutoAugment,
     BatchTensor,
     CenterCrop,
+    ClampBoundingBoxes,
     ColorJitter,
+    ConvertBoundingBoxFormat,
     Dataset,
+    FixedSizeCrop,
     GaussianBlur,
     Mixup,
     Normalize,
@@ -57,15 +60,21 @@ from ._native import (  # noqa: F401  (re-exported)
     RandomGrayscale,
     RandomHorizontalFlip,
     RandomInvert,
+    RandomIoUCrop,
     RandomOrder,
     RandomPerspective,
+    RandomPhotometricDistort,
     RandomPosterize,
     RandomResizedCrop,
     RandomRotation,
+    RandomShortestSize,
     RandomSolarize,
     RandomVerticalFlip,
+    RandomZoomOut,
     Resize,
     RunContext,
+    SanitizeBoundingBoxes,
+    ScaleJitter,
     ToTensor,
     TrivialAugmentWide,
     _Loader,
@@ -100,10 +109,13 @@ __all__ = [
     "CIFAR100",
     "CelebA",
     "CenterCrop",
+    "ClampBoundingBoxes",
     "ColorJitter",
+    "ConvertBoundingBoxFormat",
     "CutMix",
     "Dataset",
     "FashionMNIST",
+    "FixedSizeCrop",
     "GaussianBlur",
     "ImageFolder",
     "KMNIST",
@@ -127,17 +139,23 @@ __all__ = [
     "RandomGrayscale",
     "RandomHorizontalFlip",
     "RandomInvert",
+    "RandomIoUCrop",
     "RandomOrder",
     "RandomPerspective",
+    "RandomPhotometricDistort",
     "RandomPosterize",
     "RandomResizedCrop",
     "RandomRotation",
+    "RandomShortestSize",
     "RandomSolarize",
     "RandomVerticalFlip",
+    "RandomZoomOut",
     "RecordIO",
     "Resize",
     "RunContext",
     "Samples",
+    "SanitizeBoundingBoxes",
+    "ScaleJitter",
     "TFRecord",
     "ToTensor",
     "TrivialAugmentWide",
@@ -547,6 +565,13 @@ def Lambda(
 def _fill(fill: Any) -> Union[int, list[int], None]:
     if fill is None:
         return None
+    if isinstance(fill, dict):
+        # v2's fill per input type ({tv_tensors.Image: (123, 117, 104),
+        # "others": 0}): the image's, else the others'.
+        for key, value in fill.items():
+            if getattr(key, "__name__", None) == "Image":
+                return _fill(value)
+        return _fill(fill.get("others"))
     if isinstance(fill, (int, float)):
         return int(fill)
     return [int(v) for v in fill]
@@ -554,6 +579,21 @@ def _fill(fill: Any) -> Union[int, list[int], None]:
 
 # torchvision's (and timm's) other names for a constructor.
 _ALIASES = {"RandomResizedCropAndInterpolation": "RandomResizedCrop"}
+
+
+# Where a torchvision transform keeps a parameter under another name.
+_ATTRIBUTES = {("RandomIoUCrop", "sampler_options"): "options"}
+
+
+def _attribute(t: Any, transform: str, name: str) -> Tuple[bool, Any]:
+    """``(found, value)``: the transform's value for its counterpart's parameter ``name``."""
+    if transform == "FixedSizeCrop" and name == "size" and hasattr(t, "crop_height"):
+        # The detection references' FixedSizeCrop keeps the size as two attributes.
+        return True, (t.crop_height, t.crop_width)
+    attribute = _ATTRIBUTES.get((transform, name), name)
+    if hasattr(t, attribute):
+        return True, getattr(t, attribute)
+    return False, None
 
 
 def _argument(transform: str, name: str, value: Any) -> Any:
@@ -585,28 +625,60 @@ def _augment(t: Any) -> Augment:
         )
     if name == "RandomCrop" and getattr(t, "padding_mode", "constant") != "constant":
         raise ValueError(f"RandomCrop: padding_mode {t.padding_mode!r} is not supported (constant is)")
+    if name == "SanitizeBoundingBoxes" and getattr(t, "labels_getter", "default") != "default":
+        raise ValueError(
+            "SanitizeBoundingBoxes: only the default labels_getter is supported "
+            "(every per-instance field of the target is filtered with its box)"
+        )
+    if name == "ClampBoundingBoxes" and getattr(t, "clamping_mode", "auto") not in ("auto", "hard", "soft"):
+        raise ValueError(f"ClampBoundingBoxes: clamping_mode {t.clamping_mode!r} is not supported")
     constructor = _ALIASES.get(name, name)
     if constructor not in _AUGMENTATIONS:
-        raise ValueError(f"{name} has no tensorprep counterpart (known: torchvision's geometric, colour and policy transforms)")
+        raise ValueError(
+            f"{name} has no tensorprep counterpart "
+            "(known: torchvision's geometric, colour, policy and detection transforms)"
+        )
     make = getattr(_native, constructor)
     arguments = []
+    keywords = {}
     for parameter in inspect.signature(make).parameters.values():
-        if hasattr(t, parameter.name):
-            arguments.append(_argument(name, parameter.name, getattr(t, parameter.name)))
+        found, value = _attribute(t, name, parameter.name)
+        if found:
+            value = _argument(name, parameter.name, value)
         elif parameter.default is parameter.empty:
             raise ValueError(f"{name}: no attribute {parameter.name!r} (its counterpart's parameter)")
         else:
-            arguments.append(parameter.default)
-    return make(*arguments)  # type: ignore[no-any-return]
+            value = parameter.default
+        if parameter.kind is parameter.KEYWORD_ONLY:
+            keywords[parameter.name] = value
+        else:
+            arguments.append(value)
+    return make(*arguments, **keywords)  # type: ignore[no-any-return]
+
+
+def _image_dtype(dtype: Any) -> Any:
+    """v2's ``ToDtype`` dtype: one, or per input type (the image's)."""
+    if isinstance(dtype, dict):
+        for key, value in dtype.items():
+            if getattr(key, "__name__", None) == "Image":
+                return value
+        return dtype.get("others")
+    return dtype
 
 
 def from_torchvision(transform: Any, *, decoder: Optional[str] = None, fast: Union[bool, str] = False) -> Pipeline:
     """A ``Pipeline`` from a torchvision training transform (a ``Compose`` or
     a list): the PIL-image transforms in order (``RandomResizedCrop``,
     ``RandomHorizontalFlip``, ``ColorJitter``, ``TrivialAugmentWide``, ...,
-    ``RandomApply``), then ``ToTensor`` (or ``PILToTensor`` +
-    ``ConvertImageDtype``), ``Normalize`` and ``RandomErasing``. A transform
-    without a counterpart (a ``Lambda``) is refused by name.
+    ``RandomApply``; v2's detection transforms ``RandomIoUCrop``,
+    ``RandomZoomOut``, ``ScaleJitter``, ``RandomShortestSize``,
+    ``RandomPhotometricDistort`` and the references' ``FixedSizeCrop``),
+    then ``ToTensor`` (or ``PILToTensor`` / v2's ``ToImage`` +
+    ``ConvertImageDtype`` / ``ToDtype(torch.float32, scale=True)``),
+    ``Normalize`` and ``RandomErasing``; the box-only ``ClampBoundingBoxes``,
+    ``SanitizeBoundingBoxes`` and ``ConvertBoundingBoxFormat`` anywhere
+    (``ToPureTensor`` is left out). A transform without a counterpart (a
+    ``Lambda``) is refused by name.
 
     >>> from torchvision import transforms as T
     >>> pipeline = train.from_torchvision(T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
@@ -618,13 +690,20 @@ def from_torchvision(transform: Any, *, decoder: Optional[str] = None, fast: Uni
     tensor = False
     for t in getattr(transform, "transforms", transform):
         name = type(t).__name__
-        if name in ("ToTensor", "MaybeToTensor", "PILToTensor"):
-            # PILToTensor's uint8 becomes ToTensor's 0-1 with ConvertImageDtype.
+        if name in ("ToTensor", "MaybeToTensor", "PILToTensor", "ToImage"):
+            # PILToTensor's (v2's ToImage's) uint8 becomes ToTensor's 0-1
+            # with ConvertImageDtype (v2's ToDtype(float32, scale=True)).
             items.append(ToTensor())
             tensor = True
         elif name == "ConvertImageDtype":
             if "float" not in str(t.dtype):
                 raise ValueError(f"ConvertImageDtype({t.dtype}): only float tensors are supported")
+        elif name == "ToDtype":
+            dtype = _image_dtype(t.dtype)
+            if "float" not in str(dtype) or not getattr(t, "scale", False):
+                raise ValueError(f"ToDtype({dtype}, scale={getattr(t, 'scale', False)}): only float with scale=True is supported")
+        elif name == "ToPureTensor":
+            pass  # the loader's outputs are plain tensors and arrays already
         elif name == "Normalize":
             items.append(Normalize([float(v) for v in t.mean], [float(v) for v in t.std]))
         elif name == "RandomErasing":
