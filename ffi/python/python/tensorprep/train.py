@@ -370,13 +370,26 @@ def KMNIST(root: PathLike, train: bool = True) -> Dataset:
 
 def FromPython(dataset: Any) -> Dataset:
     """A map-style Python dataset (PyTorch's ``Dataset`` protocol): ``len(dataset)``
-    samples, ``dataset[i]`` returning ``(image, label)``.
+    samples, ``dataset[i]`` returning ``(image, label)`` or, for detection,
+    ``(image, target)``.
 
     ``image``: an encoded file (``bytes``, ``bytearray``, ``memoryview``) or a
     uint8 numpy array ``HxW`` or ``HxWxC`` (C 1, 3 or 4: gray, RGB, RGBA; any
     strides), taken as pixels with no encoding round trip. ``label``: as in
     ``Samples`` (a number or a sequence of numbers, numpy's too). A PyTorch
     dataset returning PIL images: ``FromPython(from_torch_dataset(ds))``.
+
+    ``target``: a dict in torchvision v2's layout, moved with the image by
+    every geometric step and read back from the batches (``Loader.next_batch``'s
+    ``targets``, ``BatchTensor.boxes``): ``boxes`` (array-like (N, 4), float),
+    ``format`` (``"XYXY"`` by default, ``"XYWH"``, ``"CXCYWH"``),
+    ``canvas_size`` ((H, W); by default the image's: the array's, or the
+    encoded file's as its header stores it, before any EXIF rotation),
+    ``labels`` ((N,) integers), and optionally ``masks`` (uint8 (N, H, W)),
+    ``iscrowd``, ``area``, ``difficult`` ((N,) each) and ``image_id``. Every
+    per-instance field has N entries and every box is finite; a target that
+    is not so (or has another key) is the ``DataError`` below. Such a sample
+    has no class labels (the batch's labels are (batch, 0)).
 
     ``len(dataset)`` is read once, here (an exception it raises is raised
     here); the dataset must keep that length and its samples (an index past a
@@ -1048,11 +1061,15 @@ class Loader:
 
     def next_batch(self) -> Optional[Dict[str, Any]]:
         """The next batch of this epoch as a dict (``images``, ``labels``,
-        ``indices``, ``epoch``, ``number``, ``pixel_mask``), or ``None`` at the
-        epoch's end. ``pixel_mask`` (samples x height x width, int64 as
-        transformers gives it) is 1 on each image's pixels and 0 on the padding
-        of a batch of varying sizes (``max_shape``): DETR-style models take it
-        beside ``pixel_values``."""
+        ``indices``, ``epoch``, ``number``, ``pixel_mask``, ``targets``,
+        ``batch``), or ``None`` at the epoch's end. ``pixel_mask`` (samples x
+        height x width, int64 as transformers gives it) is 1 on each image's
+        pixels and 0 on the padding of a batch of varying sizes
+        (``max_shape``): DETR-style models take it beside ``pixel_values``.
+        ``targets``: each sample's detection target as the pipeline moved it
+        (``BatchTensor.targets``: a dict of numpy arrays, or ``None`` for a
+        sample without one); ``batch``: the ``BatchTensor``, whose
+        ``boxes(layout, room)`` collates the boxes (padded, flat or ragged)."""
         item = self._native.next_batch(mask=True)
         if item is None:
             return None
@@ -1070,6 +1087,8 @@ class Loader:
             "epoch": epoch,
             "number": number,
             "pixel_mask": pixel_mask,
+            "targets": tensor.targets,
+            "batch": tensor,
         }
 
     def __len__(self) -> int:
