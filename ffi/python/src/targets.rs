@@ -123,7 +123,9 @@ pub(crate) fn boxes<'py>(
 }
 
 /// `value` as a numpy array of `T` (numpy converts a list or an array of
-/// another dtype; a value it cannot convert is an error).
+/// another dtype; a value it cannot convert is an error). Integers must be
+/// exact: a fraction, or a value the integer type cannot hold (a label 1.5,
+/// an `iscrowd` of 300), is an error rather than numpy's silent cast.
 fn numbers<'py, T: numpy::Element>(
     value: &Bound<'py, PyAny>,
     dtype: &str,
@@ -133,6 +135,18 @@ fn numbers<'py, T: numpy::Element>(
     let a = np
         .call_method1("ascontiguousarray", (value, dtype))
         .map_err(|e| format!("not an array of {dtype}: {e}"))?;
+    if dtype != "float32" {
+        let given = np
+            .call_method1("asarray", (value,))
+            .map_err(|e| e.to_string())?;
+        let exact = np
+            .call_method1("array_equal", (&a, &given))
+            .and_then(|e| e.is_truthy())
+            .map_err(|e| e.to_string())?;
+        if !exact {
+            return Err(format!("values {dtype} does not hold exactly"));
+        }
+    }
     let shape = a
         .cast::<PyUntypedArray>()
         .map_err(|e| e.to_string())?

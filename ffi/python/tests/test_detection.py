@@ -208,6 +208,8 @@ def test_a_classification_batch_has_no_targets(train):
         ({"canvas_size": (0, 10)}, "canvas_size"),
         ({"masks": np.zeros((1, 2, 2), dtype=np.uint8)}, "masks"),
         ({"colour": 1}, "colour"),
+        ({"labels": [1.5] * 3}, "int64 does not hold"),
+        ({"iscrowd": [0, 300, 0]}, "iscrowd: .*uint8"),
     ],
 )
 def test_a_bad_target_is_a_data_error_naming_its_sample(tp, train, bad, why):
@@ -238,3 +240,21 @@ def test_masks_move_with_the_boxes(train):
         for m, (x1, y1, x2, y2) in zip(t["masks"], t["boxes"].astype(int)):
             rows, cols = np.nonzero(m)
             assert (cols.min(), cols.max() + 1, rows.min(), rows.max() + 1) == (x1, x2, y1, y2)
+
+
+def test_a_pixel_array_s_size_is_its_target_s_default_canvas(train):
+    class Pixels:
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            image = np.zeros((40, 60, 3), dtype=np.uint8)
+            return image, {"boxes": [[50.0, 5.0, 70.0, 30.0]], "labels": [3], "masks": np.ones((1, 40, 60), bool)}
+
+    pipeline = train.Pipeline([train.RandomHorizontalFlip(1.0), train.ToTensor(), train.ClampBoundingBoxes()])
+    b = loader(train, train.FromPython(Pixels()), pipeline, 1).next_batch()
+    for t in b["targets"]:
+        assert t["canvas_size"] == (40, 60) and t["format"] == "XYXY"
+        # Flipped about the width, then clamped into the canvas.
+        assert t["boxes"].tolist() == [[0.0, 5.0, 10.0, 30.0]]
+        assert t["masks"].shape == (1, 40, 60) and t["masks"].all()
