@@ -143,6 +143,9 @@ pub(crate) fn load(e: &LoadError) -> PyErr {
         } => caused(DataError::new_err(message), error),
         LoadError::LabelWidth { .. } => DataError::new_err(message),
         LoadError::Label { .. } | LoadError::LabelCount { .. } => DataError::new_err(message),
+        // A sample's boxes that do not fit the padded layout: the sample's
+        // data, named by its index.
+        LoadError::TooManyBoxes { .. } => DataError::new_err(message),
         LoadError::Decode { error, .. } => {
             let class = core(error);
             Python::attach(|py| PyErr::from_type(class.get_type(py), message))

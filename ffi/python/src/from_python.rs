@@ -1,6 +1,7 @@
 //! `train.FromPython(obj)`: a map-style Python dataset (`__len__` and
-//! `__getitem__(i)` returning `(image, label)`, as PyTorch's `Dataset`s do)
-//! as a [`Dataset`] the loader's read threads call.
+//! `__getitem__(i)` returning `(image, label)`, as PyTorch's `Dataset`s do,
+//! or `(image, target)` with a detection target dict) as a [`Dataset`] the
+//! loader's read threads call.
 //!
 //! Each read takes the GIL only for the call and the copy into the sample's
 //! recycled buffers (`Python::attach`); everything else the loader does runs
@@ -12,8 +13,10 @@ use std::fmt;
 
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyTuple};
 use tensorprep::PixelFormat;
+use tensorprep::decode::ImageDecoder;
+use tensorprep::jpeg::DecodeOptions;
 use tensorprep::train::data::{Content, DataError, Dataset, MAX_SAMPLE_BYTES, Sample};
 
 use crate::train::{PyDataset, labels_of};
@@ -217,10 +220,33 @@ pub(crate) fn read_item(item: &Bound<'_, PyAny>, sample: &mut Sample) -> Result<
         ));
     };
     read_image(&image, sample)?;
-    let labels = labels_of(&label).map_err(|e| format!("a bad label: {e}"))?;
     sample.labels.clear();
+    if let Ok(target) = label.cast::<PyDict>() {
+        // A detection sample: its target, and no class labels.
+        let t = crate::targets::from_dict(target, || image_size(sample))
+            .map_err(|e| format!("a bad target: {e}"))?;
+        sample.target = Some(Box::new(t));
+        return Ok(());
+    }
+    sample.target = None;
+    let labels = labels_of(&label).map_err(|e| format!("a bad label: {e}"))?;
     sample.labels.extend_from_slice(&labels);
     Ok(())
+}
+
+/// The sample's image size `(height, width)`: the array's, or what the
+/// encoded file's headers say (as stored: before any EXIF rotation).
+fn image_size(sample: &Sample) -> Result<(u32, u32), String> {
+    match sample.content {
+        Content::Pixels { width, height, .. } => Ok((height, width)),
+        _ => {
+            let mut decoder = ImageDecoder::new(DecodeOptions::default());
+            let info = decoder.read_info(&sample.bytes).map_err(|e| {
+                format!("an image whose size cannot be read for the target's canvas_size ({e}); give canvas_size")
+            })?;
+            Ok((info.stored_height, info.stored_width))
+        }
+    }
 }
 
 impl FromPython {

@@ -23,6 +23,7 @@ mod preview;
 mod recipes;
 mod resize;
 mod shards;
+mod targets;
 mod train;
 mod user_code;
 

@@ -57,9 +57,10 @@ pub(crate) struct BatchTensor {
 }
 
 /// The batch, kept alive by every array made from it (its buffer goes back
-/// to the loader when the last one is freed).
+/// to the loader when the last one is freed). Its targets are read through
+/// it; its tensor only through the pointer the arrays were given.
 struct Owned {
-    _batch: Batch,
+    batch: Batch,
 }
 
 #[pymethods]
@@ -111,6 +112,32 @@ impl BatchTensor {
     #[getter]
     fn dtype(&self) -> &'static str {
         names::dtype_name(self.dtype)
+    }
+
+    /// Each sample's target as the pipeline moved it, in sample order: a
+    /// dict (`boxes` float32 (N, 4), `format`, `canvas_size` (H, W),
+    /// `labels` int64 (N,), and when present `masks` uint8 (N, H, W),
+    /// `iscrowd`, `area`, `difficult`, `image_id`), or `None` for a sample
+    /// without one.
+    #[getter]
+    fn targets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::targets::of_batch(py, &self.owner.batch)
+    }
+
+    /// The batch's boxes and labels collated, as numpy arrays: `"padded"`
+    /// (`boxes` (B, room, 4), `labels` (B, room) padded with -1, `counts`
+    /// (B,); `room` None: the batch's largest count, and a sample with more
+    /// is a `DataError` naming it), `"flat"` (Ultralytics' `batch_idx`,
+    /// `cls` (M,), `bboxes` (M, 4)) or `"ragged"` (`offsets` (B + 1,),
+    /// `labels` (M,), `boxes` (M, 4)). Each box in its sample's format.
+    #[pyo3(signature = (layout="padded", room=None))]
+    fn boxes<'py>(
+        &self,
+        py: Python<'py>,
+        layout: &str,
+        room: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        crate::targets::boxes(py, &self.owner.batch, layout, room)
     }
 }
 
@@ -744,7 +771,7 @@ impl PyLoader {
         };
         let (epoch, number) = (batch.epoch, batch.number);
         let tensor = BatchTensor {
-            owner: Arc::new(Owned { _batch: batch }),
+            owner: Arc::new(Owned { batch }),
             data,
             dtype,
             shape: [len, a, b, c].iter().map(|&d| d as i64).collect(),

@@ -10,13 +10,15 @@ use tensorprep::finish::{ChannelOrder, FinishSpec, Finisher, Normalize};
 use tensorprep::geometry::Flip;
 use tensorprep::pipeline::{CenterCrop, CropRounding, Decode, DecodeScaling, Op, Resize};
 use tensorprep::size::{Rounding, SizeRule};
+use tensorprep::targets::{BoxFormat, TargetOp};
 use tensorprep::train::data::combine::Source;
 use tensorprep::train::data::{self, Dataset, Sample};
 use tensorprep::train::{
-    AugMix, Augment, AutoAugment, AutoAugmentPolicy, ColorJitter, EraseValue, GaussianBlur,
-    RandAugment, RandomAffine, RandomApply, RandomChoice, RandomCrop, RandomErasing, RandomFlip,
-    RandomOrder, RandomPerspective, RandomResizedCrop, RandomRotation, TrainPipeline,
-    TrivialAugmentWide,
+    AugMix, Augment, AutoAugment, AutoAugmentPolicy, ColorJitter, EraseValue, FixedSizeCrop,
+    GaussianBlur, RandAugment, RandomAffine, RandomApply, RandomChoice, RandomCrop, RandomErasing,
+    RandomFlip, RandomIoUCrop, RandomOrder, RandomPerspective, RandomPhotometricDistort,
+    RandomResizedCrop, RandomRotation, RandomShortestSize, RandomZoomOut, ScaleJitter,
+    TrainPipeline, TrivialAugmentWide,
 };
 use tensorprep::{Layout, Quantization};
 
@@ -737,6 +739,181 @@ fn random_perspective(
     Ok(PyAugment(Augment::RandomPerspective(r)))
 }
 
+/// `augment` with its parameters checked now (the library's own check, run
+/// by compiling a pipeline of it alone), as torchvision's constructors
+/// check theirs.
+fn checked(augment: Augment) -> PyResult<PyAugment> {
+    let mut p = TrainPipeline::imagenet_train();
+    p.augments = vec![augment];
+    p.compile().map_err(|e| errors::value(e.to_string()))?;
+    let augment = p
+        .augments
+        .pop()
+        .ok_or_else(|| errors::value("no augmentation"))?;
+    Ok(PyAugment(augment))
+}
+
+/// torchvision v2's `RandomIoUCrop(min_scale, max_scale, min_aspect_ratio,
+/// max_aspect_ratio, sampler_options, trials)`, SSD's crop (the sample needs
+/// boxes; follow it with `SanitizeBoundingBoxes`). `max_rounds`: the rounds
+/// drawn before the sample is left as it is (torchvision draws without end).
+#[pyfunction(name = "RandomIoUCrop")]
+#[pyo3(signature = (min_scale=0.3, max_scale=1.0, min_aspect_ratio=0.5, max_aspect_ratio=2.0,
+                    sampler_options=None, trials=40, *, max_rounds=100),
+       text_signature = "(min_scale=0.3, max_scale=1.0, min_aspect_ratio=0.5, max_aspect_ratio=2.0, \
+                         sampler_options=None, trials=40, *, max_rounds=100)")]
+#[allow(clippy::too_many_arguments)]
+fn random_iou_crop(
+    min_scale: f64,
+    max_scale: f64,
+    min_aspect_ratio: f64,
+    max_aspect_ratio: f64,
+    sampler_options: Option<Vec<f64>>,
+    trials: u32,
+    max_rounds: u32,
+) -> PyResult<PyAugment> {
+    let mut c = RandomIoUCrop::new();
+    c.min_scale = min_scale;
+    c.max_scale = max_scale;
+    c.min_aspect_ratio = min_aspect_ratio;
+    c.max_aspect_ratio = max_aspect_ratio;
+    if let Some(options) = sampler_options {
+        c.sampler_options = options;
+    }
+    c.trials = trials;
+    c.max_rounds = max_rounds;
+    checked(Augment::RandomIoUCrop(c))
+}
+
+/// torchvision v2's `RandomZoomOut(fill, side_range, p)`.
+#[pyfunction(name = "RandomZoomOut")]
+#[pyo3(signature = (fill=None, side_range=(1.0, 4.0), p=0.5),
+       text_signature = "(fill=0, side_range=(1.0, 4.0), p=0.5)")]
+fn random_zoom_out(
+    fill: Option<&Bound<'_, PyAny>>,
+    side_range: (f64, f64),
+    p: f64,
+) -> PyResult<PyAugment> {
+    let mut z = RandomZoomOut::new(fill_of(fill)?);
+    z.side_range = side_range;
+    z.p = p;
+    checked(Augment::RandomZoomOut(z))
+}
+
+/// torchvision v2's `ScaleJitter(target_size, scale_range, interpolation,
+/// antialias)`; `target_size` is `(height, width)`. `antialias` is accepted
+/// for torchvision's signature: resizing is Pillow's, antialiased as
+/// torchvision's is on PIL images whatever it says.
+#[pyfunction(name = "ScaleJitter")]
+#[pyo3(signature = (target_size, scale_range=(0.1, 2.0), interpolation=Name::new("bilinear"), antialias=Some(true)),
+       text_signature = "(target_size, scale_range=(0.1, 2.0), interpolation='bilinear', antialias=True)")]
+fn scale_jitter(
+    target_size: (u32, u32),
+    scale_range: (f64, f64),
+    interpolation: Name,
+    antialias: Option<bool>,
+) -> PyResult<PyAugment> {
+    let _ = antialias;
+    let (height, width) = target_size;
+    let mut j = ScaleJitter::new(width, height);
+    j.scale_range = scale_range;
+    j.resample = names::resample(&interpolation.0)?;
+    checked(Augment::ScaleJitter(j))
+}
+
+/// torchvision v2's `RandomShortestSize(min_size, max_size, interpolation,
+/// antialias)`: `min_size` an int or a sequence drawn from. `antialias` as
+/// in `ScaleJitter`.
+#[pyfunction(name = "RandomShortestSize")]
+#[pyo3(signature = (min_size, max_size=None, interpolation=Name::new("bilinear"), antialias=Some(true)),
+       text_signature = "(min_size, max_size=None, interpolation='bilinear', antialias=True)")]
+fn random_shortest_size(
+    min_size: &Bound<'_, PyAny>,
+    max_size: Option<u32>,
+    interpolation: Name,
+    antialias: Option<bool>,
+) -> PyResult<PyAugment> {
+    let _ = antialias;
+    let sizes = match min_size.extract::<u32>() {
+        Ok(s) => vec![s],
+        Err(_) => min_size
+            .extract::<Vec<u32>>()
+            .map_err(|_| errors::value("min_size is an int or a sequence of ints"))?,
+    };
+    let mut r = RandomShortestSize::new(sizes, max_size);
+    r.resample = names::resample(&interpolation.0)?;
+    checked(Augment::RandomShortestSize(r))
+}
+
+/// The `FixedSizeCrop(size, fill, padding_mode)` of torchvision's
+/// detection references (constant padding only): `size` an int or
+/// `(height, width)`.
+#[pyfunction(name = "FixedSizeCrop")]
+#[pyo3(signature = (size, fill=None, padding_mode="constant"),
+       text_signature = "(size, fill=0, padding_mode='constant')")]
+fn fixed_size_crop(
+    size: &Bound<'_, PyAny>,
+    fill: Option<&Bound<'_, PyAny>>,
+    padding_mode: &str,
+) -> PyResult<PyAugment> {
+    if padding_mode != "constant" {
+        return Err(errors::value(format!(
+            "FixedSizeCrop: padding_mode {padding_mode:?} is not supported (constant is)"
+        )));
+    }
+    let (width, height) = size_of(size)?;
+    let mut c = FixedSizeCrop::new(width, height);
+    c.fill = fill_of(fill)?;
+    checked(Augment::FixedSizeCrop(c))
+}
+
+/// torchvision v2's `RandomPhotometricDistort(brightness, contrast,
+/// saturation, hue, p)`, SSD's colour distortion.
+#[pyfunction(name = "RandomPhotometricDistort")]
+#[pyo3(signature = (brightness=(0.875, 1.125), contrast=(0.5, 1.5), saturation=(0.5, 1.5), hue=(-0.05, 0.05), p=0.5),
+       text_signature = "(brightness=(0.875, 1.125), contrast=(0.5, 1.5), saturation=(0.5, 1.5), hue=(-0.05, 0.05), p=0.5)")]
+fn random_photometric_distort(
+    brightness: (f64, f64),
+    contrast: (f64, f64),
+    saturation: (f64, f64),
+    hue: (f64, f64),
+    p: f64,
+) -> PyResult<PyAugment> {
+    let mut d = RandomPhotometricDistort::new();
+    d.brightness = brightness;
+    d.contrast = contrast;
+    d.saturation = saturation;
+    d.hue = hue;
+    d.p = p;
+    checked(Augment::RandomPhotometricDistort(d))
+}
+
+/// torchvision v2's `ClampBoundingBoxes()`: the boxes into their canvas.
+#[pyfunction(name = "ClampBoundingBoxes")]
+fn clamp_bounding_boxes() -> PyAugment {
+    PyAugment(Augment::Target(TargetOp::Clamp))
+}
+
+/// torchvision v2's `SanitizeBoundingBoxes(min_size, min_area)`: drops the
+/// instances whose boxes are degenerate, smaller or outside, with every
+/// per-instance field of the target (labels, masks, `iscrowd`, `area`, ...).
+#[pyfunction(name = "SanitizeBoundingBoxes")]
+#[pyo3(signature = (min_size=1.0, min_area=1.0))]
+fn sanitize_bounding_boxes(min_size: f64, min_area: f64) -> PyResult<PyAugment> {
+    checked(Augment::Target(TargetOp::Sanitize { min_size, min_area }))
+}
+
+/// torchvision v2's `ConvertBoundingBoxFormat(format)`: `"XYXY"`, `"XYWH"`
+/// or `"CXCYWH"` (any case, or a `BoundingBoxFormat`).
+#[pyfunction(name = "ConvertBoundingBoxFormat")]
+fn convert_bounding_box_format(format: Name) -> PyResult<PyAugment> {
+    let format: BoxFormat = format
+        .0
+        .parse()
+        .map_err(|e: tensorprep::Error| errors::value(e.to_string()))?;
+    Ok(PyAugment(Augment::Target(TargetOp::ConvertFormat(format))))
+}
+
 /// torchvision's `RandomGrayscale(p)` (three equal channels).
 #[pyfunction(name = "RandomGrayscale")]
 #[pyo3(signature = (p=0.1))]
@@ -1069,7 +1246,11 @@ impl Steps {
         for item in list.try_iter()? {
             let item = item?;
             if let Ok(a) = item.cast::<PyAugment>() {
-                if steps.tensor {
+                // A box-only op (ClampBoundingBoxes, SanitizeBoundingBoxes,
+                // ConvertBoundingBoxFormat) may follow ToTensor, as in
+                // torchvision's detection recipes: it touches no pixel, so
+                // running it before the tensor is made is the same.
+                if steps.tensor && !matches!(a.get().0, Augment::Target(_)) {
                     return Err(errors::value(format!(
                         "{:?} after ToTensor: augmentations run on 8-bit pixels before the \
                          tensor is made (as torchvision's PIL transforms do); move it before ToTensor",
@@ -1373,6 +1554,15 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(random_apply, m)?,
         wrap_pyfunction!(random_choice, m)?,
         wrap_pyfunction!(random_order, m)?,
+        wrap_pyfunction!(random_iou_crop, m)?,
+        wrap_pyfunction!(random_zoom_out, m)?,
+        wrap_pyfunction!(scale_jitter, m)?,
+        wrap_pyfunction!(random_shortest_size, m)?,
+        wrap_pyfunction!(fixed_size_crop, m)?,
+        wrap_pyfunction!(random_photometric_distort, m)?,
+        wrap_pyfunction!(clamp_bounding_boxes, m)?,
+        wrap_pyfunction!(sanitize_bounding_boxes, m)?,
+        wrap_pyfunction!(convert_bounding_box_format, m)?,
     ] {
         names.push(f.getattr("__name__")?.extract::<String>()?);
         m.add_function(f)?;

@@ -266,7 +266,18 @@ ARGUMENTS = {
     "AutoAugment": (("cifar10",), {}),
     "RandAugment": ((3, 7), {}),
     "AugMix": ((), {"severity": 2, "all_ops": False}),
+    "RandomIoUCrop": ((0.5,), {"sampler_options": [0.0, 0.5], "max_rounds": 7}),
+    "RandomZoomOut": ((9,), {"side_range": (1.0, 2.0), "p": 0.8}),
+    "ScaleJitter": (((32, 40),), {"scale_range": (0.5, 1.5)}),
+    "RandomShortestSize": (([20, 28],), {"max_size": 40}),
+    "FixedSizeCrop": (((20, 24),), {"fill": 5}),
+    "RandomPhotometricDistort": ((), {"p": 0.9}),
+    "SanitizeBoundingBoxes": ((), {"min_size": 2.0}),
+    "ConvertBoundingBoxFormat": (("cxcywh",), {}),
 }
+
+# The augmentations that need the sample's boxes (a classification dataset has none).
+NEEDS_BOXES = {"RandomIoUCrop"}
 
 
 def _nested(train):
@@ -293,7 +304,8 @@ def test_every_augmentation_pickles_as_an_equal_one(tp, train):
     for name, augment in augments:
         back = pickle.loads(pickle.dumps(augment))
         assert repr(back) == repr(augment), name
-        assert np.array_equal(first_batch(back), first_batch(augment)), name
+        if name not in NEEDS_BOXES:
+            assert np.array_equal(first_batch(back), first_batch(augment)), name
     # Pipelines of every kind, with the steps after ToTensor.
     pipelines = [
         train.Pipeline(

@@ -106,7 +106,8 @@ def test_the_dlpack_export_reaches_numpy_without_a_copy(tp, train):
     # A plan of fixed size pads nothing: its pixel mask is all ones.
     assert mask.shape == (4, 224, 224) and mask.dtype == np.uint8 and mask.all()
     batch = loader.next_batch()
-    assert sorted(batch) == ["epoch", "images", "indices", "labels", "number", "pixel_mask"]
+    assert sorted(batch) == ["batch", "epoch", "images", "indices", "labels", "number", "pixel_mask", "targets"]
+    assert batch["targets"] == [None] * len(batch["indices"])
     n, _, h, w = batch["images"].shape
     assert batch["pixel_mask"].dtype == np.int64 and batch["pixel_mask"].shape == (n, h, w)
     assert batch["pixel_mask"].all()
@@ -355,7 +356,8 @@ def test_every_augmentation_converts_from_torchvision_by_its_parameters(tp, trai
     assert set(tp._native.AUGMENTATIONS) <= set(train.__all__)
     nested = [train.RandomInvert(), train.RandomEqualize(0.25)]
     required = {"size": (20, 30), "kernel_size": 3, "degrees": (-5.0, 5.0), "bits": 4, "threshold": 100.0,
-                "sharpness_factor": 2.0, "transforms": []}
+                "sharpness_factor": 2.0, "transforms": [], "target_size": (20, 30), "min_size": (16, 24),
+                "format": "XYWH"}
     for name in tp._native.AUGMENTATIONS:
         make = getattr(train, name)
         attributes = {}

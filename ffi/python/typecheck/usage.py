@@ -62,6 +62,43 @@ def training(root: str) -> Dict[str, int]:
         return loader.state_dict()
 
 
+class Boxes:
+    """A map-style detection dataset: an encoded photo and its target dict."""
+
+    def __len__(self) -> int:
+        return 1
+
+    def __getitem__(self, i: int) -> Tuple[bytes, Dict[str, Any]]:
+        boxes = np.array([[10.0, 20.0, 50.0, 60.0]], dtype=np.float32)
+        return b"", {"boxes": boxes, "format": "XYXY", "canvas_size": (100, 100), "labels": [1]}
+
+
+def detection() -> int:
+    pipeline = train.Pipeline(
+        [
+            train.RandomPhotometricDistort(p=1.0),
+            train.RandomZoomOut(fill=(123, 117, 104), side_range=(1.0, 4.0)),
+            train.RandomIoUCrop(sampler_options=[0.0, 0.5, 1.0], max_rounds=50),
+            train.RandomShortestSize([480, 512], max_size=1333),
+            train.ScaleJitter((1024, 1024)),
+            train.FixedSizeCrop(1024, fill=0),
+            train.RandomHorizontalFlip(),
+            train.ToTensor(),
+            train.ConvertBoundingBoxFormat("XYXY"),
+            train.ClampBoundingBoxes(),
+            train.SanitizeBoundingBoxes(min_size=1.0),
+        ]
+    )
+    loader = train.Loader(train.FromPython(Boxes()), pipeline, 1, max_shape=(3, 1024, 1024))
+    batch = loader.next_batch()
+    if batch is None:
+        return 0
+    flat: Dict[str, npt.NDArray[Any]] = batch["batch"].boxes("flat")
+    padded = batch["batch"].boxes("padded", room=100)
+    targets: list[Optional[Dict[str, Any]]] = batch["targets"]
+    return len(flat["bboxes"]) + len(padded["counts"]) + len(targets)
+
+
 def preview(root: str, out: str) -> Tuple[int, int]:
     grid: npt.NDArray[np.uint8] = train.preview(train.ImageFolder(root), preset="imagenet-train", out=out, samples=4)
     height, width, _ = grid.shape

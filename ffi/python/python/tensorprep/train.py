@@ -40,8 +40,11 @@ from ._native import (  # noqa: F401  (re-exported)
     AutoAugment,
     BatchTensor,
     CenterCrop,
+    ClampBoundingBoxes,
     ColorJitter,
+    ConvertBoundingBoxFormat,
     Dataset,
+    FixedSizeCrop,
     GaussianBlur,
     Mixup,
     Normalize,
@@ -57,15 +60,21 @@ from ._native import (  # noqa: F401  (re-exported)
     RandomGrayscale,
     RandomHorizontalFlip,
     RandomInvert,
+    RandomIoUCrop,
     RandomOrder,
     RandomPerspective,
+    RandomPhotometricDistort,
     RandomPosterize,
     RandomResizedCrop,
     RandomRotation,
+    RandomShortestSize,
     RandomSolarize,
     RandomVerticalFlip,
+    RandomZoomOut,
     Resize,
     RunContext,
+    SanitizeBoundingBoxes,
+    ScaleJitter,
     ToTensor,
     TrivialAugmentWide,
     _Loader,
@@ -100,10 +109,13 @@ __all__ = [
     "CIFAR100",
     "CelebA",
     "CenterCrop",
+    "ClampBoundingBoxes",
     "ColorJitter",
+    "ConvertBoundingBoxFormat",
     "CutMix",
     "Dataset",
     "FashionMNIST",
+    "FixedSizeCrop",
     "GaussianBlur",
     "ImageFolder",
     "KMNIST",
@@ -127,17 +139,23 @@ __all__ = [
     "RandomGrayscale",
     "RandomHorizontalFlip",
     "RandomInvert",
+    "RandomIoUCrop",
     "RandomOrder",
     "RandomPerspective",
+    "RandomPhotometricDistort",
     "RandomPosterize",
     "RandomResizedCrop",
     "RandomRotation",
+    "RandomShortestSize",
     "RandomSolarize",
     "RandomVerticalFlip",
+    "RandomZoomOut",
     "RecordIO",
     "Resize",
     "RunContext",
     "Samples",
+    "SanitizeBoundingBoxes",
+    "ScaleJitter",
     "TFRecord",
     "ToTensor",
     "TrivialAugmentWide",
@@ -352,13 +370,26 @@ def KMNIST(root: PathLike, train: bool = True) -> Dataset:
 
 def FromPython(dataset: Any) -> Dataset:
     """A map-style Python dataset (PyTorch's ``Dataset`` protocol): ``len(dataset)``
-    samples, ``dataset[i]`` returning ``(image, label)``.
+    samples, ``dataset[i]`` returning ``(image, label)`` or, for detection,
+    ``(image, target)``.
 
     ``image``: an encoded file (``bytes``, ``bytearray``, ``memoryview``) or a
     uint8 numpy array ``HxW`` or ``HxWxC`` (C 1, 3 or 4: gray, RGB, RGBA; any
     strides), taken as pixels with no encoding round trip. ``label``: as in
     ``Samples`` (a number or a sequence of numbers, numpy's too). A PyTorch
     dataset returning PIL images: ``FromPython(from_torch_dataset(ds))``.
+
+    ``target``: a dict in torchvision v2's layout, moved with the image by
+    every geometric step and read back from the batches (``Loader.next_batch``'s
+    ``targets``, ``BatchTensor.boxes``): ``boxes`` (array-like (N, 4), float),
+    ``format`` (``"XYXY"`` by default, ``"XYWH"``, ``"CXCYWH"``),
+    ``canvas_size`` ((H, W); by default the image's: the array's, or the
+    encoded file's as its header stores it, before any EXIF rotation),
+    ``labels`` ((N,) integers), and optionally ``masks`` (uint8 (N, H, W)),
+    ``iscrowd``, ``area``, ``difficult`` ((N,) each) and ``image_id``. Every
+    per-instance field has N entries and every box is finite; a target that
+    is not so (or has another key) is the ``DataError`` below. Such a sample
+    has no class labels (the batch's labels are (batch, 0)).
 
     ``len(dataset)`` is read once, here (an exception it raises is raised
     here); the dataset must keep that length and its samples (an index past a
@@ -547,6 +578,13 @@ def Lambda(
 def _fill(fill: Any) -> Union[int, list[int], None]:
     if fill is None:
         return None
+    if isinstance(fill, dict):
+        # v2's fill per input type ({tv_tensors.Image: (123, 117, 104),
+        # "others": 0}): the image's, else the others'.
+        for key, value in fill.items():
+            if getattr(key, "__name__", None) == "Image":
+                return _fill(value)
+        return _fill(fill.get("others"))
     if isinstance(fill, (int, float)):
         return int(fill)
     return [int(v) for v in fill]
@@ -554,6 +592,21 @@ def _fill(fill: Any) -> Union[int, list[int], None]:
 
 # torchvision's (and timm's) other names for a constructor.
 _ALIASES = {"RandomResizedCropAndInterpolation": "RandomResizedCrop"}
+
+
+# Where a torchvision transform keeps a parameter under another name.
+_ATTRIBUTES = {("RandomIoUCrop", "sampler_options"): "options"}
+
+
+def _attribute(t: Any, transform: str, name: str) -> Tuple[bool, Any]:
+    """``(found, value)``: the transform's value for its counterpart's parameter ``name``."""
+    if transform == "FixedSizeCrop" and name == "size" and hasattr(t, "crop_height"):
+        # The detection references' FixedSizeCrop keeps the size as two attributes.
+        return True, (t.crop_height, t.crop_width)
+    attribute = _ATTRIBUTES.get((transform, name), name)
+    if hasattr(t, attribute):
+        return True, getattr(t, attribute)
+    return False, None
 
 
 def _argument(transform: str, name: str, value: Any) -> Any:
@@ -585,28 +638,60 @@ def _augment(t: Any) -> Augment:
         )
     if name == "RandomCrop" and getattr(t, "padding_mode", "constant") != "constant":
         raise ValueError(f"RandomCrop: padding_mode {t.padding_mode!r} is not supported (constant is)")
+    if name == "SanitizeBoundingBoxes" and getattr(t, "labels_getter", "default") != "default":
+        raise ValueError(
+            "SanitizeBoundingBoxes: only the default labels_getter is supported "
+            "(every per-instance field of the target is filtered with its box)"
+        )
+    if name == "ClampBoundingBoxes" and getattr(t, "clamping_mode", "auto") not in ("auto", "hard", "soft"):
+        raise ValueError(f"ClampBoundingBoxes: clamping_mode {t.clamping_mode!r} is not supported")
     constructor = _ALIASES.get(name, name)
     if constructor not in _AUGMENTATIONS:
-        raise ValueError(f"{name} has no tensorprep counterpart (known: torchvision's geometric, colour and policy transforms)")
+        raise ValueError(
+            f"{name} has no tensorprep counterpart "
+            "(known: torchvision's geometric, colour, policy and detection transforms)"
+        )
     make = getattr(_native, constructor)
     arguments = []
+    keywords = {}
     for parameter in inspect.signature(make).parameters.values():
-        if hasattr(t, parameter.name):
-            arguments.append(_argument(name, parameter.name, getattr(t, parameter.name)))
+        found, value = _attribute(t, name, parameter.name)
+        if found:
+            value = _argument(name, parameter.name, value)
         elif parameter.default is parameter.empty:
             raise ValueError(f"{name}: no attribute {parameter.name!r} (its counterpart's parameter)")
         else:
-            arguments.append(parameter.default)
-    return make(*arguments)  # type: ignore[no-any-return]
+            value = parameter.default
+        if parameter.kind is parameter.KEYWORD_ONLY:
+            keywords[parameter.name] = value
+        else:
+            arguments.append(value)
+    return make(*arguments, **keywords)  # type: ignore[no-any-return]
+
+
+def _image_dtype(dtype: Any) -> Any:
+    """v2's ``ToDtype`` dtype: one, or per input type (the image's)."""
+    if isinstance(dtype, dict):
+        for key, value in dtype.items():
+            if getattr(key, "__name__", None) == "Image":
+                return value
+        return dtype.get("others")
+    return dtype
 
 
 def from_torchvision(transform: Any, *, decoder: Optional[str] = None, fast: Union[bool, str] = False) -> Pipeline:
     """A ``Pipeline`` from a torchvision training transform (a ``Compose`` or
     a list): the PIL-image transforms in order (``RandomResizedCrop``,
     ``RandomHorizontalFlip``, ``ColorJitter``, ``TrivialAugmentWide``, ...,
-    ``RandomApply``), then ``ToTensor`` (or ``PILToTensor`` +
-    ``ConvertImageDtype``), ``Normalize`` and ``RandomErasing``. A transform
-    without a counterpart (a ``Lambda``) is refused by name.
+    ``RandomApply``; v2's detection transforms ``RandomIoUCrop``,
+    ``RandomZoomOut``, ``ScaleJitter``, ``RandomShortestSize``,
+    ``RandomPhotometricDistort`` and the references' ``FixedSizeCrop``),
+    then ``ToTensor`` (or ``PILToTensor`` / v2's ``ToImage`` +
+    ``ConvertImageDtype`` / ``ToDtype(torch.float32, scale=True)``),
+    ``Normalize`` and ``RandomErasing``; the box-only ``ClampBoundingBoxes``,
+    ``SanitizeBoundingBoxes`` and ``ConvertBoundingBoxFormat`` anywhere
+    (``ToPureTensor`` is left out). A transform without a counterpart (a
+    ``Lambda``) is refused by name.
 
     >>> from torchvision import transforms as T
     >>> pipeline = train.from_torchvision(T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
@@ -618,13 +703,20 @@ def from_torchvision(transform: Any, *, decoder: Optional[str] = None, fast: Uni
     tensor = False
     for t in getattr(transform, "transforms", transform):
         name = type(t).__name__
-        if name in ("ToTensor", "MaybeToTensor", "PILToTensor"):
-            # PILToTensor's uint8 becomes ToTensor's 0-1 with ConvertImageDtype.
+        if name in ("ToTensor", "MaybeToTensor", "PILToTensor", "ToImage"):
+            # PILToTensor's (v2's ToImage's) uint8 becomes ToTensor's 0-1
+            # with ConvertImageDtype (v2's ToDtype(float32, scale=True)).
             items.append(ToTensor())
             tensor = True
         elif name == "ConvertImageDtype":
             if "float" not in str(t.dtype):
                 raise ValueError(f"ConvertImageDtype({t.dtype}): only float tensors are supported")
+        elif name == "ToDtype":
+            dtype = _image_dtype(t.dtype)
+            if "float" not in str(dtype) or not getattr(t, "scale", False):
+                raise ValueError(f"ToDtype({dtype}, scale={getattr(t, 'scale', False)}): only float with scale=True is supported")
+        elif name == "ToPureTensor":
+            pass  # the loader's outputs are plain tensors and arrays already
         elif name == "Normalize":
             items.append(Normalize([float(v) for v in t.mean], [float(v) for v in t.std]))
         elif name == "RandomErasing":
@@ -969,11 +1061,15 @@ class Loader:
 
     def next_batch(self) -> Optional[Dict[str, Any]]:
         """The next batch of this epoch as a dict (``images``, ``labels``,
-        ``indices``, ``epoch``, ``number``, ``pixel_mask``), or ``None`` at the
-        epoch's end. ``pixel_mask`` (samples x height x width, int64 as
-        transformers gives it) is 1 on each image's pixels and 0 on the padding
-        of a batch of varying sizes (``max_shape``): DETR-style models take it
-        beside ``pixel_values``."""
+        ``indices``, ``epoch``, ``number``, ``pixel_mask``, ``targets``,
+        ``batch``), or ``None`` at the epoch's end. ``pixel_mask`` (samples x
+        height x width, int64 as transformers gives it) is 1 on each image's
+        pixels and 0 on the padding of a batch of varying sizes
+        (``max_shape``): DETR-style models take it beside ``pixel_values``.
+        ``targets``: each sample's detection target as the pipeline moved it
+        (``BatchTensor.targets``: a dict of numpy arrays, or ``None`` for a
+        sample without one); ``batch``: the ``BatchTensor``, whose
+        ``boxes(layout, room)`` collates the boxes (padded, flat or ragged)."""
         item = self._native.next_batch(mask=True)
         if item is None:
             return None
@@ -991,6 +1087,8 @@ class Loader:
             "epoch": epoch,
             "number": number,
             "pixel_mask": pixel_mask,
+            "targets": tensor.targets,
+            "batch": tensor,
         }
 
     def __len__(self) -> int:
