@@ -189,10 +189,15 @@ fn batches_collate_boxes_in_three_layouts() {
             }
         }
     }
-    // Too little room is an error naming the sample, never a cut.
+    // Too little room is an error naming the sample, never a cut; a room
+    // past the allocation cap is refused before anything is allocated.
     if room > 0 {
         let e = batch.padded_boxes(Some(room - 1)).unwrap_err();
         assert!(matches!(e, LoadError::TooManyBoxes { .. }), "{e}");
+    }
+    for huge in [usize::MAX / 4, 1 << 40] {
+        let e = batch.padded_boxes(Some(huge)).unwrap_err();
+        assert!(matches!(e, LoadError::OutOfMemory(_)), "{e}");
     }
     // Flat with batch indices, and ragged with offsets: the same boxes.
     let flat = batch.flat_boxes();
@@ -297,4 +302,25 @@ fn a_coco_folder_through_the_ssd_recipe_gives_one_checksum() {
         .sum();
     assert!(masks > 0);
     std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// Images zipped with a dataset of targets: the sample takes the target of
+/// whichever gives one; both giving one is an error naming the sample.
+#[test]
+fn a_zip_carries_the_target_of_the_dataset_that_gives_one() {
+    use tensorprep::train::data::combine::Zip;
+    let images: Arc<dyn Dataset> = tensorprep_tests::photo_dataset(vec![photos()[0].0.clone()], 3);
+    let targets: Arc<dyn Dataset> = Arc::new((3, |i: usize, s: &mut Sample| {
+        s.labels.clear();
+        s.target = Some(Box::new(target(i, (451, 300))));
+        Ok::<(), DataError>(())
+    }));
+    let zip = Zip::new(Arc::clone(&images), Arc::clone(&targets)).unwrap();
+    let mut s = Sample::default();
+    zip.read(2, &mut s).unwrap();
+    assert_eq!(s.target.as_deref(), Some(&target(2, (451, 300))));
+    assert_eq!(s.labels, [2.0]);
+    let both = Zip::new(Arc::clone(&targets), targets).unwrap();
+    let e = both.read(1, &mut Sample::default()).unwrap_err();
+    assert!(e.to_string().contains("both zipped datasets"), "{e}");
 }

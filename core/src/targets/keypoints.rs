@@ -87,8 +87,7 @@ impl KeyPoints {
                 needed: index.len(),
             });
         }
-        super::target::permute(&mut self.points, index);
-        Ok(())
+        super::target::permute(&mut self.points, index)
     }
 
     /// torchvision's `horizontal_flip`: `x -> -(x - (W - 1))`.

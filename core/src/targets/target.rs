@@ -95,16 +95,17 @@ impl InstanceKeyPoints {
         Ok(())
     }
 
-    /// Moves the points by `geometry`; a horizontal flip then puts each
-    /// point in its mirror's place, with its visibility.
+    /// Moves the points by `geometry`; a mirror (a horizontal or a vertical
+    /// flip, not both: that is a half turn) then puts each point in its
+    /// mirror's place, with its visibility.
     pub fn apply(&mut self, geometry: &Geometry) -> Result<()> {
         self.points.apply(geometry)?;
-        if let Geometry::Flip(Flip::Horizontal | Flip::Both) = geometry
+        if let Geometry::Flip(Flip::Horizontal | Flip::Vertical) = geometry
             && !self.flip_index.is_empty()
         {
             self.points.permute_instances(&self.flip_index)?;
             if !self.visibility.is_empty() {
-                permute(&mut self.visibility, &self.flip_index);
+                permute(&mut self.visibility, &self.flip_index)?;
             }
         }
         Ok(())
@@ -118,13 +119,24 @@ impl InstanceKeyPoints {
     }
 }
 
-/// Each group of `index.len()` values takes its values in `index`'s order.
-pub(super) fn permute<T: Copy>(values: &mut [T], index: &[u16]) {
+/// Each group of `index.len()` values takes its values in `index`'s order;
+/// an index outside the group is an error (the public `flip_index` may have
+/// been edited since [`InstanceKeyPoints::new`] checked it).
+pub(super) fn permute<T: Copy>(values: &mut [T], index: &[u16]) -> Result<()> {
     let k = index.len();
-    if k == 0 {
-        return;
+    if index.iter().any(|&i| usize::from(i) >= k) {
+        return Err(Error::InvalidParameter {
+            name: "flip_index",
+            reason: "a permutation of the points of an instance",
+        });
     }
-    let mut group = [values[0]; 64];
+    let Some(&first) = values.first() else {
+        return Ok(());
+    };
+    if k == 0 {
+        return Ok(());
+    }
+    let mut group = [first; 64];
     for chunk in values.chunks_exact_mut(k) {
         if k <= group.len() {
             group[..k].copy_from_slice(chunk);
@@ -138,6 +150,7 @@ pub(super) fn permute<T: Copy>(values: &mut [T], index: &[u16]) {
             }
         }
     }
+    Ok(())
 }
 
 /// Keeps the groups of `per` values whose `keep` entry is true (nothing
@@ -236,6 +249,28 @@ impl Target {
             ("area", vec(self.area.len())),
             ("difficult", vec(self.difficult.len())),
         ]
+    }
+
+    /// The bytes the target holds on the heap (its boxes, per-instance
+    /// fields, masks and key points): what a cache counts it as.
+    pub fn heap_bytes(&self) -> usize {
+        let boxes = self.boxes.as_ref().map_or(0, |b| 16 * b.len());
+        let masks = [&self.masks, &self.semantic]
+            .into_iter()
+            .flatten()
+            .map(|m| m.data().len())
+            .sum::<usize>();
+        let points = self.keypoints.as_ref().map_or(0, |k| {
+            8 * k.points.len() + k.visibility.len() + 2 * k.flip_index.len()
+        });
+        boxes
+            + 8 * self.labels.len()
+            + self.iscrowd.len()
+            + 4 * self.area.len()
+            + self.difficult.len()
+            + masks
+            + points
+            + core::mem::size_of::<Target>()
     }
 
     /// Checks that every per-instance field present has one entry per
@@ -426,5 +461,55 @@ impl fmt::Display for TargetOp {
             ),
             TargetOp::DropEmpty => write!(f, "drop the empty boxes"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::targets::{Canvas, KeyPoints};
+    use alloc::vec;
+
+    fn eyes(points: Vec<[f32; 2]>) -> InstanceKeyPoints {
+        let n = points.len();
+        let points = KeyPoints::new(points, Canvas::new(10, 40).unwrap());
+        InstanceKeyPoints::new(points, 2, vec![2; n], vec![1, 0]).unwrap()
+    }
+
+    /// A mirror swaps sides, a half turn (both flips) does not; a target
+    /// with no instances left (all sanitized away) flips without a fault.
+    #[test]
+    fn mirrors_swap_sides_and_half_turns_do_not() {
+        let mut k = eyes(vec![[10.0, 5.0], [20.0, 5.0]]);
+        k.apply(&Geometry::Flip(Flip::Vertical)).unwrap();
+        assert_eq!(k.points.points(), &[[20.0, 4.0], [10.0, 4.0]]);
+        let mut k = eyes(vec![[10.0, 5.0], [20.0, 5.0]]);
+        k.apply(&Geometry::Flip(Flip::Both)).unwrap();
+        assert_eq!(k.points.points(), &[[29.0, 4.0], [19.0, 4.0]]);
+        let mut empty = eyes(vec![]);
+        empty.apply(&Geometry::Flip(Flip::Horizontal)).unwrap();
+        assert_eq!(empty.instances(), 0);
+        // A flip index edited out of range after it was checked: an error.
+        let mut k = eyes(vec![[10.0, 5.0], [20.0, 5.0]]);
+        k.flip_index = vec![0, 9];
+        assert!(k.apply(&Geometry::Flip(Flip::Horizontal)).is_err());
+        k.flip_index = vec![0, 64];
+        assert!(k.apply(&Geometry::Flip(Flip::Horizontal)).is_err());
+    }
+
+    /// A cache counts what a target holds: its masks above all.
+    #[test]
+    fn heap_bytes_count_masks_and_fields() {
+        let canvas = Canvas::new(100, 200).unwrap();
+        let mut t = Target::default();
+        let bare = t.heap_bytes();
+        t.boxes = Some(BoundingBoxes::new(
+            vec![[0.0; 4]; 3],
+            BoxFormat::Xyxy,
+            canvas,
+        ));
+        t.labels = vec![1, 2, 3];
+        t.masks = Some(crate::targets::Masks::new(vec![0; 3 * 100 * 200], 3, canvas).unwrap());
+        assert_eq!(t.heap_bytes(), bare + 48 + 24 + 60_000);
     }
 }

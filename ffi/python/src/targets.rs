@@ -199,6 +199,19 @@ const KEYS: [&str; 9] = [
     "image_id",
 ];
 
+/// A box format given as a name (`"XYXY"`, any case) or as torchvision's
+/// `BoundingBoxFormat` (its name).
+fn format_of(f: &Bound<'_, PyAny>) -> Result<BoxFormat, String> {
+    let name = match f.extract::<String>() {
+        Ok(s) => s,
+        Err(_) => f
+            .getattr("name")
+            .and_then(|n| n.extract::<String>())
+            .map_err(|_| "format is \"XYXY\", \"XYWH\" or \"CXCYWH\"".to_owned())?,
+    };
+    name.parse::<BoxFormat>().map_err(|e| e.to_string())
+}
+
 /// A target dict (the layout [`to_dict`] gives) as a checked [`Target`];
 /// `image_size` is the image's `(height, width)` when the dict gives no
 /// `canvas_size`. `Err` says what is wrong.
@@ -219,24 +232,44 @@ pub(crate) fn from_dict(
         }
     }
     let item = |key: &str| d.get_item(key).map_err(|e| e.to_string());
-    let format = match item("format")? {
-        None => BoxFormat::Xyxy,
-        Some(f) => {
-            let name = match f.extract::<String>() {
-                Ok(s) => s,
-                // torchvision's BoundingBoxFormat: its name.
-                Err(_) => f
-                    .getattr("name")
-                    .and_then(|n| n.extract::<String>())
-                    .map_err(|_| "format is \"XYXY\", \"XYWH\" or \"CXCYWH\"".to_owned())?,
-            };
-            name.parse::<BoxFormat>().map_err(|e| e.to_string())?
-        }
+    // torchvision's tv_tensors.BoundingBoxes carries its format and canvas:
+    // read them where the dict does not say (and refuse a disagreement).
+    let boxes_attr = |name: &str| -> Option<Bound<'_, PyAny>> {
+        d.get_item("boxes")
+            .ok()
+            .flatten()
+            .and_then(|b| b.getattr(name).ok())
+            .filter(|a| !a.is_none())
     };
-    let (height, width) = match item("canvas_size")? {
-        Some(c) => c
-            .extract::<(u32, u32)>()
-            .map_err(|_| "canvas_size is (height, width)".to_owned())?,
+    let said = item("format")?;
+    let carried = boxes_attr("format");
+    if let (Some(f), Some(c)) = (&said, &carried)
+        && format_of(f)? != format_of(c)?
+    {
+        return Err(
+            "format differs from the boxes' own (tv_tensors.BoundingBoxes.format)".to_owned(),
+        );
+    }
+    let format = match said.or(carried) {
+        None => BoxFormat::Xyxy,
+        Some(f) => format_of(&f)?,
+    };
+    let said = item("canvas_size")?;
+    let carried = boxes_attr("canvas_size");
+    let size_of = |c: &Bound<'_, PyAny>| {
+        c.extract::<(u32, u32)>()
+            .map_err(|_| "canvas_size is (height, width)".to_owned())
+    };
+    if let (Some(s), Some(c)) = (&said, &carried)
+        && size_of(s)? != size_of(c)?
+    {
+        return Err(
+            "canvas_size differs from the boxes' own (tv_tensors.BoundingBoxes.canvas_size)"
+                .to_owned(),
+        );
+    }
+    let (height, width) = match said.or(carried) {
+        Some(c) => size_of(&c)?,
         None => image_size()?,
     };
     let canvas = Canvas::new(height, width).map_err(|e| format!("canvas_size: {e}"))?;

@@ -258,3 +258,38 @@ def test_a_pixel_array_s_size_is_its_target_s_default_canvas(train):
         # Flipped about the width, then clamped into the canvas.
         assert t["boxes"].tolist() == [[0.0, 5.0, 10.0, 30.0]]
         assert t["masks"].shape == (1, 40, 60) and t["masks"].all()
+
+
+def test_boxes_that_carry_their_format_and_canvas_are_read_with_them(tp, train):
+    """torchvision's tv_tensors.BoundingBoxes keep format and canvas_size as
+    attributes: a target giving such boxes without the keys is read with
+    them (never as XYXY on the image's size); keys that disagree are a data
+    error."""
+
+    class Boxes(np.ndarray):
+        pass
+
+    def boxes(fmt, canvas):
+        b = np.array([[10.0, 5.0, 20.0, 25.0]], dtype=np.float32).view(Boxes)
+        b.format, b.canvas_size = fmt, canvas
+        return b
+
+    class Carried:
+        def __init__(self, extra):
+            self.extra = extra
+
+        def __len__(self):
+            return 1
+
+        def __getitem__(self, i):
+            image = np.zeros((40, 60, 3), dtype=np.uint8)
+            return image, {"boxes": boxes("XYWH", (40, 60)), "labels": [1], **self.extra}
+
+    pipeline = train.Pipeline([train.ToTensor()])
+    b = loader(train, train.FromPython(Carried({})), pipeline, 1).next_batch()
+    t = b["targets"][0]
+    assert t["format"] == "XYWH" and t["canvas_size"] == (40, 60)
+    assert t["boxes"].tolist() == [[10.0, 5.0, 20.0, 25.0]]
+    for extra, why in [({"format": "XYXY"}, "format"), ({"canvas_size": (41, 60)}, "canvas_size")]:
+        with pytest.raises(tp.DataError, match=why):
+            loader(train, train.FromPython(Carried(extra)), pipeline, 1).next_batch()

@@ -123,6 +123,17 @@ def test_from_torchvision_converts_the_v2_detection_recipe(train):
     ])
     assert train.from_torchvision(ssd) == want
     assert train.from_torchvision(ssd) != train.Pipeline([train.RandomIoUCrop(), train.ToTensor()])
+    # The reference's own fill: defaultdict(lambda: mean, {Mask: 0}); the
+    # image takes the default (the mean), not a black canvas.
+    from collections import defaultdict
+
+    class Mask:
+        pass
+
+    reference = stand("RandomZoomOut", fill=defaultdict(lambda: (123.0, 117.0, 104.0), {Mask: 0}),
+                      side_range=(1.0, 4.0), p=0.5)
+    assert train.from_torchvision([reference, stand("ToTensor")]) == train.Pipeline(
+        [train.RandomZoomOut(fill=(123, 117, 104)), train.ToTensor()])
     # The references' FixedSizeCrop keeps its size as crop_height, crop_width.
     lsj = [stand("ScaleJitter", target_size=(64, 48), scale_range=(0.1, 2.0), interpolation="bilinear", antialias=True),
            stand("FixedSizeCrop", crop_height=64, crop_width=48, fill=0, padding_mode="constant"),

@@ -629,7 +629,8 @@ impl Concat {
 
 /// Two datasets side by side (tf.data's `zip` of images and labels): a
 /// sample's bytes and id are the first's, its labels the first's followed
-/// by the second's (the second's bytes are not kept).
+/// by the second's (the second's bytes are not kept), its target whichever
+/// of the two gives one (both giving one is an error naming the sample).
 pub struct Zip {
     first: Arc<dyn Dataset>,
     second: Arc<dyn Dataset>,
@@ -682,10 +683,22 @@ impl Dataset for Zip {
         self.first.read(index, sample)?;
         // Not borrowed across the read: the second dataset may be a zip.
         let mut other = SECOND.with(|s| s.borrow_mut().pop()).unwrap_or_default();
-        let read = self.second.read(index, &mut other);
-        if read.is_ok() {
+        let read = self.second.read(index, &mut other).and_then(|()| {
             sample.labels.extend_from_slice(&other.labels);
-        }
+            match (&sample.target, other.target.take()) {
+                (Some(_), Some(_)) => Err(DataError::Invalid {
+                    what: alloc::format!(
+                        "{}: both zipped datasets give the sample a target (zip one with labels only)",
+                        self.first.describe(index)
+                    ),
+                }),
+                (None, Some(t)) => {
+                    sample.target = Some(t);
+                    Ok(())
+                }
+                _ => Ok(()),
+            }
+        });
         SECOND.with(|s| s.borrow_mut().push(other));
         read
     }
@@ -831,7 +844,8 @@ impl Cache {
 }
 
 fn footprint(s: &Sample) -> u64 {
-    (s.bytes.len() + 4 * s.labels.len() + core::mem::size_of::<Sample>()) as u64
+    let target = s.target.as_ref().map_or(0, |t| t.heap_bytes());
+    (s.bytes.len() + 4 * s.labels.len() + target + core::mem::size_of::<Sample>()) as u64
 }
 
 impl Dataset for Cache {

@@ -90,9 +90,21 @@ impl Batch {
             });
         }
         let n = self.len();
+        // The layout's size checked before anything is allocated for it (a
+        // caller's room may be anything).
+        let slots = n
+            .checked_mul(room)
+            .filter(|s| {
+                crate::Limits::default()
+                    .check_alloc((*s as u64).saturating_mul(16))
+                    .is_ok()
+            })
+            .ok_or(LoadError::OutOfMemory(
+                "the padded boxes (a room too large for the allocation cap)",
+            ))?;
         let mut out = PaddedBoxes {
-            boxes: alloc::vec![0.0; n * room * 4],
-            labels: alloc::vec![-1; n * room],
+            boxes: alloc::vec![0.0; slots * 4],
+            labels: alloc::vec![-1; slots],
             counts,
             room,
         };

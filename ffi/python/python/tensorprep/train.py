@@ -584,7 +584,12 @@ def _fill(fill: Any) -> Union[int, list[int], None]:
         for key, value in fill.items():
             if getattr(key, "__name__", None) == "Image":
                 return _fill(value)
-        return _fill(fill.get("others"))
+        if "others" in fill:
+            return _fill(fill["others"])
+        # The detection reference's defaultdict(lambda: mean, {Mask: 0}):
+        # the image takes the default (``get`` would not make it).
+        factory = getattr(fill, "default_factory", None)
+        return _fill(factory()) if factory is not None else None
     if isinstance(fill, (int, float)):
         return int(fill)
     return [int(v) for v in fill]
