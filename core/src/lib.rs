@@ -128,6 +128,8 @@ pub mod decode;
 #[cfg(feature = "std")]
 pub mod files;
 pub mod finish;
+#[cfg(feature = "alloc")]
+pub mod functional;
 pub mod geometry;
 #[cfg(feature = "graph")]
 pub mod graph;

@@ -132,6 +132,33 @@ impl Geometry {
     }
 }
 
+impl Geometry {
+    /// The pixels' warp for this geometry on an image of `size` (width,
+    /// height), as torchvision's functional op warps a PIL image: Pillow's
+    /// `rotate` for [`Geometry::Rotate`], its `transform` with
+    /// torchvision's matrix for [`Geometry::Affine`] and
+    /// [`Geometry::Perspective`]; with the output size. `None` for the
+    /// geometry that is no warp (flips, resizes, crops, pads).
+    pub fn warp(&self, size: (u32, u32)) -> Result<Option<(crate::warp::Warp, (u32, u32))>> {
+        use crate::warp::Warp;
+        Ok(Some(match *self {
+            Geometry::Affine(a) => (
+                Warp::affine(a.angle, a.translate, a.scale, a.shear, a.center, size)?,
+                size,
+            ),
+            Geometry::Rotate {
+                angle,
+                expand,
+                center,
+            } => Warp::rotate(angle, center, expand, size)?,
+            Geometry::Perspective(c) => (Warp::Perspective(c), size),
+            Geometry::Flip(_) | Geometry::Resize(_) | Geometry::Crop { .. } | Geometry::Pad(_) => {
+                return Ok(None);
+            }
+        }))
+    }
+}
+
 /// The flips `flip` is, in order.
 fn flips(flip: Flip) -> (bool, bool) {
     match flip {

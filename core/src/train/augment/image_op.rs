@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use crate::adjust::{self, GaussianKernel, Point};
 use crate::targets::Geometry;
 use crate::warp::{self, Interpolation, Warp};
-use crate::{Error, ImageView, ImageViewMut, PixelFormat, Result};
+use crate::{Error, ImageView, ImageViewMut, Result};
 
 /// One op on the decoded 8-bit image, with its drawn parameters: a colour
 /// adjustment or a warp, which the plan compiler cannot fuse into its
@@ -72,24 +72,10 @@ impl ImageOp {
         interpolation: Interpolation,
         fill: [u8; 3],
     ) -> Result<ImageOp> {
-        let (matrix, size) = match geometry {
-            Geometry::Affine(a) => (
-                Warp::affine(a.angle, a.translate, a.scale, a.shear, a.center, size)?,
-                size,
-            ),
-            Geometry::Rotate {
-                angle,
-                expand,
-                center,
-            } => Warp::rotate(angle, center, expand, size)?,
-            Geometry::Perspective(c) => (Warp::Perspective(c), size),
-            Geometry::Flip(_) | Geometry::Resize(_) | Geometry::Crop { .. } | Geometry::Pad(_) => {
-                return Err(Error::InvalidParameter {
-                    name: "warp",
-                    reason: "flips, resizes, crops and pads are plan ops, not warps",
-                });
-            }
-        };
+        let (matrix, size) = geometry.warp(size)?.ok_or(Error::InvalidParameter {
+            name: "warp",
+            reason: "flips, resizes, crops and pads are plan ops, not warps",
+        })?;
         Ok(ImageOp::Warp {
             geometry,
             matrix,
@@ -140,11 +126,7 @@ impl ImageOp {
                 fill,
                 ..
             } => {
-                let fill = match src.format() {
-                    PixelFormat::Gray8 => [crate::color::luma601(fill[0], fill[1], fill[2]); 3],
-                    PixelFormat::Bgr8 => [fill[2], fill[1], fill[0]],
-                    _ => fill,
-                };
+                let fill = crate::functional::fill_in(src.format(), fill);
                 warp::warp(src, dst, &matrix, interpolation, fill)
             }
         }

@@ -1,0 +1,299 @@
+//! torchvision v2's functional geometric ops with explicit parameters: an
+//! 8-bit packed image (Gray8, Rgb8, Bgr8, ...) and, optionally, its target,
+//! each moved as torchvision moves a PIL image and its `tv_tensors`. The
+//! pixels come from the kernels the training plans run (Pillow's resize,
+//! transpose, crop and `transform`), the target from [`Target::apply`]; both
+//! from one [`Geometry`], so they cannot disagree.
+//!
+//! ```
+//! use tensorprep::functional;
+//! use tensorprep::targets::{BoundingBoxes, BoxFormat, Canvas, Target};
+//! use tensorprep::{Image, PixelFormat};
+//!
+//! let image = Image::new(PixelFormat::Rgb8, 8, 6)?;
+//! let mut target = Target::default();
+//! target.boxes = Some(BoundingBoxes::new(vec![[1.0, 1.0, 3.0, 4.0]], BoxFormat::Xyxy, Canvas::new(6, 8)?));
+//! let flipped = functional::horizontal_flip(&image.view(), Some(&mut target))?;
+//! assert_eq!((flipped.width(), flipped.height()), (8, 6));
+//! assert_eq!(target.boxes.unwrap().boxes(), &[[5.0, 1.0, 7.0, 4.0]]);
+//! # Ok::<(), tensorprep::Error>(())
+//! ```
+
+use crate::geometry::{Flip, Transform, transform_owned};
+use crate::image::packed_bpp;
+use crate::resize::Resample;
+use crate::targets::{Affine, Canvas, Geometry, Padding, Target};
+use crate::warp::Interpolation;
+use crate::{Error, Image, ImageView, PixelFormat, Result};
+
+/// How a geometric op makes its pixels: the resampler of a resize, the
+/// interpolation and fill of a warp, the fill of a pad.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Pixels {
+    /// A resize's resampler (torchvision's default on PIL: Pillow's bilinear).
+    pub resample: Resample,
+    /// A warp's interpolation (torchvision's default: nearest).
+    pub interpolation: Interpolation,
+    /// What pads and warps bring in from outside (R, G, B).
+    pub fill: [u8; 3],
+}
+
+impl Default for Pixels {
+    fn default() -> Pixels {
+        Pixels {
+            resample: Resample::Pillow(crate::resize::Filter::Bilinear),
+            interpolation: Interpolation::Nearest,
+            fill: [0; 3],
+        }
+    }
+}
+
+/// `fill` (R, G, B) as the bytes of one pixel of `format`.
+pub(crate) fn fill_in(format: PixelFormat, fill: [u8; 3]) -> [u8; 3] {
+    match format {
+        PixelFormat::Gray8 => [crate::color::luma601(fill[0], fill[1], fill[2]); 3],
+        PixelFormat::Bgr8 | PixelFormat::Bgra8 => [fill[2], fill[1], fill[0]],
+        _ => fill,
+    }
+}
+
+/// The image moved by `geometry` (and `target` with it).
+pub fn apply(
+    image: &ImageView<'_>,
+    geometry: &Geometry,
+    pixels: &Pixels,
+    target: Option<&mut Target>,
+) -> Result<Image> {
+    let (w, h) = (image.width(), image.height());
+    let out = match *geometry {
+        Geometry::Flip(f) => transform_owned(image, Transform::from_flip(f))?,
+        Geometry::Resize(c) => {
+            let mut out = Image::new(image.format(), c.width, c.height)?;
+            crate::resize::resize(image, &mut out.view_mut(), pixels.resample)?;
+            out
+        }
+        Geometry::Crop {
+            top,
+            left,
+            height,
+            width,
+        } => window(image, top, left, Canvas::new(height, width)?, [0; 3])?,
+        Geometry::Pad(p) => {
+            let c = p.canvas(Canvas::new(h, w)?)?;
+            let neg = |v: i64| {
+                v.checked_neg().ok_or(Error::InvalidParameter {
+                    name: "padding",
+                    reason: "the padded canvas is out of range",
+                })
+            };
+            window(image, neg(p.top)?, neg(p.left)?, c, pixels.fill)?
+        }
+        Geometry::Affine(_) | Geometry::Rotate { .. } | Geometry::Perspective(_) => {
+            let (matrix, (ow, oh)) = geometry.warp((w, h))?.ok_or(Error::InvalidParameter {
+                name: "warp",
+                reason: "not a warp",
+            })?;
+            let mut out = Image::new(image.format(), ow, oh)?;
+            let fill = fill_in(image.format(), pixels.fill);
+            crate::warp::warp(
+                image,
+                &mut out.view_mut(),
+                &matrix,
+                pixels.interpolation,
+                fill,
+            )?;
+            out
+        }
+    };
+    if let Some(t) = target {
+        t.apply(geometry)?;
+    }
+    Ok(out)
+}
+
+/// The window at (`top`, `left`) of `size` (as Pillow's `crop` takes it,
+/// reaching outside), `fill` where it lies outside the image.
+fn window(
+    image: &ImageView<'_>,
+    top: i64,
+    left: i64,
+    size: Canvas,
+    fill: [u8; 3],
+) -> Result<Image> {
+    let bpp = packed_bpp("crop", image.format())?;
+    let mut out = Image::new(image.format(), size.width, size.height)?;
+    let fill = fill_in(image.format(), fill);
+    let mut px = [0u8; 8];
+    for (i, v) in px.iter_mut().take(bpp).enumerate() {
+        // Alpha (a fourth byte) opaque, as Pillow's fill of an RGBA image.
+        *v = if i < 3 { fill[i.min(2)] } else { 255 };
+    }
+    let (iw, ih) = (i64::from(image.width()), i64::from(image.height()));
+    let x0 = left.clamp(0, iw);
+    let x1 = left.saturating_add(i64::from(size.width)).clamp(0, iw);
+    let mut view = out.view_mut();
+    for oy in 0..size.height {
+        let row = view.row_mut(oy);
+        for p in row.chunks_exact_mut(bpp) {
+            p.copy_from_slice(&px[..bpp]);
+        }
+        let y = top.saturating_add(i64::from(oy));
+        if x1 > x0 && (0..ih).contains(&y) {
+            let src = image.row(y as u32);
+            let (from, to) = (x0 as usize * bpp, x1 as usize * bpp);
+            let at = (x0 - left) as usize * bpp;
+            row[at..at + (to - from)].copy_from_slice(&src[from..to]);
+        }
+    }
+    Ok(out)
+}
+
+/// `horizontal_flip(image)`.
+pub fn horizontal_flip(image: &ImageView<'_>, target: Option<&mut Target>) -> Result<Image> {
+    apply(
+        image,
+        &Geometry::Flip(Flip::Horizontal),
+        &Pixels::default(),
+        target,
+    )
+}
+
+/// `vertical_flip(image)`.
+pub fn vertical_flip(image: &ImageView<'_>, target: Option<&mut Target>) -> Result<Image> {
+    apply(
+        image,
+        &Geometry::Flip(Flip::Vertical),
+        &Pixels::default(),
+        target,
+    )
+}
+
+/// `resize(image, size=[height, width])` with `resample`.
+pub fn resize(
+    image: &ImageView<'_>,
+    height: u32,
+    width: u32,
+    resample: Resample,
+    target: Option<&mut Target>,
+) -> Result<Image> {
+    let pixels = Pixels {
+        resample,
+        ..Pixels::default()
+    };
+    apply(
+        image,
+        &Geometry::Resize(Canvas::new(height, width)?),
+        &pixels,
+        target,
+    )
+}
+
+/// `crop(image, top, left, height, width)`: zeros where the window lies
+/// outside the image, as Pillow's `crop`.
+pub fn crop(
+    image: &ImageView<'_>,
+    top: i64,
+    left: i64,
+    height: u32,
+    width: u32,
+    target: Option<&mut Target>,
+) -> Result<Image> {
+    let g = Geometry::Crop {
+        top,
+        left,
+        height,
+        width,
+    };
+    apply(image, &g, &Pixels::default(), target)
+}
+
+/// `resized_crop(image, top, left, height, width, size=[h, w])`: the crop,
+/// then the resize with `resample`.
+#[allow(clippy::too_many_arguments)]
+pub fn resized_crop(
+    image: &ImageView<'_>,
+    top: i64,
+    left: i64,
+    height: u32,
+    width: u32,
+    size: (u32, u32),
+    resample: Resample,
+    mut target: Option<&mut Target>,
+) -> Result<Image> {
+    let cropped = crop(image, top, left, height, width, target.as_deref_mut())?;
+    resize(&cropped.view(), size.0, size.1, resample, target)
+}
+
+/// `pad(image, padding, fill)` (constant).
+pub fn pad(
+    image: &ImageView<'_>,
+    padding: Padding,
+    fill: [u8; 3],
+    target: Option<&mut Target>,
+) -> Result<Image> {
+    let pixels = Pixels {
+        fill,
+        ..Pixels::default()
+    };
+    apply(image, &Geometry::Pad(padding), &pixels, target)
+}
+
+/// `affine(image, angle, translate, scale, shear, interpolation, fill,
+/// center)`.
+pub fn affine(
+    image: &ImageView<'_>,
+    affine: Affine,
+    interpolation: Interpolation,
+    fill: [u8; 3],
+    target: Option<&mut Target>,
+) -> Result<Image> {
+    let pixels = Pixels {
+        interpolation,
+        fill,
+        ..Pixels::default()
+    };
+    apply(image, &Geometry::Affine(affine), &pixels, target)
+}
+
+/// `rotate(image, angle, interpolation, expand, center, fill)`
+/// (counter-clockwise, in degrees).
+pub fn rotate(
+    image: &ImageView<'_>,
+    angle: f64,
+    expand: bool,
+    center: Option<(f64, f64)>,
+    interpolation: Interpolation,
+    fill: [u8; 3],
+    target: Option<&mut Target>,
+) -> Result<Image> {
+    let pixels = Pixels {
+        interpolation,
+        fill,
+        ..Pixels::default()
+    };
+    let g = Geometry::Rotate {
+        angle,
+        expand,
+        center,
+    };
+    apply(image, &g, &pixels, target)
+}
+
+/// `perspective(image, startpoints=None, endpoints=None, interpolation,
+/// fill, coefficients)`: the 8 coefficients mapping output points to input
+/// points.
+pub fn perspective(
+    image: &ImageView<'_>,
+    coefficients: [f64; 8],
+    interpolation: Interpolation,
+    fill: [u8; 3],
+    target: Option<&mut Target>,
+) -> Result<Image> {
+    let pixels = Pixels {
+        interpolation,
+        fill,
+        ..Pixels::default()
+    };
+    apply(image, &Geometry::Perspective(coefficients), &pixels, target)
+}
