@@ -1,12 +1,14 @@
-//! tensorprep's functional geometric ops against torchvision 0.29.2's, with
-//! the same explicit parameters, on a PIL photo with boxes and masks
+//! tensorprep's functional ops against torchvision 0.29.2's, with the same
+//! explicit parameters, on a PIL photo with boxes and masks
 //! (`fixtures/make_functional_fixtures.py`): the pixels, the boxes (bit for
-//! bit) and the masks (byte for byte) are torchvision's.
+//! bit) and the masks (byte for byte) are torchvision's; the Gaussian blur's
+//! pixels are within one level of them.
 
 use std::collections::BTreeMap;
 
 use tensorprep::functional;
 use tensorprep::resize::{Filter, Resample};
+use tensorprep::size::{Rounding, SizeRule};
 use tensorprep::targets::{Affine, BoundingBoxes, BoxFormat, Canvas, Masks, Padding, Target};
 use tensorprep::warp::Interpolation;
 use tensorprep::{Fnv1a64, Image};
@@ -83,7 +85,7 @@ fn functional_ops_give_torchvision_s_pixels_boxes_and_masks() {
         tensorprep::decode::decode(&png, &tensorprep::jpeg::DecodeOptions::default()).unwrap();
     let (w, h) = (photo.width(), photo.height());
     let bilinear = Resample::Pillow(Filter::Bilinear);
-    let mut ops = 0;
+    let (mut ops, mut photometric_ops) = (0, 0);
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         let p: BTreeMap<&str, &str> = line
             .split_whitespace()
@@ -96,8 +98,29 @@ fn functional_ops_give_torchvision_s_pixels_boxes_and_masks() {
             "horizontal_flip" => functional::horizontal_flip(&view, Some(&mut t)),
             "vertical_flip" => functional::vertical_flip(&view, Some(&mut t)),
             "resize" => {
-                let s = floats(p["size"]);
-                functional::resize(&view, s[0] as u32, s[1] as u32, bilinear, Some(&mut t))
+                let max = p.get("max_size").filter(|v| **v != "-");
+                let max = max.map(|v| v.parse::<u32>().unwrap());
+                let rounding = Rounding::Truncate;
+                let rule = match (p["size"], max) {
+                    ("-", Some(size)) => SizeRule::LongerSide { size, rounding },
+                    (s, max_size) => match floats(s)[..] {
+                        [size] => SizeRule::ShorterSide {
+                            size: size as u32,
+                            max_size,
+                            rounding,
+                        },
+                        [h, w] => SizeRule::Exact {
+                            width: w as u32,
+                            height: h as u32,
+                        },
+                        _ => panic!("a size of 1 or 2 values: {s}"),
+                    },
+                };
+                functional::resize(&view, rule, bilinear, Some(&mut t))
+            }
+            "center_crop" => {
+                let s = floats(p["output_size"]);
+                functional::center_crop(&view, s[0] as u32, s[1] as u32, Some(&mut t))
             }
             "crop" => functional::crop(
                 &view,
@@ -165,7 +188,11 @@ fn functional_ops_give_torchvision_s_pixels_boxes_and_masks() {
                     Some(&mut t),
                 )
             }
-            op => panic!("an op the test does not know: {op}"),
+            op => {
+                photometric(op, &p, &photo);
+                photometric_ops += 1;
+                continue;
+            }
         }
         .unwrap();
         let what = line.split(" out_").next().unwrap();
@@ -193,5 +220,63 @@ fn functional_ops_give_torchvision_s_pixels_boxes_and_masks() {
         assert_eq!(fnv(m.data()), p["out_masks"], "{what}: masks");
         ops += 1;
     }
-    assert_eq!(ops, 14);
+    assert_eq!((ops, photometric_ops), (20, 21));
+}
+
+/// Runs photometric op `op` with the line's parameters and checks its
+/// pixels: equal to torchvision's, or for the blur within one level of the
+/// reference image the line names.
+fn photometric(op: &str, p: &BTreeMap<&str, &str>, photo: &Image) {
+    let view = photo.view();
+    let float = |k: &str| p[k].parse::<f32>().unwrap();
+    let out = match op {
+        "adjust_brightness" => functional::adjust_brightness(&view, float("brightness_factor")),
+        "adjust_contrast" => functional::adjust_contrast(&view, float("contrast_factor")),
+        "adjust_saturation" => functional::adjust_saturation(&view, float("saturation_factor")),
+        "adjust_hue" => functional::adjust_hue(&view, float("hue_factor")),
+        "adjust_sharpness" => functional::adjust_sharpness(&view, float("sharpness_factor")),
+        "posterize" => functional::posterize(&view, p["bits"].parse().unwrap()),
+        "solarize" => functional::solarize(&view, p["threshold"].parse().unwrap()),
+        "autocontrast" => functional::autocontrast(&view),
+        "equalize" => functional::equalize(&view),
+        "invert" => functional::invert(&view),
+        "rgb_to_grayscale" => {
+            functional::rgb_to_grayscale(&view, p["num_output_channels"].parse().unwrap())
+        }
+        "gaussian_blur" => {
+            let k = floats(p["kernel_size"]);
+            let sigma = floats(p["sigma"]);
+            assert_eq!(sigma[0], sigma[1], "one sigma for both directions");
+            functional::gaussian_blur(&view, (k[0] as u16, k[1] as u16), sigma[0] as f32)
+        }
+        "erase" => {
+            let int = |k: &str| p[k].parse::<u32>().unwrap();
+            let v: Vec<u8> = p["v"].split(',').map(|v| v.parse().unwrap()).collect();
+            functional::erase(&view, (int("i"), int("j"), int("h"), int("w")), &v)
+        }
+        op => panic!("an op the test does not know: {op}"),
+    }
+    .unwrap();
+    let what = format!("{op} {p:?}");
+    assert_eq!(
+        format!("{},{}", out.width(), out.height()),
+        p["out_size"],
+        "{what}"
+    );
+    if let Some(file) = p.get("out_file") {
+        let png = std::fs::read(tensorprep_tests::fixture(file)).unwrap();
+        let reference: Image =
+            tensorprep::decode::decode(&png, &tensorprep::jpeg::DecodeOptions::default()).unwrap();
+        assert_eq!(fnv(reference.as_bytes()), p["out_pixels"], "{file}");
+        let worst = out
+            .as_bytes()
+            .iter()
+            .zip(reference.as_bytes())
+            .map(|(a, b)| a.abs_diff(*b))
+            .max()
+            .unwrap();
+        assert!(worst <= 1, "{what}: {worst} levels off torchvision");
+    } else {
+        assert_eq!(fnv(out.as_bytes()), p["out_pixels"], "{what}: pixels");
+    }
 }

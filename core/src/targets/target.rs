@@ -300,14 +300,21 @@ impl Target {
 
     /// Moves every geometric part (boxes, masks, key points) by `geometry`.
     pub fn apply(&mut self, geometry: &Geometry) -> Result<()> {
+        self.apply_split(geometry, geometry)
+    }
+
+    /// Moves the boxes and key points by `points` and the masks by
+    /// `pixels`: one op for which torchvision computes the two differently
+    /// (`center_crop` past the image's edge).
+    pub(crate) fn apply_split(&mut self, points: &Geometry, pixels: &Geometry) -> Result<()> {
         if let Some(b) = &mut self.boxes {
-            b.apply(geometry)?;
+            b.apply(points)?;
         }
         for m in [&mut self.masks, &mut self.semantic].into_iter().flatten() {
-            m.apply(geometry, self.mask_fill)?;
+            m.apply(pixels, self.mask_fill)?;
         }
         if let Some(k) = &mut self.keypoints {
-            k.apply(geometry)?;
+            k.apply(points)?;
         }
         Ok(())
     }

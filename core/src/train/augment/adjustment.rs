@@ -7,11 +7,11 @@
 use core::fmt;
 
 use super::Drawing;
-use super::image_op::ImageOp;
 use super::unit::{At, SizeKeeping, Targets};
 use super::{Augment, Drawn, invalid, probability};
 use crate::Result;
 use crate::adjust::Point;
+use crate::functional::ImageOp;
 
 /// An adjustment (not a warp: those have their random ops) applied with
 /// probability `p`; made by [`Augment::random_invert`] and its neighbours.

@@ -6,11 +6,11 @@
 use core::fmt;
 
 use super::Drawing;
-use super::image_op::ImageOp;
 use super::unit::{At, SizeKeeping, Targets};
 use super::{Drawn, invalid};
 use crate::Result;
 use crate::adjust::Point;
+use crate::functional::ImageOp;
 
 /// `ColorJitter(brightness, contrast, saturation, hue)`: each factor drawn
 /// uniformly from its range, the four applied in a random order.

@@ -5,10 +5,10 @@
 use core::fmt;
 
 use super::Drawing;
-use super::image_op::ImageOp;
 use super::unit::{At, Augmentation, Nested, SizeKeeping, Targets};
 use super::{Drawn, invalid, probability};
 use crate::Result;
+use crate::functional::ImageOp;
 use crate::targets::{Affine, Geometry};
 use crate::warp::{Interpolation, Warp};
 

@@ -25,7 +25,7 @@ mod fixed;
 mod flip;
 mod follow;
 mod geometric;
-mod image_op;
+
 mod policy;
 mod resized_crop;
 mod target_op;
@@ -34,6 +34,7 @@ mod unit;
 use alloc::vec::Vec;
 use core::fmt;
 
+pub use crate::functional::ImageOp;
 pub use adjustment::RandomAdjustment;
 pub(crate) use augmix::Mixing;
 pub use augmix::{AugMix, AugMixStep};
@@ -47,7 +48,6 @@ pub use flip::RandomFlip;
 pub use follow::move_target;
 pub(crate) use follow::{Drawing, check_targets};
 pub use geometric::{RandomAffine, RandomPerspective, RandomRotation};
-pub use image_op::ImageOp;
 pub use policy::{AutoAugmentPolicy, PolicyOp, SPACE_OPS, Space, Subpolicy};
 pub use resized_crop::RandomResizedCrop;
 

@@ -7,9 +7,9 @@ use core::f64::consts::PI;
 
 use super::Drawing;
 use super::Drawn;
-use super::image_op::ImageOp;
 use crate::Result;
 use crate::adjust::Point;
+use crate::functional::ImageOp;
 use crate::targets::{Affine, Geometry};
 use crate::warp::Interpolation;
 

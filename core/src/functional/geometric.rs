@@ -1,62 +1,15 @@
-//! torchvision v2's functional geometric ops with explicit parameters: an
-//! 8-bit packed image (Gray8, Rgb8, Bgr8, ...) and, optionally, its target,
-//! each moved as torchvision moves a PIL image and its `tv_tensors`. The
-//! pixels come from the kernels the training plans run (Pillow's resize,
-//! transpose, crop and `transform`), the target from [`Target::apply`]; both
-//! from one [`Geometry`], so they cannot disagree.
-//!
-//! ```
-//! use tensorprep::functional;
-//! use tensorprep::targets::{BoundingBoxes, BoxFormat, Canvas, Target};
-//! use tensorprep::{Image, PixelFormat};
-//!
-//! let image = Image::new(PixelFormat::Rgb8, 8, 6)?;
-//! let mut target = Target::default();
-//! target.boxes = Some(BoundingBoxes::new(vec![[1.0, 1.0, 3.0, 4.0]], BoxFormat::Xyxy, Canvas::new(6, 8)?));
-//! let flipped = functional::horizontal_flip(&image.view(), Some(&mut target))?;
-//! assert_eq!((flipped.width(), flipped.height()), (8, 6));
-//! assert_eq!(target.boxes.unwrap().boxes(), &[[5.0, 1.0, 7.0, 4.0]]);
-//! # Ok::<(), tensorprep::Error>(())
-//! ```
+//! The geometric ops: each one [`Geometry`], applied to the pixels and the
+//! target alike.
 
+use super::{Pixels, fill_in};
 use crate::geometry::{Flip, Transform, transform_owned};
 use crate::image::packed_bpp;
+use crate::pipeline::CropRounding;
 use crate::resize::Resample;
+use crate::size::SizeRule;
 use crate::targets::{Affine, Canvas, Geometry, Padding, Target};
 use crate::warp::Interpolation;
-use crate::{Error, Image, ImageView, PixelFormat, Result};
-
-/// How a geometric op makes its pixels: the resampler of a resize, the
-/// interpolation and fill of a warp, the fill of a pad.
-#[derive(Clone, Copy, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct Pixels {
-    /// A resize's resampler (torchvision's default on PIL: Pillow's bilinear).
-    pub resample: Resample,
-    /// A warp's interpolation (torchvision's default: nearest).
-    pub interpolation: Interpolation,
-    /// What pads and warps bring in from outside (R, G, B).
-    pub fill: [u8; 3],
-}
-
-impl Default for Pixels {
-    fn default() -> Pixels {
-        Pixels {
-            resample: Resample::Pillow(crate::resize::Filter::Bilinear),
-            interpolation: Interpolation::Nearest,
-            fill: [0; 3],
-        }
-    }
-}
-
-/// `fill` (R, G, B) as the bytes of one pixel of `format`.
-pub(crate) fn fill_in(format: PixelFormat, fill: [u8; 3]) -> [u8; 3] {
-    match format {
-        PixelFormat::Gray8 => [crate::color::luma601(fill[0], fill[1], fill[2]); 3],
-        PixelFormat::Bgr8 | PixelFormat::Bgra8 => [fill[2], fill[1], fill[0]],
-        _ => fill,
-    }
-}
+use crate::{Error, Image, ImageView, Result};
 
 /// The image moved by `geometry` (and `target` with it).
 pub fn apply(
@@ -169,14 +122,18 @@ pub fn vertical_flip(image: &ImageView<'_>, target: Option<&mut Target>) -> Resu
     )
 }
 
-/// `resize(image, size=[height, width])` with `resample`.
+/// `resize(image, size, max_size=...)` with `resample`: `size` is
+/// torchvision's size argument as a [`SizeRule`] (`[h, w]` is
+/// [`SizeRule::Exact`], an int [`SizeRule::ShorterSide`] with
+/// [`Rounding::Truncate`](crate::size::Rounding::Truncate), `size=None,
+/// max_size=m` [`SizeRule::LongerSide`]).
 pub fn resize(
     image: &ImageView<'_>,
-    height: u32,
-    width: u32,
+    size: SizeRule,
     resample: Resample,
     target: Option<&mut Target>,
 ) -> Result<Image> {
+    let (width, height) = size.output_size(image.width(), image.height())?;
     let pixels = Pixels {
         resample,
         ..Pixels::default()
@@ -208,6 +165,54 @@ pub fn crop(
     apply(image, &g, &Pixels::default(), target)
 }
 
+/// `center_crop(image, output_size=[height, width])`. A crop larger than
+/// the image pads it with zeros first, as torchvision does: its pixels
+/// (and masks) sit at `-((crop - side) // 2)`, while its boxes and key points
+/// take the anchor `round((side - crop) / 2)` on the unpadded canvas. The
+/// two differ by one when `crop - side` is 3 modulo 4; each follows
+/// torchvision.
+pub fn center_crop(
+    image: &ImageView<'_>,
+    height: u32,
+    width: u32,
+    target: Option<&mut Target>,
+) -> Result<Image> {
+    let anchor = |side: u32, crop: u32| {
+        let leftover = i64::from(side) - i64::from(crop);
+        let boxes = CropRounding::HalfEven.offset(leftover);
+        // Padded by `(crop - side) // 2` first, then centred exactly.
+        let pixels = if leftover < 0 {
+            -(-leftover).div_euclid(2)
+        } else {
+            boxes
+        };
+        (pixels, boxes)
+    };
+    let (top, top_boxes) = anchor(image.height(), height);
+    let (left, left_boxes) = anchor(image.width(), width);
+    let pixels = Geometry::Crop {
+        top,
+        left,
+        height,
+        width,
+    };
+    let out = apply(image, &pixels, &Pixels::default(), None)?;
+    if let Some(t) = target {
+        let boxes = Geometry::Crop {
+            top: top_boxes,
+            left: left_boxes,
+            height,
+            width,
+        };
+        if boxes == pixels {
+            t.apply(&pixels)?;
+        } else {
+            t.apply_split(&boxes, &pixels)?;
+        }
+    }
+    Ok(out)
+}
+
 /// `resized_crop(image, top, left, height, width, size=[h, w])`: the crop,
 /// then the resize with `resample`.
 #[allow(clippy::too_many_arguments)]
@@ -222,7 +227,11 @@ pub fn resized_crop(
     mut target: Option<&mut Target>,
 ) -> Result<Image> {
     let cropped = crop(image, top, left, height, width, target.as_deref_mut())?;
-    resize(&cropped.view(), size.0, size.1, resample, target)
+    let rule = SizeRule::Exact {
+        width: size.1,
+        height: size.0,
+    };
+    resize(&cropped.view(), rule, resample, target)
 }
 
 /// `pad(image, padding, fill)` (constant).
