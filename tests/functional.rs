@@ -138,7 +138,10 @@ fn functional_ops_give_torchvision_s_pixels_boxes_and_masks() {
                     int("left"),
                     int("height") as u32,
                     int("width") as u32,
-                    (s[0] as u32, s[1] as u32),
+                    SizeRule::Exact {
+                        width: s[1] as u32,
+                        height: s[0] as u32,
+                    },
                     bilinear,
                     Some(&mut t),
                 )

@@ -213,8 +213,8 @@ pub fn center_crop(
     Ok(out)
 }
 
-/// `resized_crop(image, top, left, height, width, size=[h, w])`: the crop,
-/// then the resize with `resample`.
+/// `resized_crop(image, top, left, height, width, size)`: the crop, then
+/// the resize to `size` (as [`resize`] takes it) with `resample`.
 #[allow(clippy::too_many_arguments)]
 pub fn resized_crop(
     image: &ImageView<'_>,
@@ -222,16 +222,12 @@ pub fn resized_crop(
     left: i64,
     height: u32,
     width: u32,
-    size: (u32, u32),
+    size: SizeRule,
     resample: Resample,
     mut target: Option<&mut Target>,
 ) -> Result<Image> {
     let cropped = crop(image, top, left, height, width, target.as_deref_mut())?;
-    let rule = SizeRule::Exact {
-        width: size.1,
-        height: size.0,
-    };
-    resize(&cropped.view(), rule, resample, target)
+    resize(&cropped.view(), size, resample, target)
 }
 
 /// `pad(image, padding, fill)` (constant).

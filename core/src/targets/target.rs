@@ -4,7 +4,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::{BoundingBoxes, BoxFormat, Geometry, KeyPoints, Masks};
+use super::{BoundingBoxes, BoxFormat, Canvas, Geometry, KeyPoints, Masks};
 use crate::geometry::Flip;
 use crate::{Error, Result};
 
@@ -301,6 +301,21 @@ impl Target {
     /// Moves every geometric part (boxes, masks, key points) by `geometry`.
     pub fn apply(&mut self, geometry: &Geometry) -> Result<()> {
         self.apply_split(geometry, geometry)
+    }
+
+    /// The first canvas of the boxes, instance masks, semantic mask or key
+    /// points that is not `width` x `height`: `None` when the target lies
+    /// on an image of that size.
+    pub fn canvas_other_than(&self, width: u32, height: u32) -> Option<Canvas> {
+        [
+            self.boxes.as_ref().map(|b| b.canvas()),
+            self.masks.as_ref().map(|m| m.canvas()),
+            self.semantic.as_ref().map(|m| m.canvas()),
+            self.keypoints.as_ref().map(|k| k.points.canvas()),
+        ]
+        .into_iter()
+        .flatten()
+        .find(|c| (c.width, c.height) != (width, height))
     }
 
     /// Moves the boxes and key points by `points` and the masks by

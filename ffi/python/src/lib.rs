@@ -5,11 +5,13 @@
 
 mod arrays;
 mod builtin;
+mod call;
 mod celeba;
 mod dlpack;
 mod errors;
 mod from_iterable;
 mod from_python;
+mod functional;
 mod geometry;
 mod graph;
 mod input;
@@ -50,6 +52,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_python::sample_content, m)?)?;
     m.add_function(wrap_pyfunction!(from_iterable::from_iterable, m)?)?;
     m.add_function(wrap_pyfunction!(preview::preview, m)?)?;
+    m.add_function(wrap_pyfunction!(functional::functional, m)?)?;
+    m.add_function(wrap_pyfunction!(call::transform, m)?)?;
     m.add_function(wrap_pyfunction!(preview::preview_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(celeba::celeba, m)?)?;
     m.add_function(wrap_pyfunction!(shards::tfrecord_files, m)?)?;

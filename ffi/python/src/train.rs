@@ -463,6 +463,20 @@ pub(crate) struct PyAugment(pub(crate) Augment);
 
 #[pymethods]
 impl PyAugment {
+    /// `augment(image, target=None, *, seed=None)`: the augmentation drawn
+    /// once (key `seed`, a fresh one when `None`) on a uint8 RGB image
+    /// (numpy `(H, W, 3)` or PIL); the image of the same kind, or with a
+    /// target dict `(image, target)` (see `tensorprep._call`).
+    #[pyo3(signature = (image, target=None, *, seed=None))]
+    fn __call__<'py>(
+        slf: &Bound<'py, Self>,
+        image: &Bound<'py, PyAny>,
+        target: Option<&Bound<'py, PyAny>>,
+        seed: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::call::from_python(slf.as_any(), image, target, seed)
+    }
+
     fn __repr__(&self) -> String {
         self.0.to_string()
     }
@@ -1474,6 +1488,20 @@ impl PyTrainPipeline {
     fn output_shape(&self) -> PyResult<Option<(usize, usize, usize)>> {
         let plan = self.pipeline.compile().map_err(|e| errors::core(&e))?;
         Ok(plan.output_shape().map(|s| (s[0], s[1], s[2])))
+    }
+
+    /// `pipeline(image, target=None, *, seed=None)`: the pipeline run once
+    /// (key `seed`, a fresh one when `None`) on a uint8 RGB image (numpy
+    /// `(H, W, 3)` or PIL), giving its tensor as a numpy array, or with a
+    /// target dict `(tensor, target)` (see `tensorprep._call`).
+    #[pyo3(signature = (image, target=None, *, seed=None))]
+    fn __call__<'py>(
+        slf: &Bound<'py, Self>,
+        image: &Bound<'py, PyAny>,
+        target: Option<&Bound<'py, PyAny>>,
+        seed: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::call::from_python(slf.as_any(), image, target, seed)
     }
 
     fn __eq__(&self, other: &PyTrainPipeline) -> bool {

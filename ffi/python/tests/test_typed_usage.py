@@ -22,3 +22,6 @@ def test_the_typed_usage_file_runs(tp, tmp_path):
     out = tmp_path / "grid.png"
     width, height = usage.preview(fixture("records", "folder"), str(out))
     assert width >= 4 * 224 and height >= 224 and out.stat().st_size > 0  # one row of four
+    image = np.zeros((20, 30, 3), dtype=np.uint8)
+    flipped, moved = usage.functional_ops(image)
+    assert flipped.shape[2] == 3 and moved["format"] == "CXCYWH" and moved["boxes"].shape == (1, 4)

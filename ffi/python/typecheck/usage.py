@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 import tensorprep
+import tensorprep.functional
 from tensorprep import train
 
 
@@ -103,3 +104,19 @@ def preview(root: str, out: str) -> Tuple[int, int]:
     grid: npt.NDArray[np.uint8] = train.preview(train.ImageFolder(root), preset="imagenet-train", out=out, samples=4)
     height, width, _ = grid.shape
     return width, height
+
+
+def functional_ops(image: npt.NDArray[np.uint8]) -> Tuple[Any, Dict[str, Any]]:
+    from tensorprep import functional as F
+
+    target: Dict[str, Any] = {
+        "boxes": np.array([[1.0, 2.0, 5.0, 6.0]], dtype=np.float32),
+        "format": "XYXY",
+        "canvas_size": (image.shape[0], image.shape[1]),
+    }
+    rotated, moved = F.rotate(image, 30.0, expand=True, target=target)
+    resized, moved = F.resize(rotated, [moved["canvas_size"][0], rotated.shape[1]], target=moved)
+    brighter = F.adjust_brightness(resized, 1.2)
+    moved = F.clamp_bounding_boxes(F.convert_bounding_box_format(moved, new_format="CXCYWH"))
+    flipped, moved = train.RandomHorizontalFlip(p=1.0)(brighter, moved, seed=1)
+    return flipped, moved

@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use super::unit::Targets;
 use super::{AugMixStep, Augment, Drawn, ImageOp, invalid};
 use crate::Result;
-use crate::targets::{Canvas, Geometry, Target};
+use crate::targets::{Geometry, Target};
 
 impl Drawn {
     /// What this op does to targets on an image of `size`: its geometry,
@@ -162,23 +162,11 @@ pub fn move_target(drawn: &[Drawn], size: (u32, u32), target: &mut Target) -> Re
 /// Checks that the target's boxes, masks and key points lie on an image of
 /// `size` (width, height).
 fn check_canvas(target: &Target, (w, h): (u32, u32)) -> Result<()> {
-    let canvases = [
-        target.boxes.as_ref().map(|b| b.canvas()),
-        target.masks.as_ref().map(|m| m.canvas()),
-        target.semantic.as_ref().map(|m| m.canvas()),
-        target.keypoints.as_ref().map(|k| k.points.canvas()),
-    ];
-    let image = Canvas::new(h, w)?;
-    if canvases.into_iter().flatten().all(|c| c == image) {
-        Ok(())
-    } else {
-        Err(crate::Error::SizeMismatch {
+    match target.canvas_other_than(w, h) {
+        None => Ok(()),
+        Some(c) => Err(crate::Error::SizeMismatch {
             expected: (w, h),
-            found: canvases
-                .into_iter()
-                .flatten()
-                .find(|c| *c != image)
-                .map_or((w, h), |c| (c.width, c.height)),
-        })
+            found: (c.width, c.height),
+        }),
     }
 }

@@ -47,6 +47,7 @@ __all__ = [
     "SelfTestReport",
     "__version__",
     "decoders",
+    "functional",
     "resize_float",
     "train",
 ]
@@ -58,9 +59,9 @@ def _compiled(graph: Graph, input: str, options: Dict[str, Any]) -> Plan:
 
 
 def __getattr__(name: str) -> ModuleType:
-    # `tensorprep.train` on first use (it is a submodule).
-    if name == "train":
+    # `tensorprep.train` and `tensorprep.functional` on first use (submodules).
+    if name in ("train", "functional"):
         import importlib
 
-        return importlib.import_module(".train", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'tensorprep' has no attribute {name!r}")

@@ -153,6 +153,10 @@ class Graph:
     @property
     def required_features(self) -> list[str]: ...
 
+def _functional(
+    op: str, image: Any, params: Dict[str, Any], target: Optional[Dict[str, Any]] = None
+) -> Tuple[Any, Optional[Dict[str, Any]]]: ...
+def _transform(transform: Any, image: Any, target: Optional[Dict[str, Any]], seed: int) -> Tuple[Any, Optional[Dict[str, Any]]]: ...
 def resize_float(
     image: npt.NDArray[np.float32],
     size: Tuple[int, int],
@@ -228,6 +232,11 @@ def mindrecord(
 
 class Augment:
     """One step of a training pipeline."""
+
+    @overload
+    def __call__(self, image: Any, target: None = None, *, seed: Optional[int] = None) -> Any: ...
+    @overload
+    def __call__(self, image: Any, target: Dict[str, Any], *, seed: Optional[int] = None) -> Tuple[Any, Dict[str, Any]]: ...
 
 AUGMENTATIONS: Tuple[str, ...]
 """The augmentation constructors' names (torchvision's transforms' names)."""
@@ -373,6 +382,10 @@ class Pipeline:
         exif: bool = False,
         erasing: Optional[Sequence[RandomErasing]] = None,
     ) -> None: ...
+    @overload
+    def __call__(self, image: Any, target: None = None, *, seed: Optional[int] = None) -> Any: ...
+    @overload
+    def __call__(self, image: Any, target: Dict[str, Any], *, seed: Optional[int] = None) -> Tuple[Any, Dict[str, Any]]: ...
     @staticmethod
     def preset(name: str, *, decoder: Optional[str] = None) -> Pipeline: ...
     @staticmethod
