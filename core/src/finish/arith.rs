@@ -51,10 +51,20 @@ pub(super) struct Channel {
 
 impl Channel {
     fn new(n: &Normalize, c: usize) -> Channel {
+        // A multiplication by the float32 `1 / std` is that product rounded
+        // once: the reciprocal as `hi` alone.
+        let std = if n.std_reciprocal {
+            Recip {
+                hi: 1.0 / n.std[c],
+                lo: 0.0,
+            }
+        } else {
+            Recip::of(n.std[c])
+        };
         Channel {
             divisor: Recip::of(n.divisor),
             mean: n.mean[c],
-            std: Recip::of(n.std[c]),
+            std,
         }
     }
 
@@ -107,6 +117,7 @@ mod tests {
         for n in [
             Normalize::IMAGENET,
             Normalize::UNIT,
+            Normalize::TO_DTYPE_SCALE,
             Normalize::RAW,
             clip,
             half,

@@ -84,6 +84,18 @@ impl Normalize {
         second_std: [1.0; 3],
     };
 
+    /// torchvision v2's `ToDtype(torch.float32, scale=True)` on 8-bit
+    /// pixels: `v * (1 / 255)` in float32, 0-1. It multiplies where
+    /// [`Normalize::UNIT`] (v1's `ToTensor`) divides: the two differ in the
+    /// last bit for 126 of the 256 values.
+    pub const TO_DTYPE_SCALE: Normalize = Normalize {
+        mean: [0.0; 3],
+        std: [255.0; 3],
+        divisor: 1.0,
+        std_reciprocal: true,
+        second_std: [1.0; 3],
+    };
+
     /// The byte values themselves, 0-255.
     pub const RAW: Normalize = Normalize {
         mean: [0.0; 3],

@@ -201,7 +201,13 @@ impl TrainPipeline {
     /// 800 by 32, at most 1333, flip), `ssd` (`RandomPhotometricDistort`,
     /// `RandomZoomOut` with the mean as fill, `RandomIoUCrop`, flip) and
     /// `ssdlite` (`RandomIoUCrop`, flip); then `ToDtype(float32, scale)`
-    /// (CHW, 0 to 1), boxes converted to XYXY and sanitized. The photo is
+    /// (CHW, 0 to 1, [`Normalize::TO_DTYPE_SCALE`]), boxes converted to
+    /// XYXY and sanitized. Two places follow what the recipe means where
+    /// torchvision 0.29's v2 run of it does otherwise: `ssd` pads with the
+    /// mean (v2's `_get_fill` misses the recipe's `defaultdict` and pads PIL
+    /// images with 0), and `lsj`'s crop moves the boxes and masks onto its
+    /// output canvas (the references' `FixedSizeCrop` returns plain tensors
+    /// on the old one). The photo is
     /// decoded as stored (no EXIF rotation: COCO's boxes are on the stored
     /// pixels, as PIL opens them). Output sizes vary but for `lsj`'s.
     ///
@@ -256,7 +262,7 @@ impl TrainPipeline {
             min_area: 1.0,
         }));
         let finish = Op::finish(
-            Normalize::UNIT,
+            Normalize::TO_DTYPE_SCALE,
             crate::Layout::Chw,
             ChannelOrder::Rgb,
             crate::DType::F32,
