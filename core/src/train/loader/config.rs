@@ -74,8 +74,8 @@ pub struct LoaderConfig {
     /// on ([`Callback`](super::Callback)).
     pub callbacks: Callbacks,
     /// For a plan whose output size varies (no final crop or resize): the
-    /// largest sample shape accepted (a larger sample is an error naming
-    /// it). Each batch is padded with zeros to its largest sample, its
+    /// largest sample shape accepted (a sample larger in any dimension is
+    /// an error naming it). Each batch is padded with zeros to its largest sample, its
     /// shape [`Batch::shape`](super::Batch::shape), each sample's own
     /// [`Batch::sample_shapes`](super::Batch::sample_shapes).
     pub max_shape: Option<[usize; 3]>,
