@@ -130,6 +130,18 @@ impl BatchTensor {
     /// is a `DataError` naming it), `"flat"` (Ultralytics' `batch_idx`,
     /// `cls` (M,), `bboxes` (M, 4)) or `"ragged"` (`offsets` (B + 1,),
     /// `labels` (M,), `boxes` (M, 4)). Each box in its sample's format.
+    /// Each image's own `(height, width)` before padding, in sample order
+    /// (torchvision's `ImageList.image_sizes`): its pixels are the top left
+    /// of its place in the tensor, the rest (bottom and right) padding.
+    #[getter]
+    fn image_sizes(&self) -> Vec<(usize, usize)> {
+        self.owner
+            .batch
+            .image_sizes()
+            .map(|[h, w]| (h, w))
+            .collect()
+    }
+
     #[pyo3(signature = (layout="padded", room=None))]
     fn boxes<'py>(
         &self,
@@ -575,7 +587,7 @@ impl PyLoader {
                         weights=None, replacement=true, num_samples=None, drop_last=false,
                         skip_errors=false, prefetch=None, depth=None, read_workers=None, epochs=None,
                         max_shape=None, decode_budget=None, buffer_limit=None, mix=None,
-                        label_width=None, callbacks=None))]
+                        label_width=None, callbacks=None, size_divisible=1))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -601,6 +613,7 @@ impl PyLoader {
         mix: Option<&PyMixup>,
         label_width: Option<usize>,
         callbacks: Option<&Bound<'_, PyAny>>,
+        size_divisible: usize,
     ) -> PyResult<PyLoader> {
         let plan = Arc::new(pipeline.pipeline.compile().map_err(|e| errors::core(&e))?);
         // Every argument left out keeps the library's default.
@@ -645,6 +658,7 @@ impl PyLoader {
         }
         config.epochs = epochs;
         config.max_shape = max_shape;
+        config.size_divisible = size_divisible;
         if let Some(bytes) = decode_budget {
             config.decode_budget = bytes;
         }

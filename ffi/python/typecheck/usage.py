@@ -90,14 +90,15 @@ def detection() -> int:
             train.SanitizeBoundingBoxes(min_size=1.0),
         ]
     )
-    loader = train.Loader(train.FromPython(Boxes()), pipeline, 1, max_shape=(3, 1024, 1024))
+    loader = train.Loader(train.FromPython(Boxes()), pipeline, 1, max_shape=(3, 1024, 1024), size_divisible=32)
     batch = loader.next_batch()
     if batch is None:
         return 0
+    sizes: list[Tuple[int, int]] = batch["batch"].image_sizes
     flat: Dict[str, npt.NDArray[Any]] = batch["batch"].boxes("flat")
     padded = batch["batch"].boxes("padded", room=100)
     targets: list[Optional[Dict[str, Any]]] = batch["targets"]
-    return len(flat["bboxes"]) + len(padded["counts"]) + len(targets)
+    return len(flat["bboxes"]) + len(padded["counts"]) + len(targets) + len(sizes)
 
 
 def preview(root: str, out: str) -> Tuple[int, int]:

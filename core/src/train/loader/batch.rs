@@ -140,7 +140,9 @@ impl Batch {
     }
 
     /// The tensor's shape: samples, then the sample shape (for a plan
-    /// whose output size varies, the batch's largest, the others padded
+    /// whose output size varies, the batch's largest, its height and width
+    /// rounded up to [`LoaderConfig::size_divisible`](super::LoaderConfig::size_divisible),
+    /// each sample at the top left of its place, padded bottom and right
     /// with zeros).
     pub fn shape(&self) -> [usize; 4] {
         self.buffers().shape
@@ -149,6 +151,25 @@ impl Batch {
     /// Each sample's own shape (before padding).
     pub fn sample_shapes(&self) -> &[[usize; 3]] {
         &self.buffers().shapes
+    }
+
+    /// Each image's own `[height, width]` before padding, in sample order
+    /// (torchvision's `ImageList.image_sizes`): its pixels are rows
+    /// `0..height` and columns `0..width` of its place in the tensor, the
+    /// rest padding.
+    ///
+    /// ```no_run
+    /// # fn f(batch: &tensorprep::train::Batch) {
+    /// for [h, w] in batch.image_sizes() {
+    ///     println!("{h} x {w} in a {:?} batch", batch.shape());
+    /// }
+    /// # }
+    /// ```
+    pub fn image_sizes(&self) -> impl ExactSizeIterator<Item = [usize; 2]> + '_ {
+        let layout = self.buffers().layout;
+        self.sample_shapes()
+            .iter()
+            .map(move |s| spatial(layout, *s))
     }
 
     /// The shape of [`Batch::pixel_mask`]: samples, height, width (of the

@@ -74,11 +74,21 @@ pub struct LoaderConfig {
     /// on ([`Callback`](super::Callback)).
     pub callbacks: Callbacks,
     /// For a plan whose output size varies (no final crop or resize): the
-    /// largest sample shape accepted (a larger sample is an error naming
-    /// it). Each batch is padded with zeros to its largest sample, its
+    /// largest sample shape accepted (a sample larger in any dimension is
+    /// an error naming it). Each batch is padded with zeros to its largest sample, its
     /// shape [`Batch::shape`](super::Batch::shape), each sample's own
     /// [`Batch::sample_shapes`](super::Batch::sample_shapes).
     pub max_shape: Option<[usize; 3]>,
+    /// Pad each batch's height and width up to a multiple of this
+    /// (torchvision's `GeneralizedRCNNTransform(size_divisible=32)`; 1, the
+    /// default: to the batch's largest sample exactly). Each image stays at
+    /// the top left of its slot, the padding bottom and right is 0 in the
+    /// output's element type (after normalization, as torchvision pads),
+    /// and [`Batch::image_sizes`](super::Batch::image_sizes) gives each
+    /// image's own size. The batch buffers hold `max_shape` (or a fixed
+    /// output's shape) rounded up the same way, counted in `buffer_limit`;
+    /// a fixed output size that is not a multiple is padded too.
+    pub size_divisible: usize,
     /// The most bytes the batch buffers may take together (`depth` buffers
     /// of a batch each, a batch never larger than an epoch): a
     /// configuration past it is refused when the loader starts
@@ -213,6 +223,9 @@ impl LoaderConfig {
                 "depth must exceed collate_workers and be at most 4096 batches",
             ));
         }
+        if self.size_divisible == 0 || self.size_divisible > 1 << 16 {
+            return Err(LoadError::Config("size_divisible must be 1 to 65536"));
+        }
         if self.decode_budget == 0 {
             return Err(LoadError::Config("decode_budget must be at least 1 byte"));
         }
@@ -245,6 +258,7 @@ impl Default for LoaderConfig {
             per_batch: None,
             callbacks: Callbacks::default(),
             max_shape: None,
+            size_divisible: 1,
             buffer_limit: LoaderConfig::DEFAULT_BUFFER_LIMIT,
             decode_budget: LoaderConfig::DEFAULT_DECODE_BUDGET,
         }

@@ -20,7 +20,10 @@
 //!
 //!   `depth x min(batch_size, samples per epoch) x (sample bytes + 4 x label_width)`
 //!   (the batch buffers, each grown when first used; refused at start past
-//!   [`LoaderConfig::buffer_limit`])
+//!   [`LoaderConfig::buffer_limit`]; a sample's bytes are its fixed shape's
+//!   or [`LoaderConfig::max_shape`]'s, height and width rounded up to
+//!   [`LoaderConfig::size_divisible`], a sample past `max_shape` in any
+//!   dimension an error naming it)
 //!   `+ workers x decode_budget` (each decode thread's working memory; an
 //!   image needing more is refused from its header, naming it:
 //!   [`LoaderConfig::decode_budget`])
@@ -31,6 +34,12 @@
 //!   weighted order costs its weights, however many it draws; a stream,
 //!   [`IterableDataset`](super::data::IterableDataset), orders itself
 //!   through its shuffle buffer of `buffer` samples per epoch being read).
+//! - **Images of different sizes** (a plan without a final crop or resize,
+//!   detection's `multiscale`): each at the top left of its place, padded
+//!   bottom and right with zeros to the batch's largest height and width,
+//!   rounded up to [`LoaderConfig::size_divisible`] (torchvision's
+//!   `GeneralizedRCNNTransform` batching), in place in the batch buffer;
+//!   [`Batch::image_sizes`] gives each image's own size.
 //! - **Ordered**: batches hold the epoch's samples in order and come out in
 //!   order ([`LoaderConfig::ordered`]` = false` hands out each batch as soon
 //!   as it is done instead).
@@ -116,12 +125,20 @@ struct Shared {
     /// another restarts them).
     plan: Arc<TrainPlan>,
     config: LoaderConfig,
-    /// Elements per batch slot: the sample shape's, or `max_shape`'s.
+    /// Elements per batch slot: the sample shape's, or `max_shape`'s, each
+    /// with its height and width rounded up to `size_divisible`.
     sample_len: usize,
-    /// The sample shape, or `max_shape`.
+    /// Elements a sample is run into (at the start of its slot): the
+    /// fixed output's, or the whole slot for a varying one.
+    run_len: usize,
+    /// The sample shape, or `max_shape` (not rounded).
     shape: [usize; 3],
-    /// The plan's output size varies: batches are padded.
+    /// The plan's output size varies (each sample's shape is its own,
+    /// within `shape`).
     variable: bool,
+    /// Batches are padded: the output size varies, or a fixed one is
+    /// rounded up to [`LoaderConfig::size_divisible`].
+    padded: bool,
     /// Labels per sample (fixed before the threads start).
     label_width: usize,
     /// The dataset's fingerprint (computed once).
@@ -344,11 +361,16 @@ impl Loader {
                 ));
             }
         };
-        let sample_len = shape
+        // Each slot holds the largest sample padded to `size_divisible`: a
+        // batch padded in place never outgrows its buffer.
+        let slot = padding::divisible(plan.layout(), shape, config.size_divisible)
+            .ok_or(LoadError::Config("max_shape must hold 1 to 2^31 elements"))?;
+        let sample_len = slot
             .iter()
             .try_fold(1usize, |n, &d| n.checked_mul(d))
             .filter(|&n| n > 0 && n <= 1 << 31)
             .ok_or(LoadError::Config("max_shape must hold 1 to 2^31 elements"))?;
+        let padded = variable || slot != shape;
         let b = config.batch_size as u64;
         if dataset.orders_itself() && matches!(config.order, Order::Weighted(_)) {
             return Err(LoadError::Config(
@@ -453,8 +475,14 @@ impl Loader {
             plan,
             config: config.clone(),
             sample_len,
+            run_len: if variable {
+                sample_len
+            } else {
+                shape.iter().product()
+            },
             shape,
             variable,
+            padded,
             label_width,
             fingerprint,
             stream,

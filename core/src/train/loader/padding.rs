@@ -3,15 +3,20 @@
 
 use super::LoadError;
 use super::batch::{BatchBuffer, resize};
-use crate::Tensor;
+use crate::{Layout, Tensor};
 
 impl BatchBuffer {
     /// Pads a batch of samples of varying shapes (each at the start of its
-    /// slot of `stride` elements) to its largest, zeros around each, the
-    /// samples then one after the other; sets the batch's shape.
+    /// slot of `stride` elements) to its largest, height and width rounded
+    /// up to a multiple of `size_divisible`: each sample at the top left of
+    /// its place, zeros (the element type's) bottom and right, the samples
+    /// then one after the other; sets the batch's shape. `stride` holds the
+    /// padded shape (the loader sizes slots by [`divisible`]); nothing is
+    /// allocated but `scratch`, once.
     pub(super) fn pad(
         &mut self,
         stride: usize,
+        size_divisible: usize,
         scratch: &mut Option<Tensor>,
     ) -> Result<(), LoadError> {
         let mut max = [0usize; 3];
@@ -20,6 +25,11 @@ impl BatchBuffer {
                 *m = (*m).max(*d);
             }
         }
+        let max = divisible(self.layout, max, size_divisible)
+            .filter(|m| m.iter().product::<usize>() <= stride)
+            .ok_or(LoadError::Config(
+                "a batch's samples padded outgrow its buffer (larger than max_shape)",
+            ))?;
         self.shape = [self.len, max[0], max[1], max[2]];
         let padded = max.iter().product::<usize>();
         if scratch.is_none() {
@@ -106,4 +116,14 @@ fn pad_one<T: Copy + Default>(
             t[dst..dst + row].copy_from_slice(&tmp[src..src + row]);
         }
     }
+}
+
+/// `shape` (laid out as `layout`) with its height and width rounded up to
+/// multiples of `k`; `None` past `usize`.
+pub(super) fn divisible(layout: Layout, shape: [usize; 3], k: usize) -> Option<[usize; 3]> {
+    let up = |d: usize| d.checked_next_multiple_of(k);
+    Some(match layout {
+        Layout::Chw => [shape[0], up(shape[1])?, up(shape[2])?],
+        Layout::Hwc => [up(shape[0])?, up(shape[1])?, shape[2]],
+    })
 }

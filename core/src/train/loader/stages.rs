@@ -149,22 +149,30 @@ pub(super) fn decode_stage(s: &Shared) {
             // item's alone, and `(slot + 1) * sample_len` is within the
             // tensor (`open_batch` sized it to the batch's slots); nothing else
             // refers to these elements until the batch is finished.
-            let out = unsafe { base.slice(slot * s.sample_len, s.sample_len) };
+            let out = unsafe { base.slice(slot * s.sample_len, s.run_len) };
             let mut target = sample.target.take();
             let done = guard(s, index, || {
                 let input = sample.input();
                 let shape = input.and_then(|input| {
                     let target = target.as_deref_mut();
                     if s.variable {
+                        let past = Error::InvalidParameter {
+                            name: "max_shape",
+                            reason: "the sample's output is larger than max_shape allows",
+                        };
                         s.plan
                             .run_input_any_size_with_target(&mut state, key, input, target, out)
                             .map_err(|e| match e {
                                 // The buffer is the loader's, sized by `max_shape`.
-                                Error::BufferTooSmall { .. } => Error::InvalidParameter {
-                                    name: "max_shape",
-                                    reason: "the sample's output is larger than max_shape allows",
-                                },
+                                Error::BufferTooSmall { .. } => past,
                                 e => e,
+                            })
+                            // Each dimension within max_shape (not merely
+                            // the element count), so that the batch padded
+                            // to its largest fits its buffer.
+                            .and_then(|shape| {
+                                let within = shape.iter().zip(&s.shape).all(|(d, m)| d <= m);
+                                if within { Ok(shape) } else { Err(past) }
                             })
                     } else {
                         s.plan
@@ -208,8 +216,8 @@ pub(super) fn collate_stage(s: &Shared) {
             Some((_, e)) if s.config.on_error == OnError::Fail => Err((e, buffers)),
             _ => {
                 buffers.close_holes(len, s.sample_len);
-                let padded = if s.variable {
-                    buffers.pad(s.sample_len, &mut scratch)
+                let padded = if s.padded {
+                    buffers.pad(s.sample_len, s.config.size_divisible, &mut scratch)
                 } else {
                     buffers.shape = [buffers.len, s.shape[0], s.shape[1], s.shape[2]];
                     Ok(())

@@ -413,6 +413,8 @@ class BatchTensor:
     def dtype(self) -> str: ...
     @property
     def targets(self) -> list[Optional[Dict[str, Any]]]: ...
+    @property
+    def image_sizes(self) -> list[Tuple[int, int]]: ...
     def boxes(self, layout: str = "padded", room: Optional[int] = None) -> Dict[str, npt.NDArray[Any]]: ...
 
 class Mixup:
@@ -510,6 +512,7 @@ class _Loader:
         mix: Optional[Mixup] = None,
         label_width: Optional[int] = None,
         callbacks: Optional[Sequence[Any]] = None,
+        size_divisible: int = 1,
     ) -> None: ...
     def next_batch(
         self, mask: bool = False

@@ -904,6 +904,16 @@ class Loader:
       batch buffers may take together (a ``depth`` and ``batch_size`` past
       it are refused at once). The loader's peak is about ``depth x batch x
       sample bytes + workers x decode_budget`` plus the samples read ahead.
+    - ``max_shape`` (C, H, W): for a pipeline whose output size varies
+      (detection's ``multiscale``, no final crop or resize), the largest
+      sample accepted (a larger one, in any dimension, is an error naming
+      it); each batch is padded to its largest image. ``size_divisible``
+      (torchvision's ``GeneralizedRCNNTransform(size_divisible=32)``; 1 by
+      default): the padded height and width are rounded up to multiples of
+      it. Each image sits at the top left of its place, the padding bottom
+      and right is 0 (after normalization, as torchvision pads), and the
+      batch's ``image_sizes`` give each image's own ``(height, width)``. The
+      batch buffers hold ``max_shape`` rounded up, counted in ``buffer_limit``.
 
     - ``callbacks``: objects with any of ``epoch_begin(ctx)``,
       ``epoch_end(ctx)``, ``step_begin(ctx)``, ``step_end(ctx)`` (or
@@ -967,6 +977,7 @@ class Loader:
         read_workers: int = _READ_WORKERS,
         epochs: Optional[int] = None,
         max_shape: Optional[Tuple[int, int, int]] = None,
+        size_divisible: int = 1,
         decode_budget: int = _DECODE_BUDGET,
         buffer_limit: int = _BUFFER_LIMIT,
         num_workers: Optional[int] = None,
@@ -1029,6 +1040,7 @@ class Loader:
             mix=mix,
             label_width=label_width,
             callbacks=None if callbacks is None else list(callbacks),
+            size_divisible=int(size_divisible),
         )
         self.last_indices = None
         _LIVE.add(self)
@@ -1066,8 +1078,10 @@ class Loader:
 
     def next_batch(self) -> Optional[Dict[str, Any]]:
         """The next batch of this epoch as a dict (``images``, ``labels``,
-        ``indices``, ``epoch``, ``number``, ``pixel_mask``, ``targets``,
-        ``batch``), or ``None`` at the epoch's end. ``pixel_mask`` (samples x
+        ``indices``, ``epoch``, ``number``, ``pixel_mask``, ``image_sizes``,
+        ``targets``, ``batch``), or ``None`` at the epoch's end.
+        ``image_sizes``: each image's own ``(height, width)`` before padding
+        (torchvision's ``ImageList.image_sizes``). ``pixel_mask`` (samples x
         height x width, int64 as transformers gives it) is 1 on each image's
         pixels and 0 on the padding of a batch of varying sizes
         (``max_shape``): DETR-style models take it beside ``pixel_values``.
@@ -1092,6 +1106,7 @@ class Loader:
             "epoch": epoch,
             "number": number,
             "pixel_mask": pixel_mask,
+            "image_sizes": tensor.image_sizes,
             "targets": tensor.targets,
             "batch": tensor,
         }
