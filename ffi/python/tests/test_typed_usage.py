@@ -22,3 +22,6 @@ def test_the_typed_usage_file_runs(tp, tmp_path):
     out = tmp_path / "grid.png"
     width, height = usage.preview(fixture("records", "folder"), str(out))
     assert width >= 4 * 224 and height >= 224 and out.stat().st_size > 0  # one row of four
+    tv = importlib.util.find_spec("torchvision") is not None
+    coco = fixture("coco", "sample")
+    assert usage.coco_targets(os.path.join(coco, "images"), os.path.join(coco, "instances.json"), tv) > 0
