@@ -134,7 +134,7 @@ def test_tv_tensors_without_torchvision_is_an_import_error(train, monkeypatch):
 @pytest.fixture(scope="module")
 def tv():
     pytest.importorskip("torch", reason="tv_tensors need torch")
-    return pytest.importorskip("torchvision", reason="tv_tensors need torchvision").tv_tensors
+    return pytest.importorskip("torchvision.tv_tensors", reason="tv_tensors need torchvision")
 
 
 def test_targets_as_tv_tensors(train, tv):
@@ -166,7 +166,8 @@ def test_targets_as_tv_tensors(train, tv):
 def test_a_loader_gives_tv_tensors(train, tv):
     data = train.COCO(fixture("coco", "sample", "images"), fixture("coco", "sample", "instances.json"), masks=True)
     pipeline = train.Pipeline([train.ConvertBoundingBoxFormat("XYXY"), train.ToTensor()])
-    loader = train.Loader(data, pipeline, 2, 1, seed=0, shuffle=False, targets="tv_tensors", shard=None)
+    loader = train.Loader(data, pipeline, 2, 1, seed=0, shuffle=False, targets="tv_tensors", max_shape=(3, 151, 227),
+                          shard=None)
     b = loader.next_batch()
     for t in b["targets"]:
         assert isinstance(t["boxes"], tv.BoundingBoxes) and t["boxes"].format == tv.BoundingBoxFormat.XYXY
