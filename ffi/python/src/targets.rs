@@ -31,7 +31,9 @@ fn array<'py, T: numpy::Element>(
 /// `labels` int64 `(N,)`, and when present `masks` uint8 `(N, H, W)`,
 /// `semantic` uint8 `(H, W)`, `keypoints` float32 `(N, K, 3)` (x, y,
 /// visibility; `(N, K, 2)` when the points have no visibility),
-/// `flip_index` int64 `(K,)`, `iscrowd`, `area`, `difficult`, `image_id`.
+/// `flip_index` int64 `(K,)`, `iscrowd`, `area`, `difficult`, `image_id`,
+/// and `upright` `True` for a target on the upright image (EXIF orientation
+/// applied: YOLO's) rather than on the pixels as stored.
 pub(crate) fn to_dict<'py>(py: Python<'py>, t: &Target) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     if let Some(b) = &t.boxes {
@@ -87,6 +89,9 @@ pub(crate) fn to_dict<'py>(py: Python<'py>, t: &Target) -> PyResult<Bound<'py, P
     }
     if let Some(id) = t.image_id {
         d.set_item("image_id", id)?;
+    }
+    if t.upright {
+        d.set_item("upright", true)?;
     }
     Ok(d)
 }
@@ -216,7 +221,7 @@ fn per_instance<'py, T: numpy::Element>(
 }
 
 /// The keys a target dict may hold.
-const KEYS: [&str; 13] = [
+const KEYS: [&str; 14] = [
     "boxes",
     "format",
     "canvas_size",
@@ -230,6 +235,7 @@ const KEYS: [&str; 13] = [
     "area",
     "difficult",
     "image_id",
+    "upright",
 ];
 
 /// A box format given as a name (`"XYXY"`, any case) or as torchvision's
@@ -358,6 +364,11 @@ pub(crate) fn from_dict(
             id.extract::<i64>()
                 .map_err(|_| "image_id is an integer".to_owned())?,
         );
+    }
+    if let Some(u) = item("upright")? {
+        t.upright = u
+            .extract::<bool>()
+            .map_err(|_| "upright is True or False".to_owned())?;
     }
     t.check()
         .map_err(|e| format!("an inconsistent target: {e}"))?;

@@ -264,3 +264,61 @@ def test_classification_samples_stay_image_and_labels(train):
     ds = train.ImageFolder(fixture("records", "folder"))
     image, labels = ds[0]
     assert isinstance(image, bytes) and labels == [0.0]
+
+
+def test_coco_s_dicts_load_as_the_reader_does(train):
+    """ds[i]'s dict is the whole target: the same samples given back through
+    FromPython make the same batches, pixels, boxes and masks alike."""
+    ds = train.COCO(IMAGES, ANNOTATIONS, masks=True)
+
+    class Again:
+        def __len__(self):
+            return len(ds)
+
+        def __getitem__(self, i):
+            return ds[i]
+
+    direct, through = batches(train, ds, 2), batches(train, train.FromPython(Again()), 2)
+    assert len(direct) == len(through) == 2
+    for a, b in zip(direct, through):
+        assert np.array_equal(a["indices"], b["indices"]) and np.array_equal(a["images"], b["images"])
+        for x, y in zip(a["targets"], b["targets"]):
+            assert x.keys() == y.keys()
+            for k in x:
+                assert np.array_equal(x[k], y[k]), k
+
+
+def test_yolo_s_upright_targets_read_back_upright(tp, train, tmp_path):
+    """YOLO's boxes lie on the upright image (EXIF applied): the dict says so
+    (``upright``), and the same dict given back loads as the reader does;
+    without the key they would be read as on the stored pixels: refused."""
+    (tmp_path / "images" / "train").mkdir(parents=True)
+    (tmp_path / "labels" / "train").mkdir(parents=True)
+    shutil.copy(fixture("exif_orient6_grace_hopper.jpg"), tmp_path / "images" / "train" / "r.jpg")
+    (tmp_path / "labels" / "train" / "r.txt").write_text("0 0.25 0.25 0.2 0.1\n1 0.6 0.7 0.3 0.2\n")
+    ds = train.YOLO(tmp_path)
+    _, t = ds[0]
+    assert t["upright"] is True and t["canvas_size"] == (600, 512)  # stored 600 wide, 512 high
+
+    class Again:
+        def __init__(self, drop=()):
+            self.drop = drop
+
+        def __len__(self):
+            return 1
+
+        def __getitem__(self, i):
+            image, t = ds[i]
+            return image, {k: v for k, v in t.items() if k not in self.drop}
+
+    pipeline = train.Pipeline([train.ConvertBoundingBoxFormat("XYXY"), train.ToTensor()])
+
+    def boxes(data):
+        loader = train.Loader(data, pipeline, 1, 1, seed=0, output="numpy", max_shape=(3, 600, 600), shard=None)
+        return loader.next_batch()["targets"][0]["boxes"]
+
+    direct = boxes(ds)
+    assert np.array_equal(direct, boxes(train.FromPython(Again())))
+    # Without the key the canvas (upright) disagrees with the stored pixels.
+    with pytest.raises(tp.InputError, match="Again"):
+        boxes(train.FromPython(Again(drop=("upright",))))

@@ -172,3 +172,19 @@ def test_a_loader_gives_tv_tensors(train, tv):
     for t in b["targets"]:
         assert isinstance(t["boxes"], tv.BoundingBoxes) and t["boxes"].format == tv.BoundingBoxFormat.XYXY
         assert isinstance(t["masks"], tv.Mask) and t["masks"].shape[0] == t["boxes"].shape[0]
+
+
+def test_an_iterable_dataset_s_keypoints_and_semantic_masks(train):
+    t = posed(n=3, k=2)
+    data = train.FromIterable(lambda: iter([(photo(), t)] * 2), length=2)
+    pipeline = train.Pipeline([train.RandomVerticalFlip(1.0), train.ToTensor()])
+    # A stream is not read ahead: label_width=0 says its samples have no class labels.
+    loader = train.Loader(data, pipeline, 2, 1, seed=0, shuffle=False, output="numpy", max_shape=MAX, shard=None,
+                          label_width=0)
+    for got in loader.next_batch()["targets"]:
+        want = t["keypoints"].copy()
+        want[..., 1] = (H - 1) - want[..., 1]
+        # A vertical flip is a mirror too: points take their mirror's place
+        # (flip_index [0, 1] here: each its own).
+        assert np.array_equal(got["keypoints"], want)
+        assert np.array_equal(got["semantic"], t["semantic"][::-1])
