@@ -32,8 +32,9 @@ fn array<'py, T: numpy::Element>(
 /// `semantic` uint8 `(H, W)`, `keypoints` float32 `(N, K, 3)` (x, y,
 /// visibility; `(N, K, 2)` when the points have no visibility),
 /// `flip_index` int64 `(K,)`, `iscrowd`, `area`, `difficult`, `image_id`,
-/// and `upright` `True` for a target on the upright image (EXIF orientation
-/// applied: YOLO's) rather than on the pixels as stored.
+/// `upright` `True` for a target on the upright image (EXIF orientation
+/// applied: YOLO's) rather than on the pixels as stored, and `mask_fill`
+/// (what pads and warps bring into masks) when it is not 0.
 pub(crate) fn to_dict<'py>(py: Python<'py>, t: &Target) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     if let Some(b) = &t.boxes {
@@ -92,6 +93,9 @@ pub(crate) fn to_dict<'py>(py: Python<'py>, t: &Target) -> PyResult<Bound<'py, P
     }
     if t.upright {
         d.set_item("upright", true)?;
+    }
+    if t.mask_fill != 0 {
+        d.set_item("mask_fill", t.mask_fill)?;
     }
     Ok(d)
 }
@@ -221,7 +225,7 @@ fn per_instance<'py, T: numpy::Element>(
 }
 
 /// The keys a target dict may hold.
-const KEYS: [&str; 14] = [
+const KEYS: [&str; 15] = [
     "boxes",
     "format",
     "canvas_size",
@@ -236,6 +240,7 @@ const KEYS: [&str; 14] = [
     "difficult",
     "image_id",
     "upright",
+    "mask_fill",
 ];
 
 /// A box format given as a name (`"XYXY"`, any case) or as torchvision's
@@ -369,6 +374,11 @@ pub(crate) fn from_dict(
         t.upright = u
             .extract::<bool>()
             .map_err(|_| "upright is True or False".to_owned())?;
+    }
+    if let Some(f) = item("mask_fill")? {
+        t.mask_fill = f
+            .extract::<u8>()
+            .map_err(|_| "mask_fill is an integer from 0 to 255".to_owned())?;
     }
     t.check()
         .map_err(|e| format!("an inconsistent target: {e}"))?;

@@ -188,3 +188,26 @@ def test_an_iterable_dataset_s_keypoints_and_semantic_masks(train):
         # (flip_index [0, 1] here: each its own).
         assert np.array_equal(got["keypoints"], want)
         assert np.array_equal(got["semantic"], t["semantic"][::-1])
+
+
+@pytest.mark.parametrize("fill", [None, 255])
+def test_a_pad_fills_the_semantic_mask_with_its_mask_fill(train, fill):
+    t = posed()
+    if fill is not None:
+        t["mask_fill"] = fill
+    pipeline = train.Pipeline([train.RandomCrop((H + 20, W + 20), padding=10), train.ToTensor()])
+    loader = train.Loader(train.FromPython(Dicts([t])), pipeline, 1, 1, seed=0, output="numpy",
+                          max_shape=(3, H + 20, W + 20), shard=None)
+    got = loader.next_batch()["targets"][0]
+    mask = got["semantic"]
+    assert mask.shape == (H + 20, W + 20)
+    assert np.array_equal(mask[10:-10, 10:-10], t["semantic"])
+    border = np.ones(mask.shape, bool)
+    border[10:-10, 10:-10] = False
+    assert (mask[border] == (fill or 0)).all()
+    assert got.get("mask_fill") == fill
+
+
+def test_a_bad_mask_fill_is_a_data_error(tp, train):
+    with pytest.raises(tp.DataError, match="mask_fill"):
+        train.FromPython(Dicts([dict(posed(), mask_fill=300)]))[0]
