@@ -7,6 +7,7 @@ mod arrays;
 mod builtin;
 mod call;
 mod celeba;
+mod detection;
 mod dlpack;
 mod errors;
 mod from_iterable;
@@ -56,6 +57,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(call::transform, m)?)?;
     m.add_function(wrap_pyfunction!(preview::preview_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(celeba::celeba, m)?)?;
+    detection::register(m)?;
     m.add_function(wrap_pyfunction!(shards::tfrecord_files, m)?)?;
     m.add_function(wrap_pyfunction!(shards::recordio_files, m)?)?;
     Ok(())

@@ -117,8 +117,9 @@ impl BatchTensor {
     /// Each sample's target as the pipeline moved it, in sample order: a
     /// dict (`boxes` float32 (N, 4), `format`, `canvas_size` (H, W),
     /// `labels` int64 (N,), and when present `masks` uint8 (N, H, W),
-    /// `iscrowd`, `area`, `difficult`, `image_id`), or `None` for a sample
-    /// without one.
+    /// `semantic` uint8 (H, W), `keypoints` float32 (N, K, 3), `flip_index`,
+    /// `iscrowd`, `area`, `difficult`, `image_id`, `upright`, `mask_fill`),
+    /// or `None` for a sample without one.
     #[getter]
     fn targets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         crate::targets::of_batch(py, &self.owner.batch)

@@ -9,7 +9,9 @@
 use numpy::{PyArray1, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
-use tensorprep::targets::{BoundingBoxes, BoxFormat, Canvas, Masks, Target};
+use tensorprep::targets::{
+    BoundingBoxes, BoxFormat, Canvas, InstanceKeyPoints, KeyPoints, Masks, Target,
+};
 use tensorprep::train::Batch;
 
 use crate::errors;
@@ -25,16 +27,27 @@ fn array<'py, T: numpy::Element>(
 }
 
 /// A sample's target as a dict: `boxes` float32 `(N, 4)`, `format`,
-/// `canvas_size` `(H, W)` (when it has boxes), `labels` int64 `(N,)`, and
-/// when present `masks` uint8 `(N, H, W)`, `iscrowd`, `area`, `difficult`,
-/// `image_id`.
+/// `canvas_size` `(H, W)` (the canvas of its boxes, masks or key points),
+/// `labels` int64 `(N,)`, and when present `masks` uint8 `(N, H, W)`,
+/// `semantic` uint8 `(H, W)`, `keypoints` float32 `(N, K, 3)` (x, y,
+/// visibility; `(N, K, 2)` when the points have no visibility),
+/// `flip_index` int64 `(K,)`, `iscrowd`, `area`, `difficult`, `image_id`,
+/// `upright` `True` for a target on the upright image (EXIF orientation
+/// applied: YOLO's) rather than on the pixels as stored, and `mask_fill`
+/// (what pads and warps bring into masks) when it is not 0.
 pub(crate) fn to_dict<'py>(py: Python<'py>, t: &Target) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     if let Some(b) = &t.boxes {
         let flat: Vec<f32> = b.boxes().iter().flatten().copied().collect();
         d.set_item("boxes", array(py, flat, &[b.len(), 4])?)?;
         d.set_item("format", b.format().name())?;
-        d.set_item("canvas_size", (b.canvas().height, b.canvas().width))?;
+    }
+    let canvas = (t.boxes.as_ref().map(BoundingBoxes::canvas))
+        .or(t.masks.as_ref().map(Masks::canvas))
+        .or(t.semantic.as_ref().map(Masks::canvas))
+        .or(t.keypoints.as_ref().map(|k| k.points.canvas()));
+    if let Some(c) = canvas {
+        d.set_item("canvas_size", (c.height, c.width))?;
     }
     let n = t.labels.len();
     d.set_item("labels", array(py, t.labels.clone(), &[n])?)?;
@@ -42,8 +55,27 @@ pub(crate) fn to_dict<'py>(py: Python<'py>, t: &Target) -> PyResult<Bound<'py, P
         let c = m.canvas();
         let shape = [m.count(), c.height as usize, c.width as usize];
         d.set_item("masks", array(py, m.data().to_vec(), &shape)?)?;
-        if t.boxes.is_none() {
-            d.set_item("canvas_size", (c.height, c.width))?;
+    }
+    if let Some(m) = &t.semantic {
+        let c = m.canvas();
+        let shape = [c.height as usize, c.width as usize];
+        d.set_item("semantic", array(py, m.data().to_vec(), &shape)?)?;
+    }
+    if let Some(k) = &t.keypoints {
+        let visible = !k.visibility.is_empty();
+        let columns = if visible { 3 } else { 2 };
+        let mut flat = Vec::with_capacity(k.points.len() * columns);
+        for (i, p) in k.points.points().iter().enumerate() {
+            flat.extend_from_slice(p);
+            if let Some(&v) = k.visibility.get(i) {
+                flat.push(f32::from(v));
+            }
+        }
+        let shape = [k.instances(), k.per_instance, columns];
+        d.set_item("keypoints", array(py, flat, &shape)?)?;
+        if !k.flip_index.is_empty() {
+            let index: Vec<i64> = k.flip_index.iter().map(|&i| i64::from(i)).collect();
+            d.set_item("flip_index", array(py, index, &[k.per_instance])?)?;
         }
     }
     if !t.iscrowd.is_empty() {
@@ -58,6 +90,12 @@ pub(crate) fn to_dict<'py>(py: Python<'py>, t: &Target) -> PyResult<Bound<'py, P
     }
     if let Some(id) = t.image_id {
         d.set_item("image_id", id)?;
+    }
+    if t.upright {
+        d.set_item("upright", true)?;
+    }
+    if t.mask_fill != 0 {
+        d.set_item("mask_fill", t.mask_fill)?;
     }
     Ok(d)
 }
@@ -187,16 +225,22 @@ fn per_instance<'py, T: numpy::Element>(
 }
 
 /// The keys a target dict may hold.
-const KEYS: [&str; 9] = [
+const KEYS: [&str; 15] = [
     "boxes",
     "format",
     "canvas_size",
     "labels",
     "masks",
+    "semantic",
+    "keypoints",
+    "visibility",
+    "flip_index",
     "iscrowd",
     "area",
     "difficult",
     "image_id",
+    "upright",
+    "mask_fill",
 ];
 
 /// A box format given as a name (`"XYXY"`, any case) or as torchvision's
@@ -307,13 +351,115 @@ pub(crate) fn from_dict(
         }
         t.masks = Some(Masks::new(v, n, canvas).map_err(|e| format!("masks: {e}"))?);
     }
+    if let Some(m) = item("semantic")? {
+        let (v, shape) = numbers::<u8>(&m, "uint8").map_err(|e| format!("semantic: {e}"))?;
+        let [h, w] = shape[..] else {
+            return Err(format!("semantic has shape {}, not (H, W)", tuple(&shape)));
+        };
+        if (h, w) != (height as usize, width as usize) {
+            return Err(format!(
+                "the semantic mask is {h}x{w}, the canvas {height}x{width} (height x width)"
+            ));
+        }
+        t.semantic = Some(Masks::new(v, 1, canvas).map_err(|e| format!("semantic: {e}"))?);
+    }
+    t.keypoints = keypoints(d, canvas)?;
     if let Some(id) = item("image_id")? {
         t.image_id = Some(
             id.extract::<i64>()
                 .map_err(|_| "image_id is an integer".to_owned())?,
         );
     }
+    if let Some(u) = item("upright")? {
+        t.upright = u
+            .extract::<bool>()
+            .map_err(|_| "upright is True or False".to_owned())?;
+    }
+    if let Some(f) = item("mask_fill")? {
+        t.mask_fill = f
+            .extract::<u8>()
+            .map_err(|_| "mask_fill is an integer from 0 to 255".to_owned())?;
+    }
     t.check()
         .map_err(|e| format!("an inconsistent target: {e}"))?;
     Ok(t)
+}
+
+/// The dict's `keypoints`, `(N, K, 3)` (x, y, visibility) or `(N, K, 2)`
+/// with an optional `visibility` `(N, K)`, and its `flip_index` `(K,)`.
+fn keypoints(d: &Bound<'_, PyDict>, canvas: Canvas) -> Result<Option<InstanceKeyPoints>, String> {
+    let item = |key: &str| d.get_item(key).map_err(|e| e.to_string());
+    let Some(k) = item("keypoints")? else {
+        for key in ["visibility", "flip_index"] {
+            if item(key)?.is_some() {
+                return Err(format!("{key} without keypoints"));
+            }
+        }
+        return Ok(None);
+    };
+    let (v, shape) = numbers::<f32>(&k, "float32").map_err(|e| format!("keypoints: {e}"))?;
+    let [n, per, columns @ (2 | 3)] = shape[..] else {
+        return Err(format!(
+            "keypoints has shape {}, not (N, K, 3) or (N, K, 2)",
+            tuple(&shape)
+        ));
+    };
+    let mut points = Vec::with_capacity(n * per);
+    let mut visibility = Vec::new();
+    for (i, p) in v.chunks_exact(columns).enumerate() {
+        if !(p[0].is_finite() && p[1].is_finite()) {
+            return Err(format!(
+                "key point {} of instance {} is not finite",
+                i % per,
+                i / per
+            ));
+        }
+        points.push([p[0], p[1]]);
+        if let Some(&vis) = p.get(2) {
+            if !((0.0..=255.0).contains(&vis) && vis.fract() == 0.0) {
+                return Err(format!(
+                    "key point {} of instance {}: visibility {vis} is not an integer from 0 to 255",
+                    i % per,
+                    i / per
+                ));
+            }
+            visibility.push(vis as u8);
+        }
+    }
+    if let Some(given) = item("visibility")? {
+        if columns == 3 {
+            return Err("visibility given twice: keypoints (N, K, 3) hold it".to_owned());
+        }
+        let (vis, vshape) =
+            numbers::<u8>(&given, "uint8").map_err(|e| format!("visibility: {e}"))?;
+        if vshape[..] != [n, per] {
+            return Err(format!(
+                "visibility has shape {}, not (N, K) = {}",
+                tuple(&vshape),
+                tuple(&[n, per])
+            ));
+        }
+        visibility = vis;
+    }
+    let flip_index = match item("flip_index")? {
+        None => Vec::new(),
+        Some(f) => {
+            let (index, fshape) =
+                numbers::<i64>(&f, "int64").map_err(|e| format!("flip_index: {e}"))?;
+            if fshape[..] != [per] {
+                return Err(format!(
+                    "flip_index has shape {}, not (K,) = ({per},)",
+                    tuple(&fshape)
+                ));
+            }
+            index
+                .iter()
+                .map(|&i| u16::try_from(i).ok().filter(|&i| usize::from(i) < per))
+                .collect::<Option<Vec<u16>>>()
+                .ok_or_else(|| format!("flip_index holds a value outside 0..{per}"))?
+        }
+    };
+    InstanceKeyPoints::new(KeyPoints::new(points, canvas), per, visibility, flip_index)
+        .map(Some)
+        .map_err(|e| format!("keypoints: {e}"))
 }

@@ -28,9 +28,10 @@ use crate::{errors, names, recipes};
 
 /// A dataset: samples (an encoded image and its labels) by index.
 ///
-/// Made by `ImageFolder`, `RecordIO`, `TFRecord`, `WebDataset` or `Samples`;
-/// `take`, `skip`, `+` (concatenation) and `cache` make datasets of others.
-/// `dataset[i]` reads one sample: `(bytes, labels)`.
+/// Made by `ImageFolder`, `RecordIO`, `TFRecord`, `WebDataset`, `Samples`,
+/// `COCO`, `VOC`, `YOLO`, ...; `take`, `skip`, `+` (concatenation) and
+/// `cache` make datasets of others. `dataset[i]` reads one sample:
+/// `(bytes, labels)`, or `(bytes, target)` with a detection target.
 #[pyclass(frozen, module = "tensorprep.train", name = "Dataset")]
 pub(crate) struct PyDataset {
     source: Source,
@@ -131,6 +132,11 @@ impl PyDataset {
             )));
         }
         Ok(i as usize)
+    }
+
+    /// Names the dataset's classes (its `classes`).
+    pub(crate) fn set_classes(&mut self, classes: Vec<String>) {
+        self.classes = Some(classes);
     }
 
     /// The dataset, for a loader.
@@ -404,16 +410,21 @@ impl PyDataset {
         crate::mindrecord::columns(py, records, i)
     }
 
-    /// Sample `index`: `(image, labels)`. `image` is the encoded file's
-    /// `bytes`, or for a dataset of pixels (CIFAR, MNIST, arrays) a uint8
-    /// numpy array: height x width for gray, height x width x channels
-    /// (in the sample's channel order) otherwise.
+    /// Sample `index`: `(image, labels)`, or `(image, target)` for a sample
+    /// with a detection target (COCO, VOC, YOLO, a `FromPython` dataset of
+    /// target dicts): the target as a dict (`BatchTensor.targets`' layout).
+    /// `image` is the encoded file's `bytes`, or for a dataset of pixels
+    /// (CIFAR, MNIST, arrays) a uint8 numpy array: height x width for gray,
+    /// height x width x channels (in the sample's channel order) otherwise.
     fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyTuple>> {
         let i = self.position(index)?;
         let dataset = self.dataset();
         let mut s = Sample::default();
         data_result(py.detach(|| dataset.read(i, &mut s)))?;
-        let labels = PyList::new(py, &s.labels)?;
+        let labels = match &s.target {
+            Some(t) => crate::targets::to_dict(py, t)?.into_any(),
+            None => PyList::new(py, &s.labels)?.into_any(),
+        };
         let image = match s.content {
             data::Content::Pixels {
                 width,
@@ -432,7 +443,7 @@ impl PyDataset {
             }
             _ => PyBytes::new(py, &s.bytes).into_any(),
         };
-        PyTuple::new(py, [image, labels.into_any()])
+        PyTuple::new(py, [image, labels])
     }
 
     /// The class names, for an `ImageFolder` (`None` otherwise).

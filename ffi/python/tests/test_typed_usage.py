@@ -25,3 +25,6 @@ def test_the_typed_usage_file_runs(tp, tmp_path):
     image = np.zeros((20, 30, 3), dtype=np.uint8)
     flipped, moved = usage.functional_ops(image)
     assert flipped.shape[2] == 3 and moved["format"] == "CXCYWH" and moved["boxes"].shape == (1, 4)
+    tv = importlib.util.find_spec("torchvision") is not None
+    coco = fixture("coco", "sample")
+    assert usage.coco_targets(os.path.join(coco, "images"), os.path.join(coco, "instances.json"), tv) > 0

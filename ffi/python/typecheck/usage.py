@@ -101,6 +101,26 @@ def detection() -> int:
     return len(flat["bboxes"]) + len(padded["counts"]) + len(targets) + len(sizes)
 
 
+def coco_targets(images: str, annotations: str, tv: bool) -> int:
+    coco: train.Dataset = train.COCO(images, annotations, masks=True, categories="contiguous_from_1", crowd="drop")
+    image, target = coco[0]
+    assert isinstance(image, bytes) and isinstance(target, dict)
+    boxes: npt.NDArray[np.float32] = target["boxes"]
+    converted: Dict[str, Any] = train.to_tv_tensors(target) if tv else target
+    loader = train.Loader(
+        coco, "detection-ssd", 2, targets="tv_tensors" if tv else "numpy", max_shape=(3, 700, 1000), shard=None
+    )
+    batch = loader.next_batch()
+    assert batch is not None
+    return len(boxes) + len(converted) + len(batch["targets"])
+
+
+def voc_and_yolo(voc_root: str, yolo_root: str) -> train.Dataset:
+    voc: train.Dataset = train.VOC(voc_root, year="2007", image_set="trainval", keep_difficult=False)
+    yolo: train.Dataset = train.YOLO(yolo_root, split="val", classes=80)
+    return voc + yolo
+
+
 def preview(root: str, out: str) -> Tuple[int, int]:
     grid: npt.NDArray[np.uint8] = train.preview(train.ImageFolder(root), preset="imagenet-train", out=out, samples=4)
     height, width, _ = grid.shape

@@ -193,9 +193,13 @@ class Dataset:
     def columns(self, index: int) -> Dict[str, Any]:
         """Every column of sample ``index`` of a MindRecord set, by name (``int``,
         ``float``, ``str``, ``bytes``, or a numpy array); ``TypeError`` for other datasets."""
-    def __getitem__(self, index: int) -> Tuple[Union[bytes, npt.NDArray[np.uint8]], list[float]]:
-        """``(image, labels)``: the encoded file's bytes, or a pixel sample's uint8
-        array (height x width gray, height x width x channels otherwise)."""
+    def __getitem__(
+        self, index: int
+    ) -> Tuple[Union[bytes, npt.NDArray[np.uint8]], Union[list[float], Dict[str, Any]]]:
+        """``(image, labels)``, or ``(image, target)`` for a detection sample (a
+        dict: ``boxes``, ``format``, ``canvas_size``, ``labels``, ...). The image
+        is the encoded file's bytes, or a pixel sample's uint8 array (height x
+        width gray, height x width x channels otherwise)."""
     @property
     def classes(self) -> Optional[list[str]]: ...
     @property
@@ -209,6 +213,25 @@ def from_iterable(
     max_buffer_bytes: Optional[int] = None,
 ) -> Dataset: ...
 def sample_content(dataset: Dataset, index: int) -> Tuple[str, Optional[Tuple[int, int, str]]]: ...
+def coco(
+    images_dir: PathLike,
+    annotation_file: PathLike,
+    masks: bool = False,
+    *,
+    categories: str = "raw",
+    crowd: str = "keep",
+    keep_empty: bool = True,
+) -> Dataset: ...
+def voc(
+    root: PathLike,
+    year: str = "2012",
+    image_set: str = "train",
+    *,
+    keep_difficult: bool = True,
+    coordinates: str = "as_stored",
+    first_label: int = 0,
+) -> Dataset: ...
+def yolo(root: PathLike, split: str = "train", *, classes: Optional[int] = None) -> Dataset: ...
 def celeba(
     root: PathLike,
     split: str = "train",

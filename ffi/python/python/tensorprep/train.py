@@ -84,6 +84,7 @@ from ._native import (  # noqa: F401  (re-exported)
 from ._native import RandomChoice as _RandomChoice
 from ._native import AUGMENTATIONS as _AUGMENTATIONS
 from . import _native
+from ._targets import to_tv_tensors
 from ._native import Lambda as _Lambda
 from ._native import cifar10 as _cifar10
 from ._native import cifar100 as _cifar100
@@ -93,6 +94,9 @@ from ._native import from_python as _from_python
 from ._native import from_iterable as _from_iterable
 from ._native import preview as _preview
 from ._native import celeba as _celeba
+from ._native import coco as _coco
+from ._native import voc as _voc
+from ._native import yolo as _yolo
 from ._native import recordio_files as _recordio_files
 from ._native import tfrecord_files as _tfrecord_files
 from ._native import Graph as _Graph
@@ -107,6 +111,7 @@ __all__ = [
     "BatchTensor",
     "CIFAR10",
     "CIFAR100",
+    "COCO",
     "CelebA",
     "CenterCrop",
     "ClampBoundingBoxes",
@@ -159,7 +164,9 @@ __all__ = [
     "TFRecord",
     "ToTensor",
     "TrivialAugmentWide",
+    "VOC",
     "WebDataset",
+    "YOLO",
     "FromPython",
     "FromIterable",
     "from_torch_dataset",
@@ -167,6 +174,7 @@ __all__ = [
     "loader_defaults",
     "preview",
     "shard_from_env",
+    "to_tv_tensors",
 ]
 
 
@@ -264,6 +272,88 @@ def CelebA(
     folder (the text files and the images together)."""
     targets = [target_type] if isinstance(target_type, str) else list(target_type)
     return _celeba(os.fspath(root), split, targets, signed=signed, layout=layout)
+
+
+def COCO(
+    images_dir: PathLike,
+    annotation_file: PathLike,
+    masks: bool = False,
+    *,
+    categories: str = "raw",
+    crowd: str = "keep",
+    keep_empty: bool = True,
+) -> Dataset:
+    """COCO instances: the images of ``images_dir`` that ``annotation_file``
+    (``instances_train2017.json``'s layout) lists, in the file's order.
+
+    ``ds[i]`` is ``(image bytes, target)``, the target a dict: ``boxes``
+    float32 ``(N, 4)`` with ``format`` ``"XYWH"`` (COCO's ``bbox``) on
+    ``canvas_size`` ``(H, W)`` (the file's image size), ``labels`` int64,
+    ``iscrowd``, ``area``, ``image_id``, and with ``masks=True`` ``masks``
+    uint8 ``(N, H, W)``, each object's polygons or RLE decoded as
+    pycocotools' ``annToMask`` decodes them.
+
+    - ``categories``: ``"raw"`` (the ``category_id``, as torchvision's
+      ``CocoDetection``), ``"contiguous_from_0"`` or ``"contiguous_from_1"``
+      (the category's rank among the file's categories sorted by id, from 0
+      or 1). ``ds.classes`` names the categories in id order.
+    - ``crowd``: ``"keep"`` (``iscrowd`` 1 in the target) or ``"drop"``.
+    - ``keep_empty``: keep the images left without objects.
+
+    A bad annotation file (JSON, a missing field, an unknown image or
+    category, a bad box, a polygon of fewer than three points with
+    ``masks=True``, ...) is a ``DataError`` naming the file and the record;
+    a missing image or an undecodable mask when the sample is read."""
+    return _coco(
+        os.fspath(images_dir),
+        os.fspath(annotation_file),
+        masks,
+        categories=categories,
+        crowd=crowd,
+        keep_empty=keep_empty,
+    )
+
+
+def VOC(
+    root: PathLike,
+    year: str = "2012",
+    image_set: str = "train",
+    *,
+    keep_difficult: bool = True,
+    coordinates: str = "as_stored",
+    first_label: int = 0,
+) -> Dataset:
+    """Pascal VOC detection in torchvision's ``VOCDetection`` layout:
+    ``root/VOCdevkit/VOC{year}`` (``root`` may also be the ``VOCdevkit``
+    folder), the ids of ``ImageSets/Main/{image_set}.txt`` in order.
+
+    ``ds[i]`` is ``(image bytes, target)``: ``boxes`` float32 ``(N, 4)``
+    ``"XYXY"`` on ``canvas_size`` (the XML's ``<size>``), ``labels`` int64
+    (``first_label`` + the class's place in ``ds.classes``, VOC's 20 in the
+    devkit's order), ``difficult``. ``coordinates``: ``"as_stored"`` (the
+    file's 1-based pixel indices, as torchvision gives them) or
+    ``"zero_based"`` (``xmin - 1, ymin - 1, xmax, ymax``);
+    ``keep_difficult=False`` leaves out the difficult objects."""
+    return _voc(
+        os.fspath(root),
+        str(year),
+        image_set,
+        keep_difficult=keep_difficult,
+        coordinates=coordinates,
+        first_label=int(first_label),
+    )
+
+
+def YOLO(root: PathLike, split: str = "train", *, classes: Optional[int] = None) -> Dataset:
+    """A YOLO split in Ultralytics' layout: the images of
+    ``root/images/{split}`` (sorted) with ``root/labels/{split}/{stem}.txt``
+    (``class cx cy w h`` normalised; no file: no objects).
+
+    ``ds[i]`` is ``(image bytes, target)``: ``boxes`` float32 ``(N, 4)``
+    ``"CXCYWH"`` in pixels of the upright image (EXIF orientation applied,
+    as Ultralytics measures it), ``canvas_size``, ``labels``. ``classes``:
+    the dataset YAML's ``nc`` (a class id at or past it is a ``DataError``)."""
+    return _yolo(os.fspath(root), split, classes=classes)
 
 
 def MindRecord(
@@ -820,6 +910,16 @@ def _torch_wanted(output: str) -> bool:
 
 
 
+def _tv_tensors_wanted(targets: str) -> bool:
+    if targets == "numpy":
+        return False
+    if targets != "tv_tensors":
+        raise ValueError(f"targets must be 'numpy' or 'tv_tensors', not {targets!r}")
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("torchvision") is None:
+        raise ImportError("targets='tv_tensors' needs torch and torchvision installed (targets='numpy' gives numpy arrays)")
+    return True
+
+
 class _Default(int):
     """A default argument's value (the library's), told apart from the same
     value given: ``Loader`` refuses an argument given under both its names."""
@@ -851,7 +951,8 @@ class Loader:
     (``tensorprep::train::LoaderConfig``, also ``loader_defaults()``).
 
     - ``dataset``: a ``Dataset`` (``ImageFolder``, ``RecordIO``, ``TFRecord``,
-      ``WebDataset``, ``Samples``, ``FromPython``, or made of those).
+      ``WebDataset``, ``Samples``, ``FromPython``, ``COCO``, ``VOC``,
+      ``YOLO``, or made of those).
     - ``pipeline``: a ``Pipeline``, a training preset's name
       (``"imagenet-train"``), or an inference ``Graph`` (a validation loader).
     - ``workers`` (or ``DataLoader``'s ``num_workers``): decode + augment
@@ -882,6 +983,10 @@ class Loader:
       targets as int64 tensors; labels that are not integers (box
       coordinates in float, TFRecord float lists) need ``labels="float32"``.
       ``mix`` needs one label per sample.
+    - ``targets``: how ``next_batch()`` gives detection targets: ``"numpy"``
+      (dicts of numpy arrays, the default) or ``"tv_tensors"`` (torchvision's
+      ``BoundingBoxes``, ``Mask``, ``KeyPoints``: ``to_tv_tensors``; an
+      ``ImportError`` here when torch or torchvision is missing).
     - ``mix``: a batch transform, ``MixUp``, ``CutMix`` (torchvision's names)
       or ``Mixup`` (timm's): each batch mixed in place by the loader's
       threads, drawn from (seed, epoch, the batch's place among every
@@ -969,6 +1074,7 @@ class Loader:
         drop_last: bool = False,
         skip_errors: bool = False,
         output: str = "auto",
+        targets: str = "numpy",
         labels: Optional[str] = None,
         mix: Optional[Mixup] = None,
         label_width: Optional[int] = None,
@@ -1011,6 +1117,7 @@ class Loader:
         elif labels not in ("int64", "float32"):
             raise ValueError(f"labels must be 'int64' or 'float32', not {labels!r}")
         self._torch = _torch_wanted(output)
+        self._tv_tensors = _tv_tensors_wanted(targets)
         self._labels = labels
         self.dataset = dataset
         self.pipeline = pipeline
@@ -1087,7 +1194,8 @@ class Loader:
         (``max_shape``): DETR-style models take it beside ``pixel_values``.
         ``targets``: each sample's detection target as the pipeline moved it
         (``BatchTensor.targets``: a dict of numpy arrays, or ``None`` for a
-        sample without one); ``batch``: the ``BatchTensor``, whose
+        sample without one; with ``targets="tv_tensors"`` torchvision's types,
+        see ``to_tv_tensors``); ``batch``: the ``BatchTensor``, whose
         ``boxes(layout, room)`` collates the boxes (padded, flat or ragged)."""
         item = self._native.next_batch(mask=True)
         if item is None:
@@ -1107,7 +1215,9 @@ class Loader:
             "number": number,
             "pixel_mask": pixel_mask,
             "image_sizes": tensor.image_sizes,
-            "targets": tensor.targets,
+            "targets": [None if t is None else to_tv_tensors(t) for t in tensor.targets]
+            if self._tv_tensors
+            else tensor.targets,
             "batch": tensor,
         }
 
