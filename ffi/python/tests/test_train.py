@@ -106,7 +106,7 @@ def test_the_dlpack_export_reaches_numpy_without_a_copy(tp, train):
     # A plan of fixed size pads nothing: its pixel mask is all ones.
     assert mask.shape == (4, 224, 224) and mask.dtype == np.uint8 and mask.all()
     batch = loader.next_batch()
-    assert sorted(batch) == ["batch", "epoch", "images", "indices", "labels", "number", "pixel_mask", "targets"]
+    assert sorted(batch) == ["batch", "epoch", "image_sizes", "images", "indices", "labels", "number", "pixel_mask", "targets"]
     assert batch["targets"] == [None] * len(batch["indices"])
     n, _, h, w = batch["images"].shape
     assert batch["pixel_mask"].dtype == np.int64 and batch["pixel_mask"].shape == (n, h, w)

@@ -136,40 +136,13 @@ def _as_image(array: Any, mode: Optional[str]) -> Any:
     return PIL.Image.fromarray(array)
 
 
-def _kind_of(value: Any) -> str:
-    module = type(value).__module__
-    if module.startswith("torchvision.tv_tensors"):
-        return type(value).__name__
-    if module.startswith("torch"):
-        return "tensor"
-    return "numpy"
-
-
 def _restore(given: Target, moved: Target) -> Target:
-    """``moved`` with ``given``'s keys, each value of the kind it was given as."""
-    out: Target = {}
-    for key, value in given.items():
-        if key not in moved:
-            continue
-        new = moved[key]
-        kind = _kind_of(value)
-        if kind != "numpy" and hasattr(new, "dtype"):
-            import importlib
+    """``moved`` with ``given``'s keys; torch tensors and ``tv_tensors`` when ``given`` held them."""
+    if any(type(v).__module__.startswith("torch") for v in given.values()):
+        from ._targets import to_tv_tensors
 
-            tensor = importlib.import_module("torch").from_numpy(new)
-            if kind in ("BoundingBoxes", "Mask", "KeyPoints"):
-                tv_tensors = importlib.import_module("torchvision.tv_tensors")
-
-                canvas = moved.get("canvas_size")
-                if kind == "BoundingBoxes":
-                    tensor = tv_tensors.BoundingBoxes(tensor, format=moved["format"], canvas_size=canvas)
-                elif kind == "Mask":
-                    tensor = tv_tensors.Mask(tensor)
-                else:
-                    tensor = tv_tensors.KeyPoints(tensor, canvas_size=canvas)
-            new = tensor
-        out[key] = new
-    return out
+        moved = to_tv_tensors(moved)
+    return {key: moved[key] for key in given if key in moved}
 
 
 def _call(op: str, image: Any, target: Optional[Target], **params: Any) -> Any:
