@@ -415,3 +415,22 @@ pub fn imagenet_eval_with(
         .collect();
     Pipeline::from_ops(&ops).expect("the preset's ops make a pipeline")
 }
+
+/// The FNV-1a 64 of `bytes` as 16 hex digits (the fixture scripts' hash).
+pub fn fnv_hex(bytes: &[u8]) -> String {
+    let mut h = tensorprep::Fnv1a64::new();
+    h.update(bytes);
+    format!("{:016x}", h.finish())
+}
+
+/// float32 rows as the fixture scripts write them: each value's bits as 8
+/// hex digits, `,` within a row, `;` between rows, `-` for none.
+pub fn f32_bits_hex<const N: usize>(rows: &[[f32; N]]) -> String {
+    if rows.is_empty() {
+        return "-".into();
+    }
+    rows.iter()
+        .map(|r| r.map(|v| format!("{:08x}", v.to_bits())).join(","))
+        .collect::<Vec<_>>()
+        .join(";")
+}

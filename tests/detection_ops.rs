@@ -21,7 +21,7 @@ use tensorprep::train::{
     Augment, Draws, FixedSizeCrop, RandomIoUCrop, RandomPhotometricDistort, RandomShortestSize,
     RandomZoomOut, SampleKey, ScaleJitter, TrainPipeline, TrainState,
 };
-use tensorprep::{DType, Fnv1a64, Layout, Quantization, TensorMut};
+use tensorprep::{DType, Layout, Quantization, TensorMut};
 
 /// The photo every case starts from (a PNG: both sides read the same pixels).
 const PHOTO: &str = "cv_china_rgb_area_0_0_128x85.png";
@@ -141,19 +141,11 @@ fn target(n: u64, (w, h): (u32, u32), format: BoxFormat) -> Target {
 }
 
 fn fnv(bytes: &[u8]) -> String {
-    let mut h = Fnv1a64::new();
-    h.update(bytes);
-    format!("{:016x}", h.finish())
+    tensorprep_tests::fnv_hex(bytes)
 }
 
 fn hex(rows: &[[f32; 4]]) -> String {
-    if rows.is_empty() {
-        return "-".into();
-    }
-    rows.iter()
-        .map(|r| r.map(|v| format!("{:08x}", v.to_bits())).join(","))
-        .collect::<Vec<_>>()
-        .join(";")
+    tensorprep_tests::f32_bits_hex(rows)
 }
 
 /// A case: an op, a key, and the case's number (its target's seed).

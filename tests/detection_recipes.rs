@@ -220,13 +220,7 @@ fn sha(bytes: &[u8]) -> String {
 }
 
 fn hex(rows: &[[f32; 4]]) -> String {
-    if rows.is_empty() {
-        return "-".into();
-    }
-    rows.iter()
-        .map(|r| r.map(|v| format!("{:08x}", v.to_bits())).join(","))
-        .collect::<Vec<_>>()
-        .join(";")
+    tensorprep_tests::f32_bits_hex(rows)
 }
 
 fn list(labels: &[i64]) -> String {

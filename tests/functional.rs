@@ -6,29 +6,21 @@
 
 use std::collections::BTreeMap;
 
+use tensorprep::Image;
 use tensorprep::functional;
 use tensorprep::resize::{Filter, Resample};
 use tensorprep::size::{Rounding, SizeRule};
 use tensorprep::targets::{Affine, BoundingBoxes, BoxFormat, Canvas, Masks, Padding, Target};
 use tensorprep::warp::Interpolation;
-use tensorprep::{Fnv1a64, Image};
 
 const BOXES: [[f32; 4]; 2] = [[10.0, 5.0, 60.0, 40.0], [70.5, 20.25, 127.0, 84.0]];
 
 fn fnv(bytes: &[u8]) -> String {
-    let mut h = Fnv1a64::new();
-    h.update(bytes);
-    format!("{:016x}", h.finish())
+    tensorprep_tests::fnv_hex(bytes)
 }
 
 fn hex(rows: &[[f32; 4]]) -> String {
-    if rows.is_empty() {
-        return "-".into();
-    }
-    rows.iter()
-        .map(|r| r.map(|v| format!("{:08x}", v.to_bits())).join(","))
-        .collect::<Vec<_>>()
-        .join(";")
+    tensorprep_tests::f32_bits_hex(rows)
 }
 
 fn target(w: u32, h: u32) -> Target {

@@ -298,15 +298,7 @@ fn parts(t: &Target) -> (BoundingBoxes, KeyPoints, Masks) {
 /// box or point, `;` between, `-` for none), masks as runs `value:count`
 /// (`.` between runs, `;` between masks), canvases `H,W`.
 fn fields(prefix: &str, boxes: &BoundingBoxes, points: &KeyPoints, masks: &Masks) -> String {
-    fn hex<const N: usize>(rows: &[[f32; N]]) -> String {
-        if rows.is_empty() {
-            return "-".into();
-        }
-        rows.iter()
-            .map(|r| r.map(|v| format!("{:08x}", v.to_bits())).join(","))
-            .collect::<Vec<_>>()
-            .join(";")
-    }
+    use tensorprep_tests::f32_bits_hex as hex;
     let canvas = |c: Canvas| format!("{},{}", c.height, c.width);
     let area = (masks.canvas().height * masks.canvas().width) as usize;
     let runs = if masks.count() == 0 {

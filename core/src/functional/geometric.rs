@@ -244,6 +244,15 @@ pub fn pad(
     apply(image, &Geometry::Pad(padding), &pixels, target)
 }
 
+/// A warp's pixels: `interpolation`, `fill` from outside.
+fn warped(interpolation: Interpolation, fill: [u8; 3]) -> Pixels {
+    Pixels {
+        interpolation,
+        fill,
+        ..Pixels::default()
+    }
+}
+
 /// `affine(image, angle, translate, scale, shear, interpolation, fill,
 /// center)`.
 pub fn affine(
@@ -253,12 +262,12 @@ pub fn affine(
     fill: [u8; 3],
     target: Option<&mut Target>,
 ) -> Result<Image> {
-    let pixels = Pixels {
-        interpolation,
-        fill,
-        ..Pixels::default()
-    };
-    apply(image, &Geometry::Affine(affine), &pixels, target)
+    apply(
+        image,
+        &Geometry::Affine(affine),
+        &warped(interpolation, fill),
+        target,
+    )
 }
 
 /// `rotate(image, angle, interpolation, expand, center, fill)`
@@ -272,17 +281,12 @@ pub fn rotate(
     fill: [u8; 3],
     target: Option<&mut Target>,
 ) -> Result<Image> {
-    let pixels = Pixels {
-        interpolation,
-        fill,
-        ..Pixels::default()
-    };
     let g = Geometry::Rotate {
         angle,
         expand,
         center,
     };
-    apply(image, &g, &pixels, target)
+    apply(image, &g, &warped(interpolation, fill), target)
 }
 
 /// `perspective(image, startpoints=None, endpoints=None, interpolation,
@@ -295,10 +299,6 @@ pub fn perspective(
     fill: [u8; 3],
     target: Option<&mut Target>,
 ) -> Result<Image> {
-    let pixels = Pixels {
-        interpolation,
-        fill,
-        ..Pixels::default()
-    };
-    apply(image, &Geometry::Perspective(coefficients), &pixels, target)
+    let g = Geometry::Perspective(coefficients);
+    apply(image, &g, &warped(interpolation, fill), target)
 }
