@@ -1,7 +1,8 @@
 //! The loader with detection targets: each sample's boxes, labels and masks
 //! move with its image through the `ssd` recipe, the same for any worker
 //! count and after a resume, equal to the sample run alone; batches collate
-//! them in the three layouts.
+//! them in the three layouts; every detection preset gives the same batches
+//! for 1 and 3 workers and after a resume.
 
 use std::sync::Arc;
 
@@ -323,4 +324,79 @@ fn a_zip_carries_the_target_of_the_dataset_that_gives_one() {
     let both = Zip::new(Arc::clone(&targets), targets).unwrap();
     let e = both.read(1, &mut Sample::default()).unwrap_err();
     assert!(e.to_string().contains("both zipped datasets"), "{e}");
+}
+
+/// Every detection preset, as shipped (float output, its own sizes): over
+/// the COCO sample folder (two photos, polygons as masks, four times each),
+/// the same batches for 1 and 3 workers, and after a stop and a resume
+/// with 2.
+#[test]
+fn every_detection_recipe_gives_the_same_batches_for_any_worker_count_and_after_resume() {
+    use tensorprep::train::data::coco::{Coco, CocoOptions};
+    use tensorprep::train::data::combine::Concat;
+    let root = tensorprep_tests::fixture("coco/sample");
+    let open = || -> Arc<dyn Dataset> {
+        let options = CocoOptions {
+            masks: true,
+            ..CocoOptions::default()
+        };
+        let coco: Arc<dyn Dataset> = Arc::new(
+            Coco::open(root.join("images"), root.join("instances.json"), options).unwrap(),
+        );
+        Arc::new(Concat::new(vec![coco.clone(), coco.clone(), coco.clone(), coco]).unwrap())
+    };
+    // Each batch: indices, the tensor's bits, each target's boxes, labels and masks.
+    let run = |loader: &mut Loader| -> Vec<(Vec<u64>, u64)> {
+        loader
+            .by_ref()
+            .map(|b| {
+                let b = b.unwrap();
+                let mut h = tensorprep::Fnv1a64::new();
+                h.update_elements(b.tensor(), 0, b.tensor().len());
+                for t in b.targets().flatten() {
+                    let boxes = t.boxes.as_ref().unwrap();
+                    for v in boxes.boxes().iter().flatten() {
+                        h.update(&v.to_bits().to_le_bytes());
+                    }
+                    for l in &t.labels {
+                        h.update(&l.to_le_bytes());
+                    }
+                    h.update(t.masks.as_ref().unwrap().data());
+                }
+                (b.indices().to_vec(), h.finish())
+            })
+            .collect()
+    };
+    for name in [
+        "detection-hflip",
+        "detection-lsj",
+        "detection-multiscale",
+        "detection-ssd",
+        "detection-ssdlite",
+    ] {
+        let plan = Arc::new(TrainPipeline::preset(name).unwrap().compile().unwrap());
+        let config = |workers: usize| {
+            let mut c = LoaderConfig::new(2, workers, 5);
+            c.max_shape = Some([3, 1333, 1333]);
+            c.epochs = Some(1);
+            c
+        };
+        let one = run(&mut Loader::new(open(), Arc::clone(&plan), config(1)).unwrap());
+        assert_eq!(one.len(), 4, "{name}");
+        let three = run(&mut Loader::new(open(), Arc::clone(&plan), config(3)).unwrap());
+        assert_eq!(one, three, "{name}: 1 and 3 workers");
+        let mut loader = Loader::new(open(), Arc::clone(&plan), config(3)).unwrap();
+        drop(loader.next().unwrap().unwrap());
+        let state = loader.state();
+        drop(loader);
+        let mut resumed = one[..1].to_vec();
+        resumed.extend(run(&mut Loader::resume(
+            open(),
+            Arc::clone(&plan),
+            config(2),
+            state,
+        )
+        .unwrap()));
+        assert_eq!(one, resumed, "{name}: after a resume");
+    }
 }
