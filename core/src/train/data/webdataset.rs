@@ -230,10 +230,10 @@ impl WebDataset {
 
     /// Opens the shards as [`WebDataset::open`] does, each sample with a
     /// detection target ([`Sample::target`]) read from its member of
-    /// extension `target` (`json`: [`json_target`](super::json_target)'s
+    /// extension `target` (`json`: [`json_target`]'s
     /// schema), on the image's stored size (its header read with the
     /// sample). A sample without that member is refused at open, naming
-    /// it; one larger than [`MAX_TARGET_BYTES`](super::json_target::MAX_TARGET_BYTES) too.
+    /// it; one larger than [`MAX_TARGET_BYTES`] too.
     ///
     /// ```no_run
     /// use tensorprep::train::data::webdataset::{WebDataset, WebKeys};
