@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 f=tests/fixtures
 c=fuzz/corpus
 mkdir -p "$c/decode" "$c/graph" "$c/import" "$c/onnx" "$c/c_api" "$c/records" "$c/webdataset" "$c/folder" \
-    "$c/cifar" "$c/mnist" "$c/mindrecord" "$c/celeba"
+    "$c/cifar" "$c/mnist" "$c/mindrecord" "$c/celeba" "$c/coco" "$c/voc" "$c/yolo" "$c/tf_detection" "$c/json_target"
 seed() { # seed TARGET PREFIX-BYTE FILE
     local name
     name="$(basename "$3")"
@@ -77,4 +77,34 @@ for t in list_eval_partition.txt identity_CelebA.txt list_attr_celeba.txt list_b
     cat "$f/celeba/root/celeba/$t"
     printf '\xff'
 done > "$c/celeba/fixture"
-echo "seeded: $(for t in decode graph import onnx c_api records webdataset folder cifar mnist mindrecord celeba; do printf '%s %s  ' "$t" "$(ls "$c/$t" | wc -l)"; done)"
+# COCO: the sample folder's instances file, and one naming the image the target writes (a.jpg).
+cp "$f/coco/sample/instances.json" "$c/coco/sample"
+printf '%s' '{"images": [{"id": 1, "file_name": "a.jpg", "height": 151, "width": 227}],
+ "annotations": [{"id": 1, "image_id": 1, "category_id": 2, "bbox": [10, 20, 30, 40], "area": 1200, "iscrowd": 0,
+   "segmentation": [[10, 20, 40, 20, 40, 60]]},
+  {"id": 2, "image_id": 1, "category_id": 2, "bbox": [0, 0, 5, 5], "area": 25, "iscrowd": 1,
+   "segmentation": {"size": [151, 227], "counts": [5, 10, 34247]}}],
+ "categories": [{"id": 2, "name": "b"}]}' > "$c/coco/a"
+# VOC: one annotation with a difficult object.
+printf '%s' '<annotation><size><width>227</width><height>151</height><depth>1</depth></size>
+<object><name>cat</name><difficult>1</difficult><bndbox><xmin>3</xmin><ymin>4</ymin><xmax>50</xmax><ymax>60</ymax></bndbox></object>
+<object><name>dog</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>227</xmax><ymax>151</ymax></bndbox></object></annotation>' > "$c/voc/a"
+# YOLO: a label file of two objects.
+printf '0 0.5 0.5 0.2 0.3\n3 0.1 0.9 0.05 0.1\n' > "$c/yolo/a"
+# TFRecord object detection: each example of the fixtures (without the framing).
+for r in "$f"/tf_detection/*.tfrecord; do
+    python3 -c '
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+at, i = 0, 0
+while at < len(b):
+    n = struct.unpack("<Q", b[at:at + 8])[0]
+    open("%s.%d" % (sys.argv[2], i), "wb").write(b[at + 12:at + 12 + n])
+    at, i = at + 16 + n, i + 1' "$r" "$c/tf_detection/$(basename "$r")"
+done
+# WebDataset JSON targets: both shapes.
+printf '%s' '{"boxes": [[1, 2, 30, 40]], "format": "XYXY", "labels": [3], "iscrowd": [0], "area": [1],
+ "keypoints": [[[1, 2, 2]]], "height": 151, "width": 227, "image_id": 5}' > "$c/json_target/boxes"
+printf '%s' '{"annotations": [{"bbox": [1, 2, 3, 4], "category_id": 7, "iscrowd": 1, "area": 12}]}' \
+    > "$c/json_target/coco"
+echo "seeded: $(for t in decode graph import onnx c_api records webdataset folder cifar mnist mindrecord celeba coco voc yolo tf_detection json_target; do printf '%s %s  ' "$t" "$(ls "$c/$t" | wc -l)"; done)"

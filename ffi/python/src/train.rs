@@ -271,37 +271,48 @@ impl PyDataset {
     }
 
     /// TFRecord files of `tf.train.Example`s (CRC-32C checked), the image
-    /// and label read by their feature names; `index`: DALI's `tfrecord2idx`.
+    /// and label read by their feature names; `index`: DALI's `tfrecord2idx`;
+    /// `targets="object_detection"`: a detection target from the TF Object
+    /// Detection API's keys instead of the label (`masks`: its PNG masks).
     #[staticmethod]
-    #[pyo3(signature = (path, index=None, *, image_key="image/encoded", label_key="image/class/label"))]
+    #[pyo3(signature = (path, index=None, *, image_key="image/encoded", label_key="image/class/label", targets=None, masks=false))]
     fn tfrecord(
         py: Python<'_>,
         path: PathBuf,
         index: Option<PathBuf>,
         image_key: &str,
         label_key: &str,
+        targets: Option<&str>,
+        masks: bool,
     ) -> PyResult<PyDataset> {
+        let labels = crate::shards::tfrecord_labels(targets, masks)?;
         let keys = data::tfrecord::Keys {
             image: image_key,
             label: label_key,
         };
-        let d = py.detach(|| match &index {
-            Some(idx) => data::tfrecord::TfRecordDataset::open_with_index(&path, idx, keys),
-            None => data::tfrecord::TfRecordDataset::open(&path, keys),
+        let d = py.detach(|| {
+            match &index {
+                Some(idx) => data::tfrecord::TfRecordDataset::open_with_index(&path, idx, keys),
+                None => data::tfrecord::TfRecordDataset::open(&path, keys),
+            }
+            .map(|d| d.with_labels(labels))
         });
         let d: Arc<dyn Dataset> = Arc::new(data_result(d)?);
         Ok(PyDataset::new(d, format!("TFRecord({})", path.display())))
     }
 
     /// WebDataset tar shards (`"shards-{000000..000099}.tar"`): the image by
-    /// its extension (the first of `image_keys` present), the label `.cls`.
+    /// its extension (the first of `image_keys` present), the label `.cls`;
+    /// `target_key`: the extension of each sample's JSON detection target
+    /// (`"json"`; `tensorprep::train::data::json_target`'s schema).
     #[staticmethod]
-    #[pyo3(signature = (pattern, *, image_keys=None, label_key="cls"))]
+    #[pyo3(signature = (pattern, *, image_keys=None, label_key="cls", target_key=None))]
     fn webdataset(
         py: Python<'_>,
         pattern: &str,
         image_keys: Option<Vec<String>>,
         label_key: &str,
+        target_key: Option<&str>,
     ) -> PyResult<PyDataset> {
         let image_keys = image_keys.unwrap_or_else(|| {
             data::webdataset::WebKeys::CONVENTIONAL
@@ -315,7 +326,10 @@ impl PyDataset {
             image: &image,
             label: label_key,
         };
-        let d = py.detach(|| data::webdataset::WebDataset::open(pattern, keys));
+        let d = py.detach(|| match target_key {
+            Some(t) => data::webdataset::WebDataset::open_with_targets(pattern, keys, t),
+            None => data::webdataset::WebDataset::open(pattern, keys),
+        });
         let d: Arc<dyn Dataset> = Arc::new(data_result(d)?);
         Ok(PyDataset::new(d, format!("WebDataset({pattern})")))
     }

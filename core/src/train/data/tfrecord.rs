@@ -14,12 +14,14 @@
 //! decoding into owned maps): no allocation per sample in steady state.
 //! A checksum that does not match is an error, never a skipped record.
 
+use alloc::string::String;
 use alloc::vec::Vec;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
 use super::shards::{DEFAULT_OPEN_FILES, FilePool, locate};
+pub use super::tf_detection::DetectionOptions;
 use super::{DataError, Dataset, Sample, append_at, label, open_file, read_at, read_index};
 use crate::graph::wire::{self, Value};
 
@@ -59,6 +61,21 @@ impl Keys<'static> {
         image: "image/encoded",
         label: "image/class/label",
     };
+}
+
+/// What a record's labels are read as: [`TfRecordDataset::with_labels`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Labels {
+    /// The numbers under [`Keys::label`], into the sample's labels
+    /// (classification, multi-label).
+    #[default]
+    Classification,
+    /// A detection target ([`Sample::target`]) from the TensorFlow Object
+    /// Detection API's keys (`image/object/bbox/xmin`, ...,
+    /// `image/object/class/label`; [`tf_detection`](super::tf_detection)):
+    /// boxes XYXY in pixels; [`Keys::label`] is not read.
+    ObjectDetection(DetectionOptions),
 }
 
 /// A feature's values, for writing.
@@ -167,6 +184,7 @@ pub struct TfRecordDataset {
     starts: Vec<usize>,
     image: alloc::string::String,
     label: alloc::string::String,
+    labels: Labels,
 }
 
 /// A file being indexed or read: its length, for every bound check.
@@ -300,7 +318,33 @@ impl TfRecordDataset {
             starts: Vec::new(),
             image: keys.image.into(),
             label: keys.label.into(),
+            labels: Labels::Classification,
         }
+    }
+
+    /// The dataset reading its labels as `labels` says
+    /// ([`Labels::Classification`] when opened).
+    ///
+    /// ```
+    /// use tensorprep::train::data::tfrecord::{DetectionOptions, Keys, Labels, TfRecordDataset};
+    /// use tensorprep::train::data::{Dataset, Sample};
+    ///
+    /// let d = TfRecordDataset::open("../tests/fixtures/tf_detection/od.tfrecord", Keys::CONVENTIONAL)?
+    ///     .with_labels(Labels::ObjectDetection(DetectionOptions::default()));
+    /// let mut sample = Sample::default();
+    /// d.read(0, &mut sample)?;
+    /// let boxes = sample.target.as_ref().unwrap().boxes.as_ref().unwrap();
+    /// assert_eq!(boxes.format(), tensorprep::targets::BoxFormat::Xyxy);
+    /// # Ok::<(), tensorprep::train::data::DataError>(())
+    /// ```
+    pub fn with_labels(mut self, labels: Labels) -> TfRecordDataset {
+        self.labels = labels;
+        self
+    }
+
+    /// What the labels are read as.
+    pub fn labels(&self) -> Labels {
+        self.labels
     }
 
     /// Each record's offset (in its file) and data length, in order.
@@ -319,17 +363,12 @@ impl TfRecordDataset {
     }
 }
 
-/// Where the image's bytes lie in an example, and its labels (appended to
-/// `labels`).
-fn find(
-    example: &[u8],
-    keys: (&str, &str),
-    labels: &mut Vec<f32>,
-) -> Result<(usize, usize), &'static str> {
-    let malformed = |_| "a malformed tf.train.Example";
-    let mut image = None;
-    let mut found_label = false;
-    let base = example.as_ptr() as usize;
+/// Calls `each` with every feature's name and `Feature` message, in order.
+pub(super) fn each_feature<'a>(
+    example: &'a [u8],
+    mut each: impl FnMut(&'a [u8], &'a [u8]) -> Result<(), String>,
+) -> Result<(), String> {
+    let malformed = |_| String::from("a malformed tf.train.Example");
     for field in wire::fields(example) {
         let field = field.map_err(malformed)?;
         let (1, Value::Bytes(features)) = (field.number, field.value) else {
@@ -348,21 +387,38 @@ fn find(
                     _ => {}
                 }
             }
-            if name == keys.0.as_bytes() {
-                image = first_bytes(feature)?.map(|b| {
-                    let start = b.as_ptr() as usize - base;
-                    (start, start + b.len())
-                });
-            } else if name == keys.1.as_bytes() {
-                numbers(feature, labels)?;
-                found_label = true;
-            }
+            each(name, feature)?;
         }
     }
+    Ok(())
+}
+
+/// Where the image's bytes lie in an example, and its labels (appended to
+/// `labels`).
+fn find(
+    example: &[u8],
+    keys: (&str, &str),
+    labels: &mut Vec<f32>,
+) -> Result<(usize, usize), String> {
+    let mut image = None;
+    let mut found_label = false;
+    let base = example.as_ptr() as usize;
+    each_feature(example, |name, feature| {
+        if name == keys.0.as_bytes() {
+            image = first_bytes(feature)?.map(|b| {
+                let start = b.as_ptr() as usize - base;
+                (start, start + b.len())
+            });
+        } else if name == keys.1.as_bytes() {
+            numbers(feature, labels)?;
+            found_label = true;
+        }
+        Ok(())
+    })?;
     if !found_label {
-        return Err("no label feature");
+        return Err("no label feature".into());
     }
-    image.ok_or("no image feature")
+    image.ok_or_else(|| "no image feature".into())
 }
 
 fn bytes_of(v: Value<'_>) -> Result<&[u8], &'static str> {
@@ -373,7 +429,7 @@ fn bytes_of(v: Value<'_>) -> Result<&[u8], &'static str> {
 }
 
 /// The first value of a bytes list feature.
-fn first_bytes(feature: &[u8]) -> Result<Option<&[u8]>, &'static str> {
+pub(super) fn first_bytes(feature: &[u8]) -> Result<Option<&[u8]>, &'static str> {
     for f in wire::fields(feature) {
         let f = f.map_err(|_| "a malformed feature")?;
         if let (1, Value::Bytes(list)) = (f.number, f.value) {
@@ -435,7 +491,15 @@ impl Dataset for TfRecordDataset {
         let records = self.records.iter().flat_map(|&(o, l)| [o, l]);
         // One file's fingerprint is its records'; several add where each starts.
         let starts = self.starts.iter().skip(1).map(|&s| s as u64);
-        let values = core::iter::once(keys).chain(records).chain(starts);
+        // Classification keeps the fingerprint it always had.
+        let labels = match self.labels {
+            Labels::Classification => None,
+            Labels::ObjectDetection(o) => Some(1 + u64::from(o.masks)),
+        };
+        let values = core::iter::once(keys)
+            .chain(labels)
+            .chain(records)
+            .chain(starts);
         super::fingerprint_of("tfrecord", values)
     }
 
@@ -461,7 +525,7 @@ impl Dataset for TfRecordDataset {
         let (f, _) = locate(&self.starts, index);
         let file = self.files.get(f)?;
         let path = self.files.path(f);
-        let bad = |offset: u64, what| DataError::corrupt(FORMAT, path, offset, what);
+        let bad = |offset: u64, what: String| DataError::corrupt(FORMAT, path, offset, what);
         if n > super::MAX_SAMPLE_BYTES {
             return Err(bad(
                 offset,
@@ -481,8 +545,20 @@ impl Dataset for TfRecordDataset {
             return Err(bad(offset, "the data's checksum does not match".into()));
         }
         sample.labels.clear();
-        let (start, end) = find(bytes, (&self.image, &self.label), &mut sample.labels)
-            .map_err(|what| bad(offset, what.into()))?;
+        sample.target = None;
+        let (start, end) = match self.labels {
+            Labels::Classification => find(bytes, (&self.image, &self.label), &mut sample.labels),
+            Labels::ObjectDetection(options) => {
+                let mut decoder = crate::decode::ImageDecoder::default();
+                super::tf_detection::read(bytes, &self.image, options, &mut decoder).map(
+                    |(range, target)| {
+                        sample.target = Some(alloc::boxed::Box::new(target));
+                        range
+                    },
+                )
+            }
+        }
+        .map_err(|what| bad(offset, what))?;
         sample.id = index as u64;
         // The image moves to the front of the same buffer: no allocation.
         bytes.copy_within(start..end, 0);

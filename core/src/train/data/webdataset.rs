@@ -24,9 +24,11 @@ use alloc::vec::Vec;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use super::json_target::{self, MAX_TARGET_BYTES};
 use super::shards::{DEFAULT_OPEN_FILES, FilePool};
 use super::tar_members::{self, FORMAT, Role};
 use super::{DataError, Dataset, Sample, append_at, open_file, read_at};
+use crate::targets::{Canvas, Target};
 
 /// The most shards a pattern may name.
 pub const MAX_SHARDS: usize = 1 << 20;
@@ -74,6 +76,8 @@ struct Member {
 struct SampleAt {
     image: Member,
     label: Option<Member>,
+    /// The target member, when the dataset reads targets.
+    target: Option<Member>,
 }
 
 /// The sample being gathered while the members of its key go by: the
@@ -82,6 +86,7 @@ struct Gathering {
     key: String,
     image: Option<(usize, Member)>,
     label: Option<Member>,
+    target: Option<Member>,
 }
 
 /// Tar shards as one dataset of samples, in shard order then member order.
@@ -92,6 +97,8 @@ pub struct WebDataset {
     shards: FilePool,
     samples: Vec<SampleAt>,
     keys: Vec<String>,
+    /// The target member's extension (lower case), when targets are read.
+    target: Option<String>,
 }
 
 /// One brace group of a pattern, or the text between groups.
@@ -218,10 +225,55 @@ impl WebDataset {
     /// samples. A sample without an image is refused, naming it; so is a
     /// sample without a label when others have one.
     pub fn open(pattern: &str, keys: WebKeys<'_>) -> Result<WebDataset, DataError> {
+        WebDataset::open_inner(pattern, keys, None)
+    }
+
+    /// Opens the shards as [`WebDataset::open`] does, each sample with a
+    /// detection target ([`Sample::target`]) read from its member of
+    /// extension `target` (`json`: [`json_target`]'s
+    /// schema), on the image's stored size (its header read with the
+    /// sample). A sample without that member is refused at open, naming
+    /// it; one larger than [`MAX_TARGET_BYTES`] too.
+    ///
+    /// ```no_run
+    /// use tensorprep::train::data::webdataset::{WebDataset, WebKeys};
+    /// use tensorprep::train::data::{Dataset, Sample};
+    ///
+    /// let d = WebDataset::open_with_targets("shards-{000..009}.tar", WebKeys::CONVENTIONAL, "json")?;
+    /// let mut sample = Sample::default();
+    /// d.read(0, &mut sample)?;
+    /// println!("{} objects", sample.target.as_ref().unwrap().labels.len());
+    /// # Ok::<(), tensorprep::train::data::DataError>(())
+    /// ```
+    pub fn open_with_targets(
+        pattern: &str,
+        keys: WebKeys<'_>,
+        target: &str,
+    ) -> Result<WebDataset, DataError> {
+        let t = target.to_ascii_lowercase();
+        if t.is_empty()
+            || keys.image.iter().any(|i| i.eq_ignore_ascii_case(&t))
+            || t == keys.label.to_ascii_lowercase()
+        {
+            return Err(DataError::Invalid {
+                what: alloc::format!(
+                    "the target extension {target:?} is empty or names the image or label"
+                ),
+            });
+        }
+        WebDataset::open_inner(pattern, keys, Some(t))
+    }
+
+    fn open_inner(
+        pattern: &str,
+        keys: WebKeys<'_>,
+        target: Option<String>,
+    ) -> Result<WebDataset, DataError> {
         let mut d = WebDataset {
             shards: FilePool::for_format(FORMAT, MAX_OPEN_SHARDS),
             samples: Vec::new(),
             keys: Vec::new(),
+            target,
         };
         for (i, path) in expand_braces(pattern)?.into_iter().enumerate() {
             let path = PathBuf::from(path);
@@ -270,6 +322,7 @@ impl WebDataset {
             .map_err(|e| DataError::io(path, e))?
             .raw(true);
         let mut current: Option<Gathering> = None;
+        let target = self.target.as_deref();
         let finish = |current: Option<Gathering>,
                       samples: &mut Vec<SampleAt>,
                       names: &mut Vec<String>|
@@ -278,12 +331,21 @@ impl WebDataset {
                 let (_, image) = g.image.ok_or_else(|| {
                     bad(0, &alloc::format!("sample `{}` has no image member", g.key))
                 })?;
+                if let Some(t) = target
+                    && g.target.is_none()
+                {
+                    return Err(bad(
+                        image.offset,
+                        &alloc::format!("sample `{}` has no `.{t}` target member", g.key),
+                    ));
+                }
                 samples
                     .try_reserve(1)
                     .map_err(|_| bad(0, "no memory for the samples"))?;
                 samples.push(SampleAt {
                     image,
                     label: g.label,
+                    target: g.target,
                 });
                 names.push(g.key);
             }
@@ -304,12 +366,30 @@ impl WebDataset {
                     key: key.to_string(),
                     image: None,
                     label: None,
+                    target: None,
                 });
             }
             let c = current.as_mut().expect("set above");
             match role {
                 Role::Image(rank) if c.image.is_none_or(|(r, _)| rank < r) => {
                     c.image = Some((rank, member));
+                }
+                Role::Other
+                    if target.is_some_and(|t| {
+                        tar_members::key_and_extension(&m.name).is_some_and(|(_, e)| e == t)
+                    }) =>
+                {
+                    if m.size > MAX_TARGET_BYTES {
+                        return Err(bad(
+                            m.offset,
+                            &alloc::format!(
+                                "member `{}` is {} bytes (more than {MAX_TARGET_BYTES})",
+                                m.name,
+                                m.size
+                            ),
+                        ));
+                    }
+                    c.target = Some(member);
                 }
                 Role::Image(_) | Role::Other => {}
                 Role::Label => c.label = Some(member),
@@ -322,6 +402,28 @@ impl WebDataset {
     /// Each sample's key (`dir/name`), in order.
     pub fn keys(&self) -> &[String] {
         &self.keys
+    }
+
+    /// Sample `index`'s target from its member `t`, on the stored size of
+    /// its `image` (encoded).
+    fn target_of(&self, index: usize, t: Member, image: &[u8]) -> Result<Target, DataError> {
+        let path = self.shards.path(t.shard);
+        let bad = |at: u64, what: &dyn core::fmt::Display| {
+            DataError::corrupt(
+                FORMAT,
+                path,
+                at,
+                alloc::format!("sample `{}`: {what}", self.keys[index]),
+            )
+        };
+        let info = crate::decode::ImageDecoder::default()
+            .read_info(image)
+            .map_err(|e| bad(self.samples[index].image.offset, &e))?;
+        let canvas = Canvas::new(info.stored_height, info.stored_width)
+            .map_err(|e| bad(self.samples[index].image.offset, &e))?;
+        let mut json = Vec::new();
+        self.read_member(t, &mut json)?;
+        json_target::parse(&json, canvas).map_err(|e| bad(t.offset, &e))
     }
 
     fn read_member(&self, m: Member, out: &mut Vec<u8>) -> Result<(), DataError> {
@@ -344,7 +446,9 @@ impl Dataset for WebDataset {
         let member = |m: &Member| [u64::from(m.shard), m.offset, m.len];
         let values = self.samples.iter().flat_map(|s| {
             let label = s.label.as_ref().map_or([u64::MAX; 3], member);
-            member(&s.image).into_iter().chain(label)
+            // Without targets, the fingerprint it always had.
+            let target = s.target.as_ref().map(member).into_iter().flatten();
+            member(&s.image).into_iter().chain(label).chain(target)
         });
         super::fingerprint_of("webdataset", values)
     }
@@ -390,6 +494,14 @@ impl Dataset for WebDataset {
             sample
                 .labels
                 .push(tar_members::label_of(&text[..n]).map_err(bad)?);
+        }
+        sample.target = None;
+        if let Some(t) = s.target {
+            sample.target = Some(alloc::boxed::Box::new(self.target_of(
+                index,
+                t,
+                &sample.bytes,
+            )?));
         }
         sample.id = index as u64;
         Ok(())

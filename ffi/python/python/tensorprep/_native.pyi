@@ -179,10 +179,22 @@ class Dataset:
     def recordio(path: PathLike, index: Optional[PathLike] = None) -> Dataset: ...
     @staticmethod
     def tfrecord(
-        path: PathLike, index: Optional[PathLike] = None, *, image_key: str = ..., label_key: str = ...
+        path: PathLike,
+        index: Optional[PathLike] = None,
+        *,
+        image_key: str = ...,
+        label_key: str = ...,
+        targets: Optional[str] = None,
+        masks: bool = False,
     ) -> Dataset: ...
     @staticmethod
-    def webdataset(pattern: str, *, image_keys: Optional[Sequence[str]] = None, label_key: str = "cls") -> Dataset: ...
+    def webdataset(
+        pattern: str,
+        *,
+        image_keys: Optional[Sequence[str]] = None,
+        label_key: str = "cls",
+        target_key: Optional[str] = None,
+    ) -> Dataset: ...
     @staticmethod
     def samples(items: Iterable[Tuple[bytes, Union[float, Sequence[float]]]]) -> Dataset: ...
     def take(self, n: int) -> Dataset: ...
@@ -241,7 +253,13 @@ def celeba(
     layout: str = "torchvision",
 ) -> Dataset: ...
 def tfrecord_files(
-    paths: Sequence[str], *, image_key: str = "image/encoded", label_key: str = "image/class/label", open_files: int = 64
+    paths: Sequence[str],
+    *,
+    image_key: str = "image/encoded",
+    label_key: str = "image/class/label",
+    open_files: int = 64,
+    targets: Optional[str] = None,
+    masks: bool = False,
 ) -> Dataset: ...
 def recordio_files(paths: Sequence[str], *, open_files: int = 64) -> Dataset: ...
 def mindrecord(

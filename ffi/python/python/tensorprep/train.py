@@ -235,12 +235,18 @@ def TFRecord(
     image_key: str = "image/encoded",
     label_key: str = "image/class/label",
     open_files: int = 64,
+    targets: Optional[str] = None,
+    masks: bool = False,
 ) -> Dataset:
     """TFRecord files of ``tf.train.Example`` (CRC-32C checked); ``index``: DALI's ``tfrecord2idx``.
 
     ``path`` may be a list of files or a pattern (``"shard-*.tfrecord"``,
     ``"shard-{0000..1023}.tfrecord"``): one dataset over them all, at most
-    ``open_files`` open at once."""
+    ``open_files`` open at once. ``targets="object_detection"`` reads each
+    sample's detection target from the TF Object Detection API's keys
+    (``image/object/bbox/xmin`` ..., ``image/object/class/label``; boxes
+    XYXY in pixels) instead of ``label_key``; ``masks=True`` also decodes
+    its ``image/object/mask`` PNGs."""
     one, files = _files(path)
     if files is None:
         return Dataset.tfrecord(
@@ -248,10 +254,14 @@ def TFRecord(
             None if index is None else os.fspath(index),
             image_key=image_key,
             label_key=label_key,
+            targets=targets,
+            masks=masks,
         )
     if index is not None:
         raise ValueError("index names one file's index: give none with a list or a pattern")
-    return _tfrecord_files(files, image_key=image_key, label_key=label_key, open_files=open_files)
+    return _tfrecord_files(
+        files, image_key=image_key, label_key=label_key, open_files=open_files, targets=targets, masks=masks
+    )
 
 
 def CelebA(
@@ -374,9 +384,21 @@ def MindRecord(
     return _mindrecord(os.fspath(path), image, label, shape=None if shape is None else list(shape), bgr=bgr)
 
 
-def WebDataset(pattern: str, *, image_keys: Optional[Sequence[str]] = None, label_key: str = "cls") -> Dataset:
-    """WebDataset tar shards, brace patterns expanded (``"shards-{000..009}.tar"``)."""
-    return Dataset.webdataset(pattern, image_keys=image_keys, label_key=label_key)
+def WebDataset(
+    pattern: str,
+    *,
+    image_keys: Optional[Sequence[str]] = None,
+    label_key: str = "cls",
+    target_key: Optional[str] = None,
+) -> Dataset:
+    """WebDataset tar shards, brace patterns expanded (``"shards-{000..009}.tar"``).
+
+    ``target_key="json"``: each sample's detection target from its ``.json``
+    member, ``{"boxes": [[...]], "format": "XYXY" | "XYWH" | "CXCYWH",
+    "labels": [...]}`` (optional ``iscrowd``, ``area``, ``difficult``,
+    ``keypoints``) or COCO's ``{"annotations": [{"bbox": [x, y, w, h],
+    "category_id": ...}]}``, in pixels of the image as stored."""
+    return Dataset.webdataset(pattern, image_keys=image_keys, label_key=label_key, target_key=target_key)
 
 
 def Samples(items: Iterable[Tuple[bytes, Union[float, Sequence[float]]]]) -> Dataset:
