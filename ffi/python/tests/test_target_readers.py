@@ -22,7 +22,7 @@ def train(tp):
 def targets_of(train, data, n):
     pipeline = train.Pipeline([train.ToTensor()])
     loader = train.Loader(data, pipeline, n, 1, seed=0, shuffle=False, output="numpy",
-                          max_shape=(3, 200, 200), shard=None)
+                          max_shape=(3, 200, 240), shard=None)  # the photos: 227 x 151
     return loader.next_batch()["targets"]
 
 
