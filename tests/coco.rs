@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 use tensorprep::targets::rle::{MAX_POLYGON_STEPS, paint_polygons};
-use tensorprep::targets::{Canvas, Rle};
+use tensorprep::targets::{Canvas, Masks, Polygons, Rle};
 
 fn cases() -> Vec<Value> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/coco/masks.json");
@@ -59,6 +59,23 @@ fn mask_of(segmentation: &Value, canvas: Canvas) -> Vec<u8> {
     }
 }
 
+/// One case's segmentation kept as [`Polygons`], rasterised.
+fn polygons_of(segmentation: &Value, canvas: Canvas) -> Masks {
+    let mut p = Polygons::new(canvas);
+    match segmentation {
+        Value::Array(parts) => {
+            let parts: Vec<Vec<f64>> = parts.iter().map(polygon).collect();
+            p.push(parts.iter().map(Vec::as_slice)).unwrap();
+        }
+        Value::Object(_) => {
+            let mask = mask_of(segmentation, canvas);
+            p.push_rle(&Rle::from_mask(&mask, canvas).unwrap()).unwrap();
+        }
+        other => panic!("{other}"),
+    }
+    p.rasterize().unwrap()
+}
+
 #[test]
 fn masks_equal_pycocotools_ann_to_mask() {
     let cases = cases();
@@ -75,6 +92,13 @@ fn masks_equal_pycocotools_ann_to_mask() {
             .unwrap();
         let ours = mask_of(&case["segmentation"], canvas);
         assert_eq!(ours, expected, "{name}");
+        // Kept as polygons (an RLE as its runs' rectangles), rasterised
+        // without an op: the same pixels.
+        assert_eq!(
+            polygons_of(&case["segmentation"], canvas).data(),
+            expected,
+            "{name}: as polygons"
+        );
         let encoded = Rle::from_mask(&ours, canvas).unwrap();
         assert_eq!(encoded.to_compressed(), expected_rle, "{name}: encode");
         assert_eq!(
@@ -149,7 +173,7 @@ mod reader {
     use tensorprep::targets::rle::MAX_POLYGON_STEPS;
     use tensorprep::targets::{BoxFormat, Canvas, Rle};
     use tensorprep::train::data::coco::{
-        Categories, Coco, CocoOptions, Crowd, MAX_ANNOTATION_BYTES,
+        Categories, Coco, CocoOptions, Crowd, MAX_ANNOTATION_BYTES, MaskMode,
     };
     use tensorprep::train::data::{Dataset, Sample};
 
@@ -249,7 +273,7 @@ mod reader {
     fn masks_categories_crowds_and_empty_images_as_asked() {
         let (images, ann) = tree("options", &annotations());
         let options = CocoOptions {
-            masks: true,
+            masks: MaskMode::Pixels,
             categories: Categories::ContiguousFrom1,
             crowd: Crowd::Drop,
             keep_empty: false,
@@ -283,7 +307,7 @@ mod reader {
 
         // Kept crowds carry iscrowd = 1 and their RLE mask.
         let options = CocoOptions {
-            masks: true,
+            masks: MaskMode::Pixels,
             categories: Categories::ContiguousFrom0,
             ..CocoOptions::default()
         };
@@ -309,24 +333,47 @@ mod reader {
     }
 
     /// The error `Coco::open` (or, with `at_read`, reading sample 0) gives
-    /// for the annotations after `edit`.
+    /// for the annotations after `edit`; with `masks`, the same whether they
+    /// are decoded as pixels or kept as polygons.
     fn error(tag: &str, masks: bool, at_read: bool, edit: impl FnOnce(&mut Value)) -> String {
+        let modes: &[MaskMode] = if masks {
+            &[MaskMode::Pixels, MaskMode::Polygons]
+        } else {
+            &[MaskMode::Off]
+        };
+        error_in(tag, modes, at_read, edit)
+    }
+
+    /// [`error`] for the mask modes `modes`.
+    fn error_in(
+        tag: &str,
+        modes: &[MaskMode],
+        at_read: bool,
+        edit: impl FnOnce(&mut Value),
+    ) -> String {
         let mut json = annotations();
         edit(&mut json);
         let (images, ann) = tree(tag, &json);
-        let options = CocoOptions {
-            masks,
-            ..CocoOptions::default()
-        };
-        let opened = Coco::open(&images, &ann, options);
-        let e = if at_read {
-            let coco = opened.unwrap();
-            coco.read(0, &mut Sample::default()).unwrap_err()
-        } else {
-            opened.unwrap_err()
-        };
+        let errors: Vec<String> = modes
+            .iter()
+            .map(|&masks| {
+                let options = CocoOptions {
+                    masks,
+                    ..CocoOptions::default()
+                };
+                let opened = Coco::open(&images, &ann, options);
+                let e = if at_read {
+                    let coco = opened.unwrap();
+                    coco.read(0, &mut Sample::default()).unwrap_err()
+                } else {
+                    opened.unwrap_err()
+                };
+                e.to_string()
+            })
+            .collect();
         std::fs::remove_dir_all(images.parent().unwrap()).unwrap();
-        e.to_string()
+        assert!(errors.iter().all(|e| *e == errors[0]), "{tag}: {errors:?}");
+        errors[0].clone()
     }
 
     #[test]
@@ -491,12 +538,33 @@ mod reader {
             j["annotations"][1]["segmentation"]["counts"][2] = json!(5)
         });
         assert!(e.contains("ann.json") && e.contains("do not sum"), "{e}");
-        // A polygon too long to walk is refused, not walked.
-        let e = error("long_walk", true, true, |j| {
-            let far = (MAX_POLYGON_STEPS / 5) as f64;
+        // A polygon too long to walk is refused, not walked, when decoded
+        // at read ...
+        let far = (MAX_POLYGON_STEPS / 5) as f64;
+        let long_walk = |j: &mut Value| {
             j["annotations"][0]["segmentation"] = json!([[0, 0, far, 0, far, far]]);
-        });
+        };
+        let e = error_in("long_walk", &[MaskMode::Pixels], true, long_walk);
         assert!(e.contains("MAX_POLYGON_STEPS"), "{e}");
+        // ... and clipped to the canvas's margin when kept as a polygon: the
+        // pixels of the same triangle with its far corner brought near.
+        let mask = |tag: &str, corner: f64| {
+            let mut json = annotations();
+            json["annotations"][0]["segmentation"] = json!([[0, 0, corner, 0, corner, corner]]);
+            let (images, ann) = tree(tag, &json);
+            let options = CocoOptions {
+                masks: MaskMode::Polygons,
+                ..CocoOptions::default()
+            };
+            let coco = Coco::open(&images, &ann, options).unwrap();
+            let mut t = read(&coco, 0).target.unwrap();
+            std::fs::remove_dir_all(images.parent().unwrap()).unwrap();
+            t.rasterize_polygons().unwrap();
+            t.masks.unwrap().into_data()
+        };
+        let (clipped, near) = (mask("far_corner", far), mask("near_corner", 1000.0));
+        assert_eq!(clipped, near);
+        assert!(clipped.iter().filter(|&&v| v == 1).count() > 300 * 300 / 2);
     }
 
     #[test]

@@ -61,7 +61,7 @@ use sha2::{Digest, Sha256};
 use tensorprep::finish::{ChannelOrder, Normalize};
 use tensorprep::pipeline::{Decode, Input, Op};
 use tensorprep::targets::{BoundingBoxes, BoxFormat, Masks, Target};
-use tensorprep::train::data::coco::{Coco, CocoOptions};
+use tensorprep::train::data::coco::{Coco, CocoOptions, MaskMode};
 use tensorprep::train::data::{Dataset, Sample};
 use tensorprep::train::{Augment, Draws, SampleKey, TrainPipeline, TrainState};
 use tensorprep::{DType, Layout, Quantization, TensorMut};
@@ -165,7 +165,7 @@ fn pillow_decode(jpeg: &[u8], name: &str) -> Vec<u8> {
 /// `format`.
 fn sample(image: usize, format: BoxFormat) -> (Vec<u8>, String, Target) {
     let options = CocoOptions {
-        masks: true,
+        masks: MaskMode::Pixels,
         ..CocoOptions::default()
     };
     let coco = Coco::open(

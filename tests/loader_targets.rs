@@ -216,11 +216,12 @@ fn batches_collate_boxes_in_three_layouts() {
 }
 
 /// A COCO-format folder (12 photos, boxes and polygon masks) through the
-/// `ssd` recipe: one checksum of every batch's pixels and targets for 1 and
-/// 3 workers, and after a resume.
+/// `ssd` recipe, with masks decoded as pixels and kept as polygons: one
+/// checksum of every batch's pixels and targets for 1 and 3 workers, and
+/// after a resume; the two kinds of masks on the same canvases, close.
 #[test]
 fn a_coco_folder_through_the_ssd_recipe_gives_one_checksum() {
-    use tensorprep::train::data::coco::{Categories, Coco, CocoOptions};
+    use tensorprep::train::data::coco::{Categories, Coco, CocoOptions, MaskMode};
     let root = std::env::temp_dir().join(format!("tp-coco-loader-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let images = root.join("images");
@@ -253,9 +254,9 @@ fn a_coco_folder_through_the_ssd_recipe_gives_one_checksum() {
     });
     let ann = root.join("instances.json");
     std::fs::write(&ann, serde_json::to_vec(&json).unwrap()).unwrap();
-    let open = || -> Arc<dyn Dataset> {
+    let open_as = |masks: MaskMode| -> Arc<dyn Dataset> {
         let options = CocoOptions {
-            masks: true,
+            masks,
             categories: Categories::ContiguousFrom1,
             ..CocoOptions::default()
         };
@@ -281,27 +282,47 @@ fn a_coco_folder_through_the_ssd_recipe_gives_one_checksum() {
         }
         h.finish()
     };
-    let one = seen(&mut Loader::new(open(), plan(), config(1)).unwrap());
-    let three = seen(&mut Loader::new(open(), plan(), config(3)).unwrap());
-    assert_eq!(one.len(), 3);
-    assert_eq!(checksum(&one), checksum(&three));
-    // Stopped after one batch, resumed with 2 workers: the same epoch.
-    let mut loader = Loader::new(open(), plan(), config(3)).unwrap();
-    drop(loader.next().unwrap().unwrap());
-    let state = loader.state();
-    drop(loader);
-    let mut resumed = one[..1].to_vec();
-    resumed.extend(seen(
-        &mut Loader::resume(open(), plan(), config(2), state).unwrap(),
-    ));
-    assert_eq!(checksum(&resumed), checksum(&one));
-    // The masks came from the polygons, and moved with the boxes.
-    let masks: usize = one
-        .iter()
-        .flat_map(|(_, _, t)| t.iter().flatten())
-        .map(|t| t.masks.as_ref().unwrap().count())
-        .sum();
+    let mut runs = vec![];
+    for mode in [MaskMode::Pixels, MaskMode::Polygons] {
+        let open = || open_as(mode);
+        let one = seen(&mut Loader::new(open(), plan(), config(1)).unwrap());
+        let three = seen(&mut Loader::new(open(), plan(), config(3)).unwrap());
+        assert_eq!(one.len(), 3);
+        assert_eq!(checksum(&one), checksum(&three), "{mode:?}");
+        // Stopped after one batch, resumed with 2 workers: the same epoch.
+        let mut loader = Loader::new(open(), plan(), config(3)).unwrap();
+        drop(loader.next().unwrap().unwrap());
+        let state = loader.state();
+        drop(loader);
+        let mut resumed = one[..1].to_vec();
+        resumed.extend(seen(
+            &mut Loader::resume(open(), plan(), config(2), state).unwrap(),
+        ));
+        assert_eq!(checksum(&resumed), checksum(&one), "{mode:?}");
+        runs.push(one);
+    }
+    // The same boxes and pixels either way; masks from the polygons (all
+    // rasterised, none left as polygons) on the same canvases, and close
+    // to the masks moved as pixels.
+    let (pixels, polygons) = (&runs[0], &runs[1]);
+    let (mut both, mut either, mut masks) = (0usize, 0usize, 0usize);
+    for ((_, a, ta), (_, b, tb)) in pixels.iter().zip(polygons) {
+        assert_eq!(a, b);
+        for (ta, tb) in ta.iter().flatten().zip(tb.iter().flatten()) {
+            assert_eq!(ta.boxes, tb.boxes);
+            assert!(tb.polygons.is_none());
+            let (ma, mb) = (ta.masks.as_ref().unwrap(), tb.masks.as_ref().unwrap());
+            assert_eq!((ma.count(), ma.canvas()), (mb.count(), mb.canvas()));
+            masks += ma.count();
+            for (x, y) in ma.data().iter().zip(mb.data()) {
+                both += usize::from(*x == 1 && *y == 1);
+                either += usize::from(*x == 1 || *y == 1);
+            }
+        }
+    }
     assert!(masks > 0);
+    let iou = both as f64 / either as f64;
+    assert!(iou > 0.9, "{iou}");
     std::fs::remove_dir_all(&root).unwrap();
 }
 
@@ -327,17 +348,17 @@ fn a_zip_carries_the_target_of_the_dataset_that_gives_one() {
 }
 
 /// Every detection preset, as shipped (float output, its own sizes): over
-/// the COCO sample folder (two photos, polygons as masks, four times each),
-/// the same batches for 1 and 3 workers, and after a stop and a resume
-/// with 2.
+/// the COCO sample folder (two photos, four times each; masks decoded as
+/// pixels, and kept as polygons), the same batches for 1 and 3 workers,
+/// and after a stop and a resume with 2.
 #[test]
 fn every_detection_recipe_gives_the_same_batches_for_any_worker_count_and_after_resume() {
-    use tensorprep::train::data::coco::{Coco, CocoOptions};
+    use tensorprep::train::data::coco::{Coco, CocoOptions, MaskMode};
     use tensorprep::train::data::combine::Concat;
     let root = tensorprep_tests::fixture("coco/sample");
-    let open = || -> Arc<dyn Dataset> {
+    let open_as = |masks: MaskMode| -> Arc<dyn Dataset> {
         let options = CocoOptions {
-            masks: true,
+            masks,
             ..CocoOptions::default()
         };
         let coco: Arc<dyn Dataset> = Arc::new(
@@ -367,13 +388,17 @@ fn every_detection_recipe_gives_the_same_batches_for_any_worker_count_and_after_
             })
             .collect()
     };
-    for name in [
+    for (name, mode) in [
         "detection-hflip",
         "detection-lsj",
         "detection-multiscale",
         "detection-ssd",
         "detection-ssdlite",
-    ] {
+    ]
+    .into_iter()
+    .flat_map(|name| [(name, MaskMode::Pixels), (name, MaskMode::Polygons)])
+    {
+        let open = || open_as(mode);
         let plan = Arc::new(TrainPipeline::preset(name).unwrap().compile().unwrap());
         let config = |workers: usize| {
             let mut c = LoaderConfig::new(2, workers, 5);
@@ -384,7 +409,7 @@ fn every_detection_recipe_gives_the_same_batches_for_any_worker_count_and_after_
         let one = run(&mut Loader::new(open(), Arc::clone(&plan), config(1)).unwrap());
         assert_eq!(one.len(), 4, "{name}");
         let three = run(&mut Loader::new(open(), Arc::clone(&plan), config(3)).unwrap());
-        assert_eq!(one, three, "{name}: 1 and 3 workers");
+        assert_eq!(one, three, "{name} {mode:?}: 1 and 3 workers");
         let mut loader = Loader::new(open(), Arc::clone(&plan), config(3)).unwrap();
         drop(loader.next().unwrap().unwrap());
         let state = loader.state();
@@ -397,6 +422,6 @@ fn every_detection_recipe_gives_the_same_batches_for_any_worker_count_and_after_
             state,
         )
         .unwrap()));
-        assert_eq!(one, resumed, "{name}: after a resume");
+        assert_eq!(one, resumed, "{name} {mode:?}: after a resume");
     }
 }

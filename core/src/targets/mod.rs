@@ -34,6 +34,7 @@ mod geometry;
 mod keypoints;
 mod masks;
 mod points;
+mod polygons;
 pub mod rle;
 mod target;
 
@@ -43,6 +44,7 @@ pub use geometry::Geometry;
 pub use keypoints::KeyPoints;
 pub use masks::Masks;
 pub use points::Affine;
+pub use polygons::{CLIP_STEPS, Polygons};
 pub use rle::Rle;
 pub use target::{InstanceKeyPoints, Target, TargetOp};
 

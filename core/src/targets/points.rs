@@ -88,7 +88,7 @@ impl Affine {
         ))
     }
 
-    fn matrix(&self, canvas: Canvas, inverted: bool) -> Result<[f64; 6]> {
+    pub(super) fn matrix(&self, canvas: Canvas, inverted: bool) -> Result<[f64; 6]> {
         torchvision_affine(
             self.center_in(canvas),
             self.angle,

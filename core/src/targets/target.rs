@@ -4,7 +4,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::{BoundingBoxes, BoxFormat, Canvas, Geometry, KeyPoints, Masks};
+use super::{BoundingBoxes, BoxFormat, Canvas, Geometry, KeyPoints, Masks, Polygons};
 use crate::geometry::Flip;
 use crate::{Error, Result};
 
@@ -172,7 +172,7 @@ fn retain_grouped<T>(values: &mut Vec<T>, keep: &[bool], per: usize) {
 /// pose dataset, or a semantic segmentation mask, with the image's id.
 ///
 /// Every per-instance field (boxes, labels, `iscrowd`, `area`, `difficult`,
-/// instance masks, key points) is either absent (empty) or has one entry per
+/// instance masks or polygons, key points) is either absent (empty) or has one entry per
 /// instance, checked by [`Target::check`]; [`Target::retain`] (what
 /// `SanitizeBoundingBoxes` calls) keeps them all in step, where
 /// torchvision's keeps only the labels, masks and key points.
@@ -211,6 +211,11 @@ pub struct Target {
     pub difficult: Vec<u8>,
     /// One mask per instance, `[N, H, W]`.
     pub masks: Option<Masks>,
+    /// One outline per instance, kept as polygons through the ops (where
+    /// [`masks`](Self::masks) would be moved as pixels) until
+    /// [`rasterize_polygons`](Self::rasterize_polygons) makes them the
+    /// masks; a target has one or the other.
+    pub polygons: Option<Polygons>,
     /// A semantic segmentation mask (one class per pixel), `[1, H, W]`;
     /// never filtered with the instances.
     pub semantic: Option<Masks>,
@@ -235,11 +240,12 @@ impl Target {
     }
 
     /// Each per-instance field's length, when present.
-    fn lengths(&self) -> [(&'static str, Option<usize>); 7] {
+    fn lengths(&self) -> [(&'static str, Option<usize>); 8] {
         let vec = |len: usize| (len > 0).then_some(len);
         [
             ("boxes", self.boxes.as_ref().map(BoundingBoxes::len)),
             ("masks", self.masks.as_ref().map(Masks::count)),
+            ("polygons", self.polygons.as_ref().map(Polygons::len)),
             (
                 "keypoints",
                 self.keypoints.as_ref().map(InstanceKeyPoints::instances),
@@ -264,6 +270,7 @@ impl Target {
             8 * k.points.len() + k.visibility.len() + 2 * k.flip_index.len()
         });
         boxes
+            + self.polygons.as_ref().map_or(0, Polygons::heap_bytes)
             + 8 * self.labels.len()
             + self.iscrowd.len()
             + 4 * self.area.len()
@@ -274,9 +281,15 @@ impl Target {
     }
 
     /// Checks that every per-instance field present has one entry per
-    /// instance, that a semantic mask is one mask, and the key points'
-    /// grouping.
+    /// instance, that a semantic mask is one mask, that instance masks and
+    /// polygons are not both given, and the key points' grouping.
     pub fn check(&self) -> Result<()> {
+        if self.masks.is_some() && self.polygons.is_some() {
+            return Err(Error::InvalidParameter {
+                name: "polygons",
+                reason: "instance masks or polygons, not both",
+            });
+        }
         let n = self.instances();
         for (name, len) in self.lengths() {
             if len.is_some_and(|len| len != n) {
@@ -310,6 +323,7 @@ impl Target {
         [
             self.boxes.as_ref().map(|b| b.canvas()),
             self.masks.as_ref().map(|m| m.canvas()),
+            self.polygons.as_ref().map(|p| p.canvas()),
             self.semantic.as_ref().map(|m| m.canvas()),
             self.keypoints.as_ref().map(|k| k.points.canvas()),
         ]
@@ -318,15 +332,18 @@ impl Target {
         .find(|c| (c.width, c.height) != (width, height))
     }
 
-    /// Moves the boxes and key points by `points` and the masks by
-    /// `pixels`: one op for which torchvision computes the two differently
-    /// (`center_crop` past the image's edge).
+    /// Moves the boxes and key points by `points` and the masks and
+    /// polygons by `pixels`: one op for which torchvision computes the two
+    /// differently (`center_crop` past the image's edge).
     pub(crate) fn apply_split(&mut self, points: &Geometry, pixels: &Geometry) -> Result<()> {
         if let Some(b) = &mut self.boxes {
             b.apply(points)?;
         }
         for m in [&mut self.masks, &mut self.semantic].into_iter().flatten() {
             m.apply(pixels, self.mask_fill)?;
+        }
+        if let Some(p) = &mut self.polygons {
+            p.apply(pixels)?;
         }
         if let Some(k) = &mut self.keypoints {
             k.apply(points)?;
@@ -349,6 +366,9 @@ impl Target {
         }
         if let Some(m) = &mut self.masks {
             m.retain(keep)?;
+        }
+        if let Some(p) = &mut self.polygons {
+            p.retain(keep)?;
         }
         if let Some(k) = &mut self.keypoints {
             k.retain(keep)?;
@@ -373,6 +393,23 @@ impl Target {
             return Ok(());
         }
         self.retain(&keep)
+    }
+
+    /// The polygons, if any, become the instance masks, rasterised on the
+    /// canvas they lie on ([`Polygons::rasterize`]): what a training plan
+    /// does once its ops are drawn.
+    pub fn rasterize_polygons(&mut self) -> Result<()> {
+        if let Some(p) = &self.polygons {
+            if self.masks.is_some() {
+                return Err(Error::InvalidParameter {
+                    name: "polygons",
+                    reason: "instance masks or polygons, not both",
+                });
+            }
+            self.masks = Some(p.rasterize()?);
+            self.polygons = None;
+        }
+        Ok(())
     }
 
     /// torchvision's `ClampBoundingBoxes`: the boxes into their canvas.

@@ -594,8 +594,9 @@ impl TrainPlan {
     }
 
     /// Draws the ops for `key` on an image of `size` into the state's list,
-    /// moving `target` (if any) as they are drawn; returns the size they
-    /// leave.
+    /// moving `target` (if any) as they are drawn, then making its polygons
+    /// (if any) its masks on the final canvas
+    /// ([`Target::rasterize_polygons`]); returns the size they leave.
     fn draw_for(
         &self,
         state: &mut TrainState,
@@ -604,8 +605,13 @@ impl TrainPlan {
         target: Option<&mut Target>,
     ) -> Result<(u32, u32)> {
         state.drawn.clear();
-        let mut drawing = augment::Drawing::new(&mut state.drawn, target, size)?;
-        augment::draw(&self.augments, key, 0, size, &mut drawing)
+        let mut target = target;
+        let mut drawing = augment::Drawing::new(&mut state.drawn, target.as_deref_mut(), size)?;
+        let size = augment::draw(&self.augments, key, 0, size, &mut drawing)?;
+        if let Some(t) = target {
+            t.rasterize_polygons()?;
+        }
+        Ok(size)
     }
 
     /// Runs the drawn list on `source` into `out`. Plan ops alone are one

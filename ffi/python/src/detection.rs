@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use tensorprep::train::data::Dataset;
-use tensorprep::train::data::coco::{Categories, Coco, CocoOptions, Crowd};
+use tensorprep::train::data::coco::{Categories, Coco, CocoOptions, Crowd, MaskMode};
 use tensorprep::train::data::voc::{VOC_CLASSES, Voc, VocCoordinates, VocOptions};
 use tensorprep::train::data::yolo::{Yolo, YoloOptions};
 
@@ -30,21 +30,45 @@ fn choose<T: Copy>(argument: &str, name: &str, choices: &[(&str, T)]) -> PyResul
         })
 }
 
+/// `masks=`: `False`, `True` (decoded as pixels) or a mode's name.
+#[derive(FromPyObject)]
+pub(crate) enum MasksArg {
+    Flag(bool),
+    Name(String),
+}
+
+impl MasksArg {
+    fn mode(&self) -> PyResult<MaskMode> {
+        match self {
+            MasksArg::Flag(false) => Ok(MaskMode::Off),
+            MasksArg::Flag(true) => Ok(MaskMode::Pixels),
+            MasksArg::Name(name) => choose(
+                "masks",
+                name,
+                &[
+                    ("pixels", MaskMode::Pixels),
+                    ("polygons", MaskMode::Polygons),
+                ],
+            ),
+        }
+    }
+}
+
 /// COCO instances: the images of `images_dir` listed by `annotation_file`
 /// (`instances_*.json`), in the file's order, each with its objects.
 #[pyfunction]
-#[pyo3(signature = (images_dir, annotation_file, masks=false, *, categories="raw", crowd="keep", keep_empty=true))]
+#[pyo3(signature = (images_dir, annotation_file, masks=MasksArg::Flag(false), *, categories="raw", crowd="keep", keep_empty=true))]
 pub(crate) fn coco(
     py: Python<'_>,
     images_dir: PathBuf,
     annotation_file: PathBuf,
-    masks: bool,
+    masks: MasksArg,
     categories: &str,
     crowd: &str,
     keep_empty: bool,
 ) -> PyResult<PyDataset> {
     let options = CocoOptions {
-        masks,
+        masks: masks.mode()?,
         categories: choose(
             "categories",
             categories,

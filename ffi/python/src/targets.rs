@@ -35,7 +35,20 @@ fn array<'py, T: numpy::Element>(
 /// `upright` `True` for a target on the upright image (EXIF orientation
 /// applied: YOLO's) rather than on the pixels as stored, and `mask_fill`
 /// (what pads and warps bring into masks) when it is not 0.
+///
+/// A target holding polygons (`train.COCO(masks="polygons")`) gives them as
+/// `masks`, rasterised on its canvas.
 pub(crate) fn to_dict<'py>(py: Python<'py>, t: &Target) -> PyResult<Bound<'py, PyDict>> {
+    let rasterized;
+    let t = if t.polygons.is_some() {
+        let mut copy = t.clone();
+        copy.rasterize_polygons()
+            .map_err(|e| crate::errors::core(&e))?;
+        rasterized = copy;
+        &rasterized
+    } else {
+        t
+    };
     let d = PyDict::new(py);
     if let Some(b) = &t.boxes {
         let flat: Vec<f32> = b.boxes().iter().flatten().copied().collect();

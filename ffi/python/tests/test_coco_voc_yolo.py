@@ -69,8 +69,11 @@ def test_coco_gives_images_and_targets_in_the_file_s_order(train, instances):
     assert ds[-1][1]["image_id"] == 7 and ds[-1][1]["boxes"].shape == (0, 4)
 
 
-def test_coco_masks_are_pycocotools(train, expected):
-    ds = train.COCO(IMAGES, ANNOTATIONS, masks=True)
+@pytest.mark.parametrize("masks", [True, "pixels", "polygons"])
+def test_coco_masks_are_pycocotools(train, expected, masks):
+    # Kept as polygons (the crowd's RLE as its runs' rectangles) and
+    # rasterised without an op: the same pixels.
+    ds = train.COCO(IMAGES, ANNOTATIONS, masks=masks)
     kinds = 0
     for i, want in enumerate(expected["images"]):
         _, t = ds[i]
@@ -103,7 +106,7 @@ def test_coco_crowds_and_empty_images(train):
     assert [no_empty[i][1]["image_id"] for i in range(len(no_empty))] == [3, 1]
 
 
-@pytest.mark.parametrize("option", [{"categories": "contiguous"}, {"crowd": "ignore"}])
+@pytest.mark.parametrize("option", [{"categories": "contiguous"}, {"crowd": "ignore"}, {"masks": "outlines"}])
 def test_coco_options_are_checked(train, option):
     with pytest.raises(ValueError, match=list(option)[0]):
         train.COCO(IMAGES, ANNOTATIONS, **option)
@@ -149,7 +152,7 @@ def batches(train, ds, workers, **kw):
     return out
 
 
-@pytest.mark.parametrize("masks", [False, True])
+@pytest.mark.parametrize("masks", [False, True, "polygons"])
 def test_a_loader_over_coco_with_the_ssd_recipe(train, masks):
     ds = train.COCO(IMAGES, ANNOTATIONS, masks=masks, crowd="drop", categories="contiguous_from_1")
     one, three = batches(train, ds, 1), batches(train, ds, 3)

@@ -103,6 +103,8 @@ def detection() -> int:
 
 def coco_targets(images: str, annotations: str, tv: bool) -> int:
     coco: train.Dataset = train.COCO(images, annotations, masks=True, categories="contiguous_from_1", crowd="drop")
+    outlines: train.Dataset = train.COCO(images, annotations, masks="polygons")
+    assert len(outlines) == len(coco)
     image, target = coco[0]
     assert isinstance(image, bytes) and isinstance(target, dict)
     boxes: npt.NDArray[np.float32] = target["boxes"]

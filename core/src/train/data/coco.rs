@@ -2,8 +2,11 @@
 //! and an annotation file (`instances_train2017.json`'s layout), one sample
 //! per image in the file's order of `images`, with its [`Target`]: boxes
 //! (XYWH, float32, on the image's `height` x `width` from the file), labels,
-//! `iscrowd`, `area`, the image id, and, when asked, one mask per object
-//! decoded as pycocotools' `annToMask` decodes it ([`crate::targets::rle`]).
+//! `iscrowd`, `area`, the image id, and, when asked ([`MaskMode`]), one mask
+//! per object decoded as pycocotools' `annToMask` decodes it
+//! ([`crate::targets::rle`]), or one outline per object kept as polygons
+//! through the ops and rasterised as pycocotools rasterises them once the
+//! ops are done ([`Polygons`](crate::targets::Polygons)).
 //!
 //! torchvision's `CocoDetection` gives the same objects (in the file's
 //! annotation order) but orders the images by id; this reader keeps the
@@ -16,7 +19,7 @@
 //! unknown image or category, a box with a negative, infinite or huge size,
 //! an `iscrowd` other than 0 or 1, an image `file_name` that leaves the
 //! images folder (absolute, or through `..`), a bad image size; with
-//! [`CocoOptions::masks`], an annotation without a segmentation and a
+//! masks asked for, an annotation without a segmentation and a
 //! polygon with an odd number of coordinates or fewer than three points.
 //! Refused when the sample is read: its image file (as
 //! [`folder`](super::folder) refuses them: missing, not a regular file,
@@ -26,10 +29,14 @@
 //! [`MAX_POLYGON_STEPS`]).
 //!
 //! ```no_run
-//! use tensorprep::train::data::coco::{Categories, Coco, CocoOptions};
+//! use tensorprep::train::data::coco::{Categories, Coco, CocoOptions, MaskMode};
 //! use tensorprep::train::data::{Dataset, Sample};
 //!
-//! let options = CocoOptions { masks: true, categories: Categories::ContiguousFrom1, ..Default::default() };
+//! let options = CocoOptions {
+//!     masks: MaskMode::Pixels,
+//!     categories: Categories::ContiguousFrom1,
+//!     ..Default::default()
+//! };
 //! let coco = Coco::open("coco/train2017", "coco/annotations/instances_train2017.json", options)?;
 //! let mut sample = Sample::default();
 //! coco.read(0, &mut sample)?;
@@ -48,7 +55,7 @@ use serde::Deserialize;
 use super::{DataError, Dataset, Sample};
 use crate::Limits;
 use crate::targets::rle::{self, MAX_POLYGON_STEPS, Rle};
-use crate::targets::{BoundingBoxes, BoxFormat, Canvas, Masks, Target};
+use crate::targets::{BoundingBoxes, BoxFormat, Canvas, Masks, Polygons, Target};
 
 /// The largest annotation file read: 1 GiB (COCO 2017's largest,
 /// `instances_train2017.json`, is 448 MB). A larger one is refused before
@@ -85,15 +92,34 @@ pub enum Crowd {
     Drop,
 }
 
+/// Whether and how the objects' segmentations become their masks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum MaskMode {
+    /// Not read: the targets have no masks (the default).
+    #[default]
+    Off,
+    /// Decoded when the sample is read, into [`Target::masks`] (`[N, H, W]`,
+    /// 0/1, pycocotools' `annToMask`), then moved as pixels by each op as
+    /// torchvision's mask kernels move them: torchvision's masks, exactly.
+    Pixels,
+    /// Kept as polygons ([`Target::polygons`]): the vertices move through
+    /// the ops, and a training plan rasterises them as pycocotools does on
+    /// the final canvas (sharp outlines, no `N x H x W` buffer moved
+    /// through each op; see [`Polygons`]). RLE segmentations (crowds) come
+    /// as the rectangles of their runs, exact where the ops are.
+    Polygons,
+}
+
 /// How [`Coco::open`] reads the annotations.
 ///
 /// Its fields are public and it has a [`Default`]: set the ones you need
 /// and take the rest with `..CocoOptions::default()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CocoOptions {
-    /// Decode each object's mask into the target's `masks` (`[N, H, W]`,
-    /// 0/1). Off by default: the segmentations are then not kept.
-    pub masks: bool,
+    /// The objects' masks: none (the default; the segmentations are then not
+    /// kept), decoded as pixels, or kept as polygons.
+    pub masks: MaskMode,
     /// Category ids to labels.
     pub categories: Categories,
     /// Crowd objects.
@@ -106,7 +132,7 @@ pub struct CocoOptions {
 impl Default for CocoOptions {
     fn default() -> Self {
         CocoOptions {
-            masks: false,
+            masks: MaskMode::Off,
             categories: Categories::Raw,
             crowd: Crowd::Keep,
             keep_empty: true,
@@ -315,7 +341,7 @@ impl Coco {
             if iscrowd == 1 && options.crowd == Crowd::Drop {
                 continue;
             }
-            let segmentation = if options.masks {
+            let segmentation = if options.masks != MaskMode::Off {
                 match a.segmentation {
                     None => return Err(what("no segmentation (masks were asked for)")),
                     Some(Segmentation::Polygons(parts)) => {
@@ -370,27 +396,62 @@ impl Coco {
         self.images.get(index).map(|im| im.id)
     }
 
+    /// The error for object `o` of `image`.
+    fn object_error(&self, image: &Image, o: &Object, what: &str) -> DataError {
+        DataError::corrupt(
+            FORMAT,
+            &self.annotation_file,
+            0,
+            alloc::format!("annotation {} (image {}): {what}", o.id, image.id),
+        )
+    }
+
+    /// Object `o`'s RLE segmentation (`size` as the file gives it), on its
+    /// image's canvas.
+    fn rle(
+        &self,
+        image: &Image,
+        o: &Object,
+        size: [u32; 2],
+        counts: &Counts,
+    ) -> Result<Rle, DataError> {
+        let canvas = image.canvas;
+        if size != [canvas.height, canvas.width] {
+            return Err(self.object_error(
+                image,
+                o,
+                &alloc::format!(
+                    "an RLE of size {}x{} on an image of {}x{} (height x width)",
+                    size[0],
+                    size[1],
+                    canvas.height,
+                    canvas.width
+                ),
+            ));
+        }
+        match counts {
+            Counts::Compressed(s) => Rle::from_compressed(s.as_bytes(), canvas),
+            Counts::List(c) => Rle::from_counts(c, canvas),
+        }
+        .map_err(|e| self.object_error(image, o, &e.to_string()))
+    }
+
     fn masks(&self, image: &Image) -> Result<Masks, DataError> {
         let canvas = image.canvas;
         let size = canvas.height as usize * canvas.width as usize;
         let n = image.objects.len();
-        let err = |o: &Object, what: String| {
+        let whole = |e: String| {
             DataError::corrupt(
                 FORMAT,
                 &self.annotation_file,
                 0,
-                alloc::format!("annotation {} (image {}): {what}", o.id, image.id),
+                alloc::format!("image {}: {e}", image.id),
             )
         };
         let bytes = (size as u64).saturating_mul(n as u64);
-        let bytes = Limits::default().check_alloc(bytes).map_err(|e| {
-            DataError::corrupt(
-                FORMAT,
-                &self.annotation_file,
-                0,
-                alloc::format!("image {}: its {n} masks: {e}", image.id),
-            )
-        })?;
+        let bytes = Limits::default()
+            .check_alloc(bytes)
+            .map_err(|e| whole(alloc::format!("its {n} masks: {e}")))?;
         let mut data = alloc::vec![0u8; bytes];
         let mut budget = MAX_POLYGON_STEPS;
         for (o, mask) in image.objects.iter().zip(data.chunks_exact_mut(size.max(1))) {
@@ -398,38 +459,31 @@ impl Coco {
                 Some(Segmentation::Polygons(parts)) => {
                     rle::paint_polygons(parts.iter().map(Vec::as_slice), canvas, mask, &mut budget)
                 }
-                Some(Segmentation::Rle {
-                    size: [h, w],
-                    counts,
-                }) => {
-                    if (*h, *w) != (canvas.height, canvas.width) {
-                        return Err(err(
-                            o,
-                            alloc::format!(
-                                "an RLE of size {h}x{w} on an image of {}x{} (height x width)",
-                                canvas.height,
-                                canvas.width
-                            ),
-                        ));
-                    }
-                    match counts {
-                        Counts::Compressed(s) => Rle::from_compressed(s.as_bytes(), canvas),
-                        Counts::List(c) => Rle::from_counts(c, canvas),
-                    }
-                    .and_then(|r| r.paint(mask))
+                Some(Segmentation::Rle { size, counts }) => {
+                    self.rle(image, o, *size, counts)?.paint(mask)
                 }
-                None => return Err(err(o, "no segmentation".into())),
+                None => return Err(self.object_error(image, o, "no segmentation")),
             };
-            result.map_err(|e| err(o, e.to_string()))?;
+            result.map_err(|e| self.object_error(image, o, &e.to_string()))?;
         }
-        Masks::new(data, n, canvas).map_err(|e| {
-            DataError::corrupt(
-                FORMAT,
-                &self.annotation_file,
-                0,
-                alloc::format!("image {}: {e}", image.id),
-            )
-        })
+        Masks::new(data, n, canvas).map_err(|e| whole(e.to_string()))
+    }
+
+    fn polygons(&self, image: &Image) -> Result<Polygons, DataError> {
+        let mut polygons = Polygons::new(image.canvas);
+        for o in &image.objects {
+            match &o.segmentation {
+                Some(Segmentation::Polygons(parts)) => {
+                    polygons.push(parts.iter().map(Vec::as_slice))
+                }
+                Some(Segmentation::Rle { size, counts }) => {
+                    polygons.push_rle(&self.rle(image, o, *size, counts)?)
+                }
+                None => return Err(self.object_error(image, o, "no segmentation")),
+            }
+            .map_err(|e| self.object_error(image, o, &e.to_string()))?;
+        }
+        Ok(polygons)
     }
 }
 
@@ -437,7 +491,7 @@ fn fingerprint(images: &[Image], categories: &[(i64, String)], options: &CocoOpt
     let mut h = crate::Fnv1a64::new();
     h.update(b"coco");
     h.update(&[
-        u8::from(options.masks),
+        options.masks as u8,
         options.categories as u8,
         options.crowd as u8,
         u8::from(options.keep_empty),
@@ -504,8 +558,10 @@ impl Dataset for Coco {
             area: image.objects.iter().map(|o| o.area).collect(),
             ..Target::default()
         };
-        if self.options.masks {
-            target.masks = Some(self.masks(image)?);
+        match self.options.masks {
+            MaskMode::Off => {}
+            MaskMode::Pixels => target.masks = Some(self.masks(image)?),
+            MaskMode::Polygons => target.polygons = Some(self.polygons(image)?),
         }
         sample.target = Some(alloc::boxed::Box::new(target));
         Ok(())

@@ -228,7 +228,7 @@ def sample_content(dataset: Dataset, index: int) -> Tuple[str, Optional[Tuple[in
 def coco(
     images_dir: PathLike,
     annotation_file: PathLike,
-    masks: bool = False,
+    masks: Union[bool, str] = False,
     *,
     categories: str = "raw",
     crowd: str = "keep",

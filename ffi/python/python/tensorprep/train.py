@@ -287,7 +287,7 @@ def CelebA(
 def COCO(
     images_dir: PathLike,
     annotation_file: PathLike,
-    masks: bool = False,
+    masks: Union[bool, str] = False,
     *,
     categories: str = "raw",
     crowd: str = "keep",
@@ -299,9 +299,18 @@ def COCO(
     ``ds[i]`` is ``(image bytes, target)``, the target a dict: ``boxes``
     float32 ``(N, 4)`` with ``format`` ``"XYWH"`` (COCO's ``bbox``) on
     ``canvas_size`` ``(H, W)`` (the file's image size), ``labels`` int64,
-    ``iscrowd``, ``area``, ``image_id``, and with ``masks=True`` ``masks``
+    ``iscrowd``, ``area``, ``image_id``, and with ``masks`` ``masks``
     uint8 ``(N, H, W)``, each object's polygons or RLE decoded as
     pycocotools' ``annToMask`` decodes them.
+
+    - ``masks``: ``False``; ``True`` (or ``"pixels"``): decoded when the
+      sample is read and moved as pixels by each op, exactly as torchvision
+      moves ``tv_tensors.Mask``; ``"polygons"``: kept as polygons whose
+      vertices move through the ops (float64), rasterised as pycocotools
+      does once the ops are done, on the final canvas (sharp outlines, no
+      ``(N, H, W)`` buffer moved through each op, as Detectron2 does; crowd
+      RLEs as the rectangles of their runs). ``ds[i]`` gives them
+      rasterised, unmoved.
 
     - ``categories``: ``"raw"`` (the ``category_id``, as torchvision's
       ``CocoDetection``), ``"contiguous_from_0"`` or ``"contiguous_from_1"``
