@@ -57,7 +57,10 @@ impl MasksArg {
 /// COCO instances: the images of `images_dir` listed by `annotation_file`
 /// (`instances_*.json`), in the file's order, each with its objects.
 #[pyfunction]
-#[pyo3(signature = (images_dir, annotation_file, masks=MasksArg::Flag(false), *, categories="raw", crowd="keep", keep_empty=true))]
+#[pyo3(
+    signature = (images_dir, annotation_file, masks=MasksArg::Flag(false), *, categories="raw", crowd="keep", keep_empty=true),
+    text_signature = "(images_dir, annotation_file, masks=False, *, categories=\"raw\", crowd=\"keep\", keep_empty=True)"
+)]
 pub(crate) fn coco(
     py: Python<'_>,
     images_dir: PathBuf,
