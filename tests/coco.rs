@@ -277,6 +277,7 @@ mod reader {
             categories: Categories::ContiguousFrom1,
             crowd: Crowd::Drop,
             keep_empty: false,
+            ..CocoOptions::default()
         };
         let coco = Coco::open(&images, &ann, options).unwrap();
         assert_eq!(coco.len(), 2);
@@ -565,6 +566,132 @@ mod reader {
         let (clipped, near) = (mask("far_corner", far), mask("near_corner", 1000.0));
         assert_eq!(clipped, near);
         assert!(clipped.iter().filter(|&&v| v == 1).count() > 300 * 300 / 2);
+    }
+
+    /// COCO person key points (`person_keypoints_*.json`'s layout): each
+    /// object's `[x, y, v]` triples, the flip index from the category's
+    /// names (torchvision's detection references' `flip_inds` for COCO's
+    /// 17 names), and the malformed ones refused naming the annotation.
+    #[test]
+    fn key_points_with_visibility_and_the_flip_index_of_their_names() {
+        let names = [
+            "nose",
+            "left_eye",
+            "right_eye",
+            "left_ear",
+            "right_ear",
+            "left_shoulder",
+            "right_shoulder",
+            "left_elbow",
+            "right_elbow",
+            "left_wrist",
+            "right_wrist",
+            "left_hip",
+            "right_hip",
+            "left_knee",
+            "right_knee",
+            "left_ankle",
+            "right_ankle",
+        ];
+        let points = |i: usize| -> Vec<f64> {
+            (0..17)
+                .flat_map(|k| {
+                    [
+                        (10 * k + i) as f64 + 0.5,
+                        (5 * k) as f64,
+                        [0.0, 1.0, 2.0][k % 3],
+                    ]
+                })
+                .collect()
+        };
+        let with_points = |edit: &dyn Fn(&mut Value)| {
+            let mut j = annotations();
+            j["categories"][1]["keypoints"] = json!(names);
+            for (i, a) in j["annotations"]
+                .as_array_mut()
+                .unwrap()
+                .iter_mut()
+                .enumerate()
+            {
+                a["keypoints"] = json!(points(i));
+                a["num_keypoints"] = json!(11);
+            }
+            edit(&mut j);
+            j
+        };
+        let options = CocoOptions {
+            keypoints: true,
+            ..CocoOptions::default()
+        };
+        let (images, ann) = tree("keypoints", &with_points(&|_| {}));
+        let coco = Coco::open(&images, &ann, options).unwrap();
+        let t = read(&coco, 0).target.unwrap();
+        let k = t.keypoints.as_ref().unwrap();
+        assert_eq!((k.instances(), k.per_instance), (2, 17));
+        assert_eq!(k.points.points()[18], [11.5, 5.0]); // object 1, point 1
+        assert_eq!(&k.visibility[..4], &[0, 1, 2, 0]);
+        assert_eq!(
+            k.flip_index,
+            [0, 2, 1, 4, 3, 6, 5, 8, 7, 10, 9, 12, 11, 14, 13, 16, 15]
+        );
+        t.check().unwrap();
+        // An image without objects: no points, the same grouping.
+        let empty = read(&coco, 2).target.unwrap();
+        assert_eq!(empty.keypoints.unwrap().instances(), 0);
+        // Without the option, none are read.
+        let plain = Coco::open(&images, &ann, CocoOptions::default()).unwrap();
+        assert!(read(&plain, 0).target.unwrap().keypoints.is_none());
+        std::fs::remove_dir_all(images.parent().unwrap()).unwrap();
+
+        let refused = |tag: &str, edit: &dyn Fn(&mut Value)| {
+            let (images, ann) = tree(tag, &with_points(edit));
+            let e = Coco::open(&images, &ann, options).unwrap_err().to_string();
+            std::fs::remove_dir_all(images.parent().unwrap()).unwrap();
+            e
+        };
+        let e = refused("kp_missing", &|j| {
+            j["annotations"][1]
+                .as_object_mut()
+                .unwrap()
+                .remove("keypoints");
+        });
+        assert!(
+            e.contains("annotation 11") && e.contains("no keypoints"),
+            "{e}"
+        );
+        let e = refused("kp_len", &|j| {
+            j["annotations"][2]["keypoints"] = json!([1, 2, 2, 4])
+        });
+        assert!(
+            e.contains("annotation 12") && e.contains("4 numbers"),
+            "{e}"
+        );
+        let e = refused("kp_count", &|j| {
+            j["annotations"][2]["keypoints"] = json!([1, 2, 2, 4, 5, 1])
+        });
+        assert!(
+            e.contains("annotation 12") && e.contains("2 key points"),
+            "{e}"
+        );
+        let e = refused("kp_visibility", &|j| {
+            j["annotations"][0]["keypoints"][2] = json!(3)
+        });
+        assert!(
+            e.contains("annotation 10") && e.contains("visibility of 3"),
+            "{e}"
+        );
+        let e = refused("kp_names", &|j| {
+            j["categories"][1]["keypoints"] = json!(["nose"])
+        });
+        assert!(e.contains("name 1 key points"), "{e}");
+        let e = refused("kp_twice", &|j| {
+            j["categories"][1]["keypoints"][2] = json!("nose")
+        });
+        assert!(e.contains("\"nose\" given twice"), "{e}");
+        let e = refused("kp_two_sets", &|j| {
+            j["categories"][0]["keypoints"] = json!(names.iter().rev().collect::<Vec<_>>())
+        });
+        assert!(e.contains("key point names other than"), "{e}");
     }
 
     #[test]

@@ -57,9 +57,11 @@ impl MasksArg {
 /// COCO instances: the images of `images_dir` listed by `annotation_file`
 /// (`instances_*.json`), in the file's order, each with its objects.
 #[pyfunction]
+// The Python signature's keyword arguments, one per option.
+#[allow(clippy::too_many_arguments)]
 #[pyo3(
-    signature = (images_dir, annotation_file, masks=MasksArg::Flag(false), *, categories="raw", crowd="keep", keep_empty=true),
-    text_signature = "(images_dir, annotation_file, masks=False, *, categories=\"raw\", crowd=\"keep\", keep_empty=True)"
+    signature = (images_dir, annotation_file, masks=MasksArg::Flag(false), *, categories="raw", crowd="keep", keep_empty=true, keypoints=false),
+    text_signature = "(images_dir, annotation_file, masks=False, *, categories=\"raw\", crowd=\"keep\", keep_empty=True, keypoints=False)"
 )]
 pub(crate) fn coco(
     py: Python<'_>,
@@ -69,6 +71,7 @@ pub(crate) fn coco(
     categories: &str,
     crowd: &str,
     keep_empty: bool,
+    keypoints: bool,
 ) -> PyResult<PyDataset> {
     let options = CocoOptions {
         masks: masks.mode()?,
@@ -87,6 +90,7 @@ pub(crate) fn coco(
             &[("keep", Crowd::Keep), ("drop", Crowd::Drop)],
         )?,
         keep_empty,
+        keypoints,
     };
     let d = data_result(py.detach(|| Coco::open(&images_dir, &annotation_file, options)))?;
     let names = d.categories().iter().map(|(_, n)| n.clone()).collect();

@@ -112,6 +112,36 @@ def test_coco_options_are_checked(train, option):
         train.COCO(IMAGES, ANNOTATIONS, **option)
 
 
+def test_coco_key_points_move_with_a_flip(train, instances, tmp_path):
+    # The person category names two mirrored points and a middle one; each
+    # object gets (x, y, v) triples.
+    data = json.loads(json.dumps(instances))
+    for c in data["categories"]:
+        c["keypoints"] = ["left_eye", "nose", "right_eye"]
+    for i, a in enumerate(data["annotations"]):
+        x, y, w, h = a["bbox"]
+        a["keypoints"] = [x + 1, y + 1, 2, x + w / 2, y + 2, 1, x + w - 1, y + 1, 2 * (i % 2)]
+    path = tmp_path / "person_keypoints.json"
+    path.write_text(json.dumps(data))
+    ds = train.COCO(IMAGES, path, keypoints=True)
+    _, t = ds[1]
+    k = t["keypoints"]
+    assert k.dtype == np.float32 and k.shape == (len(t["boxes"]), 3, 3)
+    assert t["flip_index"].tolist() == [2, 1, 0]
+    first = [a for a in data["annotations"] if a["image_id"] == t["image_id"]][0]
+    assert k[0].ravel().tolist() == pytest.approx(first["keypoints"])
+    assert "keypoints" not in train.COCO(IMAGES, path)[1][1]
+    # Through a flip-only pipeline: x -> W - 1 - x (torchvision v2's key
+    # points), left and right swapped with their visibility.
+    flip = train.Pipeline([train.RandomHorizontalFlip(1.0), train.ToTensor()])
+    loader = train.Loader(ds, flip, 4, 1, seed=0, shuffle=False, max_shape=(3, H, W), output="numpy", shard=None)
+    batch = loader.next_batch()
+    moved = [m for m in batch["targets"] if m["image_id"] == t["image_id"]][0]["keypoints"]
+    want = k[:, [2, 1, 0]].copy()
+    want[..., 0] = (W - 1) - want[..., 0]
+    assert np.array_equal(moved, want)
+
+
 def test_coco_errors_name_the_file_and_the_record(tp, train, instances, tmp_path):
     bad = json.loads(json.dumps(instances))
     bad["annotations"][1]["category_id"] = 4

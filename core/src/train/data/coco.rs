@@ -6,7 +6,10 @@
 //! per object decoded as pycocotools' `annToMask` decodes it
 //! ([`crate::targets::rle`]), or one outline per object kept as polygons
 //! through the ops and rasterised as pycocotools rasterises them once the
-//! ops are done ([`Polygons`](crate::targets::Polygons)).
+//! ops are done ([`Polygons`](crate::targets::Polygons)); with
+//! [`CocoOptions::keypoints`], each object's key points
+//! (`person_keypoints_*.json`: `[N, K, 3]` with COCO's visibility) and the
+//! flip index their category's names give (`left_*` and `right_*` swap).
 //!
 //! torchvision's `CocoDetection` gives the same objects (in the file's
 //! annotation order) but orders the images by id; this reader keeps the
@@ -55,7 +58,9 @@ use serde::Deserialize;
 use super::{DataError, Dataset, Sample};
 use crate::Limits;
 use crate::targets::rle::{self, MAX_POLYGON_STEPS, Rle};
-use crate::targets::{BoundingBoxes, BoxFormat, Canvas, Masks, Polygons, Target};
+use crate::targets::{
+    BoundingBoxes, BoxFormat, Canvas, InstanceKeyPoints, KeyPoints, Masks, Polygons, Target,
+};
 
 /// The largest annotation file read: 1 GiB (COCO 2017's largest,
 /// `instances_train2017.json`, is 448 MB). A larger one is refused before
@@ -127,6 +132,14 @@ pub struct CocoOptions {
     /// Keep the images without objects (after [`Crowd::Drop`]): true by
     /// default, as torchvision's `CocoDetection`.
     pub keep_empty: bool,
+    /// Read each object's `keypoints` (`[x1, y1, v1, ...]`, the same number
+    /// of points for every object) into [`Target::keypoints`], with COCO's
+    /// visibility (0 not labelled, 1 hidden, 2 visible) and the flip index
+    /// of the category's key point names: a name with `left` swaps with the
+    /// same name with `right` (COCO's person: the eyes, ears, shoulders,
+    /// ...; torchvision's detection references' `flip_inds`). Off by
+    /// default.
+    pub keypoints: bool,
 }
 
 impl Default for CocoOptions {
@@ -136,6 +149,7 @@ impl Default for CocoOptions {
             categories: Categories::Raw,
             crowd: Crowd::Keep,
             keep_empty: true,
+            keypoints: false,
         }
     }
 }
@@ -161,6 +175,8 @@ struct FileCategory {
     id: i64,
     #[serde(default)]
     name: String,
+    #[serde(default)]
+    keypoints: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -174,6 +190,8 @@ struct FileAnnotation {
     iscrowd: i64,
     #[serde(default)]
     segmentation: Option<Segmentation>,
+    #[serde(default)]
+    keypoints: Option<Vec<f64>>,
 }
 
 /// An object's segmentation as the file holds it.
@@ -199,6 +217,8 @@ struct Object {
     area: f32,
     iscrowd: u8,
     segmentation: Option<Segmentation>,
+    /// `[x, y, visibility]` per point, with `keypoints`.
+    keypoints: Vec<[f32; 3]>,
 }
 
 #[derive(Clone, Debug)]
@@ -216,6 +236,10 @@ pub struct Coco {
     images: Vec<Image>,
     categories: Vec<(i64, String)>,
     options: CocoOptions,
+    /// With key points: the points per object (`K`) and their flip index
+    /// (empty when the categories name no points).
+    points_per_object: usize,
+    flip_index: Vec<u16>,
     fingerprint: u64,
 }
 
@@ -248,6 +272,11 @@ impl Coco {
         drop(bytes);
         let bad = |what: String| DataError::corrupt(FORMAT, path, 0, what);
 
+        let point_names = if options.keypoints {
+            point_names(&file.categories).map_err(&bad)?
+        } else {
+            Vec::new()
+        };
         let mut categories: Vec<(i64, String)> = file
             .categories
             .into_iter()
@@ -303,6 +332,7 @@ impl Coco {
         }
 
         let mut ids = std::collections::HashSet::with_capacity(file.annotations.len());
+        let mut points_per_object: Option<usize> = None;
         for a in file.annotations {
             let what = |w: &str| {
                 bad(alloc::format!(
@@ -341,6 +371,22 @@ impl Coco {
             if iscrowd == 1 && options.crowd == Crowd::Drop {
                 continue;
             }
+            let keypoints = if options.keypoints {
+                let points = object_points(a.keypoints.as_deref()).map_err(|e| what(&e))?;
+                match points_per_object {
+                    None => points_per_object = Some(points.len()),
+                    Some(k) if k != points.len() => {
+                        return Err(what(&alloc::format!(
+                            "{} key points where annotations before it have {k}",
+                            points.len()
+                        )));
+                    }
+                    Some(_) => {}
+                }
+                points
+            } else {
+                Vec::new()
+            };
             let segmentation = if options.masks != MaskMode::Off {
                 match a.segmentation {
                     None => return Err(what("no segmentation (masks were asked for)")),
@@ -370,8 +416,20 @@ impl Coco {
                 area,
                 iscrowd,
                 segmentation,
+                keypoints,
             });
         }
+        let points_per_object = points_per_object.unwrap_or(point_names.len());
+        let flip_index = if point_names.is_empty() {
+            Vec::new()
+        } else if point_names.len() != points_per_object {
+            return Err(bad(alloc::format!(
+                "the categories name {} key points, the annotations hold {points_per_object}",
+                point_names.len()
+            )));
+        } else {
+            flip_index(&point_names).map_err(&bad)?
+        };
         if !options.keep_empty {
             images.retain(|im| !im.objects.is_empty());
         }
@@ -381,6 +439,8 @@ impl Coco {
             images,
             categories,
             options,
+            points_per_object,
+            flip_index,
             fingerprint,
         })
     }
@@ -487,6 +547,84 @@ impl Coco {
     }
 }
 
+/// The key point names the categories give (those of every category that
+/// names some must agree): empty when none does.
+fn point_names(categories: &[FileCategory]) -> Result<Vec<String>, String> {
+    let mut names: Option<&Vec<String>> = None;
+    for c in categories.iter().filter(|c| !c.keypoints.is_empty()) {
+        match names {
+            None => names = Some(&c.keypoints),
+            Some(n) if *n != c.keypoints => {
+                return Err(alloc::format!(
+                    "category {}: key point names other than another category's (one flip index serves every object)",
+                    c.id
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(names.cloned().unwrap_or_default())
+}
+
+/// Each point's mirror: a name with `left` swaps with the same name with
+/// `right` (the first occurrence replaced) when each finds the other;
+/// every other point is its own. A permutation (an involution).
+fn flip_index(names: &[String]) -> Result<Vec<u16>, String> {
+    if names.len() > usize::from(u16::MAX) {
+        return Err(alloc::format!(
+            "{} key point names: at most 65535",
+            names.len()
+        ));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(names.len());
+    if let Some(twice) = names.iter().find(|n| !seen.insert(n.as_str())) {
+        return Err(alloc::format!("the key point name {twice:?} given twice"));
+    }
+    let mirror = |i: usize| {
+        let n = &names[i];
+        let other = if n.contains("left") {
+            n.replacen("left", "right", 1)
+        } else if n.contains("right") {
+            n.replacen("right", "left", 1)
+        } else {
+            return i;
+        };
+        names.iter().position(|x| *x == other).unwrap_or(i)
+    };
+    Ok((0..names.len())
+        .map(|i| {
+            let m = mirror(i);
+            (if mirror(m) == i { m } else { i }) as u16
+        })
+        .collect())
+}
+
+/// One annotation's `keypoints` (`[x1, y1, v1, ...]`) as `[x, y, v]`
+/// triples: finite coordinates, visibility 0, 1 or 2.
+fn object_points(keypoints: Option<&[f64]>) -> Result<Vec<[f32; 3]>, String> {
+    let k = keypoints.ok_or("no keypoints (key points were asked for)")?;
+    if !k.len().is_multiple_of(3) {
+        return Err(alloc::format!(
+            "keypoints of {} numbers: [x, y, visibility] per point",
+            k.len()
+        ));
+    }
+    k.chunks_exact(3)
+        .map(|p| {
+            let (x, y) = (p[0] as f32, p[1] as f32);
+            if !x.is_finite() || !y.is_finite() {
+                return Err("a key point that is not finite".to_string());
+            }
+            match p[2] {
+                0.0 | 1.0 | 2.0 => Ok([x, y, p[2] as f32]),
+                v => Err(alloc::format!(
+                    "a key point visibility of {v}, not 0, 1 or 2"
+                )),
+            }
+        })
+        .collect()
+}
+
 fn fingerprint(images: &[Image], categories: &[(i64, String)], options: &CocoOptions) -> u64 {
     let mut h = crate::Fnv1a64::new();
     h.update(b"coco");
@@ -513,6 +651,9 @@ fn fingerprint(images: &[Image], categories: &[(i64, String)], options: &CocoOpt
             h.update(&o.id.to_le_bytes());
             h.update(&o.label.to_le_bytes());
             for v in o.bbox {
+                h.update(&v.to_bits().to_le_bytes());
+            }
+            for v in o.keypoints.iter().flatten() {
                 h.update(&v.to_bits().to_le_bytes());
             }
         }
@@ -562,6 +703,27 @@ impl Dataset for Coco {
             MaskMode::Off => {}
             MaskMode::Pixels => target.masks = Some(self.masks(image)?),
             MaskMode::Polygons => target.polygons = Some(self.polygons(image)?),
+        }
+        if self.options.keypoints {
+            let points = image.objects.iter().flat_map(|o| &o.keypoints);
+            let xy = points.clone().map(|p| [p[0], p[1]]).collect();
+            // Checked 0, 1 or 2 at open.
+            let visibility = points.map(|p| p[2] as u8).collect();
+            let k = InstanceKeyPoints::new(
+                KeyPoints::new(xy, image.canvas),
+                self.points_per_object,
+                visibility,
+                self.flip_index.clone(),
+            )
+            .map_err(|e| {
+                DataError::corrupt(
+                    FORMAT,
+                    &self.annotation_file,
+                    0,
+                    alloc::format!("image {}: its key points: {e}", image.id),
+                )
+            })?;
+            target.keypoints = Some(k);
         }
         sample.target = Some(alloc::boxed::Box::new(target));
         Ok(())

@@ -233,6 +233,7 @@ def coco(
     categories: str = "raw",
     crowd: str = "keep",
     keep_empty: bool = True,
+    keypoints: bool = False,
 ) -> Dataset: ...
 def voc(
     root: PathLike,

@@ -292,6 +292,7 @@ def COCO(
     categories: str = "raw",
     crowd: str = "keep",
     keep_empty: bool = True,
+    keypoints: bool = False,
 ) -> Dataset:
     """COCO instances: the images of ``images_dir`` that ``annotation_file``
     (``instances_train2017.json``'s layout) lists, in the file's order.
@@ -318,6 +319,10 @@ def COCO(
       or 1). ``ds.classes`` names the categories in id order.
     - ``crowd``: ``"keep"`` (``iscrowd`` 1 in the target) or ``"drop"``.
     - ``keep_empty``: keep the images left without objects.
+    - ``keypoints``: each object's ``keypoints`` (``person_keypoints_*.json``)
+      as ``keypoints`` float32 ``(N, K, 3)`` (x, y, COCO's visibility) with
+      ``flip_index`` from the category's key point names (``left_*`` and
+      ``right_*`` swap in a horizontal flip), moved by every op.
 
     A bad annotation file (JSON, a missing field, an unknown image or
     category, a bad box, a polygon of fewer than three points with
@@ -330,6 +335,7 @@ def COCO(
         categories=categories,
         crowd=crowd,
         keep_empty=keep_empty,
+        keypoints=keypoints,
     )
 
 
