@@ -531,6 +531,65 @@ mod tests {
         }
     }
 
+    /// Hostile geometry (huge zooms and shifts, a perspective through
+    /// infinity, tiny canvases) ends in masks of the canvas or an error,
+    /// never a panic or a runaway walk.
+    #[test]
+    fn hostile_geometry_ends_in_masks_or_an_error() {
+        let mut seed = 0x2545_f491_u32;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed
+        };
+        let extremes = [0.0, 1e-300, 1e-9, 0.5, 3.0, 1e6, 1e18, 1e300, -1e6, -7.25];
+        for case in 0..300 {
+            let mut pick = || extremes[(next() % extremes.len() as u32) as usize];
+            let g = match case % 5 {
+                0 => Geometry::Affine(Affine::new(
+                    pick(),
+                    (pick(), pick()),
+                    pick().abs().max(1e-12),
+                    (pick() % 80.0, pick() % 80.0),
+                    None,
+                )),
+                1 => Geometry::Perspective([
+                    1.0,
+                    pick(),
+                    pick(),
+                    pick(),
+                    1.0,
+                    pick(),
+                    pick(),
+                    pick(),
+                ]),
+                2 => Geometry::Rotate {
+                    angle: pick(),
+                    expand: case % 2 == 0,
+                    center: Some((pick(), pick())),
+                },
+                3 => Geometry::Crop {
+                    top: pick() as i64,
+                    left: pick() as i64,
+                    height: 1 + (pick().abs() as u32 % 64),
+                    width: 1 + (pick().abs() as u32 % 64),
+                },
+                _ => Geometry::Resize(canvas(1 + next() % 3, 1 + next() % 200)),
+            };
+            let mut p = Polygons::new(canvas(9, 13));
+            p.push([&[1.0, 1.0, 12.0, 2.0, 6.0, 8.5, 0.5, 7.0][..]])
+                .unwrap();
+            p.push_rle(&Rle::from_mask(&[1; 9 * 13], canvas(9, 13)).unwrap())
+                .unwrap();
+            if p.apply(&g).is_ok()
+                && let Ok(m) = p.rasterize()
+            {
+                assert_eq!((m.canvas(), m.count()), (p.canvas(), 2), "{g:?}");
+            }
+        }
+    }
+
     /// A far vertex is clipped (the same pixels inside the canvas), a
     /// vertex at infinity is an error, bad parts are refused.
     #[test]
