@@ -13,13 +13,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use tensorprep::adjust::{self, GaussianKernel, Point};
-use tensorprep::finish::{ChannelOrder, Normalize};
 use tensorprep::pipeline::{Input, InputDesc, Op, Pipeline, PlanState, Resize};
 use tensorprep::resize::{Filter, Resample};
 use tensorprep::size::SizeRule;
 use tensorprep::train::{Augment, AutoAugmentPolicy, SampleKey, TrainPipeline, TrainState};
 use tensorprep::warp::{self, Interpolation, Warp};
-use tensorprep::{DType, ImageView, ImageViewMut, Layout, PixelFormat, Quantization, TensorMut};
+use tensorprep::{ImageView, ImageViewMut, PixelFormat, TensorMut};
 
 const SIDE: u32 = 224;
 const PHOTOS: [&str; 4] = [
@@ -150,13 +149,7 @@ fn main() {
             resample: Resample::Pillow(Filter::Bilinear),
         }),
     ];
-    to_image.extend(Op::finish(
-        Normalize::RAW,
-        Layout::Hwc,
-        ChannelOrder::Rgb,
-        DType::U8,
-        Quantization::IDENTITY,
-    ));
+    to_image.extend(Op::RGB_U8_HWC);
     let plan = Pipeline::from_ops(&to_image)
         .unwrap()
         .compile(InputDesc::Encoded)

@@ -99,6 +99,21 @@ pub fn photo_dataset(
     }))
 }
 
+/// The `ssd` detection recipe zooming out at most 1.5 times (to keep the
+/// batches small), with 8-bit HWC output: the detection loader tests' plan.
+#[cfg(feature = "train")]
+pub fn small_ssd_plan() -> std::sync::Arc<tensorprep::train::TrainPlan> {
+    use tensorprep::train::{Augment, TrainPipeline};
+    let mut p = TrainPipeline::preset("detection-ssd").expect("a preset");
+    for a in &mut p.augments {
+        if let Augment::RandomZoomOut(z) = a {
+            z.side_range = (1.0, 1.5);
+        }
+    }
+    p.finish = tensorprep::pipeline::Op::RGB_U8_HWC;
+    std::sync::Arc::new(p.compile().expect("the ssd recipe compiles"))
+}
+
 /// A little-endian float32 `.npy` fixture: shape and values.
 pub fn read_npy_f32(name: &str) -> (Vec<usize>, Vec<f32>) {
     let bytes = read(name);

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use tensorprep::TensorMut;
-use tensorprep::finish::{ChannelOrder, Normalize};
 use tensorprep::jpeg::Backend;
 use tensorprep::pipeline::{Decode, Op};
 use tensorprep::train::data::Dataset;
@@ -14,17 +13,11 @@ use tensorprep::train::{
     Augment, CustomOp, CustomOpError, CustomSize, LoadError, Loader, LoaderConfig,
     RandomResizedCrop, SampleKey, TrainPipeline, TrainPlan, TrainState,
 };
-use tensorprep::{DType, ImageView, Layout, Quantization, Tensor};
+use tensorprep::{ImageView, Tensor};
 
 /// The pixels as they are: u8 HWC RGB.
 fn raw_u8() -> [Op; 3] {
-    Op::finish(
-        Normalize::RAW,
-        Layout::Hwc,
-        ChannelOrder::Rgb,
-        DType::U8,
-        Quantization::IDENTITY,
-    )
+    Op::RGB_U8_HWC
 }
 
 fn pipeline(augments: Vec<Augment>) -> TrainPipeline {

@@ -13,7 +13,7 @@
 //! --ignored write_draws`, then `python3 make_detection_fixtures.py` in
 //! `tests/fixtures` (torch 2.15.0, torchvision 0.29.2).
 
-use tensorprep::finish::{ChannelOrder, Normalize};
+use tensorprep::TensorMut;
 use tensorprep::jpeg::Backend;
 use tensorprep::pipeline::{Decode, Input, Op};
 use tensorprep::targets::{BoundingBoxes, BoxFormat, Canvas, Masks, Target};
@@ -21,7 +21,6 @@ use tensorprep::train::{
     Augment, Draws, FixedSizeCrop, RandomIoUCrop, RandomPhotometricDistort, RandomShortestSize,
     RandomZoomOut, SampleKey, ScaleJitter, TrainPipeline, TrainState,
 };
-use tensorprep::{DType, Layout, Quantization, TensorMut};
 
 /// The photo every case starts from (a PNG: both sides read the same pixels).
 const PHOTO: &str = "cv_china_rgb_area_0_0_128x85.png";
@@ -190,13 +189,7 @@ fn sample_key(key: u64) -> SampleKey {
 /// The case's output: `out_size= out_pixels= out_boxes= out_boxes_canvas=
 /// out_masks= out_masks_shape=`.
 fn run(case: &Case, photo: &[u8]) -> String {
-    let finish = Op::finish(
-        Normalize::RAW,
-        Layout::Hwc,
-        ChannelOrder::Rgb,
-        DType::U8,
-        Quantization::IDENTITY,
-    );
+    let finish = Op::RGB_U8_HWC;
     let pipeline = TrainPipeline::new(
         Decode::exact(Backend::Zune),
         vec![case.augment.clone()],
@@ -311,13 +304,7 @@ fn detection_transforms_match_torchvision_for_the_same_draws() {
 
 #[test]
 fn detection_transforms_refuse_what_they_cannot_do() {
-    let finish = Op::finish(
-        Normalize::RAW,
-        Layout::Hwc,
-        ChannelOrder::Rgb,
-        DType::U8,
-        Quantization::IDENTITY,
-    );
+    let finish = Op::RGB_U8_HWC;
     let photo = tensorprep_tests::read(PHOTO);
     // RandomIoUCrop needs boxes: a classification sample is an error.
     let plan = TrainPipeline::new(

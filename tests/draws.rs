@@ -17,13 +17,7 @@ const N: u64 = 20_000;
 /// The ops drawn for `N` samples of a pipeline of `augments` on the sample
 /// photo (451x300, from its header), one list per sample.
 fn draws(augments: Vec<Augment>) -> Vec<Vec<Drawn>> {
-    let finish = Op::finish(
-        tensorprep::finish::Normalize::RAW,
-        tensorprep::Layout::Hwc,
-        tensorprep::finish::ChannelOrder::Rgb,
-        tensorprep::DType::U8,
-        tensorprep::Quantization::IDENTITY,
-    );
+    let finish = Op::RGB_U8_HWC;
     let plan = TrainPipeline::new(Decode::exact(Backend::Zune), augments, finish)
         .compile()
         .unwrap();

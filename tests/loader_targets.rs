@@ -8,9 +8,7 @@ use std::sync::Arc;
 
 use tensorprep::targets::{BoundingBoxes, BoxFormat, Canvas, Masks, Target};
 use tensorprep::train::data::{DataError, Dataset, Sample};
-use tensorprep::train::{
-    Augment, LoadError, Loader, LoaderConfig, SampleKey, TrainPipeline, TrainPlan, TrainState,
-};
+use tensorprep::train::{LoadError, Loader, LoaderConfig, SampleKey, TrainPipeline, TrainState};
 use tensorprep::{Tensor, TensorMut};
 
 /// The photos, their sizes (width, height).
@@ -67,25 +65,6 @@ fn dataset(len: usize) -> Arc<dyn Dataset> {
     }))
 }
 
-/// The `ssd` recipe, zooming out at most 1.5 times (to keep the batches
-/// small), 8-bit output.
-fn plan() -> Arc<TrainPlan> {
-    let mut p = TrainPipeline::preset("detection-ssd").unwrap();
-    for a in &mut p.augments {
-        if let Augment::RandomZoomOut(z) = a {
-            z.side_range = (1.0, 1.5);
-        }
-    }
-    p.finish = tensorprep::pipeline::Op::finish(
-        tensorprep::finish::Normalize::RAW,
-        tensorprep::Layout::Hwc,
-        tensorprep::finish::ChannelOrder::Rgb,
-        tensorprep::DType::U8,
-        tensorprep::Quantization::IDENTITY,
-    );
-    Arc::new(p.compile().unwrap())
-}
-
 const MAX: [usize; 3] = [641, 960, 3];
 
 fn config(workers: usize) -> LoaderConfig {
@@ -117,22 +96,31 @@ fn seen(loader: &mut Loader) -> Vec<Seen> {
 
 #[test]
 fn targets_move_with_their_images_for_any_worker_count_and_after_resume() {
-    let whole = seen(&mut Loader::new(dataset(18), plan(), config(1)).unwrap());
+    let whole =
+        seen(&mut Loader::new(dataset(18), tensorprep_tests::small_ssd_plan(), config(1)).unwrap());
     assert_eq!(whole.len(), 5);
-    let three = seen(&mut Loader::new(dataset(18), plan(), config(3)).unwrap());
+    let three =
+        seen(&mut Loader::new(dataset(18), tensorprep_tests::small_ssd_plan(), config(3)).unwrap());
     assert!(three == whole, "3 workers: other batches than 1");
     // Resume after two batches with 2 workers: the rest, exactly.
-    let mut loader = Loader::new(dataset(18), plan(), config(3)).unwrap();
+    let mut loader =
+        Loader::new(dataset(18), tensorprep_tests::small_ssd_plan(), config(3)).unwrap();
     for _ in 0..2 {
         drop(loader.next().unwrap().unwrap());
     }
     let state = loader.state();
     drop(loader);
-    let mut resumed = Loader::resume(dataset(18), plan(), config(2), state).unwrap();
+    let mut resumed = Loader::resume(
+        dataset(18),
+        tensorprep_tests::small_ssd_plan(),
+        config(2),
+        state,
+    )
+    .unwrap();
     assert!(seen(&mut resumed) == whole[2..], "resumed: other batches");
     // Each sample's target is the one its run alone gives.
     let photos = photos();
-    let plan = plan();
+    let plan = tensorprep_tests::small_ssd_plan();
     let mut moved_some = 0;
     for (indices, _, targets) in &whole {
         for (i, t) in indices.iter().zip(targets) {
@@ -162,7 +150,8 @@ fn targets_move_with_their_images_for_any_worker_count_and_after_resume() {
 
 #[test]
 fn batches_collate_boxes_in_three_layouts() {
-    let mut loader = Loader::new(dataset(8), plan(), config(2)).unwrap();
+    let mut loader =
+        Loader::new(dataset(8), tensorprep_tests::small_ssd_plan(), config(2)).unwrap();
     let batch = loader.next().unwrap().unwrap();
     let targets: Vec<&Target> = batch.targets().map(Option::unwrap).collect();
     let counts: Vec<usize> = targets
@@ -285,18 +274,22 @@ fn a_coco_folder_through_the_ssd_recipe_gives_one_checksum() {
     let mut runs = vec![];
     for mode in [MaskMode::Pixels, MaskMode::Polygons] {
         let open = || open_as(mode);
-        let one = seen(&mut Loader::new(open(), plan(), config(1)).unwrap());
-        let three = seen(&mut Loader::new(open(), plan(), config(3)).unwrap());
+        let one =
+            seen(&mut Loader::new(open(), tensorprep_tests::small_ssd_plan(), config(1)).unwrap());
+        let three =
+            seen(&mut Loader::new(open(), tensorprep_tests::small_ssd_plan(), config(3)).unwrap());
         assert_eq!(one.len(), 3);
         assert_eq!(checksum(&one), checksum(&three), "{mode:?}");
         // Stopped after one batch, resumed with 2 workers: the same epoch.
-        let mut loader = Loader::new(open(), plan(), config(3)).unwrap();
+        let mut loader =
+            Loader::new(open(), tensorprep_tests::small_ssd_plan(), config(3)).unwrap();
         drop(loader.next().unwrap().unwrap());
         let state = loader.state();
         drop(loader);
         let mut resumed = one[..1].to_vec();
         resumed.extend(seen(
-            &mut Loader::resume(open(), plan(), config(2), state).unwrap(),
+            &mut Loader::resume(open(), tensorprep_tests::small_ssd_plan(), config(2), state)
+                .unwrap(),
         ));
         assert_eq!(checksum(&resumed), checksum(&one), "{mode:?}");
         runs.push(one);

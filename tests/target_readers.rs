@@ -15,7 +15,7 @@ use tensorprep::train::data::tfrecord::{
 };
 use tensorprep::train::data::webdataset::{WebDataset, WebKeys};
 use tensorprep::train::data::{DataError, Dataset, Sample};
-use tensorprep::train::{Augment, Loader, LoaderConfig, TrainPipeline, TrainPlan};
+use tensorprep::train::{Loader, LoaderConfig};
 use tensorprep::{Tensor, decode::ImageDecoder};
 
 /// A sample of a tar shard: its key and its members (extension, bytes).
@@ -570,24 +570,6 @@ fn malformed_webdataset_json_targets_are_refused_naming_the_sample() {
     );
 }
 
-/// The `ssd` recipe, zooming out at most 1.5 times, 8-bit output.
-fn plan() -> Arc<TrainPlan> {
-    let mut p = TrainPipeline::preset("detection-ssd").unwrap();
-    for a in &mut p.augments {
-        if let Augment::RandomZoomOut(z) = a {
-            z.side_range = (1.0, 1.5);
-        }
-    }
-    p.finish = tensorprep::pipeline::Op::finish(
-        tensorprep::finish::Normalize::RAW,
-        tensorprep::Layout::Hwc,
-        tensorprep::finish::ChannelOrder::Rgb,
-        tensorprep::DType::U8,
-        tensorprep::Quantization::IDENTITY,
-    );
-    Arc::new(p.compile().unwrap())
-}
-
 /// Every batch's indices, pixels, boxes and labels hashed, and the number
 /// of boxes seen.
 fn checksum(dataset: Arc<dyn Dataset>, workers: usize) -> (u64, usize) {
@@ -595,7 +577,7 @@ fn checksum(dataset: Arc<dyn Dataset>, workers: usize) -> (u64, usize) {
     c.max_shape = Some([641, 960, 3]);
     let mut h = tensorprep::Fnv1a64::new();
     let mut boxes = 0;
-    for b in Loader::new(dataset, plan(), c).unwrap() {
+    for b in Loader::new(dataset, tensorprep_tests::small_ssd_plan(), c).unwrap() {
         let b = b.unwrap();
         for i in b.indices() {
             h.update(&i.to_le_bytes());

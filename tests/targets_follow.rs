@@ -336,13 +336,7 @@ fn fields(prefix: &str, boxes: &BoundingBoxes, points: &KeyPoints, masks: &Masks
 
 /// Draws every case.
 fn draw_all() -> Vec<Sample> {
-    let finish = Op::finish(
-        tensorprep::finish::Normalize::RAW,
-        tensorprep::Layout::Hwc,
-        tensorprep::finish::ChannelOrder::Rgb,
-        tensorprep::DType::U8,
-        tensorprep::Quantization::IDENTITY,
-    );
+    let finish = Op::RGB_U8_HWC;
     let pixels = vec![128u8; (SIZE.0 * SIZE.1 * 3) as usize];
     let view = ImageView::new(PixelFormat::Rgb8, SIZE.0, SIZE.1, &pixels).unwrap();
     let mut state = TrainState::new();
@@ -454,13 +448,7 @@ fn targets_follow_drawn_ops_as_torchvision_moves_them() {
 #[test]
 fn targets_that_cannot_follow_are_refused() {
     use tensorprep::train::AugMix;
-    let finish = Op::finish(
-        tensorprep::finish::Normalize::RAW,
-        tensorprep::Layout::Hwc,
-        tensorprep::finish::ChannelOrder::Rgb,
-        tensorprep::DType::U8,
-        tensorprep::Quantization::IDENTITY,
-    );
+    let finish = Op::RGB_U8_HWC;
     // AugMix, even nested: refused by name before any sample.
     let nested = vec![Augment::RandomApply(RandomApply::new(
         0.5,
@@ -533,13 +521,7 @@ fn targets_turn_upright_with_their_photo() {
         t.masks = Some(Masks::new(mask.clone(), 1, canvas).unwrap());
         t
     };
-    let finish = Op::finish(
-        tensorprep::finish::Normalize::RAW,
-        tensorprep::Layout::Hwc,
-        tensorprep::finish::ChannelOrder::Rgb,
-        tensorprep::DType::U8,
-        tensorprep::Quantization::IDENTITY,
-    );
+    let finish = Op::RGB_U8_HWC;
     let mut decode = Decode::exact(Backend::Zune);
     decode.orientation = Orientation::Apply;
     let plan = TrainPipeline::new(decode, vec![], finish)

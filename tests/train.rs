@@ -20,13 +20,7 @@ static GLOBAL: CountingAllocator = CountingAllocator;
 
 /// The pixels as they are: u8 HWC RGB.
 fn raw_u8() -> [Op; 3] {
-    Op::finish(
-        Normalize::RAW,
-        Layout::Hwc,
-        ChannelOrder::Rgb,
-        DType::U8,
-        Quantization::IDENTITY,
-    )
+    Op::RGB_U8_HWC
 }
 
 fn pipeline(augments: Vec<Augment>, finish: [Op; 3]) -> TrainPipeline {

@@ -167,13 +167,7 @@ fn upright_labels_follow_the_decode_s_orientation() {
     // cx 0.25 * 512, cy 0.1 * 600, w 51.2, h 120 on the upright 512 x 600.
     let upright = [128.0f32, 60.0, 51.2, 120.0];
     assert_eq!(target.boxes.as_ref().unwrap().boxes(), &[upright]);
-    let finish = Op::finish(
-        tensorprep::finish::Normalize::RAW,
-        tensorprep::Layout::Hwc,
-        tensorprep::finish::ChannelOrder::Rgb,
-        tensorprep::DType::U8,
-        tensorprep::Quantization::IDENTITY,
-    );
+    let finish = Op::RGB_U8_HWC;
     let run = |orientation| {
         let mut out = vec![0u8; 3 * 600 * 600];
         let mut decode = Decode::exact(Backend::Zune);

@@ -438,17 +438,21 @@ mod tests {
         Canvas::new(h, w).unwrap()
     }
 
-    /// An RLE instance comes back as exactly its pixels, for masks of every
-    /// shape (runs crossing columns, full columns, single pixels, empty).
-    #[test]
-    fn rle_rectangles_rasterise_to_the_same_pixels() {
-        let mut seed = 0x9e37_79b9_u32;
-        let mut next = || {
+    /// A xorshift32 stream from `seed` (not 0).
+    fn xorshift(mut seed: u32) -> impl FnMut() -> u32 {
+        move || {
             seed ^= seed << 13;
             seed ^= seed >> 17;
             seed ^= seed << 5;
             seed
-        };
+        }
+    }
+
+    /// An RLE instance comes back as exactly its pixels, for masks of every
+    /// shape (runs crossing columns, full columns, single pixels, empty).
+    #[test]
+    fn rle_rectangles_rasterise_to_the_same_pixels() {
+        let mut next = xorshift(0x9e37_79b9);
         for case in 0..200 {
             let c = canvas(1 + next() % 23, 1 + next() % 19);
             let density = next() % 4;
@@ -456,8 +460,8 @@ mod tests {
                 .map(|_| {
                     u8::from(match density {
                         0 => false,
-                        1 => next() % 2 == 0,
-                        2 => next() % 9 != 0,
+                        1 => next().is_multiple_of(2),
+                        2 => !next().is_multiple_of(9),
                         _ => true,
                     })
                 })
@@ -536,13 +540,7 @@ mod tests {
     /// never a panic or a runaway walk.
     #[test]
     fn hostile_geometry_ends_in_masks_or_an_error() {
-        let mut seed = 0x2545_f491_u32;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            seed
-        };
+        let mut next = xorshift(0x2545_f491);
         let extremes = [0.0, 1e-300, 1e-9, 0.5, 3.0, 1e6, 1e18, 1e300, -1e6, -7.25];
         for case in 0..300 {
             let mut pick = || extremes[(next() % extremes.len() as u32) as usize];

@@ -7,10 +7,9 @@
 use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use tensorprep::finish::{ChannelOrder, Normalize};
 use tensorprep::pipeline::{Decode, Input, Op};
 use tensorprep::train::{SampleKey, TrainPipeline, TrainState};
-use tensorprep::{DType, ImageView, Layout, Limits, PixelFormat, Quantization};
+use tensorprep::{ImageView, Limits, PixelFormat};
 
 use crate::arrays::OutArray;
 use crate::train::{PyAugment, PyTrainPipeline};
@@ -21,13 +20,7 @@ use crate::{errors, names};
 fn pipeline_of(transform: &Bound<'_, PyAny>) -> PyResult<TrainPipeline> {
     if let Ok(a) = transform.cast::<PyAugment>() {
         let decode = Decode::exact(names::decoder_or_default(None)?);
-        let finish = Op::finish(
-            Normalize::RAW,
-            Layout::Hwc,
-            ChannelOrder::Rgb,
-            DType::U8,
-            Quantization::IDENTITY,
-        );
+        let finish = Op::RGB_U8_HWC;
         return Ok(TrainPipeline::new(decode, vec![a.get().0.clone()], finish));
     }
     if let Ok(p) = transform.cast::<PyTrainPipeline>() {

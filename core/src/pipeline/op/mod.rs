@@ -106,6 +106,25 @@ impl Op {
         ]
     }
 
+    /// The finish that leaves the image's own pixels: uint8 RGB, HWC, as
+    /// they are (`(H, W, 3)`, what a PIL image holds).
+    ///
+    /// ```
+    /// use tensorprep::finish::{ChannelOrder, Normalize};
+    /// use tensorprep::pipeline::Op;
+    /// use tensorprep::{DType, Layout, Quantization};
+    ///
+    /// let raw = Op::finish(Normalize::RAW, Layout::Hwc, ChannelOrder::Rgb, DType::U8, Quantization::IDENTITY);
+    /// assert_eq!(Op::RGB_U8_HWC, raw);
+    /// ```
+    pub const RGB_U8_HWC: [Op; 3] = Op::finish(
+        Normalize::RAW,
+        Layout::Hwc,
+        ChannelOrder::Rgb,
+        DType::U8,
+        Quantization::IDENTITY,
+    );
+
     /// A short name for messages.
     pub fn name(&self) -> &'static str {
         self.names().0
