@@ -449,3 +449,6 @@ pub fn f32_bits_hex<const N: usize>(rows: &[[f32; N]]) -> String {
         .collect::<Vec<_>>()
         .join(";")
 }
+
+#[cfg(feature = "remote")]
+pub mod http;

@@ -22,9 +22,9 @@
 //! `CIFAR100` gives it; MindSpore's `Cifar100Dataset` gives both columns,
 //! coarse then fine: [`Cifar100Label`] chooses.
 
+use super::DataFile;
 use alloc::string::String;
 use alloc::vec::Vec;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::{Content, DataError, Dataset, Sample, open_file, read_at};
@@ -70,7 +70,7 @@ pub enum Cifar100Label {
 #[derive(Debug)]
 struct Part {
     path: PathBuf,
-    file: File,
+    file: DataFile,
     records: u64,
     /// [`super::file_identity`]: its name, length and first bytes.
     identity: u64,

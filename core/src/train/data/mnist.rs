@@ -17,8 +17,8 @@
 //! [`Content::Pixels`] in [`PixelFormat::Gray8`], read as it is asked for;
 //! a label past 9 is an error naming the file and offset.
 
+use super::DataFile;
 use alloc::string::String;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::cifar::Split;
@@ -79,8 +79,8 @@ impl Variant {
 /// ```
 #[derive(Debug)]
 pub struct Mnist {
-    images: (PathBuf, File),
-    labels: (PathBuf, File),
+    images: (PathBuf, DataFile),
+    labels: (PathBuf, DataFile),
     len: usize,
     width: u32,
     height: u32,
@@ -229,7 +229,7 @@ impl Mnist {
 
 /// The first `N` big-endian `u32`s of a file of `size` bytes.
 fn header<const N: usize>(
-    file: &File,
+    file: &DataFile,
     path: &Path,
     size: u64,
     buf: &mut [u8; 16],

@@ -19,6 +19,8 @@ pub mod json_target;
 pub mod mindrecord;
 pub mod mnist;
 pub mod recordio;
+#[cfg(feature = "remote")]
+pub mod remote;
 pub mod shards;
 mod tar_members;
 pub mod tar_stream;
@@ -184,7 +186,7 @@ pub(crate) const IDENTITY_BYTES: usize = 4096;
 /// Fashion-MNIST's train images) differ.
 pub(crate) fn file_identity(
     path: &std::path::Path,
-    file: &std::fs::File,
+    file: &DataFile,
     size: u64,
 ) -> Result<u64, DataError> {
     let mut head = [0u8; IDENTITY_BYTES];
@@ -336,15 +338,115 @@ where
     }
 }
 
-/// Opens a data file; what is not a regular file is refused before opening.
-pub(crate) fn open_file(path: &std::path::Path) -> Result<(std::fs::File, u64), DataError> {
-    crate::files::open_regular(path).map_err(|e| DataError::io(path, e))
+/// A dataset's data file: a file on this machine or, with the `remote`
+/// feature, an object named by an `s3://` or `http(s)://` URL ([`remote`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DataFile {
+    /// A regular file.
+    Local(std::fs::File),
+    /// An object on a server, read in blocks.
+    #[cfg(feature = "remote")]
+    Remote(remote::RemoteFile),
+}
+
+impl DataFile {
+    /// The version opened, when the file has one: a remote object's ETag.
+    /// A pool that opens the file again finds the same one or refuses it.
+    pub fn version(&self) -> Option<&str> {
+        match self {
+            DataFile::Local(_) => None,
+            #[cfg(feature = "remote")]
+            DataFile::Remote(object) => object.version(),
+        }
+    }
+
+    /// Fills `buf` from `offset` without moving a shared cursor (worker
+    /// threads read one file at once).
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        match self {
+            DataFile::Local(file) => read_file_at(file, buf, offset),
+            #[cfg(feature = "remote")]
+            DataFile::Remote(object) => object.read_at(buf, offset),
+        }
+    }
+}
+
+/// A [`DataFile`] of `len` bytes read as a stream from its start
+/// (`std::io::Read` and `Seek`, each read one [`DataFile::read_at`]).
+pub(crate) struct Reader<'a> {
+    file: &'a DataFile,
+    len: u64,
+    at: u64,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(file: &'a DataFile, len: u64) -> Reader<'a> {
+        Reader { file, len, at: 0 }
+    }
+}
+
+impl std::io::Read for Reader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = usize::try_from(self.len.saturating_sub(self.at))
+            .map_or(buf.len(), |left| left.min(buf.len()));
+        self.file.read_at(&mut buf[..n], self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for Reader<'_> {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        let at = match to {
+            std::io::SeekFrom::Start(n) => Some(n),
+            std::io::SeekFrom::End(d) => self.len.checked_add_signed(d),
+            std::io::SeekFrom::Current(d) => self.at.checked_add_signed(d),
+        };
+        self.at = at.ok_or(std::io::ErrorKind::InvalidInput)?;
+        Ok(self.at)
+    }
+}
+
+/// Whether `path` is a URL (`s3://`, `http://`, `https://`) rather than a
+/// file's path.
+pub(crate) fn is_url(path: &std::path::Path) -> bool {
+    path.to_str().is_some_and(|s| {
+        ["s3://", "http://", "https://"]
+            .iter()
+            .any(|p| s.starts_with(p))
+    })
+}
+
+/// Opens a data file (a URL with the `remote` feature); what is not a
+/// regular file is refused before opening.
+pub(crate) fn open_file(path: &std::path::Path) -> Result<(DataFile, u64), DataError> {
+    if is_url(path) {
+        #[cfg(feature = "remote")]
+        {
+            let url = path.to_str().unwrap_or_default();
+            let object = remote::RemoteFile::open(url).map_err(|e| DataError::io(path, e))?;
+            let len = object.len();
+            return Ok((DataFile::Remote(object), len));
+        }
+        #[cfg(not(feature = "remote"))]
+        return Err(DataError::io(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "a URL: this build reads files only (the `remote` feature reads s3:// and http(s)://)",
+            ),
+        ));
+    }
+    crate::files::open_regular(path)
+        .map(|(file, len)| (DataFile::Local(file), len))
+        .map_err(|e| DataError::io(path, e))
 }
 
 /// Appends `len` bytes of `file` from `offset` to `out`, reserving the room
 /// fallibly first (the caller has checked that the file holds them).
 pub(crate) fn append_at(
-    file: &std::fs::File,
+    file: &DataFile,
     path: &std::path::Path,
     format: &'static str,
     offset: u64,
@@ -367,13 +469,8 @@ pub(crate) fn read_index(
     format: &'static str,
     cap: u64,
 ) -> Result<alloc::string::String, DataError> {
-    use std::io::Read;
-    let (file, _) = open_file(path)?;
-    let mut text = alloc::string::String::new();
-    file.take(cap + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| DataError::io(path, e))?;
-    if text.len() as u64 > cap {
+    let (file, len) = open_file(path)?;
+    if len > cap {
         return Err(DataError::corrupt(
             format,
             path,
@@ -381,12 +478,20 @@ pub(crate) fn read_index(
             alloc::format!("larger than its data file can need ({cap} bytes)"),
         ));
     }
-    Ok(text)
+    let mut bytes = Vec::new();
+    append_at(&file, path, format, 0, len, &mut bytes)?;
+    alloc::string::String::from_utf8(bytes)
+        .map_err(|_| DataError::corrupt(format, path, 0, "not UTF-8 text"))
 }
 
 /// Reads `buf.len()` bytes of `file` at `offset` without moving a shared
 /// cursor: worker threads read one file at once.
-pub(crate) fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+pub(crate) fn read_at(file: &DataFile, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    file.read_at(buf, offset)
+}
+
+/// [`read_at`] of a regular file.
+fn read_file_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)

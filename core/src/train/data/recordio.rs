@@ -13,8 +13,8 @@
 //!   `f32` labels follow; then the encoded image.
 //! - The `.idx` file has a line `key\toffset` per record.
 
+use super::DataFile;
 use alloc::vec::Vec;
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::Arc;
@@ -131,7 +131,7 @@ fn part_bytes(len: u32) -> u64 {
 #[derive(Debug)]
 struct RecFile<'a> {
     path: &'a Path,
-    file: Arc<File>,
+    file: Arc<DataFile>,
     len: u64,
 }
 
@@ -323,7 +323,7 @@ impl RecordIoDataset {
             } else {
                 f.scan(0, f.len)?
             };
-            d.push(rec, f.len, offsets)?;
+            d.push(&f, f.len, offsets)?;
         }
         Ok(d)
     }
@@ -337,7 +337,8 @@ impl RecordIoDataset {
     }
 
     /// Adds a file and its records' offsets.
-    fn push(&mut self, rec: &Path, len: u64, offsets: Vec<u64>) -> Result<(), DataError> {
+    fn push(&mut self, f: &RecFile<'_>, len: u64, offsets: Vec<u64>) -> Result<(), DataError> {
+        let rec = f.path;
         self.starts.push(self.offsets.len());
         if self.offsets.is_empty() {
             self.offsets = offsets;
@@ -347,7 +348,7 @@ impl RecordIoDataset {
                 .map_err(|_| DataError::corrupt(FORMAT, rec, 0, "no memory for the offsets"))?;
             self.offsets.extend(offsets);
         }
-        self.files.add_with_len(rec, len).map(drop)
+        self.files.add_opened(rec, &f.file, len).map(drop)
     }
 
     /// Opens `rec` with the index `idx` (lines `key\toffset`; the dataset's
@@ -359,7 +360,7 @@ impl RecordIoDataset {
         let f = RecFile::open(rec.as_ref())?;
         let offsets = index_offsets(&f, idx.as_ref())?;
         let mut d = RecordIoDataset::empty(DEFAULT_OPEN_FILES);
-        d.push(f.path, f.len, offsets)?;
+        d.push(&f, f.len, offsets)?;
         Ok(d)
     }
 
@@ -384,7 +385,7 @@ impl RecordIoDataset {
         let stop = f.next_head(end)?;
         let offsets = f.scan(begin, stop)?;
         let mut d = RecordIoDataset::empty(DEFAULT_OPEN_FILES);
-        d.push(f.path, len, offsets)?;
+        d.push(&f, len, offsets)?;
         Ok(d)
     }
 

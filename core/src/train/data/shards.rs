@@ -12,11 +12,10 @@
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::{DataError, open_file};
+use super::{DataError, DataFile, open_file};
 
 /// Files a dataset keeps open at once unless told otherwise: a few per
 /// reading thread, well under the usual limit of 1,024 descriptors.
@@ -42,10 +41,12 @@ pub const DEFAULT_OPEN_FILES: usize = 64;
 pub struct FilePool {
     /// The format named when a file changed since it was indexed.
     format: &'static str,
-    files: Vec<(PathBuf, u64)>,
+    /// Each file's path, length and version (a remote object's ETag) when
+    /// it was indexed.
+    files: Vec<(PathBuf, u64, Option<String>)>,
     budget: usize,
     /// The files open now, the most recently read last.
-    open: Mutex<Vec<(u32, Arc<File>)>>,
+    open: Mutex<Vec<(u32, Arc<DataFile>)>>,
 }
 
 impl FilePool {
@@ -67,19 +68,26 @@ impl FilePool {
     /// Adds the file at `path` (not kept open); returns its index. Its
     /// length now is the one every later open must find.
     pub fn add(&mut self, path: &Path) -> Result<u32, DataError> {
-        let (_, len) = open_file(path)?;
-        self.add_with_len(path, len)
+        let (file, len) = open_file(path)?;
+        self.add_opened(path, &file, len)
     }
 
-    /// Adds a file whose length the caller has just read.
-    pub(crate) fn add_with_len(&mut self, path: &Path, len: u64) -> Result<u32, DataError> {
+    /// Adds a file the caller has just opened (and indexed), of `len`
+    /// bytes: every later open must find that length and version.
+    pub(crate) fn add_opened(
+        &mut self,
+        path: &Path,
+        file: &DataFile,
+        len: u64,
+    ) -> Result<u32, DataError> {
+        let version = file.version().map(String::from);
         let index = u32::try_from(self.files.len()).map_err(|_| DataError::Invalid {
             what: "more than 2^32 files".into(),
         })?;
         self.files.try_reserve(1).map_err(|_| DataError::Invalid {
             what: "no memory for the file list".into(),
         })?;
-        self.files.push((path.to_path_buf(), len));
+        self.files.push((path.to_path_buf(), len, version));
         Ok(index)
     }
 
@@ -123,11 +131,11 @@ impl FilePool {
     /// still holds it stays open until that read ends, and each thread
     /// opening a file holds it before it joins the pool: the descriptors in
     /// use are at most the budget plus one per reading thread.
-    pub fn get(&self, index: u32) -> Result<Arc<File>, DataError> {
+    pub fn get(&self, index: u32) -> Result<Arc<DataFile>, DataError> {
         if let Some(file) = self.touch(&mut self.lock(), index) {
             return Ok(file);
         }
-        let (path, len) = &self.files[index as usize];
+        let (path, len, version) = &self.files[index as usize];
         let (file, now) = open_file(path)?;
         if now != *len {
             return Err(DataError::corrupt(
@@ -135,6 +143,14 @@ impl FilePool {
                 path,
                 0,
                 alloc::format!("changed since it was indexed ({len} bytes then, {now} now)"),
+            ));
+        }
+        if version.is_some() && file.version() != version.as_deref() {
+            return Err(DataError::corrupt(
+                self.format,
+                path,
+                0,
+                "changed since it was indexed (another ETag): its records would mix two versions",
             ));
         }
         let file = Arc::new(file);
@@ -151,12 +167,12 @@ impl FilePool {
     }
 
     /// The open files, locked (a reader that panicked left them whole).
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u32, Arc<File>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u32, Arc<DataFile>)>> {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// File `index` if it is open, marked as the most recently read.
-    fn touch(&self, open: &mut Vec<(u32, Arc<File>)>, index: u32) -> Option<Arc<File>> {
+    fn touch(&self, open: &mut Vec<(u32, Arc<DataFile>)>, index: u32) -> Option<Arc<DataFile>> {
         let at = open.iter().position(|(i, _)| *i == index)?;
         let entry = open.remove(at);
         let file = Arc::clone(&entry.1);
@@ -200,6 +216,14 @@ pub fn expand(pattern: &str) -> Result<Vec<PathBuf>, DataError> {
         if !file_name.contains(['*', '?']) {
             out.push(path);
             continue;
+        }
+        if super::is_url(&path) {
+            return Err(DataError::corrupt(
+                "file pattern",
+                &path,
+                0,
+                "a wildcard in a URL (objects are not listed): name them, or use {a,b} lists and {000..099} ranges",
+            ));
         }
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),

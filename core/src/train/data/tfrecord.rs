@@ -14,9 +14,9 @@
 //! decoding into owned maps): no allocation per sample in steady state.
 //! A checksum that does not match is an error, never a skipped record.
 
+use super::DataFile;
 use alloc::string::String;
 use alloc::vec::Vec;
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -189,7 +189,7 @@ pub struct TfRecordDataset {
 
 /// A file being indexed or read: its length, for every bound check.
 struct TfFile<'a> {
-    file: File,
+    file: DataFile,
     path: &'a Path,
     len: u64,
 }
@@ -260,6 +260,7 @@ impl TfRecordDataset {
         for path in paths {
             let f = TfFile::open(path.as_ref())?;
             let (path, len) = (f.path, f.len);
+            let opened = &f.file;
             d.starts.push(d.records.len());
             let mut at = 0u64;
             while at < len {
@@ -270,7 +271,7 @@ impl TfRecordDataset {
                 d.records.push((at, n));
                 at += 16 + n;
             }
-            d.files.add_with_len(path, len)?;
+            d.files.add_opened(path, opened, len)?;
         }
         Ok(d)
     }
@@ -307,7 +308,7 @@ impl TfRecordDataset {
             d.records.push((offset, n));
         }
         d.starts.push(0);
-        d.files.add_with_len(path, len)?;
+        d.files.add_opened(path, &f.file, len)?;
         Ok(d)
     }
 

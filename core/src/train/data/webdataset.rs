@@ -19,9 +19,9 @@
 //! [`MAX_OPEN_SHARDS`] stay open (1,282 ImageNet shards exceed the usual
 //! limit of 1,024 descriptors): a [`FilePool`], as for the other formats.
 
+use super::DataFile;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::json_target::{self, MAX_TARGET_BYTES};
@@ -282,7 +282,7 @@ impl WebDataset {
                 what: "more than 2^32 shards".into(),
             })?;
             d.index(shard, &path, &file, len, keys)?;
-            d.shards.add_with_len(&path, len)?;
+            d.shards.add_opened(&path, &file, len)?;
         }
         let labelled = d.samples.iter().filter(|s| s.label.is_some()).count();
         if labelled > 0 && labelled < d.samples.len() {
@@ -309,12 +309,12 @@ impl WebDataset {
         &mut self,
         shard: u32,
         path: &Path,
-        file: &File,
+        file: &DataFile,
         len: u64,
         keys: WebKeys<'_>,
     ) -> Result<(), DataError> {
         let bad = |offset: u64, what: &str| DataError::corrupt(FORMAT, path, offset, what);
-        let mut archive = tar::Archive::new(file);
+        let mut archive = tar::Archive::new(super::Reader::new(file, len));
         // Raw: extended headers come as entries, read under a cap; with
         // seek: members' data is skipped, not read.
         let entries = archive

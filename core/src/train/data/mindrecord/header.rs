@@ -2,9 +2,9 @@
 //! that many bytes of JSON (the schema, the blob fields, the page table,
 //! the set's `shard_addresses`), padded to `header_size`.
 
+use super::super::DataFile;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
-use std::fs::File;
 use std::path::Path;
 
 use serde_json::Value as Json;
@@ -145,7 +145,7 @@ fn uint(obj: &Json, name: &str, bad: &dyn Fn(String) -> DataError) -> Result<u64
 
 impl Header {
     /// Reads the header of `file` (`len` bytes long).
-    pub(super) fn read(file: &File, path: &Path, len: u64) -> Result<Header, DataError> {
+    pub(super) fn read(file: &DataFile, path: &Path, len: u64) -> Result<Header, DataError> {
         let bad = |what: String| DataError::corrupt(FORMAT, path, 0, what);
         if len < 8 {
             return Err(bad("shorter than the header's 8-byte length".into()));

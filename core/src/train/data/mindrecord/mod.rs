@@ -45,10 +45,10 @@ mod row;
 #[cfg(feature = "mindrecord-write")]
 pub mod write;
 
+use super::DataFile;
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
-use std::fs::File;
 use std::path::Path;
 
 pub use header::{Column, Kind, MAX_HEADER_SIZE, MAX_PAGE_SIZE, MIN_HEADER_SIZE, MIN_PAGE_SIZE};
@@ -249,7 +249,7 @@ impl MindRecord {
             index::check(&p, &header, &rows[from..])?;
             #[cfg(not(feature = "mindrecord-index"))]
             let _ = from;
-            files.add_with_len(&p, len)?;
+            files.add_opened(&p, &file, len)?;
         }
         let columns = first.columns;
         let find = |name: &str| {
@@ -607,7 +607,7 @@ fn fixed(h: i64, w: i64, c: i64) -> Option<Shape> {
 /// MindSpore's index generator does: each raw page's row groups, each
 /// group's rows (its blob page's row ids), a raw and a blob row each.
 fn index_file(
-    file: &File,
+    file: &DataFile,
     path: &Path,
     header: &Header,
     k: u32,

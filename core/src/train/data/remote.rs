@@ -1,0 +1,367 @@
+//! Dataset files on object storage and web servers (feature `remote`):
+//! `s3://bucket/key`, `http://host/path` and `https://host/path` wherever a
+//! dataset file is named.
+//!
+//! The requests are Apache Arrow's `object_store`'s: request signing, the
+//! AWS credential chain, ranged GETs, retries with backoff. Its settings come
+//! from its own environment variables, so existing setups work:
+//! `AWS_ENDPOINT_URL` (an S3-compatible server), `AWS_ALLOW_HTTP=true` (a
+//! plain-http endpoint), `AWS_REGION`, `AWS_ACCESS_KEY_ID`,
+//! `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, web identity and container
+//! credentials (not `~/.aws` profiles). `http://` URLs need no setting.
+//!
+//! One small runtime (a single worker thread) runs the requests; reader
+//! threads wait on them. A process forked after it started (a Python
+//! `DataLoader`'s workers) gets a runtime and clients of its own at its
+//! first read: the parent's are left untouched (their threads do not exist
+//! in the child).
+//!
+//! An object is read in blocks of [`BLOCK_BYTES`], two at a time (the one
+//! asked for and the next: neighbouring records come in one request, and a
+//! reader going forward finds the next ready), kept in one cache of
+//! [`CACHE_BYTES`] for all objects. A record larger than a block is fetched
+//! whole, in one request. Each object's length and ETag are read once, when
+//! it is opened: every later read asks for that version (`If-Match`) and
+//! checks the ETag of what comes back, so an object replaced during an epoch
+//! is an error naming its URL, never a mix of two versions. A request that
+//! fails is retried ([`RETRIES`] times, backing off, within
+//! [`RETRY_SECONDS`]); an unreachable or stopped server is an error within
+//! that bound, never a hang.
+
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use std::collections::HashMap;
+use std::io;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use object_store::path::Path as ObjectPath;
+use object_store::{
+    BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig,
+};
+
+/// The bytes of an object fetched per block: 4 MiB.
+pub const BLOCK_BYTES: u64 = 4 << 20;
+
+/// The blocks kept for all objects together: 64 MiB.
+pub const CACHE_BYTES: usize = 64 << 20;
+
+/// Retries of a failed request (connection refused or reset, a timeout, a
+/// server error), backing off from 100 ms to at most 1 s.
+pub const RETRIES: usize = 5;
+
+/// The longest a request is retried: 10 s (then each attempt's own
+/// timeout, [`REQUEST_SECONDS`], bounds the last).
+pub const RETRY_SECONDS: u64 = 10;
+
+/// One request's timeout: 10 s (connecting: 2 s).
+pub const REQUEST_SECONDS: u64 = 10;
+
+/// Requests sent so far by this process (each GET and HEAD, retries not
+/// counted): what `train-bench` prints per epoch.
+pub fn requests() -> u64 {
+    REQUESTS.load(Ordering::Relaxed)
+}
+
+static REQUESTS: AtomicU64 = AtomicU64::new(0);
+
+/// Drops every fetched block: the next reads ask the servers again.
+pub fn clear_cache() {
+    let mut blocks = lock_blocks();
+    blocks.blocks.clear();
+    blocks.bytes = 0;
+}
+
+/// The runtime and the clients of one process.
+struct Io {
+    pid: u32,
+    runtime: tokio::runtime::Runtime,
+    /// One client per bucket or server (`s3://bucket`, `https://host`).
+    stores: Mutex<HashMap<String, Arc<dyn ObjectStore>>>,
+}
+
+static IO: Mutex<Option<Arc<Io>>> = Mutex::new(None);
+
+/// This process's runtime: made at the first read, and again in a forked
+/// child (the parent's is leaked there: dropping it would wait for threads
+/// the child does not have).
+fn io_for_this_process() -> io::Result<Arc<Io>> {
+    let mut slot = IO.lock().unwrap_or_else(|e| e.into_inner());
+    let pid = std::process::id();
+    if let Some(io) = slot.as_ref().filter(|io| io.pid == pid) {
+        return Ok(Arc::clone(io));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("tensorprep-remote")
+        .enable_all()
+        .build()?;
+    let io = Arc::new(Io {
+        pid,
+        runtime,
+        stores: Mutex::new(HashMap::new()),
+    });
+    if let Some(parent) = slot.replace(Arc::clone(&io)) {
+        core::mem::forget(parent);
+    }
+    Ok(io)
+}
+
+/// An error of the request for `url` (whose callers name the URL: the
+/// message does not repeat it).
+fn failed(url: &str, e: impl core::fmt::Display) -> io::Error {
+    let _ = url;
+    io::Error::other(e.to_string())
+}
+
+impl Io {
+    /// The client for `url`'s bucket or server, and the object's path in it.
+    fn store(&self, url: &str) -> io::Result<(Arc<dyn ObjectStore>, ObjectPath)> {
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| failed(url, "not a URL"))?;
+        let (authority, key) = rest.split_once('/').unwrap_or((rest, ""));
+        if authority.is_empty() || key.is_empty() {
+            return Err(failed(
+                url,
+                "a URL names a bucket or server, then an object",
+            ));
+        }
+        let base = alloc::format!("{scheme}://{authority}");
+        let location = ObjectPath::from_url_path(key).map_err(|e| failed(url, e))?;
+        let mut stores = self.stores.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(store) = stores.get(&base) {
+            return Ok((Arc::clone(store), location));
+        }
+        let retry = RetryConfig {
+            backoff: BackoffConfig {
+                init_backoff: Duration::from_millis(100),
+                max_backoff: Duration::from_secs(1),
+                base: 2.0,
+            },
+            max_retries: RETRIES,
+            retry_timeout: Duration::from_secs(RETRY_SECONDS),
+        };
+        let client = ClientOptions::new()
+            .with_timeout(Duration::from_secs(REQUEST_SECONDS))
+            .with_connect_timeout(Duration::from_secs(2));
+        let store: Arc<dyn ObjectStore> = match scheme {
+            "s3" => Arc::new(
+                object_store::aws::AmazonS3Builder::from_env()
+                    .with_url(&base)
+                    .with_retry(retry)
+                    .with_client_options(client)
+                    .build()
+                    .map_err(|e| failed(url, e))?,
+            ),
+            "http" | "https" => Arc::new(
+                object_store::http::HttpBuilder::new()
+                    .with_url(&base)
+                    .with_retry(retry)
+                    .with_client_options(client.with_allow_http(scheme == "http"))
+                    .build()
+                    .map_err(|e| failed(url, e))?,
+            ),
+            _ => return Err(failed(url, "not an s3://, http:// or https:// URL")),
+        };
+        stores.insert(base, Arc::clone(&store));
+        Ok((store, location))
+    }
+}
+
+/// An object read in blocks (see the [module](self)).
+#[derive(Debug)]
+pub struct RemoteFile {
+    url: String,
+    store: Arc<dyn ObjectStore>,
+    location: ObjectPath,
+    len: u64,
+    /// The version opened (`None`: the server gives no ETag).
+    etag: Option<String>,
+    /// This object's key in the block cache: its URL and version, so that
+    /// opening it again finds the blocks fetched (a version-less object's
+    /// key is its own).
+    id: u64,
+}
+
+/// The blocks fetched, least recently used first: `(object, block)` and
+/// the bytes.
+struct Blocks {
+    blocks: Vec<((u64, u64), bytes::Bytes)>,
+    bytes: usize,
+}
+
+static BLOCKS: Mutex<Blocks> = Mutex::new(Blocks {
+    blocks: Vec::new(),
+    bytes: 0,
+});
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+/// The block cache's key of `url` at `version`.
+fn block_key(url: &str, version: Option<&str>) -> u64 {
+    let Some(version) = version else {
+        // Never the hash of a versioned one (whose top bit is clear).
+        return (1 << 63) | NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    };
+    let mut h = crate::Fnv1a64::new();
+    h.update(url.as_bytes());
+    h.update(&[0]);
+    h.update(version.as_bytes());
+    h.finish() >> 1
+}
+
+impl Blocks {
+    fn get(&mut self, key: (u64, u64)) -> Option<bytes::Bytes> {
+        let at = self.blocks.iter().position(|(k, _)| *k == key)?;
+        let entry = self.blocks.remove(at);
+        let bytes = entry.1.clone();
+        self.blocks.push(entry);
+        Some(bytes)
+    }
+
+    fn put(&mut self, key: (u64, u64), block: bytes::Bytes) {
+        if self.get(key).is_some() {
+            return;
+        }
+        self.bytes += block.len();
+        self.blocks.push((key, block));
+        while self.bytes > CACHE_BYTES && self.blocks.len() > 1 {
+            let (_, old) = self.blocks.remove(0);
+            self.bytes -= old.len();
+        }
+    }
+}
+
+impl RemoteFile {
+    /// Opens the object at `url`: its length and version, with one request.
+    pub(crate) fn open(url: &str) -> io::Result<RemoteFile> {
+        let io = io_for_this_process()?;
+        let (store, location) = io.store(url)?;
+        REQUESTS.fetch_add(1, Ordering::Relaxed);
+        let meta = io
+            .runtime
+            .block_on(store.head(&location))
+            .map_err(|e| error(url, e))?;
+        Ok(RemoteFile {
+            url: url.to_string(),
+            store,
+            location,
+            id: block_key(url, meta.e_tag.as_deref()),
+            len: meta.size,
+            etag: meta.e_tag,
+        })
+    }
+
+    /// The object's length when it was opened.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// The version (ETag) opened, if the server gives one.
+    pub(crate) fn version(&self) -> Option<&str> {
+        self.etag.as_deref()
+    }
+
+    /// Fills `buf` from `offset` (see the [module](self) for the blocks).
+    pub(crate) fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let end = offset
+            .checked_add(buf.len() as u64)
+            .filter(|&e| e <= self.len)
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    alloc::format!("a read past the object's {} bytes", self.len),
+                )
+            })?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        if buf.len() as u64 >= BLOCK_BYTES {
+            let bytes = self.fetch(offset..end)?;
+            buf.copy_from_slice(&bytes);
+            return Ok(());
+        }
+        let mut at = offset;
+        while at < end {
+            let block = at / BLOCK_BYTES;
+            let data = self.block(block)?;
+            let from = (at - block * BLOCK_BYTES) as usize;
+            let n = (data.len() - from).min((end - at) as usize);
+            let to = (at - offset) as usize;
+            buf[to..to + n].copy_from_slice(&data[from..from + n]);
+            at += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Block `index`, from the cache or fetched with the one after it.
+    fn block(&self, index: u64) -> io::Result<bytes::Bytes> {
+        if let Some(b) = lock_blocks().get((self.id, index)) {
+            return Ok(b);
+        }
+        let start = index * BLOCK_BYTES;
+        let end = (start + 2 * BLOCK_BYTES).min(self.len);
+        let bytes = self.fetch(start..end)?;
+        let first = bytes.slice(..bytes.len().min(BLOCK_BYTES as usize));
+        let mut blocks = lock_blocks();
+        blocks.put((self.id, index), first.clone());
+        if bytes.len() > BLOCK_BYTES as usize {
+            blocks.put((self.id, index + 1), bytes.slice(BLOCK_BYTES as usize..));
+        }
+        Ok(first)
+    }
+
+    /// The bytes of `range`, of the version opened.
+    fn fetch(&self, range: core::ops::Range<u64>) -> io::Result<bytes::Bytes> {
+        let io = io_for_this_process()?;
+        let options = GetOptions {
+            if_match: self.etag.clone(),
+            range: Some(GetRange::Bounded(range.clone())),
+            ..GetOptions::default()
+        };
+        REQUESTS.fetch_add(1, Ordering::Relaxed);
+        let bytes = io.runtime.block_on(async {
+            let got = self.store.get_opts(&self.location, options).await?;
+            if got.meta.e_tag.is_some() && got.meta.e_tag != self.etag {
+                return Err(object_store::Error::Precondition {
+                    path: self.location.to_string(),
+                    source: "another ETag".into(),
+                });
+            }
+            got.bytes().await
+        });
+        let bytes = bytes.map_err(|e| error(&self.url, e))?;
+        if bytes.len() as u64 != range.end - range.start {
+            return Err(failed(
+                &self.url,
+                alloc::format!(
+                    "{} bytes came for the {} asked (the object changed?)",
+                    bytes.len(),
+                    range.end - range.start
+                ),
+            ));
+        }
+        Ok(bytes)
+    }
+}
+
+fn lock_blocks() -> std::sync::MutexGuard<'static, Blocks> {
+    BLOCKS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `object_store`'s error as an I/O error naming `url`: a missing object
+/// is `NotFound`, a replaced one says so.
+fn error(url: &str, e: object_store::Error) -> io::Error {
+    match e {
+        object_store::Error::NotFound { .. } => {
+            io::Error::new(io::ErrorKind::NotFound, "no such object")
+        }
+        object_store::Error::Precondition { .. } => io::Error::other(
+            "the object changed since it was opened (another ETag): its records would mix two versions",
+        ),
+        e => failed(url, e),
+    }
+}
