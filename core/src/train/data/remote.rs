@@ -56,8 +56,11 @@ pub const RETRIES: usize = 5;
 /// timeout, [`REQUEST_SECONDS`], bounds the last).
 pub const RETRY_SECONDS: u64 = 10;
 
-/// One request's timeout: 10 s (connecting: 2 s).
+/// One request's timeout: 10 s.
 pub const REQUEST_SECONDS: u64 = 10;
+
+/// The timeout of connecting to a server: 2 s.
+pub const CONNECT_SECONDS: u64 = 2;
 
 /// Requests sent so far by this process (each GET and HEAD, retries not
 /// counted): what `train-bench` prints per epoch.
@@ -146,16 +149,26 @@ impl Io {
         };
         let client = ClientOptions::new()
             .with_timeout(Duration::from_secs(REQUEST_SECONDS))
-            .with_connect_timeout(Duration::from_secs(2));
+            .with_connect_timeout(Duration::from_secs(CONNECT_SECONDS));
         let store: Arc<dyn ObjectStore> = match scheme {
-            "s3" => Arc::new(
-                object_store::aws::AmazonS3Builder::from_env()
-                    .with_url(&base)
-                    .with_retry(retry)
-                    .with_client_options(client)
-                    .build()
-                    .map_err(|e| failed(url, e))?,
-            ),
+            // The timeouts set one by one: the environment's client
+            // settings (`AWS_ALLOW_HTTP`) stay.
+            "s3" => {
+                use object_store::ClientConfigKey as C;
+                use object_store::aws::AmazonS3ConfigKey::Client;
+                Arc::new(
+                    object_store::aws::AmazonS3Builder::from_env()
+                        .with_url(&base)
+                        .with_retry(retry)
+                        .with_config(Client(C::Timeout), alloc::format!("{REQUEST_SECONDS}s"))
+                        .with_config(
+                            Client(C::ConnectTimeout),
+                            alloc::format!("{CONNECT_SECONDS}s"),
+                        )
+                        .build()
+                        .map_err(|e| failed(url, e))?,
+                )
+            }
             "http" | "https" => Arc::new(
                 object_store::http::HttpBuilder::new()
                     .with_url(&base)
