@@ -18,6 +18,8 @@ use std::time::Duration;
 struct State {
     /// Requests answered (every method, errors included).
     requests: AtomicUsize,
+    /// `GET` requests answered.
+    gets: AtomicUsize,
     /// Answer the next this many requests with `503`.
     failing: AtomicUsize,
     /// The files' version, part of their ETags.
@@ -80,6 +82,11 @@ impl Server {
         self.state.requests.load(Ordering::SeqCst)
     }
 
+    /// The `GET` requests answered so far (`HEAD`s left out).
+    pub fn gets(&self) -> usize {
+        self.state.gets.load(Ordering::SeqCst)
+    }
+
     /// Answers the next `n` requests with `503 Service Unavailable`.
     pub fn fail_next(&self, n: usize) {
         self.state.failing.store(n, Ordering::SeqCst);
@@ -133,6 +140,9 @@ fn answer(stream: TcpStream, root: &Path, state: &State) -> std::io::Result<()> 
         return Ok(());
     }
     state.requests.fetch_add(1, Ordering::SeqCst);
+    if method == "GET" {
+        state.gets.fetch_add(1, Ordering::SeqCst);
+    }
     let latency = state.latency_ms.load(Ordering::SeqCst);
     if latency > 0 {
         std::thread::sleep(Duration::from_millis(latency));

@@ -267,6 +267,7 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
     let (mut images, mut timed) = (0u64, 0.0f64);
     for epoch in 0..epochs {
         let start = Instant::now();
+        let requests = remote_requests();
         let mut count = 0u64;
         for batch in &mut loader {
             let batch = batch.map_err(|e| tensorprep::error::report(&e))?;
@@ -278,8 +279,12 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
         }
         let seconds = start.elapsed().as_secs_f64();
         let timed_epoch = epoch >= args.warmup_epochs;
+        let requests = match (requests, remote_requests()) {
+            (Some(a), Some(b)) => format!(", {} remote requests", b - a),
+            _ => String::new(),
+        };
         eprintln!(
-            "epoch {epoch}{}: {count} images in {seconds:.2} s",
+            "epoch {epoch}{}: {count} images in {seconds:.2} s{requests}",
             if timed_epoch { "" } else { " (warm-up)" }
         );
         if timed_epoch {
@@ -297,6 +302,15 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
     }
     println!("images/s: {:.1}", images as f64 / timed.max(1e-9));
     Ok(ExitCode::SUCCESS)
+}
+
+/// The requests to object storage and web servers so far (a build with
+/// the `remote` feature).
+fn remote_requests() -> Option<u64> {
+    #[cfg(feature = "remote")]
+    return Some(tensorprep::train::data::remote::requests());
+    #[cfg(not(feature = "remote"))]
+    None
 }
 
 #[derive(Subcommand)]

@@ -348,6 +348,9 @@ pub enum DataFile {
     /// An object on a server, read in blocks.
     #[cfg(feature = "remote")]
     Remote(remote::RemoteFile),
+    /// An object read from this node's cache ([`remote::set_cache`]).
+    #[cfg(feature = "remote")]
+    Cached(remote::CachedFile),
 }
 
 impl DataFile {
@@ -358,6 +361,8 @@ impl DataFile {
             DataFile::Local(_) => None,
             #[cfg(feature = "remote")]
             DataFile::Remote(object) => object.version(),
+            #[cfg(feature = "remote")]
+            DataFile::Cached(entry) => Some(&entry.version),
         }
     }
 
@@ -368,6 +373,8 @@ impl DataFile {
             DataFile::Local(file) => read_file_at(file, buf, offset),
             #[cfg(feature = "remote")]
             DataFile::Remote(object) => object.read_at(buf, offset),
+            #[cfg(feature = "remote")]
+            DataFile::Cached(entry) => read_file_at(&entry.file, buf, offset),
         }
     }
 }
@@ -421,14 +428,24 @@ pub(crate) fn is_url(path: &std::path::Path) -> bool {
 /// Opens a data file (a URL with the `remote` feature); what is not a
 /// regular file is refused before opening.
 pub(crate) fn open_file(path: &std::path::Path) -> Result<(DataFile, u64), DataError> {
+    open_file_at(path, None)
+}
+
+/// [`open_file`] of a file indexed at length and version `known` (a remote
+/// object's ETag): a node's cached copy of that version is opened without
+/// asking its server.
+pub(crate) fn open_file_at(
+    path: &std::path::Path,
+    known: Option<(u64, &str)>,
+) -> Result<(DataFile, u64), DataError> {
     if is_url(path) {
         #[cfg(feature = "remote")]
         {
             let url = path.to_str().unwrap_or_default();
-            let object = remote::RemoteFile::open(url).map_err(|e| DataError::io(path, e))?;
-            let len = object.len();
-            return Ok((DataFile::Remote(object), len));
+            return remote::open(url, known).map_err(|e| DataError::io(path, e));
         }
+        #[cfg(not(feature = "remote"))]
+        let _ = known;
         #[cfg(not(feature = "remote"))]
         return Err(DataError::io(
             path,

@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::{DataError, DataFile, open_file};
+use super::{DataError, DataFile, open_file, open_file_at};
 
 /// Files a dataset keeps open at once unless told otherwise: a few per
 /// reading thread, well under the usual limit of 1,024 descriptors.
@@ -136,7 +136,7 @@ impl FilePool {
             return Ok(file);
         }
         let (path, len, version) = &self.files[index as usize];
-        let (file, now) = open_file(path)?;
+        let (file, now) = open_file_at(path, version.as_deref().map(|v| (*len, v)))?;
         if now != *len {
             return Err(DataError::corrupt(
                 self.format,

@@ -38,6 +38,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use object_store::path::Path as ObjectPath;
+
+mod cache;
+
+pub use cache::{CachedFile, DEFAULT_CACHE_BYTES, FETCH_BYTES, set_cache};
 use object_store::{
     BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig,
 };
@@ -182,6 +186,28 @@ impl Io {
         stores.insert(base, Arc::clone(&store));
         Ok((store, location))
     }
+}
+
+/// Opens the object at `url`: from this node's cache when it has the
+/// version `known` names (its length and ETag, as a dataset indexed it),
+/// with no request; else with one request for its length and version, then
+/// from the cache (fetched into it first) when there is one, or from the
+/// server in blocks.
+pub(crate) fn open(url: &str, known: Option<(u64, &str)>) -> io::Result<(super::DataFile, u64)> {
+    let cache = cache::cache()?;
+    if let (Some(c), Some((len, version))) = (&cache, known)
+        && let Some(f) = c.find(url, version, len)
+    {
+        return Ok((super::DataFile::Cached(f), len));
+    }
+    let object = RemoteFile::open(url)?;
+    let len = object.len();
+    if let Some(c) = &cache
+        && let Some(f) = c.open(&object)?
+    {
+        return Ok((super::DataFile::Cached(f), len));
+    }
+    Ok((super::DataFile::Remote(object), len))
 }
 
 /// An object read in blocks (see the [module](self)).
