@@ -331,13 +331,23 @@ fn a_sample_with_another_label_count_is_refused_naming_it() {
 }
 
 /// CelebA's identity, box and attributes (45 labels) with a random crop per
-/// sample: the same batches for 1 and 3 decode threads, and a loader
-/// resumed after two batches (with 3 threads) gives the rest of the epoch,
-/// and the next epoch, unchanged.
+/// sample, in a global shuffle and in a shard-block shuffle: the same
+/// batches for 1 and 3 decode threads, and a loader resumed after two
+/// batches (with 3 threads) gives the rest of the epoch, and the next epoch,
+/// unchanged.
 #[test]
 fn labels_do_not_depend_on_the_worker_count_and_survive_resume() {
+    for order in [
+        Order::Shuffled,
+        Order::Blocks(tensorprep::train::Blocks::new(2, 2).unwrap()),
+    ] {
+        labels_do_not_depend_on_the_worker_count_and_survive_resume_in(order);
+    }
+}
+
+fn labels_do_not_depend_on_the_worker_count_and_survive_resume_in(order: Order) {
     let data = celeba("all/identity,bbox,attr");
-    let c = |workers| config(2, workers, Order::Shuffled);
+    let c = |workers| config(2, workers, order.clone());
     let run = |workers| {
         let mut loader = Loader::new(data.clone(), plan(true), c(workers)).unwrap();
         let first = rest(&mut loader);

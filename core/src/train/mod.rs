@@ -55,4 +55,4 @@ pub use plan::{MAX_AUGMENTS, TrainPipeline, TrainPlan, TrainState};
 #[cfg(feature = "preview")]
 pub use preview::{Grid, MAX_BYTES, MAX_SAMPLES, Preview, PreviewError, denormalize};
 pub use rng::{Draws, SampleKey};
-pub use sampler::{Order, Shard, Weighted, epoch_indices, permutation};
+pub use sampler::{Blocks, Order, Shard, Weighted, epoch_indices, epoch_indices_of, permutation};

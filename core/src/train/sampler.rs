@@ -2,7 +2,8 @@
 //!
 //! - [`Order`]: sequential, or one seeded permutation per (seed, epoch),
 //!   drawn by the same keyed generator as the augmentations (so an epoch's
-//!   order needs no saved state: resume recomputes it).
+//!   order needs no saved state: resume recomputes it); or a shard-block
+//!   shuffle ([`Blocks`]) that object storage can serve.
 //! - [`Shard`]: this process's part when several train together, with
 //!   PyTorch's `DistributedSampler` semantics: the epoch's order is padded
 //!   (by repeating its start) to a multiple of the shard count, or cut to
@@ -21,6 +22,12 @@ use super::{Draws, SampleKey};
 /// `MAX_AUGMENTS`).
 const PERMUTATION: u16 = u16::MAX;
 
+/// The op position a shard-block shuffle draws its blocks' order from.
+const BLOCK_ORDER: u16 = u16::MAX - 1;
+
+/// The op position a shard-block shuffle draws its windows' shuffles from.
+const BLOCK_WINDOW: u16 = u16::MAX - 2;
+
 /// An epoch's order of the dataset's indices. The seed is the run's (the
 /// loader's [`LoaderConfig::seed`](crate::train::LoaderConfig), which the
 /// augmentations draw from too).
@@ -34,6 +41,91 @@ pub enum Order {
     /// Indices drawn by weight per (seed, epoch): PyTorch's
     /// `WeightedRandomSampler`.
     Weighted(Weighted),
+    /// The dataset's blocks (its files) in a random order per (seed,
+    /// epoch), the samples shuffled within each window of blocks: an order
+    /// object storage can serve (see [`Blocks`]).
+    Blocks(Blocks),
+}
+
+/// A shard-block shuffle: each epoch visits the dataset's blocks (its files,
+/// for a dataset of many files: [`Dataset::blocks`](super::data::Dataset::blocks);
+/// else runs of [`Blocks::samples`] consecutive indices) in a permutation
+/// drawn from (seed, epoch), takes them [`Blocks::window`] at a time, and
+/// shuffles the samples of each window together (also drawn from the seed
+/// and epoch, at the window's positions).
+///
+/// Its randomness, beside the global shuffle's ([`Order::Shuffled`]: any
+/// sample may follow any other): a sample's neighbours come from the
+/// `window` blocks drawn with it, so a reader goes through `window` files
+/// at a time, each from start to end in a mixed order, instead of jumping
+/// across all of them; with one block per window the files come whole, in
+/// a random order of files, each shuffled within. Every sample comes once
+/// per epoch, the order is the same for any worker count, a resume
+/// recomputes it, and shards (ranks) take every n-th position of it as
+/// they do of any order.
+///
+/// ```
+/// use tensorprep::train::{Blocks, Order, Shard, epoch_indices};
+///
+/// // 4 blocks of 3 samples, 2 blocks per window.
+/// let order = Order::Blocks(Blocks::new(3, 2)?);
+/// let mut seen = Vec::new();
+/// epoch_indices(&order, 7, Shard::ALL, 0, 12, &mut seen);
+/// // The first 6 positions hold two whole blocks (shuffled together).
+/// let mut first: Vec<u64> = seen[..6].iter().map(|i| i / 3).collect();
+/// first.sort();
+/// first.dedup();
+/// assert_eq!(first.len(), 2);
+/// seen.sort();
+/// assert_eq!(seen, (0..12).collect::<Vec<u64>>());
+/// # Ok::<(), tensorprep::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Blocks {
+    /// Samples per block for a dataset that does not name its blocks.
+    pub samples: usize,
+    /// Blocks whose samples are shuffled together.
+    pub window: usize,
+}
+
+impl Blocks {
+    /// Blocks of `samples` consecutive indices (for a dataset without
+    /// files of its own), `window` of them shuffled together; both at
+    /// least 1.
+    pub fn new(samples: usize, window: usize) -> Result<Blocks, crate::Error> {
+        if samples == 0 || window == 0 {
+            return Err(crate::Error::InvalidParameter {
+                name: "block shuffle",
+                reason: "at least one sample per block and one block per window",
+            });
+        }
+        Ok(Blocks { samples, window })
+    }
+
+    /// The epoch's order of `0..len`, `starts` the first index of each
+    /// block (ascending from 0; empty: runs of `samples`).
+    fn order(&self, seed: u64, epoch: u32, len: usize, starts: &[usize]) -> Vec<u64> {
+        let fixed: Vec<usize>;
+        let starts = if starts.first() == Some(&0) && starts.windows(2).all(|w| w[0] <= w[1]) {
+            starts
+        } else {
+            fixed = (0..len).step_by(self.samples.max(1)).collect();
+            &fixed
+        };
+        let end = |b: usize| starts.get(b + 1).copied().unwrap_or(len).min(len);
+        let blocks = permutation_at(seed, epoch, starts.len(), BLOCK_ORDER);
+        let mut out = Vec::with_capacity(len);
+        for group in blocks.chunks(self.window.max(1)) {
+            let at = out.len();
+            for &b in group {
+                let b = b as usize;
+                out.extend((starts[b].min(len)..end(b)).map(|i| i as u64));
+            }
+            shuffle_at(&mut out[at..], seed, epoch, at as u64, BLOCK_WINDOW);
+        }
+        out
+    }
 }
 
 impl Order {
@@ -178,17 +270,20 @@ enum Kind {
 
 impl EpochOrder {
     /// Shard `shard`'s part of `epoch` of a dataset of `len`, drawn by
-    /// `order` from `seed`.
+    /// `order` from `seed`; `blocks` the first index of each of the
+    /// dataset's files (for [`Order::Blocks`]; empty when it names none).
     pub(crate) fn new(
         order: &Order,
         seed: u64,
         shard: Shard,
         epoch: u32,
         len: usize,
+        blocks: &[usize],
     ) -> EpochOrder {
         let kind = match order {
             Order::Sequential => Kind::Sequential,
             Order::Shuffled => Kind::Permutation(permutation(seed, epoch, len)),
+            Order::Blocks(b) => Kind::Permutation(b.order(seed, epoch, len, blocks)),
             Order::Weighted(w) if w.replacement => {
                 let sums = w.sums();
                 Kind::Replacement {
@@ -377,20 +472,51 @@ pub fn epoch_indices(
     out: &mut Vec<u64>,
 ) {
     out.clear();
-    let order = EpochOrder::new(order, seed, shard, epoch, len);
+    let order = EpochOrder::new(order, seed, shard, epoch, len, &[]);
+    out.extend((0..order.len()).map(|k| order.index(k)));
+}
+
+/// [`epoch_indices`] over `dataset`: what the loader visits. A shard-block
+/// shuffle ([`Order::Blocks`]) takes the dataset's files as its blocks
+/// ([`Dataset::blocks`](super::data::Dataset::blocks)).
+pub fn epoch_indices_of(
+    order: &Order,
+    seed: u64,
+    shard: Shard,
+    epoch: u32,
+    dataset: &dyn super::data::Dataset,
+    out: &mut Vec<u64>,
+) {
+    out.clear();
+    let blocks = match order {
+        Order::Blocks(_) => dataset.blocks(),
+        _ => Vec::new(),
+    };
+    let order = EpochOrder::new(order, seed, shard, epoch, dataset.len(), &blocks);
     out.extend((0..order.len()).map(|k| order.index(k)));
 }
 
 /// The permutation of `0..len` for (seed, epoch): Fisher-Yates, each swap
 /// drawn from position `i`'s own keyed stream.
 pub fn permutation(seed: u64, epoch: u32, len: usize) -> Vec<u64> {
+    permutation_at(seed, epoch, len, PERMUTATION)
+}
+
+/// [`permutation`] drawn at op position `position`.
+fn permutation_at(seed: u64, epoch: u32, len: usize, position: u16) -> Vec<u64> {
     let mut perm: Vec<u64> = (0..len as u64).collect();
-    for i in (1..len).rev() {
-        let mut d = Draws::new(SampleKey::new(seed, epoch, i as u64), PERMUTATION);
-        let j = below(&mut d, i as u64 + 1);
-        perm.swap(i, j as usize);
-    }
+    shuffle_at(&mut perm, seed, epoch, 0, position);
     perm
+}
+
+/// Fisher-Yates over `values`, the swap of its entry `i` drawn from the
+/// keyed stream of (seed, epoch, `offset + i`) at op position `position`.
+fn shuffle_at(values: &mut [u64], seed: u64, epoch: u32, offset: u64, position: u16) {
+    for i in (1..values.len()).rev() {
+        let mut d = Draws::new(SampleKey::new(seed, epoch, offset + i as u64), position);
+        let j = below(&mut d, i as u64 + 1);
+        values.swap(i, j as usize);
+    }
 }
 
 /// A uniform integer below `n` (up to 2^64) from two words when needed.

@@ -139,6 +139,14 @@ pub trait Dataset: Send + Sync {
         false
     }
 
+    /// The first sample index of each of the dataset's files (ascending
+    /// from 0), for a shard-block shuffle ([`Order::Blocks`](crate::train::Order::Blocks));
+    /// empty (the default) when it has no files of its own: the shuffle
+    /// then cuts it into runs of a fixed length.
+    fn blocks(&self) -> Vec<usize> {
+        Vec::new()
+    }
+
     /// A loader's run [`ReadEpoch::run`] ended (the loader stopped or was
     /// dropped): a dataset keeping state per run (a stream's cursors)
     /// drops it and stops that run's reads blocked waiting. The default

@@ -460,6 +460,11 @@ fn index_offsets(f: &RecFile<'_>, idx: &Path) -> Result<Vec<u64>, DataError> {
 }
 
 impl Dataset for RecordIoDataset {
+    /// Where each file's records start.
+    fn blocks(&self) -> Vec<usize> {
+        self.starts.clone()
+    }
+
     /// The records' offsets.
     fn fingerprint(&self) -> u64 {
         // One file's fingerprint is its offsets'; several add where each starts.

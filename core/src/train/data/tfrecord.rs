@@ -485,6 +485,11 @@ fn numbers(feature: &[u8], out: &mut Vec<f32>) -> Result<(), &'static str> {
 }
 
 impl Dataset for TfRecordDataset {
+    /// Where each file's records start.
+    fn blocks(&self) -> Vec<usize> {
+        self.starts.clone()
+    }
+
     /// The records' offsets and lengths, and the keys read.
     fn fingerprint(&self) -> u64 {
         let keys = super::fingerprint_of(&self.image, core::iter::empty())

@@ -441,6 +441,19 @@ impl WebDataset {
 }
 
 impl Dataset for WebDataset {
+    /// Where each shard's samples start (shards without samples left out).
+    fn blocks(&self) -> Vec<usize> {
+        let mut starts = Vec::new();
+        let mut last = None;
+        for (i, s) in self.samples.iter().enumerate() {
+            if last != Some(s.image.shard) {
+                starts.push(i);
+                last = Some(s.image.shard);
+            }
+        }
+        starts
+    }
+
     /// Each sample's members (shard, offset, length).
     fn fingerprint(&self) -> u64 {
         let member = |m: &Member| [u64::from(m.shard), m.offset, m.len];

@@ -205,12 +205,17 @@ impl Shared {
         } else {
             &c.order
         };
+        let blocks = match order {
+            Order::Blocks(_) => self.dataset.blocks(),
+            _ => Vec::new(),
+        };
         let o = Arc::new(EpochOrder::new(
             order,
             c.seed,
             c.shard,
             epoch,
             self.dataset.len(),
+            &blocks,
         ));
         if orders.len() >= 2 {
             orders.remove(0);

@@ -762,6 +762,19 @@ fn index_file(
 }
 
 impl Dataset for MindRecord {
+    /// Where each data file's rows start.
+    fn blocks(&self) -> Vec<usize> {
+        let mut starts = Vec::new();
+        let mut last = None;
+        for (i, r) in self.rows.iter().enumerate() {
+            if last != Some(r.file) {
+                starts.push(i);
+                last = Some(r.file);
+            }
+        }
+        starts
+    }
+
     fn len(&self) -> usize {
         self.rows.len()
     }

@@ -16,9 +16,10 @@
 //! first read: the parent's are left untouched (their threads do not exist
 //! in the child).
 //!
-//! An object is read in blocks of [`BLOCK_BYTES`], two at a time (the one
-//! asked for and the next: neighbouring records come in one request, and a
-//! reader going forward finds the next ready), kept in one cache of
+//! An object is read in blocks of [`BLOCK_BYTES`] (or what
+//! [`set_read_blocks`] sets), two at a time (block pairs `2k`, `2k + 1`:
+//! neighbouring records come in one request, a reader going forward finds
+//! the next block ready), kept in one cache of
 //! [`CACHE_BYTES`] for all objects. A record larger than a block is fetched
 //! whole, in one request. Each object's length and ETag are read once, when
 //! it is opened: every later read asks for that version (`If-Match`) and
@@ -46,11 +47,29 @@ use object_store::{
     BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig,
 };
 
-/// The bytes of an object fetched per block: 4 MiB.
+/// The bytes of an object fetched per block unless set: 4 MiB.
 pub const BLOCK_BYTES: u64 = 4 << 20;
 
-/// The blocks kept for all objects together: 64 MiB.
+/// The blocks kept for all objects together unless set: 64 MiB.
 pub const CACHE_BYTES: usize = 64 << 20;
+
+static BLOCK: AtomicU64 = AtomicU64::new(BLOCK_BYTES);
+static KEPT: AtomicU64 = AtomicU64::new(CACHE_BYTES as u64);
+
+/// Sets the block size (at least 4 KiB) and the bytes of blocks kept for
+/// all objects (at least two blocks): larger blocks for a server far away
+/// (fewer requests), smaller for small records read at random. The blocks
+/// fetched so far are dropped.
+pub fn set_read_blocks(block_bytes: u64, kept_bytes: u64) {
+    let block = block_bytes.max(4 << 10);
+    BLOCK.store(block, Ordering::Relaxed);
+    KEPT.store(kept_bytes.max(2 * block), Ordering::Relaxed);
+    clear_cache();
+}
+
+fn block_bytes() -> u64 {
+    BLOCK.load(Ordering::Relaxed)
+}
 
 /// Retries of a failed request (connection refused or reset, a timeout, a
 /// server error), backing off from 100 ms to at most 1 s.
@@ -267,7 +286,8 @@ impl Blocks {
         }
         self.bytes += block.len();
         self.blocks.push((key, block));
-        while self.bytes > CACHE_BYTES && self.blocks.len() > 1 {
+        let kept = usize::try_from(KEPT.load(Ordering::Relaxed)).unwrap_or(usize::MAX);
+        while self.bytes > kept && self.blocks.len() > 1 {
             let (_, old) = self.blocks.remove(0);
             self.bytes -= old.len();
         }
@@ -318,16 +338,17 @@ impl RemoteFile {
         if buf.is_empty() {
             return Ok(());
         }
-        if buf.len() as u64 >= BLOCK_BYTES {
+        let size = block_bytes();
+        if buf.len() as u64 >= size {
             let bytes = self.fetch(offset..end)?;
             buf.copy_from_slice(&bytes);
             return Ok(());
         }
         let mut at = offset;
         while at < end {
-            let block = at / BLOCK_BYTES;
-            let data = self.block(block)?;
-            let from = (at - block * BLOCK_BYTES) as usize;
+            let block = at / size;
+            let data = self.block(block, size)?;
+            let from = (at - block * size) as usize;
             let n = (data.len() - from).min((end - at) as usize);
             let to = (at - offset) as usize;
             buf[to..to + n].copy_from_slice(&data[from..from + n]);
@@ -336,21 +357,27 @@ impl RemoteFile {
         Ok(())
     }
 
-    /// Block `index`, from the cache or fetched with the one after it.
-    fn block(&self, index: u64) -> io::Result<bytes::Bytes> {
+    /// Block `index` (of `size` bytes), from the cache or fetched with its
+    /// pair (blocks `2k` and `2k + 1` come together: a reader going forward
+    /// finds the next one ready, and one reading a window of records in a
+    /// random order fetches each pair once).
+    fn block(&self, index: u64, size: u64) -> io::Result<bytes::Bytes> {
         if let Some(b) = lock_blocks().get((self.id, index)) {
             return Ok(b);
         }
-        let start = index * BLOCK_BYTES;
-        let end = (start + 2 * BLOCK_BYTES).min(self.len);
+        let first = index & !1;
+        let start = first * size;
+        let end = (start + 2 * size).min(self.len);
         let bytes = self.fetch(start..end)?;
-        let first = bytes.slice(..bytes.len().min(BLOCK_BYTES as usize));
+        let split = bytes.len().min(size as usize);
+        let pair = [bytes.slice(..split), bytes.slice(split..)];
         let mut blocks = lock_blocks();
-        blocks.put((self.id, index), first.clone());
-        if bytes.len() > BLOCK_BYTES as usize {
-            blocks.put((self.id, index + 1), bytes.slice(BLOCK_BYTES as usize..));
+        for (k, b) in pair.iter().enumerate() {
+            if !b.is_empty() {
+                blocks.put((self.id, first + k as u64), b.clone());
+            }
         }
-        Ok(first)
+        Ok(pair[(index - first) as usize].clone())
     }
 
     /// The bytes of `range`, of the version opened.
