@@ -114,6 +114,38 @@ pub fn small_ssd_plan() -> std::sync::Arc<tensorprep::train::TrainPlan> {
     std::sync::Arc::new(p.compile().expect("the ssd recipe compiles"))
 }
 
+/// One epoch of `data` through ImageNet's training transform at 24 x 24
+/// (seed 7, batches of 2, `workers` decode threads, this `shard`): each
+/// batch's indices and tensor bits. The remote-dataset tests compare a
+/// dataset's batches from disk and from a server with it.
+#[cfg(feature = "train")]
+pub fn small_batches(
+    data: std::sync::Arc<dyn tensorprep::train::data::Dataset>,
+    workers: usize,
+    shard: tensorprep::train::Shard,
+) -> Vec<(Vec<u64>, Vec<u32>)> {
+    use tensorprep::train::{Augment, Loader, LoaderConfig, RandomResizedCrop, TrainPipeline};
+    let mut p = TrainPipeline::imagenet_train();
+    p.augments[0] = Augment::RandomResizedCrop(RandomResizedCrop::new(24, 24));
+    let plan = std::sync::Arc::new(p.compile().expect("the pipeline compiles"));
+    let mut config = LoaderConfig::new(2, workers, 7);
+    config.epochs = Some(1);
+    config.shard = shard;
+    Loader::new(data, plan, config)
+        .expect("a loader")
+        .map(|b| {
+            let b = b.expect("a batch");
+            let tensorprep::Tensor::F32(t) = b.tensor() else {
+                unreachable!("a float plan")
+            };
+            (
+                b.indices().to_vec(),
+                t.iter().map(|v| v.to_bits()).collect(),
+            )
+        })
+        .collect()
+}
+
 /// A little-endian float32 `.npy` fixture: shape and values.
 pub fn read_npy_f32(name: &str) -> (Vec<usize>, Vec<f32>) {
     let bytes = read(name);

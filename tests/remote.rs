@@ -8,15 +8,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tensorprep::train::Shard;
 use tensorprep::train::data::mindrecord::MindRecord;
 use tensorprep::train::data::recordio::RecordIoDataset;
 use tensorprep::train::data::remote;
 use tensorprep::train::data::tfrecord::{Keys, TfRecordDataset};
 use tensorprep::train::data::webdataset::{WebDataset, WebKeys};
 use tensorprep::train::data::{Dataset, Sample};
-use tensorprep::train::{
-    Augment, Loader, LoaderConfig, RandomResizedCrop, TrainPipeline, TrainPlan,
-};
 use tensorprep_tests::http::Server;
 
 fn fixtures() -> &'static Path {
@@ -71,31 +69,6 @@ fn samples(d: &dyn Dataset) -> Vec<(Vec<u8>, Vec<f32>, u64)> {
         .collect()
 }
 
-fn plan() -> Arc<TrainPlan> {
-    let mut p = TrainPipeline::imagenet_train();
-    p.augments[0] = Augment::RandomResizedCrop(RandomResizedCrop::new(24, 24));
-    Arc::new(p.compile().unwrap())
-}
-
-/// Every batch's indices and tensor bits.
-fn batches(d: Arc<dyn Dataset>, workers: usize) -> Vec<(Vec<u64>, Vec<u32>)> {
-    let mut config = LoaderConfig::new(2, workers, 7);
-    config.epochs = Some(1);
-    Loader::new(d, plan(), config)
-        .unwrap()
-        .map(|b| {
-            let b = b.unwrap();
-            let tensorprep::Tensor::F32(t) = b.tensor() else {
-                unreachable!("a float plan")
-            };
-            (
-                b.indices().to_vec(),
-                t.iter().map(|v| v.to_bits()).collect(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn every_format_over_http_reads_as_from_disk() {
     let server = Server::start(fixtures());
@@ -107,9 +80,20 @@ fn every_format_over_http_reads_as_from_disk() {
         assert_eq!(l.len(), r.len(), "{name}");
         assert!(!l.is_empty(), "{name}");
         assert_eq!(samples(&**l), samples(&**r), "{name}");
-        let here = batches(Arc::clone(l), 1);
-        assert_eq!(here, batches(Arc::clone(r), 1), "{name}: 1 worker");
-        assert_eq!(here, batches(Arc::clone(r), 2), "{name}: 2 workers");
+        let batches = |d: &Arc<dyn Dataset>, workers, shard| {
+            tensorprep_tests::small_batches(Arc::clone(d), workers, shard)
+        };
+        let here = batches(l, 1, Shard::ALL);
+        assert_eq!(here, batches(r, 1, Shard::ALL), "{name}: 1 worker");
+        assert_eq!(here, batches(r, 2, Shard::ALL), "{name}: 2 workers");
+        for rank in 0..2 {
+            let shard = Shard::new(2, rank, false).unwrap();
+            assert_eq!(
+                batches(l, 1, shard),
+                batches(r, 2, shard),
+                "{name}: rank {rank} of 2"
+            );
+        }
         // A file and its URL are one dataset to a resume: same fingerprint.
         assert_eq!(l.fingerprint(), r.fingerprint(), "{name}");
     }

@@ -14,8 +14,10 @@
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tensorprep::train::Shard;
 use tensorprep::train::data::recordio::RecordIoDataset;
 use tensorprep::train::data::remote;
 use tensorprep::train::data::tfrecord::{Keys, TfRecordDataset};
@@ -170,6 +172,26 @@ fn datasets_on_a_signature_checking_s3_server() {
     for (name, l, r) in &pairs {
         assert_eq!(samples(&**l), samples(&**r), "{name}");
         assert_eq!(l.fingerprint(), r.fingerprint(), "{name}");
+    }
+    // The loader's batches: 1 and 2 workers, and each of 2 ranks.
+    let local: Arc<dyn Dataset> = Arc::new(
+        TfRecordDataset::open(local("records/folder.tfrecord"), Keys::CONVENTIONAL).unwrap(),
+    );
+    let remote_data: Arc<dyn Dataset> =
+        Arc::new(TfRecordDataset::open(s3("records/folder.tfrecord"), Keys::CONVENTIONAL).unwrap());
+    let batches = |d: &Arc<dyn Dataset>, workers, shard| {
+        tensorprep_tests::small_batches(Arc::clone(d), workers, shard)
+    };
+    let here = batches(&local, 1, Shard::ALL);
+    assert_eq!(here, batches(&remote_data, 1, Shard::ALL));
+    assert_eq!(here, batches(&remote_data, 2, Shard::ALL));
+    for rank in 0..2 {
+        let shard = Shard::new(2, rank, false).unwrap();
+        assert_eq!(
+            batches(&local, 1, shard),
+            batches(&remote_data, 2, shard),
+            "rank {rank}"
+        );
     }
 
     // A missing object.
