@@ -114,6 +114,18 @@ pub fn small_ssd_plan() -> std::sync::Arc<tensorprep::train::TrainPlan> {
     std::sync::Arc::new(p.compile().expect("the ssd recipe compiles"))
 }
 
+/// Every sample of `data` in index order: its bytes, labels and id.
+#[cfg(feature = "train")]
+pub fn read_all(data: &dyn tensorprep::train::data::Dataset) -> Vec<(Vec<u8>, Vec<f32>, u64)> {
+    (0..data.len())
+        .map(|i| {
+            let mut s = tensorprep::train::data::Sample::default();
+            data.read(i, &mut s).expect("a sample");
+            (s.bytes, s.labels, s.id)
+        })
+        .collect()
+}
+
 /// One epoch of `data` through ImageNet's training transform at 24 x 24
 /// (seed 7, batches of 2, `workers` decode threads, this `shard`): each
 /// batch's indices and tensor bits. The remote-dataset tests compare a

@@ -60,13 +60,7 @@ fn open_all(base: &str) -> Vec<(&'static str, Arc<dyn Dataset>)> {
 }
 
 fn samples(d: &dyn Dataset) -> Vec<(Vec<u8>, Vec<f32>, u64)> {
-    (0..d.len())
-        .map(|i| {
-            let mut s = Sample::default();
-            d.read(i, &mut s).unwrap();
-            (s.bytes, s.labels, s.id)
-        })
-        .collect()
+    tensorprep_tests::read_all(d)
 }
 
 #[test]

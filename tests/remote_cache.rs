@@ -9,9 +9,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use tensorprep::train::data::Dataset;
 use tensorprep::train::data::remote;
 use tensorprep::train::data::webdataset::{WebDataset, WebKeys};
-use tensorprep::train::data::{Dataset, Sample};
 use tensorprep::train::{Loader, LoaderConfig, TrainPipeline};
 use tensorprep_tests::http::Server;
 
@@ -19,13 +19,12 @@ fn fixtures() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures"))
 }
 
+/// Each sample's bytes and labels (not its id: a shard alone numbers its
+/// samples from 0).
 fn samples(d: &dyn Dataset) -> Vec<(Vec<u8>, Vec<f32>)> {
-    (0..d.len())
-        .map(|i| {
-            let mut s = Sample::default();
-            d.read(i, &mut s).unwrap();
-            (s.bytes, s.labels)
-        })
+    let all = tensorprep_tests::read_all(d);
+    all.into_iter()
+        .map(|(bytes, labels, _)| (bytes, labels))
         .collect()
 }
 

@@ -86,13 +86,7 @@ fn set(key: &str, value: &str) {
 }
 
 fn samples(d: &dyn Dataset) -> Vec<(Vec<u8>, Vec<f32>, u64)> {
-    (0..d.len())
-        .map(|i| {
-            let mut s = Sample::default();
-            d.read(i, &mut s).unwrap();
-            (s.bytes, s.labels, s.id)
-        })
-        .collect()
+    tensorprep_tests::read_all(d)
 }
 
 #[test]

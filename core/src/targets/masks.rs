@@ -311,15 +311,15 @@ impl Masks {
         fill: &[u8],
     ) -> Result<()> {
         let canvas = self.canvas;
-        let size = rotated_canvas(angle, expand, center, canvas)?;
-        let angle = py_mod(angle, 360.0);
-        match fast_turns(angle, expand, center, canvas) {
+        let turn = Turn::new(angle, expand, center, canvas)?;
+        match turn.quarters {
             Some(0) => return Ok(()),
             Some(k) => return self.quarter_turns(k),
             None => {}
         }
+        let size = turn.canvas;
         let center = image_center(center, canvas);
-        let rotation = Affine::rotation(angle, Some(center));
+        let rotation = Affine::rotation(turn.angle, Some(center));
         let m = torchvision_affine(center, rotation.angle, (0.0, 0.0), 1.0, (0.0, 0.0), true)?;
         self.warp(size, fill, affine_grid(&m, canvas, size))
     }
@@ -472,59 +472,63 @@ impl Masks {
     }
 }
 
-/// The quarter turns (counter-clockwise; 0 leaves the masks) torchvision's
-/// mask kernel makes of `rotate(angle)` (`angle` already modulo 360) when
-/// it takes its fast path: no `center`, a multiple of 90 degrees, and for a
-/// quarter turn `expand` or a square canvas. `None`: it samples a grid.
-pub(super) fn fast_turns(
-    angle: f64,
-    expand: bool,
-    center: Option<(f64, f64)>,
-    canvas: Canvas,
-) -> Option<u8> {
-    if center.is_some() {
-        return None;
-    }
-    let turnable = expand || canvas.width == canvas.height;
-    match angle {
-        0.0 => Some(0),
-        180.0 => Some(2),
-        90.0 if turnable => Some(1),
-        270.0 if turnable => Some(3),
-        _ => None,
-    }
+/// What torchvision's mask (and image) kernel makes of `rotate(angle,
+/// expand, center)` on a canvas: what [`Masks::rotate`] does, and what
+/// polygons follow to be rasterised on the same canvas.
+pub(super) struct Turn {
+    /// The angle modulo 360 (Python's `%`).
+    pub(super) angle: f64,
+    /// The quarter turns (counter-clockwise; 0 leaves the masks) of its
+    /// fast path: no `center`, a multiple of 90 degrees, and for a quarter
+    /// turn `expand` or a square canvas. `None`: it samples a grid.
+    pub(super) quarters: Option<u8>,
+    /// The canvas it leaves.
+    pub(super) canvas: Canvas,
 }
 
-/// The canvas torchvision's mask (and image) kernel gives `canvas` turned by
-/// `rotate(angle, expand, center)`: what [`Masks::rotate`] makes, and what
-/// polygons are rasterised on after the same rotation.
-pub(super) fn rotated_canvas(
-    angle: f64,
-    expand: bool,
-    center: Option<(f64, f64)>,
-    canvas: Canvas,
-) -> Result<Canvas> {
-    if !angle.is_finite() {
-        return Err(Error::InvalidParameter {
-            name: "rotate",
-            reason: "the angle must be finite",
-        });
-    }
-    let angle = py_mod(angle, 360.0);
-    Ok(match fast_turns(angle, expand, center, canvas) {
-        Some(1 | 3) => Canvas {
-            height: canvas.width,
-            width: canvas.height,
-        },
-        Some(_) => canvas,
-        // The rotation pivots on the image kernel's centre (relative to the
-        // canvas's centre), so its expanded canvas is sized from that
-        // matrix, as the image kernel sizes it.
-        None if expand => {
-            Affine::rotation(angle, Some(image_center(center, canvas))).expanded_canvas(canvas)?
+impl Turn {
+    /// `rotate(angle, expand, center)` of `canvas`; the angle must be finite.
+    pub(super) fn new(
+        angle: f64,
+        expand: bool,
+        center: Option<(f64, f64)>,
+        canvas: Canvas,
+    ) -> Result<Turn> {
+        if !angle.is_finite() {
+            return Err(Error::InvalidParameter {
+                name: "rotate",
+                reason: "the angle must be finite",
+            });
         }
-        None => canvas,
-    })
+        let angle = py_mod(angle, 360.0);
+        let turnable = expand || canvas.width == canvas.height;
+        let quarters = match angle {
+            _ if center.is_some() => None,
+            0.0 => Some(0),
+            180.0 => Some(2),
+            90.0 if turnable => Some(1),
+            270.0 if turnable => Some(3),
+            _ => None,
+        };
+        let canvas = match quarters {
+            Some(1 | 3) => Canvas {
+                height: canvas.width,
+                width: canvas.height,
+            },
+            Some(_) => canvas,
+            // The rotation pivots on the image kernel's centre (relative to
+            // the canvas's centre), so its expanded canvas is sized from
+            // that matrix, as the image kernel sizes it.
+            None if expand => Affine::rotation(angle, Some(image_center(center, canvas)))
+                .expanded_canvas(canvas)?,
+            None => canvas,
+        };
+        Ok(Turn {
+            angle,
+            quarters,
+            canvas,
+        })
+    }
 }
 
 fn area(c: Canvas) -> usize {

@@ -38,11 +38,11 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::masks::{fast_turns, rotated_canvas};
+use super::masks::Turn;
 use super::rle::{self, MAX_POLYGON_STEPS, Rle};
 use super::{Affine, Canvas, Geometry, Masks};
 use crate::geometry::Flip;
-use crate::warp::{py_mod, torchvision_perspective_inverse};
+use crate::warp::torchvision_perspective_inverse;
 use crate::{Error, Limits, Result};
 
 /// Polygons grouped by instance (each instance one or more parts, united as
@@ -285,9 +285,10 @@ impl Polygons {
                 expand,
                 center,
             } => {
-                let canvas = rotated_canvas(angle, expand, center, c)?;
+                let turn = Turn::new(angle, expand, center, c)?;
+                let canvas = turn.canvas;
                 // The image's quarter turns are exact: so are the vertices'.
-                match fast_turns(py_mod(angle, 360.0), expand, center, c) {
+                match turn.quarters {
                     Some(0) => {}
                     Some(1) => self.map(|x, y| (y, w - x), canvas),
                     Some(2) => self.map(|x, y| (w - x, h - y), canvas),

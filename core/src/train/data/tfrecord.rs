@@ -260,7 +260,6 @@ impl TfRecordDataset {
         for path in paths {
             let f = TfFile::open(path.as_ref())?;
             let (path, len) = (f.path, f.len);
-            let opened = &f.file;
             d.starts.push(d.records.len());
             let mut at = 0u64;
             while at < len {
@@ -271,7 +270,7 @@ impl TfRecordDataset {
                 d.records.push((at, n));
                 at += 16 + n;
             }
-            d.files.add_opened(path, opened, len)?;
+            d.files.add_opened(path, &f.file, len)?;
         }
         Ok(d)
     }

@@ -135,28 +135,22 @@ fn io_for_this_process() -> io::Result<Arc<Io>> {
     Ok(io)
 }
 
-/// An error of the request for `url` (whose callers name the URL: the
-/// message does not repeat it).
-fn failed(url: &str, e: impl core::fmt::Display) -> io::Error {
-    let _ = url;
+/// An error of a request (whose callers name the URL: the message does not
+/// repeat it).
+fn failed(e: impl core::fmt::Display) -> io::Error {
     io::Error::other(e.to_string())
 }
 
 impl Io {
     /// The client for `url`'s bucket or server, and the object's path in it.
     fn store(&self, url: &str) -> io::Result<(Arc<dyn ObjectStore>, ObjectPath)> {
-        let (scheme, rest) = url
-            .split_once("://")
-            .ok_or_else(|| failed(url, "not a URL"))?;
+        let (scheme, rest) = url.split_once("://").ok_or_else(|| failed("not a URL"))?;
         let (authority, key) = rest.split_once('/').unwrap_or((rest, ""));
         if authority.is_empty() || key.is_empty() {
-            return Err(failed(
-                url,
-                "a URL names a bucket or server, then an object",
-            ));
+            return Err(failed("a URL names a bucket or server, then an object"));
         }
         let base = alloc::format!("{scheme}://{authority}");
-        let location = ObjectPath::from_url_path(key).map_err(|e| failed(url, e))?;
+        let location = ObjectPath::from_url_path(key).map_err(failed)?;
         let mut stores = self.stores.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(store) = stores.get(&base) {
             return Ok((Arc::clone(store), location));
@@ -189,7 +183,7 @@ impl Io {
                             alloc::format!("{CONNECT_SECONDS}s"),
                         )
                         .build()
-                        .map_err(|e| failed(url, e))?,
+                        .map_err(failed)?,
                 )
             }
             "http" | "https" => Arc::new(
@@ -198,9 +192,9 @@ impl Io {
                     .with_retry(retry)
                     .with_client_options(client.with_allow_http(scheme == "http"))
                     .build()
-                    .map_err(|e| failed(url, e))?,
+                    .map_err(failed)?,
             ),
-            _ => return Err(failed(url, "not an s3://, http:// or https:// URL")),
+            _ => return Err(failed("not an s3://, http:// or https:// URL")),
         };
         stores.insert(base, Arc::clone(&store));
         Ok((store, location))
@@ -300,10 +294,7 @@ impl RemoteFile {
         let io = io_for_this_process()?;
         let (store, location) = io.store(url)?;
         REQUESTS.fetch_add(1, Ordering::Relaxed);
-        let meta = io
-            .runtime
-            .block_on(store.head(&location))
-            .map_err(|e| error(url, e))?;
+        let meta = io.runtime.block_on(store.head(&location)).map_err(error)?;
         Ok(RemoteFile {
             url: url.to_string(),
             store,
@@ -399,16 +390,13 @@ impl RemoteFile {
             }
             got.bytes().await
         });
-        let bytes = bytes.map_err(|e| error(&self.url, e))?;
+        let bytes = bytes.map_err(error)?;
         if bytes.len() as u64 != range.end - range.start {
-            return Err(failed(
-                &self.url,
-                alloc::format!(
-                    "{} bytes came for the {} asked (the object changed?)",
-                    bytes.len(),
-                    range.end - range.start
-                ),
-            ));
+            return Err(failed(alloc::format!(
+                "{} bytes came for the {} asked (the object changed?)",
+                bytes.len(),
+                range.end - range.start
+            )));
         }
         Ok(bytes)
     }
@@ -418,9 +406,9 @@ fn lock_blocks() -> std::sync::MutexGuard<'static, Blocks> {
     BLOCKS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// `object_store`'s error as an I/O error naming `url`: a missing object
-/// is `NotFound`, a replaced one says so.
-fn error(url: &str, e: object_store::Error) -> io::Error {
+/// `object_store`'s error as an I/O error (its callers name the URL): a
+/// missing object is `NotFound`, a replaced one says so.
+fn error(e: object_store::Error) -> io::Error {
     match e {
         object_store::Error::NotFound { .. } => {
             io::Error::new(io::ErrorKind::NotFound, "no such object")
@@ -428,6 +416,6 @@ fn error(url: &str, e: object_store::Error) -> io::Error {
         object_store::Error::Precondition { .. } => io::Error::other(
             "the object changed since it was opened (another ETag): its records would mix two versions",
         ),
-        e => failed(url, e),
+        e => failed(e),
     }
 }
