@@ -310,6 +310,23 @@ pub fn process_allocations(f: impl FnOnce()) -> usize {
     ALL_ALLOCATIONS.load(std::sync::atomic::Ordering::SeqCst) - before
 }
 
+/// What `long - short` more epochs of a loader cost in allocations:
+/// `run(long)`'s least of three runs minus `run(short)`'s most of three.
+///
+/// A loader thread makes its own scratch (its labels, the plan's buffers)
+/// when it first runs, which on a loaded machine can come after a short
+/// run has already ended: that run then lacks allocations the longer run
+/// makes, a warm-up wrongly counted as the extra epochs' cost (seen in CI
+/// as 8 for a bound of 6). The most of three short runs is one in which
+/// every thread ran; the least of three long runs is free of such noise
+/// too. A per-sample or per-batch allocation still shows in full, in every
+/// run.
+pub fn extra_epoch_allocations(mut run: impl FnMut(u32) -> usize, short: u32, long: u32) -> i64 {
+    let most_short = (0..3).map(|_| run(short)).max().unwrap_or(0);
+    let least_long = (0..3).map(|_| run(long)).min().unwrap_or(0);
+    least_long as i64 - most_short as i64
+}
+
 // SAFETY: forwards to the system allocator unchanged; it only counts calls.
 unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {

@@ -11,7 +11,8 @@ use tensorprep::size::SizeRule;
 use tensorprep::train::data::{Content, DataError, Dataset, Sample};
 use tensorprep::train::{Augment, Loader, LoaderConfig, TrainPipeline};
 use tensorprep_tests::{
-    CountingAllocator, decoding_allocations, process_allocations, read, read_png,
+    CountingAllocator, decoding_allocations, extra_epoch_allocations, process_allocations, read,
+    read_png,
 };
 
 #[global_allocator]
@@ -184,7 +185,7 @@ fn batches_allocate_nothing_beyond_the_decoder_in_steady_state() {
     mindrecord_reads_allocate_nothing_per_sample();
     folder_reads_allocate_nothing_per_sample();
     let pixels = pixel_dataset();
-    let extra = run(4, Arc::clone(&pixels)) as i64 - run(2, pixels) as i64;
+    let extra = extra_epoch_allocations(|epochs| run(epochs, Arc::clone(&pixels)), 2, 4);
     assert!(
         (0..=6).contains(&extra),
         "2 more epochs of pixel samples: {extra} more allocations (40 batches)"
@@ -192,16 +193,14 @@ fn batches_allocate_nothing_beyond_the_decoder_in_steady_state() {
     stream_reads_allocate_nothing_per_sample();
     let photo = read("sample.jpg");
     let photos = || tensorprep_tests::photo_dataset(vec![photo.clone()], 40);
-    let two = run(2, photos());
-    let four = run(4, photos());
+    let more = extra_epoch_allocations(|epochs| run(epochs, photos()), 2, 4);
     let decoding = decoding_allocations(std::iter::repeat_n(photo.as_slice(), 80));
-    let extra = four as i64 - two as i64 - decoding as i64;
+    let extra = more - decoding as i64;
     // Each epoch's order: the permutation, this shard's indices and their
     // shared handle (3 per epoch).
     assert!(
         (0..=6).contains(&extra),
-        "2 more epochs: {} allocations, {decoding} of them the decoder's: {extra} more (40 batches)",
-        four - two
+        "2 more epochs: {more} allocations, {decoding} of them the decoder's: {extra} more (40 batches)"
     );
     built_in_datasets_allocate_nothing_per_sample();
 }
@@ -232,7 +231,7 @@ fn built_in_datasets_allocate_nothing_per_sample() {
         ),
     ];
     for (name, data) in pixel_sets {
-        let extra = run(4, Arc::clone(&data)) as i64 - run(2, data) as i64;
+        let extra = extra_epoch_allocations(|epochs| run(epochs, Arc::clone(&data)), 2, 4);
         assert!(
             (0..=6).contains(&extra),
             "{name}: 2 more epochs, {extra} more allocations (40 batches)"
@@ -262,7 +261,7 @@ fn built_in_datasets_allocate_nothing_per_sample() {
         }
     });
     let data = forty(celeba);
-    let extra = run(4, Arc::clone(&data)) as i64 - run(2, data) as i64;
+    let extra = extra_epoch_allocations(|epochs| run(epochs, Arc::clone(&data)), 2, 4);
     let decoding = decoding_allocations(files.iter().chain(&files).map(Vec::as_slice));
     let extra = extra - decoding as i64 - reading as i64;
     assert!(
@@ -306,7 +305,7 @@ fn stream_reads_allocate_nothing_per_sample() {
     // lists, and a sample's buffers where the read threads' timing first
     // holds more samples at once: a few per epoch, never one per sample.
     run(2, Arc::clone(&stream));
-    let extra = run(6, Arc::clone(&stream)) as i64 - run(2, stream) as i64;
+    let extra = extra_epoch_allocations(|epochs| run(epochs, Arc::clone(&stream)), 2, 6);
     assert!(
         extra <= 40,
         "a stream: 4 more epochs, {extra} more allocations (80 batches)"
