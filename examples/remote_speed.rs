@@ -1,13 +1,17 @@
 //! The loader over a remote dataset against the same files on disk, in one
-//! run: 1000 photos (long side 500, about 55 MB) packed into 8 RecordIO
+//! run: 2000 photos (long side 500, about 110 MB) packed into 16 RecordIO
 //! files, ImageNet's training transform, 2 decode threads and 4 read
-//! threads, batches of 16, read (1) from disk, (2) over `http://` from a web
+//! threads, batches of 16, read (1) from disk; (2) over `http://` from a web
 //! server on 127.0.0.1 that waits 20 ms before each answer, with the
-//! shard-block shuffle (2 files per window) in 1 MiB blocks with 16 MiB kept
-//! (a window fits, the dataset does not), and (3) the same through a
-//! node-local cache. Each figure is the images/s of a second epoch (the
-//! first warms up, and fills the cache), the median of the rounds, the runs
-//! interleaved; and the requests of opening the dataset and of each epoch.
+//! shard-block shuffle (2 files per window) in 1 MiB blocks with 32 MiB kept
+//! (two windows fit, the dataset does not), the read stage hinting each
+//! sample 256 ahead ([`LoaderConfig::DEFAULT_FETCH_AHEAD`]) so that the next
+//! window's blocks come while the readers work through this one's; (3) the
+//! same without the hints; (4) the same as (2) through a node-local cache.
+//! Each figure is the images/s of a second epoch (the first warms up, and
+//! fills the node cache), the median of the rounds, the runs interleaved;
+//! and the requests of opening the dataset and of each epoch. The server
+//! shares the machine's cores with the decoders.
 //!
 //! ```text
 //! cargo run --release --features remote --example remote_speed [-- --rounds R]
@@ -31,8 +35,8 @@ mod photos;
 #[allow(dead_code, unreachable_pub)]
 mod http;
 
-const FILES: usize = 8;
-const PHOTOS: usize = 1000;
+const FILES: usize = 16;
+const PHOTOS: usize = 2000;
 
 /// Packs the photos into `FILES` RecordIO files (once).
 fn pack(folder: &Path, dir: &Path) {
@@ -55,10 +59,12 @@ fn pack(folder: &Path, dir: &Path) {
     std::fs::write(dir.join("done"), b"").unwrap();
 }
 
-/// Images per second of the second epoch, and the requests of each epoch.
-fn rate(data: Arc<dyn Dataset>, plan: &Arc<TrainPlan>) -> (f64, [u64; 2]) {
+/// Images per second of the second epoch, and the requests of each epoch,
+/// hinting samples `fetch_ahead` before they are read.
+fn rate(data: Arc<dyn Dataset>, plan: &Arc<TrainPlan>, fetch_ahead: usize) -> (f64, [u64; 2]) {
     let mut config = LoaderConfig::new(16, 2, 1);
     config.read_workers = 4;
+    config.fetch_ahead = fetch_ahead;
     config.epochs = Some(2);
     config.order = Order::Blocks(Blocks::new(64, 2).unwrap());
     let before = remote::requests();
@@ -97,7 +103,7 @@ fn main() {
     pack(&folder, &dir);
     let server = http::Server::start(&dir);
     server.set_latency(20);
-    remote::set_read_blocks(1 << 20, 16 << 20);
+    remote::set_read_blocks(1 << 20, 32 << 20);
     let opened = std::cell::Cell::new(0);
     let open = |base: &str| -> Arc<dyn Dataset> {
         let files: Vec<String> = (0..FILES).map(|f| format!("{base}/part-{f}.rec")).collect();
@@ -110,40 +116,52 @@ fn main() {
     let url = server.url("");
     let url = url.trim_end_matches('/');
     let cache = root.join("remote-cache");
-    let (mut local, mut far, mut cached) = (vec![], vec![], vec![]);
-    let (mut far_requests, mut cached_requests) = ([0; 3], [0; 3]);
+    let ahead = LoaderConfig::DEFAULT_FETCH_AHEAD;
+    // Images/s of each round, and the last round's requests: disk, http,
+    // http without hints, http through the node cache.
+    let mut rates: [Vec<f64>; 4] = Default::default();
+    let mut requests = [[0; 3]; 4];
     for _ in 0..rounds {
         remote::set_cache(None, 0).unwrap();
-        local.push(rate(open(dir.to_str().unwrap()), &plan).0);
-        remote::clear_cache();
-        let (r, q) = rate(open(url), &plan);
-        far.push(r);
-        far_requests = [opened.get(), q[0], q[1]];
+        rates[0].push(rate(open(dir.to_str().unwrap()), &plan, ahead).0);
+        for (k, fetch_ahead) in [(1, ahead), (2, 0)] {
+            remote::clear_cache();
+            let (r, q) = rate(open(url), &plan, fetch_ahead);
+            rates[k].push(r);
+            requests[k] = [opened.get(), q[0], q[1]];
+        }
         let _ = std::fs::remove_dir_all(&cache);
         remote::set_cache(Some(&cache), 1 << 30).unwrap();
-        let (r, q) = rate(open(url), &plan);
-        cached.push(r);
-        cached_requests = [opened.get(), q[0], q[1]];
+        let (r, q) = rate(open(url), &plan, ahead);
+        rates[3].push(r);
+        requests[3] = [opened.get(), q[0], q[1]];
     }
-    let (local, far, cached) = (median(local), median(far), median(cached));
+    let rates = rates.map(median);
     println!(
         "{PHOTOS} photos in {FILES} RecordIO files, ImageNet training transform, 2 decode + 4 read threads, \
          block shuffle (2 files a window), median of {rounds}"
     );
-    println!("from disk:                              {local:8.1} images/s");
     println!(
-        "http, 20 ms a request:                 {far:8.1} images/s  {:.2}x  requests: open {}, epochs {} then {}",
-        far / local,
-        far_requests[0],
-        far_requests[1],
-        far_requests[2]
+        "from disk:                         {:8.1} images/s",
+        rates[0]
     );
-    println!(
-        "http, 20 ms, node cache:               {cached:8.1} images/s  {:.2}x  requests: open {}, epochs {} then {}",
-        cached / local,
-        cached_requests[0],
-        cached_requests[1],
-        cached_requests[2]
-    );
+    let names = [
+        "",
+        "http, 20 ms a request:            ",
+        "http, 20 ms, no read-ahead:       ",
+        "http, 20 ms, node cache:          ",
+    ];
+    for k in 1..4 {
+        let q = requests[k];
+        println!(
+            "{} {:8.1} images/s  {:.2}x  requests: open {}, epochs {} then {}",
+            names[k],
+            rates[k],
+            rates[k] / rates[0],
+            q[0],
+            q[1],
+            q[2]
+        );
+    }
     let _ = std::fs::remove_dir_all(&cache);
 }

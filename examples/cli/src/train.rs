@@ -280,7 +280,11 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
         let seconds = start.elapsed().as_secs_f64();
         let timed_epoch = epoch >= args.warmup_epochs;
         let requests = match (requests, remote_requests()) {
-            (Some(a), Some(b)) => format!(", {} remote requests", b - a),
+            (Some((a, a_missed)), Some((b, b_missed))) => format!(
+                ", {} remote requests ({} reads waited for one)",
+                b - a,
+                b_missed - a_missed
+            ),
             _ => String::new(),
         };
         eprintln!(
@@ -304,11 +308,14 @@ pub(crate) fn train_bench(args: &TrainBenchArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The requests to object storage and web servers so far (a build with
-/// the `remote` feature).
-fn remote_requests() -> Option<u64> {
+/// The requests to object storage and web servers so far, and the reads
+/// that waited for one (a build with the `remote` feature).
+fn remote_requests() -> Option<(u64, u64)> {
     #[cfg(feature = "remote")]
-    return Some(tensorprep::train::data::remote::requests());
+    return Some((
+        tensorprep::train::data::remote::requests(),
+        tensorprep::train::data::remote::misses(),
+    ));
     #[cfg(not(feature = "remote"))]
     None
 }

@@ -306,6 +306,12 @@ impl Dataset for Range {
         self.inner.read(self.span.start + index, sample)
     }
 
+    fn fetch_ahead(&self, index: usize) {
+        if index < self.len() {
+            self.inner.fetch_ahead(self.span.start + index);
+        }
+    }
+
     /// A range of a stream: the loader's pass, its positions shifted into
     /// the range.
     fn read_in(
@@ -570,6 +576,12 @@ impl Dataset for Concat {
         part.read(at, sample)
     }
 
+    fn fetch_ahead(&self, index: usize) {
+        if let Some((part, at)) = self.locate(index) {
+            part.fetch_ahead(at);
+        }
+    }
+
     /// Of streams: the part's, the loader's pass shifted to its positions.
     fn read_in(
         &self,
@@ -795,6 +807,12 @@ impl Dataset for Filter {
             .get(index)
             .ok_or_else(|| out_of_range(index, self.kept.len()))?;
         self.inner.read(at, sample)
+    }
+
+    fn fetch_ahead(&self, index: usize) {
+        if let Some(&at) = self.kept.get(index) {
+            self.inner.fetch_ahead(at);
+        }
     }
 
     fn describe(&self, index: usize) -> String {

@@ -155,6 +155,16 @@ pub trait Dataset: Send + Sync {
         let _ = run;
     }
 
+    /// A hint that sample `index` will be read soon (the loader's read
+    /// stage gives each sample [`LoaderConfig::fetch_ahead`](crate::train::LoaderConfig::fetch_ahead)
+    /// positions before it reads it): a dataset on object storage (feature
+    /// `remote`) starts fetching its bytes. Never an error: a failed fetch
+    /// shows, and is retried, when the sample is read. The default does
+    /// nothing.
+    fn fetch_ahead(&self, index: usize) {
+        let _ = index;
+    }
+
     /// Sample `index` as the dataset knows it, for messages: its file, or
     /// its file and offset, or its shard and key. The default is its index.
     fn describe(&self, index: usize) -> alloc::string::String {
@@ -384,6 +394,17 @@ impl DataFile {
             #[cfg(feature = "remote")]
             DataFile::Cached(entry) => read_file_at(&entry.file, buf, offset),
         }
+    }
+
+    /// Starts fetching `offset..offset + len` of a remote object, to be
+    /// read soon ([`Dataset::fetch_ahead`]); nothing for a file on this
+    /// machine or in the node cache.
+    pub(crate) fn fetch_ahead(&self, offset: u64, len: u64) {
+        #[cfg(feature = "remote")]
+        if let DataFile::Remote(object) = self {
+            object.fetch_ahead(offset, len);
+        }
+        let _ = (offset, len);
     }
 }
 

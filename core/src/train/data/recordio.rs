@@ -483,6 +483,22 @@ impl Dataset for RecordIoDataset {
         }
     }
 
+    /// The record's bytes: from its offset to the next record's (or its
+    /// file's end).
+    fn fetch_ahead(&self, index: usize) {
+        let Some(&offset) = self.offsets.get(index) else {
+            return;
+        };
+        let (f, _) = locate(&self.starts, index);
+        let next = self.starts.get(f as usize + 1).copied();
+        let end = match self.offsets.get(index + 1) {
+            Some(&end) if next.is_none_or(|n| index + 1 < n) => end,
+            _ => self.files.file_len(f),
+        };
+        self.files
+            .fetch_ahead(f, offset, end.saturating_sub(offset));
+    }
+
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
         sample.content = super::Content::Encoded;
         self.read_raw(index, &mut sample.bytes)?;

@@ -47,6 +47,8 @@ pub struct FilePool {
     budget: usize,
     /// The files open now, the most recently read last.
     open: Mutex<Vec<(u32, Arc<DataFile>)>>,
+    /// Whether a file is named by a URL (read ahead).
+    remote: bool,
 }
 
 impl FilePool {
@@ -62,6 +64,7 @@ impl FilePool {
             files: Vec::new(),
             budget: budget.max(1),
             open: Mutex::new(Vec::new()),
+            remote: false,
         }
     }
 
@@ -88,6 +91,7 @@ impl FilePool {
             what: "no memory for the file list".into(),
         })?;
         self.files.push((path.to_path_buf(), len, version));
+        self.remote |= super::is_url(path);
         Ok(index)
     }
 
@@ -167,6 +171,20 @@ impl FilePool {
     }
 
     /// The open files, locked (a reader that panicked left them whole).
+    /// Starts fetching `offset..offset + len` of file `index`, to be read
+    /// soon ([`Dataset::fetch_ahead`](super::Dataset::fetch_ahead)), when
+    /// the pool holds remote files: opens it if it is closed (a remote
+    /// object then, or the node cache filling, is fetched by the hint's
+    /// thread, ahead of its read). Errors are left to the read.
+    pub(crate) fn fetch_ahead(&self, index: u32, offset: u64, len: u64) {
+        if self.remote
+            && (index as usize) < self.files.len()
+            && let Ok(file) = self.get(index)
+        {
+            file.fetch_ahead(offset, len);
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u32, Arc<DataFile>)>> {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -521,6 +521,14 @@ impl Dataset for TfRecordDataset {
         }
     }
 
+    /// The record: its 12-byte header, data and checksum.
+    fn fetch_ahead(&self, index: usize) {
+        if let Some(&(offset, n)) = self.records.get(index) {
+            let (f, _) = locate(&self.starts, index);
+            self.files.fetch_ahead(f, offset, n.saturating_add(16));
+        }
+    }
+
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
         sample.content = super::Content::Encoded;
         let (offset, n) = *self.records.get(index).ok_or(DataError::OutOfRange {

@@ -481,6 +481,15 @@ impl Dataset for WebDataset {
         }
     }
 
+    /// The image member (its label and target are next to it in the
+    /// shard).
+    fn fetch_ahead(&self, index: usize) {
+        if let Some(s) = self.samples.get(index) {
+            self.shards
+                .fetch_ahead(s.image.shard, s.image.offset, s.image.len);
+        }
+    }
+
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
         sample.content = super::Content::Encoded;
         let s = *self.samples.get(index).ok_or(DataError::OutOfRange {

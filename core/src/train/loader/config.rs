@@ -34,6 +34,11 @@ pub struct LoaderConfig {
     /// Read samples waiting for a decode thread (read ahead;
     /// [`LoaderConfig::default_prefetch`] by default).
     pub prefetch: usize,
+    /// How many samples before reading one the read stage tells the
+    /// dataset it comes ([`Dataset::fetch_ahead`](super::super::data::Dataset::fetch_ahead)):
+    /// a dataset on object storage fetches it meanwhile. 0: no hints
+    /// ([`LoaderConfig::DEFAULT_FETCH_AHEAD`] by default).
+    pub fetch_ahead: usize,
     /// Batch buffers in circulation (the memory bound), at least
     /// `collate_workers + 1`: one being filled, the rest ready or held
     /// ([`LoaderConfig::DEFAULT_DEPTH`] by default).
@@ -169,6 +174,11 @@ impl LoaderConfig {
     /// training step's time varies (the decoders then wait for a free
     /// buffer while a long step holds one).
     pub const DEFAULT_DEPTH: usize = 3;
+    /// [`LoaderConfig::fetch_ahead`]'s default: 256 samples, at 2,000
+    /// images/s about 130 ms ahead, several round trips to a distant
+    /// server; what a remote dataset fetches ahead is bounded by its block
+    /// cache (half of it in flight), and a local dataset ignores the hints.
+    pub const DEFAULT_FETCH_AHEAD: usize = 256;
     /// [`LoaderConfig::seed`]'s default: 0.
     pub const DEFAULT_SEED: u64 = 0;
     /// [`LoaderConfig::buffer_limit`]'s default: 8 GiB, past any batch a
@@ -246,6 +256,7 @@ impl Default for LoaderConfig {
             read_workers: LoaderConfig::DEFAULT_READ_WORKERS,
             collate_workers: LoaderConfig::DEFAULT_COLLATE_WORKERS,
             prefetch: LoaderConfig::default_prefetch(LoaderConfig::DEFAULT_WORKERS),
+            fetch_ahead: LoaderConfig::DEFAULT_FETCH_AHEAD,
             depth: LoaderConfig::DEFAULT_DEPTH,
             seed: LoaderConfig::DEFAULT_SEED,
             order: Order::Shuffled,

@@ -72,14 +72,39 @@ pub(super) fn run_stage(s: &Shared, stage: Stage, thread: String) {
     }
 }
 
-/// Read: stream items in turn, each sample's bytes and labels.
+/// Read: stream items in turn, each sample's bytes and labels; each
+/// item's sample is hinted to the dataset [`LoaderConfig::fetch_ahead`]
+/// items before (the run's first items by the thread reading item 0), at
+/// most into the next epoch (whose order the loader keeps with this one's).
+///
+/// [`LoaderConfig::fetch_ahead`]: super::LoaderConfig::fetch_ahead
 pub(super) fn read_stage(s: &Shared) {
     let mut order: Option<(u32, Arc<EpochOrder>, ReadEpoch)> = None;
+    let mut ahead: Option<(u32, Arc<EpochOrder>)> = None;
+    let mut hint = |n: u64, now: u32| {
+        if let Some((epoch, position)) = s.stream.item(n)
+            && epoch <= now.saturating_add(1)
+        {
+            if ahead.as_ref().is_none_or(|(e, _)| *e != epoch) {
+                ahead = Some((epoch, s.order(epoch)));
+            }
+            let (_, order) = ahead.as_ref().expect("fetched above");
+            s.dataset
+                .fetch_ahead(order.index(position as usize) as usize);
+        }
+    };
+    let far = s.config.fetch_ahead as u64;
     while !s.stopped() {
         let n = s.next_read.fetch_add(1, Ordering::SeqCst);
         let Some((epoch, position)) = s.stream.item(n) else {
             return;
         };
+        if far > 0 {
+            if n == 0 {
+                (0..far).for_each(|k| hint(k, epoch));
+            }
+            hint(n + far, epoch);
+        }
         if order.as_ref().is_none_or(|(e, ..)| *e != epoch) {
             order = Some((epoch, s.order(epoch), s.pass(epoch)));
         }

@@ -796,6 +796,14 @@ impl Dataset for MindRecord {
         self.fingerprint
     }
 
+    /// The row's blob and its MessagePack map (on pages of their own).
+    fn fetch_ahead(&self, index: usize) {
+        if let Some(row) = self.rows.get(index) {
+            self.files.fetch_ahead(row.file, row.blob, row.blob_len);
+            self.files.fetch_ahead(row.file, row.raw, row.raw_len);
+        }
+    }
+
     fn read(&self, index: usize, sample: &mut Sample) -> Result<(), DataError> {
         // The thread's scratch buffers, reused from sample to sample (fresh
         // ones should a read on this thread already hold them).

@@ -129,7 +129,7 @@ impl Cache {
         let Some(version) = object.version() else {
             return Ok(None);
         };
-        let path = self.entry(&object.url, version);
+        let path = self.entry(object.url(), version);
         if let Some(f) = open_entry(&path, object.len(), version) {
             return Ok(Some(f));
         }

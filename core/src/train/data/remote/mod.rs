@@ -28,14 +28,22 @@
 //! fails is retried ([`RETRIES`] times, backing off, within
 //! [`RETRY_SECONDS`]); an unreachable or stopped server is an error within
 //! that bound, never a hang.
+//!
+//! Read-ahead: the loader's read stage tells the dataset which samples come
+//! next ([`Dataset::fetch_ahead`](super::Dataset::fetch_ahead)), and the block
+//! pairs holding them are fetched on the runtime while the readers work
+//! (at most half the kept bytes in flight, so that what is fetched ahead
+//! does not push out what is being read). A reader that needs a pair
+//! already being fetched, by read-ahead or by another reader, waits for that
+//! request instead of sending its own: each pair is asked for once.
 
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use std::collections::HashMap;
 use std::io;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use object_store::path::Path as ObjectPath;
@@ -93,11 +101,22 @@ pub fn requests() -> u64 {
 
 static REQUESTS: AtomicU64 = AtomicU64::new(0);
 
+/// Reads so far whose block was neither kept nor being fetched (by the
+/// read-ahead or another reader), so that the reader sent the request and
+/// waited its whole round trip: what the read-ahead did not hide.
+pub fn misses() -> u64 {
+    MISSES.load(Ordering::Relaxed)
+}
+
+static MISSES: AtomicU64 = AtomicU64::new(0);
+
 /// Drops every fetched block: the next reads ask the servers again.
 pub fn clear_cache() {
     let mut blocks = lock_blocks();
     blocks.blocks.clear();
     blocks.bytes = 0;
+    // A pair fetched before now is not kept when it comes.
+    blocks.generation += 1;
 }
 
 /// The runtime and the clients of one process.
@@ -226,29 +245,53 @@ pub(crate) fn open(url: &str, known: Option<(u64, &str)>) -> io::Result<(super::
 /// An object read in blocks (see the [module](self)).
 #[derive(Debug)]
 pub struct RemoteFile {
-    url: String,
-    store: Arc<dyn ObjectStore>,
-    location: ObjectPath,
+    object: Arc<Object>,
     len: u64,
-    /// The version opened (`None`: the server gives no ETag).
-    etag: Option<String>,
     /// This object's key in the block cache: its URL and version, so that
     /// opening it again finds the blocks fetched (a version-less object's
     /// key is its own).
     id: u64,
 }
 
+/// What a request for an object's bytes needs (shared with the read-ahead
+/// requests running on the runtime).
+#[derive(Debug)]
+struct Object {
+    url: String,
+    /// The client of the process that opened the object (`pid`): a forked
+    /// child asks its own, made in it (the parent's connections belong to a
+    /// runtime the child does not run).
+    store: Arc<dyn ObjectStore>,
+    pid: u32,
+    location: ObjectPath,
+    /// The version opened (`None`: the server gives no ETag).
+    etag: Option<String>,
+}
+
 /// The blocks fetched, least recently used first: `(object, block)` and
-/// the bytes.
+/// the bytes; and the block pairs being fetched.
 struct Blocks {
     blocks: Vec<((u64, u64), bytes::Bytes)>,
     bytes: usize,
+    /// `(object, first block)` of each pair being fetched.
+    fetching: Vec<(u64, u64)>,
+    /// The process whose requests `fetching` lists: a forked child's
+    /// list is its parent's, whose requests it will never see end.
+    pid: u32,
+    /// Counts [`clear_cache`] calls: a pair fetched across one is dropped.
+    generation: u64,
 }
 
 static BLOCKS: Mutex<Blocks> = Mutex::new(Blocks {
     blocks: Vec::new(),
     bytes: 0,
+    fetching: Vec::new(),
+    pid: 0,
+    generation: 0,
 });
+
+/// Woken when a pair's request ends.
+static FETCHED: Condvar = Condvar::new();
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
@@ -274,6 +317,30 @@ impl Blocks {
         Some(bytes)
     }
 
+    fn has(&self, key: (u64, u64)) -> bool {
+        self.blocks.iter().any(|(k, _)| *k == key)
+    }
+
+    /// Keeps a fetched pair (starting at block `first` of `object`) as its
+    /// two blocks of `size` bytes.
+    fn put_pair(&mut self, object: u64, first: u64, size: u64, bytes: &bytes::Bytes) {
+        let split = bytes.len().min(size as usize);
+        for (k, b) in [bytes.slice(..split), bytes.slice(split..)]
+            .into_iter()
+            .enumerate()
+        {
+            if !b.is_empty() {
+                self.put((object, first + k as u64), b);
+            }
+        }
+    }
+
+    /// The pair is no longer being fetched: its waiters look again.
+    fn fetched(&mut self, key: (u64, u64)) {
+        self.fetching.retain(|k| *k != key);
+        FETCHED.notify_all();
+    }
+
     fn put(&mut self, key: (u64, u64), block: bytes::Bytes) {
         if self.get(key).is_some() {
             return;
@@ -296,13 +363,21 @@ impl RemoteFile {
         REQUESTS.fetch_add(1, Ordering::Relaxed);
         let meta = io.runtime.block_on(store.head(&location)).map_err(error)?;
         Ok(RemoteFile {
-            url: url.to_string(),
-            store,
-            location,
             id: block_key(url, meta.e_tag.as_deref()),
             len: meta.size,
-            etag: meta.e_tag,
+            object: Arc::new(Object {
+                url: url.to_string(),
+                store,
+                pid: io.pid,
+                location,
+                etag: meta.e_tag,
+            }),
         })
+    }
+
+    /// The object's URL.
+    pub(crate) fn url(&self) -> &str {
+        &self.object.url
     }
 
     /// The object's length when it was opened.
@@ -312,7 +387,7 @@ impl RemoteFile {
 
     /// The version (ETag) opened, if the server gives one.
     pub(crate) fn version(&self) -> Option<&str> {
-        self.etag.as_deref()
+        self.object.etag.as_deref()
     }
 
     /// Fills `buf` from `offset` (see the [module](self) for the blocks).
@@ -351,37 +426,129 @@ impl RemoteFile {
     /// Block `index` (of `size` bytes), from the cache or fetched with its
     /// pair (blocks `2k` and `2k + 1` come together: a reader going forward
     /// finds the next one ready, and one reading a window of records in a
-    /// random order fetches each pair once).
+    /// random order fetches each pair once). A pair already being fetched
+    /// is waited for (within the requests' time bound), not asked again.
     fn block(&self, index: u64, size: u64) -> io::Result<bytes::Bytes> {
-        if let Some(b) = lock_blocks().get((self.id, index)) {
-            return Ok(b);
-        }
         let first = index & !1;
-        let start = first * size;
-        let end = (start + 2 * size).min(self.len);
-        let bytes = self.fetch(start..end)?;
-        let split = bytes.len().min(size as usize);
-        let pair = [bytes.slice(..split), bytes.slice(split..)];
+        let key = (self.id, first);
         let mut blocks = lock_blocks();
-        for (k, b) in pair.iter().enumerate() {
-            if !b.is_empty() {
-                blocks.put((self.id, first + k as u64), b.clone());
+        loop {
+            if let Some(b) = blocks.get((self.id, index)) {
+                return Ok(b);
             }
+            if !blocks.fetching.contains(&key) {
+                break;
+            }
+            blocks = FETCHED.wait(blocks).unwrap_or_else(|e| e.into_inner());
         }
-        Ok(pair[(index - first) as usize].clone())
+        blocks.fetching.push(key);
+        let generation = blocks.generation;
+        drop(blocks);
+        MISSES.fetch_add(1, Ordering::Relaxed);
+        let fetched = self.fetch(self.pair(first, size));
+        let mut blocks = lock_blocks();
+        if let Ok(bytes) = &fetched
+            && blocks.generation == generation
+        {
+            blocks.put_pair(self.id, first, size, bytes);
+        }
+        blocks.fetched(key);
+        drop(blocks);
+        let bytes = fetched?;
+        Ok(match index - first {
+            0 => bytes.slice(..bytes.len().min(size as usize)),
+            _ => bytes.slice(size as usize..),
+        })
+    }
+
+    /// The bytes of the pair starting at block `first`.
+    fn pair(&self, first: u64, size: u64) -> core::ops::Range<u64> {
+        let start = first * size;
+        start..(start + 2 * size).min(self.len)
+    }
+
+    /// Starts fetching, on the runtime, the block pairs holding
+    /// `offset..offset + len` that are neither kept nor being fetched
+    /// (see the [module](self)): a hint, whose failure shows (and is
+    /// retried) when the bytes are read. A record of a block or more is
+    /// fetched whole when read, so is not fetched ahead.
+    pub(crate) fn fetch_ahead(&self, offset: u64, len: u64) {
+        let size = block_bytes();
+        let end = offset.saturating_add(len.max(1)).min(self.len);
+        if len >= size || offset >= end {
+            return;
+        }
+        let pair_bytes = 2 * size;
+        // At most half the kept bytes in flight.
+        let most = (KEPT.load(Ordering::Relaxed) / pair_bytes / 2).max(1) as usize;
+        let mut first = (offset / size) & !1;
+        while first * size < end {
+            let key = (self.id, first);
+            let mut blocks = lock_blocks();
+            if blocks.fetching.len() >= most {
+                return;
+            }
+            if !blocks.has(key) && !blocks.fetching.contains(&key) {
+                let Ok(io) = io_for_this_process() else {
+                    return;
+                };
+                blocks.fetching.push(key);
+                let generation = blocks.generation;
+                drop(blocks);
+                let (object, range, id) =
+                    (Arc::clone(&self.object), self.pair(first, size), self.id);
+                let Ok(store) = object.store_in(&io) else {
+                    lock_blocks().fetched(key);
+                    return;
+                };
+                io.runtime.spawn(async move {
+                    let fetched = object.get(&*store, range).await;
+                    let mut blocks = lock_blocks();
+                    if let Ok(bytes) = &fetched
+                        && blocks.generation == generation
+                    {
+                        blocks.put_pair(id, first, size, bytes);
+                    }
+                    blocks.fetched(key);
+                });
+            }
+            first += 2;
+        }
     }
 
     /// The bytes of `range`, of the version opened.
     fn fetch(&self, range: core::ops::Range<u64>) -> io::Result<bytes::Bytes> {
         let io = io_for_this_process()?;
+        let store = self.object.store_in(&io)?;
+        io.runtime.block_on(self.object.get(&*store, range))
+    }
+}
+
+impl Object {
+    /// The client to ask in this process (`io`'s): the one the object was
+    /// opened with, or in a forked child one of the child's own.
+    fn store_in(&self, io: &Io) -> io::Result<Arc<dyn ObjectStore>> {
+        if io.pid == self.pid {
+            return Ok(Arc::clone(&self.store));
+        }
+        io.store(&self.url).map(|(store, _)| store)
+    }
+
+    /// The bytes of `range`, of the version opened, asked of `store`: with
+    /// `If-Match`, the answer's ETag checked, its length checked.
+    async fn get(
+        &self,
+        store: &dyn ObjectStore,
+        range: core::ops::Range<u64>,
+    ) -> io::Result<bytes::Bytes> {
         let options = GetOptions {
             if_match: self.etag.clone(),
             range: Some(GetRange::Bounded(range.clone())),
             ..GetOptions::default()
         };
         REQUESTS.fetch_add(1, Ordering::Relaxed);
-        let bytes = io.runtime.block_on(async {
-            let got = self.store.get_opts(&self.location, options).await?;
+        let bytes = async {
+            let got = store.get_opts(&self.location, options).await?;
             if got.meta.e_tag.is_some() && got.meta.e_tag != self.etag {
                 return Err(object_store::Error::Precondition {
                     path: self.location.to_string(),
@@ -389,8 +556,9 @@ impl RemoteFile {
                 });
             }
             got.bytes().await
-        });
-        let bytes = bytes.map_err(error)?;
+        }
+        .await
+        .map_err(error)?;
         if bytes.len() as u64 != range.end - range.start {
             return Err(failed(alloc::format!(
                 "{} bytes came for the {} asked (the object changed?)",
@@ -402,8 +570,16 @@ impl RemoteFile {
     }
 }
 
+/// The blocks, with the pairs being fetched as this process's (a forked
+/// child forgets its parent's: their requests do not run in it).
 fn lock_blocks() -> std::sync::MutexGuard<'static, Blocks> {
-    BLOCKS.lock().unwrap_or_else(|e| e.into_inner())
+    let mut blocks = BLOCKS.lock().unwrap_or_else(|e| e.into_inner());
+    let pid = std::process::id();
+    if blocks.pid != pid {
+        blocks.fetching.clear();
+        blocks.pid = pid;
+    }
+    blocks
 }
 
 /// `object_store`'s error as an I/O error (its callers name the URL): a
