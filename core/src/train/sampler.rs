@@ -90,6 +90,17 @@ pub struct Blocks {
 }
 
 impl Blocks {
+    /// [`Blocks::samples`]' default where a caller (the Python `Loader`,
+    /// the CLI) does not give it: 1024, a shard's worth of a
+    /// dataset without files of its own (WebDataset's shards hold about a
+    /// thousand samples).
+    pub const DEFAULT_SAMPLES: usize = 1024;
+    /// [`Blocks::window`]'s default: 2 files (or blocks) shuffled together,
+    /// so that each sample's neighbours come from two shards; the blocks a
+    /// remote dataset keeps should hold two windows (the one read, the next
+    /// fetched ahead).
+    pub const DEFAULT_WINDOW: usize = 2;
+
     /// Blocks of `samples` consecutive indices (for a dataset without
     /// files of its own), `window` of them shuffled together; both at
     /// least 1.

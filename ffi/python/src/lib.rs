@@ -24,6 +24,7 @@ mod names;
 mod plan;
 mod preview;
 mod recipes;
+mod remote;
 mod resize;
 mod shards;
 mod targets;
@@ -60,5 +61,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     detection::register(m)?;
     m.add_function(wrap_pyfunction!(shards::tfrecord_files, m)?)?;
     m.add_function(wrap_pyfunction!(shards::recordio_files, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::remote_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::set_read_blocks, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::set_cache, m)?)?;
     Ok(())
 }

@@ -9,8 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3::{PyTraverseError, PyVisit};
 use tensorprep::train::{
-    Batch, Callback, LoadError, Loader, LoaderConfig, LoaderState, OnError, Order, PipelineChange,
-    RunContext, Shard, Stopper, TrainPlan, Weighted,
+    Batch, Blocks, Callback, LoadError, Loader, LoaderConfig, LoaderState, OnError, Order,
+    PipelineChange, RunContext, Shard, Stopper, TrainPlan, Weighted,
 };
 use tensorprep::{DType, Tensor};
 
@@ -30,7 +30,8 @@ fn defaults() -> LoaderConfig {
 
 /// The loader's defaults (`tensorprep::train::LoaderConfig`'s): `workers`,
 /// `read_workers`, `collate_workers`, `depth`, `decode_budget`,
-/// `buffer_limit` (bytes), `seed`.
+/// `buffer_limit` (bytes), `seed`, `fetch_ahead`; and the shard-block
+/// shuffle's (`Blocks`'): `block_samples`, `block_window`.
 #[pyfunction]
 fn loader_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let c = defaults();
@@ -42,6 +43,9 @@ fn loader_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("decode_budget", c.decode_budget)?;
     d.set_item("buffer_limit", c.buffer_limit)?;
     d.set_item("seed", c.seed)?;
+    d.set_item("fetch_ahead", c.fetch_ahead)?;
+    d.set_item("block_samples", Blocks::DEFAULT_SAMPLES)?;
+    d.set_item("block_window", Blocks::DEFAULT_WINDOW)?;
     Ok(d)
 }
 
@@ -588,7 +592,8 @@ impl PyLoader {
                         weights=None, replacement=true, num_samples=None, drop_last=false,
                         skip_errors=false, prefetch=None, depth=None, read_workers=None, epochs=None,
                         max_shape=None, decode_budget=None, buffer_limit=None, mix=None,
-                        label_width=None, callbacks=None, size_divisible=1))]
+                        label_width=None, callbacks=None, size_divisible=1, blocks=None,
+                        fetch_ahead=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -615,6 +620,8 @@ impl PyLoader {
         label_width: Option<usize>,
         callbacks: Option<&Bound<'_, PyAny>>,
         size_divisible: usize,
+        blocks: Option<(usize, usize)>,
+        fetch_ahead: Option<usize>,
     ) -> PyResult<PyLoader> {
         let plan = Arc::new(pipeline.pipeline.compile().map_err(|e| errors::core(&e))?);
         // Every argument left out keeps the library's default.
@@ -634,14 +641,30 @@ impl PyLoader {
             }
             None => Shard::ALL,
         };
-        config.order = match weights {
-            Some(w) => {
+        config.order = match (weights, blocks) {
+            (Some(_), Some(_)) => {
+                return Err(errors::value(
+                    "weights and the shard-block shuffle are two orders: give one",
+                ));
+            }
+            (Some(w), None) => {
                 let n = num_samples.unwrap_or(w.len());
                 Order::Weighted(Weighted::new(w, n, replacement).map_err(|e| errors::core(&e))?)
             }
-            None if shuffle => Order::Shuffled,
-            None => Order::Sequential,
+            (None, Some((samples, window))) if shuffle => {
+                Order::Blocks(Blocks::new(samples, window).map_err(|e| errors::core(&e))?)
+            }
+            (None, Some(_)) => {
+                return Err(errors::value(
+                    "the shard-block shuffle is a shuffle: give it with shuffle=True",
+                ));
+            }
+            (None, None) if shuffle => Order::Shuffled,
+            (None, None) => Order::Sequential,
         };
+        if let Some(n) = fetch_ahead {
+            config.fetch_ahead = n;
+        }
         config.drop_last_batch = drop_last;
         config.on_error = if skip_errors {
             OnError::Skip

@@ -60,7 +60,10 @@ def training(root: str) -> Dict[str, int]:
             del epoch
         n: int = len(loader)
         del n
-        return loader.state_dict()
+    stats: Optional[Dict[str, int]] = train.remote_stats()
+    del stats
+    with train.Loader(data, pipeline, 64, shuffle="blocks", block_window=4, fetch_ahead=512) as blocks:
+        return blocks.state_dict()
 
 
 class Boxes:

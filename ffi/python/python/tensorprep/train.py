@@ -101,6 +101,9 @@ from ._native import recordio_files as _recordio_files
 from ._native import tfrecord_files as _tfrecord_files
 from ._native import Graph as _Graph
 from ._native import mindrecord as _mindrecord
+from ._native import remote_stats as _remote_stats
+from ._native import set_cache as _set_cache
+from ._native import set_read_blocks as _set_read_blocks
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -173,6 +176,9 @@ __all__ = [
     "from_torchvision",
     "loader_defaults",
     "preview",
+    "remote_stats",
+    "set_cache",
+    "set_read_blocks",
     "shard_from_env",
     "to_tv_tensors",
 ]
@@ -966,6 +972,9 @@ _DEFAULTS = loader_defaults()
 _WORKERS = _Default(_DEFAULTS["workers"])
 _DEPTH = _Default(_DEFAULTS["depth"])
 _READ_WORKERS = _Default(_DEFAULTS["read_workers"])
+_FETCH_AHEAD = _Default(_DEFAULTS["fetch_ahead"])
+_BLOCK_SAMPLES = _Default(_DEFAULTS["block_samples"])
+_BLOCK_WINDOW = _Default(_DEFAULTS["block_window"])
 _DECODE_BUDGET = _Default(_DEFAULTS["decode_budget"])
 _BUFFER_LIMIT = _Default(_DEFAULTS["buffer_limit"])
 _SEED = _Default(_DEFAULTS["seed"])
@@ -1003,6 +1012,15 @@ class Loader:
       (padded unless ``drop_last_shard``).
     - ``shuffle`` (default on), or ``weights`` (PyTorch's
       ``WeightedRandomSampler``: ``num_samples``, ``replacement``).
+      ``shuffle="blocks"``: the shard-block shuffle, for object storage: the
+      dataset's files (or runs of ``block_samples`` samples, for a dataset
+      without files) in a random order, ``block_window`` of them at a time
+      with their samples shuffled together; every sample once per epoch, the
+      same batches for any worker count, exact resume, shards (ranks) taking
+      every n-th position as with any order.
+    - ``fetch_ahead``: how many samples before reading one the loader tells
+      a remote dataset (``s3://``, ``http(s)://``) it comes, so that its
+      bytes are fetched meanwhile (0: none).
     - ``drop_last``: leave out a short last batch. ``skip_errors``: leave out
       samples that fail (else the sample's error is raised, naming it, and
       ends the epoch).
@@ -1104,10 +1122,12 @@ class Loader:
         *,
         shard: Union[str, Tuple[int, int], None] = "env",
         drop_last_shard: bool = False,
-        shuffle: bool = True,
+        shuffle: Union[bool, str] = True,
         weights: Optional[Sequence[float]] = None,
         num_samples: Optional[int] = None,
         replacement: bool = True,
+        block_window: int = _BLOCK_WINDOW,
+        block_samples: int = _BLOCK_SAMPLES,
         drop_last: bool = False,
         skip_errors: bool = False,
         output: str = "auto",
@@ -1118,6 +1138,7 @@ class Loader:
         prefetch: Optional[int] = None,
         depth: int = _DEPTH,
         read_workers: int = _READ_WORKERS,
+        fetch_ahead: int = _FETCH_AHEAD,
         epochs: Optional[int] = None,
         max_shape: Optional[Tuple[int, int, int]] = None,
         size_divisible: int = 1,
@@ -1147,6 +1168,11 @@ class Loader:
         else:
             rank, size = shard
             shard_arg = (int(rank), int(size), bool(drop_last_shard))
+        blocks: Optional[Tuple[int, int]] = None
+        if isinstance(shuffle, str):
+            if shuffle != "blocks":
+                raise ValueError(f"shuffle must be True, False or 'blocks', not {shuffle!r}")
+            blocks = (int(block_samples), int(block_window))
         if mix is not None and labels is not None:
             raise ValueError("with mix= the labels are soft targets (float32): leave labels= unset")
         if labels is None:
@@ -1168,7 +1194,7 @@ class Loader:
             workers,
             int(seed),
             shard=shard_arg,
-            shuffle=shuffle,
+            shuffle=bool(shuffle),
             weights=None if weights is None else [float(w) for w in weights],
             replacement=replacement,
             num_samples=num_samples,
@@ -1185,6 +1211,8 @@ class Loader:
             label_width=label_width,
             callbacks=None if callbacks is None else list(callbacks),
             size_divisible=int(size_divisible),
+            blocks=blocks,
+            fetch_ahead=int(fetch_ahead),
         )
         self.last_indices = None
         _LIVE.add(self)
@@ -1360,3 +1388,34 @@ def preview(
         out=None if out is None else os.fspath(out),
     )
     return image
+
+
+def remote_stats() -> Optional[Dict[str, int]]:
+    """The requests this process sent to object storage and web servers
+    (``requests``) and the reads that waited for one (``misses``: what the
+    read-ahead did not hide); ``None`` when the package was built without
+    the Cargo feature ``remote``."""
+    stats = _remote_stats()
+    if stats is None:
+        return None
+    requests, misses = stats
+    return {"requests": requests, "misses": misses}
+
+
+def set_read_blocks(block_bytes: int, kept_bytes: int) -> None:
+    """The size of the blocks remote objects are read in (4 MiB unless set;
+    at least 4 KiB) and the bytes of blocks kept for all of them (64 MiB;
+    at least two blocks). With ``shuffle="blocks"``, keep two windows: the
+    one read and the next, fetched ahead. ``RuntimeError`` in a build
+    without ``remote``."""
+    _set_read_blocks(int(block_bytes), int(kept_bytes))
+
+
+def set_cache(directory: Optional[PathLike], budget: int) -> None:
+    """This process's node-local cache of remote objects: each fetched once
+    per node into ``directory`` (at most ``budget`` bytes, the least
+    recently used entries not in use removed), or ``None`` for none. The
+    variables ``TENSORPREP_CACHE_DIR`` and ``TENSORPREP_CACHE_BYTES`` set it
+    too. Datasets opened afterwards use it. ``RuntimeError`` in a build
+    without ``remote``."""
+    _set_cache(None if directory is None else os.fspath(directory), int(budget))
