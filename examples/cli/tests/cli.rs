@@ -1835,3 +1835,45 @@ fn train_bench_and_records_ls_read_cifar_and_mnist_folders() {
         assert!(stderr_of(&o).contains(names), "{}", stderr_of(&o));
     }
 }
+
+/// `train-bench` and `records ls` over `http://` (the tests' web server on
+/// 127.0.0.1 serving the fixtures): the checksums and listing of the same
+/// files on disk, for RecordIO, TFRecord, MindRecord and WebDataset shards;
+/// each epoch's remote requests printed; a missing object an error naming
+/// its URL.
+#[cfg(feature = "remote")]
+#[test]
+fn train_bench_and_records_ls_read_urls() {
+    let server = tensorprep_tests::http::Server::start(Path::new(&fixture("")));
+    for file in [
+        "records/folder.rec",
+        "records/folder.tfrecord",
+        "mindrecord/folder/folder.mindrecord",
+        "records/shard-{0..1}.tar",
+    ] {
+        let url = server.url(file);
+        assert_eq!(bench(&url, 2), bench(&fixture(file), 2), "{file}");
+    }
+    let listing = |file: &str| String::from_utf8(run_ok(&["records", "ls", file]).stdout).unwrap();
+    let ls = listing(&server.url("records/folder.rec"));
+    assert_eq!(ls, listing(&fixture("records/folder.rec")));
+    assert!(!ls.is_empty());
+    let o = run_ok(&[
+        "train-bench",
+        &server.url("records/folder.tfrecord"),
+        "--batch",
+        "2",
+        "--epochs",
+        "2",
+    ]);
+    let stderr = stderr_of(&o);
+    assert_eq!(
+        stderr.matches(" remote requests (").count(),
+        2,
+        "each epoch's requests: {stderr}"
+    );
+    let missing = server.url("records/missing.rec");
+    let o = tensorprep(&["train-bench", &missing]);
+    assert!(!o.status.success());
+    assert!(stderr_of(&o).contains(&missing), "{}", stderr_of(&o));
+}
