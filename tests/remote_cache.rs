@@ -146,6 +146,38 @@ fn shards_are_fetched_once_per_node_and_kept_within_the_budget() {
     assert_eq!(server.gets() - gets, 1);
     assert_eq!(std::fs::metadata(&entry).unwrap().len(), full);
     drop(two);
+
+    // A FIFO at the entry's place (an open of it would wait for a writer):
+    // neither waited on nor read; the object is fetched into a regular
+    // entry again. A FIFO at its lock's place: an error naming the URL,
+    // not a wait.
+    let fifo = |path: &Path| {
+        std::fs::remove_file(path).unwrap();
+        let made = std::process::Command::new("mkfifo").arg(path).status();
+        assert!(made.unwrap().success());
+    };
+    let open_within = |url: String| {
+        let reader = std::thread::spawn(move || {
+            WebDataset::open(&url, WebKeys::CONVENTIONAL).map(|d| samples(&d))
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !reader.is_finished() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the open waits on a FIFO"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        reader.join().unwrap()
+    };
+    fifo(&entry);
+    let url = server.url("records/shard-1.tar");
+    assert_eq!(open_within(url.clone()).unwrap(), expected_two);
+    assert!(std::fs::metadata(&entry).unwrap().is_file());
+    fifo(&entry);
+    fifo(&entry.with_extension("lock"));
+    let err = open_within(url.clone()).unwrap_err().to_string();
+    assert!(err.contains(&url), "{err}");
     remote::set_cache(None, 0).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -31,15 +31,22 @@ use std::vec::Vec;
 /// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
 /// ```
 pub fn open_regular(path: &Path) -> io::Result<(File, u64)> {
-    let mut options = OpenOptions::new();
-    options.read(true);
+    open_regular_with(path, OpenOptions::new().read(true))
+}
+
+/// [`open_regular`] with other `options` (writing, creating): whatever
+/// `path` is, the open does not wait, and what is not a regular file is
+/// refused.
+pub(crate) fn open_regular_with(path: &Path, options: &mut OpenOptions) -> io::Result<(File, u64)> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
         options.custom_flags(libc::O_NONBLOCK);
     }
+    // Elsewhere the path is checked first (a file about to be created is
+    // not there yet).
     #[cfg(not(unix))]
-    if !std::fs::metadata(path)?.is_file() {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
         return Err(not_regular());
     }
     let file = options.open(path)?;

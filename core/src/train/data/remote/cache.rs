@@ -32,6 +32,7 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use super::RemoteFile;
+use crate::files::{open_regular, open_regular_with};
 
 /// The budget when `TENSORPREP_CACHE_BYTES` is not given: 16 GiB.
 pub const DEFAULT_CACHE_BYTES: u64 = 16 << 30;
@@ -134,11 +135,10 @@ impl Cache {
             return Ok(Some(f));
         }
         // One fetcher per entry on this node: the others wait, then read.
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path.with_extension("lock"))?;
+        let (lock, _) = open_regular_with(
+            &path.with_extension("lock"),
+            OpenOptions::new().create(true).truncate(false).write(true),
+        )?;
         lock.lock()?;
         if let Some(f) = open_entry(&path, object.len(), version) {
             return Ok(Some(f));
@@ -181,7 +181,7 @@ impl Cache {
             if total + need <= self.budget {
                 break;
             }
-            let Ok(file) = File::open(&path) else {
+            let Ok((file, _)) = open_regular(&path) else {
                 continue;
             };
             // In use (a reader's shared lock): kept.
@@ -194,19 +194,18 @@ impl Cache {
 }
 
 /// The entry at `path` opened with its shared lock, if it is there whole
-/// (`len` bytes); marked as just used.
+/// (`len` bytes) and a regular file (anything else put there, a FIFO, is
+/// neither waited on nor read); marked as just used.
 fn open_entry(path: &Path, len: u64, version: &str) -> Option<CachedFile> {
-    let file = File::open(path).ok()?;
+    let (file, _) = open_regular(path).ok()?;
     file.lock_shared().ok()?;
     // Removed between the open and the lock: the open file still holds
     // every byte, so it is read as it is.
     if file.metadata().ok()?.len() != len {
         return None;
     }
-    let _ = File::options()
-        .write(true)
-        .open(path)
-        .and_then(|w| w.set_modified(SystemTime::now()));
+    let _ = open_regular_with(path, OpenOptions::new().write(true))
+        .and_then(|(w, _)| w.set_modified(SystemTime::now()));
     Some(CachedFile {
         file,
         version: version.to_string(),
@@ -215,7 +214,10 @@ fn open_entry(path: &Path, len: u64, version: &str) -> Option<CachedFile> {
 
 /// Writes `object` into `path` (a new file), synced.
 fn fetch_into(object: &RemoteFile, path: &Path) -> io::Result<()> {
-    let mut out = File::create(path)?;
+    let (mut out, _) = open_regular_with(
+        path,
+        OpenOptions::new().create(true).truncate(true).write(true),
+    )?;
     let mut at = 0;
     while at < object.len() {
         let end = (at + FETCH_BYTES).min(object.len());

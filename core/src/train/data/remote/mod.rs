@@ -547,26 +547,40 @@ impl Object {
             ..GetOptions::default()
         };
         REQUESTS.fetch_add(1, Ordering::Relaxed);
-        let bytes = async {
-            let got = store.get_opts(&self.location, options).await?;
-            if got.meta.e_tag.is_some() && got.meta.e_tag != self.etag {
-                return Err(object_store::Error::Precondition {
-                    path: self.location.to_string(),
-                    source: "another ETag".into(),
-                });
+        let asked = range.end - range.start;
+        let wrong = |n: u64| {
+            failed(alloc::format!(
+                "{n} bytes came for the {asked} asked (the object changed?)"
+            ))
+        };
+        let got = store
+            .get_opts(&self.location, options)
+            .await
+            .map_err(error)?;
+        if got.meta.e_tag.is_some() && got.meta.e_tag != self.etag {
+            return Err(error(object_store::Error::Precondition {
+                path: self.location.to_string(),
+                source: "another ETag".into(),
+            }));
+        }
+        // The body piece by piece: no more than the range asked is held
+        // (a server sending more is refused as it does).
+        let mut body = got.into_stream();
+        let mut bytes: Vec<u8> = Vec::new();
+        bytes
+            .try_reserve_exact(usize::try_from(asked).map_err(|_| wrong(asked))?)
+            .map_err(|_| failed("no memory for the range asked"))?;
+        while let Some(piece) = futures_util::StreamExt::next(&mut body).await {
+            let piece = piece.map_err(error)?;
+            if (bytes.len() + piece.len()) as u64 > asked {
+                return Err(wrong((bytes.len() + piece.len()) as u64));
             }
-            got.bytes().await
+            bytes.extend_from_slice(&piece);
         }
-        .await
-        .map_err(error)?;
-        if bytes.len() as u64 != range.end - range.start {
-            return Err(failed(alloc::format!(
-                "{} bytes came for the {} asked (the object changed?)",
-                bytes.len(),
-                range.end - range.start
-            )));
+        if bytes.len() as u64 != asked {
+            return Err(wrong(bytes.len() as u64));
         }
-        Ok(bytes)
+        Ok(bytes::Bytes::from(bytes))
     }
 }
 
