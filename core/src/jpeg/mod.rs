@@ -34,6 +34,10 @@
 
 #[cfg(feature = "alloc")]
 mod decoder;
+// Issue 37's decoder, not yet a backend: built and tested on its own.
+#[cfg(feature = "alloc")]
+#[cfg_attr(not(test), allow(dead_code))]
+mod exact;
 #[cfg(feature = "alloc")]
 pub(crate) mod exif;
 #[cfg(feature = "alloc")]
