@@ -4,14 +4,18 @@
 //! `alloc` (issue 37; docs/design/jpeg-exactness.md holds the rules it
 //! follows, each checked against Pillow).
 //!
-//! Built so far: baseline and extended sequential Huffman files, 8 bits,
-//! any number of scans, every integer chroma subsampling, restart
-//! intervals with libjpeg-turbo's resynchronisation, its handling of damaged
-//! entropy data (zero bits after a marker, the rest of the interval left
-//! gray), at full size, as Pillow's mode for the component count: `L`,
-//! `RGB`, or `CMYK` stored inverted as Pillow stores it. Progressive and
-//! arithmetic-coded files, DCT scaling and regions are refused by name
-//! ([`JpegErrorKind::Unsupported`]) until they are built.
+//! Built so far: sequential and progressive Huffman files (the standard's
+//! tables where a file defines none), 8 bits, any number of scans, every
+//! integer chroma subsampling, restart intervals with libjpeg-turbo's
+//! resynchronisation, its handling of damaged entropy data (zero bits after
+//! a marker, the rest of the interval left gray), at full size and at 1/2,
+//! 1/4 and 1/8 in the DCT domain, as Pillow's mode for the component count:
+//! `L`, `RGB`, or `CMYK` stored inverted as Pillow stores it. Refused by
+//! name ([`JpegErrorKind::Unsupported`]) until they are built: arithmetic
+//! coding, and progressive files that stop short of their last bits (which
+//! libjpeg-turbo smooths). Not yet: regions, speed, the SIMD code's
+//! saturation on coefficients no real file has, and the backend that makes
+//! it the decoder of a build.
 
 mod color;
 mod huffman;
@@ -126,6 +130,11 @@ pub(crate) fn decode_scaled(jpeg: &[u8], max_pixels: u64, denom: usize) -> Resul
         return Err(corrupt());
     }
     let mut tables = Tables::default();
+    // Slots 0 and 1 hold the standard's tables until the file defines its own.
+    for slot in 0..2 {
+        tables.dc[slot] = huffman::standard(false, slot);
+        tables.ac[slot] = huffman::standard(true, slot);
+    }
     let mut frame: Option<Frame> = None;
     let mut at = 2;
     loop {
@@ -447,12 +456,12 @@ fn scan(jpeg: &[u8], at: usize, header: &[u8], f: &mut Frame, tables: &Tables) -
             Kind::DcRefine => (None, None),
             Kind::AcFirst | Kind::AcRefine => (None, ac),
         };
-        // A table the scan needs is missing. libjpeg-turbo then uses the
-        // standard's (Annex K) for slots 0 and 1: not yet.
+        // A table the scan needs is missing (slots 2 and 3: slots 0 and 1
+        // hold the standard's unless the file replaced them).
         let needs_dc = matches!(kind, Kind::Sequential | Kind::DcFirst);
         let needs_ac = matches!(kind, Kind::Sequential | Kind::AcFirst | Kind::AcRefine);
         if (needs_dc && dc.is_none()) || (needs_ac && ac.is_none()) {
-            return Err(fail(JpegErrorKind::Unsupported));
+            return Err(corrupt());
         }
         if dc.is_some_and(|t| t.max_symbol > 15) {
             return Err(corrupt());
@@ -955,6 +964,19 @@ mod tests {
                 assert!(truncated(no_end), "{name} without its end");
             }
         }
+    }
+
+    /// A file without Huffman tables (as motion-JPEG frames come) decodes
+    /// with the standard's, as libjpeg-turbo does (Pillow's decode,
+    /// make_jpeg_exact_fixtures.py).
+    #[test]
+    fn a_file_without_huffman_tables_uses_the_standards() {
+        let ours = decode(&fixture("jpeg_exact/no_huffman_tables.jpg"), u64::MAX).unwrap();
+        let want = ImageDecoder::new(DecodeOptions::default())
+            .decode(&fixture("jpeg_exact/no_huffman_tables.png"))
+            .unwrap();
+        assert_eq!((ours.width, ours.height), (96, 64));
+        assert!(ours.pixels == want.as_bytes());
     }
 
     #[test]
