@@ -12,14 +12,15 @@
 //! 1/4 and 1/8 in the DCT domain, as Pillow's mode for the component count:
 //! `L`, `RGB`, or `CMYK` stored inverted as Pillow stores it. Refused by
 //! name ([`JpegErrorKind::Unsupported`]) until they are built: arithmetic
-//! coding, and progressive files that stop short of their last bits (which
-//! libjpeg-turbo smooths). Not yet: regions, speed, the SIMD code's
+//! coding. Progressive files that stop short of their last bits are
+//! smoothed as libjpeg-turbo smooths them. Not yet: regions, speed, the SIMD code's
 //! saturation on coefficients no real file has, and the backend that makes
 //! it the decoder of a build.
 
 mod color;
 mod huffman;
 mod idct;
+mod smooth;
 mod upsample;
 
 use alloc::vec::Vec;
@@ -724,11 +725,7 @@ fn restart(bits: &mut Bits<'_>, expected: u8) {
 /// The image from the frame's coefficients at `1 / denom` of its size:
 /// inverse DCT, upsampling and colour conversion.
 fn finish(f: &Frame, tables: &Tables, denom: usize) -> Result<Decoded> {
-    if smoothing(f) {
-        // libjpeg-turbo would estimate the coefficients still to come
-        // (block smoothing): not yet.
-        return Err(fail(JpegErrorKind::Unsupported));
-    }
+    let smoothed = smoothing(f);
     // Each block gives k x k samples of the luma grid.
     let k = 8 / denom;
     let (w, h) = ((f.width * k).div_ceil(8), (f.height * k).div_ceil(8));
@@ -751,7 +748,19 @@ fn finish(f: &Frame, tables: &Tables, denom: usize) -> Result<Decoded> {
         let mut samples = alloc_bytes(stride * c.blocks_h * size)?;
         // A component no scan carried has no table latched: it stays 0.
         if let Some(quant) = &c.quant {
-            for (i, block) in c.coefs.iter().enumerate() {
+            // The coefficients still to come estimated from the DCs around.
+            let estimated;
+            let coefs = if smoothed {
+                let grid = (
+                    (f.width * c.h).div_ceil(f.hmax).div_ceil(8),
+                    (f.height * c.v).div_ceil(f.vmax).div_ceil(8),
+                );
+                estimated = smooth::smooth(&c.coefs, c.blocks_w, grid, quant, &c.coef_bits)?;
+                &estimated
+            } else {
+                &c.coefs
+            };
+            for (i, block) in coefs.iter().enumerate() {
                 let (bx, by) = (i % c.blocks_w, i / c.blocks_w);
                 let at = by * size * stride + bx * size;
                 idct::scaled(size, block, quant, &mut samples[at..], stride);
@@ -977,6 +986,33 @@ mod tests {
             .unwrap();
         assert_eq!((ours.width, ours.height), (96, 64));
         assert!(ours.pixels == want.as_bytes());
+    }
+
+    /// Progressive files whose scans stop early (after the DC scans, and
+    /// after 4 and 6 scans): the coefficients still to come estimated as
+    /// libjpeg-turbo does (block smoothing; Pillow's decodes,
+    /// make_jpeg_exact_fixtures.py).
+    #[test]
+    fn unfinished_progressive_files_are_smoothed_as_libjpeg_turbo_does() {
+        for keep in [2, 4, 6] {
+            let ours = decode(
+                &fixture(&alloc::format!("jpeg_exact/progressive_cut_{keep}.jpg")),
+                u64::MAX,
+            )
+            .unwrap();
+            let want = ImageDecoder::new(DecodeOptions::default())
+                .decode(&fixture(&alloc::format!(
+                    "jpeg_exact/progressive_cut_{keep}.png"
+                )))
+                .unwrap();
+            let differing = ours
+                .pixels
+                .iter()
+                .zip(want.as_bytes())
+                .filter(|(a, b)| a != b)
+                .count();
+            assert_eq!(differing, 0, "{keep} scans");
+        }
     }
 
     #[test]
