@@ -1,26 +1,12 @@
-//! The inverse DCT of libjpeg-turbo's `JDCT_ISLOW` (the accurate integer
-//! one, what Pillow decodes with): 13-bit fixed-point constants, two
-//! passes (columns, then rows) with 2 extra bits between them, and its
-//! range limit, which keeps the low 10 bits of a sample as a signed value
-//! before adding 128 and clamping (docs/design/jpeg-exactness.md, §2).
-//!
-//! The arithmetic wraps where C's `int` would: a pathological coefficient
-//! gives libjpeg-turbo's C result instead of a panic (its SIMD code, which
-//! saturates, agrees with both on every real 8-bit JPEG).
-
-/// `FIX(x)`: `x` in 13-bit fixed point.
-const F0_298: i32 = 2446;
-const F0_390: i32 = 3196;
-const F0_541: i32 = 4433;
-const F0_765: i32 = 6270;
-const F0_899: i32 = 7373;
-const F1_175: i32 = 9633;
-const F1_501: i32 = 12299;
-const F1_847: i32 = 15137;
-const F1_961: i32 = 16069;
-const F2_053: i32 = 16819;
-const F2_562: i32 = 20995;
-const F3_072: i32 = 25172;
+//! The inverse DCTs of libjpeg-turbo as Pillow runs them (`JDCT_ISLOW`,
+//! the accurate integer one, and the reduced ones of DCT-scaled decoding):
+//! 13-bit fixed-point constants, two passes (columns, then rows) with 2
+//! extra bits between them (docs/design/jpeg-exactness.md, §2-3). The
+//! arithmetic is that of its x86-64 SIMD code, which Pillow's wheels run:
+//! 16-bit lanes that wrap or saturate where its C code would not
+//! (docs/design/jpeg-exactness-2.md, §1). On every real 8-bit file the two
+//! agree; on coefficients no encoder writes, this gives Pillow's pixels
+//! instead of a panic or C's.
 
 /// `DESCALE(x, n)`: `x / 2^n` rounded, the shift arithmetic.
 #[inline(always)]
@@ -36,38 +22,43 @@ pub(super) fn range_limit(x: i32) -> u8 {
     (low + 128).clamp(0, 255) as u8
 }
 
-/// The 1-D butterfly of both passes: `v` in, the 8 outputs before descaling.
+/// `sat16(x)`: `packssdw`'s signed saturation.
 #[inline(always)]
-fn butterfly(v: [i32; 8]) -> [i32; 8] {
-    // Even part.
-    let z1 = v[2].wrapping_add(v[6]).wrapping_mul(F0_541);
-    let tmp2 = z1.wrapping_sub(v[6].wrapping_mul(F1_847));
-    let tmp3 = z1.wrapping_add(v[2].wrapping_mul(F0_765));
-    let tmp0 = v[0].wrapping_add(v[4]).wrapping_shl(13);
-    let tmp1 = v[0].wrapping_sub(v[4]).wrapping_shl(13);
+fn sat16(x: i32) -> i16 {
+    x.clamp(i32::from(i16::MIN), i32::from(i16::MAX)) as i16
+}
+
+/// The SIMD code's output: saturated to a signed byte, plus 128
+/// (`packsswb`, `paddb`), where C wraps modulo 1024.
+#[inline(always)]
+fn sample(x: i32) -> u8 {
+    (x.clamp(-128, 127) + 128) as u8
+}
+
+/// The 1-D transform of the AVX2/SSE2 ISLOW IDCT (`jidctint-avx2.asm`):
+/// C's butterfly with its constants paired for `vpmaddwd`, and four sums
+/// in 16-bit lanes that wrap (docs/design/jpeg-exactness-2.md, §1.2).
+#[inline(always)]
+fn butterfly(v: [i16; 8]) -> [i32; 8] {
+    let w = |x: i16| i32::from(x);
+    let a = v[0].wrapping_add(v[4]);
+    let b = v[0].wrapping_sub(v[4]);
+    let tmp0 = w(a) << 13;
+    let tmp1 = w(b) << 13;
+    let tmp3 = w(v[2]) * 10703 + w(v[6]) * 4433;
+    let tmp2 = w(v[2]) * 4433 + w(v[6]) * -10704;
     let t10 = tmp0.wrapping_add(tmp3);
     let t13 = tmp0.wrapping_sub(tmp3);
     let t11 = tmp1.wrapping_add(tmp2);
     let t12 = tmp1.wrapping_sub(tmp2);
-    // Odd part.
-    let (o0, o1, o2, o3) = (v[7], v[5], v[3], v[1]);
-    let z1 = o0.wrapping_add(o3);
-    let z2 = o1.wrapping_add(o2);
-    let z3 = o0.wrapping_add(o2);
-    let z4 = o1.wrapping_add(o3);
-    let z5 = z3.wrapping_add(z4).wrapping_mul(F1_175);
-    let o0 = o0.wrapping_mul(F0_298);
-    let o1 = o1.wrapping_mul(F2_053);
-    let o2 = o2.wrapping_mul(F3_072);
-    let o3 = o3.wrapping_mul(F1_501);
-    let z1 = z1.wrapping_mul(-F0_899);
-    let z2 = z2.wrapping_mul(-F2_562);
-    let z3 = z3.wrapping_mul(-F1_961).wrapping_add(z5);
-    let z4 = z4.wrapping_mul(-F0_390).wrapping_add(z5);
-    let o0 = o0.wrapping_add(z1).wrapping_add(z3);
-    let o1 = o1.wrapping_add(z2).wrapping_add(z4);
-    let o2 = o2.wrapping_add(z2).wrapping_add(z3);
-    let o3 = o3.wrapping_add(z1).wrapping_add(z4);
+    let z3 = v[7].wrapping_add(v[3]);
+    let z4 = v[5].wrapping_add(v[1]);
+    let z3p = w(z3) * -6436 + w(z4) * 9633;
+    let z4p = w(z4) * 6437 + w(z3) * 9633;
+    let o0 = (w(v[7]) * -4927 + w(v[1]) * -7373).wrapping_add(z3p);
+    let o1 = (w(v[5]) * -4176 + w(v[3]) * -20995).wrapping_add(z4p);
+    let o3 = (w(v[7]) * -7373 + w(v[1]) * 4926).wrapping_add(z4p);
+    let o2 = (w(v[5]) * -20995 + w(v[3]) * 4177).wrapping_add(z3p);
     [
         t10.wrapping_add(o3),
         t11.wrapping_add(o2),
@@ -80,78 +71,118 @@ fn butterfly(v: [i32; 8]) -> [i32; 8] {
     ]
 }
 
-/// One 8x8 block: `coef` in natural order, `quant` its quantization
-/// table (natural order), the samples written to `out` rows of `stride`.
+/// The ISLOW IDCT as libjpeg-turbo's AVX2 (and SSE2) code computes it,
+/// which Pillow's wheels run on x86-64: dequantization to 16 bits, a
+/// whole-block shortcut when rows 1..7 are zero, pass-1 results saturated
+/// to 16 bits, the output saturated. On every real file it equals its C
+/// code; on coefficients no encoder writes it gives Pillow's pixels
+/// (docs/design/jpeg-exactness-2.md, §1.2).
 pub(super) fn islow(coef: &[i16; 64], quant: &[u16; 64], out: &mut [u8], stride: usize) {
-    let mut ws = [0i32; 64];
-    // Pass 1: columns, dequantized, to 2 more bits than the output.
-    for c in 0..8 {
-        let v: [i32; 8] = core::array::from_fn(|r| {
-            i32::from(coef[r * 8 + c]).wrapping_mul(i32::from(quant[r * 8 + c] as i16))
-        });
-        let o = butterfly(v);
-        for r in 0..8 {
-            ws[r * 8 + c] = descale(o[r], 13 - 2);
+    let dq: [i16; 64] = core::array::from_fn(|k| coef[k].wrapping_mul(quant[k] as i16));
+    let mut ws = [0i16; 64];
+    if coef[8..].iter().all(|&c| c == 0) {
+        for c in 0..8 {
+            let v = dq[c].wrapping_shl(2);
+            for r in 0..8 {
+                ws[r * 8 + c] = v;
+            }
+        }
+    } else {
+        for c in 0..8 {
+            let o = butterfly(core::array::from_fn(|r| dq[r * 8 + c]));
+            for r in 0..8 {
+                ws[r * 8 + c] = sat16(o[r].wrapping_add(1 << 10) >> 11);
+            }
         }
     }
-    // Pass 2: rows, to samples.
     for r in 0..8 {
-        let v: [i32; 8] = core::array::from_fn(|c| ws[r * 8 + c]);
-        let o = butterfly(v);
+        let o = butterfly(core::array::from_fn(|c| ws[r * 8 + c]));
         let row = &mut out[r * stride..r * stride + 8];
         for (s, x) in row.iter_mut().zip(o) {
-            *s = range_limit(descale(x, 13 + 2 + 3));
+            *s = sample(i32::from(sat16(x.wrapping_add(1 << 17) >> 18)));
         }
     }
 }
 
-/// The `pass`-th pass of the 4x4 reduced IDCT (`jpeg_idct_4x4`) on one
-/// column or row `v` (entry 4 unused): outputs 0..4 before descaling by
-/// `shift`.
+/// One pass of the SSE2 4x4 reduced IDCT (`jidctred-sse2.asm`) on `v`
+/// (entry 4 unused): outputs 0..4 before descaling, sums wrapping at 32
+/// bits.
 #[inline(always)]
-fn reduced4(v: [i32; 8], shift: u32) -> [i32; 4] {
-    let tmp0 = v[0].wrapping_shl(13 + 1);
-    let tmp2 = v[2]
-        .wrapping_mul(15137)
-        .wrapping_sub(v[6].wrapping_mul(6270));
+fn reduced4_pass(v: [i16; 8]) -> [i32; 4] {
+    let w = |x: i16| i32::from(x);
+    let tmp0 = w(v[0]) << 14;
+    let tmp2 = w(v[2]) * 15137 + w(v[6]) * -6270;
     let (t10, t12) = (tmp0.wrapping_add(tmp2), tmp0.wrapping_sub(tmp2));
-    let (z1, z2, z3, z4) = (v[7], v[5], v[3], v[1]);
-    let a = z1
-        .wrapping_mul(-1730)
-        .wrapping_add(z2.wrapping_mul(11893))
-        .wrapping_sub(z3.wrapping_mul(17799))
-        .wrapping_add(z4.wrapping_mul(8697));
-    let b = z1
-        .wrapping_mul(-4176)
-        .wrapping_sub(z2.wrapping_mul(4926))
-        .wrapping_add(z3.wrapping_mul(7373))
-        .wrapping_add(z4.wrapping_mul(20995));
+    let b = (w(v[1]) * 20995 + w(v[3]) * 7373).wrapping_add(w(v[5]) * -4926 + w(v[7]) * -4176);
+    let a = (w(v[1]) * 8697 + w(v[3]) * -17799).wrapping_add(w(v[5]) * 11893 + w(v[7]) * -1730);
     [
-        descale(t10.wrapping_add(b), shift),
-        descale(t12.wrapping_add(a), shift),
-        descale(t12.wrapping_sub(a), shift),
-        descale(t10.wrapping_sub(b), shift),
+        t10.wrapping_add(b),
+        t12.wrapping_add(a),
+        t12.wrapping_sub(a),
+        t10.wrapping_sub(b),
     ]
 }
 
-/// One pass of the 2x2 reduced IDCT (`jpeg_idct_2x2`).
-#[inline(always)]
-fn reduced2(v: [i32; 8], shift: u32) -> [i32; 2] {
-    let t10 = v[0].wrapping_shl(13 + 2);
-    let a = v[7]
-        .wrapping_mul(-5906)
-        .wrapping_add(v[5].wrapping_mul(6967))
-        .wrapping_sub(v[3].wrapping_mul(10426))
-        .wrapping_add(v[1].wrapping_mul(29692));
-    [
-        descale(t10.wrapping_add(a), shift),
-        descale(t10.wrapping_sub(a), shift),
-    ]
+/// The 4x4 reduced IDCT as libjpeg-turbo's SSE2 code computes it (§1.3).
+fn reduced4(coef: &[i16; 64], quant: &[u16; 64], out: &mut [u8], stride: usize) {
+    let dq: [i16; 64] = core::array::from_fn(|k| coef[k].wrapping_mul(quant[k] as i16));
+    let mut ws = [[0i16; 8]; 4];
+    let rows_zero = [1, 2, 3, 5, 6, 7]
+        .iter()
+        .all(|&r| coef[r * 8..r * 8 + 8].iter().all(|&c| c == 0));
+    for c in 0..8 {
+        if rows_zero {
+            let v = dq[c].wrapping_shl(2);
+            for row in &mut ws {
+                row[c] = v;
+            }
+        } else {
+            let o = reduced4_pass(core::array::from_fn(|r| dq[r * 8 + c]));
+            for (r, x) in o.into_iter().enumerate() {
+                ws[r][c] = sat16(x.wrapping_add(1 << 11) >> 12);
+            }
+        }
+    }
+    for (r, row) in ws.iter().enumerate() {
+        let o = reduced4_pass(*row);
+        for (c, x) in o.into_iter().enumerate() {
+            out[r * stride + c] = sample(i32::from(sat16(x.wrapping_add(1 << 18) >> 19)));
+        }
+    }
 }
 
-/// A block to `size` x `size` samples (8: [`islow`]; 4, 2, 1: the reduced
-/// IDCTs of DCT-scaled decoding, `jidctred.c`, which read only the
-/// coefficients they need).
+/// The 2x2 reduced IDCT as libjpeg-turbo's SSE2 code computes it (§1.4):
+/// no shortcut, pass 1's column 0 kept at 32 bits.
+fn reduced2(coef: &[i16; 64], quant: &[u16; 64], out: &mut [u8], stride: usize) {
+    let dq: [i32; 64] = core::array::from_fn(|k| i32::from(coef[k].wrapping_mul(quant[k] as i16)));
+    let odd = |v1: i32, v3: i32, v5: i32, v7: i32| {
+        (v1 * 29692 + v3 * -10426).wrapping_add(v5 * 6967 + v7 * -5906)
+    };
+    // Pass 1: output rows A (0) and B (1), columns 0, 1, 3, 5, 7.
+    let mut ws = [[0i32; 8]; 2];
+    for c in [0, 1, 3, 5, 7] {
+        let t10 = dq[c] << 15;
+        let t0 = odd(dq[8 + c], dq[24 + c], dq[40 + c], dq[56 + c]);
+        ws[0][c] = t10.wrapping_add(t0).wrapping_add(1 << 12) >> 13;
+        ws[1][c] = t10.wrapping_sub(t0).wrapping_add(1 << 12) >> 13;
+    }
+    for (r, row) in ws.iter().enumerate() {
+        let e = row[0].wrapping_shl(15);
+        let s = |k: usize| i32::from(sat16(row[k]));
+        let o = odd(s(1), s(3), s(5), s(7));
+        out[r * stride] = sample(i32::from(sat16(
+            e.wrapping_add(o).wrapping_add(1 << 19) >> 20,
+        )));
+        out[r * stride + 1] = sample(i32::from(sat16(
+            e.wrapping_sub(o).wrapping_add(1 << 19) >> 20,
+        )));
+    }
+}
+
+/// A block to `size` x `size` samples: [`islow`] for 8; for 4, 2 and 1 the
+/// reduced IDCTs of DCT-scaled decoding (`jidctred.c`), which read only the
+/// coefficients they need, as libjpeg-turbo's SSE2 code computes 4 and 2
+/// and its C code 1 (there is no SIMD one: C's range limit, which wraps).
 pub(super) fn scaled(
     size: usize,
     coef: &[i16; 64],
@@ -159,38 +190,14 @@ pub(super) fn scaled(
     out: &mut [u8],
     stride: usize,
 ) {
-    let dq = |k: usize| i32::from(coef[k]).wrapping_mul(i32::from(quant[k] as i16));
     match size {
         8 => islow(coef, quant, out, stride),
-        4 => {
-            let mut ws = [[0i32; 8]; 4];
-            for c in [0, 1, 2, 3, 5, 6, 7] {
-                let o = reduced4(core::array::from_fn(|r| dq(r * 8 + c)), 13 - 2 + 1);
-                for r in 0..4 {
-                    ws[r][c] = o[r];
-                }
-            }
-            for (r, row) in ws.iter().enumerate() {
-                let o = reduced4(*row, 13 + 2 + 3 + 1);
-                for (c, x) in o.into_iter().enumerate() {
-                    out[r * stride + c] = range_limit(x);
-                }
-            }
+        4 => reduced4(coef, quant, out, stride),
+        2 => reduced2(coef, quant, out, stride),
+        _ => {
+            let dq = i32::from(coef[0]).wrapping_mul(i32::from(quant[0] as i16));
+            out[0] = range_limit(descale(dq, 3));
         }
-        2 => {
-            let mut ws = [[0i32; 8]; 2];
-            for c in [0, 1, 3, 5, 7] {
-                let o = reduced2(core::array::from_fn(|r| dq(r * 8 + c)), 13 - 2 + 2);
-                ws[0][c] = o[0];
-                ws[1][c] = o[1];
-            }
-            for (r, row) in ws.iter().enumerate() {
-                let o = reduced2(*row, 13 + 2 + 3 + 2);
-                out[r * stride] = range_limit(o[0]);
-                out[r * stride + 1] = range_limit(o[1]);
-            }
-        }
-        _ => out[0] = range_limit(descale(dq(0), 3)),
     }
 }
 

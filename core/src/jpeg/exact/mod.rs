@@ -1015,6 +1015,34 @@ mod tests {
         }
     }
 
+    /// Coefficients no encoder writes (full-range 16-bit values, every
+    /// quantization value 255): libjpeg-turbo's SIMD IDCTs, which Pillow runs
+    /// on x86-64, saturate where its C code wraps; the decoder gives
+    /// Pillow's pixels at every scale (make_jpeg_exact_fixtures.py).
+    #[test]
+    fn pathological_coefficients_decode_as_pillows_simd_code_does() {
+        let bytes = fixture("jpeg_exact/pathological_q255.jpg");
+        for n in [1, 2, 4, 8] {
+            let ours = decode_scaled(&bytes, u64::MAX, n).unwrap();
+            let options = DecodeOptions {
+                format: crate::PixelFormat::Gray8,
+                ..DecodeOptions::default()
+            };
+            let want = ImageDecoder::new(options)
+                .decode(&fixture(&alloc::format!(
+                    "jpeg_exact/pathological_q255_{n}.png"
+                )))
+                .unwrap();
+            let differing = ours
+                .pixels
+                .iter()
+                .zip(want.as_bytes())
+                .filter(|(a, b)| a != b)
+                .count();
+            assert_eq!(differing, 0, "at 1/{n}");
+        }
+    }
+
     #[test]
     fn arithmetic_coded_files_are_refused_by_name_for_now() {
         let err = decode(&fixture("sample_arithmetic.jpg"), u64::MAX).unwrap_err();
