@@ -640,7 +640,10 @@ fn jpegs_with_too_many_scans_are_refused() {
     }
 }
 
-/// Every JPEG under `tests/fixtures`, as paths relative to it.
+/// Every JPEG under `tests/fixtures`, as paths relative to it, but those
+/// of the decoder under construction (`jpeg_exact/`: a file without Huffman
+/// tables, which libjpeg-turbo reads with the standard's and zune-jpeg
+/// calls corrupt; coefficients no encoder writes), which its own tests read.
 fn jpeg_fixtures() -> Vec<String> {
     let root = tensorprep_tests::fixture("");
     let mut dirs = vec![root.clone()];
@@ -649,6 +652,9 @@ fn jpeg_fixtures() -> Vec<String> {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
+                if path.file_name().is_some_and(|n| n == "jpeg_exact") {
+                    continue;
+                }
                 dirs.push(path);
             } else if path.extension().is_some_and(|e| e == "jpg") {
                 let relative = path.strip_prefix(&root).unwrap();
