@@ -114,6 +114,40 @@ pub fn small_ssd_plan() -> std::sync::Arc<tensorprep::train::TrainPlan> {
     std::sync::Arc::new(p.compile().expect("the ssd recipe compiles"))
 }
 
+/// `shards` TFRecord files, `part-{s}.tfrecord`, of `records` examples
+/// each, written into a fresh scratch folder named `name` and the process
+/// id: example `n` (counted across the shards) holds `image(n)` under
+/// `image/encoded` and is labelled `n`. The remote-dataset tests serve them.
+#[cfg(feature = "train")]
+pub fn tfrecord_shards(
+    name: &str,
+    shards: usize,
+    records: usize,
+    image: impl Fn(usize) -> Vec<u8>,
+) -> PathBuf {
+    use tensorprep::train::data::tfrecord::{Feature, TfRecordWriter, encode_example};
+    let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    let mut example = Vec::new();
+    for s in 0..shards {
+        let mut w = TfRecordWriter::new(Vec::new());
+        for i in 0..records {
+            let n = s * records + i;
+            encode_example(
+                &[
+                    ("image/encoded", Feature::Bytes(&[&image(n)])),
+                    ("image/class/label", Feature::Int64(&[n as i64])),
+                ],
+                &mut example,
+            );
+            w.write_record(&example).unwrap();
+        }
+        fs::write(dir.join(format!("part-{s}.tfrecord")), w.into_inner()).unwrap();
+    }
+    dir
+}
+
 /// Every sample of `data` in index order: its bytes, labels and id.
 #[cfg(feature = "train")]
 pub fn read_all(data: &dyn tensorprep::train::data::Dataset) -> Vec<(Vec<u8>, Vec<f32>, u64)> {

@@ -11,9 +11,7 @@
 use std::path::PathBuf;
 
 use tensorprep::train::data::shards::DEFAULT_OPEN_FILES;
-use tensorprep::train::data::tfrecord::{
-    Feature, Keys, TfRecordDataset, TfRecordWriter, encode_example,
-};
+use tensorprep::train::data::tfrecord::{Keys, TfRecordDataset};
 use tensorprep::train::data::{Dataset, Sample, remote};
 use tensorprep::train::{Blocks, Order, Shard, epoch_indices};
 use tensorprep_tests::http::Server;
@@ -24,27 +22,9 @@ const RECORDS: usize = 64;
 /// The shards, written once into a scratch folder: record `i` of shard `s`
 /// holds 8 KiB of bytes made from its global index, labelled by it.
 fn shards() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tp-blocks-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut example = Vec::new();
-    for s in 0..SHARDS {
-        let mut w = TfRecordWriter::new(Vec::new());
-        for i in 0..RECORDS {
-            let n = s * RECORDS + i;
-            let payload: Vec<u8> = (0..8192).map(|k| (k * 31 + n * 7) as u8).collect();
-            encode_example(
-                &[
-                    ("image/encoded", Feature::Bytes(&[&payload])),
-                    ("image/class/label", Feature::Int64(&[n as i64])),
-                ],
-                &mut example,
-            );
-            w.write_record(&example).unwrap();
-        }
-        std::fs::write(dir.join(format!("part-{s}.tfrecord")), w.into_inner()).unwrap();
-    }
-    dir
+    tensorprep_tests::tfrecord_shards("tp-blocks", SHARDS, RECORDS, |n| {
+        (0..8192).map(|k| (k * 31 + n * 7) as u8).collect()
+    })
 }
 
 /// Reads the samples at `indices` in order: their labels; and the server's

@@ -12,9 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use tensorprep::train::data::shards::DEFAULT_OPEN_FILES;
-use tensorprep::train::data::tfrecord::{
-    Feature, Keys, TfRecordDataset, TfRecordWriter, encode_example,
-};
+use tensorprep::train::data::tfrecord::{Keys, TfRecordDataset};
 use tensorprep::train::data::{Dataset, remote};
 use tensorprep::train::{
     Augment, Blocks, Loader, LoaderConfig, Order, RandomResizedCrop, TrainPipeline,
@@ -27,30 +25,11 @@ const RECORDS: usize = 24;
 /// The shards, written once into a scratch folder: record `n` holds one
 /// of two photos, labelled `n`.
 fn shards() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tp-read-ahead-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
     let photos = [
         tensorprep_tests::read("sample.jpg"),
         tensorprep_tests::read("sample_gray.jpg"),
     ];
-    let mut example = Vec::new();
-    for s in 0..SHARDS {
-        let mut w = TfRecordWriter::new(Vec::new());
-        for i in 0..RECORDS {
-            let n = s * RECORDS + i;
-            encode_example(
-                &[
-                    ("image/encoded", Feature::Bytes(&[&photos[n % 2]])),
-                    ("image/class/label", Feature::Int64(&[n as i64])),
-                ],
-                &mut example,
-            );
-            w.write_record(&example).unwrap();
-        }
-        std::fs::write(dir.join(format!("part-{s}.tfrecord")), w.into_inner()).unwrap();
-    }
-    dir
+    tensorprep_tests::tfrecord_shards("tp-read-ahead", SHARDS, RECORDS, |n| photos[n % 2].clone())
 }
 
 /// Each batch's indices and tensor bits.

@@ -292,41 +292,40 @@ impl<'a> Bits<'a> {
     /// The next marker from where the reader stands, skipping what is not
     /// one (garbage, stuffed bytes): its code and where its `FF` is.
     pub(super) fn find_marker(&mut self) -> Option<(u8, usize)> {
-        if let Some(m) = self.marker {
-            return Some(m);
+        if self.marker.is_none() {
+            self.marker = next_marker(self.data, self.pos).map(|(m, after)| (m, after - 2));
         }
-        let mut at = self.pos;
-        loop {
-            while *self.data.get(at)? != 0xFF {
-                at += 1;
-            }
-            let mut next = at + 1;
-            while *self.data.get(next)? == 0xFF {
-                next += 1;
-            }
-            let m = self.data[next];
-            if m != 0 {
-                self.marker = Some((m, next - 1));
-                return self.marker;
-            }
-            at = next + 1;
-        }
+        self.marker
     }
 
     /// Reads on after the marker met (a restart marker taken).
     pub(super) fn skip_marker(&mut self) {
         if let Some((_, at)) = self.marker.take() {
-            let mut next = at + 1;
-            while self.data.get(next) == Some(&0xFF) {
-                next += 1;
-            }
-            self.pos = next + 1;
+            // `at` is the `FF` just before the marker's code.
+            self.pos = at + 2;
         }
     }
 
     /// Where reading stopped: at the marker met, or the next byte.
     pub(super) fn position(&self) -> usize {
         self.marker.map_or(self.pos, |(_, at)| at)
+    }
+}
+
+/// The next marker in `data` from `at` (what is not one skipped: other
+/// bytes, stuffed `FF 00`, fill `FF`s): its code and the index after it.
+pub(super) fn next_marker(data: &[u8], mut at: usize) -> Option<(u8, usize)> {
+    loop {
+        while *data.get(at)? != 0xFF {
+            at += 1;
+        }
+        while *data.get(at)? == 0xFF {
+            at += 1;
+        }
+        if data[at] != 0 {
+            return Some((data[at], at + 1));
+        }
+        at += 1;
     }
 }
 

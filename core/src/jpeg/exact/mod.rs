@@ -25,7 +25,7 @@ mod upsample;
 
 use alloc::vec::Vec;
 
-use self::huffman::{Bits, Table, extend};
+use self::huffman::{Bits, Table, extend, next_marker};
 use self::upsample::{Method, Plane};
 use crate::{Error, JpegErrorKind, Result};
 
@@ -202,24 +202,6 @@ pub(crate) fn decode_scaled(jpeg: &[u8], max_pixels: u64, denom: usize) -> Resul
     }
 }
 
-/// The next marker from `at` (garbage and fill bytes skipped): its code and
-/// where its segment starts.
-fn next_marker(jpeg: &[u8], mut at: usize) -> Option<(u8, usize)> {
-    loop {
-        while *jpeg.get(at)? != 0xFF {
-            at += 1;
-        }
-        while *jpeg.get(at)? == 0xFF {
-            at += 1;
-        }
-        let m = jpeg[at];
-        if m != 0 {
-            return Some((m, at + 1));
-        }
-        at += 1;
-    }
-}
-
 /// The body of the segment whose length field is at `at`.
 fn segment(jpeg: &[u8], at: usize) -> Result<&[u8]> {
     let len = jpeg
@@ -305,11 +287,7 @@ fn read_frame(body: &[u8], data_bytes: usize, max_pixels: u64) -> Result<Frame> 
         c.blocks_w = mcus_x * c.h;
         c.blocks_h = mcus_y * c.v;
         let n = c.blocks_w * c.blocks_h;
-        c.coefs
-            .try_reserve_exact(n)
-            .map_err(|_| Error::OutOfMemory {
-                bytes: n as u64 * 128,
-            })?;
+        crate::buffer::reserve(&mut c.coefs, n)?;
         c.coefs.resize(n, [0; 64]);
     }
     Ok(Frame {
@@ -552,6 +530,13 @@ fn scan(jpeg: &[u8], at: usize, header: &[u8], f: &mut Frame, tables: &Tables) -
     Ok(bits.position())
 }
 
+/// A DC difference: its size category from `dc`, then that many bits.
+#[inline]
+fn dc_difference(bits: &mut Bits<'_>, dc: &Table) -> i32 {
+    let s = u32::from(bits.decode(dc));
+    if s == 0 { 0 } else { extend(bits.bits(s), s) }
+}
+
 /// One block of a sequential scan (`decode_mcu`).
 #[inline]
 fn decode_block(
@@ -561,8 +546,7 @@ fn decode_block(
     pred: &mut i32,
     block: &mut [i16; 64],
 ) {
-    let s = u32::from(bits.decode(dc));
-    let diff = if s == 0 { 0 } else { extend(bits.bits(s), s) };
+    let diff = dc_difference(bits, dc);
     *pred = pred.wrapping_add(diff);
     block[0] = *pred as i16;
     let mut k = 1;
@@ -590,8 +574,7 @@ fn dc_first(
     al: u32,
     block: &mut [i16; 64],
 ) -> Result<()> {
-    let s = u32::from(bits.decode(dc));
-    let diff = if s == 0 { 0 } else { extend(bits.bits(s), s) };
+    let diff = dc_difference(bits, dc);
     *pred = pred.checked_add(diff).ok_or_else(corrupt)?;
     block[0] = (*pred << al) as i16;
     Ok(())
@@ -745,7 +728,7 @@ fn finish(f: &Frame, tables: &Tables, denom: usize) -> Result<Decoded> {
             return Err(fail(JpegErrorKind::Unsupported));
         }
         let stride = c.blocks_w * size;
-        let mut samples = alloc_bytes(stride * c.blocks_h * size)?;
+        let mut samples = crate::buffer::zeroed(stride * c.blocks_h * size)?;
         // A component no scan carried has no table latched: it stays 0.
         if let Some(quant) = &c.quant {
             // The coefficients still to come estimated from the DCs around.
@@ -779,12 +762,12 @@ fn finish(f: &Frame, tables: &Tables, denom: usize) -> Result<Decoded> {
             k > 1,
             plane.width,
         );
-        let mut full = alloc_bytes(w * h)?;
+        let mut full = crate::buffer::zeroed(w * h)?;
         upsample::upsample(plane, method, &mut full, w, h);
         planes.push(full);
     }
     let channels = f.components.len();
-    let mut pixels = alloc_bytes(w * h * channels)?;
+    let mut pixels = crate::buffer::zeroed(w * h * channels)?;
     let ids: Vec<u8> = f.components.iter().map(|c| c.id).collect();
     match channels {
         1 => pixels.copy_from_slice(&planes[0]),
@@ -847,14 +830,6 @@ fn smoothing(f: &Frame) -> bool {
             .any(|c| c.coef_bits[1..10].iter().any(|&b| b != 0))
 }
 
-fn alloc_bytes(n: usize) -> Result<Vec<u8>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|_| Error::OutOfMemory { bytes: n as u64 })?;
-    v.resize(n, 0);
-    Ok(v)
-}
-
 #[cfg(all(test, feature = "png", feature = "std"))]
 mod tests {
     use super::*;
@@ -869,6 +844,38 @@ mod tests {
                 .join(name),
         )
         .unwrap()
+    }
+
+    /// Pillow's decode stored as the PNG fixture `png`, as `channels` (1:
+    /// `L`, 3: `RGB`) 8-bit samples.
+    fn pillow(png: &str, channels: usize) -> crate::Image {
+        let format = if channels == 1 {
+            crate::PixelFormat::Gray8
+        } else {
+            crate::PixelFormat::Rgb8
+        };
+        let options = DecodeOptions {
+            format,
+            ..DecodeOptions::default()
+        };
+        ImageDecoder::new(options).decode(&fixture(png)).unwrap()
+    }
+
+    /// `ours` is Pillow's decode `png`: the same size, the same samples.
+    fn assert_pillows(ours: &Decoded, png: &str) {
+        let want = pillow(png, ours.channels);
+        let size = (want.width() as usize, want.height() as usize);
+        assert_eq!((ours.width, ours.height), size, "{png}");
+        let differing = ours
+            .pixels
+            .iter()
+            .zip(want.as_bytes())
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(
+            differing, 0,
+            "{png}: {differing} samples differ from Pillow's"
+        );
     }
 
     /// Pillow's decodes of the fixture photos (tests/fixtures/refs.txt:
@@ -887,11 +894,7 @@ mod tests {
             let [x, y, w, h]: [usize; 4] = core::array::from_fn(|i| f[4 + i].parse().unwrap());
             let ours = decode(&fixture(file), u64::MAX).unwrap();
             let want_channels = if mode == "L" { 1 } else { 3 };
-            let mut options = DecodeOptions::default();
-            if mode == "L" {
-                options.format = crate::PixelFormat::Gray8;
-            }
-            let want = ImageDecoder::new(options).decode(&fixture(f[8])).unwrap();
+            let want = pillow(f[8], want_channels);
             if ours.channels != want_channels {
                 continue; // Pillow's convert() of another mode: not the decoder's output
             }
@@ -924,20 +927,7 @@ mod tests {
             }
             let n: usize = f[2].parse().unwrap();
             let ours = decode_scaled(&fixture(f[1]), u64::MAX, n).unwrap();
-            let mut options = DecodeOptions::default();
-            if ours.channels == 1 {
-                options.format = crate::PixelFormat::Gray8;
-            }
-            let want = ImageDecoder::new(options).decode(&fixture(f[3])).unwrap();
-            assert_eq!(
-                (ours.width, ours.height),
-                (want.width() as usize, want.height() as usize),
-                "{line}"
-            );
-            assert!(
-                ours.pixels == want.as_bytes(),
-                "{line}: differs from Pillow's draft"
-            );
+            assert_pillows(&ours, f[3]);
             checked += 1;
         }
         assert_eq!(checked, 4);
@@ -981,11 +971,8 @@ mod tests {
     #[test]
     fn a_file_without_huffman_tables_uses_the_standards() {
         let ours = decode(&fixture("jpeg_exact/no_huffman_tables.jpg"), u64::MAX).unwrap();
-        let want = ImageDecoder::new(DecodeOptions::default())
-            .decode(&fixture("jpeg_exact/no_huffman_tables.png"))
-            .unwrap();
         assert_eq!((ours.width, ours.height), (96, 64));
-        assert!(ours.pixels == want.as_bytes());
+        assert_pillows(&ours, "jpeg_exact/no_huffman_tables.png");
     }
 
     /// Progressive files whose scans stop early (after the DC scans, and
@@ -995,23 +982,12 @@ mod tests {
     #[test]
     fn unfinished_progressive_files_are_smoothed_as_libjpeg_turbo_does() {
         for keep in [2, 4, 6] {
-            let ours = decode(
-                &fixture(&alloc::format!("jpeg_exact/progressive_cut_{keep}.jpg")),
-                u64::MAX,
-            )
-            .unwrap();
-            let want = ImageDecoder::new(DecodeOptions::default())
-                .decode(&fixture(&alloc::format!(
-                    "jpeg_exact/progressive_cut_{keep}.png"
-                )))
-                .unwrap();
-            let differing = ours
-                .pixels
-                .iter()
-                .zip(want.as_bytes())
-                .filter(|(a, b)| a != b)
-                .count();
-            assert_eq!(differing, 0, "{keep} scans");
+            let jpeg = fixture(&alloc::format!("jpeg_exact/progressive_cut_{keep}.jpg"));
+            let ours = decode(&jpeg, u64::MAX).unwrap();
+            assert_pillows(
+                &ours,
+                &alloc::format!("jpeg_exact/progressive_cut_{keep}.png"),
+            );
         }
     }
 
@@ -1024,22 +1000,11 @@ mod tests {
         let bytes = fixture("jpeg_exact/pathological_q255.jpg");
         for n in [1, 2, 4, 8] {
             let ours = decode_scaled(&bytes, u64::MAX, n).unwrap();
-            let options = DecodeOptions {
-                format: crate::PixelFormat::Gray8,
-                ..DecodeOptions::default()
-            };
-            let want = ImageDecoder::new(options)
-                .decode(&fixture(&alloc::format!(
-                    "jpeg_exact/pathological_q255_{n}.png"
-                )))
-                .unwrap();
-            let differing = ours
-                .pixels
-                .iter()
-                .zip(want.as_bytes())
-                .filter(|(a, b)| a != b)
-                .count();
-            assert_eq!(differing, 0, "at 1/{n}");
+            assert_eq!(ours.channels, 1);
+            assert_pillows(
+                &ours,
+                &alloc::format!("jpeg_exact/pathological_q255_{n}.png"),
+            );
         }
     }
 

@@ -9,7 +9,7 @@
 
 use alloc::vec::Vec;
 
-use crate::{Error, Result};
+use crate::Result;
 
 /// The natural position of each zigzag index 1..=9 smoothing fills.
 const POSITION: [usize; 10] = [0, 1, 8, 16, 9, 2, 3, 10, 17, 24];
@@ -159,10 +159,7 @@ pub(super) fn smooth(
     bits: &[i8; 64],
 ) -> Result<Vec<[i16; 64]>> {
     let mut out = Vec::new();
-    out.try_reserve_exact(coefs.len())
-        .map_err(|_| Error::OutOfMemory {
-            bytes: coefs.len() as u64 * 128,
-        })?;
+    crate::buffer::reserve(&mut out, coefs.len())?;
     out.extend_from_slice(coefs);
     let (across, down) = grid;
     let change_dc = bits[1..10].iter().all(|&b| b == -1);

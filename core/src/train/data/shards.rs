@@ -170,7 +170,6 @@ impl FilePool {
         Ok(file)
     }
 
-    /// The open files, locked (a reader that panicked left them whole).
     /// Starts fetching `offset..offset + len` of file `index`, to be read
     /// soon ([`Dataset::fetch_ahead`](super::Dataset::fetch_ahead)), when
     /// the pool holds remote files: opens it if it is closed (a remote
@@ -185,6 +184,7 @@ impl FilePool {
         }
     }
 
+    /// The open files, locked (a reader that panicked left them whole).
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u32, Arc<DataFile>)>> {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }

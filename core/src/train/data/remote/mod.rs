@@ -335,8 +335,22 @@ impl Blocks {
         }
     }
 
-    /// The pair is no longer being fetched: its waiters look again.
-    fn fetched(&mut self, key: (u64, u64)) {
+    /// The request for the pair `key` (`(object, first block)`) ended: its
+    /// bytes, if it brought them, kept as two blocks of `size` (unless the
+    /// blocks were dropped since `generation`), and its waiters woken to
+    /// look again.
+    fn fetched(
+        &mut self,
+        key: (u64, u64),
+        generation: u64,
+        size: u64,
+        bytes: Option<&bytes::Bytes>,
+    ) {
+        if let Some(bytes) = bytes
+            && self.generation == generation
+        {
+            self.put_pair(key.0, key.1, size, bytes);
+        }
         self.fetching.retain(|k| *k != key);
         FETCHED.notify_all();
     }
@@ -446,14 +460,7 @@ impl RemoteFile {
         drop(blocks);
         MISSES.fetch_add(1, Ordering::Relaxed);
         let fetched = self.fetch(self.pair(first, size));
-        let mut blocks = lock_blocks();
-        if let Ok(bytes) = &fetched
-            && blocks.generation == generation
-        {
-            blocks.put_pair(self.id, first, size, bytes);
-        }
-        blocks.fetched(key);
-        drop(blocks);
+        lock_blocks().fetched(key, generation, size, fetched.as_ref().ok());
         let bytes = fetched?;
         Ok(match index - first {
             0 => bytes.slice(..bytes.len().min(size as usize)),
@@ -495,21 +502,14 @@ impl RemoteFile {
                 blocks.fetching.push(key);
                 let generation = blocks.generation;
                 drop(blocks);
-                let (object, range, id) =
-                    (Arc::clone(&self.object), self.pair(first, size), self.id);
+                let (object, range) = (Arc::clone(&self.object), self.pair(first, size));
                 let Ok(store) = object.store_in(&io) else {
-                    lock_blocks().fetched(key);
+                    lock_blocks().fetched(key, generation, size, None);
                     return;
                 };
                 io.runtime.spawn(async move {
                     let fetched = object.get(&*store, range).await;
-                    let mut blocks = lock_blocks();
-                    if let Ok(bytes) = &fetched
-                        && blocks.generation == generation
-                    {
-                        blocks.put_pair(id, first, size, bytes);
-                    }
-                    blocks.fetched(key);
+                    lock_blocks().fetched(key, generation, size, fetched.as_ref().ok());
                 });
             }
             first += 2;
